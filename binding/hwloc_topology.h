@@ -1,0 +1,16 @@
+#pragma once
+// [edge] hwloc → TopologySnapshot: the live machine, or an XML export recorded elsewhere.
+#include <string>
+
+#include "tlaunch/result.h"
+#include "tlaunch/topology.h"
+
+namespace tlaunch {
+
+// Loads the topology with PCI and OS-device discovery enabled.
+// xml_path empty → the live machine, unless HWLOC_XMLFILE is set (then that file, live = false).
+// Old hwloc 1.x (v1 format) exports load too. Only allowed PUs are kept (cgroup / Summit's reserved
+// cores). Fails with Errc::topology naming the file and hwloc's reason.
+Result<TopologySnapshot> loadTopology(const std::string& xml_path);
+
+}  // namespace tlaunch

@@ -1,0 +1,72 @@
+#include "bootstrap/auth.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace tlaunch {
+
+std::string randomBytes(size_t n) {
+  std::string out(n, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(n)) != 1) {
+    std::fputs("tlaunch: the system random number generator failed\n", stderr);
+    std::abort();
+  }
+  return out;
+}
+
+std::string hexEncode(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  }
+  return out;
+}
+
+std::string newJobSecret() { return hexEncode(randomBytes(32)); }
+
+std::string hmacSha256(std::string_view key, std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
+       data.size(), md, &len);
+  return std::string(reinterpret_cast<char*>(md), len);
+}
+
+bool constantTimeEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+namespace {
+// Fields are length-prefixed so that no two different tuples serialise to the same bytes.
+void appendField(std::string& out, std::string_view f) {
+  out += std::to_string(f.size());
+  out += ':';
+  out.append(f);
+}
+}  // namespace
+
+std::string helloProof(std::string_view secret, std::string_view server_nonce, std::string_view client_nonce,
+                       std::string_view node_name) {
+  std::string msg = "tlaunch-hello-v1|";
+  appendField(msg, server_nonce);
+  appendField(msg, client_nonce);
+  appendField(msg, node_name);
+  return hmacSha256(secret, msg);
+}
+
+std::string welcomeProof(std::string_view secret, std::string_view server_nonce, std::string_view client_nonce) {
+  std::string msg = "tlaunch-welcome-v1|";
+  appendField(msg, server_nonce);
+  appendField(msg, client_nonce);
+  return hmacSha256(secret, msg);
+}
+
+}  // namespace tlaunch

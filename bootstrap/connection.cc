@@ -1,0 +1,118 @@
+#include "bootstrap/connection.h"
+
+namespace tlaunch {
+
+std::shared_ptr<Connection> Connection::create(asio::ip::tcp::socket socket, size_t max_frame_bytes) {
+  return std::shared_ptr<Connection>(new Connection(std::move(socket), max_frame_bytes));
+}
+
+Connection::Connection(asio::ip::tcp::socket socket, size_t max_frame_bytes)
+    : socket_(std::move(socket)), decoder_(max_frame_bytes) {
+  asio::error_code ec;
+  auto ep = socket_.remote_endpoint(ec);
+  peer_ = ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  socket_.set_option(asio::socket_base::keep_alive(true), ec);
+}
+
+void Connection::start(MessageHandler on_message, CloseHandler on_close) {
+  setHandlers(std::move(on_message), std::move(on_close));
+  readSome();
+}
+
+void Connection::setHandlers(MessageHandler on_message, CloseHandler on_close) {
+  on_message_ = std::move(on_message);
+  on_close_ = std::move(on_close);
+}
+
+void Connection::readSome() {
+  auto self = shared_from_this();
+  socket_.async_read_some(asio::buffer(read_buf_), [self](const asio::error_code& ec, size_t n) {
+    if (!self->open_) return;
+    if (ec) {
+      self->fail(ec == asio::error::eof ? "connection closed by peer" : ec.message());
+      return;
+    }
+    self->decoder_.feed(self->read_buf_.data(), n);
+    for (;;) {
+      auto frame = self->decoder_.next();
+      if (!frame) {
+        self->fail(frame.error().message);
+        return;
+      }
+      if (!*frame) break;
+      auto msg = decodeMessage(**frame);
+      if (!msg) {
+        self->fail(msg.error().message);
+        return;
+      }
+      if (self->on_message_) self->on_message_(std::move(*msg));
+      if (!self->open_) return;
+    }
+    self->readSome();
+  });
+}
+
+void Connection::send(const Json& msg) { sendEncoded(encodeFrame(encodeMessage(msg))); }
+
+void Connection::sendEncoded(std::string frame) {
+  if (!open_ || close_after_flush_) return;
+  queued_bytes_ += frame.size();
+  write_queue_.push_back(std::move(frame));
+  if (!writing_) writeNext();
+}
+
+void Connection::writeNext() {
+  if (write_queue_.empty()) {
+    writing_ = false;
+    if (close_after_flush_) {
+      asio::error_code ec;
+      socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+      close();
+    }
+    return;
+  }
+  writing_ = true;
+  auto self = shared_from_this();
+  asio::async_write(socket_, asio::buffer(write_queue_.front()), [self](const asio::error_code& ec, size_t) {
+    if (!self->open_) return;
+    if (ec) {
+      self->fail(ec.message());
+      return;
+    }
+    self->queued_bytes_ -= self->write_queue_.front().size();
+    self->write_queue_.pop_front();
+    if (self->drain_cb_ && self->queued_bytes_ <= self->low_water_) self->drain_cb_();
+    self->writeNext();
+  });
+}
+
+void Connection::setDrainCallback(size_t low_water, std::function<void()> cb) {
+  low_water_ = low_water;
+  drain_cb_ = std::move(cb);
+}
+
+void Connection::fail(const std::string& reason) {
+  if (!open_) return;
+  auto cb = std::move(on_close_);
+  close();
+  if (cb) cb(reason);
+}
+
+void Connection::close() {
+  if (!open_) return;
+  open_ = false;
+  asio::error_code ec;
+  socket_.close(ec);
+  write_queue_.clear();
+  queued_bytes_ = 0;
+  // Handlers stay set: close() may be called from inside one of them.
+}
+
+void Connection::closeAfterFlush() {
+  if (!open_) return;
+  close_after_flush_ = true;
+  if (!writing_) writeNext();
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,59 @@
+#pragma once
+// One authenticated-or-not control connection: reads frames into messages, queues writes.
+// Lives on a single-threaded io_context; every handler runs on that thread.
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <asio.hpp>
+
+#include "bootstrap/frame_codec.h"
+#include "bootstrap/message.h"
+
+namespace tlaunch {
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  using MessageHandler = std::function<void(Json&&)>;
+  using CloseHandler = std::function<void(const std::string& reason)>;
+
+  static std::shared_ptr<Connection> create(asio::ip::tcp::socket socket,
+                                            size_t max_frame_bytes = kDefaultMaxFrameBytes);
+  // Handlers may be replaced later (e.g. after authentication) with setHandlers.
+  void start(MessageHandler on_message, CloseHandler on_close);
+  void setHandlers(MessageHandler on_message, CloseHandler on_close);
+  void send(const Json& msg);
+  void sendEncoded(std::string frame);  // an already framed message (broadcasts encode once)
+  size_t queuedBytes() const { return queued_bytes_; }
+  // Called once each time the write queue falls to or below `low_water` bytes.
+  void setDrainCallback(size_t low_water, std::function<void()> cb);
+  // Stops reading, drops queued writes, closes the socket. The close handler is not called.
+  void close();
+  // Flushes queued writes, then closes. The close handler is not called.
+  void closeAfterFlush();
+  bool isOpen() const { return open_; }
+  const std::string& peer() const { return peer_; }
+
+ private:
+  Connection(asio::ip::tcp::socket socket, size_t max_frame_bytes);
+  void readSome();
+  void writeNext();
+  void fail(const std::string& reason);
+
+  asio::ip::tcp::socket socket_;
+  FrameDecoder decoder_;
+  std::array<char, 65536> read_buf_{};
+  std::deque<std::string> write_queue_;
+  size_t queued_bytes_ = 0;
+  bool writing_ = false;
+  bool open_ = true;
+  bool close_after_flush_ = false;
+  size_t low_water_ = 0;
+  std::function<void()> drain_cb_;
+  MessageHandler on_message_;
+  CloseHandler on_close_;
+  std::string peer_;
+};
+
+}  // namespace tlaunch

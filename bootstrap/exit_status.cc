@@ -1,0 +1,25 @@
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+// Launcher failures use sysexits-style codes, well away from the 128+N of signals, so that a
+// script can tell "tlaunch could not run the job" from "a rank failed". 126/127 follow the shell.
+int exitStatusFor(Errc code) {
+  switch (code) {
+    case Errc::usage: return 64;  // EX_USAGE
+    case Errc::program_missing: return 127;
+    case Errc::program_not_executable: return 126;
+    case Errc::node_unreachable: return 69;  // EX_UNAVAILABLE
+    case Errc::node_lost: return 69;
+    case Errc::protocol: return 76;  // EX_PROTOCOL
+    case Errc::resources: return 78;  // EX_CONFIG
+    case Errc::topology: return 78;
+    case Errc::fabric: return 78;
+    case Errc::preflight: return 78;
+    case Errc::io: return 74;  // EX_IOERR
+    case Errc::internal: return 70;  // EX_SOFTWARE
+  }
+  return 70;
+}
+
+}  // namespace tlaunch

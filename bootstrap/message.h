@@ -1,0 +1,30 @@
+#pragma once
+// Control messages are CBOR maps with a string field "t" naming the type. Binary payloads
+// (output bytes, PMIx blobs) travel as CBOR byte strings.
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+using Json = nlohmann::json;
+
+std::string encodeMessage(const Json& msg);
+// Never throws: malformed CBOR, a non-map, or a missing/non-string "t" is an error.
+Result<Json> decodeMessage(std::string_view payload);
+
+inline Json binary(std::string_view bytes) {
+  return Json::binary(std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+}
+// The bytes of a CBOR byte string (or a text string), "" otherwise.
+std::string bytesOf(const Json& v);
+
+// Typed accessors that never throw on a peer's bad input.
+std::string getString(const Json& m, const char* key, std::string fallback = {});
+long long getInt(const Json& m, const char* key, long long fallback = 0);
+bool getBool(const Json& m, const char* key, bool fallback = false);
+
+}  // namespace tlaunch

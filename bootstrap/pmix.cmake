@@ -1,0 +1,8 @@
+# Sources of the PMIx server glue (paths relative to bootstrap/).
+set(BOOTSTRAP_PMIX_SOURCES
+  ${CMAKE_CURRENT_SOURCE_DIR}/pmix_dirs.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/pmix_env.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/pmix_job_geometry.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/pmix_job_info.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/pmix_server.cc
+)

@@ -1,0 +1,116 @@
+#pragma once
+// The PMIx server of one tlaunchd (one node, one job at a time): Open MPI and mpi4py ranks
+// direct-launch against it as under `srun --mpi=pmix`.
+//
+// It never does networking. Cross-node work leaves through Callbacks (a fence contribution, a
+// direct-modex request) and comes back through complete*/serve* calls made by the daemon's
+// control plane. libpmix runs its own progress thread; every upcall from it only copies its
+// arguments and posts to the daemon's strand, so Callbacks always run there. All public
+// methods must be called on that strand too (they are not thread-safe).
+//
+// One PmixServer per process (libpmix holds one server state per process). libpmix headers stay
+// out of this file.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+struct PmixServerConfig {
+  std::string node_name;  // this node's name exactly as in PmixJobLayout::node_names
+  int node_index = 0;     // the server's rank; must equal PmixJobLayout::this_node
+  // Per node, per daemon (PMIX_SERVER_TMPDIR). Created by start(); removed with everything in it
+  // when the server is destroyed, so never point it at a shared directory.
+  std::string tmpdir;
+  uint32_t uid = 0, gid = 0;  // the ranks' credentials; PMIx checks them on connect (SO_PEERCRED)
+  // Upper bound for each blocking libpmix call in registerJob and ~PmixServer. libpmix 4.2.2 can
+  // wedge in teardown; past the bound the call is abandoned, never waited for.
+  std::chrono::milliseconds op_bound{5000};
+};
+
+struct PmixJobLayout {
+  std::string nspace;                           // unique per job, e.g. "tlaunch.<jobid>"
+  std::vector<std::string> node_names;          // node order; same names the daemons use
+  std::vector<std::vector<int>> ranks_by_node;  // global ranks per node; position = local rank
+  int this_node = 0;                            // index into node_names
+  // Per node, per job: PMIX_TMPDIR / PMIX_NSDIR (Open MPI's session directories). Created by
+  // registerJob, removed with everything in it by deregisterJob.
+  std::string job_tmpdir;
+  // Per node, per job, on tmpfs: Open MPI's shared-memory (vader) backing directory. Empty
+  // means /dev/shm/tlaunch.<nspace>.<node name> (or <job_tmpdir>/shm without /dev/shm).
+  // Created by registerJob, removed by deregisterJob.
+  std::string shm_dir;
+  std::string tcp_if_include;  // CIDR list for OMPI_MCA_btl_tcp_if_include; empty: Open MPI's choice
+};
+
+class PmixServer {
+ public:
+  // Runs a closure on the daemon's Asio strand. Called from libpmix's thread: must be
+  // thread-safe (asio::post is). A closure that is never run (the io_context stopped) is dropped.
+  using Post = std::function<void(std::function<void()>)>;
+
+  // Invoked on the strand only. Empty functions are allowed (the event is then ignored).
+  struct Callbacks {
+    // This node's contribution to fence number fence_seq (0, 1, 2, ... per job; every node
+    // sees the job's fences in the same order). Gather all nodes' blobs and answer with
+    // completeFence(fence_seq, ...) on every node. Exchange even when blob is empty: a fence
+    // is also a barrier.
+    std::function<void(uint64_t fence_seq, std::string blob, bool collect)> fence_contribution;
+    // A local rank wants the data of a rank on another node: ask the owning node's daemon to
+    // serveDirectModex(target_rank, ...) and answer with completeDirectModex(request_id, ...).
+    std::function<void(uint64_t request_id, int target_rank)> direct_modex_request;
+    // MPI_Abort / PMIx_Abort from a local rank: kill the job everywhere; `status` is its exit code.
+    std::function<void(int rank, int status, std::string message)> abort;
+    std::function<void(int rank)> client_connected;  // PMIx_Init of a local rank succeeded
+    std::function<void(int rank)> client_finalized;  // clean PMIx_Finalize of a local rank
+  };
+
+  // PMIx_server_init. Sets PMIX_MCA_psec=native and PMIX_MCA_gds=hash in this process's
+  // environment unless already set (call it before other threads read the environment).
+  static Result<std::unique_ptr<PmixServer>> start(const PmixServerConfig& config, Post post,
+                                                   Callbacks callbacks);
+
+  // register_nspace + register_client for every local rank. Call before forking any rank.
+  // One job at a time; deregisterJob before registering the next.
+  Result<void> registerJob(const PmixJobLayout& layout);
+
+  // Adds the rank's PMIx and Open MPI variables to `env` ("K=V" strings), replacing any
+  // inherited PMIX_* (except PMIX_MCA_*) that would point the rank at another server.
+  Result<void> setupFork(int rank, std::vector<std::string>& env);
+
+  // From the control plane: the fence is complete everywhere. all_blobs is the concatenation
+  // of every node's blob (any order). ok=false fails the fence in every local rank.
+  void completeFence(uint64_t fence_seq, bool ok, std::string all_blobs);
+
+  // Owner side of a direct modex: fetch a local rank's data (libpmix waits until that rank
+  // has committed). `reply` runs on the strand; ok=false if the rank is not local.
+  void serveDirectModex(int rank, std::function<void(bool ok, std::string data)> reply);
+  // Requester side: the answer to Callbacks::direct_modex_request(request_id, ...).
+  void completeDirectModex(uint64_t request_id, bool ok, std::string data);
+
+  // After every local rank has been reaped: fails outstanding fences and direct modex,
+  // deregisters clients and nspace (each bounded by op_bound), removes job_tmpdir and shm_dir.
+  // Returns an error if libpmix did not answer within `bound` (the directories are removed anyway).
+  Result<void> deregisterJob(std::chrono::milliseconds bound);
+
+  // Bounded PMIx_server_finalize (abandoned on a helper thread if libpmix wedges), removes tmpdir.
+  ~PmixServer();
+
+  PmixServer(const PmixServer&) = delete;
+  PmixServer& operator=(const PmixServer&) = delete;
+
+  struct Impl;
+
+ private:
+  explicit PmixServer(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;  // shared only so that posted closures can detect destruction
+};
+
+}  // namespace tlaunch

@@ -1,0 +1,307 @@
+#include "daemon/daemon_session.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/node_launch_json.h"
+#include "daemon/inventory.h"
+#include "daemon/rank_env.h"
+#include "tlaunch/version.h"
+
+namespace tlaunch {
+
+namespace {
+constexpr size_t kOutputHighWater = 8u << 20;  // stop reading rank pipes above this
+constexpr size_t kOutputLowWater = 1u << 20;
+}  // namespace
+
+DaemonSession::DaemonSession(asio::io_context& io, DaemonOptions options)
+    : io_(io), opts_(std::move(options)), probe_acceptor_(io), heartbeat_timer_(io), exit_timer_(io) {}
+
+DaemonSession::~DaemonSession() = default;
+
+void DaemonSession::start() {
+  // A listener for the other daemons' reachability probes (and, later, tree children).
+  asio::error_code ec;
+  probe_acceptor_.open(asio::ip::tcp::v4(), ec);
+  if (!ec) probe_acceptor_.bind({asio::ip::address_v4::any(), 0}, ec);
+  if (!ec) probe_acceptor_.listen(64, ec);
+  if (ec) spdlog::warn("cannot open the reachability probe listener: {}", ec.message());
+  else acceptProbes();
+  connect(0);
+}
+
+void DaemonSession::acceptProbes() {
+  probe_acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket s) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      asio::error_code ignore;
+      s.close(ignore);  // connecting was the whole test
+    }
+    acceptProbes();
+  });
+}
+
+void DaemonSession::connect(int attempt) {
+  asio::ip::tcp::resolver resolver(io_);
+  asio::error_code ec;
+  auto endpoints = resolver.resolve(opts_.connect_host, std::to_string(opts_.connect_port), ec);
+  if (ec) {
+    spdlog::error("cannot resolve the frontend address {}: {}", opts_.connect_host, ec.message());
+    shutdown(69);
+    return;
+  }
+  auto sock = std::make_shared<asio::ip::tcp::socket>(io_);
+  asio::async_connect(*sock, endpoints, [this, sock, attempt](const asio::error_code& cec, const asio::ip::tcp::endpoint&) {
+    if (cec) {
+      if (attempt < 20) {  // ~2 s of retries for a frontend that is slow to listen
+        auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(100));
+        t->async_wait([this, t, attempt](const asio::error_code&) { connect(attempt + 1); });
+        return;
+      }
+      spdlog::error("cannot connect to the frontend at {}:{}: {}", opts_.connect_host, opts_.connect_port,
+                    cec.message());
+      shutdown(69);
+      return;
+    }
+    conn_ = Connection::create(std::move(*sock));
+    last_heard_ = std::chrono::steady_clock::now();
+    conn_->start([this](Json&& m) { onMessage(std::move(m)); }, [this](const std::string& r) { onClose(r); });
+  });
+}
+
+void DaemonSession::onMessage(Json&& msg) {
+  last_heard_ = std::chrono::steady_clock::now();
+  const std::string t = msg["t"].get<std::string>();
+  if (!authenticated_) {
+    if (t == "challenge" && server_nonce_.empty()) return handleChallenge(msg);
+    if (t == "welcome" && !server_nonce_.empty()) return handleWelcome(msg);
+    spdlog::error("unexpected '{}' before authentication; dropping the connection", t);
+    frontendLost("protocol error");
+    return;
+  }
+  if (t == "ping") return;
+  if (t == "prepare") return handlePrepare(msg);
+  if (t == "start") return handleStart();
+  if (t == "signal") {
+    if (ranks_) ranks_->signalAll(static_cast<int>(getInt(msg, "sig", SIGTERM)));
+    return;
+  }
+  if (t == "terminate") return handleTerminate(msg);
+  if (t == "stdin") {
+    if (ranks_) ranks_->writeStdin(static_cast<int>(getInt(msg, "r")), bytesOf(msg["d"]));
+    return;
+  }
+  if (t == "stdin_eof") {
+    if (ranks_) ranks_->closeStdin(static_cast<int>(getInt(msg, "r")));
+    return;
+  }
+  if (t == "shutdown") {
+    shutdown(0);
+    return;
+  }
+  spdlog::warn("ignoring unknown message '{}' from the frontend", t);
+}
+
+void DaemonSession::handleChallenge(const Json& msg) {
+  if (getInt(msg, "proto") != kProtocolVersion) {
+    conn_->send({{"t", "hello"}, {"proto", kProtocolVersion}, {"version", kVersion}, {"node", opts_.node_name},
+                 {"error", "protocol mismatch"}});
+    conn_->closeAfterFlush();
+    shutdown(76);
+    return;
+  }
+  server_nonce_ = bytesOf(msg["nonce"]);
+  client_nonce_ = randomBytes(kNonceBytes);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  conn_->send({{"t", "hello"},
+               {"proto", kProtocolVersion},
+               {"version", kVersion},
+               {"node", opts_.node_name},
+               {"index", opts_.node_index},
+               {"hostname", host},
+               {"pid", ::getpid()},
+               {"nonce", binary(client_nonce_)},
+               {"mac", binary(helloProof(opts_.secret, server_nonce_, client_nonce_, opts_.node_name))}});
+}
+
+void DaemonSession::handleWelcome(const Json& msg) {
+  if (!constantTimeEquals(bytesOf(msg["mac"]), welcomeProof(opts_.secret, server_nonce_, client_nonce_))) {
+    spdlog::error("the frontend at {} failed to prove the job secret; exiting", conn_->peer());
+    frontendLost("authentication failed");
+    return;
+  }
+  authenticated_ = true;
+  const Json& config = msg.contains("config") ? msg["config"] : Json::object();
+  heartbeat_interval_ = std::chrono::milliseconds(getInt(config, "heartbeat_ms", 1000));
+  heartbeat_timeout_ = std::chrono::milliseconds(getInt(config, "heartbeat_timeout_ms", 15000));
+  heartbeat();
+  sendInventory(config);
+}
+
+void DaemonSession::sendInventory(const Json& config) {
+  InventoryRequest req;
+  req.topology_xml = getString(config, "topology_xml");
+  req.sysfs_root = getString(config, "sysfs_root", "/");
+  req.node_name = opts_.node_name;
+  Json inv = collectInventory(req);
+  asio::error_code ec;
+  auto ep = probe_acceptor_.local_endpoint(ec);
+  inv["probe_port"] = ec ? 0 : ep.port();
+  conn_->send({{"t", "inventory"}, {"inv", std::move(inv)}});
+}
+
+void DaemonSession::heartbeat() {
+  if (done_) return;
+  if (std::chrono::steady_clock::now() - last_heard_ > heartbeat_timeout_) {
+    frontendLost("no heartbeat from the frontend for " + std::to_string(heartbeat_timeout_.count() / 1000) + " s");
+    return;
+  }
+  if (conn_ && conn_->isOpen()) conn_->send({{"t", "ping"}});
+  heartbeat_timer_.expires_after(heartbeat_interval_);
+  heartbeat_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) heartbeat();
+  });
+}
+
+Result<void> DaemonSession::probeNext() {
+  const auto& l = *launch_;
+  if (l.reach_addr.empty()) return {};
+  asio::error_code ec;
+  auto addr = asio::ip::make_address(l.reach_addr, ec);
+  if (ec) return fail(Errc::fabric, "bad probe address " + l.reach_addr);
+  // A blocking connect with a deadline: prepare is a barrier anyway, and a plain socket keeps
+  // the timeout exact.
+  asio::io_context probe_io;
+  asio::ip::tcp::socket s(probe_io);
+  asio::steady_timer t(probe_io, std::chrono::seconds(5));
+  asio::error_code result = asio::error::timed_out;
+  s.async_connect({addr, static_cast<unsigned short>(l.reach_port)}, [&](const asio::error_code& e) {
+    result = e;
+    t.cancel();
+  });
+  t.async_wait([&](const asio::error_code& e) {
+    if (!e) s.close();
+  });
+  probe_io.run();
+  if (result) {
+    return fail(Errc::fabric,
+                "node " + l.node_name + " cannot reach node " + l.reach_node + " at " + l.reach_addr + ":" +
+                    std::to_string(l.reach_port) + " (" + (result == asio::error::operation_aborted ? "timed out" : result.message()) + ")",
+                "check the fabric link (ip link / ibstat), the subnet and any firewall between the two nodes");
+  }
+  return {};
+}
+
+void DaemonSession::handlePrepare(const Json& msg) {
+  auto launch = nodeLaunchFromJson(msg.contains("launch") ? msg["launch"] : Json());
+  auto reply_error = [&](const Error& e) {
+    conn_->send({{"t", "prepare_failed"}, {"code", static_cast<int>(e.code)}, {"message", e.message}, {"hint", e.hint}});
+  };
+  if (!launch) return reply_error(launch.error());
+  launch_ = std::move(*launch);
+  if (access(launch_->cwd.c_str(), X_OK) != 0) {
+    return reply_error(Error{Errc::usage,
+                             "working directory " + launch_->cwd + " does not exist on node " + launch_->node_name,
+                             "run tlaunch from a directory every node has, or pass --chdir"});
+  }
+  auto exe = resolveProgram(launch_->argv[0], envValue(launch_->base_env, "PATH"), launch_->cwd, launch_->node_name);
+  if (!exe) return reply_error(exe.error());
+  if (auto r = probeNext(); !r) return reply_error(r.error());
+  conn_->send({{"t", "prepared"}});
+}
+
+void DaemonSession::handleStart() {
+  if (!launch_ || ranks_) return;
+  auto launches = buildRankLaunches(*launch_);
+  if (!launches) {
+    conn_->send({{"t", "start_failed"}, {"message", launches.error().message}});
+    return;
+  }
+  RankSupervisor::Events ev;
+  ev.output = [this](int rank, int stream, std::string lines) {
+    if (!conn_ || !conn_->isOpen()) return;
+    conn_->send({{"t", "out"}, {"r", rank}, {"s", stream}, {"d", binary(lines)}});
+    if (conn_->queuedBytes() > kOutputHighWater) ranks_->pauseOutput();
+  };
+  ev.exited = [this](const RankExit& e) {
+    if (!conn_ || !conn_->isOpen()) return;
+    conn_->send({{"t", "exit"},
+                 {"r", e.rank},
+                 {"signaled", e.signaled},
+                 {"code", e.code},
+                 {"ours", e.killed_by_us},
+                 {"tail", e.stderr_tail}});
+  };
+  ev.all_exited = [this] {
+    if (lost_) {
+      shutdown(1);
+      return;
+    }
+    if (conn_ && conn_->isOpen()) conn_->send({{"t", draining_ ? "drained" : "all_exited"}});
+  };
+  ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev));
+  conn_->setDrainCallback(kOutputLowWater, [this] {
+    if (ranks_) ranks_->resumeOutput();
+  });
+  if (auto r = ranks_->start(std::move(*launches)); !r) {
+    conn_->send({{"t", "start_failed"}, {"message", r.error().message}});
+    return;
+  }
+  conn_->send({{"t", "started"}});
+}
+
+void DaemonSession::handleTerminate(const Json& msg) {
+  draining_ = true;
+  if (!ranks_ || ranks_->allExited()) {
+    conn_->send({{"t", "drained"}});
+    return;
+  }
+  ranks_->terminate(std::chrono::milliseconds(getInt(msg, "grace_ms", 10000)));
+}
+
+void DaemonSession::onClose(const std::string& reason) {
+  if (done_) return;
+  frontendLost(reason);
+}
+
+void DaemonSession::frontendLost(const std::string& why) {
+  if (lost_ || done_) return;
+  lost_ = true;
+  spdlog::error("lost the frontend ({}); ending this node's ranks", why);
+  if (conn_) conn_->close();
+  if (ranks_ && !ranks_->allExited()) {
+    int grace = launch_ ? std::min(launch_->kill_timeout_ms, 2000) : 2000;
+    ranks_->terminate(std::chrono::milliseconds(grace));
+    return;  // all_exited → shutdown
+  }
+  shutdown(1);
+}
+
+void DaemonSession::shutdown(int code) {
+  if (done_) return;
+  done_ = true;
+  exit_code_ = code;
+  heartbeat_timer_.cancel();
+  asio::error_code ignore;
+  probe_acceptor_.close(ignore);
+  if (ranks_ && !ranks_->allExited()) ranks_->killAll();
+  if (conn_ && conn_->isOpen()) conn_->closeAfterFlush();
+  waitForFlush(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+}
+
+void DaemonSession::waitForFlush(std::chrono::steady_clock::time_point deadline) {
+  // Let the last frames leave, then stop regardless.
+  if (!conn_ || !conn_->isOpen() || std::chrono::steady_clock::now() >= deadline) {
+    io_.stop();
+    return;
+  }
+  exit_timer_.expires_after(std::chrono::milliseconds(5));
+  exit_timer_.async_wait([this, deadline](const asio::error_code&) { waitForFlush(deadline); });
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,70 @@
+#pragma once
+// tlaunchd's life for one job: connect back to the frontend, prove the job secret, report
+// the node's inventory, prepare and run the ranks it is given, relay their output and exits,
+// and tear everything down when told to, or when the frontend disappears.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <asio.hpp>
+
+#include "bootstrap/connection.h"
+#include "daemon/rank_supervisor.h"
+#include "tlaunch/node_launch.h"
+
+namespace tlaunch {
+
+struct DaemonOptions {
+  std::string connect_host;
+  int connect_port = 0;
+  int node_index = -1;     // -1: the frontend matches us by node name (Slurm starts us this way)
+  std::string node_name;   // empty: SLURMD_NODENAME, else the host name
+  std::string job_id;
+  std::string secret;
+};
+
+class DaemonSession {
+ public:
+  DaemonSession(asio::io_context& io, DaemonOptions options);
+  ~DaemonSession();
+  void start();
+  int exitCode() const { return exit_code_; }
+
+ private:
+  void connect(int attempt);
+  void onMessage(Json&& msg);
+  void onClose(const std::string& reason);
+  void handleChallenge(const Json& msg);
+  void handleWelcome(const Json& msg);
+  void handlePrepare(const Json& msg);
+  void handleStart();
+  void handleTerminate(const Json& msg);
+  void shutdown(int code);
+  void waitForFlush(std::chrono::steady_clock::time_point deadline);
+  void sendInventory(const Json& config);
+  void heartbeat();
+  void frontendLost(const std::string& why);
+  void acceptProbes();
+  Result<void> probeNext();
+
+  asio::io_context& io_;
+  DaemonOptions opts_;
+  std::shared_ptr<Connection> conn_;
+  asio::ip::tcp::acceptor probe_acceptor_;
+  std::string server_nonce_, client_nonce_;
+  bool authenticated_ = false;
+  std::optional<NodeLaunch> launch_;
+  std::unique_ptr<RankSupervisor> ranks_;
+  asio::steady_timer heartbeat_timer_;
+  asio::steady_timer exit_timer_;
+  std::chrono::steady_clock::time_point last_heard_;
+  std::chrono::milliseconds heartbeat_interval_{1000};
+  std::chrono::milliseconds heartbeat_timeout_{15000};
+  bool draining_ = false;
+  bool lost_ = false;
+  bool done_ = false;
+  int exit_code_ = 0;
+};
+
+}  // namespace tlaunch

@@ -1,0 +1,22 @@
+#pragma once
+// What a daemon tells the frontend about its node before anything is planned.
+#include <string>
+
+#include "bootstrap/message.h"
+
+namespace tlaunch {
+
+struct InventoryRequest {
+  std::string node_name;
+  std::string topology_xml;  // "" = the live machine (or HWLOC_XMLFILE)
+  std::string sysfs_root = "/";
+};
+
+// Never fails as a whole: a part that cannot be read is reported as "<part>_error" so the
+// frontend can name the node and the reason.
+Json collectInventory(const InventoryRequest& req);
+
+// A TCP port that was free on every local address a moment ago (bind to port 0, read, close).
+int pickFreePort();
+
+}  // namespace tlaunch

@@ -1,0 +1,75 @@
+// tlaunchd: the per-node, per-job daemon. Started by tlaunch (fork, ssh or srun), never by hand.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "daemon/daemon_session.h"
+#include "tlaunch/version.h"
+
+int main(int argc, char** argv) {
+  tlaunch::DaemonOptions opts;
+  std::string connect;
+  bool show_version = false;
+  CLI::App app{"tlaunchd — tlaunch's node daemon (started by tlaunch, not by hand)"};
+  app.add_option("--connect", connect, "frontend address HOST:PORT");
+  app.add_option("--node-index", opts.node_index, "this node's index in the job");
+  app.add_option("--node-name", opts.node_name, "this node's name in the job");
+  app.add_option("--job-id", opts.job_id, "job id");
+  app.add_flag("--version", show_version, "print the version and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (show_version) {
+    std::cout << "tlaunchd " << tlaunch::kVersion << " protocol " << tlaunch::kProtocolVersion << "\n";
+    return 0;
+  }
+  auto logger = spdlog::stderr_color_mt("tlaunchd");
+  spdlog::set_default_logger(logger);
+  if (opts.node_name.empty()) {
+    if (const char* s = getenv("SLURMD_NODENAME")) opts.node_name = s;
+    else {
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      opts.node_name = host;
+    }
+  }
+  spdlog::set_pattern("tlaunchd[" + opts.node_name + "]: %^%l%$: %v");
+  auto colon = connect.rfind(':');
+  if (colon == std::string::npos) {
+    spdlog::error("--connect HOST:PORT is required (tlaunchd is started by tlaunch)");
+    return 64;
+  }
+  opts.connect_host = connect.substr(0, colon);
+  if (opts.connect_host.size() > 2 && opts.connect_host.front() == '[') opts.connect_host = opts.connect_host.substr(1, opts.connect_host.size() - 2);
+  opts.connect_port = std::atoi(connect.substr(colon + 1).c_str());
+  // The job secret arrives on stdin, never in argv or the environment.
+  if (!std::getline(std::cin, opts.secret) || opts.secret.empty()) {
+    spdlog::error("no job secret on stdin (tlaunchd is started by tlaunch)");
+    return 64;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  // Jobs must not outlive us, nor we the job: a daemon whose parent (tlaunch, sshd, slurmstepd)
+  // dies is killed. The control connection closing is the main signal; this is the backstop.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  asio::io_context io(1);
+  tlaunch::DaemonSession session(io, opts);
+  asio::signal_set signals(io, SIGTERM, SIGINT, SIGHUP);
+  signals.async_wait([&](const asio::error_code& ec, int sig) {
+    if (!ec) {
+      spdlog::warn("received signal {}; ending this node's ranks", sig);
+      io.stop();
+    }
+  });
+  session.start();
+  io.run();
+  return session.exitCode();
+}

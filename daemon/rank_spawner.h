@@ -1,0 +1,43 @@
+#pragma once
+// fork/exec of one rank with everything prepared beforehand: between fork and exec the child
+// only makes async-signal-safe system calls (DESIGN §8).
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "binding/apply_binding.h"
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+struct RankLaunch {
+  int rank = 0;
+  std::string exe_path;            // resolved, absolute or relative to cwd
+  std::vector<std::string> argv;   // argv[0] as the user wrote it
+  std::vector<std::string> env;    // complete environment, "K=V"
+  std::string cwd;
+  std::optional<PreparedBinding> binding;
+  bool stdin_pipe = false;         // else /dev/null
+};
+
+struct RankProcess {
+  pid_t pid = -1;
+  int pidfd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int stdin_fd = -1;  // -1 unless stdin_pipe
+};
+
+// Looks `program` up like execvp would, in `path` (the rank's PATH) relative to `cwd`.
+// Errors name the node and say what was searched.
+Result<std::string> resolveProgram(const std::string& program, const std::string& path, const std::string& cwd,
+                                   const std::string& node_name);
+
+// The child is its own process group leader, dies with the daemon (PR_SET_PDEATHSIG), gets
+// default signal dispositions and an empty mask. An exec failure is reported as an error here
+// (read from a close-on-exec pipe), not as a mysterious exit status.
+Result<RankProcess> spawnRank(const RankLaunch& launch);
+
+}  // namespace tlaunch

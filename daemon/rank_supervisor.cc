@@ -1,0 +1,238 @@
+#include "daemon/rank_supervisor.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace tlaunch {
+
+RankSupervisor::RankSupervisor(asio::io_context& io, Events events)
+    : io_(io), events_(std::move(events)), kill_timer_(io) {}
+
+RankSupervisor::~RankSupervisor() {
+  for (auto& r : ranks_) {
+    if (!r->reaped && r->pid > 0) {
+      ::kill(-r->pid, SIGKILL);
+      int st = 0;
+      ::waitpid(r->pid, &st, 0);
+    }
+  }
+}
+
+Result<void> RankSupervisor::start(std::vector<RankLaunch> launches) {
+  for (auto& l : launches) {
+    auto p = spawnRank(l);
+    if (!p) {
+      killAll();
+      return tl::unexpected(p.error());
+    }
+    auto r = std::make_unique<Rank>();
+    r->rank = l.rank;
+    r->pid = p->pid;
+    if (p->stdin_fd >= 0) r->stdin_fd = std::make_unique<asio::posix::stream_descriptor>(io_, p->stdin_fd);
+    r->out.fd = std::make_unique<asio::posix::stream_descriptor>(io_, p->stdout_fd);
+    r->err.fd = std::make_unique<asio::posix::stream_descriptor>(io_, p->stderr_fd);
+    if (p->pidfd >= 0) r->pidfd = std::make_unique<asio::posix::stream_descriptor>(io_, p->pidfd);
+    ranks_.push_back(std::move(r));
+  }
+  for (auto& r : ranks_) {
+    readStream(*r, 1);
+    readStream(*r, 2);
+    watchExit(*r);
+  }
+  return {};
+}
+
+void RankSupervisor::readStream(Rank& r, int which) {
+  Stream& s = which == 1 ? r.out : r.err;
+  if (s.eof || s.reading || paused_) return;
+  s.reading = true;
+  s.fd->async_read_some(asio::buffer(s.buf), [this, &r, which](const asio::error_code& ec, size_t n) {
+    Stream& st = which == 1 ? r.out : r.err;
+    st.reading = false;
+    std::string lines;
+    if (ec) {
+      if (ec == asio::error::operation_aborted) return;  // closed by us
+      st.splitter.finish(lines);
+      st.eof = true;
+      asio::error_code ignore;
+      st.fd->close(ignore);
+    } else {
+      st.splitter.feed(std::string_view(st.buf.data(), n), lines);
+    }
+    if (!lines.empty()) {
+      if (which == 2) rememberStderr(r, lines);
+      if (events_.output) events_.output(r.rank, which, std::move(lines));
+    }
+    if (st.eof) {
+      maybeReport(r);
+      return;
+    }
+    readStream(r, which);
+  });
+}
+
+void RankSupervisor::rememberStderr(Rank& r, const std::string& lines) {
+  size_t start = 0;
+  while (start < lines.size()) {
+    size_t nl = lines.find('\n', start);
+    if (nl == std::string::npos) nl = lines.size();
+    r.tail.emplace_back(lines.substr(start, std::min<size_t>(nl - start, 512)));
+    if (r.tail.size() > kTailLines) r.tail.pop_front();
+    start = nl + 1;
+  }
+}
+
+void RankSupervisor::watchExit(Rank& r) {
+  if (!r.pidfd) {
+    // No pidfd (very old kernel): poll.
+    auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(50));
+    t->async_wait([this, &r, t](const asio::error_code&) {
+      int st = 0;
+      if (::waitpid(r.pid, &st, WNOHANG) == r.pid) {
+        r.wait_status = st;
+        reap(r);
+      } else {
+        watchExit(r);
+      }
+    });
+    return;
+  }
+  r.pidfd->async_wait(asio::posix::stream_descriptor::wait_read, [this, &r](const asio::error_code& ec) {
+    if (ec == asio::error::operation_aborted) return;
+    int st = 0;
+    pid_t got = ::waitpid(r.pid, &st, WNOHANG);
+    if (got == r.pid) {
+      r.wait_status = st;
+      reap(r);
+    } else {
+      watchExit(r);
+    }
+  });
+}
+
+void RankSupervisor::reap(Rank& r) {
+  r.reaped = true;
+  if (r.pidfd) {
+    asio::error_code ignore;
+    r.pidfd->close(ignore);
+  }
+  // A descendant may still hold the pipes open; give the output a moment, then report anyway.
+  if (!(r.out.eof && r.err.eof)) {
+    r.linger = std::make_unique<asio::steady_timer>(io_, std::chrono::seconds(1));
+    r.linger->async_wait([this, &r](const asio::error_code& ec) {
+      if (ec) return;
+      for (Stream* s : {&r.out, &r.err}) {
+        if (s->eof) continue;
+        std::string rest;
+        s->splitter.finish(rest);
+        if (!rest.empty() && events_.output) events_.output(r.rank, s == &r.out ? 1 : 2, std::move(rest));
+        s->eof = true;
+        asio::error_code ignore;
+        s->fd->close(ignore);
+      }
+      maybeReport(r);
+    });
+  }
+  maybeReport(r);
+}
+
+void RankSupervisor::maybeReport(Rank& r) {
+  if (r.reported || !r.reaped || !r.out.eof || !r.err.eof) return;
+  r.reported = true;
+  if (r.linger) r.linger->cancel();
+  r.stdin_fd.reset();
+  // Whatever the rank left behind in its process group goes with it.
+  ::kill(-r.pid, SIGKILL);
+  RankExit e;
+  e.rank = r.rank;
+  if (WIFSIGNALED(r.wait_status)) {
+    e.signaled = true;
+    e.code = WTERMSIG(r.wait_status);
+  } else {
+    e.code = WEXITSTATUS(r.wait_status);
+  }
+  e.killed_by_us = terminating_;
+  e.stderr_tail.assign(r.tail.begin(), r.tail.end());
+  ++reported_;
+  if (events_.exited) events_.exited(e);
+  if (reported_ == ranks_.size()) {
+    kill_timer_.cancel();
+    if (events_.all_exited) events_.all_exited();
+  }
+}
+
+void RankSupervisor::signalAll(int sig) {
+  for (auto& r : ranks_)
+    if (!r->reaped) ::kill(-r->pid, sig);
+}
+
+void RankSupervisor::terminate(std::chrono::milliseconds grace) {
+  if (terminating_) return;
+  terminating_ = true;
+  signalAll(SIGTERM);
+  kill_timer_.expires_after(grace);
+  kill_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) killAll();
+  });
+}
+
+void RankSupervisor::killAll() {
+  terminating_ = true;
+  signalAll(SIGKILL);
+}
+
+void RankSupervisor::pauseOutput() { paused_ = true; }
+
+void RankSupervisor::resumeOutput() {
+  if (!paused_) return;
+  paused_ = false;
+  for (auto& r : ranks_) {
+    readStream(*r, 1);
+    readStream(*r, 2);
+  }
+}
+
+void RankSupervisor::writeStdin(int rank, const std::string& data) {
+  for (auto& r : ranks_) {
+    if (r->rank != rank || !r->stdin_fd) continue;
+    r->stdin_pending += data;
+    flushStdin(*r);
+  }
+}
+
+void RankSupervisor::flushStdin(Rank& r) {
+  if (r.stdin_writing || !r.stdin_fd) return;
+  if (r.stdin_pending.empty()) {
+    if (r.stdin_close_requested) r.stdin_fd.reset();
+    return;
+  }
+  r.stdin_writing = true;
+  r.stdin_inflight.swap(r.stdin_pending);
+  r.stdin_pending.clear();
+  asio::async_write(*r.stdin_fd, asio::buffer(r.stdin_inflight), [this, &r](const asio::error_code& ec, size_t) {
+    r.stdin_writing = false;
+    if (ec) {  // the rank closed its stdin or died: drop the rest
+      r.stdin_pending.clear();
+      r.stdin_fd.reset();
+      return;
+    }
+    flushStdin(r);
+  });
+}
+
+void RankSupervisor::closeStdin(int rank) {
+  for (auto& r : ranks_)
+    if (r->rank == rank) {
+      r->stdin_close_requested = true;
+      flushStdin(*r);
+    }
+}
+
+size_t RankSupervisor::alive() const {
+  size_t n = 0;
+  for (const auto& r : ranks_) n += r->reaped ? 0 : 1;
+  return n;
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,90 @@
+#pragma once
+// Owns the ranks of one node: spawns them, relays their output as whole lines, reaps them
+// (pidfd, no SIGCHLD races), and tears them down: SIGTERM to each process group, SIGKILL
+// after the grace period. Everything runs on the daemon's single io_context thread.
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "daemon/line_splitter.h"
+#include "daemon/rank_spawner.h"
+
+namespace tlaunch {
+
+struct RankExit {
+  int rank = 0;
+  bool signaled = false;
+  int code = 0;    // exit status, or the signal number when signaled
+  bool killed_by_us = false;  // ended by our teardown (not a failure of its own)
+  std::vector<std::string> stderr_tail;
+};
+
+class RankSupervisor {
+ public:
+  struct Events {
+    std::function<void(int rank, int stream, std::string lines)> output;  // stream 1 or 2
+    std::function<void(const RankExit&)> exited;  // after its output was relayed
+    std::function<void()> all_exited;
+  };
+  static constexpr size_t kTailLines = 20;
+
+  RankSupervisor(asio::io_context& io, Events events);
+  ~RankSupervisor();
+  // Spawns in order. If one fails, the ones already started are killed and the error returned.
+  Result<void> start(std::vector<RankLaunch> launches);
+  void signalAll(int sig);
+  // SIGTERM now, SIGKILL to whatever is left after `grace`.
+  void terminate(std::chrono::milliseconds grace);
+  void killAll();  // SIGKILL now
+  void pauseOutput();
+  void resumeOutput();
+  void writeStdin(int rank, const std::string& data);
+  void closeStdin(int rank);
+  size_t alive() const;
+  bool allExited() const { return reported_ == ranks_.size(); }
+
+ private:
+  struct Stream {
+    std::unique_ptr<asio::posix::stream_descriptor> fd;
+    LineSplitter splitter;
+    std::array<char, 65536> buf{};
+    bool reading = false;
+    bool eof = false;
+  };
+  struct Rank {
+    int rank = 0;
+    pid_t pid = -1;
+    std::unique_ptr<asio::posix::stream_descriptor> pidfd;
+    Stream out, err;
+    std::unique_ptr<asio::posix::stream_descriptor> stdin_fd;
+    std::string stdin_pending, stdin_inflight;
+    bool stdin_writing = false;
+    bool stdin_close_requested = false;
+    bool reaped = false;
+    bool reported = false;
+    int wait_status = 0;
+    std::deque<std::string> tail;
+    std::unique_ptr<asio::steady_timer> linger;  // reaped but a descendant holds the pipes open
+  };
+  void readStream(Rank& r, int which);
+  void watchExit(Rank& r);
+  void reap(Rank& r);
+  void maybeReport(Rank& r);
+  void rememberStderr(Rank& r, const std::string& lines);
+  void flushStdin(Rank& r);
+
+  asio::io_context& io_;
+  Events events_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  size_t reported_ = 0;
+  bool paused_ = false;
+  bool terminating_ = false;
+  asio::steady_timer kill_timer_;
+};
+
+}  // namespace tlaunch

@@ -1,0 +1,41 @@
+#pragma once
+// What the frontend tells one daemon to run: the "prepare" message, as plain data.
+#include <string>
+#include <vector>
+
+namespace tlaunch {
+
+struct RankSpec {
+  int rank = 0;
+  int local_rank = 0;
+  std::vector<std::string> env;  // "K=V", applied over the node's base environment
+  std::vector<int> cpus;         // PU OS indices; empty = no CPU binding
+  std::vector<int> mem_nodes;    // NUMA OS indices; empty = no memory binding
+};
+
+struct PmixSpec {
+  bool enabled = false;
+  std::string nspace;
+  std::vector<std::string> node_names;
+  std::vector<std::vector<int>> ranks_by_node;
+  int this_node = 0;
+  std::string tcp_if_include;  // CIDR of the fabric, may be empty
+};
+
+struct NodeLaunch {
+  std::string job_id;
+  std::string node_name;
+  std::vector<std::string> argv;
+  std::string cwd;
+  std::vector<std::string> base_env;  // the environment every rank starts from, "K=V"
+  std::vector<RankSpec> ranks;
+  bool apply_binding = false;
+  int stdin_rank = -1;               // global rank whose stdin the frontend forwards, -1 none
+  int kill_timeout_ms = 10000;
+  std::string reach_addr;            // the next node's fabric address to probe, "" = none
+  int reach_port = 0;
+  std::string reach_node;
+  PmixSpec pmix;
+};
+
+}  // namespace tlaunch

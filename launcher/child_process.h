@@ -1,0 +1,51 @@
+#pragma once
+// A helper process of the frontend (ssh, srun, a local tlaunchd): forked with a pipe on its
+// stdin and its stderr captured, reaped without blocking.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+class ChildProcess {
+ public:
+  ChildProcess() = default;
+  ChildProcess(ChildProcess&& other) noexcept;
+  ChildProcess& operator=(ChildProcess&& other) noexcept;
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  ~ChildProcess();  // closes fds; does not kill (call terminate() first)
+
+  // argv[0] is looked up in PATH. `stdin_data` is written to the child's stdin, which stays
+  // open until the ChildProcess is destroyed. The child gets PR_SET_PDEATHSIG(SIGKILL) so it
+  // never outlives the frontend, and its own process group.
+  static Result<ChildProcess> spawn(const std::vector<std::string>& argv, const std::string& stdin_data,
+                                    const std::vector<std::string>& extra_env = {});
+
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0 && !exited_; }
+  // Non-blocking reap. Returns true once the child has exited (then status() is valid).
+  bool poll();
+  int status() const { return status_; }  // raw wait status
+  std::string describeStatus() const;     // "exited with status 255" / "killed by signal 9"
+  // Reads whatever the child wrote to stderr so far (non-blocking); keeps the last 16 KiB.
+  const std::string& stderrText();
+  void signal(int sig) const;  // to the child's process group
+  // SIGTERM, wait up to grace_ms, then SIGKILL and reap.
+  void terminate(int grace_ms);
+  void closeStdin();
+
+ private:
+  void drainStderr();
+  pid_t pid_ = -1;
+  int stdin_fd_ = -1;
+  int stderr_fd_ = -1;
+  bool exited_ = false;
+  int status_ = 0;
+  std::string stderr_;
+};
+
+}  // namespace tlaunch

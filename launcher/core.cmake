@@ -1,0 +1,11 @@
+set(LAUNCHER_CORE_SOURCES
+  ${CMAKE_CURRENT_SOURCE_DIR}/child_process.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/cli_options.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/output_sink.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/local_starter.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_plan.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_session.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_environment.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/launcher_choice.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/run_job.cc
+)

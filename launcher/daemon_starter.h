@@ -1,0 +1,49 @@
+#pragma once
+// How the frontend gets one tlaunchd running on every node: local fork, ssh, or srun.
+// A starter only starts processes and reports the ones that died before their
+// daemon connected; everything after the daemon's hello is the control plane's job.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+struct NodeTarget {
+  int index = 0;     // position in the job's node order (rank order follows it)
+  std::string name;  // as the user or Slurm named it; what ssh connects to
+  std::string host;  // ssh destination if it differs from name (user@host forms), else empty
+};
+
+struct DaemonCommand {
+  std::string daemon_path;        // tlaunchd on the nodes
+  std::vector<std::string> args;  // arguments common to every node (--connect, --job-id, ...)
+  // Per-node arguments are appended by the starter: --node-index I --node-name NAME
+  // (the Slurm starter cannot do that per node; its daemons say who they are in their hello).
+};
+
+// A starter process (ssh, srun, a forked daemon) that ended before its daemon connected,
+// or that failed at all. node_index is -1 when it concerns every node (one srun step).
+struct StartFailure {
+  int node_index = -1;
+  std::string message;  // ssh's / srun's own words (last stderr lines) and exit status
+};
+
+class DaemonStarter {
+ public:
+  virtual ~DaemonStarter() = default;
+  virtual const char* name() const = 0;
+  // Starts one daemon per node, without waiting for them. `secret` (one line) is written to
+  // each daemon's stdin, which then stays open for the life of the job.
+  virtual Result<void> start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
+                             const std::string& secret) = 0;
+  // Non-blocking: failures seen since the last call (a process that exited, with its stderr).
+  // The frontend calls it on a timer until all daemons have connected, and during the job.
+  virtual std::vector<StartFailure> poll() = 0;
+  // Ends whatever is still running (ssh clients, the srun step), waiting at most `grace_ms`
+  // before SIGKILL. Called once at job end, after the daemons were told to exit.
+  virtual void stop(int grace_ms) = 0;
+};
+
+}  // namespace tlaunch

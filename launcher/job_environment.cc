@@ -1,0 +1,71 @@
+#include "launcher/job_environment.h"
+
+#include <algorithm>
+
+#include "binding/rank_env.h"
+
+extern char** environ;
+
+namespace tlaunch {
+
+namespace {
+bool startsWith(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+}  // namespace
+
+bool isLocalOnlyVariable(const std::string& name) {
+  static const char* const exact[] = {"HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "TMUX", "TMUX_PANE",
+                                      "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY", "SSH_AUTH_SOCK",
+                                      "PMI_FD", "PMI_RANK", "PMI_SIZE", "LOCAL_WORLD_SIZE", "GROUP_WORLD_SIZE"};
+  for (const char* e : exact)
+    if (name == e) return true;
+  // Another launcher's per-step state would confuse MPI and torch in our ranks.
+  if (startsWith(name, "SLURM_") || startsWith(name, "SLURMD_") || startsWith(name, "PMIX_") ||
+      startsWith(name, "TORCHELASTIC_") || startsWith(name, "TLAUNCH_"))
+    return true;
+  if (startsWith(name, "OMPI_") && !startsWith(name, "OMPI_MCA_")) return true;
+  const auto& ids = rankIdentityNames();
+  return std::find(ids.begin(), ids.end(), name) != ids.end();
+}
+
+Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std::string>& env,
+                                                const std::vector<std::string>& exports) {
+  std::map<std::string, std::string> out;
+  ForwardedEnvironment f;
+  for (const auto& [k, v] : env) {
+    if (isLocalOnlyVariable(k)) continue;
+    out[k] = v;
+    f.user_set.push_back(k);
+  }
+  for (const auto& x : exports) {
+    auto eq = x.find('=');
+    std::string name = x.substr(0, eq);
+    if (name.empty() || name.find_first_of(" \t\n") != std::string::npos)
+      return fail(Errc::usage, "-x '" + x + "': expected VAR or VAR=VALUE");
+    if (eq == std::string::npos) {
+      auto it = env.find(name);
+      if (it == env.end())
+        return fail(Errc::usage, "-x " + name + ": " + name + " is not set in this environment",
+                    "set it, or give a value with -x " + name + "=VALUE");
+      out[name] = it->second;
+    } else {
+      out[name] = x.substr(eq + 1);
+    }
+    f.user_set.push_back(name);
+  }
+  for (const auto& [k, v] : out) f.base_env.push_back(k + "=" + v);
+  std::sort(f.user_set.begin(), f.user_set.end());
+  f.user_set.erase(std::unique(f.user_set.begin(), f.user_set.end()), f.user_set.end());
+  return f;
+}
+
+std::map<std::string, std::string> currentEnvironment() {
+  std::map<std::string, std::string> m;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) m[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return m;
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,27 @@
+#pragma once
+// What the ranks inherit from the frontend: its environment (like srun's --export=ALL) minus
+// what only makes sense here, plus the user's -x exports. Pure given the environment.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+struct ForwardedEnvironment {
+  std::vector<std::string> base_env;  // "K=V", sorted by name for a deterministic plan
+  std::vector<std::string> user_set;  // names whose value the user chose (-x, or inherited)
+};
+
+// Variables never forwarded: identity of this host/shell/session, or of another job's step
+// (SLURM_*, PMIX_*, OMPI_* other than the user's MCA settings, torchrun's own).
+bool isLocalOnlyVariable(const std::string& name);
+
+// exports: -x VAR or -x VAR=VALUE. A bare VAR must be set here.
+Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std::string>& env,
+                                                const std::vector<std::string>& exports);
+
+std::map<std::string, std::string> currentEnvironment();
+
+}  // namespace tlaunch

@@ -1,0 +1,46 @@
+#pragma once
+// The plan: a pure function of (what the user asked, what the nodes reported) → exactly what
+// every daemon runs. Same inputs give the same plan, byte for byte.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bootstrap/message.h"
+#include "launcher/job_spec.h"
+#include "tlaunch/node_launch.h"
+
+namespace tlaunch {
+
+// One node as the frontend knows it once its daemon reported.
+struct NodeReport {
+  int index = 0;
+  std::string name;
+  Json inventory;           // the daemon's "inventory" message body
+  std::string control_ip;   // the daemon's address as seen on its control connection
+};
+
+struct PlanContext {
+  std::string job_id;
+  std::string cwd;
+  std::vector<std::string> base_env;   // forwarded environment with -x applied, "K=V"
+  std::vector<std::string> user_set;   // names the user set explicitly (-x) or inherited: they win
+};
+
+struct JobPlan {
+  std::string job_id;
+  int world_size = 0;
+  int ranks_per_node = 0;
+  std::string master_addr;
+  int master_port = 0;
+  std::vector<NodeLaunch> nodes;
+  std::vector<std::string> warnings;
+  Json details;  // the parts --dry-run shows (network, binding manifest, preflight)
+};
+
+Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx);
+
+// --dry-run output.
+std::string renderPlanText(const JobPlan& plan);
+Json planToJson(const JobPlan& plan);
+
+}  // namespace tlaunch

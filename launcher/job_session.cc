@@ -1,0 +1,420 @@
+#include "launcher/job_session.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/node_launch_json.h"
+#include "tlaunch/version.h"
+
+namespace tlaunch {
+
+using Clock = std::chrono::steady_clock;
+
+struct JobSession::Link {
+  int index = 0;
+  std::string name;
+  std::shared_ptr<Connection> conn;
+  Json inventory;
+  bool has_inventory = false;
+  bool prepared = false;
+  bool started = false;
+  bool all_exited = false;
+  bool drained = false;
+  bool closed = false;
+  std::string control_ip;
+  Clock::time_point last_heard;
+};
+
+struct JobSession::Pending {
+  std::shared_ptr<Connection> conn;
+  std::string nonce;
+  Clock::time_point since;
+};
+
+JobSession::JobSession(asio::io_context& io, SessionConfig config, std::unique_ptr<DaemonStarter> starter,
+                       OutputSink& out)
+    : io_(io),
+      cfg_(std::move(config)),
+      starter_(std::move(starter)),
+      out_(out),
+      acceptor_(io),
+      signals_(io, SIGINT, SIGTERM, SIGHUP),
+      tick_timer_(io) {
+  signals_.add(SIGUSR1);
+  signals_.add(SIGUSR2);
+  for (const auto& n : cfg_.nodes) {
+    auto l = std::make_unique<Link>();
+    l->index = n.index;
+    l->name = n.name;
+    links_.push_back(std::move(l));
+  }
+}
+
+JobSession::~JobSession() = default;
+
+std::string JobSession::nodeLabel(int index) const {
+  return index >= 0 && index < static_cast<int>(links_.size()) ? links_[index]->name : "?";
+}
+
+Result<void> JobSession::listen() {
+  asio::error_code ec;
+  auto addr = asio::ip::make_address(cfg_.listen_address, ec);
+  if (ec) return tlaunch::fail(Errc::usage, "bad listen address " + cfg_.listen_address);
+  asio::ip::tcp::endpoint ep(addr, 0);
+  acceptor_.open(ep.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(ep, ec);
+  if (!ec) acceptor_.listen(1024, ec);
+  if (ec) return tlaunch::fail(Errc::io, "cannot listen on " + cfg_.listen_address + ": " + ec.message());
+  return {};
+}
+
+JobOutcome JobSession::run() {
+  started_at_ = Clock::now();
+  if (auto r = listen(); !r) {
+    return {exitStatusFor(r.error().code), r.error().message, {}, -1};
+  }
+  accept();
+  watchSignals();
+  DaemonCommand cmd;
+  cmd.daemon_path = cfg_.daemon_path;
+  const auto port = acceptor_.local_endpoint().port();
+  const std::string host = cfg_.listen_address.find(':') != std::string::npos ? "[" + cfg_.listen_address + "]"
+                                                                             : cfg_.listen_address;
+  cmd.args = {"--connect", host + ":" + std::to_string(port), "--job-id", cfg_.plan_context.job_id};
+  if (auto r = starter_->start(cfg_.nodes, cmd, cfg_.secret); !r) {
+    fail(exitStatusFor(r.error().code), r.error().message);
+  }
+  phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.connect_timeout_s);
+  tick();
+  io_.run();
+  starter_->stop(2000);
+  return outcome_;
+}
+
+void JobSession::accept() {
+  acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (!ec) {
+      auto p = std::make_unique<Pending>();
+      p->conn = Connection::create(std::move(socket), 1u << 20);  // small frames until authenticated
+      p->nonce = randomBytes(kNonceBytes);
+      p->since = Clock::now();
+      Pending* raw = p.get();
+      pending_.push_back(std::move(p));
+      raw->conn->start([this, raw](Json&& m) { onPendingMessage(raw, std::move(m)); },
+                       [this, raw](const std::string&) {
+                         std::erase_if(pending_, [raw](const auto& q) { return q.get() == raw; });
+                       });
+      raw->conn->send({{"t", "challenge"}, {"proto", kProtocolVersion}, {"nonce", binary(raw->nonce)}});
+    }
+    accept();
+  });
+}
+
+void JobSession::onPendingMessage(Pending* p, Json&& msg) {
+  auto conn = p->conn;
+  auto drop = [this, p, conn](const std::string& why) {
+    out_.note("rejected a daemon connection from " + conn->peer() + ": " + why);
+    conn->close();
+    asio::post(io_, [this, p] { std::erase_if(pending_, [p](const auto& q) { return q.get() == p; }); });
+  };
+  if (getString(msg, "t") != "hello") return drop("expected a hello");
+  const std::string node = getString(msg, "node");
+  if (!constantTimeEquals(bytesOf(msg["mac"]), helloProof(cfg_.secret, p->nonce, bytesOf(msg["nonce"]), node))) {
+    return drop("it did not prove the job secret (authentication failed)");
+  }
+  // Authenticated: from here on a problem is the job's, not a stranger's.
+  Link* link = nullptr;
+  const long long idx = getInt(msg, "index", -1);
+  if (idx >= 0 && idx < static_cast<long long>(links_.size()) && links_[idx]->name == node) {
+    link = links_[idx].get();
+  } else {
+    for (auto& l : links_)
+      if (l->name == node) link = l.get();
+  }
+  if (!link) return drop("unknown node '" + node + "'");
+  if (link->conn) return drop("node " + node + " connected twice");
+  if (getInt(msg, "proto") != kProtocolVersion || getString(msg, "version") != kVersion) {
+    conn->close();
+    fail(exitStatusFor(Errc::protocol),
+         "tlaunchd on node " + node + " is version " + getString(msg, "version", "?") + " (protocol " +
+             std::to_string(getInt(msg, "proto")) + "), but this tlaunch is " + kVersion + " (protocol " +
+             std::to_string(kProtocolVersion) + "); install the same tlaunch on every node or pass --daemon-path");
+    return;
+  }
+  const std::string server_nonce = p->nonce;
+  link->conn = conn;
+  link->last_heard = Clock::now();
+  link->control_ip = conn->peer().substr(0, conn->peer().rfind(':'));
+  std::erase_if(pending_, [p](const auto& q) { return q.get() == p; });
+  conn->setHandlers([this, link](Json&& m) { onLinkMessage(*link, std::move(m)); },
+                    [this, link](const std::string& r) { onLinkClosed(*link, r); });
+  Json config = cfg_.daemon_config;
+  config["heartbeat_ms"] = 1000;
+  config["heartbeat_timeout_ms"] = cfg_.spec.heartbeat_timeout_s * 1000;
+  conn->send({{"t", "welcome"},
+              {"mac", binary(welcomeProof(cfg_.secret, server_nonce, bytesOf(msg["nonce"])))},
+              {"config", config}});
+}
+
+void JobSession::onLinkMessage(Link& link, Json&& msg) {
+  link.last_heard = Clock::now();
+  const std::string t = msg["t"].get<std::string>();
+  if (t == "out") {
+    out_.write(static_cast<int>(getInt(msg, "r")), static_cast<int>(getInt(msg, "s", 1)), bytesOf(msg["d"]));
+    return;
+  }
+  if (t == "ping") return;
+  if (t == "exit") return onRankExit(link, msg);
+  if (t == "inventory") return onInventory(link, std::move(msg["inv"]));
+  if (t == "prepared") {
+    link.prepared = true;
+    if (phase_ == Phase::preparing &&
+        std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->prepared; }))
+      startRanks();
+    return;
+  }
+  if (t == "prepare_failed" || t == "start_failed") {
+    auto code = static_cast<Errc>(getInt(msg, "code", static_cast<int>(Errc::internal)));
+    std::string text = getString(msg, "message");
+    std::string hint = getString(msg, "hint");
+    fail(exitStatusFor(code), text + (hint.empty() ? "" : "\n  -> " + hint));
+    return;
+  }
+  if (t == "started") {
+    link.started = true;
+    if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->started; }) &&
+        phase_ == Phase::starting) {
+      phase_ = Phase::running;
+      if (cfg_.spec.stdin_rank >= 0) forwardStdin();
+    }
+    return;
+  }
+  if (t == "all_exited") {
+    link.all_exited = true;
+    if (!failed_ && std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->all_exited; })) finish();
+    return;
+  }
+  if (t == "drained") {
+    link.drained = true;
+    if (phase_ == Phase::draining &&
+        std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->drained || l->closed || !l->conn; }))
+      finish();
+    return;
+  }
+}
+
+void JobSession::onInventory(Link& link, Json&& inv) {
+  link.inventory = std::move(inv);
+  link.has_inventory = true;
+  if (phase_ == Phase::connecting &&
+      std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->has_inventory; }))
+    planAndPrepare();
+}
+
+void JobSession::planAndPrepare() {
+  std::vector<NodeReport> reports;
+  for (const auto& l : links_) reports.push_back({l->index, l->name, l->inventory, l->control_ip});
+  auto plan = makePlan(cfg_.spec, reports, cfg_.plan_context);
+  if (!plan) {
+    fail(exitStatusFor(plan.error().code),
+         plan.error().message + (plan.error().hint.empty() ? "" : "\n  -> " + plan.error().hint));
+    return;
+  }
+  plan_ = std::move(*plan);
+  for (const auto& w : plan_->warnings) out_.note("warning: " + w);
+  if (cfg_.spec.dry_run) {
+    std::string text = cfg_.spec.json ? planToJson(*plan_).dump(2) + "\n" : renderPlanText(*plan_);
+    (void)!::write(1, text.data(), text.size());
+    finish();
+    return;
+  }
+  for (const auto& n : plan_->nodes)
+    for (const auto& r : n.ranks) out_.setRankNode(r.rank, n.node_name);
+  if (auto r = out_.openFiles(plan_->world_size); !r) {
+    fail(exitStatusFor(r.error().code), r.error().message);
+    return;
+  }
+  phase_ = Phase::preparing;
+  phase_deadline_ = Clock::now() + std::chrono::seconds(30);
+  for (size_t i = 0; i < links_.size(); ++i)
+    links_[i]->conn->send({{"t", "prepare"}, {"launch", nodeLaunchToJson(plan_->nodes[i])}});
+}
+
+void JobSession::startRanks() {
+  phase_ = Phase::starting;
+  broadcast({{"t", "start"}});
+}
+
+void JobSession::onRankExit(Link& link, const Json& msg) {
+  const int rank = static_cast<int>(getInt(msg, "r"));
+  const bool signaled = getBool(msg, "signaled");
+  const int code = static_cast<int>(getInt(msg, "code"));
+  const bool ours = getBool(msg, "ours");
+  if (ours || failed_ || (!signaled && code == 0)) return;
+  std::vector<std::string> tail;
+  if (msg.contains("tail") && msg["tail"].is_array())
+    for (const auto& l : msg["tail"])
+      if (l.is_string()) tail.push_back(l.get<std::string>());
+  std::string what = signaled ? std::string("was killed by signal ") + std::to_string(code) + " (" + ::strsignal(code) + ")"
+                              : "exited with status " + std::to_string(code);
+  fail(signaled ? 128 + code : code, "rank " + std::to_string(rank) + " on node " + link.name + " " + what, rank,
+       std::move(tail));
+}
+
+void JobSession::onLinkClosed(Link& link, const std::string& reason) {
+  link.closed = true;
+  if (phase_ == Phase::finishing || phase_ == Phase::done) return;
+  if (phase_ == Phase::draining) {
+    if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->drained || l->closed || !l->conn; }))
+      finish();
+    return;
+  }
+  fail(exitStatusFor(Errc::node_lost), "lost node " + link.name + ": its tlaunchd went away (" + reason +
+                                           "); the node may have died, or its daemon was killed");
+}
+
+void JobSession::fail(int exit_code, std::string summary, int rank, std::vector<std::string> tail) {
+  if (failed_) return;
+  failed_ = true;
+  outcome_.exit_code = exit_code == 0 ? 1 : exit_code;
+  outcome_.summary = std::move(summary);
+  outcome_.failed_rank = rank;
+  outcome_.stderr_tail = std::move(tail);
+  teardown();
+}
+
+void JobSession::teardown() {
+  if (phase_ == Phase::starting || phase_ == Phase::running || phase_ == Phase::preparing) {
+    phase_ = Phase::draining;
+    phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.kill_timeout_s + 5);
+    broadcast({{"t", "terminate"}, {"grace_ms", cfg_.spec.kill_timeout_s * 1000}});
+    if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->drained || l->closed || !l->conn; }))
+      finish();
+    return;
+  }
+  if (phase_ != Phase::draining) finish();
+}
+
+void JobSession::finish() {
+  if (phase_ == Phase::finishing || phase_ == Phase::done) return;
+  phase_ = Phase::finishing;
+  for (auto& l : links_) {
+    if (l->conn && l->conn->isOpen()) {
+      l->conn->send({{"t", "shutdown"}});
+      l->conn->closeAfterFlush();
+    }
+  }
+  for (auto& p : pending_) p->conn->close();
+  asio::error_code ignore;
+  acceptor_.close(ignore);
+  phase_deadline_ = Clock::now() + std::chrono::seconds(3);
+  // tick() stops the loop once every connection has closed (or at the deadline).
+}
+
+void JobSession::broadcast(const Json& msg) {
+  std::string frame = encodeFrame(encodeMessage(msg));
+  for (auto& l : links_)
+    if (l->conn && l->conn->isOpen()) l->conn->sendEncoded(frame);
+}
+
+void JobSession::tick() {
+  const auto now = Clock::now();
+  if (phase_ == Phase::finishing) {
+    bool open = std::any_of(links_.begin(), links_.end(), [](const auto& l) { return l->conn && l->conn->isOpen(); });
+    if (!open || now > phase_deadline_) {
+      phase_ = Phase::done;
+      signals_.cancel();
+      io_.stop();
+      return;
+    }
+  } else {
+    for (const auto& f : starter_->poll()) {
+      if (f.node_index >= 0 && links_[f.node_index]->conn) continue;  // exited after connecting: the link tells
+      fail(exitStatusFor(Errc::node_unreachable),
+           (f.node_index >= 0 ? "could not start tlaunchd on node " + nodeLabel(f.node_index) + ": " : "") + f.message);
+    }
+    if (phase_ == Phase::connecting && now > phase_deadline_) {
+      std::string missing;
+      for (const auto& l : links_)
+        if (!l->has_inventory) missing += (missing.empty() ? "" : ", ") + l->name;
+      fail(exitStatusFor(Errc::node_unreachable),
+           "these nodes' daemons did not connect within " + std::to_string(cfg_.spec.connect_timeout_s) + " s: " + missing +
+               "\n  -> check that they can reach this host (" + cfg_.listen_address + ") and that tlaunchd runs there");
+    } else if (phase_ == Phase::preparing && now > phase_deadline_) {
+      fail(exitStatusFor(Errc::node_unreachable), "nodes did not finish preparing within 30 s");
+    } else if (phase_ == Phase::draining && now > phase_deadline_) {
+      out_.note("some nodes did not confirm the end of their ranks; shutting their daemons down");
+      finish();
+    }
+    // Heartbeats: we ping every second; a daemon silent for too long is lost.
+    if (now - last_ping_ >= std::chrono::seconds(1)) {
+      last_ping_ = now;
+      broadcast({{"t", "ping"}});
+      for (auto& l : links_) {
+        if (l->conn && l->conn->isOpen() && now - l->last_heard > std::chrono::seconds(cfg_.spec.heartbeat_timeout_s)) {
+          l->conn->close();
+          onLinkClosed(*l, "no heartbeat for " + std::to_string(cfg_.spec.heartbeat_timeout_s) + " s");
+        }
+      }
+    }
+  }
+  tick_timer_.expires_after(std::chrono::milliseconds(50));
+  tick_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) tick();
+  });
+}
+
+void JobSession::watchSignals() {
+  signals_.async_wait([this](const asio::error_code& ec, int sig) {
+    if (ec) return;
+    handleSignal(sig);
+    watchSignals();
+  });
+}
+
+void JobSession::handleSignal(int sig) {
+  if (sig == SIGUSR1 || sig == SIGUSR2) {
+    broadcast({{"t", "signal"}, {"sig", sig}});
+    return;
+  }
+  ++interrupts_;
+  if (interrupts_ == 1) {
+    out_.note(std::string("got ") + ::sigabbrev_np(sig) + ": ending the job (again to kill at once)");
+    fail(128 + sig, std::string("tlaunch was interrupted by SIG") + ::sigabbrev_np(sig));
+  } else {
+    broadcast({{"t", "signal"}, {"sig", SIGKILL}});
+  }
+}
+
+void JobSession::forwardStdin() {
+  Link* target = nullptr;
+  for (size_t i = 0; i < plan_->nodes.size(); ++i)
+    for (const auto& r : plan_->nodes[i].ranks)
+      if (r.rank == cfg_.spec.stdin_rank) target = links_[i].get();
+  if (!target) return;
+  // A blocking reader thread: stdin may be a regular file, which epoll cannot watch.
+  std::thread([this, target, rank = cfg_.spec.stdin_rank] {
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(0, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        asio::post(io_, [target, rank] {
+          if (target->conn && target->conn->isOpen()) target->conn->send({{"t", "stdin_eof"}, {"r", rank}});
+        });
+        return;
+      }
+      asio::post(io_, [target, rank, data = std::string(buf, static_cast<size_t>(n))] {
+        if (target->conn && target->conn->isOpen()) target->conn->send({{"t", "stdin"}, {"r", rank}, {"d", binary(data)}});
+      });
+    }
+  }).detach();
+}
+
+}  // namespace tlaunch

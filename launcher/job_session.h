@@ -1,0 +1,87 @@
+#pragma once
+// The frontend's side of one job, on one io_context thread: accept and authenticate the
+// daemons, collect inventories, plan, prepare, start, relay output, supervise, tear down.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "bootstrap/connection.h"
+#include "launcher/daemon_starter.h"
+#include "launcher/job_plan.h"
+#include "launcher/output_sink.h"
+
+namespace tlaunch {
+
+struct SessionConfig {
+  JobSpec spec;
+  std::vector<NodeTarget> nodes;
+  PlanContext plan_context;
+  std::string secret;
+  std::string listen_address = "127.0.0.1";  // where daemons connect
+  std::string daemon_path;
+  Json daemon_config;  // sent to every daemon in its welcome (topology_xml, sysfs_root, ...)
+};
+
+// How the job ended, for the summary and the exit status.
+struct JobOutcome {
+  int exit_code = 0;
+  std::string summary;                // empty on success
+  std::vector<std::string> stderr_tail;
+  int failed_rank = -1;
+};
+
+class JobSession {
+ public:
+  JobSession(asio::io_context& io, SessionConfig config, std::unique_ptr<DaemonStarter> starter, OutputSink& out);
+  ~JobSession();
+  // Runs the job to its end; returns its outcome.
+  JobOutcome run();
+
+ private:
+  enum class Phase { connecting, preparing, starting, running, draining, finishing, done };
+  struct Link;
+  struct Pending;
+
+  Result<void> listen();
+  void accept();
+  void onPendingMessage(Pending* p, Json&& msg);
+  void onLinkMessage(Link& link, Json&& msg);
+  void onLinkClosed(Link& link, const std::string& reason);
+  void onInventory(Link& link, Json&& inv);
+  void planAndPrepare();
+  void startRanks();
+  void onRankExit(Link& link, const Json& msg);
+  void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {});
+  void teardown();
+  void finish();
+  void tick();
+  void handleSignal(int sig);
+  void watchSignals();
+  void forwardStdin();
+  void broadcast(const Json& msg);
+  std::string nodeLabel(int index) const;
+
+  asio::io_context& io_;
+  SessionConfig cfg_;
+  std::unique_ptr<DaemonStarter> starter_;
+  OutputSink& out_;
+  asio::ip::tcp::acceptor acceptor_;
+  asio::signal_set signals_;
+  asio::steady_timer tick_timer_;
+  std::vector<std::unique_ptr<Link>> links_;
+  std::vector<std::unique_ptr<Pending>> pending_;
+  Phase phase_ = Phase::connecting;
+  std::optional<JobPlan> plan_;
+  JobOutcome outcome_;
+  bool failed_ = false;
+  int interrupts_ = 0;
+  std::chrono::steady_clock::time_point started_at_;
+  std::chrono::steady_clock::time_point phase_deadline_;
+  std::chrono::steady_clock::time_point last_ping_;
+};
+
+}  // namespace tlaunch

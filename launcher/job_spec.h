@@ -1,0 +1,76 @@
+#pragma once
+// Everything the user asked for, as parsed from the command line. Plain data: the CLI fills
+// it, planning and the session read it.
+#include <string>
+#include <vector>
+
+#include "launcher/output_sink.h"
+
+namespace tlaunch {
+
+enum class LauncherKind { automatic, local, ssh, slurm };
+enum class PreflightLevel { off, quick, full };
+
+struct JobSpec {
+  std::vector<std::string> argv;  // the program and its arguments
+  int nodes = 0;                  // -N (0: all nodes resolved, or 1)
+  int procs_per_node = 0;         // -p
+  int gpus_per_node = 0;          // -g
+  LauncherKind launcher = LauncherKind::automatic;
+
+  // Node sources
+  std::string hosts;
+  std::string hostfile;
+  std::string include, exclude;
+
+  // Environment
+  std::vector<std::string> exports;  // -x VAR / -x VAR=VALUE, as given
+  std::string chdir;
+
+  // Output
+  TagMode tag = TagMode::full;
+  std::string output_dir;
+  int stdin_rank = -1;
+
+  // Control
+  int kill_timeout_s = 10;
+  int connect_timeout_s = 60;
+  int heartbeat_timeout_s = 15;
+  std::string daemon_path;
+  bool verbose = false;
+
+  // Planning
+  bool dry_run = false;
+  bool json = false;
+  bool offline = false;
+  bool report_bindings = false;
+  std::string topology_xml;
+  std::string sysfs_root = "/";
+  std::string bind = "core";  // none|numa|core
+  int cpus_per_rank = 0;
+
+  // Network
+  std::string net_mode = "auto";  // auto|tcp
+  std::vector<std::string> net_if;
+  std::string net_cidr;
+  std::string check_reachability = "ring";  // ring|all|off
+
+  // Preflight
+  PreflightLevel preflight = PreflightLevel::quick;
+  bool preflight_strict = false;
+  double expect_rate_gbps = 0;
+
+  // PMIx
+  bool pmix = true;
+
+  // ssh / Slurm
+  int ssh_fanout = 64;
+  std::vector<std::string> ssh_options;
+  bool ssh_reuse = true;
+  int ssh_connect_timeout_s = 10;
+  std::string slurm_args;
+
+  int ranksPerNode() const { return gpus_per_node > 0 ? gpus_per_node : procs_per_node; }
+};
+
+}  // namespace tlaunch

@@ -1,0 +1,42 @@
+#include "launcher/local_starter.h"
+
+#include <chrono>
+#include <thread>
+
+namespace tlaunch {
+
+Result<void> LocalStarter::start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
+                                 const std::string& secret) {
+  for (const auto& n : nodes) {
+    std::vector<std::string> argv{command.daemon_path};
+    argv.insert(argv.end(), command.args.begin(), command.args.end());
+    argv.insert(argv.end(), {"--node-index", std::to_string(n.index), "--node-name", n.name});
+    auto p = ChildProcess::spawn(argv, secret + "\n");
+    if (!p) return tl::unexpected(p.error());
+    started_.push_back({n.index, std::move(*p)});
+  }
+  return {};
+}
+
+std::vector<StartFailure> LocalStarter::poll() {
+  std::vector<StartFailure> out;
+  for (auto& s : started_) {
+    if (s.reported || !s.process.poll()) continue;
+    s.reported = true;
+    std::string err = s.process.stderrText();
+    out.push_back({s.node_index, "tlaunchd " + s.process.describeStatus() + (err.empty() ? "" : ": " + err)});
+  }
+  return out;
+}
+
+void LocalStarter::stop(int grace_ms) {
+  // The daemons exit by themselves once told; wait for that, then make sure.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  for (auto& s : started_) {
+    while (!s.process.poll() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    s.process.terminate(0);
+  }
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,14 @@
+// tlaunch: the frontend. Parses the command line and hands over to the subcommand.
+#include "launcher/cli_options.h"
+#include "launcher/run_job.h"
+
+int main(int argc, char** argv) {
+  auto parsed = tlaunch::parseCommandLine(argc, argv);
+  if (parsed.exit_now) return *parsed.exit_now;
+  switch (parsed.command) {
+    case tlaunch::Subcommand::run: return tlaunch::runJob(parsed.spec);
+    case tlaunch::Subcommand::topo:
+    case tlaunch::Subcommand::preflight: break;
+  }
+  return 70;
+}

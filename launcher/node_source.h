@@ -1,0 +1,86 @@
+#pragma once
+// Where the job's nodes come from: --hosts, --hostfile, DeepSpeed-style --include /
+// --exclude, or the Slurm allocation. Pure: file contents and the environment come in as
+// values; nothing here reads files, resolves names or logs.
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+struct HostEntry {
+  std::string name;  // what ssh connects to / what Slurm calls the node (no user@ part)
+  int slots = -1;    // -1: not given
+  // Extra per-host attributes from the hostfile ("net_if=ib1", "max_slots=16"), for the fabric
+  // code. "user" holds the login name of a user@host entry.
+  std::map<std::string, std::string> attrs;
+  // Set by --include node:0,1 / --exclude node:2: the only slot (GPU) indices to use,
+  // ascending. Empty: all slots.
+  std::vector<int> only_slots;
+};
+
+// The slots a job may use on the host: only_slots' size when set, else `slots` (-1: unknown).
+int usableSlots(const HostEntry& host);
+// "user@name" when the entry has a user attribute, else the name: the ssh destination.
+std::string sshDestination(const HostEntry& host);
+
+// --hosts "node1,node2:4,gpu[01-04]:8,alice@node9": names or hostlist expressions, each with
+// an optional ":slots".
+Result<std::vector<HostEntry>> parseHostsOption(std::string_view text);
+
+// A hostfile in Open MPI / DeepSpeed form ("node1 slots=8 net_if=ib1") or MPICH form
+// ("node1:8"); '#' starts a comment; blank lines are skipped; names may be hostlist
+// expressions. `file_name` is only for messages ("hosts.txt:3: ...").
+Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::string_view file_name);
+
+// DeepSpeed's --include / --exclude ("node1:0,1@node2"): at most one of them non-empty.
+// Hosts keep their order; an excluded host, or one with all its slots excluded, is dropped.
+Result<std::vector<HostEntry>> applyIncludeExclude(std::vector<HostEntry> hosts, std::string_view include,
+                                                   std::string_view exclude);
+
+// SLURM_TASKS_PER_NODE's form "2(x3),1" → {2, 2, 2, 1}.
+Result<std::vector<int>> parseSlurmTasksPerNode(std::string_view text);
+
+// True inside a Slurm allocation (salloc, sbatch): a job id and a node list are set.
+bool insideSlurmAllocation(const std::map<std::string, std::string>& env);
+
+// The allocation's nodes from SLURM_JOB_NODELIST (else SLURM_NODELIST), slots from
+// SLURM_TASKS_PER_NODE when present. Note: without -n/--ntasks-per-node Slurm puts the
+// node's CPU count there, so it is a ceiling, not a request.
+Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std::string>& env);
+
+enum class NodeOrigin {
+  none,      // no source: the job runs on this host only
+  hosts,     // --hosts
+  hostfile,  // --hostfile
+  slurm,     // the Slurm allocation
+};
+
+struct NodeSourceOptions {
+  std::string hosts;              // --hosts
+  std::string hostfile_name;      // --hostfile (path, for messages and origin)
+  std::string hostfile_content;   // the file's text, read by the caller (readHostfile)
+  std::string include;            // --include
+  std::string exclude;            // --exclude
+  bool use_slurm_env = true;      // false: ignore the allocation (e.g. --launcher ssh with no hosts given)
+};
+
+// Which source resolveNodes will use: --hosts, else --hostfile, else the allocation.
+NodeOrigin nodeOrigin(const NodeSourceOptions& options, const std::map<std::string, std::string>& env);
+const char* describeOrigin(NodeOrigin origin);
+
+// Nodes in rank order, include/exclude applied, duplicates rejected. Empty when there is no
+// source at all (origin none): the caller runs the job on this host. --hosts together with
+// --hostfile is an error.
+Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
+                                            const std::map<std::string, std::string>& env);
+
+// The first `requested_nodes` hosts (-N; 0 = all). ranks_per_node (-p/-g; 0 = not given)
+// must fit in every chosen host's usable slots where those are known.
+Result<std::vector<HostEntry>> selectNodes(const std::vector<HostEntry>& hosts, int requested_nodes,
+                                           int ranks_per_node);
+
+}  // namespace tlaunch

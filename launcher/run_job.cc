@@ -1,0 +1,103 @@
+#include "launcher/run_job.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "bootstrap/auth.h"
+#include "launcher/job_environment.h"
+#include "launcher/job_session.h"
+#include "launcher/launcher_choice.h"
+
+namespace tlaunch {
+
+namespace {
+
+std::string selfDirectory() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+std::string currentDirectory() {
+  char buf[PATH_MAX];
+  return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string("/");
+}
+
+Result<void> validate(const JobSpec& spec) {
+  if (spec.argv.empty())
+    return fail(Errc::usage, "no program given", "usage: tlaunch [options] -- program [args...]");
+  if (spec.procs_per_node > 0 && spec.gpus_per_node > 0)
+    return fail(Errc::usage, "-p and -g both given", "use -g N for one rank per GPU, or -p N for ranks without GPUs");
+  if (spec.procs_per_node == 0 && spec.gpus_per_node == 0)
+    return fail(Errc::usage, "say how many ranks per node: -p N (CPU ranks) or -g N (one rank per GPU)");
+  if (spec.offline && !spec.dry_run) return fail(Errc::usage, "--offline only goes with --dry-run");
+  return {};
+}
+
+void printError(const Error& e) {
+  std::cerr << "tlaunch: error: " << e.message << "\n";
+  if (!e.hint.empty()) std::cerr << "  -> " << e.hint << "\n";
+}
+
+void printOutcome(OutputSink& out, const std::string& job_id, const JobOutcome& o) {
+  if (o.summary.empty()) return;
+  out.note("job " + job_id + " failed: " + o.summary);
+  if (!o.stderr_tail.empty()) {
+    std::string text = "last lines of rank " + std::to_string(o.failed_rank) + "'s stderr:";
+    for (const auto& l : o.stderr_tail) text += "\n    | " + l;
+    out.note(text);
+  }
+}
+
+}  // namespace
+
+int runJob(const JobSpec& input) {
+  JobSpec spec = input;
+  if (auto v = validate(spec); !v) {
+    printError(v.error());
+    return exitStatusFor(v.error().code);
+  }
+  const auto env = currentEnvironment();
+  auto choice = chooseLauncher(spec, env);
+  if (!choice) {
+    printError(choice.error());
+    return exitStatusFor(choice.error().code);
+  }
+  auto forwarded = forwardEnvironment(env, spec.exports);
+  if (!forwarded) {
+    printError(forwarded.error());
+    return exitStatusFor(forwarded.error().code);
+  }
+  const std::string job_id = "tl-" + hexEncode(randomBytes(5));
+  SessionConfig cfg;
+  cfg.spec = spec;
+  cfg.nodes = choice->nodes;
+  cfg.secret = newJobSecret();
+  cfg.listen_address = choice->listen_address;
+  cfg.daemon_path = spec.daemon_path.empty() ? selfDirectory() + "/tlaunchd" : spec.daemon_path;
+  cfg.plan_context.job_id = job_id;
+  cfg.plan_context.cwd = currentDirectory();
+  cfg.plan_context.base_env = forwarded->base_env;
+  cfg.plan_context.user_set = forwarded->user_set;
+  cfg.daemon_config = {{"sysfs_root", spec.sysfs_root}, {"topology_xml", spec.topology_xml}};
+
+  ::signal(SIGPIPE, SIG_IGN);
+  OutputSink out(spec.tag, spec.output_dir);
+  if (spec.verbose)
+    out.note("job " + job_id + ": " + std::to_string(cfg.nodes.size()) + " node(s) via " + choice->starter->name() +
+             ", daemons connect to " + cfg.listen_address);
+  asio::io_context io(1);
+  JobSession session(io, std::move(cfg), std::move(choice->starter), out);
+  JobOutcome outcome = session.run();
+  printOutcome(out, job_id, outcome);
+  return outcome.exit_code;
+}
+
+}  // namespace tlaunch

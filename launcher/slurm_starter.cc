@@ -1,0 +1,212 @@
+#include "launcher/slurm_starter.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "launcher/shell_quote.h"
+#include "launcher/starter_support.h"
+
+namespace tlaunch {
+
+namespace {
+
+bool contains(const std::string& text, std::string_view needle) { return text.find(needle) != std::string::npos; }
+
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> buildSrunArgv(const SlurmStarterOptions& options, const std::vector<NodeTarget>& nodes,
+                                               const DaemonCommand& command) {
+  if (nodes.empty()) return fail(Errc::internal, "the Slurm starter was given no nodes");
+  const std::string n = std::to_string(nodes.size());
+  std::vector<std::string> argv{options.srun_program};
+  if (options.inside_allocation) argv.push_back("--overlap");
+  argv.insert(argv.end(), {"--ntasks-per-node=1", "-N", n, "--ntasks=" + n});
+  const bool all_named = std::all_of(nodes.begin(), nodes.end(), [](const NodeTarget& t) { return !t.name.empty(); });
+  if (all_named) {
+    std::string list;
+    for (const auto& t : nodes) {
+      if (t.name.find_first_of(", \t\n") != std::string::npos || t.name.front() == '-') {
+        return fail(Errc::usage, "node name '" + t.name + "' cannot be given to srun --nodelist");
+      }
+      list += (list.empty() ? "" : ",") + t.name;
+    }
+    argv.push_back("--nodelist=" + list);
+  } else if (options.inside_allocation) {
+    return fail(Errc::internal, "the Slurm starter needs every node's name inside an allocation");
+  }
+  // --input=all broadcasts the secret on stdin to every daemon. --cpu-bind=none: the daemon
+  // binds its ranks itself and must not be confined to one core. --mpi=none: no Slurm PMIx
+  // server for the daemons (SLURM_MPI_TYPE in the environment would otherwise apply).
+  argv.insert(argv.end(), {"--kill-on-bad-exit=1", "--input=all", "--cpu-bind=none", "--mpi=none"});
+  auto extra = splitShellWords(options.slurm_args, "--slurm-args");
+  if (!extra) return tl::unexpected(extra.error());
+  argv.insert(argv.end(), extra->begin(), extra->end());
+  argv.push_back(command.daemon_path);
+  argv.insert(argv.end(), command.args.begin(), command.args.end());
+  return argv;
+}
+
+std::vector<std::string> nodesInSrunErrors(const std::string& stderr_text) {
+  std::vector<std::string> nodes;
+  const std::string marker = "srun: error: ";
+  size_t pos = 0;
+  while ((pos = stderr_text.find(marker, pos)) != std::string::npos) {
+    pos += marker.size();
+    const size_t eol = std::min(stderr_text.find('\n', pos), stderr_text.size());
+    const std::string line = stderr_text.substr(pos, eol - pos);
+    // "<node>: task 3: Exited with exit code 2" / "<node>: tasks 0-3: Killed"
+    const size_t colon = line.find(": task");
+    if (colon != std::string::npos && colon > 0 && line.find(' ') > colon) {
+      const std::string node = line.substr(0, colon);
+      if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+    }
+    pos = eol;
+  }
+  return nodes;
+}
+
+std::string explainSrunFailure(int exit_status, const std::string& stderr_text, const std::string& daemon_path) {
+  const std::string said = quoteToolOutput("srun", stderr_text);
+  const std::string& e = stderr_text;
+  auto with = [&](const std::string& text) { return text + said; };
+  const std::vector<std::string> nodes = nodesInSrunErrors(e);
+  const std::string on = nodes.empty() ? std::string(" on the nodes") : " on " + joinNames(nodes);
+
+  if (contains(e, "execve():") && (contains(e, "No such file or directory") || contains(e, "not found"))) {
+    return with("tlaunchd not found at " + daemon_path + on + ": install tlaunch there or pass --daemon-path");
+  }
+  if (contains(e, "error while loading shared libraries")) {
+    return with("tlaunchd at " + daemon_path + on +
+                " cannot start: a shared library it needs is missing there. Install tlaunch's runtime dependencies "
+                "on the compute nodes, or pass --daemon-path to a build that runs there");
+  }
+  if (contains(e, "execve():") && contains(e, "Permission denied")) {
+    return with("tlaunchd at " + daemon_path + on + " cannot be executed (permission denied): check the file, or pass "
+                "--daemon-path");
+  }
+  if (contains(e, "Invalid partition name")) {
+    return with("Slurm rejected the partition: check -p/--partition in --slurm-args (sinfo lists the partitions)");
+  }
+  if (contains(e, "Invalid account")) {
+    return with("Slurm rejected the account or account/partition pair: check -A/--account in --slurm-args");
+  }
+  if (contains(e, "Invalid qos")) return with("Slurm rejected the QOS: check --qos in --slurm-args");
+  if (contains(e, "time limit is invalid") || contains(e, "Requested time limit")) {
+    return with("Slurm rejected the time limit: check -t/--time in --slurm-args against the partition's limit");
+  }
+  if (contains(e, "Invalid node name")) {
+    return with("Slurm does not know a node named in --nodelist: check the node names (sinfo -N lists them)");
+  }
+  if (contains(e, "Invalid job id") || contains(e, "Expired or invalid job") ||
+      contains(e, "already completing or completed") || contains(e, "Unable to confirm allocation")) {
+    return with("the Slurm allocation is gone (it ended, timed out or was cancelled): start a new one with "
+                "salloc/sbatch, or unset SLURM_JOB_ID to leave it");
+  }
+  if (contains(e, "DUE TO TIME LIMIT")) {
+    return with("the Slurm job reached its time limit and was cancelled: ask for more time (-t)");
+  }
+  if (contains(e, "DUE TO PREEMPTION")) return with("the Slurm job was preempted by a higher-priority job");
+  if (contains(e, "DUE TO NODE FAILURE") || contains(e, "Node failure")) {
+    return with("a node of the Slurm job failed" + (nodes.empty() ? std::string() : " (" + joinNames(nodes) + ")") +
+                " and Slurm cancelled the job step");
+  }
+  if (contains(e, "CANCELLED AT") || contains(e, "Job step aborted") || contains(e, "Force Terminated")) {
+    return with("the Slurm job or step was cancelled (scancel, or Slurm ended it)");
+  }
+  if (contains(e, "Requested node configuration is not available") || contains(e, "more nodes than permitted") ||
+      contains(e, "Node count specification invalid") || contains(e, "More processors requested than permitted")) {
+    return with("Slurm cannot run one daemon on each requested node. Inside an allocation every node must belong to "
+                "it (compare -N/--hosts with SLURM_JOB_NODELIST); outside one, check the --slurm-args constraints");
+  }
+  if (contains(e, "Requested nodes are busy")) {
+    return with("Slurm says the requested nodes are busy: other steps hold their resources; wait or use other nodes");
+  }
+  if (contains(e, "Could not establish a configuration source") || contains(e, "Unable to contact slurm controller") ||
+      contains(e, "controller not responding") || contains(e, "Socket timed out")) {
+    return with("srun cannot reach the Slurm controller from this host: check that Slurm works here (sinfo), or use "
+                "--launcher ssh");
+  }
+  if (contains(e, "unrecognized option") || contains(e, "invalid option") || contains(e, "unknown option") ||
+      contains(e, "Try \"srun --help\"")) {
+    return with("srun rejected its command line: check the --slurm-args values");
+  }
+  if (contains(e, "Unable to allocate resources")) {
+    return with("Slurm could not allocate the nodes: " + lineContaining(e, "Unable to allocate resources"));
+  }
+  if (contains(e, "Unable to create step")) {
+    return with("Slurm could not start the daemons' job step: " + lineContaining(e, "Unable to create step"));
+  }
+  if (exit_status < 0) {
+    return with("srun was killed by signal " + std::to_string(-exit_status) + " (" + ::strsignal(-exit_status) + ")");
+  }
+  if (!nodes.empty()) {
+    return with("tlaunchd" + on + " ended before connecting to this frontend (srun exited with status " +
+                std::to_string(exit_status) + ")");
+  }
+  return with("srun exited with status " + std::to_string(exit_status) + " before every daemon connected");
+}
+
+SlurmStarter::SlurmStarter(SlurmStarterOptions options) : options_(std::move(options)) {}
+
+SlurmStarter::~SlurmStarter() { stop(0); }
+
+Result<void> SlurmStarter::start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
+                                 const std::string& secret) {
+  if (started_) return fail(Errc::internal, "SlurmStarter::start called twice");
+  const char* path = std::getenv("PATH");
+  if (!programInPath(options_.srun_program, path ? path : "")) {
+    return fail(Errc::usage, "cannot run " + options_.srun_program + ": not found in PATH on this host",
+                "run tlaunch where Slurm's client commands are installed, or use --launcher ssh");
+  }
+  auto argv = buildSrunArgv(options_, nodes, command);
+  if (!argv) return tl::unexpected(argv.error());
+  auto process = ChildProcess::spawn(*argv, secretLine(secret));
+  if (!process) return fail(Errc::node_unreachable, "could not run srun: " + process.error().message);
+  process_ = std::move(*process);
+  nodes_ = nodes;
+  connected_.assign(nodes.size(), false);
+  daemon_path_ = command.daemon_path;
+  started_ = true;
+  return {};
+}
+
+std::vector<StartFailure> SlurmStarter::poll() {
+  if (!started_ || finished_ || !process_.poll()) return {};
+  finished_ = true;
+  const int code = exitCodeOf(process_.status());
+  const bool all_connected = std::all_of(connected_.begin(), connected_.end(), [](bool c) { return c; });
+  if (code == 0 && all_connected) return {};
+  const std::string& text = process_.stderrText();
+  StartFailure failure{-1, explainSrunFailure(code, text, daemon_path_)};
+  const auto named = nodesInSrunErrors(text);
+  if (named.size() == 1) {
+    for (const auto& t : nodes_) {
+      if (t.name == named[0]) failure.node_index = t.index;
+    }
+  }
+  return {failure};
+}
+
+void SlurmStarter::daemonConnected(int node_index) {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].index == node_index) connected_[i] = true;
+  }
+}
+
+void SlurmStarter::stop(int grace_ms) {
+  if (!started_ || finished_) return;
+  // srun passes SIGTERM on to the step's tasks, then exits.
+  process_.terminate(grace_ms);
+  finished_ = true;
+}
+
+}  // namespace tlaunch

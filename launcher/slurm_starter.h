@@ -1,0 +1,64 @@
+#pragma once
+// Starts every node's tlaunchd with one Slurm step:
+//   srun --overlap --ntasks-per-node=1 -N n -n n --nodelist=a,b,... --kill-on-bad-exit=1
+//        --input=all --cpu-bind=none --mpi=none <--slurm-args> tlaunchd <args>
+// The secret goes to srun's stdin, which --input=all broadcasts to every task. The daemons
+// learn their node from SLURMD_NODENAME (no per-node arguments are possible); the step's
+// task order is Slurm's, not ours, so the frontend maps names to node indices.
+// Outside an allocation srun makes one (no --overlap), with --slurm-args such as "-p gpu -t 10".
+#include <string>
+#include <vector>
+
+#include "launcher/child_process.h"
+#include "launcher/daemon_starter.h"
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+struct SlurmStarterOptions {
+  std::string srun_program = "srun";
+  std::string slurm_args;          // passed to srun after ours, split like a shell would
+  bool inside_allocation = true;   // insideSlurmAllocation(env): reuse the allocation (--overlap)
+};
+
+// The srun argv. Node names go to --nodelist when all are known; outside an allocation they
+// may be empty (Slurm picks nodes.size() nodes).
+Result<std::vector<std::string>> buildSrunArgv(const SlurmStarterOptions& options, const std::vector<NodeTarget>& nodes,
+                                               const DaemonCommand& command);
+
+// A user-facing explanation of a failed srun step, with srun's last words. `exit_status`:
+// srun's exit code, or -signal.
+std::string explainSrunFailure(int exit_status, const std::string& stderr_text, const std::string& daemon_path);
+
+// Nodes that srun's "srun: error: <node>: task <n>: ..." lines name, in order, once each.
+std::vector<std::string> nodesInSrunErrors(const std::string& stderr_text);
+
+class SlurmStarter final : public DaemonStarter {
+ public:
+  explicit SlurmStarter(SlurmStarterOptions options);
+  ~SlurmStarter() override;  // stops the step, without grace
+  SlurmStarter(const SlurmStarter&) = delete;
+  SlurmStarter& operator=(const SlurmStarter&) = delete;
+
+  const char* name() const override { return "slurm"; }
+  Result<void> start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
+                     const std::string& secret) override;
+  // One failure when the step ends before every daemon connected (or fails at all);
+  // node_index is the node srun's messages name when they name exactly one, else -1.
+  std::vector<StartFailure> poll() override;
+  void stop(int grace_ms) override;
+
+  // The daemon of node `node_index` said hello; once all have, srun exiting 0 is no failure.
+  void daemonConnected(int node_index);
+
+ private:
+  SlurmStarterOptions options_;
+  std::vector<NodeTarget> nodes_;
+  std::vector<bool> connected_;
+  std::string daemon_path_;
+  ChildProcess process_;
+  bool started_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace tlaunch

@@ -1,0 +1,81 @@
+#include "launcher/starter_support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace tlaunch {
+
+namespace {
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> lines(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    out.push_back(text.substr(pos, eol - pos));
+    pos = eol + 1;
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> meaningfulLines(std::string_view stderr_text, size_t max_lines) {
+  std::vector<std::string> kept;
+  for (std::string_view line : lines(stderr_text)) {
+    line = trimmed(line);
+    if (line.empty() || line.front() == '@') continue;
+    if (line.rfind("Warning: Permanently added", 0) == 0) continue;
+    kept.emplace_back(line);
+  }
+  if (kept.size() > max_lines) kept.erase(kept.begin(), kept.end() - static_cast<long>(max_lines));
+  return kept;
+}
+
+std::string quoteToolOutput(std::string_view tool, std::string_view stderr_text, size_t max_lines) {
+  const auto kept = meaningfulLines(stderr_text, max_lines);
+  if (kept.empty()) return {};
+  std::string out = "\n  " + std::string(tool) + " said: " + kept[0];
+  for (size_t i = 1; i < kept.size(); ++i) out += "\n    " + kept[i];
+  return out;
+}
+
+std::string lineContaining(std::string_view text, std::string_view needle) {
+  for (std::string_view line : lines(text)) {
+    if (line.find(needle) != std::string_view::npos) return std::string(trimmed(line));
+  }
+  return {};
+}
+
+bool programInPath(const std::string& program, const std::string& path_variable) {
+  if (program.empty()) return false;
+  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;
+  size_t pos = 0;
+  while (pos <= path_variable.size()) {
+    size_t colon = path_variable.find(':', pos);
+    if (colon == std::string::npos) colon = path_variable.size();
+    std::string dir = path_variable.substr(pos, colon - pos);
+    if (dir.empty()) dir = ".";
+    if (::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    pos = colon + 1;
+  }
+  return false;
+}
+
+std::string secretLine(const std::string& secret) {
+  if (!secret.empty() && secret.back() == '\n') return secret;
+  return secret + "\n";
+}
+
+int exitCodeOf(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return -WTERMSIG(wait_status);
+  return -1;
+}
+
+}  // namespace tlaunch

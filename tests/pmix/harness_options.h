@@ -1,0 +1,41 @@
+#pragma once
+// Options of pmix_harness: a stand-in frontend plus N stand-in daemons (one process each) that
+// run a real MPI/PMIx program against tlaunch's PmixServer on this machine.
+#include <string>
+#include <vector>
+
+namespace harness {
+
+struct Options {
+  int nodes = 1;
+  int ppn = 2;
+  bool cyclic = false;       // rank r on node r % nodes (default: blocks of ppn)
+  int jobs = 1;              // jobs run one after another by the same servers
+  int timeout_s = 60;
+  int min_fences = 0;        // per job, as seen by the frontend
+  int min_dmodex = 0;        // per job
+  int expect_abort = -1;     // pass only if a rank aborts with this status
+  bool localonly_fence_off = false;  // PMIX_MCA_pmix_server_fence_localonly_opt=0 in the daemons
+  std::string tcp_if = "127.0.0.1/32";
+  std::string base_dir;      // default /tmp/tlaunch-pmix-test.<pid>
+  std::string job_tag;       // default: the frontend's pid
+  std::vector<std::string> rank_env;  // extra K=V for every rank
+  std::vector<std::string> program;   // argv of every rank
+
+  int size() const { return nodes * ppn; }
+  int nodeOf(int rank) const { return cyclic ? rank % nodes : rank / ppn; }
+  std::vector<int> ranksOf(int node) const {
+    std::vector<int> r;
+    for (int i = 0; i < size(); ++i)
+      if (nodeOf(i) == node) r.push_back(i);
+    return r;
+  }
+  std::string nodeName(int node) const { return std::string("node") + static_cast<char>('A' + node); }
+  std::string nspace(int job) const { return "tlaunch.test" + job_tag + "." + std::to_string(job); }
+  std::string nodeDir(int node) const { return base_dir + "/" + nodeName(node); }
+};
+
+int runFrontend(const Options& options);
+int runDaemon(const Options& options, int node, int fd);
+
+}  // namespace harness
