@@ -15,8 +15,9 @@ Result<PreparedBinding> prepareBinding(const RankBinding& binding) {
   CPU_ZERO(&p.cpus);
   for (int cpu : binding.cpus) {
     if (cpu < 0 || cpu >= CPU_SETSIZE)
-      return fail(Errc::topology, "CPU " + std::to_string(cpu) + " of local rank " + std::to_string(binding.local_rank) +
-                                      " is outside the " + std::to_string(CPU_SETSIZE) + " CPUs tlaunch can bind",
+      return fail(Errc::topology,
+                  "CPU " + std::to_string(cpu) + " of local rank " + std::to_string(binding.local_rank) +
+                      " is outside the " + std::to_string(CPU_SETSIZE) + " CPUs tlaunch can bind",
                   "run with --bind none on this machine");
     CPU_SET(cpu, &p.cpus);
     p.bind_cpus = true;
@@ -25,9 +26,9 @@ Result<PreparedBinding> prepareBinding(const RankBinding& binding) {
   constexpr int kMaxNodes = int(PreparedBinding::kNodeMaskWords) * kBitsPerWord;
   for (int node : binding.mem_nodes) {
     if (node < 0 || node >= kMaxNodes)
-      return fail(Errc::topology, "NUMA node " + std::to_string(node) + " of local rank " +
-                                      std::to_string(binding.local_rank) + " is outside the " +
-                                      std::to_string(kMaxNodes) + " nodes tlaunch can bind",
+      return fail(Errc::topology,
+                  "NUMA node " + std::to_string(node) + " of local rank " + std::to_string(binding.local_rank) +
+                      " is outside the " + std::to_string(kMaxNodes) + " nodes tlaunch can bind",
                   "run with --bind none on this machine");
     p.nodemask[node / kBitsPerWord] |= 1ul << (node % kBitsPerWord);
     p.bind_memory = true;

@@ -1,10 +1,9 @@
 #pragma once
 // [pure] The binding manifest: one row per rank (rank, node, GPU, HCA:port, PCI path, NUMA, cpuset),
 // printed by --dry-run and hashed so two runs can be compared.
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "tlaunch/topology.h"
 

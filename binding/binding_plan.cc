@@ -7,21 +7,19 @@
 namespace tlaunch {
 namespace {
 
-constexpr int kPortActive = 4;        // IBV_PORT_ACTIVE
-constexpr int kPortActiveDefer = 5;   // IBV_PORT_ACTIVE_DEFER
+constexpr int kPortActive = 4;       // IBV_PORT_ACTIVE
+constexpr int kPortActiveDefer = 5;  // IBV_PORT_ACTIVE_DEFER
 
 bool isHostBridge(const std::string& id) { return id.rfind("hb:", 0) == 0; }
 
-// A set of cores that ranks share: one NUMA node, or (numa == -1) every core of the machine.
+// A set of cores that ranks share: one NUMA node, or every core when the snapshot has no NUMA ids (-1).
 struct Domain {
   int numa = -1;
   std::vector<const std::vector<int>*> cores;
   std::vector<int> ranks;  // local ranks placed here, ascending
 };
 
-std::string describe(const Domain& d) {
-  return d.numa >= 0 ? "NUMA node " + std::to_string(d.numa) : "the machine";
-}
+std::string describe(const Domain& d) { return d.numa >= 0 ? "NUMA node " + std::to_string(d.numa) : "the machine"; }
 
 const NumaNode* findNuma(const TopologySnapshot& topo, int os_index) {
   for (const auto& n : topo.numa_nodes)
@@ -47,7 +45,8 @@ Domain& domainFor(std::map<int, Domain>& domains, const TopologySnapshot& topo, 
 
 std::vector<int> flatten(const std::vector<const std::vector<int>*>& cores, size_t first, size_t count) {
   std::vector<int> pus;
-  for (size_t i = first; i < first + count && i < cores.size(); ++i) pus.insert(pus.end(), cores[i]->begin(), cores[i]->end());
+  for (size_t i = first; i < first + count && i < cores.size(); ++i)
+    pus.insert(pus.end(), cores[i]->begin(), cores[i]->end());
   std::sort(pus.begin(), pus.end());
   return pus;
 }
@@ -65,8 +64,8 @@ void assignHcas(const TopologySnapshot& topo, std::vector<RankBinding>& ranks) {
     // Across NUMA nodes, an HCA in the GPU's own package beats one in the other package.
     auto key = [&](const HcaDevice& h) {
       PciDistance d = pciDistance(gpu.pci_path, gpu.numa, h.pci_path, h.numa);
-      int other_package = d == PciDistance::sys && (packageOf(topo, gpu.numa) < 0 ||
-                                                    packageOf(topo, gpu.numa) != packageOf(topo, h.numa));
+      int other_package = d == PciDistance::sys &&
+                          (packageOf(topo, gpu.numa) < 0 || packageOf(topo, gpu.numa) != packageOf(topo, h.numa));
       return std::make_pair(d, other_package);
     };
     size_t best = 0;
@@ -85,17 +84,21 @@ void assignHcas(const TopologySnapshot& topo, std::vector<RankBinding>& ranks) {
 
 const char* pciDistanceName(PciDistance d) {
   switch (d) {
-    case PciDistance::pix: return "PIX";
-    case PciDistance::pxb: return "PXB";
-    case PciDistance::phb: return "PHB";
-    case PciDistance::node: return "NODE";
-    case PciDistance::sys: return "SYS";
+    case PciDistance::pix:
+      return "PIX";
+    case PciDistance::pxb:
+      return "PXB";
+    case PciDistance::phb:
+      return "PHB";
+    case PciDistance::node:
+      return "NODE";
+    case PciDistance::sys:
+      return "SYS";
   }
   return "SYS";
 }
 
-PciDistance pciDistance(const std::vector<std::string>& a, int numa_a, const std::vector<std::string>& b,
-                        int numa_b) {
+PciDistance pciDistance(const std::vector<std::string>& a, int numa_a, const std::vector<std::string>& b, int numa_b) {
   size_t common = 0;
   while (common < a.size() && common < b.size() && a[common] == b[common]) ++common;
   if (common == 0) return numa_a >= 0 && numa_a == numa_b ? PciDistance::node : PciDistance::sys;
@@ -126,9 +129,9 @@ Result<std::vector<RankBinding>> planNodeBinding(const TopologySnapshot& topo, c
     return fail(Errc::resources,
                 "node " + node + " has " + std::to_string(topo.gpus.size()) + " GPUs but the job asks for " +
                     std::to_string(n) + " per node (-g " + std::to_string(n) + ")",
-                topo.gpus.empty() ? "run CPU-only ranks with -p, or choose nodes with GPUs"
-                                  : "use -g " + std::to_string(topo.gpus.size()) +
-                                        " or fewer, or choose nodes with more GPUs");
+                topo.gpus.empty()
+                    ? "run CPU-only ranks with -p, or choose nodes with GPUs"
+                    : "use -g " + std::to_string(topo.gpus.size()) + " or fewer, or choose nodes with more GPUs");
 
   std::vector<int> cpu_numas;
   for (const auto& node_info : topo.numa_nodes)
@@ -152,8 +155,7 @@ Result<std::vector<RankBinding>> planNodeBinding(const TopologySnapshot& topo, c
   // GPUs whose locality hwloc could not tell go to the least-loaded NUMA node, so cpusets stay disjoint.
   for (auto& rb : out) {
     if (rb.numa >= 0 || cpu_numas.empty()) continue;
-    rb.numa = *std::min_element(cpu_numas.begin(), cpu_numas.end(),
-                                [&](int a, int b) { return load[a] < load[b]; });
+    rb.numa = *std::min_element(cpu_numas.begin(), cpu_numas.end(), [&](int a, int b) { return load[a] < load[b]; });
     ++load[rb.numa];
   }
   std::map<int, Domain> domains;

@@ -13,8 +13,8 @@ enum class PciDistance { pix, pxb, phb, node, sys };
 const char* pciDistanceName(PciDistance d);  // "PIX" … "SYS"
 
 // Distance between two PCI devices given their bridge paths (GpuDevice::pci_path form) and NUMA nodes.
-PciDistance pciDistance(const std::vector<std::string>& path_a, int numa_a,
-                        const std::vector<std::string>& path_b, int numa_b);
+PciDistance pciDistance(const std::vector<std::string>& path_a, int numa_a, const std::vector<std::string>& path_b,
+                        int numa_b);
 
 // True if some port of the HCA is ACTIVE (or ACTIVE_DEFER) according to the topology.
 bool hcaHasActivePort(const HcaDevice& hca);

@@ -8,4 +8,12 @@ list(APPEND BINDING_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/network_choice.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/fabric_env.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/nccl_conf.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/preflight_checks.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/preflight_host_facts.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/preflight_cross_node.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/preflight_report.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/preflight_runner.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/verbs_api_ibv.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/verbs_probe.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/verbs_selftest.cc
 )

@@ -23,8 +23,8 @@ using TopologyPtr = std::unique_ptr<hwloc_topology, TopologyDeleter>;
 
 std::string formatBusId(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& pci) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", unsigned(pci.domain), unsigned(pci.bus),
-                unsigned(pci.dev), unsigned(pci.func));
+  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", unsigned(pci.domain), unsigned(pci.bus), unsigned(pci.dev),
+                unsigned(pci.func));
   return buf;
 }
 
@@ -70,8 +70,7 @@ GpuOsDevKind gpuOsDevKind(hwloc_obj_t osdev) {
       namedLike(name, "nvml") || namedLike(name, "rsmi") || namedLike(name, "ze"))
     return GpuOsDevKind::compute;
   if (sub == "OpenCL" || name.substr(0, 6) == "opencl") return GpuOsDevKind::opencl;
-  if (namedLike(name, "card") || namedLike(name, "renderD") || namedLike(name, "controlD"))
-    return GpuOsDevKind::drm;
+  if (namedLike(name, "card") || namedLike(name, "renderD") || namedLike(name, "controlD")) return GpuOsDevKind::drm;
   return GpuOsDevKind::none;
 }
 
@@ -80,9 +79,12 @@ bool isGpuClass(unsigned cls) { return cls == 0x0300 || cls == 0x0302 || cls == 
 
 std::string vendorName(unsigned vendor) {
   switch (vendor) {
-    case 0x10de: return "NVIDIA";
-    case 0x1002: return "AMD";
-    case 0x8086: return "Intel";
+    case 0x10de:
+      return "NVIDIA";
+    case 0x1002:
+      return "AMD";
+    case 0x8086:
+      return "Intel";
   }
   char buf[16];
   std::snprintf(buf, sizeof buf, "pci:%04x", vendor);
@@ -140,7 +142,10 @@ class SnapshotBuilder {
       hwloc_bitmap_or(covered, covered, set);
       size_t idx = 0;
       for (size_t k = 0; k < numas.size(); ++k)
-        if (hwloc_bitmap_isset(numas[k]->cpuset, unsigned(pus.front()))) { idx = k; break; }
+        if (hwloc_bitmap_isset(numas[k]->cpuset, unsigned(pus.front()))) {
+          idx = k;
+          break;
+        }
       snap.numa_nodes[idx].cores.push_back(std::move(pus));
     };
     for (hwloc_obj_t c = nullptr; (c = hwloc_get_next_obj_by_type(topo_, HWLOC_OBJ_CORE, c));) addUnit(c->cpuset);
@@ -175,10 +180,17 @@ class SnapshotBuilder {
     for (hwloc_obj_t o : osdevs) {
       std::string_view name = o->name ? o->name : "";
       g.os_devices.emplace_back(name);
-      int rank = namedLike(name, "nvml") ? 0 : namedLike(name, "rsmi") ? 1 : namedLike(name, "cuda") ? 2
-               : namedLike(name, "ze") ? 3 : name.substr(0, 6) == "opencl" ? 4 : 5;
+      int rank = namedLike(name, "nvml")         ? 0
+                 : namedLike(name, "rsmi")       ? 1
+                 : namedLike(name, "cuda")       ? 2
+                 : namedLike(name, "ze")         ? 3
+                 : name.substr(0, 6) == "opencl" ? 4
+                                                 : 5;
       std::string_view model = info(o, "GPUModel");
-      if (!model.empty() && rank < best_rank) { g.model = std::string(model); best_rank = rank; }
+      if (!model.empty() && rank < best_rank) {
+        g.model = std::string(model);
+        best_rank = rank;
+      }
       for (const char* key : {"NVIDIAUUID", "AMDUUID"})
         if (!g.uuid) g.uuid = realUuid(info(o, key));
     }
@@ -197,13 +209,17 @@ class SnapshotBuilder {
         auto kind = gpuOsDevKind(o);
         if (kind == GpuOsDevKind::none) continue;
         gpu_osdevs.push_back(o);
-        if (kind == GpuOsDevKind::compute) compute = true;
-        else weak = true;
+        if (kind == GpuOsDevKind::compute)
+          compute = true;
+        else
+          weak = true;
       }
       // DRM and OpenCL devices also exist for BMC VGA chips and iGPUs: only trust them on GPU vendors.
       bool gpu_vendor_display = isGpuVendor(a.vendor_id) && (a.class_id >> 8) == 0x03;
-      if (compute || (weak && gpu_vendor_display)) by_osdev.push_back(makeGpu(pci, gpu_osdevs));
-      else if (isGpuVendor(a.vendor_id) && isGpuClass(a.class_id)) by_pci_class.push_back(makeGpu(pci, {}));
+      if (compute || (weak && gpu_vendor_display))
+        by_osdev.push_back(makeGpu(pci, gpu_osdevs));
+      else if (isGpuVendor(a.vendor_id) && isGpuClass(a.class_id))
+        by_pci_class.push_back(makeGpu(pci, {}));
     }
     snap.gpus = by_osdev.empty() ? std::move(by_pci_class) : std::move(by_osdev);
     std::sort(snap.gpus.begin(), snap.gpus.end(), [](const auto& x, const auto& y) { return x.busid < y.busid; });
@@ -247,9 +263,8 @@ class SnapshotBuilder {
       }
       snap.hcas.push_back(std::move(h));
     }
-    std::sort(snap.hcas.begin(), snap.hcas.end(), [](const auto& x, const auto& y) {
-      return std::tie(x.busid, x.name) < std::tie(y.busid, y.name);
-    });
+    std::sort(snap.hcas.begin(), snap.hcas.end(),
+              [](const auto& x, const auto& y) { return std::tie(x.busid, x.name) < std::tie(y.busid, y.name); });
   }
 
   hwloc_topology_t topo_;
@@ -268,8 +283,8 @@ std::string xmlProblem(const std::string& path, int err) {
   auto v = head.find("version=\"", pos);
   if (v != std::string::npos && v < head.find('>', pos) && head.compare(v + 9, 1, "2") > 0 &&
       head.compare(v + 9, 1, "9") <= 0)
-    return "hwloc XML version " + head.substr(v + 9, head.find('"', v + 9) - v - 9) +
-           " is newer than this hwloc (" + HWLOC_VERSION + ") can import";
+    return "hwloc XML version " + head.substr(v + 9, head.find('"', v + 9) - v - 9) + " is newer than this hwloc (" +
+           HWLOC_VERSION + ") can import";
   return std::string("hwloc could not parse it (") + std::strerror(err ? err : EINVAL) + ")";
 }
 
@@ -282,7 +297,8 @@ Result<TopologySnapshot> loadTopology(const std::string& xml_path) {
     if (env && *env) path = env;
   }
   hwloc_topology_t raw = nullptr;
-  if (hwloc_topology_init(&raw) != 0) return fail(Errc::topology, "hwloc_topology_init failed: " + std::string(std::strerror(errno)));
+  if (hwloc_topology_init(&raw) != 0)
+    return fail(Errc::topology, "hwloc_topology_init failed: " + std::string(std::strerror(errno)));
   TopologyPtr topo(raw);
   hwloc_topology_set_type_filter(raw, HWLOC_OBJ_BRIDGE, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   hwloc_topology_set_type_filter(raw, HWLOC_OBJ_PCI_DEVICE, HWLOC_TYPE_FILTER_KEEP_ALL);
@@ -291,17 +307,19 @@ Result<TopologySnapshot> loadTopology(const std::string& xml_path) {
   const std::string hint = "check the file, or re-export it on the node with `lstopo --of xml FILE`";
   if (!path.empty()) {
     std::ifstream probe(path);
-    if (!probe)
-      return fail(Errc::topology, "cannot read topology XML '" + path + "': " + std::strerror(errno), hint);
-    if (hwloc_topology_set_xml(raw, path.c_str()) != 0)
-      return fail(Errc::topology, "cannot load topology XML '" + path + "': " + xmlProblem(path, errno), hint);
+    if (!probe) return fail(Errc::topology, "cannot read topology XML '" + path + "': " + std::strerror(errno), hint);
   }
   errno = 0;
-  if (hwloc_topology_load(raw) != 0) {
+  if ((!path.empty() && hwloc_topology_set_xml(raw, path.c_str()) != 0) || hwloc_topology_load(raw) != 0) {
     int err = errno;
     if (path.empty())
-      return fail(Errc::topology, "hwloc could not discover this machine's topology: " + std::string(std::strerror(err)));
-    return fail(Errc::topology, "cannot load topology XML '" + path + "': " + xmlProblem(path, err), hint);
+      return fail(Errc::topology,
+                  "hwloc could not discover this machine's topology: " + std::string(std::strerror(err)));
+    std::string problem = xmlProblem(path, err);
+    return fail(Errc::topology, "cannot load topology XML '" + path + "': " + problem,
+                problem.find("newer than") != std::string::npos
+                    ? "export the topology with hwloc 2.x (`lstopo --of xml FILE`), which this hwloc can read"
+                    : hint);
   }
 
   TopologySnapshot snap;

@@ -255,7 +255,7 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
     }
     if (kept.list.empty() && names.empty() && !(cidr && !found.list.empty())) {
       std::string why = found.reasons.empty() ? std::string("no IPoIB or RoCE interface") : joinNames(found.reasons, "; ");
-      problems.push_back(node.node + ": no usable " + std::string(what) + ": " + why);
+      problems.push_back(node.node + ": " + why);
     }
     perNode.push_back(std::move(kept));
   }

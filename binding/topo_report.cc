@@ -30,11 +30,16 @@ std::string memoryText(std::uint64_t bytes) {
 
 std::string portState(int state) {
   switch (state) {
-    case 1: return "DOWN";
-    case 2: return "INIT";
-    case 3: return "ARMED";
-    case 4: return "ACTIVE";
-    case 5: return "ACTIVE_DEFER";
+    case 1:
+      return "DOWN";
+    case 2:
+      return "INIT";
+    case 3:
+      return "ARMED";
+    case 4:
+      return "ACTIVE";
+    case 5:
+      return "ACTIVE_DEFER";
   }
   return "state unknown";
 }
@@ -59,7 +64,8 @@ void numaSection(const TopologySnapshot& topo, std::string& out) {
 
 void matrixSection(const TopologySnapshot& topo, std::string& out) {
   if (topo.gpus.empty()) {
-    out += "\nGPUs: none found (hwloc shows no CUDA/NVML/ROCm/OpenCL device and no NVIDIA/AMD display-class PCI device)\n";
+    out +=
+        "\nGPUs: none found (hwloc shows no CUDA/NVML/ROCm/OpenCL device and no NVIDIA/AMD display-class PCI device)\n";
     return;
   }
   Rows rows{{""}};
@@ -68,7 +74,8 @@ void matrixSection(const TopologySnapshot& topo, std::string& out) {
   for (size_t i = 0; i < topo.gpus.size(); ++i) {
     const GpuDevice& g = topo.gpus[i];
     rows.push_back({"GPU" + std::to_string(i)});
-    for (const auto& h : topo.hcas) rows.back().push_back(pciDistanceName(pciDistance(g.pci_path, g.numa, h.pci_path, h.numa)));
+    for (const auto& h : topo.hcas)
+      rows.back().push_back(pciDistanceName(pciDistance(g.pci_path, g.numa, h.pci_path, h.numa)));
     rows.back().insert(rows.back().end(), {numaText(g.numa), affinity(topo, g.numa)});
   }
   out += "\nGPU x HCA PCI paths" + std::string(topo.hcas.empty() ? " (no RDMA devices)" : "") + "\n" +
@@ -77,7 +84,9 @@ void matrixSection(const TopologySnapshot& topo, std::string& out) {
   Rows gpus{{"", "bus id", "model", "uuid", "devices"}};
   for (size_t i = 0; i < topo.gpus.size(); ++i) {
     const GpuDevice& g = topo.gpus[i];
-    gpus.push_back({"GPU" + std::to_string(i), g.busid, orDash(g.vendor + (g.model.empty() ? "" : " " + g.model)),
+    const bool model_names_vendor = g.model.rfind(g.vendor, 0) == 0;
+    gpus.push_back({"GPU" + std::to_string(i), g.busid,
+                    model_names_vendor ? g.model : g.vendor + (g.model.empty() ? "" : " " + g.model),
                     g.uuid.value_or("-"), g.os_devices.empty() ? "PCI only" : joined(g.os_devices, ",")});
   }
   out += "\nGPUs (CUDA_DEVICE_ORDER=PCI_BUS_ID order)\n" + alignColumns(gpus, "  ");
@@ -109,12 +118,14 @@ void pairingSection(const TopologySnapshot& topo, const std::vector<RankBinding>
     rows.push_back({std::to_string(b.local_rank), gpu, b.hca.value_or("-"), orDash(b.path), numaText(b.numa),
                     orDash(formatCpuList(b.cpus))});
   }
-  out += "\nPairing\n" + alignColumns(rows, "  ");
+  out += "\nChosen binding\n" + alignColumns(rows, "  ");
   std::vector<std::string> skipped;
   bool any_active = false;
   for (const auto& h : topo.hcas) {
-    if (hcaHasActivePort(h)) any_active = true;
-    else skipped.push_back(h.name);
+    if (hcaHasActivePort(h))
+      any_active = true;
+    else
+      skipped.push_back(h.name);
   }
   if (any_active && !skipped.empty() && pairing.front().gpu_busid)
     out += "  not paired (no ACTIVE port): " + joined(skipped, ", ") + "\n";
@@ -130,8 +141,9 @@ std::string renderTopoReport(const TopologySnapshot& topo, const std::vector<Ran
   hcaSection(topo, out);
   pairingSection(topo, pairing, out);
   if (!topo.gpus.empty() && !topo.hcas.empty())
-    out += "\nPIX = one PCIe switch, PXB = several PCIe bridges, PHB = through a PCIe host bridge,\n"
-           "NODE = between host bridges of one NUMA node, SYS = across NUMA nodes\n";
+    out +=
+        "\nPIX = one PCIe switch, PXB = several PCIe bridges, PHB = through a PCIe host bridge,\n"
+        "NODE = between host bridges of one NUMA node, SYS = across NUMA nodes\n";
   return out;
 }
 

@@ -29,22 +29,32 @@ std::optional<std::string> optionalString(const json& j, const char* key) {
 json topologyToJson(const TopologySnapshot& topo) {
   json numa = json::array();
   for (const auto& n : topo.numa_nodes)
-    numa.push_back({{"os_index", n.os_index}, {"package", n.package}, {"memory_bytes", n.memory_bytes},
-                    {"cores", n.cores}});
+    numa.push_back(
+        {{"os_index", n.os_index}, {"package", n.package}, {"memory_bytes", n.memory_bytes}, {"cores", n.cores}});
   json gpus = json::array();
   for (const auto& g : topo.gpus)
-    gpus.push_back({{"busid", g.busid}, {"uuid", optionalToJson(g.uuid)}, {"vendor", g.vendor},
-                    {"model", g.model}, {"numa", g.numa}, {"pci_path", g.pci_path},
+    gpus.push_back({{"busid", g.busid},
+                    {"uuid", optionalToJson(g.uuid)},
+                    {"vendor", g.vendor},
+                    {"model", g.model},
+                    {"numa", g.numa},
+                    {"pci_path", g.pci_path},
                     {"os_devices", g.os_devices}});
   json hcas = json::array();
   for (const auto& h : topo.hcas) {
     json ports = json::array();
     for (const auto& p : h.ports) ports.push_back({{"number", p.number}, {"state", p.state}, {"netdevs", p.netdevs}});
-    hcas.push_back({{"name", h.name}, {"busid", h.busid}, {"numa", h.numa}, {"pci_path", h.pci_path},
+    hcas.push_back({{"name", h.name},
+                    {"busid", h.busid},
+                    {"numa", h.numa},
+                    {"pci_path", h.pci_path},
                     {"ports", std::move(ports)}});
   }
-  return {{"live", topo.live}, {"source", topo.source}, {"numa_nodes", std::move(numa)},
-          {"gpus", std::move(gpus)}, {"hcas", std::move(hcas)}};
+  return {{"live", topo.live},
+          {"source", topo.source},
+          {"numa_nodes", std::move(numa)},
+          {"gpus", std::move(gpus)},
+          {"hcas", std::move(hcas)}};
 }
 
 Result<TopologySnapshot> topologyFromJson(const json& j) {
@@ -59,16 +69,19 @@ Result<TopologySnapshot> topologyFromJson(const json& j) {
     }
     for (const auto& g : j.at("gpus")) {
       t.gpus.push_back(GpuDevice{field<std::string>(g, "busid"), optionalString(g, "uuid"),
-                                 field<std::string>(g, "vendor"), field<std::string>(g, "model"),
-                                 field<int>(g, "numa"), field<std::vector<std::string>>(g, "pci_path"),
+                                 field<std::string>(g, "vendor"), field<std::string>(g, "model"), field<int>(g, "numa"),
+                                 field<std::vector<std::string>>(g, "pci_path"),
                                  field<std::vector<std::string>>(g, "os_devices")});
     }
     for (const auto& h : j.at("hcas")) {
-      HcaDevice d{field<std::string>(h, "name"), field<std::string>(h, "busid"), field<int>(h, "numa"),
-                  field<std::vector<std::string>>(h, "pci_path"), {}};
+      HcaDevice d{field<std::string>(h, "name"),
+                  field<std::string>(h, "busid"),
+                  field<int>(h, "numa"),
+                  field<std::vector<std::string>>(h, "pci_path"),
+                  {}};
       for (const auto& p : h.at("ports"))
-        d.ports.push_back(HcaPort{field<int>(p, "number"), field<int>(p, "state"),
-                                  field<std::vector<std::string>>(p, "netdevs")});
+        d.ports.push_back(
+            HcaPort{field<int>(p, "number"), field<int>(p, "state"), field<std::vector<std::string>>(p, "netdevs")});
       t.hcas.push_back(std::move(d));
     }
     return t;
@@ -79,15 +92,21 @@ Result<TopologySnapshot> topologyFromJson(const json& j) {
 }
 
 json rankBindingToJson(const RankBinding& b) {
-  return {{"local_rank", b.local_rank}, {"gpu_busid", optionalToJson(b.gpu_busid)},
-          {"gpu_uuid", optionalToJson(b.gpu_uuid)}, {"hca", optionalToJson(b.hca)}, {"path", b.path},
-          {"numa", b.numa}, {"cpus", b.cpus}, {"mem_nodes", b.mem_nodes}};
+  return {{"local_rank", b.local_rank},
+          {"gpu_busid", optionalToJson(b.gpu_busid)},
+          {"gpu_uuid", optionalToJson(b.gpu_uuid)},
+          {"hca", optionalToJson(b.hca)},
+          {"path", b.path},
+          {"numa", b.numa},
+          {"cpus", b.cpus},
+          {"mem_nodes", b.mem_nodes}};
 }
 
 Result<RankBinding> rankBindingFromJson(const json& j) {
   try {
-    return RankBinding{field<int>(j, "local_rank"), optionalString(j, "gpu_busid"), optionalString(j, "gpu_uuid"),
-                       optionalString(j, "hca"), field<std::string>(j, "path"), field<int>(j, "numa"),
+    return RankBinding{field<int>(j, "local_rank"),        optionalString(j, "gpu_busid"),
+                       optionalString(j, "gpu_uuid"),      optionalString(j, "hca"),
+                       field<std::string>(j, "path"),      field<int>(j, "numa"),
                        field<std::vector<int>>(j, "cpus"), field<std::vector<int>>(j, "mem_nodes")};
   } catch (const json::exception& e) {
     return fail(Errc::protocol, std::string("malformed rank binding: ") + e.what(),

@@ -5,4 +5,5 @@ set(BOOTSTRAP_PMIX_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_job_geometry.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_job_info.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_server.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/pmix_upcalls.cc
 )

@@ -1,53 +1,25 @@
+// PmixServer's public API: server lifecycle, job registration, fork setup, completions.
 #include "bootstrap/pmix_server.h"
 
-#include <pmix.h>
-#include <pmix_server.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <future>
-#include <map>
-#include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
-#include <utility>
 
 #include "bootstrap/pmix_dirs.h"
 #include "bootstrap/pmix_env.h"
-#include "bootstrap/pmix_job_geometry.h"
 #include "bootstrap/pmix_job_info.h"
+#include "bootstrap/pmix_server_impl.h"
+
+extern char** environ;
 
 namespace tlaunch {
 namespace {
-
-// A libpmix completion callback and its context, to be called exactly once from the strand.
-struct ModexReply {
-  pmix_modex_cbfunc_t fn = nullptr;
-  void* cbdata = nullptr;
-
-  // libpmix keeps `data` until it calls the release function, which frees our copy.
-  void operator()(pmix_status_t status, std::string data) const {
-    if (!fn) return;
-    if (status != PMIX_SUCCESS || data.empty()) {
-      fn(status, nullptr, 0, cbdata, nullptr, nullptr);
-      return;
-    }
-    auto* owned = new std::string(std::move(data));
-    fn(PMIX_SUCCESS, owned->data(), owned->size(), cbdata, [](void* p) { delete static_cast<std::string*>(p); },
-       owned);
-  }
-};
-
-struct OpReply {
-  pmix_op_cbfunc_t fn = nullptr;
-  void* cbdata = nullptr;
-  void operator()(pmix_status_t status) const {
-    if (fn) fn(status, cbdata);
-  }
-};
 
 std::string pmixError(const char* call, pmix_status_t rc) {
   return std::string(call) + " failed: " + PMIx_Error_string(rc);
@@ -92,205 +64,33 @@ class BoundedOp {
   }
 };
 
-}  // namespace
-
-struct PmixServer::Impl {
-  struct Job {
-    PmixJobLayout layout;
-    PmixJobGeometry geometry;
-    std::string shm_dir;
-    pmix_nspace_t nspace;
-    uint64_t next_fence_seq = 0;
-    std::map<uint64_t, ModexReply> fences;  // local fences waiting for completeFence
-    std::map<uint64_t, std::pair<bool, std::string>> early_completions;
-    uint64_t next_request_id = 0;
-    std::map<uint64_t, ModexReply> modex_requests;
-  };
-
-  PmixServerConfig config;
-  Post post;
-  Callbacks callbacks;
-  bool tmpdir_created = false;
-  bool wedged = false;  // a libpmix call was abandoned: do not wait for it again
-  // Bumped at register and deregister. Upcalls capture it on libpmix's thread; a closure from
-  // a job that has since been deregistered is dropped (its libpmix trackers are gone).
-  std::atomic<uint64_t> generation{0};
-  std::unique_ptr<Job> job;
-
-  // Strand side of the upcalls.
-  void onFence(uint64_t gen, std::vector<pmix_proc_t> procs, bool collect, std::string blob, ModexReply reply);
-  void onDirectModex(uint64_t gen, pmix_proc_t proc, ModexReply reply);
-  void onAbort(uint64_t gen, pmix_rank_t rank, int status, std::string message, OpReply reply);
-  void onClientFinalized(uint64_t gen, pmix_rank_t rank, OpReply reply);
-  void onClientConnected(uint64_t gen, pmix_rank_t rank, OpReply reply);
-
-  bool isStale(uint64_t gen) const { return gen != generation.load(); }
-  void failOutstanding(pmix_status_t status);
-  std::string where() const { return "node " + config.node_name; }
-};
-
-namespace {
-
-// libpmix calls its module functions without any context pointer, so the one server of this
-// process is found here. Guarded because upcalls run on libpmix's thread.
-struct Registry {
-  std::mutex mutex;
-  std::weak_ptr<PmixServer::Impl> current;
-  bool initialised = false;  // between PMIx_server_init and the end of PMIx_server_finalize
-  bool wedged = false;       // a finalize was abandoned: libpmix is unusable in this process
-};
-Registry& registry() {
-  static Registry r;
-  return r;
-}
-
-// Runs `fn(impl)` on the strand. Never blocks: only copies and posts.
-template <class Fn>
-pmix_status_t postToStrand(Fn fn) {
-  std::shared_ptr<PmixServer::Impl> impl;
-  {
-    std::lock_guard lock(registry().mutex);
-    impl = registry().current.lock();
+// A daemon started by `srun --mpi=pmix` (or inside such a step) inherits that step's PMIx
+// client variables; PMIX_SECURITY_MODE=munge among them makes PMIx_server_init half-fail
+// (later calls return PMIX_ERR_INIT). Then: deterministic security without munge, and no
+// shared-memory dstore files to collide or leak (PMIX.md §2.2, §2.3).
+void prepareEnvironment() {
+  std::vector<std::string> inherited;
+  for (char** e = environ; *e; ++e) {
+    std::string_view entry(*e);
+    std::string_view key = entry.substr(0, entry.find('='));
+    if (key.starts_with("PMIX_") && !key.starts_with("PMIX_MCA_")) inherited.emplace_back(key);
   }
-  if (!impl) return PMIX_ERR_INIT;
-  std::weak_ptr<PmixServer::Impl> weak = impl;
-  const uint64_t gen = impl->generation.load();
-  impl->post([weak, gen, fn = std::move(fn)]() mutable {
-    if (auto s = weak.lock()) fn(*s, gen);
-  });
-  return PMIX_SUCCESS;
-}
-
-pmix_status_t upFence(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[], size_t ninfo, char* data,
-                      size_t ndata, pmix_modex_cbfunc_t cbfunc, void* cbdata) {
-  // Everything libpmix passes belongs to it: copy before returning.
-  std::vector<pmix_proc_t> participants(procs, procs + nprocs);
-  bool collect = false;
-  for (size_t i = 0; i < ninfo; ++i)
-    if (PMIX_CHECK_KEY(&info[i], PMIX_COLLECT_DATA)) collect = PMIX_INFO_TRUE(&info[i]);
-  std::string blob = (data && ndata) ? std::string(data, ndata) : std::string();
-  ModexReply reply{cbfunc, cbdata};
-  return postToStrand([participants, collect, blob, reply](PmixServer::Impl& s, uint64_t gen) mutable {
-    s.onFence(gen, std::move(participants), collect, std::move(blob), reply);
-  });
-}
-
-pmix_status_t upDirectModex(const pmix_proc_t* proc, const pmix_info_t[], size_t, pmix_modex_cbfunc_t cbfunc,
-                            void* cbdata) {
-  pmix_proc_t target = *proc;
-  ModexReply reply{cbfunc, cbdata};
-  return postToStrand(
-      [target, reply](PmixServer::Impl& s, uint64_t gen) { s.onDirectModex(gen, target, reply); });
-}
-
-pmix_status_t upAbort(const pmix_proc_t* proc, void*, int status, const char msg[], pmix_proc_t[], size_t,
-                      pmix_op_cbfunc_t cbfunc, void* cbdata) {
-  // The procs to terminate are ignored: the daemon ends the whole job, as for any failed rank.
-  pmix_rank_t rank = proc->rank;
-  std::string message = msg ? msg : "";
-  OpReply reply{cbfunc, cbdata};
-  return postToStrand([rank, status, message, reply](PmixServer::Impl& s, uint64_t gen) {
-    s.onAbort(gen, rank, status, message, reply);
-  });
-}
-
-pmix_status_t upClientFinalized(const pmix_proc_t* proc, void*, pmix_op_cbfunc_t cbfunc, void* cbdata) {
-  pmix_rank_t rank = proc->rank;
-  OpReply reply{cbfunc, cbdata};
-  return postToStrand([rank, reply](PmixServer::Impl& s, uint64_t gen) { s.onClientFinalized(gen, rank, reply); });
-}
-
-// libpmix 4.2.2 passes cbfunc == NULL here and drops the client on any status other than
-// PMIX_SUCCESS / PMIX_OPERATION_SUCCEEDED.
-pmix_status_t upClientConnected(const pmix_proc_t* proc, void*, pmix_op_cbfunc_t cbfunc, void* cbdata) {
-  pmix_rank_t rank = proc->rank;
-  OpReply reply{cbfunc, cbdata};
-  pmix_status_t rc =
-      postToStrand([rank, reply](PmixServer::Impl& s, uint64_t gen) { s.onClientConnected(gen, rank, reply); });
-  return rc == PMIX_SUCCESS || cbfunc ? rc : PMIX_SUCCESS;
-}
-
-pmix_server_module_t makeModule() {
-  pmix_server_module_t m{};  // a NULL entry makes libpmix answer PMIX_ERR_NOT_SUPPORTED
-  m.client_connected = upClientConnected;
-  m.client_finalized = upClientFinalized;
-  m.abort = upAbort;
-  m.fence_nb = upFence;
-  m.direct_modex = upDirectModex;
-  return m;
-}
-
-bool isWildcardFenceOf(const std::vector<pmix_proc_t>& procs, const pmix_nspace_t nspace) {
-  return procs.size() == 1 && procs[0].rank == PMIX_RANK_WILDCARD && PMIX_CHECK_NSPACE(procs[0].nspace, nspace);
+  for (const auto& key : inherited) unsetenv(key.c_str());
+  setenv("PMIX_MCA_psec", "native", 1);
+  setenv("PMIX_MCA_gds", "hash", 1);
 }
 
 std::string defaultShmDir(const PmixJobLayout& layout) {
   std::string base = "/dev/shm";
   if (access(base.c_str(), W_OK) != 0) return layout.job_tmpdir + "/shm";
-  std::string name = "tlaunch." + layout.nspace + "." + layout.node_names[layout.this_node];
+  std::string name = layout.nspace.starts_with("tlaunch") ? layout.nspace : "tlaunch." + layout.nspace;
+  name += "." + layout.node_names[layout.this_node];
   for (char& c : name)
     if (c == '/') c = '_';
   return base + "/" + name;
 }
 
 }  // namespace
-
-// ---- strand side ----------------------------------------------------------------------------
-
-void PmixServer::Impl::onFence(uint64_t gen, std::vector<pmix_proc_t> procs, bool collect, std::string blob,
-                               ModexReply reply) {
-  if (isStale(gen)) return;
-  if (!job) return reply(PMIX_ERR_NOT_FOUND, {});
-  // Open MPI only fences its whole namespace. A subset fence would not be seen by every node,
-  // which breaks the shared sequence numbers.
-  if (!isWildcardFenceOf(procs, job->nspace)) return reply(PMIX_ERR_NOT_SUPPORTED, {});
-  const uint64_t seq = job->next_fence_seq++;
-  if (auto early = job->early_completions.find(seq); early != job->early_completions.end()) {
-    auto [ok, all] = std::move(early->second);
-    job->early_completions.erase(early);
-    reply(ok ? PMIX_SUCCESS : PMIX_ERROR, std::move(all));
-    return;
-  }
-  job->fences.emplace(seq, reply);
-  if (callbacks.fence_contribution) callbacks.fence_contribution(seq, std::move(blob), collect);
-}
-
-void PmixServer::Impl::onDirectModex(uint64_t gen, pmix_proc_t proc, ModexReply reply) {
-  if (isStale(gen)) return;
-  if (!job || !PMIX_CHECK_NSPACE(proc.nspace, job->nspace) || proc.rank >= job->geometry.job_size)
-    return reply(PMIX_ERR_NOT_FOUND, {});
-  const uint64_t id = job->next_request_id++;
-  job->modex_requests.emplace(id, reply);
-  if (callbacks.direct_modex_request) callbacks.direct_modex_request(id, static_cast<int>(proc.rank));
-}
-
-void PmixServer::Impl::onAbort(uint64_t gen, pmix_rank_t rank, int status, std::string message, OpReply reply) {
-  if (isStale(gen)) return;
-  if (callbacks.abort) callbacks.abort(static_cast<int>(rank), status, std::move(message));
-  reply(PMIX_SUCCESS);  // releases the client, which then exits with `status`
-}
-
-void PmixServer::Impl::onClientFinalized(uint64_t gen, pmix_rank_t rank, OpReply reply) {
-  if (isStale(gen)) return;
-  if (callbacks.client_finalized) callbacks.client_finalized(static_cast<int>(rank));
-  reply(PMIX_SUCCESS);  // the client blocks in PMIx_Finalize until this
-}
-
-void PmixServer::Impl::onClientConnected(uint64_t gen, pmix_rank_t rank, OpReply reply) {
-  if (isStale(gen)) return;
-  if (callbacks.client_connected) callbacks.client_connected(static_cast<int>(rank));
-  reply(PMIX_SUCCESS);
-}
-
-void PmixServer::Impl::failOutstanding(pmix_status_t status) {
-  if (!job) return;
-  auto fences = std::move(job->fences);
-  auto requests = std::move(job->modex_requests);
-  job->fences.clear();
-  job->modex_requests.clear();
-  for (auto& [seq, reply] : fences) reply(status, {});
-  for (auto& [id, reply] : requests) reply(status, {});
-}
 
 // ---- public API -----------------------------------------------------------------------------
 
@@ -316,32 +116,29 @@ Result<std::unique_ptr<PmixServer>> PmixServer::start(const PmixServerConfig& co
   impl->config = config;
   impl->post = std::move(post);
   impl->callbacks = std::move(callbacks);
+  // `started` stays set once PMIx_server_init has been called, whatever it returned.
   {
-    std::lock_guard lock(registry().mutex);
-    if (registry().wedged)
-      return fail(Errc::internal, "PMIx server on " + where + ": libpmix did not shut down earlier in this process",
-                  "restart the daemon");
-    if (registry().initialised)
-      return fail(Errc::internal, "PMIx server on " + where + ": a PMIx server already runs in this process");
-    registry().initialised = true;
-    registry().current = impl;
+    std::lock_guard lock(pmixRegistry().mutex);
+    if (pmixRegistry().started)
+      return fail(Errc::internal, "PMIx server on " + where + ": a PMIx server was already started in this process",
+                  "libpmix 4.2.2 can start its server once per process: keep one PmixServer for all jobs");
+    pmixRegistry().started = true;
+    pmixRegistry().current = impl;
   }
-  auto undo = [&] {
-    std::lock_guard lock(registry().mutex);
-    registry().initialised = false;
-    registry().current.reset();
+  auto undo = [&](bool init_called) {
+    std::lock_guard lock(pmixRegistry().mutex);
+    pmixRegistry().current.reset();
+    pmixRegistry().started = init_called;
   };
 
   const bool existed = access(config.tmpdir.c_str(), F_OK) == 0;
   if (auto ok = makeRankDir(config.tmpdir, config.uid, config.gid, config.node_name); !ok) {
-    undo();
+    undo(false);
     return tl::unexpected(ok.error());
   }
   impl->tmpdir_created = !existed;
 
-  // Deterministic security (no munge attempt) and no shared-memory dstore files (PMIX.md §2.2/2.3).
-  setenv("PMIX_MCA_psec", "native", 0);
-  setenv("PMIX_MCA_gds", "hash", 0);
+  prepareEnvironment();
 
   PmixInfoList info;
   info.addString(PMIX_SERVER_TMPDIR, config.tmpdir);
@@ -354,11 +151,11 @@ Result<std::unique_ptr<PmixServer>> PmixServer::start(const PmixServerConfig& co
   info.addUint32(PMIX_NODEID, static_cast<uint32_t>(config.node_index));
   if (geteuid() == 0 && config.uid != 0) info.addUint32(PMIX_USERID, config.uid);
 
-  static pmix_server_module_t module = makeModule();
+  static pmix_server_module_t module = makePmixModule();
   pmix_status_t rc = PMIx_server_init(&module, info.data(), info.size());
   if (rc != PMIX_SUCCESS) {
     if (impl->tmpdir_created) removeTree(config.tmpdir);
-    undo();
+    undo(true);
     return fail(Errc::internal, "PMIx server on " + where + ": " + pmixError("PMIx_server_init", rc));
   }
   return std::unique_ptr<PmixServer>(new PmixServer(std::move(impl)));
@@ -434,6 +231,7 @@ Result<void> PmixServer::registerJob(const PmixJobLayout& layout) {
       return fail(Errc::internal, "PMIx on " + where + ": rank " + std::to_string(rank) + ": " + why);
     }
   }
+  for (auto& [rank, reply] : std::exchange(s.held_serves, {})) serveDirectModex(rank, std::move(reply));
   return {};
 }
 
@@ -484,7 +282,11 @@ void PmixServer::completeFence(uint64_t fence_seq, bool ok, std::string all_blob
 
 void PmixServer::serveDirectModex(int rank, std::function<void(bool ok, std::string data)> reply) {
   Impl& s = *impl_;
-  if (!s.job || rank < 0 || !s.job->geometry.isLocal(rank)) {
+  if (!s.job) {  // another node's ranks run already; this one has not registered the job yet
+    s.held_serves.emplace_back(rank, std::move(reply));
+    return;
+  }
+  if (rank < 0 || !s.job->geometry.isLocal(rank)) {
     s.post([reply = std::move(reply)] { reply(false, {}); });
     return;
   }
@@ -560,7 +362,6 @@ PmixServer::~PmixServer() {
   Impl& s = *impl_;
   if (s.job) (void)deregisterJob(s.config.op_bound);
 
-  bool finished = false;
   if (!s.wedged) {
     // Finalize on a helper thread: libpmix 4.2.2 can block forever here (PMIX.md §1.3).
     auto promise = std::make_shared<std::promise<void>>();
@@ -569,17 +370,14 @@ PmixServer::~PmixServer() {
       PMIx_server_finalize();
       promise->set_value();
     });
-    finished = future.wait_for(s.config.op_bound) == std::future_status::ready;
-    if (finished)
+    if (future.wait_for(s.config.op_bound) == std::future_status::ready)
       finalizer.join();
     else
-      finalizer.detach();
+      finalizer.detach();  // abandoned; the daemon should _exit rather than run static destructors
   }
   if (s.tmpdir_created) removeTree(s.config.tmpdir);
-  std::lock_guard lock(registry().mutex);
-  registry().current.reset();
-  registry().initialised = !finished;
-  registry().wedged = !finished;
+  std::lock_guard lock(pmixRegistry().mutex);
+  pmixRegistry().current.reset();
 }
 
 }  // namespace tlaunch

@@ -8,8 +8,9 @@
 // arguments and posts to the daemon's strand, so Callbacks always run there. All public
 // methods must be called on that strand too (they are not thread-safe).
 //
-// One PmixServer per process (libpmix holds one server state per process). libpmix headers stay
-// out of this file.
+// One PmixServer per process, started once: libpmix 4.2.2 cannot restart its server after
+// PMIx_server_finalize. It serves any number of jobs one after another. libpmix headers stay out
+// of this file.
 #include <sys/types.h>
 
 #include <chrono>
@@ -44,7 +45,7 @@ struct PmixJobLayout {
   // registerJob, removed with everything in it by deregisterJob.
   std::string job_tmpdir;
   // Per node, per job, on tmpfs: Open MPI's shared-memory (vader) backing directory. Empty
-  // means /dev/shm/tlaunch.<nspace>.<node name> (or <job_tmpdir>/shm without /dev/shm).
+  // means /dev/shm/<nspace>.<node name> (prefixed "tlaunch." unless nspace starts so) (or <job_tmpdir>/shm without /dev/shm).
   // Created by registerJob, removed by deregisterJob.
   std::string shm_dir;
   std::string tcp_if_include;  // CIDR list for OMPI_MCA_btl_tcp_if_include; empty: Open MPI's choice
@@ -72,8 +73,10 @@ class PmixServer {
     std::function<void(int rank)> client_finalized;  // clean PMIx_Finalize of a local rank
   };
 
-  // PMIx_server_init. Sets PMIX_MCA_psec=native and PMIX_MCA_gds=hash in this process's
-  // environment unless already set (call it before other threads read the environment).
+  // PMIx_server_init; fails if a server was started before in this process. Edits this process's
+  // environment first (call it before other threads read the environment): removes inherited
+  // PMIx client variables (PMIX_* but PMIX_MCA_*, e.g. from `srun --mpi=pmix`), which break
+  // PMIx_server_init, and sets PMIX_MCA_psec=native and PMIX_MCA_gds=hash.
   static Result<std::unique_ptr<PmixServer>> start(const PmixServerConfig& config, Post post,
                                                    Callbacks callbacks);
 
@@ -90,7 +93,9 @@ class PmixServer {
   void completeFence(uint64_t fence_seq, bool ok, std::string all_blobs);
 
   // Owner side of a direct modex: fetch a local rank's data (libpmix waits until that rank
-  // has committed). `reply` runs on the strand; ok=false if the rank is not local.
+  // has committed). `reply` runs on the strand; ok=false if the rank is not local. A request
+  // that arrives before registerJob (other nodes' ranks may start first) waits for it. It can
+  // wait forever if the rank never commits: the requesting side needs a timeout.
   void serveDirectModex(int rank, std::function<void(bool ok, std::string data)> reply);
   // Requester side: the answer to Callbacks::direct_modex_request(request_id, ...).
   void completeDirectModex(uint64_t request_id, bool ok, std::string data);

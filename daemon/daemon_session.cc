@@ -46,11 +46,22 @@ void DaemonSession::acceptProbes() {
 }
 
 void DaemonSession::connect(int attempt) {
+  // connect_host may list several addresses (comma-separated): they are tried in order.
   asio::ip::tcp::resolver resolver(io_);
-  asio::error_code ec;
-  auto endpoints = resolver.resolve(opts_.connect_host, std::to_string(opts_.connect_port), ec);
-  if (ec) {
-    spdlog::error("cannot resolve the frontend address {}: {}", opts_.connect_host, ec.message());
+  std::vector<asio::ip::tcp::endpoint> endpoints;
+  std::string unresolved;
+  size_t start = 0;
+  while (start <= opts_.connect_host.size()) {
+    size_t comma = opts_.connect_host.find(',', start);
+    std::string host = opts_.connect_host.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    asio::error_code ec;
+    for (const auto& e : resolver.resolve(host, std::to_string(opts_.connect_port), ec)) endpoints.push_back(e.endpoint());
+    if (ec) unresolved += " " + host + " (" + ec.message() + ")";
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (endpoints.empty()) {
+    spdlog::error("cannot resolve the frontend address:{}", unresolved);
     shutdown(69);
     return;
   }
@@ -87,7 +98,10 @@ void DaemonSession::onMessage(Json&& msg) {
   if (t == "prepare") return handlePrepare(msg);
   if (t == "start") return handleStart();
   if (t == "signal") {
-    if (ranks_) ranks_->signalAll(static_cast<int>(getInt(msg, "sig", SIGTERM)));
+    if (ranks_) {
+      const int sig = static_cast<int>(getInt(msg, "sig", SIGTERM));
+      ranks_->signalAll(sig, /*whole_group=*/sig == SIGKILL);
+    }
     return;
   }
   if (t == "terminate") return handleTerminate(msg);
@@ -219,7 +233,7 @@ void DaemonSession::handleStart() {
   if (!launch_ || ranks_) return;
   auto launches = buildRankLaunches(*launch_);
   if (!launches) {
-    conn_->send({{"t", "start_failed"}, {"message", launches.error().message}});
+    conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(launches.error().code)}, {"message", launches.error().message}});
     return;
   }
   RankSupervisor::Events ev;
@@ -249,7 +263,7 @@ void DaemonSession::handleStart() {
     if (ranks_) ranks_->resumeOutput();
   });
   if (auto r = ranks_->start(std::move(*launches)); !r) {
-    conn_->send({{"t", "start_failed"}, {"message", r.error().message}});
+    conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(r.error().code)}, {"message", r.error().message + " (node " + launch_->node_name + ")"}});
     return;
   }
   conn_->send({{"t", "started"}});

@@ -1,6 +1,7 @@
 #include "daemon/rank_spawner.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -30,6 +32,12 @@ bool isExecutableFile(const std::string& p, int& err) {
     return false;
   }
   return true;
+}
+
+// Async-signal-safe: close every fd >= first except `keep`.
+void closeFdsFrom(int first, int keep) {
+  if (keep > first) ::syscall(SYS_close_range, first, keep - 1, 0);
+  ::syscall(SYS_close_range, std::max(first, keep + 1), ~0U, 0);
 }
 
 std::string joinPath(const std::string& dir, const std::string& name) {
@@ -109,7 +117,12 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
   const pid_t daemon_pid = ::getpid();
   const int stdin_src = launch.stdin_pipe ? in_pipe[0] : devnull;
 
+  // Block signals across fork so that the child never runs one of the daemon's handlers.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t pid = ::fork();
+  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) {
     int e = errno;
     closeAll();
@@ -133,6 +146,10 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
     if (::dup2(stdin_src, STDIN_FILENO) < 0 || ::dup2(out_pipe[1], STDOUT_FILENO) < 0 ||
         ::dup2(err_pipe[1], STDERR_FILENO) < 0)
       die(errno);
+    // Nothing of the daemon's may leak into the rank: above all not its control connection,
+    // whose closing tells the frontend that this node is gone. Asio and libpmix do not open
+    // everything close-on-exec. exec_pipe[1] stays (close-on-exec) to report an exec failure.
+    closeFdsFrom(3, exec_pipe[1]);
     if (cwd && ::chdir(cwd) != 0) die(errno);
     if (binding) {
       int rc = applyPreparedBinding(*binding);
@@ -160,7 +177,7 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
     int st = 0;
     ::waitpid(pid, &st, 0);  // it has _exit()ed already
     return fail(child_errno == ENOENT ? Errc::program_missing : Errc::program_not_executable,
-                "cannot start '" + launch.exe_path + "' for rank " + std::to_string(launch.rank) + ": " +
+                "program '" + launch.exe_path + "' cannot be executed for rank " + std::to_string(launch.rank) + ": " +
                     std::strerror(child_errno));
   }
   RankProcess p;

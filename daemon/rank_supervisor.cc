@@ -162,9 +162,9 @@ void RankSupervisor::maybeReport(Rank& r) {
   }
 }
 
-void RankSupervisor::signalAll(int sig) {
+void RankSupervisor::signalAll(int sig, bool whole_group) {
   for (auto& r : ranks_)
-    if (!r->reaped) ::kill(-r->pid, sig);
+    if (!r->reaped) ::kill(whole_group ? -r->pid : r->pid, sig);
 }
 
 void RankSupervisor::terminate(std::chrono::milliseconds grace) {

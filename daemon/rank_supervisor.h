@@ -37,7 +37,9 @@ class RankSupervisor {
   ~RankSupervisor();
   // Spawns in order. If one fails, the ones already started are killed and the error returned.
   Result<void> start(std::vector<RankLaunch> launches);
-  void signalAll(int sig);
+  // To each rank's process group (teardown), or to the rank process alone (forwarded signals:
+  // a training script's SIGUSR1 handler must not kill its data-loader workers).
+  void signalAll(int sig, bool whole_group = true);
   // SIGTERM now, SIGKILL to whatever is left after `grace`.
   void terminate(std::chrono::milliseconds grace);
   void killAll();  // SIGKILL now

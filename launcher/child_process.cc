@@ -1,8 +1,10 @@
 #include "launcher/child_process.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,7 +77,12 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
   cenv.push_back(nullptr);
   const pid_t parent = ::getpid();
 
+  // Block signals across fork so that the child never runs one of our handlers before exec.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t pid = ::fork();
+  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) {
     int e = errno;
     for (int fd : {in_pipe[0], in_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
@@ -87,6 +94,8 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
     if (::getppid() != parent) ::_exit(127);
     ::dup2(in_pipe[0], STDIN_FILENO);
     ::dup2(err_pipe[1], STDERR_FILENO);
+    ::syscall(SYS_close_range, 3, ~0U, 0);  // no listener or control socket leaks into ssh/srun
+    for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

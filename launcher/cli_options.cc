@@ -182,7 +182,21 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   if (topo->parsed()) out.command = Subcommand::topo;
   if (preflight->parsed()) out.command = Subcommand::preflight;
   s.argv = app.remaining();
-  if (!s.argv.empty() && s.argv.front() == "--") s.argv.erase(s.argv.begin());
+  if (!s.argv.empty() && s.argv.front() == "--") {
+    s.argv.erase(s.argv.begin());
+  } else if (!s.argv.empty() && s.argv.front().size() > 1 && s.argv.front()[0] == '-') {
+    // prefix_command() hands an unknown option over as the program: refuse it, unless the user
+    // separated the program with "--".
+    bool separated = false;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == "--") separated = true;
+      if (argv[i] == s.argv.front()) break;
+    }
+    if (!separated) {
+      std::cerr << "tlaunch: unknown option " << s.argv.front() << "\nRun 'tlaunch --help' for the options.\n";
+      out.exit_now = 64;
+    }
+  }
   return out;
 }
 

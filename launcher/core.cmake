@@ -7,5 +7,6 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_environment.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/launcher_choice.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/listen_address.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/run_job.cc
 )

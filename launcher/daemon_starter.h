@@ -41,6 +41,9 @@ class DaemonStarter {
   // Non-blocking: failures seen since the last call (a process that exited, with its stderr).
   // The frontend calls it on a timer until all daemons have connected, and during the job.
   virtual std::vector<StartFailure> poll() = 0;
+  // The daemon of node `node_index` authenticated: its starter process (ssh) no longer counts
+  // against the fan-out, and its later clean exit is not a failure.
+  virtual void daemonConnected(int /*node_index*/) {}
   // Ends whatever is still running (ssh clients, the srun step), waiting at most `grace_ms`
   // before SIGKILL. Called once at job end, after the daemons were told to exit.
   virtual void stop(int grace_ms) = 0;

@@ -83,10 +83,10 @@ JobOutcome JobSession::run() {
   DaemonCommand cmd;
   cmd.daemon_path = cfg_.daemon_path;
   const auto port = acceptor_.local_endpoint().port();
-  const std::string host = cfg_.listen_address.find(':') != std::string::npos ? "[" + cfg_.listen_address + "]"
-                                                                             : cfg_.listen_address;
+  const std::string& advertised = cfg_.advertise_address.empty() ? cfg_.listen_address : cfg_.advertise_address;
+  const std::string host = advertised.find(':') != std::string::npos ? "[" + advertised + "]" : advertised;
   cmd.args = {"--connect", host + ":" + std::to_string(port), "--job-id", cfg_.plan_context.job_id};
-  if (auto r = starter_->start(cfg_.nodes, cmd, cfg_.secret); !r) {
+  if (auto r = starter_->start(cfg_.starter_nodes.empty() ? cfg_.nodes : cfg_.starter_nodes, cmd, cfg_.secret); !r) {
     fail(exitStatusFor(r.error().code), r.error().message);
   }
   phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.connect_timeout_s);
@@ -137,6 +137,14 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
     for (auto& l : links_)
       if (l->name == node) link = l.get();
   }
+  if (!link && cfg_.unnamed_nodes > static_cast<int>(links_.size())) {
+    // srun chose the nodes: take them as they come; indices are fixed by name once all are in.
+    auto l = std::make_unique<Link>();
+    l->index = static_cast<int>(links_.size());
+    l->name = node;
+    link = l.get();
+    links_.push_back(std::move(l));
+  }
   if (!link) return drop("unknown node '" + node + "'");
   if (link->conn) return drop("node " + node + " connected twice");
   if (getInt(msg, "proto") != kProtocolVersion || getString(msg, "version") != kVersion) {
@@ -150,6 +158,7 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   const std::string server_nonce = p->nonce;
   link->conn = conn;
   link->last_heard = Clock::now();
+  starter_->daemonConnected(link->index);
   link->control_ip = conn->peer().substr(0, conn->peer().rfind(':'));
   std::erase_if(pending_, [p](const auto& q) { return q.get() == p; });
   conn->setHandlers([this, link](Json&& m) { onLinkMessage(*link, std::move(m)); },
@@ -212,12 +221,16 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
 void JobSession::onInventory(Link& link, Json&& inv) {
   link.inventory = std::move(inv);
   link.has_inventory = true;
-  if (phase_ == Phase::connecting &&
+  if (phase_ == Phase::connecting && static_cast<int>(links_.size()) >= cfg_.unnamed_nodes &&
       std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->has_inventory; }))
     planAndPrepare();
 }
 
 void JobSession::planAndPrepare() {
+  if (cfg_.unnamed_nodes > 0) {
+    std::sort(links_.begin(), links_.end(), [](const auto& a, const auto& b) { return a->name < b->name; });
+    for (size_t i = 0; i < links_.size(); ++i) links_[i]->index = static_cast<int>(i);
+  }
   std::vector<NodeReport> reports;
   for (const auto& l : links_) reports.push_back({l->index, l->name, l->inventory, l->control_ip});
   auto plan = makePlan(cfg_.spec, reports, cfg_.plan_context);
@@ -335,7 +348,7 @@ void JobSession::tick() {
     }
   } else {
     for (const auto& f : starter_->poll()) {
-      if (f.node_index >= 0 && links_[f.node_index]->conn) continue;  // exited after connecting: the link tells
+      if (f.node_index >= 0 && f.node_index < static_cast<int>(links_.size()) && links_[f.node_index]->conn) continue;  // exited after connecting: the link tells
       fail(exitStatusFor(Errc::node_unreachable),
            (f.node_index >= 0 ? "could not start tlaunchd on node " + nodeLabel(f.node_index) + ": " : "") + f.message);
     }

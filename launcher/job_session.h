@@ -22,6 +22,9 @@ struct SessionConfig {
   PlanContext plan_context;
   std::string secret;
   std::string listen_address = "127.0.0.1";  // where daemons connect
+  std::string advertise_address;             // given to daemons if not listen_address
+  int unnamed_nodes = 0;  // srun picks nodes: accept this many by name, ordered by name
+  std::vector<NodeTarget> starter_nodes;  // what the starter starts, if not `nodes`
   std::string daemon_path;
   Json daemon_config;  // sent to every daemon in its welcome (topology_xml, sysfs_root, ...)
 };

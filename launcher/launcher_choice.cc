@@ -1,24 +1,14 @@
 #include "launcher/launcher_choice.h"
 
-#include <fstream>
-#include <sstream>
 
+#include "launcher/listen_address.h"
 #include "launcher/local_starter.h"
 #include "launcher/node_source.h"
+#include "launcher/slurm_starter.h"
+#include "launcher/ssh_starter.h"
+#include "launcher/text_file.h"
 
 namespace tlaunch {
-
-namespace {
-
-Result<std::string> readFile(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return fail(Errc::usage, "cannot read hostfile " + path, "check the path");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env) {
   NodeSourceOptions src;
@@ -26,12 +16,15 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   src.include = spec.include;
   src.exclude = spec.exclude;
   if (!spec.hostfile.empty()) {
-    auto content = readFile(spec.hostfile);
+    auto content = readTextFile(spec.hostfile, "hostfile");
     if (!content) return tl::unexpected(content.error());
     src.hostfile_name = spec.hostfile;
     src.hostfile_content = std::move(*content);
   }
   src.use_slurm_env = spec.launcher != LauncherKind::local && spec.launcher != LauncherKind::ssh;
+  // In an allocation SLURM_TASKS_PER_NODE is a CPU count or another step's task count, not a
+  // cap on our ranks per node (a script's --ntasks-per-node=1 must not block tlaunch -g 8).
+  src.slurm_tasks_as_slots = false;
   auto hosts = resolveNodes(src, env);
   if (!hosts) return tl::unexpected(hosts.error());
   const NodeOrigin origin = nodeOrigin(src, env);
@@ -63,7 +56,45 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     choice.listen_address = "127.0.0.1";
     return choice;
   }
-  return fail(Errc::usage, "this launcher is not available yet");
+  if (kind == LauncherKind::ssh && hosts->empty())
+    return fail(Errc::usage, "--launcher ssh needs nodes", "give --hosts or --hostfile");
+  std::vector<HostEntry> chosen;
+  if (kind == LauncherKind::slurm && hosts->empty()) {
+    if (!insideSlurmAllocation(env) && spec.nodes <= 0)
+      return fail(Errc::usage, "--launcher slurm outside an allocation needs -N",
+                  "e.g. tlaunch --launcher slurm -N 4 -p 2 --slurm-args='-p debug' -- prog");
+  } else {
+    auto sel = selectNodes(*hosts, spec.nodes, spec.ranksPerNode());
+    if (!sel) return tl::unexpected(sel.error());
+    chosen = std::move(*sel);
+  }
+  for (size_t i = 0; i < chosen.size(); ++i)
+    choice.nodes.push_back({static_cast<int>(i), chosen[i].name, sshDestination(chosen[i])});
+  if (kind == LauncherKind::ssh) {
+    SshStarterOptions o;
+    o.connect_timeout_s = spec.ssh_connect_timeout_s;
+    o.ssh_options = spec.ssh_options;
+    o.fanout = spec.ssh_fanout;
+    o.reuse_connections = spec.ssh_reuse;
+    choice.starter = std::make_unique<SshStarter>(std::move(o));
+  } else {
+    SlurmStarterOptions o;
+    o.slurm_args = spec.slurm_args;
+    o.inside_allocation = insideSlurmAllocation(env);
+    choice.starter = std::make_unique<SlurmStarter>(std::move(o));
+  }
+  if (!choice.nodes.empty()) {
+    auto addr = sourceAddressToward(choice.nodes.front().name);
+    if (!addr) return tl::unexpected(addr.error());
+    choice.listen_address = *addr;
+  } else {
+    // srun picks the nodes: listen everywhere; daemons try each of our addresses.
+    choice.listen_address = "0.0.0.0";
+    choice.advertise_address = localAddressList();
+    choice.unnamed_nodes = spec.nodes;
+    for (int i = 0; i < spec.nodes; ++i) choice.starter_nodes.push_back({i, "", ""});
+  }
+  return choice;
 }
 
 }  // namespace tlaunch

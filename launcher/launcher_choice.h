@@ -14,7 +14,10 @@ namespace tlaunch {
 struct LauncherChoice {
   std::vector<NodeTarget> nodes;
   std::unique_ptr<DaemonStarter> starter;
-  std::string listen_address;  // the frontend address the daemons connect to
+  std::string listen_address;     // the frontend address the daemons connect to
+  std::string advertise_address;  // what daemons are told to connect to, if not listen_address
+  int unnamed_nodes = 0;
+  std::vector<NodeTarget> starter_nodes;  // with unnamed_nodes: placeholders for the starter          // srun chooses the nodes: this many daemons, named in their hello
 };
 
 Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env);

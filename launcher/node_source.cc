@@ -243,7 +243,9 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
 
     const std::string where = std::string(file_name) + ":" + std::to_string(line_no) + ": ";
     const std::string quoted = " in '" + std::string(trim(raw)) + "'";
-    auto bad = [&](const std::string& what) { return fail(Errc::usage, where + what + quoted, kHostfileHint); };
+    auto bad = [&](const std::string& what, const std::string& hint = kHostfileHint) {
+      return fail(Errc::usage, where + what + quoted, hint);
+    };
 
     const std::string joined = joinAroundEquals(line);
     const auto tokens = splitBlanks(joined);
@@ -295,8 +297,8 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
     for (auto& h : *expanded) {
       if (h.attrs.count("user") && attrs.count("user")) return bad("user given both as user@host and user=");
       if (auto [it, fresh] = first_line.emplace(lower(h.name), line_no); !fresh) {
-        return bad(h.name + " is listed twice (first at line " + std::to_string(it->second) +
-                   "); give each host once with its slot count");
+        return bad(h.name + " is listed twice (first at line " + std::to_string(it->second) + ")",
+                   "give each host once, with all its slots (" + h.name + " slots=8)");
       }
       h.slots = slots;
       h.attrs.insert(attrs.begin(), attrs.end());
@@ -480,7 +482,12 @@ Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
   switch (origin) {
     case NodeOrigin::hosts: hosts = parseHostsOption(options.hosts); break;
     case NodeOrigin::hostfile: hosts = parseHostfile(options.hostfile_content, options.hostfile_name); break;
-    case NodeOrigin::slurm: hosts = hostsFromSlurmEnv(env); break;
+    case NodeOrigin::slurm:
+      hosts = hostsFromSlurmEnv(env);
+      if (hosts && !options.slurm_tasks_as_slots) {
+        for (auto& h : *hosts) h.slots = -1;
+      }
+      break;
     case NodeOrigin::none:
       if (!trim(options.include).empty() || !trim(options.exclude).empty()) {
         return fail(Errc::usage, "--include/--exclude select among nodes, but no nodes were given",

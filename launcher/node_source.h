@@ -66,6 +66,9 @@ struct NodeSourceOptions {
   std::string include;            // --include
   std::string exclude;            // --exclude
   bool use_slurm_env = true;      // false: ignore the allocation (e.g. --launcher ssh with no hosts given)
+  // false: SLURM_TASKS_PER_NODE does not set slots (jobs that ask Slurm for one task per node
+  // and let tlaunch start the ranks, like torchrun scripts with --ntasks-per-node=1).
+  bool slurm_tasks_as_slots = true;
 };
 
 // Which source resolveNodes will use: --hosts, else --hostfile, else the allocation.

@@ -81,6 +81,9 @@ int runJob(const JobSpec& input) {
   cfg.nodes = choice->nodes;
   cfg.secret = newJobSecret();
   cfg.listen_address = choice->listen_address;
+  cfg.advertise_address = choice->advertise_address;
+  cfg.unnamed_nodes = choice->unnamed_nodes;
+  cfg.starter_nodes = choice->starter_nodes;
   cfg.daemon_path = spec.daemon_path.empty() ? selfDirectory() + "/tlaunchd" : spec.daemon_path;
   cfg.plan_context.job_id = job_id;
   cfg.plan_context.cwd = currentDirectory();

@@ -49,7 +49,7 @@ class SlurmStarter final : public DaemonStarter {
   void stop(int grace_ms) override;
 
   // The daemon of node `node_index` said hello; once all have, srun exiting 0 is no failure.
-  void daemonConnected(int node_index);
+  void daemonConnected(int node_index) override;
 
  private:
   SlurmStarterOptions options_;

@@ -194,7 +194,8 @@ std::string explainSshFailure(const std::string& node, int exit_status, const st
       return with(node + ": ssh refused to use a config or key file with unsafe permissions: fix them (chmod 600) "
                   "and retry");
     }
-    return with(node + ": ssh failed with status 255 (an ssh error, or tlaunchd there exited with 255)");
+    return with(node + ": ssh failed with status 255 (an ssh error, or tlaunchd there was killed by a signal or "
+                "exited with 255)");
   }
   if (exit_status == 0) {
     return with("tlaunchd on " + node + " exited with status 0 before it connected to this frontend");

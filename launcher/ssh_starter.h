@@ -74,7 +74,7 @@ class SshStarter final : public DaemonStarter {
   // The daemon of node `node_index` said hello: its ssh no longer counts against the fanout,
   // and a later exit with status 0 is not a failure. Without these calls an ssh stops
   // counting connect_timeout_s + 5 s after it started.
-  void daemonConnected(int node_index);
+  void daemonConnected(int node_index) override;
 
   // Nodes whose ssh has been started so far.
   size_t startedCount() const;

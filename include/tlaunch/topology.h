@@ -12,34 +12,34 @@ namespace tlaunch {
 // One NUMA node. GPU-memory nodes (POWER9 with coherent GPUs) and CPU-less memory have no cores.
 struct NumaNode {
   int os_index = -1;
-  int package = -1;                    // OS index of the enclosing package, -1 if none
-  std::uint64_t memory_bytes = 0;      // local memory as hwloc reports it (0 if unknown)
+  int package = -1;                     // OS index of the enclosing package, -1 if none
+  std::uint64_t memory_bytes = 0;       // local memory as hwloc reports it (0 if unknown)
   std::vector<std::vector<int>> cores;  // each core = its allowed PU OS indices (hyperthreads together)
   bool operator==(const NumaNode&) const = default;
 };
 
 struct GpuDevice {
-  std::string busid;                  // "dddd:bb:dd.f", lowercase hex
-  std::optional<std::string> uuid;    // "GPU-…" (NVML) or AMD's id (ROCm-SMI); none when unknown/zeroed
-  std::string vendor;                 // "NVIDIA", "AMD", "Intel" or "pci:xxxx"
-  std::string model;                  // as the driver or the PCI database names it; may be empty
-  int numa = -1;                      // OS index of the CPU NUMA node it is attached to, -1 unknown
-  std::vector<std::string> pci_path;  // bridges from the host bridge ("hb:dddd:bb-bb") down to the parent
+  std::string busid;                    // "dddd:bb:dd.f", lowercase hex
+  std::optional<std::string> uuid;      // "GPU-…" (NVML) or AMD's id (ROCm-SMI); none when unknown/zeroed
+  std::string vendor;                   // "NVIDIA", "AMD", "Intel" or "pci:xxxx"
+  std::string model;                    // as the driver or the PCI database names it; may be empty
+  int numa = -1;                        // OS index of the CPU NUMA node it is attached to, -1 unknown
+  std::vector<std::string> pci_path;    // bridges from the host bridge ("hb:dddd:bb-bb") down to the parent
   std::vector<std::string> os_devices;  // e.g. "cuda0", "nvml0", "rsmi3", "card1"; empty if PCI-only
   bool operator==(const GpuDevice&) const = default;
 };
 
 struct HcaPort {
   int number = 1;
-  int state = 0;  // ibv_port_state as hwloc recorded it (1 DOWN … 4 ACTIVE); 0 = unknown
+  int state = 0;                     // ibv_port_state as hwloc recorded it (1 DOWN … 4 ACTIVE); 0 = unknown
   std::vector<std::string> netdevs;  // IPoIB / RoCE netdevs hwloc attaches to this port
   bool operator==(const HcaPort&) const = default;
 };
 
 // An RDMA device (hwloc "OpenFabrics" OS device): mlx5_*, mlx4_*, hfi1_*, qib*, EFA rdmap*, …
 struct HcaDevice {
-  std::string name;                   // "mlx5_2"
-  std::string busid;                  // PCI bus id of its function, "" if hwloc gave none
+  std::string name;   // "mlx5_2"
+  std::string busid;  // PCI bus id of its function, "" if hwloc gave none
   int numa = -1;
   std::vector<std::string> pci_path;  // same form as GpuDevice::pci_path
   std::vector<HcaPort> ports;         // at least one
@@ -47,8 +47,8 @@ struct HcaDevice {
 };
 
 struct TopologySnapshot {
-  bool live = false;   // true when this is the machine the process runs on (binding may be applied)
-  std::string source;  // "live" or the XML file it was loaded from
+  bool live = false;                 // true when this is the machine the process runs on (binding may be applied)
+  std::string source;                // "live" or the XML file it was loaded from
   std::vector<NumaNode> numa_nodes;  // by OS index; every allowed core appears in exactly one
   std::vector<GpuDevice> gpus;       // by PCI bus id: local rank r ↔ GPU r ↔ CUDA_DEVICE_ORDER=PCI_BUS_ID
   std::vector<HcaDevice> hcas;       // by PCI bus id, then name

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -52,8 +53,9 @@ class Daemon {
     config.node_name = o_.nodeName(node_);
     config.node_index = node_;
     config.tmpdir = o_.nodeDir(node_) + "/srv";
-    config.uid = getuid();
+    config.uid = o_.register_uid >= 0 ? static_cast<uint32_t>(o_.register_uid) : getuid();
     config.gid = getgid();
+    config.op_bound = std::chrono::seconds(2);
     auto post = [this](std::function<void()> fn) { asio::post(io_, std::move(fn)); };
     auto server = PmixServer::start(config, post, callbacks());
     if (!server) {
@@ -63,7 +65,13 @@ class Daemon {
     server_ = std::move(*server);
     channel_.start([this](Msg m) { onMessage(std::move(m)); }, [this] { onFrontendGone(); });
     watchChildren();
-    asio::post(io_, [this] { startJob(0); });
+    asio::steady_timer late(io_);
+    if (node_ == o_.nodes - 1 && o_.late_node_ms > 0) {
+      late.expires_after(std::chrono::milliseconds(o_.late_node_ms));
+      late.async_wait([this](std::error_code) { startJob(0); });
+    } else {
+      asio::post(io_, [this] { startJob(0); });
+    }
     io_.run();
     return exit_code_;
   }
@@ -73,6 +81,7 @@ class Daemon {
     PmixServer::Callbacks cb;
     cb.fence_contribution = [this](uint64_t seq, std::string blob, bool collect) {
       ++fences_;
+      fence_bytes_max_ = std::max(fence_bytes_max_, blob.size());
       channel_.send({MsgType::fence_contrib, static_cast<uint64_t>(job_), seq, collect, 0, std::move(blob)});
     };
     cb.direct_modex_request = [this](uint64_t id, int rank) {
@@ -119,6 +128,14 @@ class Daemon {
       if (pid < 0) return fatal("fork failed");
       ranks_[pid] = rank;
     }
+    std::vector<Msg> held;
+    std::swap(held, early_serves_);
+    for (auto& m : held) {
+      if (static_cast<int>(m.job) > job_)
+        early_serves_.push_back(std::move(m));
+      else
+        serve(std::move(m));
+    }
   }
 
   void dumpEnv(const std::vector<std::string>& env) {
@@ -146,8 +163,10 @@ class Daemon {
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (code != 0) log("rank " + std::to_string(rank) + " ended with " + std::to_string(code));
     if (code != 0 && rank_failure_ == 0) rank_failure_ = code;
-    if (code != 0 && abort_status_ < 0 && !killing_) {
-      killRanks();  // as tlaunchd would: one failed rank ends the job
+    if (code != 0 && abort_status_ < 0 && !killing_) {  // as tlaunchd would: one failed rank ends the job
+      channel_.send({MsgType::rank_failed, static_cast<uint64_t>(job_), static_cast<uint64_t>(rank),
+                     static_cast<uint64_t>(code), 0, {}});
+      killRanks();
     }
     if (ranks_.empty()) finishJob();
   }
@@ -162,10 +181,13 @@ class Daemon {
   }
 
   void finishJob() {
-    if (auto ok = server_->deregisterJob(std::chrono::seconds(5)); !ok) problem("deregisterJob: " + ok.error().message);
+    auto dereg = server_->deregisterJob(std::chrono::seconds(2));
+    if (!dereg && !o_.expect_stuck_teardown) problem("deregisterJob: " + dereg.error().message);
+    if (dereg && o_.expect_stuck_teardown) problem("deregisterJob returned although libpmix was expected to be stuck");
+    if (!dereg) log("deregisterJob: " + dereg.error().message);
     tlaunch::PmixJobLayout l = layout(job_);
     if (std::filesystem::exists(l.job_tmpdir)) problem("job_tmpdir left behind: " + l.job_tmpdir);
-    std::string shm = "/dev/shm/tlaunch." + l.nspace + "." + l.node_names[node_];
+    std::string shm = "/dev/shm/" + l.nspace + "." + l.node_names[node_];
     if (std::filesystem::exists(shm)) problem("shm dir left behind: " + shm);
     report_ << "job" << job_ << ".connected=" << connected_ << "\n";
     report_ << "job" << job_ << ".finalized=" << finalized_ << "\n";
@@ -180,6 +202,7 @@ class Daemon {
     exit_code_ = abort_status_ >= 0 ? abort_status_ : rank_failure_;
     report_ << "fences=" << fences_ << "\n"
             << "dmodex_requests=" << dmodex_requests_ << "\n"
+            << "largest_fence_contribution_bytes=" << fence_bytes_max_ << "\n"
             << "abort_status=" << abort_status_ << "\n";
     channel_.send({MsgType::result, static_cast<uint64_t>(job_), static_cast<uint64_t>(exit_code_), 0, 0, report_.str()});
     channel_.whenDrained([this] { io_.stop(); });
@@ -190,13 +213,13 @@ class Daemon {
       case MsgType::fence_done:
         if (static_cast<int>(m.job) == job_) server_->completeFence(m.a, m.b != 0, std::move(m.payload));
         break;
-      case MsgType::dmdx_serve: {
-        uint64_t job = m.job, id = m.a, requester = m.b;
-        server_->serveDirectModex(static_cast<int>(m.c), [this, job, id, requester](bool ok, std::string data) {
-          channel_.send({MsgType::dmdx_served, job, id, requester, ok, std::move(data)});
-        });
+      case MsgType::dmdx_serve:
+        // With --jobs, another node may already run the next job: serve it once we do too.
+        if (static_cast<int>(m.job) > job_)
+          early_serves_.push_back(std::move(m));
+        else
+          serve(std::move(m));
         break;
-      }
       case MsgType::dmdx_done:
         if (static_cast<int>(m.job) == job_) server_->completeDirectModex(m.a, m.b != 0, std::move(m.payload));
         break;
@@ -206,6 +229,17 @@ class Daemon {
       default:
         problem("unexpected message " + std::to_string(static_cast<int>(m.type)));
     }
+  }
+
+  void serve(Msg m) {
+    uint64_t job = m.job, id = m.a, requester = m.b;
+    if (static_cast<int>(job) < job_) {  // a job we are done with
+      channel_.send({MsgType::dmdx_served, job, id, requester, false, {}});
+      return;
+    }
+    server_->serveDirectModex(static_cast<int>(m.c), [this, job, id, requester](bool ok, std::string data) {
+      channel_.send({MsgType::dmdx_served, job, id, requester, ok, std::move(data)});
+    });
   }
 
   void onFrontendGone() {
@@ -233,8 +267,10 @@ class Daemon {
   asio::signal_set sigchld_;
   std::unique_ptr<PmixServer> server_;
   std::map<pid_t, int> ranks_;
+  std::vector<Msg> early_serves_;
   int job_ = 0;
   int fences_ = 0, dmodex_requests_ = 0, connected_ = 0, finalized_ = 0;
+  size_t fence_bytes_max_ = 0;
   int abort_status_ = -1, rank_failure_ = 0, exit_code_ = 0;
   bool killing_ = false;
   std::ostringstream report_;

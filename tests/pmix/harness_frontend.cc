@@ -94,6 +94,12 @@ class Frontend {
                 static_cast<int>(m.b));
         killAll();
         break;
+      case MsgType::rank_failed:
+        if (!first_failure_) first_failure_ = static_cast<int>(m.b);
+        fprintf(stderr, "[frontend] rank %d failed with %d; killing the job\n", static_cast<int>(m.a),
+                static_cast<int>(m.b));
+        killAll();
+        break;
       case MsgType::result:
         results_[node] = {static_cast<int>(m.a), m.payload};
         break;
@@ -132,7 +138,9 @@ class Frontend {
   }
 
   int judge(const std::set<std::string>& vader_before) {
-    int worst_exit = 0;
+    // The job's exit code, as tlaunch would report it: the abort status, else the first failed
+    // rank's code, else a daemon's own failure.
+    int job_exit = abort_status_ ? *abort_status_ : first_failure_ ? *first_failure_ : 0;
     for (int n = 0; n < o_.nodes; ++n) {
       if (!results_[n]) {
         fail(o_.nodeName(n) + " daemon died without a result (wait status " + std::to_string(wait_status_[n]) + ")");
@@ -140,7 +148,7 @@ class Frontend {
       }
       auto& [code, report] = *results_[n];
       fprintf(stderr, "[frontend] %s exit=%d\n%s", o_.nodeName(n).c_str(), code, report.c_str());
-      if (code != 0 && !worst_exit) worst_exit = code;
+      if (code != 0 && !job_exit) job_exit = code;
       std::istringstream lines(report);
       for (std::string line; std::getline(lines, line);) {
         if (line.starts_with("problem=")) fail(o_.nodeName(n) + ": " + line.substr(8));
@@ -148,12 +156,13 @@ class Frontend {
         for (const char* key : {".connected=", ".finalized="}) {
           auto pos = line.find(key);
           if (pos == std::string::npos) continue;
-          if (std::string(key) == ".finalized=" && o_.expect_abort >= 0) continue;
+          if (std::string(key) == ".finalized=" && (o_.expect_abort >= 0 || o_.expect_exit != 0)) continue;
+          if (o_.register_uid >= 0) continue;  // ranks are meant to be rejected
           int got = std::stoi(line.substr(pos + std::string(key).size()));
           int want = static_cast<int>(o_.ranksOf(n).size());
           if (got != want)
-            fail(o_.nodeName(n) + " " + line.substr(0, pos) + ": " + std::to_string(got) + key + " (want " +
-                 std::to_string(want) + ")");
+            fail(o_.nodeName(n) + " " + line.substr(0, pos) + ": " + std::to_string(got) + " ranks " +
+                 std::string(key).substr(1, std::string(key).size() - 2) + ", want " + std::to_string(want));
         }
       }
     }
@@ -162,6 +171,9 @@ class Frontend {
       if (fences_done_[j] < o_.min_fences)
         fail("job " + std::to_string(j) + ": " + std::to_string(fences_done_[j]) + " fences, want >= " +
              std::to_string(o_.min_fences));
+      if (o_.max_dmodex >= 0 && dmodex_[j] > o_.max_dmodex)
+        fail("job " + std::to_string(j) + ": " + std::to_string(dmodex_[j]) +
+             " direct modex requests: the fences did not deliver every rank's data");
       if (dmodex_[j] < o_.min_dmodex)
         fail("job " + std::to_string(j) + ": " + std::to_string(dmodex_[j]) + " direct modex requests, want >= " +
              std::to_string(o_.min_dmodex));
@@ -170,11 +182,11 @@ class Frontend {
       if (abort_status_ != o_.expect_abort)
         fail("expected an abort with status " + std::to_string(o_.expect_abort) + ", got " +
              (abort_status_ ? std::to_string(*abort_status_) : std::string("none")));
-      if (worst_exit != o_.expect_abort)
+      if (job_exit != o_.expect_abort)
         fail("expected the job's exit code to be the abort status " + std::to_string(o_.expect_abort) + ", got " +
-             std::to_string(worst_exit));
-    } else if (worst_exit != 0) {
-      fail("the job failed with exit code " + std::to_string(worst_exit));
+             std::to_string(job_exit));
+    } else if (job_exit != o_.expect_exit) {
+      fail("the job's exit code is " + std::to_string(job_exit) + ", want " + std::to_string(o_.expect_exit));
     }
     for (auto& name : vaderSegments())
       if (!vader_before.count(name)) fail("shared-memory segment left in /dev/shm: " + name);
@@ -199,6 +211,7 @@ class Frontend {
   std::vector<bool> closed_;
   std::vector<int> wait_status_;
   std::optional<int> abort_status_;
+  std::optional<int> first_failure_;
   std::vector<std::string> failures_;
 };
 

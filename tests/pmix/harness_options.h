@@ -14,8 +14,15 @@ struct Options {
   int timeout_s = 60;
   int min_fences = 0;        // per job, as seen by the frontend
   int min_dmodex = 0;        // per job
+  // Per job; -1: unchecked. 0 proves the fences carried the data: libpmix quietly falls back to
+  // direct modex for data a fence lost, so MPI works even with a broken fence path.
+  int max_dmodex = -1;
   int expect_abort = -1;     // pass only if a rank aborts with this status
+  int expect_exit = 0;       // the job's exit code (first failing rank's code) for a pass
+  int late_node_ms = 0;      // the last node registers its job this much later than the others
   bool localonly_fence_off = false;  // PMIX_MCA_pmix_server_fence_localonly_opt=0 in the daemons
+  int register_uid = -1;     // register the ranks under this uid (a deliberate mismatch)
+  bool expect_stuck_teardown = false;  // libpmix is expected not to answer deregistration
   std::string tcp_if = "127.0.0.1/32";
   std::string base_dir;      // default /tmp/tlaunch-pmix-test.<pid>
   std::string job_tag;       // default: the frontend's pid

@@ -19,6 +19,7 @@ enum class MsgType : uint64_t {
   dmdx_served,        // d->f  a=request id b=requester node c=ok payload=data
   dmdx_done,          // f->d  a=request id b=ok payload=data
   abort,              // d->f  a=rank b=status payload=message
+  rank_failed,        // d->f  a=rank b=exit code (128+signal)
   kill,               // f->d
   result,             // d->f  a=exit code payload=report lines "key=value"
 };

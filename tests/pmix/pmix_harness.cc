@@ -16,8 +16,10 @@ namespace {
 void usage() {
   fprintf(stderr,
           "usage: pmix_harness [--nodes N] [--ppn K] [--cyclic] [--jobs J] [--timeout S]\n"
-          "                    [--min-fences F] [--min-dmodex D] [--expect-abort STATUS]\n"
-          "                    [--localonly-fence-off] [--tcp-if CIDR] [--base DIR] [--tag T]\n"
+          "                    [--min-fences F] [--min-dmodex D] [--max-dmodex D]\n"
+          "                    [--expect-abort STATUS] [--expect-exit CODE]\n"
+          "                    [--localonly-fence-off] [--late-node-ms MS] [--tcp-if CIDR]\n"
+          "                    [--base DIR] [--tag T] [--register-uid UID] [--expect-stuck-teardown]\n"
           "                    [--env K=V]... -- PROGRAM [ARGS...]\n");
 }
 
@@ -46,8 +48,13 @@ int main(int argc, char** argv) {
     else if (a == "--timeout") o.timeout_s = std::stoi(value("--timeout"));
     else if (a == "--min-fences") o.min_fences = std::stoi(value("--min-fences"));
     else if (a == "--min-dmodex") o.min_dmodex = std::stoi(value("--min-dmodex"));
+    else if (a == "--max-dmodex") o.max_dmodex = std::stoi(value("--max-dmodex"));
     else if (a == "--expect-abort") o.expect_abort = std::stoi(value("--expect-abort"));
+    else if (a == "--expect-exit") o.expect_exit = std::stoi(value("--expect-exit"));
+    else if (a == "--late-node-ms") o.late_node_ms = std::stoi(value("--late-node-ms"));
     else if (a == "--localonly-fence-off") o.localonly_fence_off = true;
+    else if (a == "--register-uid") o.register_uid = std::stoi(value("--register-uid"));
+    else if (a == "--expect-stuck-teardown") o.expect_stuck_teardown = true;
     else if (a == "--tcp-if") o.tcp_if = value("--tcp-if");
     else if (a == "--base") o.base_dir = value("--base");
     else if (a == "--tag") o.job_tag = value("--tag");

@@ -1,1 +1,8 @@
-# Unit tests of the core area (see tests/CMakeLists.txt for tlaunch_add_unit_test).
+# Unit tests of the control plane, daemon pieces and frontend planning.
+tlaunch_add_unit_test(NAME core_tests
+  SOURCES
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_frame_codec_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_auth_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_line_splitter_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_env_test.cc
+  LIBS tlaunch_launcher tlaunch_daemon)

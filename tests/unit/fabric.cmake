@@ -2,4 +2,16 @@
 tlaunch_add_unit_test(NAME fabric_tests
   SOURCES
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/fabric_discovery_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/fabric_gid_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/fabric_network_choice_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/fabric_env_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/fabric_nccl_conf_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/fabric_json_test.cc
+  LIBS tlaunch_binding)
+tlaunch_add_unit_test(NAME preflight_tests
+  SOURCES
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/preflight_checks_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/preflight_cross_node_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/preflight_report_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/preflight_verbs_test.cc
   LIBS tlaunch_binding)

@@ -7,7 +7,7 @@ using tlaunch::compressHostlist;
 using tlaunch::expandHostlist;
 using Names = std::vector<std::string>;
 
-TEST_CASE("hostlist: plain names and ranges expand in order", "[hosts][hostlist]") {
+TEST_CASE("hosts: hostlist: plain names and ranges expand in order", "[hosts][hostlist]") {
   CHECK(*expandHostlist("node1") == Names{"node1"});
   CHECK(*expandHostlist("a,b , c") == Names{"a", "b", "c"});
   CHECK(*expandHostlist("node[1-3]") == Names{"node1", "node2", "node3"});
@@ -15,7 +15,7 @@ TEST_CASE("hostlist: plain names and ranges expand in order", "[hosts][hostlist]
   CHECK(*expandHostlist("n[5]") == Names{"n5"});
 }
 
-TEST_CASE("hostlist: zero padding is kept from the lower bound", "[hosts][hostlist]") {
+TEST_CASE("hosts: hostlist: zero padding is kept from the lower bound", "[hosts][hostlist]") {
   CHECK(*expandHostlist("gpu[01-04,07],cpu[1-3]") ==
         Names{"gpu01", "gpu02", "gpu03", "gpu04", "gpu07", "cpu1", "cpu2", "cpu3"});
   CHECK(*expandHostlist("n[08-11]") == Names{"n08", "n09", "n10", "n11"});
@@ -23,13 +23,13 @@ TEST_CASE("hostlist: zero padding is kept from the lower bound", "[hosts][hostli
   CHECK(*expandHostlist("n[098-101]") == Names{"n098", "n099", "n100", "n101"});
 }
 
-TEST_CASE("hostlist: several bracket groups, leftmost slowest, suffixes", "[hosts][hostlist]") {
+TEST_CASE("hosts: hostlist: several bracket groups, leftmost slowest, suffixes", "[hosts][hostlist]") {
   CHECK(*expandHostlist("rack[1-2]-node[01-02]") ==
         Names{"rack1-node01", "rack1-node02", "rack2-node01", "rack2-node02"});
   CHECK(*expandHostlist("n[1-2].ib,login") == Names{"n1.ib", "n2.ib", "login"});
 }
 
-TEST_CASE("hostlist: bad syntax is an error quoting the expression", "[hosts][hostlist]") {
+TEST_CASE("hosts: hostlist: bad syntax is an error quoting the expression", "[hosts][hostlist]") {
   for (const char* bad : {"node[1-3", "node1-3]", "node[]", "node[a-b]", "node[3-1]", "node[1,,2]", "node[[1]]",
                           "node[1-2-3]", "node[1234567890]", "", " , "}) {
     INFO(bad);
@@ -41,13 +41,13 @@ TEST_CASE("hostlist: bad syntax is an error quoting the expression", "[hosts][ho
   CHECK_THAT(expandHostlist("node[3-1]").error().message, Catch::Contains("backwards"));
 }
 
-TEST_CASE("hostlist: huge expansions are refused, not allocated", "[hosts][hostlist]") {
+TEST_CASE("hosts: hostlist: huge expansions are refused, not allocated", "[hosts][hostlist]") {
   auto r = expandHostlist("a[0-999999]b[0-9]");
   REQUIRE_FALSE(r);
   CHECK_THAT(r.error().message, Catch::Contains("more than"));
 }
 
-TEST_CASE("hostlist: compress merges neighbours and round-trips", "[hosts][hostlist]") {
+TEST_CASE("hosts: hostlist: compress merges neighbours and round-trips", "[hosts][hostlist]") {
   CHECK(compressHostlist({"node01", "node02", "node03", "node07"}) == "node[01-03,07]");
   CHECK(compressHostlist({"node9", "node10", "node11"}) == "node[9-11]");
   CHECK(compressHostlist({"login", "n1"}) == "login,n1");
@@ -70,7 +70,7 @@ TEST_CASE("hostlist: compress merges neighbours and round-trips", "[hosts][hostl
   }
 }
 
-TEST_CASE("hostlist: splitOutsideBrackets ignores separators inside brackets", "[hosts][hostlist]") {
+TEST_CASE("hosts: hostlist: splitOutsideBrackets ignores separators inside brackets", "[hosts][hostlist]") {
   auto parts = tlaunch::splitOutsideBrackets("a[1,2]:0,1@b", '@');
   REQUIRE(parts.size() == 2);
   CHECK(parts[0] == "a[1,2]:0,1");

@@ -1,6 +1,5 @@
 // Loading recorded and live topologies into TopologySnapshot, and its JSON round trip.
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -75,8 +74,10 @@ struct ScopedEnv {
     setenv(name, value.c_str(), 1);
   }
   ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
   }
   const char* name_;
   std::optional<std::string> old_;
@@ -240,6 +241,7 @@ TEST_CASE("malformed snapshot JSON is a protocol error naming the problem", "[to
   auto r = topologyFromJson(j);
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error().code == Errc::protocol);
+  j = topologyToJson(t);
   j.erase("gpus");
   r = topologyFromJson(j);
   REQUIRE_FALSE(r.has_value());

@@ -1,9 +1,8 @@
 #pragma once
 // Recorded hwloc topologies for the topology tests: every XML under $TLAUNCH_FIXTURES_DIR/topologies
 // plus hwloc's two expected sysfs outputs. Empty (with a WARN) when the fixtures are absent.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 #include <vector>

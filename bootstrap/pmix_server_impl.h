@@ -1,0 +1,99 @@
+#pragma once
+// Internal to the PMIx glue: PmixServer's state, shared by the public API (pmix_server.cc) and
+// the libpmix upcalls (pmix_upcalls.cc).
+#include <pmix.h>
+#include <pmix_server.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bootstrap/pmix_job_geometry.h"
+#include "bootstrap/pmix_server.h"
+
+namespace tlaunch {
+
+// A libpmix completion callback and its context, to be called exactly once from the strand.
+struct ModexReply {
+  pmix_modex_cbfunc_t fn = nullptr;
+  void* cbdata = nullptr;
+
+  // libpmix keeps `data` until it calls the release function, which frees our copy.
+  void operator()(pmix_status_t status, std::string data) const {
+    if (!fn) return;
+    if (status != PMIX_SUCCESS || data.empty()) {
+      fn(status, nullptr, 0, cbdata, nullptr, nullptr);
+      return;
+    }
+    auto* owned = new std::string(std::move(data));
+    fn(PMIX_SUCCESS, owned->data(), owned->size(), cbdata, [](void* p) { delete static_cast<std::string*>(p); },
+       owned);
+  }
+};
+
+struct OpReply {
+  pmix_op_cbfunc_t fn = nullptr;
+  void* cbdata = nullptr;
+  void operator()(pmix_status_t status) const {
+    if (fn) fn(status, cbdata);
+  }
+};
+
+struct PmixServer::Impl {
+  struct Job {
+    PmixJobLayout layout;
+    PmixJobGeometry geometry;
+    std::string shm_dir;
+    pmix_nspace_t nspace;
+    uint64_t next_fence_seq = 0;
+    std::map<uint64_t, ModexReply> fences;  // local fences waiting for completeFence
+    std::map<uint64_t, std::pair<bool, std::string>> early_completions;  // before the local fence
+    uint64_t next_request_id = 0;
+    std::map<uint64_t, ModexReply> modex_requests;
+  };
+
+  PmixServerConfig config;
+  Post post;
+  Callbacks callbacks;
+  bool tmpdir_created = false;
+  bool wedged = false;  // a libpmix call was abandoned: do not wait for it again
+  // Bumped at register and deregister. Upcalls capture it on libpmix's thread; a closure from
+  // a job that has since been deregistered is dropped (its libpmix trackers are gone).
+  std::atomic<uint64_t> generation{0};
+  std::unique_ptr<Job> job;
+  // serveDirectModex calls that arrived before registerJob.
+  std::vector<std::pair<int, std::function<void(bool, std::string)>>> held_serves;
+
+  // Strand side of the upcalls.
+  void onFence(uint64_t gen, std::vector<pmix_proc_t> procs, bool collect, std::string blob, ModexReply reply);
+  void onDirectModex(uint64_t gen, pmix_proc_t proc, ModexReply reply);
+  void onAbort(uint64_t gen, pmix_rank_t rank, int status, std::string message, OpReply reply);
+  void onClientFinalized(uint64_t gen, pmix_rank_t rank, OpReply reply);
+  void onClientConnected(uint64_t gen, pmix_rank_t rank, OpReply reply);
+
+  bool isStale(uint64_t gen) const { return gen != generation.load(); }
+  void failOutstanding(pmix_status_t status);
+  std::string where() const { return "node " + config.node_name; }
+};
+
+// libpmix calls its module functions without any context pointer, so the one server of this
+// process is found here. Guarded because upcalls run on libpmix's thread.
+struct PmixRegistry {
+  std::mutex mutex;
+  std::weak_ptr<PmixServer::Impl> current;
+  // libpmix 4.2.2 cannot initialise its server twice in one process: after PMIx_server_finalize,
+  // a second PMIx_server_init starts a listener thread that aborts in select() (fd -1).
+  bool started = false;
+};
+PmixRegistry& pmixRegistry();
+
+// The server module: every upcall copies its arguments and posts to the strand.
+pmix_server_module_t makePmixModule();
+
+}  // namespace tlaunch

@@ -1,0 +1,157 @@
+// The libpmix side of PmixServer: module functions run on libpmix's progress thread and only
+// copy and post; their strand-side handlers do the work and call libpmix's completions.
+#include "bootstrap/pmix_server_impl.h"
+
+namespace tlaunch {
+
+PmixRegistry& pmixRegistry() {
+  static PmixRegistry r;
+  return r;
+}
+
+namespace {
+
+// Runs `fn(impl)` on the strand. Never blocks: only copies and posts.
+template <class Fn>
+pmix_status_t postToStrand(Fn fn) {
+  std::shared_ptr<PmixServer::Impl> impl;
+  {
+    std::lock_guard lock(pmixRegistry().mutex);
+    impl = pmixRegistry().current.lock();
+  }
+  if (!impl) return PMIX_ERR_INIT;
+  std::weak_ptr<PmixServer::Impl> weak = impl;
+  const uint64_t gen = impl->generation.load();
+  impl->post([weak, gen, fn = std::move(fn)]() mutable {
+    if (auto s = weak.lock()) fn(*s, gen);
+  });
+  return PMIX_SUCCESS;
+}
+
+pmix_status_t upFence(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[], size_t ninfo, char* data,
+                      size_t ndata, pmix_modex_cbfunc_t cbfunc, void* cbdata) {
+  // Everything libpmix passes belongs to it: copy before returning.
+  std::vector<pmix_proc_t> participants(procs, procs + nprocs);
+  bool collect = false;
+  for (size_t i = 0; i < ninfo; ++i)
+    if (PMIX_CHECK_KEY(&info[i], PMIX_COLLECT_DATA)) collect = PMIX_INFO_TRUE(&info[i]);
+  std::string blob = (data && ndata) ? std::string(data, ndata) : std::string();
+  ModexReply reply{cbfunc, cbdata};
+  return postToStrand([participants, collect, blob, reply](PmixServer::Impl& s, uint64_t gen) mutable {
+    s.onFence(gen, std::move(participants), collect, std::move(blob), reply);
+  });
+}
+
+pmix_status_t upDirectModex(const pmix_proc_t* proc, const pmix_info_t[], size_t, pmix_modex_cbfunc_t cbfunc,
+                            void* cbdata) {
+  pmix_proc_t target = *proc;
+  ModexReply reply{cbfunc, cbdata};
+  return postToStrand(
+      [target, reply](PmixServer::Impl& s, uint64_t gen) { s.onDirectModex(gen, target, reply); });
+}
+
+pmix_status_t upAbort(const pmix_proc_t* proc, void*, int status, const char msg[], pmix_proc_t[], size_t,
+                      pmix_op_cbfunc_t cbfunc, void* cbdata) {
+  // The procs to terminate are ignored: the daemon ends the whole job, as for any failed rank.
+  pmix_rank_t rank = proc->rank;
+  std::string message = msg ? msg : "";
+  OpReply reply{cbfunc, cbdata};
+  return postToStrand([rank, status, message, reply](PmixServer::Impl& s, uint64_t gen) {
+    s.onAbort(gen, rank, status, message, reply);
+  });
+}
+
+pmix_status_t upClientFinalized(const pmix_proc_t* proc, void*, pmix_op_cbfunc_t cbfunc, void* cbdata) {
+  pmix_rank_t rank = proc->rank;
+  OpReply reply{cbfunc, cbdata};
+  return postToStrand([rank, reply](PmixServer::Impl& s, uint64_t gen) { s.onClientFinalized(gen, rank, reply); });
+}
+
+// libpmix 4.2.2 passes cbfunc == NULL here and drops the client on any status other than
+// PMIX_SUCCESS / PMIX_OPERATION_SUCCEEDED.
+pmix_status_t upClientConnected(const pmix_proc_t* proc, void*, pmix_op_cbfunc_t cbfunc, void* cbdata) {
+  pmix_rank_t rank = proc->rank;
+  OpReply reply{cbfunc, cbdata};
+  pmix_status_t rc =
+      postToStrand([rank, reply](PmixServer::Impl& s, uint64_t gen) { s.onClientConnected(gen, rank, reply); });
+  return rc == PMIX_SUCCESS || cbfunc ? rc : PMIX_SUCCESS;
+}
+
+}  // namespace
+
+pmix_server_module_t makePmixModule() {
+  pmix_server_module_t m{};  // a NULL entry makes libpmix answer PMIX_ERR_NOT_SUPPORTED
+  m.client_connected = upClientConnected;
+  m.client_finalized = upClientFinalized;
+  m.abort = upAbort;
+  m.fence_nb = upFence;
+  m.direct_modex = upDirectModex;
+  return m;
+}
+
+namespace {
+
+bool isWildcardFenceOf(const std::vector<pmix_proc_t>& procs, const pmix_nspace_t nspace) {
+  return procs.size() == 1 && procs[0].rank == PMIX_RANK_WILDCARD && PMIX_CHECK_NSPACE(procs[0].nspace, nspace);
+}
+
+}  // namespace
+
+// ---- strand side ----------------------------------------------------------------------------
+
+void PmixServer::Impl::onFence(uint64_t gen, std::vector<pmix_proc_t> procs, bool collect, std::string blob,
+                               ModexReply reply) {
+  if (isStale(gen)) return;
+  if (!job) return reply(PMIX_ERR_NOT_FOUND, {});
+  // Open MPI only fences its whole namespace. A subset fence would not be seen by every node,
+  // which breaks the shared sequence numbers.
+  if (!isWildcardFenceOf(procs, job->nspace)) return reply(PMIX_ERR_NOT_SUPPORTED, {});
+  const uint64_t seq = job->next_fence_seq++;
+  if (auto early = job->early_completions.find(seq); early != job->early_completions.end()) {
+    auto [ok, all] = std::move(early->second);
+    job->early_completions.erase(early);
+    reply(ok ? PMIX_SUCCESS : PMIX_ERROR, std::move(all));
+    return;
+  }
+  job->fences.emplace(seq, reply);
+  if (callbacks.fence_contribution) callbacks.fence_contribution(seq, std::move(blob), collect);
+}
+
+void PmixServer::Impl::onDirectModex(uint64_t gen, pmix_proc_t proc, ModexReply reply) {
+  if (isStale(gen)) return;
+  if (!job || !PMIX_CHECK_NSPACE(proc.nspace, job->nspace) || proc.rank >= job->geometry.job_size)
+    return reply(PMIX_ERR_NOT_FOUND, {});
+  const uint64_t id = job->next_request_id++;
+  job->modex_requests.emplace(id, reply);
+  if (callbacks.direct_modex_request) callbacks.direct_modex_request(id, static_cast<int>(proc.rank));
+}
+
+void PmixServer::Impl::onAbort(uint64_t gen, pmix_rank_t rank, int status, std::string message, OpReply reply) {
+  if (isStale(gen)) return;
+  if (callbacks.abort) callbacks.abort(static_cast<int>(rank), status, std::move(message));
+  reply(PMIX_SUCCESS);  // releases the client, which then exits with `status`
+}
+
+void PmixServer::Impl::onClientFinalized(uint64_t gen, pmix_rank_t rank, OpReply reply) {
+  if (isStale(gen)) return;
+  if (callbacks.client_finalized) callbacks.client_finalized(static_cast<int>(rank));
+  reply(PMIX_SUCCESS);  // the client blocks in PMIx_Finalize until this
+}
+
+void PmixServer::Impl::onClientConnected(uint64_t gen, pmix_rank_t rank, OpReply reply) {
+  if (isStale(gen)) return;
+  if (callbacks.client_connected) callbacks.client_connected(static_cast<int>(rank));
+  reply(PMIX_SUCCESS);
+}
+
+void PmixServer::Impl::failOutstanding(pmix_status_t status) {
+  if (!job) return;
+  auto fences = std::move(job->fences);
+  auto requests = std::move(job->modex_requests);
+  job->fences.clear();
+  job->modex_requests.clear();
+  for (auto& [seq, reply] : fences) reply(status, {});
+  for (auto& [id, reply] : requests) reply(status, {});
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,58 @@
+#include "launcher/listen_address.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace tlaunch {
+
+Result<std::string> sourceAddressToward(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), "9", &hints, &res); rc != 0 || !res) {
+    return fail(Errc::node_unreachable, "node " + host + " does not resolve: " + ::gai_strerror(rc),
+                "check the name (/etc/hosts, DNS) or use its address");
+  }
+  sockaddr_in target{};
+  std::memcpy(&target, res->ai_addr, sizeof target);
+  ::freeaddrinfo(res);
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail(Errc::io, std::string("socket: ") + std::strerror(errno));
+  sockaddr_in local{};
+  socklen_t len = sizeof local;
+  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&target), sizeof target);
+  int err = errno;
+  if (rc == 0) rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
+  ::close(fd);
+  if (rc != 0) {
+    return fail(Errc::node_unreachable, "no route from this host to node " + host + ": " + std::strerror(err),
+                "check the network between this host and the node");
+  }
+  char buf[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &local.sin_addr, buf, sizeof buf);
+  return std::string(buf);
+}
+
+std::string localAddressList() {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return {};
+  std::string out;
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET) continue;
+    if (!(a->ifa_flags & IFF_UP) || (a->ifa_flags & IFF_LOOPBACK)) continue;
+    char buf[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf, sizeof buf);
+    out += (out.empty() ? "" : ",") + std::string(buf);
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+}  // namespace tlaunch

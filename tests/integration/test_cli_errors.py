@@ -1,0 +1,34 @@
+"""Bad input gets one clear message and a non-zero exit before anything starts."""
+import tl
+
+
+def expect(args, code, text):
+    r = tl.run(args, timeout=30)
+    tl.check(r.returncode == code, f"{args}: exit {r.returncode}, expected {code}; stderr: {r.stderr}")
+    tl.check(text in r.stderr, f"{args}: message {text!r} not in {r.stderr!r}")
+    tl.check("Traceback" not in r.stderr and "terminate called" not in r.stderr, f"{args}: crash: {r.stderr}")
+    return r
+
+
+expect(["--no-such-flag", "-p", "1", "--", "true"], 64, "--no-such-flag")
+expect(["-p", "2", "-g", "2", "--", "true"], 64, "-p and -g both given")
+expect(["--", "true"], 64, "-p N")
+expect(["-p", "two", "--", "true"], 64, "-p")
+expect(["-p", "1"], 64, "no program given")
+expect(["-p", "1", "--", "no-such-program-xyz"], 127, "'no-such-program-xyz' not found on node local0")
+expect(["-p", "1", "--", "./no/such/file"], 127, "does not exist on node local0")
+expect(["-p", "1", "--", "/etc/hostname"], 126, "cannot be executed")
+expect(["-N", "3", "-p", "1", "--", "true"], 64, "--launcher local")
+expect(["--launcher", "local", "--hosts", "a,b", "-N", "3", "-p", "1", "--", "true"], 64, "3")
+expect(["--hostfile", "/nonexistent/hosts", "-p", "1", "--", "true"], 64, "/nonexistent/hosts")
+expect(["-p", "1", "-x", "TLAUNCH_TEST_UNSET_VAR", "--", "true"], 64, "TLAUNCH_TEST_UNSET_VAR is not set")
+
+r = tl.run(["--version"])
+tl.check(r.returncode == 0 and r.stdout.startswith("tlaunch "), f"--version: {r.stdout!r}")
+r = tl.run(["--help"])
+tl.check(r.returncode == 0 and "--procs-per-node" in r.stdout and "Exit status" in r.stdout, "--help")
+
+# Arguments reach the program unchanged, spaces and quotes included; a clean job exits 0.
+r = tl.run(["-p", "1", "--tag-output=none", "--", "/usr/bin/printf", "%s|", "a b", "it's", '"q"', "$HOME", ""])
+tl.check(r.returncode == 0 and r.stdout == "a b|it's|\"q\"|$HOME||\n", f"argv: {r.stdout!r}")
+print("PASS")

@@ -1,0 +1,112 @@
+"""Fail-fast teardown as a user sees it: a failing rank ends the whole job with its status and
+a summary naming it; a rank killed -9 ends the job within 10 s; SIGINT to tlaunch gives every
+rank SIGTERM and exit 130; SIGUSR1 reaches every rank; a killed daemon aborts the job naming
+its node; nothing of the job survives (checked by the job's environment, not by names)."""
+import os
+import re
+import signal
+import time
+
+import tl
+
+WAIT = tl.program("wait_for_signals.py")
+
+
+def job_id_of(proc_output):
+    m = re.search(r"job (tl-[0-9a-f]+)", proc_output)
+    return m.group(1) if m else None
+
+
+def wait_ready(p, n):
+    lines = []
+    while len([l for l in lines if "ready" in l]) < n:
+        line = p.stdout.readline()
+        tl.check(line != "", f"job ended early: {p.stderr.read()}")
+        lines.append(line)
+    return lines
+
+
+def leftovers(job):
+    return tl.processes_with_env("TLAUNCH_JOB_ID", job)
+
+
+def ranks_job_id(pid):
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        for kv in f.read().split(b"\0"):
+            if kv.startswith(b"TLAUNCH_JOB_ID="):
+                return kv.split(b"=", 1)[1].decode()
+
+
+# 1. A rank that exits 3 ends the job with 3; the summary names rank, node, status and stderr.
+t0 = time.monotonic()
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--kill-timeout", "5", "--", tl.PYTHON, WAIT, "2", "3", "0.5"])
+elapsed = time.monotonic() - t0
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 3, f"exit status {r.returncode}, expected 3")
+tl.check("rank 2 on node local1 exited with status 3" in r.stderr, "summary names rank 2 on local1 and status 3")
+tl.check("rank 2 failing on purpose" in r.stderr.split("failed:")[-1], "summary shows its last stderr lines")
+for other in (0, 1, 3):
+    tl.check(f"rank {other} got SIGTERM" in r.stdout, f"rank {other} was sent SIGTERM")
+tl.check(elapsed < 30, f"took {elapsed:.1f} s")
+job = job_id_of(r.stderr)
+tl.check(job and not leftovers(job), "no process of the job remains")
+
+# 2. kill -9 of one rank mid-run: the job ends within 10 s, with 137, and nothing remains.
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
+lines = wait_ready(p, 4)
+victim = int(re.search(r"rank 1 pid (\d+)", "".join(lines)).group(1))
+job = ranks_job_id(victim)
+os.kill(victim, signal.SIGKILL)
+t0 = time.monotonic()
+try:
+    p.wait(timeout=10)
+except Exception:
+    os.killpg(p.pid, signal.SIGKILL)
+    tl.fail("job did not end within 10 s of kill -9 of a rank")
+err = p.stderr.read()
+tl.check(p.returncode == 137, f"exit status {p.returncode}, expected 137 (128+9)")
+tl.check("rank 1 on node local0 was killed by signal 9" in err, f"summary: {err}")
+tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftover processes: {leftovers(job)}")
+
+# 3. SIGUSR1 reaches every rank; then SIGINT: every rank sees SIGTERM, tlaunch exits 130.
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
+lines = wait_ready(p, 4)
+job = ranks_job_id(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+os.kill(p.pid, signal.SIGUSR1)
+got = []
+while len([l for l in got if "SIGUSR1" in l]) < 4:
+    line = p.stdout.readline()
+    tl.check(line != "", "job ended before every rank saw SIGUSR1")
+    got.append(line)
+os.kill(p.pid, signal.SIGINT)
+out, err = p.communicate(timeout=30)
+tl.check(p.returncode == 130, f"exit status {p.returncode}, expected 130")
+for rank in range(4):
+    tl.check(f"rank {rank} got SIGTERM" in out, f"rank {rank} did not see SIGTERM: {out}")
+tl.check(tl.wait_until(lambda: not leftovers(job), 10), "leftover processes after SIGINT")
+
+# 4. A node's daemon killed: the job aborts naming the node, nothing remains.
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
+lines = wait_ready(p, 4)
+job = ranks_job_id(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+daemons = [pid for pid in tl.processes_matching("--node-name\0local1") if pid != p.pid]
+tl.check(daemons, "found the daemon of local1")
+for d in daemons:
+    os.kill(d, signal.SIGKILL)
+try:
+    out, err = p.communicate(timeout=15)
+except Exception:
+    os.killpg(p.pid, signal.SIGKILL)
+    tl.fail("job did not end after its daemon was killed")
+tl.check(p.returncode != 0, "job failed")
+tl.check("lost node local1" in err, f"summary names the node: {err}")
+tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
+
+# 5. tlaunch killed with SIGKILL: daemons and ranks die with it.
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
+lines = wait_ready(p, 4)
+job = ranks_job_id(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+os.kill(p.pid, signal.SIGKILL)
+p.wait()
+tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers 10 s after SIGKILL of tlaunch: {leftovers(job)}")
+print("PASS")

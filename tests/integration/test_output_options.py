@@ -1,0 +1,29 @@
+"""--tag-output forms, --output-dir files per rank, --stdin=0 forwarding, stderr to stderr."""
+import os
+
+import tl
+
+d = tl.tempdir()
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--output-dir", d, "--", "sh", "-c",
+            'echo "out of $RANK"; echo "err of $RANK" >&2'])
+tl.check(r.returncode == 0, f"job: {r.returncode} {r.stderr}")
+tl.check(sorted(r.stdout.splitlines()) == ["[local0:0] out of 0", "[local1:1] out of 1"], f"full tags: {r.stdout!r}")
+tl.check("[local1:1] err of 1" in r.stderr.splitlines(), f"stderr goes to stderr: {r.stderr!r}")
+for rank in (0, 1):
+    with open(os.path.join(d, f"rank.{rank}.out")) as f:
+        tl.check(f.read() == f"out of {rank}\n", "per-rank stdout file, untagged")
+    with open(os.path.join(d, f"rank.{rank}.err")) as f:
+        tl.check(f.read() == f"err of {rank}\n", "per-rank stderr file")
+
+r = tl.run(["-p", "2", "--tag-output=rank", "--", "sh", "-c", 'echo "x$RANK"'])
+tl.check(sorted(r.stdout.splitlines()) == ["[0] x0", "[1] x1"], f"rank tags: {r.stdout!r}")
+r = tl.run(["-p", "1", "--tag-output=none", "--", "echo", "plain"])
+tl.check(r.stdout == "plain\n", f"no tags: {r.stdout!r}")
+
+# stdin: not connected by default (the rank reads EOF), forwarded to rank 0 with --stdin=0.
+r = tl.run(["-p", "2", "--tag-output=rank", "--", "sh", "-c", 'echo "$RANK:$(wc -c)"'], input="hello\n")
+tl.check(sorted(r.stdout.splitlines()) == ["[0] 0:0", "[1] 1:0"], f"stdin default: {r.stdout!r}")
+r = tl.run(["-p", "2", "--stdin=0", "--tag-output=rank", "--", "sh", "-c", 'echo "$RANK:$(wc -c)"'],
+           input="hello world\n" * 10000)
+tl.check(sorted(r.stdout.splitlines()) == ["[0] 0:120000", "[1] 1:0"], f"--stdin=0: {r.stdout!r}")
+print("PASS")

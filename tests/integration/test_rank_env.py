@@ -1,0 +1,49 @@
+"""Each rank gets exactly torchrun's environment, Open MPI's OMPI_COMM_WORLD_* and tlaunch's
+own, numbered node-major; -x exports reach every rank; MASTER_ADDR is an IP and MASTER_PORT
+a port that was free."""
+import ipaddress
+import json
+import os
+import re
+
+import tl
+
+keys = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK", "ROLE_RANK",
+        "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
+        "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "OMP_NUM_THREADS", "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+        "OMPI_COMM_WORLD_NODE_RANK", "TLAUNCH_JOB_ID", "FOO", "BAR", "SHOULD_FORWARD"]
+env = dict(os.environ, BAR="from-env", SHOULD_FORWARD="yes")
+env.pop("OMP_NUM_THREADS", None)
+r = tl.run(["--launcher", "local", "-N", "3", "-p", "2", "--tag-output=rank", "-x", "FOO=a b=c", "-x", "BAR", "--",
+            tl.PYTHON, tl.program("print_env.py")] + keys, env=env)
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 0, f"job failed: {r.returncode}")
+seen = {}
+for line in r.stdout.splitlines():
+    m = re.match(r"^\[(\d+)\] (\{.*\})$", line)
+    tl.check(m is not None, f"bad line {line!r}")
+    seen[int(m.group(1))] = json.loads(m.group(2))
+tl.check(sorted(seen) == list(range(6)), f"ranks seen: {sorted(seen)}")
+job_ids = {e["TLAUNCH_JOB_ID"] for e in seen.values()}
+tl.check(len(job_ids) == 1 and list(job_ids)[0], "one job id for all ranks")
+masters = {(e["MASTER_ADDR"], e["MASTER_PORT"]) for e in seen.values()}
+tl.check(len(masters) == 1, f"all ranks agree on the master: {masters}")
+addr, port = masters.pop()
+ipaddress.ip_address(addr)  # raises if it is a host name
+tl.check(0 < int(port) < 65536, f"MASTER_PORT {port}")
+for rank, e in seen.items():
+    node, local = divmod(rank, 2)
+    expect = {"RANK": rank, "LOCAL_RANK": local, "WORLD_SIZE": 6, "LOCAL_WORLD_SIZE": 2, "GROUP_RANK": node,
+              "NODE_RANK": node, "ROLE_RANK": rank, "ROLE_WORLD_SIZE": 6, "ROLE_NAME": "default",
+              "TORCHELASTIC_RUN_ID": list(job_ids)[0], "TORCHELASTIC_RESTART_COUNT": 0,
+              "TORCHELASTIC_MAX_RESTARTS": 0, "OMP_NUM_THREADS": 1, "OMPI_COMM_WORLD_RANK": rank,
+              "OMPI_COMM_WORLD_SIZE": 6, "OMPI_COMM_WORLD_LOCAL_RANK": local, "OMPI_COMM_WORLD_LOCAL_SIZE": 2,
+              "OMPI_COMM_WORLD_NODE_RANK": node, "FOO": "a b=c", "BAR": "from-env", "SHOULD_FORWARD": "yes"}
+    for k, v in expect.items():
+        tl.check(e[k] == str(v), f"rank {rank}: {k}={e[k]!r}, expected {v!r}")
+
+# The user's OMP_NUM_THREADS wins over our default.
+r = tl.run(["-p", "1", "-x", "OMP_NUM_THREADS=7", "--", tl.PYTHON, tl.program("print_env.py"), "OMP_NUM_THREADS"])
+tl.check('"OMP_NUM_THREADS": "7"' in r.stdout, f"user OMP_NUM_THREADS: {r.stdout!r}")
+print("PASS")

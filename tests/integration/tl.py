@@ -1,0 +1,101 @@
+"""Helpers for tlaunch's integration tests (stdlib only; run by Debian's /usr/bin/python3).
+
+Each test script is one ctest test: it exits 0 on success, 1 on failure (with a message), 77 to
+skip. Tests run real tlaunch jobs and look at what a user would see: output, exit status, and
+the processes left on the machine.
+"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+TLAUNCH = os.environ.get("TLAUNCH_BIN") or os.path.join(os.path.dirname(__file__), "../../build/bin/tlaunch")
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
+PYTHON = "/usr/bin/python3"  # Debian's: the one with torch and mpi4py
+
+
+def fail(msg):
+    print("FAIL:", msg, file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def skip(msg):
+    print("SKIP:", msg, flush=True)
+    sys.exit(77)
+
+
+def program(name):
+    return os.path.join(PROGRAMS, name)
+
+
+def run(args, timeout=120, **kw):
+    """Runs tlaunch with args; returns CompletedProcess (text, both streams captured)."""
+    return subprocess.run([TLAUNCH] + list(args), capture_output=True, text=True, timeout=timeout,
+                          errors="replace", **kw)
+
+
+def start(args, **kw):
+    return subprocess.Popen([TLAUNCH] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            errors="replace", start_new_session=True, **kw)
+
+
+def processes_with_env(name, value):
+    """PIDs of live processes whose environment holds name=value (how we find a job's ranks
+    without trusting process names)."""
+    needle = f"{name}={value}".encode()
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    with open(f"/proc/{d}/stat") as s:
+                        if s.read().split(")")[-1].split()[0] != "Z":
+                            pids.append(int(d))
+        except OSError:
+            pass
+    return pids
+
+
+def processes_matching(marker):
+    """PIDs of live processes whose command line contains marker."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    pids.append(int(d))
+        except OSError:
+            pass
+    return pids
+
+
+def wait_until(pred, timeout, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(interval)
+    return pred()
+
+
+def kill_leftovers(marker):
+    for pid in processes_matching(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def tempdir():
+    return tempfile.mkdtemp(prefix="tlaunch-test-")

@@ -1,0 +1,111 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "binding/rank_env.h"
+#include "daemon/rank_env.h"
+#include "launcher/job_environment.h"
+#include "launcher/job_plan.h"
+#include "tlaunch/result.h"
+
+using namespace tlaunch;
+
+namespace {
+std::string valueIn(const std::vector<std::string>& env, const std::string& k) { return envValue(env, k); }
+}  // namespace
+
+TEST_CASE("rank env: torchrun's and Open MPI's variables, node-major numbering", "[env]") {
+  JobSpec spec;
+  spec.argv = {"python3", "train.py"};
+  spec.procs_per_node = 2;
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 3; ++i)
+    nodes.push_back({i, "n" + std::to_string(i), Json{{"free_port", 29500 + i}, {"probe_port", 40000 + i}},
+                     "10.0.0." + std::to_string(i + 1)});
+  PlanContext ctx{"tl-abc", "/work", {"PATH=/usr/bin"}, {"PATH"}};
+  auto plan = makePlan(spec, nodes, ctx);
+  REQUIRE(plan);
+  REQUIRE(plan->world_size == 6);
+  const auto& r3 = plan->nodes[1].ranks[1];
+  auto env = mergeEnv(plan->nodes[1].base_env, r3.env);
+  CHECK(valueIn(env, "RANK") == "3");
+  CHECK(valueIn(env, "LOCAL_RANK") == "1");
+  CHECK(valueIn(env, "WORLD_SIZE") == "6");
+  CHECK(valueIn(env, "LOCAL_WORLD_SIZE") == "2");
+  CHECK(valueIn(env, "GROUP_RANK") == "1");
+  CHECK(valueIn(env, "NODE_RANK") == "1");
+  CHECK(valueIn(env, "ROLE_RANK") == "3");
+  CHECK(valueIn(env, "ROLE_WORLD_SIZE") == "6");
+  CHECK(valueIn(env, "ROLE_NAME") == "default");
+  CHECK(valueIn(env, "MASTER_ADDR") == "10.0.0.1");  // rank 0's node, an IP
+  CHECK(valueIn(env, "MASTER_PORT") == "29500");     // the port node 0 found free
+  CHECK(valueIn(env, "TORCHELASTIC_RUN_ID") == "tl-abc");
+  CHECK(valueIn(env, "TORCHELASTIC_RESTART_COUNT") == "0");
+  CHECK(valueIn(env, "TORCHELASTIC_MAX_RESTARTS") == "0");
+  CHECK(valueIn(env, "OMP_NUM_THREADS") == "1");
+  CHECK(valueIn(env, "OMPI_COMM_WORLD_RANK") == "3");
+  CHECK(valueIn(env, "OMPI_COMM_WORLD_SIZE") == "6");
+  CHECK(valueIn(env, "OMPI_COMM_WORLD_LOCAL_RANK") == "1");
+  CHECK(valueIn(env, "OMPI_COMM_WORLD_LOCAL_SIZE") == "2");
+  CHECK(valueIn(env, "OMPI_COMM_WORLD_NODE_RANK") == "1");
+  CHECK(valueIn(env, "TLAUNCH_JOB_ID") == "tl-abc");
+  CHECK(valueIn(env, "PATH") == "/usr/bin");
+  // Reachability ring: each node probes the next.
+  CHECK(plan->nodes[2].reach_addr == "10.0.0.1");
+  CHECK(plan->nodes[2].reach_port == 40000);
+  // Deterministic.
+  auto again = makePlan(spec, nodes, ctx);
+  CHECK(planToJson(*again).dump() == planToJson(*plan).dump());
+}
+
+TEST_CASE("rank env: the user's OMP_NUM_THREADS wins, identity variables do not", "[env]") {
+  auto f = forwardEnvironment({{"OMP_NUM_THREADS", "8"}, {"RANK", "99"}, {"HOME", "/root"}}, {"FOO=bar baz"});
+  REQUIRE(f);
+  JobSpec spec;
+  spec.argv = {"x"};
+  spec.procs_per_node = 1;
+  auto plan = makePlan(spec, {{0, "n0", Json{{"free_port", 1234}}, "127.0.0.1"}}, {"j", "/", f->base_env, f->user_set});
+  REQUIRE(plan);
+  auto env = mergeEnv(plan->nodes[0].base_env, plan->nodes[0].ranks[0].env);
+  CHECK(valueIn(env, "OMP_NUM_THREADS") == "8");
+  CHECK(valueIn(env, "RANK") == "0");  // an inherited RANK is not forwarded
+  CHECK(valueIn(env, "FOO") == "bar baz");
+  CHECK(valueIn(env, "HOME") == "/root");
+}
+
+TEST_CASE("env forwarding: -x VAR, -x VAR=VALUE, errors, and what stays local", "[env]") {
+  std::map<std::string, std::string> env{{"A", "1"}, {"SLURM_JOB_ID", "5"}, {"OMPI_COMM_WORLD_RANK", "2"},
+                                         {"OMPI_MCA_btl", "self,tcp"}, {"SSH_CONNECTION", "x"}};
+  auto f = forwardEnvironment(env, {"A", "B=2", "SLURM_JOB_ID"});
+  REQUIRE(f);
+  auto has = [&](const std::string& kv) {
+    return std::find(f->base_env.begin(), f->base_env.end(), kv) != f->base_env.end();
+  };
+  CHECK(has("A=1"));
+  CHECK(has("B=2"));
+  CHECK(has("OMPI_MCA_btl=self,tcp"));  // MCA settings are the user's
+  CHECK_FALSE(has("OMPI_COMM_WORLD_RANK=2"));
+  CHECK_FALSE(has("SSH_CONNECTION=x"));
+  CHECK(has("SLURM_JOB_ID=5"));  // explicitly exported: the user's choice
+  auto bad = forwardEnvironment(env, {"NOT_SET_ANYWHERE"});
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == Errc::usage);
+  CHECK_THAT(bad.error().message, Catch::Contains("NOT_SET_ANYWHERE is not set"));
+}
+
+TEST_CASE("env merge keeps one value per name, the override winning", "[env]") {
+  auto m = mergeEnv({"A=1", "B=2"}, {"B=3", "C=4", "A=0"});
+  REQUIRE(m == std::vector<std::string>{"A=0", "B=3", "C=4"});
+}
+
+TEST_CASE("exit status mapping: launcher failures stay clear of rank and signal codes", "[exit]") {
+  CHECK(exitStatusFor(Errc::usage) == 64);
+  CHECK(exitStatusFor(Errc::program_missing) == 127);
+  CHECK(exitStatusFor(Errc::program_not_executable) == 126);
+  CHECK(exitStatusFor(Errc::node_unreachable) == 69);
+  CHECK(exitStatusFor(Errc::node_lost) == 69);
+  CHECK(exitStatusFor(Errc::protocol) == 76);
+  CHECK(exitStatusFor(Errc::preflight) == 78);
+  for (auto c : {Errc::usage, Errc::node_lost, Errc::protocol, Errc::fabric, Errc::internal, Errc::io})
+    CHECK(exitStatusFor(c) < 128);
+}

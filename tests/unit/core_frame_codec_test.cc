@@ -1,0 +1,71 @@
+#include <catch2/catch.hpp>
+
+#include "bootstrap/frame_codec.h"
+#include "bootstrap/message.h"
+
+using namespace tlaunch;
+
+TEST_CASE("frame codec: round trip of several frames fed byte by byte", "[frame]") {
+  std::string wire;
+  std::vector<Json> sent = {{{"t", "hello"}, {"n", 1}},
+                            {{"t", "out"}, {"d", binary(std::string("a\0b\xff\n", 5))}},
+                            {{"t", "x"}, {"big", std::string(100000, 'z')}}};
+  for (const auto& m : sent) wire += encodeFrame(encodeMessage(m));
+  FrameDecoder dec;
+  std::vector<Json> got;
+  for (char c : wire) {
+    dec.feed(&c, 1);
+    for (;;) {
+      auto f = dec.next();
+      REQUIRE(f);
+      if (!*f) break;
+      auto m = decodeMessage(**f);
+      REQUIRE(m);
+      got.push_back(*m);
+    }
+  }
+  REQUIRE(got == sent);
+  REQUIRE(bytesOf(got[1]["d"]) == std::string("a\0b\xff\n", 5));
+  REQUIRE(dec.buffered() == 0);
+}
+
+TEST_CASE("frame codec: every truncation of a valid frame waits for more, never fails", "[frame]") {
+  std::string frame = encodeFrame(encodeMessage({{"t", "prepare"}, {"argv", {"python3", "train.py"}}}));
+  for (size_t cut = 0; cut < frame.size(); ++cut) {
+    FrameDecoder dec;
+    dec.feed(frame.data(), cut);
+    auto f = dec.next();
+    REQUIRE(f);
+    REQUIRE_FALSE(f->has_value());
+  }
+}
+
+TEST_CASE("frame codec: an oversize length is rejected before it is buffered", "[frame]") {
+  FrameDecoder dec(1024);
+  const char header[4] = {0x00, 0x00, 0x08, 0x01};  // 2049 bytes
+  dec.feed(header, 4);
+  auto f = dec.next();
+  REQUIRE_FALSE(f);
+  REQUIRE(f.error().code == Errc::protocol);
+  REQUIRE_THAT(f.error().message, Catch::Contains("exceeds the limit"));
+}
+
+TEST_CASE("messages: garbage, non-maps and untyped maps are errors, not crashes", "[frame]") {
+  REQUIRE_FALSE(decodeMessage(std::string("\xff\xfe\x00garbage", 10)));
+  REQUIRE_FALSE(decodeMessage(""));
+  REQUIRE_FALSE(decodeMessage(encodeMessage(Json::array({1, 2, 3}))));
+  REQUIRE_FALSE(decodeMessage(encodeMessage({{"x", 1}})));
+  REQUIRE_FALSE(decodeMessage(encodeMessage({{"t", 5}})));
+  // Every truncation of a valid CBOR payload is rejected cleanly.
+  std::string payload = encodeMessage({{"t", "exit"}, {"r", 3}, {"tail", {"a", "b"}}});
+  for (size_t cut = 0; cut < payload.size(); ++cut) REQUIRE_FALSE(decodeMessage(payload.substr(0, cut)));
+  REQUIRE(decodeMessage(payload));
+}
+
+TEST_CASE("messages: typed accessors never throw on a peer's wrong types", "[frame]") {
+  Json m = {{"t", "exit"}, {"r", "three"}, {"code", 7}, {"ok", 1}};
+  REQUIRE(getInt(m, "r", -1) == -1);
+  REQUIRE(getInt(m, "code") == 7);
+  REQUIRE(getBool(m, "ok", false) == false);
+  REQUIRE(getString(m, "missing", "d") == "d");
+}

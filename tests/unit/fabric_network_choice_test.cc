@@ -1,0 +1,308 @@
+// Choosing one subnet common to every node, by address, and refusing loudly when there is none.
+#include <catch2/catch.hpp>
+
+#include "binding/fabric_discovery.h"
+#include "binding/network_choice.h"
+#include "fabric_test_builder.h"
+#include "fabric_test_support.h"
+
+using namespace tlaunch;
+using namespace tlaunch::testing;
+
+namespace {
+
+NodeFabricInput node(const std::string& name, const FabricBuilder& b, std::vector<std::string> netIf = {}) {
+  return NodeFabricInput{name, b.build(), std::move(netIf)};
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("interface names differ between nodes: the choice is by subnet") {
+  std::vector<NodeFabricInput> nodes{
+      node("node1", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").eth("eth0", "192.168.1.1")),
+      node("node2", FabricBuilder().ib("mlx5_2", 1, "ibp94s0", "10.1.0.2").eth("eno1", "192.168.1.2")),
+      node("node3", FabricBuilder().ib("mlx5_0", 1, "hsi0", "10.1.0.3").eth("eth0", "192.168.1.3")),
+  };
+  auto choice = chooseNetwork(nodes, {});
+  REQUIRE(choice);
+  CHECK(choice->kind == NetKind::ib);
+  CHECK(choice->cidr == "10.1.0.0/16");
+  CHECK(choice->master_addr == "10.1.0.1");
+  CHECK(choice->rdma);
+  REQUIRE(choice->nodes.size() == 3);
+  CHECK(choice->nodes[0].ifname == "ib0");
+  CHECK(choice->nodes[1].ifname == "ibp94s0");
+  CHECK(choice->nodes[2].ifname == "hsi0");
+  CHECK(choice->nodes[1].ipv4 == "10.1.0.2");
+  CHECK(choice->nodes[1].prefix == 16);
+  CHECK(choice->nodes[1].port == "mlx5_2:1");
+  CHECK(joinHcaPorts(choice->nodes[1]) == "mlx5_2:1");
+  CHECK(choice->nodes[1].roce_gid_index == -1);
+}
+
+TEST_CASE("the real captures as two nodes: mlx4_0 FDR and qib0 QDR, both on ib0") {
+  TempDir tmp;
+  fs::create_directories(tmp.path() / "a");
+  fs::create_directories(tmp.path() / "b");
+  auto a = extractCapture(kMlx4Tarball, tmp.path() / "a");
+  auto b = extractCapture(kQibTarball, tmp.path() / "b");
+  if (!a || !b) {
+    WARN("sysfs fixtures missing under " << fixturesDir() << "; skipped");
+    return;
+  }
+  // Each simulated node's live ib0 is a veth (Ethernet) in its own namespace.
+  auto fa = discoverFabric(a->string(), {liveIf("ib0", "10.1.0.1", 16), liveIf("eth0", "192.168.0.1", 24)});
+  auto fb = discoverFabric(b->string(), {liveIf("ib0", "10.1.0.2", 16), liveIf("eth0", "192.168.0.2", 24)});
+  REQUIRE(fa);
+  REQUIRE(fb);
+  std::vector<NodeFabricInput> nodes{{"node1", *fa, {}}, {"node2", *fb, {}}};
+  auto choice = chooseNetwork(nodes, {});
+  REQUIRE(choice);
+  CHECK(choice->kind == NetKind::ib);
+  CHECK(choice->cidr == "10.1.0.0/16");
+  CHECK(choice->master_addr == "10.1.0.1");
+  CHECK(joinHcaPorts(choice->nodes[0]) == "mlx4_0:1");
+  CHECK(joinHcaPorts(choice->nodes[1]) == "qib0:1");
+
+  SECTION("ib0 down on one node: the job refuses, naming that node and ib0") {
+    auto down = discoverFabric(b->string(), {liveIf("ib0", "10.1.0.2", 16, false, false)});
+    REQUIRE(down);
+    nodes[1].fabric = *down;
+    auto refused = chooseNetwork(nodes, {});
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == Errc::fabric);
+    CHECK(has(refused.error().message, "node2: ib0 is down (HCA port qib0:1 is ACTIVE)"));
+    CHECK_FALSE(has(refused.error().message, "node1"));
+    CHECK(has(refused.error().hint, "--net tcp"));
+  }
+  SECTION("ib0 absent on the live system") {
+    auto gone = discoverFabric(b->string(), {liveIf("eth0", "192.168.0.2", 24)});
+    nodes[1].fabric = *gone;
+    auto refused = chooseNetwork(nodes, {});
+    REQUIRE_FALSE(refused);
+    CHECK(has(refused.error().message, "node2"));
+    CHECK(has(refused.error().message, "ib0 is in sysfs but absent on the live system"));
+  }
+  SECTION("port not ACTIVE in a copy of the capture") {
+    writeFile(*b / "sys/class/infiniband/qib0/ports/1/state", "1: DOWN\n");
+    writeFile(*b / "sys/class/infiniband/qib0/ports/1/phys_state", "3: Disabled\n");
+    auto downPort = discoverFabric(b->string(), {liveIf("ib0", "10.1.0.2", 16)});
+    nodes[1].fabric = *downPort;
+    auto refused = chooseNetwork(nodes, {});
+    REQUIRE_FALSE(refused);
+    CHECK(has(refused.error().message, "node2: qib0:1 (ib0): port is DOWN (Disabled)"));
+  }
+}
+
+TEST_CASE("no common subnet: the error lists each node's subnets and names the node that lacks one") {
+  std::vector<NodeFabricInput> nodes{
+      node("node1", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1")),
+      node("node2", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.2")),
+      node("node3", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.2.0.3")),
+  };
+  auto choice = chooseNetwork(nodes, {});
+  REQUIRE_FALSE(choice);
+  CHECK(choice.error().code == Errc::fabric);
+  const std::string& m = choice.error().message;
+  CHECK(has(m, "no subnet is common to all 3 nodes"));
+  CHECK(has(m, "node3: 10.2.0.0/16 (ib0)"));
+  CHECK(has(m, "10.1.0.0/16 is missing on node3"));
+  CHECK_FALSE(has(m, "missing on node1"));
+}
+
+TEST_CASE("no silent fallback to the management network") {
+  std::vector<NodeFabricInput> nodes{
+      node("node1", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").eth("eth0", "192.168.1.1")),
+      node("node2", FabricBuilder().eth("eth0", "192.168.1.2")),
+  };
+  auto choice = chooseNetwork(nodes, {});
+  REQUIRE_FALSE(choice);
+  CHECK(has(choice.error().message, "node2: no RDMA device"));
+
+  SECTION("--net tcp allows the common Ethernet subnet, never loopback") {
+    nodes[0].fabric.interfaces.push_back(FabricBuilder().eth("lo", "127.0.0.1", 8).build().interfaces[0]);
+    nodes[1].fabric.interfaces.push_back(FabricBuilder().eth("lo", "127.0.0.1", 8).build().interfaces[0]);
+    NetOptions tcp;
+    tcp.mode = NetMode::tcp;
+    auto allowed = chooseNetwork(nodes, tcp);
+    REQUIRE(allowed);
+    CHECK(allowed->kind == NetKind::tcp);
+    CHECK(allowed->cidr == "192.168.1.0/24");
+    CHECK(allowed->nodes[1].ifname == "eth0");
+    CHECK_FALSE(allowed->rdma);  // node2 has no HCA
+    CHECK(allowed->nodes[1].hca_ports.empty());
+    CHECK(allowed->nodes[0].hca_ports.size() == 1);
+  }
+}
+
+TEST_CASE("an Ethernet interface named with --net-if needs --net tcp") {
+  std::vector<NodeFabricInput> nodes{
+      node("node1", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").eth("eth0", "192.168.1.1")),
+      node("node2", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.2").eth("eth0", "192.168.1.2")),
+  };
+  NetOptions options;
+  options.net_if = {"eth0"};
+  auto choice = chooseNetwork(nodes, options);
+  REQUIRE_FALSE(choice);
+  CHECK(has(choice.error().message, "node1: eth0 is not an IPoIB or RoCE interface (type 1); add --net tcp"));
+  options.mode = NetMode::tcp;
+  auto allowed = chooseNetwork(nodes, options);
+  REQUIRE(allowed);
+  CHECK(allowed->cidr == "192.168.1.0/24");
+  CHECK(allowed->rdma);  // both nodes still have an ACTIVE IB port for NCCL's data
+}
+
+TEST_CASE("two rails: the first HCA's subnet by default, others by --net-if, --net-cidr or per node") {
+  auto twoRails = [](const std::string& last) {
+    return FabricBuilder()
+        .ib("mlx5_0", 1, "ib0", "10.1.0." + last)
+        .ib("mlx5_1", 1, "ib1", "10.2.0." + last);
+  };
+  std::vector<NodeFabricInput> nodes{node("node1", twoRails("1")), node("node2", twoRails("2"))};
+  auto choice = chooseNetwork(nodes, {});
+  REQUIRE(choice);
+  CHECK(choice->cidr == "10.1.0.0/16");
+  CHECK(joinHcaPorts(choice->nodes[0]) == "mlx5_0:1,mlx5_1:1");  // both rails carry NCCL data
+  bool noted = false;
+  for (const auto& n : choice->notes) noted = noted || has(n, "also common to all nodes: 10.2.0.0/16");
+  CHECK(noted);
+
+  NetOptions byName;
+  byName.net_if = {"ib1"};
+  auto viaName = chooseNetwork(nodes, byName);
+  REQUIRE(viaName);
+  CHECK(viaName->cidr == "10.2.0.0/16");
+  CHECK(viaName->master_addr == "10.2.0.1");
+
+  NetOptions byCidr;
+  byCidr.net_cidr = "10.2.0.0/16";
+  auto viaCidr = chooseNetwork(nodes, byCidr);
+  REQUIRE(viaCidr);
+  CHECK(viaCidr->nodes[1].ifname == "ib1");
+
+  NetOptions wide;
+  wide.net_cidr = "10.0.0.0/8";  // wider than either: the HCA order decides, the cidr is the interface's
+  auto viaWide = chooseNetwork(nodes, wide);
+  REQUIRE(viaWide);
+  CHECK(viaWide->cidr == "10.1.0.0/16");
+
+  NetOptions none;
+  none.net_cidr = "172.16.0.0/12";
+  auto outside = chooseNetwork(nodes, none);
+  REQUIRE_FALSE(outside);
+  CHECK(has(outside.error().message, "node1: no fabric interface has an address in 172.16.0.0/12 (found ib0 10.1.0.1/16, ib1 10.2.0.1/16)"));
+
+  NetOptions bad;
+  bad.net_cidr = "10.1.0.0";
+  auto malformed = chooseNetwork(nodes, bad);
+  REQUIRE_FALSE(malformed);
+  CHECK(malformed.error().code == Errc::usage);
+  CHECK(has(malformed.error().message, "--net-cidr 10.1.0.0"));
+}
+
+TEST_CASE("a per-node net_if from the hostfile picks that node's interface") {
+  std::vector<NodeFabricInput> nodes{
+      node("node1", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").ib("mlx5_1", 1, "ib1", "10.9.0.1")),
+      node("node2", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.9.0.2").ib("mlx5_1", 1, "ib1", "10.1.0.2"), {"ib1"}),
+  };
+  auto choice = chooseNetwork(nodes, {});
+  REQUIRE(choice);
+  CHECK(choice->cidr == "10.1.0.0/16");
+  CHECK(choice->nodes[1].ifname == "ib1");
+
+  nodes[1].net_if = {"ib3"};
+  auto missing = chooseNetwork(nodes, {});
+  REQUIRE_FALSE(missing);
+  CHECK(has(missing.error().message, "node2: has no interface named ib3"));
+}
+
+TEST_CASE("several interfaces of one node on the chosen subnet: the first HCA's, with a note") {
+  std::vector<NodeFabricInput> nodes{
+      node("node1", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").ib("mlx5_1", 1, "ib1", "10.1.1.1")),
+      node("node2", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.2")),
+  };
+  auto choice = chooseNetwork(nodes, {});
+  REQUIRE(choice);
+  CHECK(choice->nodes[0].ifname == "ib0");
+  bool noted = false;
+  for (const auto& n : choice->notes) noted = noted || n == "node1: ib1 is also on 10.1.0.0/16; using ib0";
+  CHECK(noted);
+}
+
+TEST_CASE("RoCE: ACTIVE Ethernet ports with a RoCE v2 IPv4 GID, and NCCL's GID index") {
+  std::vector<NodeFabricInput> nodes{
+      node("node1", FabricBuilder().roce("mlx5_0", 1, "ens1f0", "10.3.0.1").roce("mlx5_1", 1, "ens1f1", "10.4.0.1")),
+      node("node2", FabricBuilder().roce("mlx5_0", 1, "ens1f0", "10.3.0.2").roce("mlx5_1", 1, "ens1f1", "10.4.0.2")),
+  };
+  auto choice = chooseNetwork(nodes, {});
+  REQUIRE(choice);
+  CHECK(choice->kind == NetKind::roce);
+  CHECK(choice->cidr == "10.3.0.0/24");
+  CHECK(choice->rdma);
+  const NodeNetChoice& n1 = choice->nodes[0];
+  CHECK(n1.ifname == "ens1f0");
+  CHECK(n1.port == "mlx5_0:1");
+  REQUIRE(n1.hca_ports.size() == 2);
+  CHECK(n1.hca_ports[0] == HcaPortChoice{"mlx5_0:1", 3, true});
+  CHECK(n1.hca_ports[1] == HcaPortChoice{"mlx5_1:1", 3, false});  // its v2 GID is on 10.4.0.0/24
+  CHECK(n1.roce_gid_index == 3);
+
+  SECTION("a port whose GID table has no RoCE v2 entry is no fabric port") {
+    std::vector<NodeFabricInput> v1only{
+        node("node1", FabricBuilder().roce("mlx5_0", 1, "ens1f0", "10.3.0.1", 24, kPortStateActive, false)),
+        node("node2", FabricBuilder().roce("mlx5_0", 1, "ens1f0", "10.3.0.2")),
+    };
+    auto refused = chooseNetwork(v1only, {});
+    REQUIRE_FALSE(refused);
+    CHECK(has(refused.error().message, "node1: mlx5_0:1: RoCE port has no RoCE v2 IPv4 GID"));
+  }
+  SECTION("ports whose indexes differ leave the index to NCCL (-1)") {
+    FabricBuilder b = FabricBuilder().roce("mlx5_0", 1, "ens1f0", "10.3.0.1").roce("mlx5_1", 1, "ens1f1", "10.4.0.1");
+    auto& gids = b.port("mlx5_1", 1).gids;
+    gids.insert(gids.begin() + 2, makeGidEntry(2, ipv4Gid(10, 5, 0, 1), GidType::ib_roce_v1, "ens1f1"));
+    for (std::size_t i = 3; i < gids.size(); ++i) gids[i].index = static_cast<int>(i);
+    nodes[0] = node("node1", b);
+    auto differing = chooseNetwork(nodes, {});
+    REQUIRE(differing);
+    CHECK(differing->nodes[0].hca_ports[1].gid_index == 4);
+    CHECK(differing->nodes[0].roce_gid_index == -1);
+  }
+}
+
+TEST_CASE("IB and RoCE subnets both common: IB is preferred") {
+  std::vector<NodeFabricInput> nodes{
+      node("node1", FabricBuilder().roce("mlx5_0", 1, "ens1f0", "10.3.0.1").ib("mlx5_1", 1, "ib0", "10.1.0.1")),
+      node("node2", FabricBuilder().roce("mlx5_0", 1, "ens1f0", "10.3.0.2").ib("mlx5_1", 1, "ib0", "10.1.0.2")),
+  };
+  auto choice = chooseNetwork(nodes, {});
+  REQUIRE(choice);
+  CHECK(choice->kind == NetKind::ib);
+  CHECK(choice->cidr == "10.1.0.0/16");
+  CHECK(joinHcaPorts(choice->nodes[0]) == "mlx5_1:1");  // the RoCE port is another fabric
+}
+
+TEST_CASE("an IB port on another IB subnet prefix is not a data port of the chosen fabric") {
+  std::vector<NodeFabricInput> nodes{
+      node("node1", FabricBuilder()
+                        .ib("mlx5_0", 1, "ib0", "10.1.0.1")
+                        .ib("mlx5_1", 1, "ib1", "", 16, kPortStateActive, true, true, "fec0:0000:0000:0001")),
+      node("node2", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.2")),
+  };
+  auto choice = chooseNetwork(nodes, {});
+  REQUIRE(choice);
+  CHECK(joinHcaPorts(choice->nodes[0]) == "mlx5_0:1");
+}
+
+TEST_CASE("the choice is deterministic") {
+  std::vector<NodeFabricInput> nodes{
+      node("node1", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").ib("mlx5_1", 1, "ib1", "10.2.0.1")),
+      node("node2", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.2").ib("mlx5_1", 1, "ib1", "10.2.0.2")),
+  };
+  auto first = chooseNetwork(nodes, {});
+  auto second = chooseNetwork(nodes, {});
+  REQUIRE(first);
+  REQUIRE(second);
+  CHECK(*first == *second);
+}

@@ -1,0 +1,178 @@
+// The Slurm starter: srun argv, failure explanations, and the step's life with a fake srun.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "launcher/slurm_starter.h"
+
+using namespace tlaunch;
+namespace fs = std::filesystem;
+using W = std::vector<std::string>;
+
+namespace {
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string templ = (fs::temp_directory_path() / "tlaunch-hosts-XXXXXX").string();
+    REQUIRE(::mkdtemp(templ.data()) != nullptr);
+    path = templ;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::vector<NodeTarget> targets(const W& names) {
+  std::vector<NodeTarget> out;
+  for (size_t i = 0; i < names.size(); ++i) out.push_back({static_cast<int>(i), names[i], ""});
+  return out;
+}
+}  // namespace
+
+TEST_CASE("hosts: srun argv inside an allocation", "[hosts][slurm]") {
+  SlurmStarterOptions o;
+  o.slurm_args = "--gres=gpu:8 --comment='tlaunch job'";
+  DaemonCommand cmd{"/opt/tlaunch/bin/tlaunchd", {"--connect", "10.0.0.1:4000"}};
+  auto argv = buildSrunArgv(o, targets({"gpu01", "gpu02", "gpu07"}), cmd);
+  REQUIRE(argv);
+  CHECK(*argv == W{"srun", "--overlap", "--ntasks-per-node=1", "-N", "3", "--ntasks=3",
+                   "--nodelist=gpu01,gpu02,gpu07", "--kill-on-bad-exit=1", "--input=all", "--cpu-bind=none",
+                   "--mpi=none", "--gres=gpu:8", "--comment=tlaunch job", "/opt/tlaunch/bin/tlaunchd", "--connect",
+                   "10.0.0.1:4000"});
+}
+
+TEST_CASE("hosts: srun argv outside an allocation asks for one", "[hosts][slurm]") {
+  SlurmStarterOptions o;
+  o.inside_allocation = false;
+  o.slurm_args = "-p gpu -t 10";
+  DaemonCommand cmd{"tlaunchd", {}};
+  auto argv = buildSrunArgv(o, std::vector<NodeTarget>(4), cmd);
+  REQUIRE(argv);
+  CHECK(*argv == W{"srun", "--ntasks-per-node=1", "-N", "4", "--ntasks=4", "--kill-on-bad-exit=1", "--input=all",
+                   "--cpu-bind=none", "--mpi=none", "-p", "gpu", "-t", "10", "tlaunchd"});
+  // Named nodes (from --hosts) are passed on.
+  auto named = buildSrunArgv(o, targets({"a", "b"}), cmd);
+  REQUIRE(named);
+  CHECK(std::find(named->begin(), named->end(), "--nodelist=a,b") != named->end());
+}
+
+TEST_CASE("hosts: srun argv errors", "[hosts][slurm]") {
+  SlurmStarterOptions o;
+  DaemonCommand cmd{"tlaunchd", {}};
+  CHECK_FALSE(buildSrunArgv(o, {}, cmd));
+  CHECK_FALSE(buildSrunArgv(o, std::vector<NodeTarget>(2), cmd));  // inside: names needed
+  o.slurm_args = "-p 'gpu";
+  auto bad = buildSrunArgv(o, targets({"a"}), cmd);
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::StartsWith("--slurm-args:"));
+}
+
+TEST_CASE("hosts: nodesInSrunErrors finds the nodes srun blames", "[hosts][slurm]") {
+  const std::string text =
+      "srun: error: gpu02: task 1: Exited with exit code 2\n"
+      "srun: error: Unable to create step for job 12: Requested node configuration is not available\n"
+      "srun: error: gpu07: tasks 2-3: Killed\n"
+      "srun: error: gpu02: task 1: Exited with exit code 2\n";
+  CHECK(nodesInSrunErrors(text) == W{"gpu02", "gpu07"});
+  CHECK(nodesInSrunErrors("srun: fatal: Could not establish a configuration source\n").empty());
+}
+
+TEST_CASE("hosts: explainSrunFailure: typical srun errors", "[hosts][slurm]") {
+  const std::string path = "/opt/tlaunch/bin/tlaunchd";
+  struct Case {
+    int status;
+    const char* text;
+    const char* says;
+  };
+  const Case cases[] = {
+      // Recorded on this machine (Slurm 22.05 client, no controller configured).
+      {1,
+       "srun: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\n"
+       "srun: error: fetch_config: DNS SRV lookup failed\n"
+       "srun: error: _establish_config_source: failed to fetch config\n"
+       "srun: fatal: Could not establish a configuration source\n",
+       "cannot reach the Slurm controller"},
+      {1, "srun: error: Unable to allocate resources: Invalid partition name specified\n", "partition"},
+      {1, "srun: error: Unable to allocate resources: Invalid account or account/partition combination specified\n",
+       "account"},
+      {1, "srun: error: Unable to create step for job 1234: Requested node configuration is not available\n",
+       "must belong to it"},
+      {1,
+       "srun: error: Unable to confirm allocation for job 1234: Invalid job id specified\n"
+       "srun: Check SLURM_JOB_ID environment variable. Expired or invalid job 1234\n",
+       "allocation is gone"},
+      {1, "srun: error: Unable to create step for job 1234: Job/step already completing or completed\n",
+       "allocation is gone"},
+      {143,
+       "slurmstepd: error: *** STEP 1234.0 ON gpu01 CANCELLED AT 2024-05-01T10:00:00 ***\n"
+       "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+       "srun: error: gpu01: task 0: Terminated\n"
+       "srun: Force Terminated job step 1234.0\n",
+       "cancelled"},
+      {143, "slurmstepd: error: *** JOB 1234 ON gpu01 CANCELLED AT 2024-05-01T10:00:00 DUE TO TIME LIMIT ***\n",
+       "time limit"},
+      {2,
+       "slurmstepd: error: execve(): /opt/tlaunch/bin/tlaunchd: No such file or directory\n"
+       "srun: error: gpu02: task 1: Exited with exit code 2\n",
+       "tlaunchd not found at /opt/tlaunch/bin/tlaunchd on gpu02: install tlaunch there or pass --daemon-path"},
+      {1, "srun: unrecognized option '--bogus'\nTry \"srun --help\" for more information\n", "--slurm-args"},
+      {1, "srun: error: gpu03: task 2: Exited with exit code 1\n", "tlaunchd on gpu03 ended"},
+      {-9, "", "killed by signal 9"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.text);
+    CHECK_THAT(explainSrunFailure(c.status, c.text, path), Catch::Contains(c.says));
+  }
+  CHECK_THAT(explainSrunFailure(1, "srun: error: Unable to allocate resources: Invalid partition name specified\n", path),
+             Catch::Contains("srun said: srun: error: Unable to allocate resources: Invalid partition name specified"));
+}
+
+TEST_CASE("hosts: SlurmStarter: the step gets the secret, a failed step is explained", "[hosts][slurm]") {
+  TempDir tmp;
+  // A fake srun that behaves like one daemon per node: it records its argv and stdin, and
+  // fails like slurmstepd when the daemon path does not exist.
+  const fs::path fake = tmp.path / "srun";
+  std::ofstream(fake) << "#!/bin/sh\nout=\"$(dirname \"$0\")\"\nprintf '%s\\n' \"$@\" > \"$out/argv\"\n"
+                         "IFS= read -r s; printf '%s' \"$s\" > \"$out/stdin\"\n"
+                         "for last; do :; done\n"
+                         "if [ ! -e \"$last\" ]; then\n"
+                         "  echo \"slurmstepd: error: execve(): $last: No such file or directory\" >&2\n"
+                         "  echo 'srun: error: gpu02: task 1: Exited with exit code 2' >&2; exit 2\nfi\n"
+                         "exec sleep 60\n";
+  fs::permissions(fake, fs::perms::owner_all);
+
+  SlurmStarterOptions o;
+  o.srun_program = fake.string();
+  {
+    SlurmStarter starter(o);
+    REQUIRE(starter.start(targets({"gpu01", "gpu02"}), DaemonCommand{"/nonexistent/tlaunchd", {}}, "key"));
+    std::vector<StartFailure> failures;
+    for (int i = 0; i < 250 && failures.empty(); ++i) {
+      failures = starter.poll();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    REQUIRE(failures.size() == 1);
+    CHECK(failures[0].node_index == 1);
+    CHECK_THAT(failures[0].message, Catch::StartsWith("tlaunchd not found at /nonexistent/tlaunchd on gpu02"));
+    std::ifstream in(tmp.path / "stdin");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    CHECK(ss.str() == "key");
+  }
+  {
+    SlurmStarter starter(o);
+    REQUIRE(starter.start(targets({"gpu01"}), DaemonCommand{"/bin/sh", {}}, "key"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(starter.poll().empty());  // still running
+    const auto before = std::chrono::steady_clock::now();
+    starter.stop(2000);
+    CHECK(std::chrono::steady_clock::now() - before < std::chrono::seconds(3));
+    CHECK(starter.poll().empty());
+  }
+}

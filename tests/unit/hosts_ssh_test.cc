@@ -1,0 +1,287 @@
+// The ssh starter: argv, failure explanations from real ssh texts, fanout, secret on stdin,
+// and a real ssh run against a name that cannot resolve.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "launcher/ssh_starter.h"
+
+using namespace tlaunch;
+namespace fs = std::filesystem;
+using W = std::vector<std::string>;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string templ = (fs::temp_directory_path() / "tlaunch-hosts-XXXXXX").string();
+    REQUIRE(::mkdtemp(templ.data()) != nullptr);
+    path = templ;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+void writeScript(const fs::path& file, const std::string& text) {
+  std::ofstream(file) << text;
+  fs::permissions(file, fs::perms::owner_all);
+}
+
+std::string readFile(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Polls until `done` or the deadline; returns every failure seen.
+template <class Done>
+std::vector<StartFailure> pollUntil(DaemonStarter& starter, Done done, int timeout_ms) {
+  std::vector<StartFailure> all;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto f = starter.poll();
+    all.insert(all.end(), f.begin(), f.end());
+    if (done(all)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("hosts: ssh argv: exact form with reuse and extra options", "[hosts][ssh]") {
+  SshStarterOptions o;
+  o.connect_timeout_s = 7;
+  o.control_persist_s = 90;
+  o.ssh_options = {"Port=2222", "-i '/keys/my key' -l alice"};
+  DaemonCommand cmd{"/opt/tlaunch/bin/tlaunchd", {"--connect", "10.0.0.1:4000", "--job-id", "j 1"}};
+  auto argv = buildSshArgv(o, "/run/user/1000/tlaunch-ssh", NodeTarget{2, "node3", ""}, cmd);
+  REQUIRE(argv);
+  CHECK(*argv == W{"ssh", "-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=7",
+                   "-o", "ControlMaster=auto", "-o", "ControlPath=/run/user/1000/tlaunch-ssh/%C",
+                   "-o", "ControlPersist=90s", "-o", "Port=2222", "-i", "/keys/my key", "-l", "alice", "node3",
+                   "exec '/opt/tlaunch/bin/tlaunchd' '--connect' '10.0.0.1:4000' '--job-id' 'j 1' "
+                   "'--node-index' '2' '--node-name' 'node3'"});
+}
+
+TEST_CASE("hosts: ssh argv: no reuse, user@host destination, bad input", "[hosts][ssh]") {
+  SshStarterOptions o;
+  DaemonCommand cmd{"tlaunchd", {}};
+  auto argv = buildSshArgv(o, "", NodeTarget{0, "n1", "bob@n1"}, cmd);
+  REQUIRE(argv);
+  CHECK(*argv == W{"ssh", "-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "bob@n1",
+                   "exec 'tlaunchd' '--node-index' '0' '--node-name' 'n1'"});
+  CHECK_FALSE(buildSshArgv(o, "", NodeTarget{0, "-oProxyCommand=x", ""}, cmd));
+  o.ssh_options = {"-i 'unclosed"};
+  auto bad = buildSshArgv(o, "", NodeTarget{0, "n1", ""}, cmd);
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::StartsWith("--ssh-option:"));
+  o.ssh_options.clear();
+  o.connect_timeout_s = 0;
+  CHECK_FALSE(buildSshArgv(o, "", NodeTarget{0, "n1", ""}, cmd));
+}
+
+TEST_CASE("hosts: ssh control dir: private per-user place whose socket paths fit", "[hosts][ssh]") {
+  CHECK(defaultSshControlDir({{"XDG_RUNTIME_DIR", "/run/user/1000"}, {"HOME", "/home/a"}}, 1000) ==
+        "/run/user/1000/tlaunch-ssh");
+  CHECK(defaultSshControlDir({{"HOME", "/home/a"}}, 1000) == "/home/a/.cache/tlaunch/ssh");
+  const std::string deep(60, 'd');
+  CHECK(defaultSshControlDir({{"HOME", "/" + deep}}, 1000) == "/tmp/tlaunch-ssh-1000");
+  for (const auto& dir : {defaultSshControlDir({{"HOME", "/home/" + std::string(29, 'u')}}, 7),
+                          defaultSshControlDir({{"XDG_RUNTIME_DIR", "/run/user/" + std::string(28, '9')}}, 7)}) {
+    INFO(dir);
+    // <dir>/<40 hex>.<16 random> plus NUL must fit sockaddr_un's 108 bytes.
+    CHECK(dir.size() + 1 + 40 + 17 + 1 <= 108);
+  }
+
+  TempDir tmp;
+  const std::string dir = (tmp.path / "a" / "ctl").string();
+  REQUIRE(ensurePrivateDir(dir));
+  struct stat st{};
+  REQUIRE(::stat(dir.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  ::chmod(dir.c_str(), 0755);
+  REQUIRE(ensurePrivateDir(dir));  // tightened again
+  REQUIRE(::stat(dir.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  fs::create_directory_symlink(dir, tmp.path / "link");
+  auto link = ensurePrivateDir((tmp.path / "link").string());
+  REQUIRE_FALSE(link);
+  CHECK_THAT(link.error().message, Catch::Contains("symbolic link"));
+  std::ofstream(tmp.path / "file") << "x";
+  CHECK_FALSE(ensurePrivateDir((tmp.path / "file").string()));
+  CHECK_FALSE(ensurePrivateDir("relative/dir"));
+}
+
+// Texts recorded from OpenSSH 9.2p1 (Debian 12), bash and dash as remote shells.
+TEST_CASE("hosts: explainSshFailure: real ssh texts become causes naming the node", "[hosts][ssh]") {
+  const std::string path = "/opt/tlaunch/bin/tlaunchd";
+  struct Case {
+    int status;
+    const char* stderr_text;
+    const char* says;
+  };
+  const Case cases[] = {
+      {255, "ssh: Could not resolve hostname node3: Name or service not known\n", "does not resolve"},
+      {255, "ssh: Could not resolve hostname node3: Temporary failure in name resolution\n", "does not resolve"},
+      {255, "ssh: connect to host node3 port 22: Connection refused\n", "connection refused"},
+      {255, "ssh: connect to host node3 port 22: Connection timed out\n", "timed out"},
+      {255, "Connection timed out during banner exchange\nConnection to UNKNOWN port 65535 timed out\n", "timed out"},
+      {255, "ssh: connect to host node3 port 22: No route to host\n", "no route to node3"},
+      {255, "ssh: connect to host node3 port 22: Network is unreachable\n", "no route to node3"},
+      {255, "Warning: Permanently added 'node3' (ED25519) to the list of known hosts.\r\n"
+            "root@node3: Permission denied (publickey).\r\n",
+       "authentication was refused"},
+      {255, "alice@node3: Permission denied (publickey,gssapi-keyex,gssapi-with-mic,password).\n",
+       "authentication was refused"},
+      {255, "Received disconnect from 10.0.0.3 port 22:2: Too many authentication failures\n", "authentication"},
+      {255, "Host key verification failed.\n", "host key verification failed"},
+      {255, "No ED25519 host key is known for node3 and you have requested strict checking.\n"
+            "Host key verification failed.\n",
+       "host key verification failed"},
+      {255, "kex_exchange_identification: read: Connection reset by peer\nConnection reset by 10.0.0.3 port 22\n",
+       "closed the connection before login"},
+      {255, "command-line: line 0: Bad configuration option: foo\n", "check the --ssh-option"},
+      {255, "ControlPath too long ('/home/x/.cache/tlaunch/ssh/c35daf743b6537b994ca49e9c9820454eceac5cb' >= 108 bytes)\n",
+       "--ssh-reuse=off"},
+      {255, "Bad owner or permissions on /root/.ssh/config\n", "unsafe permissions"},
+      {127, "bash: /opt/tlaunch/bin/tlaunchd: No such file or directory\n",
+       "tlaunchd not found at /opt/tlaunch/bin/tlaunchd on node3: install tlaunch there or pass --daemon-path"},
+      {127, "dash: 1: exec: /opt/tlaunch/bin/tlaunchd: not found\n", "tlaunchd not found at"},
+      {127, "zsh:1: no such file or directory: /opt/tlaunch/bin/tlaunchd\n", "tlaunchd not found at"},
+      {127, "/opt/tlaunch/bin/tlaunchd: error while loading shared libraries: libpmix.so.2: cannot open shared "
+            "object file: No such file or directory\n",
+       "shared library"},
+      {126, "bash: exec: /opt/tlaunch/bin/tlaunchd: cannot execute: Is a directory\n", "cannot be executed"},
+      {-9, "", "killed by signal 9"},
+      {3, "tlaunchd: cannot connect to 10.0.0.1:4000: Connection refused\n", "exited with status 3"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.stderr_text);
+    const std::string message = explainSshFailure("node3", c.status, c.stderr_text, path);
+    CHECK_THAT(message, Catch::Contains(c.says));
+    CHECK_THAT(message, Catch::Contains("node3"));
+    std::string last = c.stderr_text;
+    while (!last.empty() && (last.back() == '\n' || last.back() == '\r')) last.pop_back();
+    last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+    if (!last.empty() && last.back() == '\r') last.pop_back();
+    if (!last.empty()) CHECK_THAT(message, Catch::Contains("ssh said:") && Catch::Contains(last));
+  }
+}
+
+TEST_CASE("hosts: explainSshFailure: a changed host key is told apart, banner left out", "[hosts][ssh]") {
+  const std::string text =
+      "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n"
+      "@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n"
+      "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n"
+      "IT IS POSSIBLE THAT SOMEONE IS DOING SOMETHING NASTY!\n"
+      "Offending ED25519 key in /root/.ssh/known_hosts:1\n"
+      "  remove with:\n"
+      "  ssh-keygen -f \"/root/.ssh/known_hosts\" -R \"node3\"\n"
+      "Host key for node3 has changed and you have requested strict checking.\n"
+      "Host key verification failed.\n";
+  const std::string message = explainSshFailure("node3", 255, text, "tlaunchd");
+  CHECK_THAT(message, Catch::Contains("has CHANGED"));
+  CHECK_THAT(message, Catch::Contains("ssh-keygen -R node3"));
+  CHECK_THAT(message, !Catch::Contains("@@@"));
+}
+
+TEST_CASE("hosts: SshStarter: real ssh to a name that does not resolve", "[hosts][ssh]") {
+  if (::access("/usr/bin/ssh", X_OK) != 0) {
+    WARN("SKIP: no ssh client at /usr/bin/ssh");
+    return;
+  }
+  TempDir tmp;
+  SshStarterOptions o;
+  o.ssh_program = "/usr/bin/ssh";
+  o.connect_timeout_s = 5;
+  o.control_dir = (tmp.path / "ctl").string();
+  SshStarter starter(o);
+  REQUIRE(starter.start({NodeTarget{0, "nonexistent.invalid", ""}}, DaemonCommand{"/opt/tlaunch/bin/tlaunchd", {}},
+                        "secret"));
+  auto failures = pollUntil(starter, [](const auto& f) { return !f.empty(); }, 30000);
+  starter.stop(100);
+  REQUIRE(failures.size() == 1);
+  CHECK(failures[0].node_index == 0);
+  CHECK_THAT(failures[0].message, Catch::StartsWith("nonexistent.invalid: the host name does not resolve"));
+  CHECK_THAT(failures[0].message, Catch::Contains("Could not resolve hostname nonexistent.invalid"));
+  CHECK(starter.warnings().empty());
+}
+
+// A fake ssh runs the remote command with a local shell, as sshd would on the node.
+TEST_CASE("hosts: SshStarter: fanout, secret on stdin, arguments, failures, stop", "[hosts][ssh]") {
+  TempDir tmp;
+  const fs::path fake_ssh = tmp.path / "fake-ssh";
+  writeScript(fake_ssh, "#!/bin/sh\nfor last; do :; done\nexec /bin/sh -c \"$last\"\n");
+  // The fake daemon records its arguments (NUL-separated) and the line on its stdin, then
+  // waits to be stopped; node "bad" exits 3 with a message.
+  const fs::path daemon = tmp.path / "fake daemon";
+  writeScript(daemon,
+              "#!/bin/sh\nout=\"$1\"; shift\nfor last; do :; done\n"
+              "printf '%s\\0' \"$@\" > \"$out/args.$last\"\nIFS= read -r secret\n"
+              "printf '%s' \"$secret\" > \"$out/secret.$last\"\n"
+              "if [ \"$last\" = bad ]; then echo 'tlaunchd: cannot connect' >&2; exit 3; fi\nexec sleep 60\n");
+
+  SshStarterOptions o;
+  o.ssh_program = fake_ssh.string();
+  o.fanout = 2;
+  o.reuse_connections = false;
+  o.connect_timeout_s = 30;
+  SshStarter starter(o);
+  std::vector<NodeTarget> nodes;
+  for (int i = 0; i < 5; ++i) nodes.push_back({i, i == 2 ? "bad" : "n" + std::to_string(i), ""});
+  const std::string tricky = "a 'b' \"c\" $d; e\\f\ng";
+  REQUIRE(starter.start(nodes, DaemonCommand{daemon.string(), {tmp.path.string(), tricky}}, "s3cr3t"));
+  CHECK(starter.startedCount() == 2);
+
+  // Nothing connected yet: the fanout holds the rest back.
+  pollUntil(starter, [&](const auto&) { return fs::exists(tmp.path / "secret.n1"); }, 5000);
+  CHECK(starter.startedCount() == 2);
+  CHECK(readFile(tmp.path / "secret.n0") == "s3cr3t");
+  const std::string args = readFile(tmp.path / "args.n1");
+  std::string expected;
+  for (const std::string& a : {tricky, std::string("--node-index"), std::string("1"), std::string("--node-name"),
+                               std::string("n1")}) {
+    expected += a + '\0';
+  }
+  CHECK(args == expected);
+
+  starter.daemonConnected(0);
+  starter.daemonConnected(1);
+  auto failures = pollUntil(starter, [](const auto& f) { return !f.empty(); }, 10000);
+  REQUIRE(failures.size() == 1);
+  CHECK(failures[0].node_index == 2);
+  CHECK_THAT(failures[0].message, Catch::StartsWith("tlaunchd on bad exited with status 3"));
+  CHECK_THAT(failures[0].message, Catch::Contains("tlaunchd: cannot connect"));
+
+  // The failed node freed its slot: all five have started.
+  pollUntil(starter, [&](const auto&) { return starter.startedCount() == 5; }, 5000);
+  CHECK(starter.startedCount() == 5);
+  // Let the last daemons come up before stopping them.
+  pollUntil(starter, [&](const auto&) { return fs::exists(tmp.path / "secret.n4"); }, 5000);
+
+  const auto before = std::chrono::steady_clock::now();
+  starter.stop(2000);
+  CHECK(std::chrono::steady_clock::now() - before < std::chrono::seconds(3));
+  CHECK(starter.poll().empty());  // stopped processes are not reported as failures
+}
+
+TEST_CASE("hosts: SshStarter: a missing ssh program is an error at start", "[hosts][ssh]") {
+  SshStarterOptions o;
+  o.ssh_program = "/nonexistent/ssh";
+  SshStarter starter(o);
+  auto r = starter.start({NodeTarget{0, "n1", ""}}, DaemonCommand{"tlaunchd", {}}, "s");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("/nonexistent/ssh"));
+}

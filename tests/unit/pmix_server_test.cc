@@ -1,0 +1,130 @@
+// PmixServer inside this process (libpmix runs, no rank is started; tests/pmix runs real jobs).
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "bootstrap/pmix_env.h"
+#include "bootstrap/pmix_server.h"
+
+namespace fs = std::filesystem;
+using tlaunch::PmixServer;
+
+namespace {
+
+// The "strand": closures posted from libpmix's thread, run when the test drains them.
+struct Strand {
+  std::mutex mutex;
+  std::vector<std::function<void()>> queue;
+  PmixServer::Post post() {
+    return [this](std::function<void()> fn) {
+      std::lock_guard lock(mutex);
+      queue.push_back(std::move(fn));
+    };
+  }
+};
+
+struct TempBase {
+  std::string path = "/tmp/tlaunch-pmix-unit." + std::to_string(getpid());
+  ~TempBase() { fs::remove_all(path); }
+};
+
+tlaunch::PmixServerConfig config(const TempBase& base) {
+  tlaunch::PmixServerConfig c;
+  c.node_name = "nodeA";
+  c.node_index = 0;
+  c.tmpdir = base.path + "/srv";
+  c.uid = getuid();
+  c.gid = getgid();
+  return c;
+}
+
+tlaunch::PmixJobLayout layout(const TempBase& base) {
+  tlaunch::PmixJobLayout l;
+  l.nspace = "tlaunch.unit." + std::to_string(getpid());
+  l.node_names = {"nodeA", "nodeB"};
+  l.ranks_by_node = {{0, 1}, {2, 3}};
+  l.this_node = 0;
+  l.job_tmpdir = base.path + "/job";
+  l.shm_dir = base.path + "/shm";
+  l.tcp_if_include = "10.1.0.0/16";
+  return l;
+}
+
+std::string valueOf(const std::vector<std::string>& env, const std::string& key) {
+  const std::string* e = tlaunch::findEnv(env, key);
+  return e ? e->substr(key.size() + 1) : "<unset>";
+}
+
+}  // namespace
+
+// One test case: libpmix 4.2.2 can start its server only once per process.
+TEST_CASE("pmix server: registration, rank environment, cleanup, one server per process") {
+  TempBase base;
+  Strand strand;
+  auto server = PmixServer::start(config(base), strand.post(), {});
+  REQUIRE(server);
+  CHECK(fs::is_directory(base.path + "/srv"));
+
+  auto second = PmixServer::start(config(base), strand.post(), {});
+  REQUIRE_FALSE(second);
+  CHECK(second.error().message.find("already started") != std::string::npos);
+
+  // A layout that places this daemon on another node is refused before anything is created.
+  auto l = layout(base);
+  l.this_node = 1;
+  auto wrong = (*server)->registerJob(l);
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.error().message.find("nodeB") != std::string::npos);
+  CHECK_FALSE(fs::exists(l.job_tmpdir));
+
+  l = layout(base);
+  REQUIRE((*server)->registerJob(l));
+  CHECK(fs::is_directory(l.job_tmpdir));
+  CHECK(fs::is_directory(l.shm_dir));
+  auto again = (*server)->registerJob(l);
+  REQUIRE_FALSE(again);
+  CHECK(again.error().message.find("still registered") != std::string::npos);
+
+  std::vector<std::string> env{"PATH=/usr/bin", "PMIX_NAMESPACE=slurm.pmix.7.0", "PMIX_DSTORE_21_BASE_PATH=/stale",
+                               "OMPI_MCA_btl_tcp_if_include=eth9"};
+  REQUIRE((*server)->setupFork(1, env));
+  CHECK(valueOf(env, "PATH") == "/usr/bin");
+  CHECK(valueOf(env, "PMIX_NAMESPACE") == l.nspace);
+  CHECK(valueOf(env, "PMIX_RANK") == "1");
+  CHECK(valueOf(env, "PMIX_SERVER_URI41").find("tcp4://127.0.0.1:") != std::string::npos);
+  CHECK(valueOf(env, "PMIX_SECURITY_MODE") == "native");
+  CHECK(valueOf(env, "PMIX_GDS_MODULE") == "hash");
+  CHECK(valueOf(env, "PMIX_DSTORE_21_BASE_PATH") == "<unset>");
+  CHECK(valueOf(env, "OMPI_MCA_schizo") == "^orte");
+  CHECK(valueOf(env, "OMPI_MCA_btl_vader_backing_directory") == l.shm_dir);
+  CHECK(valueOf(env, "OMPI_MCA_btl_tcp_if_include") == "eth9");  // the user's choice wins
+
+  std::vector<std::string> env0;
+  REQUIRE((*server)->setupFork(0, env0));
+  CHECK(valueOf(env0, "OMPI_MCA_btl_tcp_if_include") == "10.1.0.0/16");
+  std::vector<std::string> other;
+  auto remote = (*server)->setupFork(2, other);
+  REQUIRE_FALSE(remote);
+  CHECK(remote.error().message.find("rank 2") != std::string::npos);
+
+  REQUIRE((*server)->deregisterJob(std::chrono::seconds(5)));
+  CHECK_FALSE(fs::exists(l.job_tmpdir));
+  CHECK_FALSE(fs::exists(l.shm_dir));
+  std::vector<std::string> late;
+  CHECK_FALSE((*server)->setupFork(1, late));
+
+  // The same server takes the next job.
+  l.nspace += ".next";
+  REQUIRE((*server)->registerJob(l));
+  REQUIRE((*server)->deregisterJob(std::chrono::seconds(5)));
+
+  server->reset();
+  CHECK_FALSE(fs::exists(base.path + "/srv"));
+  auto restarted = PmixServer::start(config(base), strand.post(), {});
+  REQUIRE_FALSE(restarted);
+  CHECK(restarted.error().message.find("already started") != std::string::npos);
+}
