@@ -131,7 +131,9 @@ std::string explainNamed(const NodeFabric& fabric, const NodeCandidates& found, 
   const NetInterface* iface = findInterface(fabric, name);
   if (!iface) return "has no interface named " + name;
   for (const auto& reason : found.reasons)
-    if (reason.rfind(name + " ", 0) == 0 || reason.find("(" + name + ")") != std::string::npos) return reason;
+    if (reason.rfind(name + " ", 0) == 0 || reason.rfind(name + ":", 0) == 0 ||
+        reason.find("(" + name + ")") != std::string::npos)
+      return reason;
   if (iface->loopback) return name + " is the loopback interface";
   if (auto problem = livenessProblem(*iface); !problem.empty()) return problem;
   if (mode == NetMode::fabric)

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <set>
+#include <string_view>
 
 namespace tlaunch {
 namespace {
@@ -54,6 +55,18 @@ Result<PmixJobGeometry> planPmixJob(const PmixJobLayout& layout) {
   if (auto ok = checkDir(layout.job_tmpdir, "job_tmpdir"); !ok) return tl::unexpected(ok.error());
   if (!layout.shm_dir.empty())
     if (auto ok = checkDir(layout.shm_dir, "shm_dir"); !ok) return tl::unexpected(ok.error());
+  // Open MPI 4.1.4's btl_tcp_if_include matches every interface for a /32 prefix (seen: 127.0.0.1/32
+  // selected lo, eth0 and a veth), and ranks then stripe over networks that may not connect.
+  for (size_t start = 0; start < layout.tcp_if_include.size();) {
+    size_t end = layout.tcp_if_include.find(',', start);
+    if (end == std::string::npos) end = layout.tcp_if_include.size();
+    if (std::string_view(layout.tcp_if_include).substr(start, end - start).ends_with("/32"))
+      return fail(Errc::internal,
+                  "PMIx job layout: tcp_if_include '" + layout.tcp_if_include +
+                      "' has a /32 prefix, which Open MPI 4.1 treats as matching every interface",
+                  "give the interface name (e.g. ib0) or the subnet (e.g. 10.1.0.0/16)");
+    start = end + 1;
+  }
 
   std::set<std::string> names;
   size_t total = 0;

@@ -44,11 +44,14 @@ struct PmixJobLayout {
   // Per node, per job: PMIX_TMPDIR / PMIX_NSDIR (Open MPI's session directories). Created by
   // registerJob, removed with everything in it by deregisterJob.
   std::string job_tmpdir;
-  // Per node, per job, on tmpfs: Open MPI's shared-memory (vader) backing directory. Empty
-  // means /dev/shm/<nspace>.<node name> (prefixed "tlaunch." unless nspace starts so) (or <job_tmpdir>/shm without /dev/shm).
+  // Per node, per job, on tmpfs: Open MPI's shared-memory (vader) backing directory, so that
+  // segments of nodes sharing /dev/shm and a host name never collide and are removed with it.
+  // Empty: /dev/shm/[tlaunch.]<nspace>.<node name> (<job_tmpdir>/shm without /dev/shm).
   // Created by registerJob, removed by deregisterJob.
   std::string shm_dir;
-  std::string tcp_if_include;  // CIDR list for OMPI_MCA_btl_tcp_if_include; empty: Open MPI's choice
+  // OMPI_MCA_btl_tcp_if_include: interface names or subnets ("ib0", "10.1.0.0/16"), comma
+  // separated; empty: Open MPI's choice. A /32 is refused (Open MPI 4.1 then matches everything).
+  std::string tcp_if_include;
 };
 
 class PmixServer {
@@ -80,16 +83,21 @@ class PmixServer {
   static Result<std::unique_ptr<PmixServer>> start(const PmixServerConfig& config, Post post,
                                                    Callbacks callbacks);
 
-  // register_nspace + register_client for every local rank. Call before forking any rank.
-  // One job at a time; deregisterJob before registering the next.
+  // register_nspace + register_client (with config uid/gid) for every local rank. Call before
+  // forking any rank. One job at a time; deregisterJob before registering the next. Held
+  // serveDirectModex requests are served once it succeeds.
   Result<void> registerJob(const PmixJobLayout& layout);
 
-  // Adds the rank's PMIx and Open MPI variables to `env` ("K=V" strings), replacing any
-  // inherited PMIX_* (except PMIX_MCA_*) that would point the rank at another server.
+  // Adds the rank's PMIx and Open MPI variables to `env` ("K=V" strings): PMIx_server_setup_fork's,
+  // OMPI_MCA_schizo=^orte (without it Open MPI 4.1 ranks become singletons), the vader backing
+  // directory, and OMPI_MCA_btl_tcp_if_include unless `env` sets it. Inherited PMIX_* (except
+  // PMIX_MCA_*) that would point the rank at another server are dropped first.
   Result<void> setupFork(int rank, std::vector<std::string>& env);
 
   // From the control plane: the fence is complete everywhere. all_blobs is the concatenation
-  // of every node's blob (any order). ok=false fails the fence in every local rank.
+  // of every node's blob (any order, this node's included). ok=false fails the fence in every
+  // local rank. Unknown sequence numbers are kept for a local fence still to come; completions
+  // of fences already completed are ignored.
   void completeFence(uint64_t fence_seq, bool ok, std::string all_blobs);
 
   // Owner side of a direct modex: fetch a local rank's data (libpmix waits until that rank
@@ -101,11 +109,14 @@ class PmixServer {
   void completeDirectModex(uint64_t request_id, bool ok, std::string data);
 
   // After every local rank has been reaped: fails outstanding fences and direct modex,
-  // deregisters clients and nspace (each bounded by op_bound), removes job_tmpdir and shm_dir.
-  // Returns an error if libpmix did not answer within `bound` (the directories are removed anyway).
+  // deregisters the nspace (and with it the clients), removes job_tmpdir and shm_dir.
+  // Returns an error if libpmix did not answer within `bound`; the directories are removed
+  // anyway, and libpmix counts as stuck (no further job; ~PmixServer skips finalize).
   Result<void> deregisterJob(std::chrono::milliseconds bound);
 
-  // Bounded PMIx_server_finalize (abandoned on a helper thread if libpmix wedges), removes tmpdir.
+  // Deregisters a job still registered, runs PMIx_server_finalize on a helper thread for at most
+  // op_bound (then abandons it: the daemon should _exit, not run static destructors), removes
+  // tmpdir.
   ~PmixServer();
 
   PmixServer(const PmixServer&) = delete;

@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "binding/hwloc_topology.h"
+#include "binding/topology_json.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
@@ -28,6 +30,9 @@ Json collectInventory(const InventoryRequest& req) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   Json inv = {{"hostname", host}, {"node", req.node_name}, {"version", kVersion}, {"free_port", pickFreePort()}};
+  auto topo = loadTopology(req.topology_xml);
+  if (topo) inv["topology"] = topologyToJson(*topo);
+  else inv["topology_error"] = topo.error().message;
   return inv;
 }
 

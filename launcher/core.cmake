@@ -4,6 +4,8 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/output_sink.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/local_starter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_plan.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/plan_binding.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/offline_plan.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_environment.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/launcher_choice.cc

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "binding/rank_env.h"
+#include "launcher/plan_binding.h"
 
 namespace tlaunch {
 
@@ -27,7 +28,7 @@ Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nod
   const NodeReport& head = nodes.front();
   plan.master_addr = head.control_ip;
   plan.master_port = static_cast<int>(getInt(head.inventory, "free_port"));
-  if (plan.master_port <= 0) {
+  if (plan.master_port <= 0 && !spec.offline) {
     return fail(Errc::io, "node " + head.name + " found no free TCP port for MASTER_PORT");
   }
 
@@ -63,6 +64,7 @@ Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nod
     }
   }
   plan.details = Json::object();
+  if (auto b = planBindings(spec, nodes, ctx, plan); !b) return tl::unexpected(b.error());
   return plan;
 }
 
@@ -92,6 +94,8 @@ std::string renderPlanText(const JobPlan& plan) {
     out += "node " + n.node_name + ": ranks ";
     out += std::to_string(n.ranks.front().rank) + "-" + std::to_string(n.ranks.back().rank) + "\n";
   }
+  if (plan.details.contains("fingerprint"))
+    out += "binding (fingerprint " + plan.details["fingerprint"].get<std::string>() + "):\n" + plan.manifest_table;
   for (const auto& w : plan.warnings) out += "warning: " + w + "\n";
   return out;
 }

@@ -35,6 +35,7 @@ struct JobPlan {
   std::vector<NodeLaunch> nodes;
   std::vector<std::string> warnings;
   Json details;  // the parts --dry-run shows (network, binding manifest, preflight)
+  std::string manifest_table;  // --report-bindings
 };
 
 Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx);

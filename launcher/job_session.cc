@@ -247,6 +247,10 @@ void JobSession::planAndPrepare() {
     finish();
     return;
   }
+  if (cfg_.spec.report_bindings) {
+    out_.note("binding manifest (fingerprint " + getString(plan_->details, "fingerprint") + "):\n" +
+              plan_->manifest_table);
+  }
   for (const auto& n : plan_->nodes)
     for (const auto& r : n.ranks) out_.setRankNode(r.rank, n.node_name);
   if (auto r = out_.openFiles(plan_->world_size); !r) {

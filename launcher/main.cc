@@ -1,13 +1,16 @@
 // tlaunch: the frontend. Parses the command line and hands over to the subcommand.
 #include "launcher/cli_options.h"
+#include "launcher/offline_plan.h"
 #include "launcher/run_job.h"
 
 int main(int argc, char** argv) {
   auto parsed = tlaunch::parseCommandLine(argc, argv);
   if (parsed.exit_now) return *parsed.exit_now;
   switch (parsed.command) {
-    case tlaunch::Subcommand::run: return tlaunch::runJob(parsed.spec);
-    case tlaunch::Subcommand::topo:
+    case tlaunch::Subcommand::run:
+      return parsed.spec.offline && parsed.spec.dry_run ? tlaunch::runOfflineDryRun(parsed.spec)
+                                                        : tlaunch::runJob(parsed.spec);
+    case tlaunch::Subcommand::topo: return tlaunch::runTopo(parsed.spec);
     case tlaunch::Subcommand::preflight: break;
   }
   return 70;

@@ -23,7 +23,8 @@ struct Options {
   bool localonly_fence_off = false;  // PMIX_MCA_pmix_server_fence_localonly_opt=0 in the daemons
   int register_uid = -1;     // register the ranks under this uid (a deliberate mismatch)
   bool expect_stuck_teardown = false;  // libpmix is expected not to answer deregistration
-  std::string tcp_if = "127.0.0.1/32";
+  // Not 127.0.0.1/32: Open MPI 4.1 matches every interface for a /32 prefix.
+  std::string tcp_if = "lo";
   std::string base_dir;      // default /tmp/tlaunch-pmix-test.<pid>
   std::string job_tag;       // default: the frontend's pid
   std::vector<std::string> rank_env;  // extra K=V for every rank

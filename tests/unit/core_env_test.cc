@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "binding/hwloc_topology.h"
 #include "binding/rank_env.h"
+#include "binding/topology_json.h"
 #include "daemon/rank_env.h"
 #include "launcher/job_environment.h"
 #include "launcher/job_plan.h"
@@ -11,6 +13,12 @@
 using namespace tlaunch;
 
 namespace {
+// The inventory a daemon on this machine would send.
+Json inventory(int free_port, int probe_port = 0) {
+  auto topo = loadTopology("");
+  REQUIRE(topo);
+  return Json{{"free_port", free_port}, {"probe_port", probe_port}, {"topology", topologyToJson(*topo)}};
+}
 std::string valueIn(const std::vector<std::string>& env, const std::string& k) { return envValue(env, k); }
 }  // namespace
 
@@ -20,7 +28,7 @@ TEST_CASE("rank env: torchrun's and Open MPI's variables, node-major numbering",
   spec.procs_per_node = 2;
   std::vector<NodeReport> nodes;
   for (int i = 0; i < 3; ++i)
-    nodes.push_back({i, "n" + std::to_string(i), Json{{"free_port", 29500 + i}, {"probe_port", 40000 + i}},
+    nodes.push_back({i, "n" + std::to_string(i), inventory(29500 + i, 40000 + i),
                      "10.0.0." + std::to_string(i + 1)});
   PlanContext ctx{"tl-abc", "/work", {"PATH=/usr/bin"}, {"PATH"}};
   auto plan = makePlan(spec, nodes, ctx);
@@ -64,7 +72,7 @@ TEST_CASE("rank env: the user's OMP_NUM_THREADS wins, identity variables do not"
   JobSpec spec;
   spec.argv = {"x"};
   spec.procs_per_node = 1;
-  auto plan = makePlan(spec, {{0, "n0", Json{{"free_port", 1234}}, "127.0.0.1"}}, {"j", "/", f->base_env, f->user_set});
+  auto plan = makePlan(spec, {{0, "n0", inventory(1234), "127.0.0.1"}}, {"j", "/", f->base_env, f->user_set});
   REQUIRE(plan);
   auto env = mergeEnv(plan->nodes[0].base_env, plan->nodes[0].ranks[0].env);
   CHECK(valueIn(env, "OMP_NUM_THREADS") == "8");

@@ -92,7 +92,7 @@ TEST_CASE("mlx4 capture: the FDR port, its GID and its IPoIB netdev ib0 are foun
   CHECK(noted);
 }
 
-TEST_CASE("qib capture: the QDR port and ib0 are found; ib0 absent live is not up") {
+TEST_CASE("qib capture: the QDR port and ib0 are found, and ib0 absent live is not up") {
   TempDir tmp;
   auto root = extractCapture(kQibTarball, tmp.path());
   if (!root) {

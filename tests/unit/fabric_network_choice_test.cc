@@ -306,3 +306,23 @@ TEST_CASE("the choice is deterministic") {
   REQUIRE(second);
   CHECK(*first == *second);
 }
+
+TEST_CASE("an interface named with --net-if that cannot serve says why") {
+  FabricBuilder node2 = FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.2").ib("mlx5_1", 1, "ib1", "10.2.0.2", 16, 1);
+  node2.eth("ib7", "10.7.0.2", 16);
+  node2.iface("ib7").type = kArphrdInfiniband;  // an IPoIB netdev no HCA port claims
+  std::vector<NodeFabricInput> nodes{
+      node("node1", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").ib("mlx5_1", 1, "ib1", "10.2.0.1")),
+      node("node2", node2),
+  };
+  NetOptions options;
+  options.net_if = {"ib1"};
+  auto down = chooseNetwork(nodes, options);
+  REQUIRE_FALSE(down);
+  CHECK(has(down.error().message, "node2: mlx5_1:1 (ib1): port is DOWN (Disabled)"));
+  options.net_if = {"ib7"};
+  auto unmatched = chooseNetwork(nodes, options);
+  REQUIRE_FALSE(unmatched);
+  CHECK(has(unmatched.error().message, "node1: has no interface named ib7"));
+  CHECK(has(unmatched.error().message, "node2: ib7: IPoIB interface matched to no HCA port"));
+}

@@ -3,6 +3,7 @@
 // at test time, and small sysfs trees written by the test (never committed).
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>

@@ -82,4 +82,16 @@ TEST_CASE("pmix geometry: rejects layouts that would confuse PMIx, naming the cu
   l = twoNodes();
   l.nspace.clear();
   expectError(l, "namespace");
+  l = twoNodes();
+  l.tcp_if_include = "ib0,10.1.2.3/32";
+  expectError(l, "/32 prefix");
+}
+
+TEST_CASE("pmix geometry: interface names and real subnets are fine for btl_tcp_if_include") {
+  auto l = twoNodes();
+  for (const char* spec : {"", "ib0", "10.1.0.0/16", "eth0,10.1.0.0/24", "192.168.1.0/30"}) {
+    l.tcp_if_include = spec;
+    INFO(spec);
+    CHECK(planPmixJob(l));
+  }
 }

@@ -1,0 +1,14 @@
+#!/bin/bash
+# From a fresh Debian 12 machine (as root): install what is missing, build tlaunch with
+# AddressSanitizer + UndefinedBehaviorSanitizer, and run the whole test suite (units,
+# local integration, real Open MPI / mpi4py / PMIx clients, and the namespace cluster with real
+# sshd and Slurm). CI runs exactly this (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+contrib/install-deps.sh
+build=${TLAUNCH_TEST_BUILD_DIR:-build-test}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLAUNCH_SANITIZE=ON >/dev/null
+cmake --build "$build" -j"$(nproc)"
+# Leak checking is off: hwloc's PCI plugin and libpmix keep allocations for the process's life.
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest --test-dir "$build" --output-on-failure --timeout 900 "$@"

@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""tlaunch under Slurm on a 4-node virtual cluster (contrib/vcluster, Slurm 22.05), as a user sees it:
+
+- inside `salloc -N 4`, with no launcher flag, 4 nodes x 2 ranks run a torch Gloo all-reduce:
+  tlaunch picks Slurm by itself, every rank prints OK, tags name the right node;
+- `scancel` of the allocation mid-job: ranks and daemons are gone within 10 s and tlaunch exits
+  non-zero;
+- outside any allocation, `tlaunch --launcher slurm -N 2 -p 1` runs (srun makes an allocation),
+  and the allocation is released afterwards.
+
+The cluster has no sshd: nothing here may depend on ssh. Needs root (exits 77, skipped, where a
+virtual cluster cannot be built). One cluster for all checks.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from vcluster import VirtualCluster, skip_unless_possible  # noqa: E402
+import cluster_jobs as cj  # noqa: E402
+
+TIMEOUT = 300
+check = cj.Checks()
+jobs_seen = []
+
+# salloc's own exit status hides tlaunch's when the allocation is revoked: a shell in between
+# reports it; its traps (handlers, reset at exec for tlaunch) keep it alive if salloc signals it.
+REPORT_STATUS = 'trap ":" HUP TERM; "$@"; echo "tlaunch exit status $?" >&2'
+
+
+def run(argv, timeout=TIMEOUT):
+    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                          timeout=timeout, cwd=ws.dir, env=vc.environ())
+
+
+def squeue(*args):
+    return run(["squeue", "-h", *args], timeout=60).stdout.split()
+
+
+def gloo_inside_salloc():
+    t0 = time.monotonic()
+    r = run(["salloc", "-N", "4", "-J", "tlc-gloo", ws.tlaunch, "-v", "-p", "2", "--", cj.PYTHON,
+             ws.program("gloo_allreduce.py"), "3", "1000"])
+    wrong = cj.gloo_lines_ok(r.stdout, vc.nodes, 2)
+    check(r.returncode == 0 and wrong is None,
+          f"inside salloc -N 4: Gloo all-reduce 4 nodes x 2 ranks ({time.monotonic() - t0:.1f} s)",
+          f"{wrong}\n     {cj.describe(r)}")
+    check("via slurm" in r.stderr, "inside an allocation tlaunch starts its daemons with Slurm by itself",
+          r.stderr)
+    job = cj.job_id_in(r.stderr)
+    if job:
+        jobs_seen.append(job)
+
+
+def scancel_mid_job():
+    name = "tlc-scancel"
+    p = subprocess.Popen(["salloc", "-N", "4", "-J", name, "/bin/sh", "-c", REPORT_STATUS, "sh", ws.tlaunch, "-p", "2",
+                          "--", cj.PYTHON, ws.program("wait_for_signals.py")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", cwd=ws.dir,
+                         env=vc.environ(), start_new_session=True)
+    lines = cj.wait_for_lines(p.stdout, 8, " ready", 120)
+    if lines is None:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        check(False, "inside salloc: the job started 8 ranks", f"stdout {out!r} stderr {err!r}")
+        return
+    job = cj.job_id_of_pid(int(lines[0].split(" pid ")[1].split()[0]))
+    jobs_seen.append(job)
+    allocation = squeue("-n", name, "-o", "%i")
+    check(len(allocation) == 1, "found the allocation with squeue", str(allocation))
+    if not allocation:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return
+    t0 = time.monotonic()
+    run(["scancel", allocation[0]], timeout=60)
+    try:
+        _, err = p.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        _, err = p.communicate()
+    ended = time.monotonic() - t0
+    status = re.search(r"tlaunch exit status (\d+)", err)
+    check(status is not None and int(status.group(1)) != 0 and ended < 10,
+          f"scancel: tlaunch exits non-zero ({status.group(1) if status else '?'}) "
+          f"within 10 s ({ended:.1f} s)", err)
+    check(f"tlaunch: job {job} failed:" in err, "scancel: tlaunch says the job failed", err)
+    gone = cj.tl.wait_until(lambda: not cj.job_processes(job), max(0.0, 10 - (time.monotonic() - t0)), 0.1)
+    check(gone, f"scancel: no rank or daemon of the job left on any node within 10 s "
+                f"({time.monotonic() - t0:.1f} s)", "\n     ".join(cj.job_processes(job)))
+
+
+def srun_allocates():
+    t0 = time.monotonic()
+    r = run([ws.tlaunch, "-v", "--launcher", "slurm", "-N", "2", "-p", "1", "--", "/bin/hostname"])
+    got = cj.rank_hosts(r.stdout)
+    tags = sorted(node for node, _ in got.values())
+    ok = (r.returncode == 0 and sorted(got) == [0, 1] and all(tag == host for tag, host in got.values())
+          and len(set(tags)) == 2 and set(tags) <= set(vc.nodes))
+    check(ok, f"outside an allocation: --launcher slurm -N 2 -p 1 runs 2 ranks on 2 nodes "
+              f"({time.monotonic() - t0:.1f} s)", f"got {{rank: (tag, hostname)}} {got}\n     {cj.describe(r)}")
+    job = cj.job_id_in(r.stderr)
+    if job:
+        jobs_seen.append(job)
+    released = cj.tl.wait_until(lambda: not squeue("-o", "%i %T"), 10, 0.2)
+    check(released, "outside an allocation: the allocation srun made is released", str(squeue("-o", "%i %T")))
+
+
+def main():
+    global vc, ws
+    skip_unless_possible(ssh=False)
+    cj.require_tlaunch()
+    torch = cj.have_torch()
+    t_start = time.monotonic()
+    with cj.Workspace() as ws:
+        vc = VirtualCluster(n=4, slurm=True, ssh=False)
+        with vc:
+            print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
+            if torch:
+                gloo_inside_salloc()
+            else:
+                print("note: Debian's python3-torch is missing: the Gloo all-reduce is not checked", flush=True)
+            scancel_mid_job()
+            srun_allocates()
+        print(f"cluster down in {vc.down_seconds:.1f} s", flush=True)
+    left = [p for job in jobs_seen for p in cj.job_processes(job)]
+    check(not left, "after down: no process of any job of this test", "\n     ".join(left))
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    check("tlvc-" not in netns, "after down: no network namespace of the cluster", netns)
+    print(f"total {time.monotonic() - t_start:.1f} s", flush=True)
+    return check.exit_status()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
