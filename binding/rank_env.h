@@ -28,6 +28,11 @@ struct JobIdentity {
 EnvList rankIdentityEnv(const RankIdentity& r, const JobIdentity& j);
 // Defaults a user may override with -x or their environment (OMP_NUM_THREADS=1, ...).
 EnvList rankDefaultEnv();
+// The value of `key` in a "K=V" list ("" if absent; the last one wins).
+std::string envValue(const std::vector<std::string>& env, const std::string& key);
+// base overlaid with overrides (same key: the override wins, keeping base's order).
+std::vector<std::string> mergeEnv(const std::vector<std::string>& base, const std::vector<std::string>& overrides);
+
 // Names of the identity variables, for documentation and for stripping inherited values.
 const std::vector<std::string>& rankIdentityNames();
 

@@ -162,6 +162,11 @@ void DaemonSession::sendInventory(const Json& config) {
   req.topology_xml = getString(config, "topology_xml");
   req.sysfs_root = getString(config, "sysfs_root", "/");
   req.node_name = opts_.node_name;
+  req.preflight = getString(config, "preflight", "quick");
+  req.expect_rdma = getBool(config, "expect_rdma", true);
+  req.gpus_required = static_cast<int>(getInt(config, "gpus_required", 0));
+  if (auto it = config.find("expect_rate_gbps"); it != config.end() && it->is_number()) req.expect_rate_gbps = it->get<double>();
+  if (auto it = config.find("user_env"); it != config.end() && it->is_object()) req.user_env = *it;
   Json inv = collectInventory(req);
   asio::error_code ec;
   auto ep = probe_acceptor_.local_endpoint(ec);

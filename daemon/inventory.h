@@ -10,6 +10,12 @@ struct InventoryRequest {
   std::string node_name;
   std::string topology_xml;  // "" = the live machine (or HWLOC_XMLFILE)
   std::string sysfs_root = "/";
+  // Preflight, run while the inventory is taken: "off", "quick" or "full".
+  std::string preflight = "quick";
+  bool expect_rdma = true;       // not --net tcp
+  double expect_rate_gbps = 0;   // --expect-rate
+  int gpus_required = 0;         // -g
+  Json user_env = Json::object();  // the ranks' NCCL_* variables: name -> {value, source}
 };
 
 // Never fails as a whole: a part that cannot be read is reported as "<part>_error" so the

@@ -86,11 +86,12 @@ void addPreflightOptions(CLI::App& app, JobSpec& s) {
   app.add_option_function<std::string>(
          "--preflight",
          [&s](const std::string& v) {
-           s.preflight = v == "off" ? PreflightLevel::off : v == "full" ? PreflightLevel::full : PreflightLevel::quick;
+           s.preflight = v == "off" ? PreflightMode::off : v == "full" ? PreflightMode::full : PreflightMode::quick;
          },
          "checks before any rank starts: quick (default), full, off")
       ->check(CLI::IsMember({"off", "quick", "full"}));
   app.add_flag("--preflight-strict", s.preflight_strict, "treat preflight warnings as failures");
+  app.add_option("--preflight-skip", s.preflight_skip, "preflight checks to skip, e.g. memlock,gpudirect")->delimiter(',');
   app.add_option("--expect-rate", s.expect_rate_gbps, "expected RDMA port rate in Gb/s (warn otherwise)");
 }
 
@@ -148,8 +149,10 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   }, "local, ssh, slurm");
   preflight->add_option("--expect-rate", s.expect_rate_gbps, "expected port rate in Gb/s");
   preflight->add_flag("--preflight-strict", s.preflight_strict, "warnings fail too");
+  preflight->add_option("--preflight-skip", s.preflight_skip, "checks to skip")->delimiter(',');
+  preflight->add_option("--topology-xml", s.topology_xml, "hwloc XML topology instead of the live machine");
   preflight->add_option_function<std::string>("--level", [&s](const std::string& v) {
-    s.preflight = v == "full" ? PreflightLevel::full : PreflightLevel::quick;
+    s.preflight = v == "full" ? PreflightMode::full : PreflightMode::quick;
   }, "quick (default) or full")->check(CLI::IsMember({"quick", "full"}));
   preflight->add_option("--daemon-path", s.daemon_path, "tlaunchd on the nodes");
   preflight->add_option("--ssh-option", s.ssh_options, "extra ssh option")->allow_extra_args(false);
@@ -180,8 +183,14 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     return out;
   }
   if (topo->parsed()) out.command = Subcommand::topo;
-  if (preflight->parsed()) out.command = Subcommand::preflight;
-  s.argv = app.remaining();
+  if (preflight->parsed()) {
+    out.command = Subcommand::preflight;
+    s.preflight_only = true;
+    if (s.preflight == PreflightMode::off) s.preflight = PreflightMode::quick;
+    if (s.procs_per_node == 0 && s.gpus_per_node == 0) s.procs_per_node = 1;
+    s.argv = {"true"};
+  }
+  if (!s.preflight_only) s.argv = app.remaining();
   if (!s.argv.empty() && s.argv.front() == "--") {
     s.argv.erase(s.argv.begin());
   } else if (!s.argv.empty() && s.argv.front().size() > 1 && s.argv.front()[0] == '-') {

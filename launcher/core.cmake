@@ -5,6 +5,8 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/local_starter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_plan.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan_binding.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/plan_network.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/plan_preflight.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/offline_plan.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_environment.cc

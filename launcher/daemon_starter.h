@@ -14,6 +14,7 @@ struct NodeTarget {
   int index = 0;     // position in the job's node order (rank order follows it)
   std::string name;  // as the user or Slurm named it; what ssh connects to
   std::string host;  // ssh destination if it differs from name (user@host forms), else empty
+  std::vector<std::string> net_if;  // hostfile override of the fabric interface (net_if=ib1)
 };
 
 struct DaemonCommand {

@@ -35,6 +35,7 @@ Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std:
     if (isLocalOnlyVariable(k)) continue;
     out[k] = v;
     f.user_set.push_back(k);
+    f.user_env[k] = {v, "environment"};
   }
   for (const auto& x : exports) {
     auto eq = x.find('=');
@@ -51,6 +52,7 @@ Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std:
       out[name] = x.substr(eq + 1);
     }
     f.user_set.push_back(name);
+    f.user_env[name] = {out[name], "-x"};
   }
   for (const auto& [k, v] : out) f.base_env.push_back(k + "=" + v);
   std::sort(f.user_set.begin(), f.user_set.end());

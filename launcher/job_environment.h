@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "binding/user_env.h"
 #include "tlaunch/result.h"
 
 namespace tlaunch {
@@ -12,6 +13,7 @@ namespace tlaunch {
 struct ForwardedEnvironment {
   std::vector<std::string> base_env;  // "K=V", sorted by name for a deterministic plan
   std::vector<std::string> user_set;  // names whose value the user chose (-x, or inherited)
+  UserEnv user_env;                   // the same, with values and "-x" / "environment"
 };
 
 // Variables never forwarded: identity of this host/shell/session, or of another job's step

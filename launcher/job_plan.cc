@@ -5,6 +5,8 @@
 
 #include "binding/rank_env.h"
 #include "launcher/plan_binding.h"
+#include "launcher/plan_network.h"
+#include "launcher/plan_preflight.h"
 
 namespace tlaunch {
 
@@ -32,6 +34,10 @@ Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nod
     return fail(Errc::io, "node " + head.name + " found no free TCP port for MASTER_PORT");
   }
 
+  if (auto p = evaluatePreflight(spec, nodes, plan); !p) return tl::unexpected(p.error());
+  auto network = chooseJobNetwork(spec, nodes, ctx);
+  if (!network) return tl::unexpected(network.error());
+  if (*network) plan.master_addr = (*network)->master_addr;
   JobIdentity job{ctx.job_id, plan.master_addr, plan.master_port};
   for (const auto& n : nodes) {
     NodeLaunch nl;
@@ -58,13 +64,14 @@ Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nod
   if (spec.check_reachability != "off" && num_nodes > 1) {
     for (int i = 0; i < num_nodes; ++i) {
       const NodeReport& next = nodes[(i + 1) % num_nodes];
-      plan.nodes[i].reach_addr = next.control_ip;
+      plan.nodes[i].reach_addr = *network ? (*network)->nodes[(i + 1) % num_nodes].ipv4 : next.control_ip;
       plan.nodes[i].reach_port = static_cast<int>(getInt(next.inventory, "probe_port"));
       plan.nodes[i].reach_node = next.name;
     }
   }
-  plan.details = Json::object();
   if (auto b = planBindings(spec, nodes, ctx, plan); !b) return tl::unexpected(b.error());
+  if (*network) applyNetworkEnv(**network, ctx, plan);
+  else plan.network_text = "network: loopback (every node is this host)\n";
   return plan;
 }
 
@@ -94,6 +101,7 @@ std::string renderPlanText(const JobPlan& plan) {
     out += "node " + n.node_name + ": ranks ";
     out += std::to_string(n.ranks.front().rank) + "-" + std::to_string(n.ranks.back().rank) + "\n";
   }
+  out += plan.network_text + plan.preflight_text;
   if (plan.details.contains("fingerprint"))
     out += "binding (fingerprint " + plan.details["fingerprint"].get<std::string>() + "):\n" + plan.manifest_table;
   for (const auto& w : plan.warnings) out += "warning: " + w + "\n";

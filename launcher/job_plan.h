@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "binding/preflight_item.h"
+#include "binding/user_env.h"
 #include "bootstrap/message.h"
 #include "launcher/job_spec.h"
 #include "tlaunch/node_launch.h"
@@ -24,6 +26,9 @@ struct PlanContext {
   std::string cwd;
   std::vector<std::string> base_env;   // forwarded environment with -x applied, "K=V"
   std::vector<std::string> user_set;   // names the user set explicitly (-x) or inherited: they win
+  UserEnv user_env;                    // the same with values and where each came from
+  std::vector<std::vector<std::string>> node_net_if;  // per node: hostfile net_if= overrides
+  bool loopback_only = false;          // every node is this host (local launcher): no fabric needed
 };
 
 struct JobPlan {
@@ -36,6 +41,9 @@ struct JobPlan {
   std::vector<std::string> warnings;
   Json details;  // the parts --dry-run shows (network, binding manifest, preflight)
   std::string manifest_table;  // --report-bindings
+  std::string network_text;    // the per-node network decision, for the banner and --dry-run
+  std::string preflight_text;  // table of non-passing checks, or the one-line summary
+  std::vector<PreflightItem> preflight_items;
 };
 
 Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx);

@@ -7,7 +7,9 @@
 #include <thread>
 
 #include "bootstrap/auth.h"
+#include "binding/preflight_report.h"
 #include "bootstrap/node_launch_json.h"
+#include "launcher/plan_preflight.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
@@ -233,6 +235,20 @@ void JobSession::planAndPrepare() {
   }
   std::vector<NodeReport> reports;
   for (const auto& l : links_) reports.push_back({l->index, l->name, l->inventory, l->control_ip});
+  if (cfg_.spec.preflight_only) {
+    JobPlan checked;
+    auto verdict = evaluatePreflight(cfg_.spec, reports, checked);
+    std::string text = cfg_.spec.json ? preflightToJson(checked.preflight_items).dump(2) + "\n"
+                                      : renderPreflightTable(checked.preflight_items) + "\n" +
+                                            "preflight: " + preflightSummary(checked.preflight_items) + "\n";
+    (void)!::write(1, text.data(), text.size());
+    if (!verdict) {
+      failed_ = true;
+      outcome_.exit_code = exitStatusFor(Errc::preflight);
+    }
+    finish();
+    return;
+  }
   auto plan = makePlan(cfg_.spec, reports, cfg_.plan_context);
   if (!plan) {
     fail(exitStatusFor(plan.error().code),

@@ -9,7 +9,7 @@
 namespace tlaunch {
 
 enum class LauncherKind { automatic, local, ssh, slurm };
-enum class PreflightLevel { off, quick, full };
+enum class PreflightMode { off, quick, full };
 
 struct JobSpec {
   std::vector<std::string> argv;  // the program and its arguments
@@ -56,8 +56,10 @@ struct JobSpec {
   std::string check_reachability = "ring";  // ring|all|off
 
   // Preflight
-  PreflightLevel preflight = PreflightLevel::quick;
+  PreflightMode preflight = PreflightMode::quick;
   bool preflight_strict = false;
+  bool preflight_only = false;              // `tlaunch preflight`: report and exit
+  std::vector<std::string> preflight_skip;  // checks not to apply (their results are shown as skipped)
   double expect_rate_gbps = 0;
 
   // PMIx

@@ -10,6 +10,22 @@
 
 namespace tlaunch {
 
+namespace {
+std::vector<std::string> netIfOf(const HostEntry& h) {
+  std::vector<std::string> out;
+  auto it = h.attrs.find("net_if");
+  if (it == h.attrs.end()) return out;
+  size_t start = 0;
+  while (start <= it->second.size()) {
+    size_t comma = it->second.find(',', start);
+    out.push_back(it->second.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+}  // namespace
+
 Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env) {
   NodeSourceOptions src;
   src.hosts = spec.hosts;
@@ -51,9 +67,11 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       if (!sel) return tl::unexpected(sel.error());
       chosen = std::move(*sel);
     }
-    for (size_t i = 0; i < chosen.size(); ++i) choice.nodes.push_back({static_cast<int>(i), chosen[i].name, {}});
+    for (size_t i = 0; i < chosen.size(); ++i)
+      choice.nodes.push_back({static_cast<int>(i), chosen[i].name, {}, netIfOf(chosen[i])});
     choice.starter = std::make_unique<LocalStarter>();
     choice.listen_address = "127.0.0.1";
+    choice.loopback_only = true;
     return choice;
   }
   if (kind == LauncherKind::ssh && hosts->empty())
@@ -69,7 +87,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     chosen = std::move(*sel);
   }
   for (size_t i = 0; i < chosen.size(); ++i)
-    choice.nodes.push_back({static_cast<int>(i), chosen[i].name, sshDestination(chosen[i])});
+    choice.nodes.push_back({static_cast<int>(i), chosen[i].name, sshDestination(chosen[i]), netIfOf(chosen[i])});
   if (kind == LauncherKind::ssh) {
     SshStarterOptions o;
     o.connect_timeout_s = spec.ssh_connect_timeout_s;
@@ -92,7 +110,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     choice.listen_address = "0.0.0.0";
     choice.advertise_address = localAddressList();
     choice.unnamed_nodes = spec.nodes;
-    for (int i = 0; i < spec.nodes; ++i) choice.starter_nodes.push_back({i, "", ""});
+    for (int i = 0; i < spec.nodes; ++i) choice.starter_nodes.push_back({i, "", "", {}});
   }
   return choice;
 }

@@ -16,6 +16,7 @@ struct LauncherChoice {
   std::unique_ptr<DaemonStarter> starter;
   std::string listen_address;     // the frontend address the daemons connect to
   std::string advertise_address;  // what daemons are told to connect to, if not listen_address
+  bool loopback_only = false;     // local launcher: every node is this host
   int unnamed_nodes = 0;
   std::vector<NodeTarget> starter_nodes;  // with unnamed_nodes: placeholders for the starter          // srun chooses the nodes: this many daemons, named in their hello
 };

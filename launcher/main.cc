@@ -11,7 +11,7 @@ int main(int argc, char** argv) {
       return parsed.spec.offline && parsed.spec.dry_run ? tlaunch::runOfflineDryRun(parsed.spec)
                                                         : tlaunch::runJob(parsed.spec);
     case tlaunch::Subcommand::topo: return tlaunch::runTopo(parsed.spec);
-    case tlaunch::Subcommand::preflight: break;
+    case tlaunch::Subcommand::preflight: return tlaunch::runJob(parsed.spec);
   }
   return 70;
 }

@@ -38,7 +38,13 @@ int runOfflineDryRun(const JobSpec& spec) {
   for (const auto& t : choice->nodes)
     nodes.push_back({t.index, t.name, Json{{"topology", topologyToJson(*topo)}, {"free_port", 0}}, "(offline)"});
   char cwd[4096] = {};
-  PlanContext ctx{"tl-offline", ::getcwd(cwd, sizeof cwd) ? cwd : "/", forwarded->base_env, forwarded->user_set};
+  PlanContext ctx;
+  ctx.job_id = "tl-offline";
+  ctx.cwd = ::getcwd(cwd, sizeof cwd) ? cwd : "/";
+  ctx.base_env = forwarded->base_env;
+  ctx.user_set = forwarded->user_set;
+  ctx.user_env = forwarded->user_env;
+  for (const auto& t : choice->nodes) ctx.node_net_if.push_back(t.net_if);
   auto plan = makePlan(spec, nodes, ctx);
   if (!plan) return report(plan.error());
   std::cout << (spec.json ? planToJson(*plan).dump(2) + "\n" : renderPlanText(*plan));

@@ -58,6 +58,21 @@ void printOutcome(OutputSink& out, const std::string& job_id, const JobOutcome& 
 
 }  // namespace
 
+Json daemonConfig(const JobSpec& spec, const UserEnv& user_env, bool loopback_only) {
+  Json nccl = Json::object();
+  for (const auto& [k, v] : user_env)
+    if (k.rfind("NCCL_", 0) == 0) nccl[k] = {{"value", v.value}, {"source", v.source}};
+  const bool fabric_wanted = !loopback_only || !spec.net_if.empty() || !spec.net_cidr.empty() || spec.sysfs_root != "/";
+  Json c = {{"sysfs_root", spec.sysfs_root},
+            {"topology_xml", spec.topology_xml},
+            {"preflight", spec.preflight == PreflightMode::off ? "off" : spec.preflight == PreflightMode::full ? "full" : "quick"},
+            {"expect_rdma", spec.net_mode != "tcp" && fabric_wanted},
+            {"gpus_required", spec.gpus_per_node},
+            {"user_env", nccl}};
+  if (spec.expect_rate_gbps > 0) c["expect_rate_gbps"] = spec.expect_rate_gbps;
+  return c;
+}
+
 int runJob(const JobSpec& input) {
   JobSpec spec = input;
   if (auto v = validate(spec); !v) {
@@ -89,7 +104,10 @@ int runJob(const JobSpec& input) {
   cfg.plan_context.cwd = currentDirectory();
   cfg.plan_context.base_env = forwarded->base_env;
   cfg.plan_context.user_set = forwarded->user_set;
-  cfg.daemon_config = {{"sysfs_root", spec.sysfs_root}, {"topology_xml", spec.topology_xml}};
+  cfg.plan_context.user_env = forwarded->user_env;
+  cfg.plan_context.loopback_only = choice->loopback_only;
+  for (const auto& n : cfg.nodes) cfg.plan_context.node_net_if.push_back(n.net_if);
+  cfg.daemon_config = daemonConfig(spec, forwarded->user_env, choice->loopback_only);
 
   ::signal(SIGPIPE, SIG_IGN);
   OutputSink out(spec.tag, spec.output_dir);

@@ -30,7 +30,12 @@ TEST_CASE("rank env: torchrun's and Open MPI's variables, node-major numbering",
   for (int i = 0; i < 3; ++i)
     nodes.push_back({i, "n" + std::to_string(i), inventory(29500 + i, 40000 + i),
                      "10.0.0." + std::to_string(i + 1)});
-  PlanContext ctx{"tl-abc", "/work", {"PATH=/usr/bin"}, {"PATH"}};
+  PlanContext ctx;
+  ctx.job_id = "tl-abc";
+  ctx.cwd = "/work";
+  ctx.base_env = {"PATH=/usr/bin"};
+  ctx.user_set = {"PATH"};
+  ctx.loopback_only = true;
   auto plan = makePlan(spec, nodes, ctx);
   REQUIRE(plan);
   REQUIRE(plan->world_size == 6);
@@ -72,7 +77,13 @@ TEST_CASE("rank env: the user's OMP_NUM_THREADS wins, identity variables do not"
   JobSpec spec;
   spec.argv = {"x"};
   spec.procs_per_node = 1;
-  auto plan = makePlan(spec, {{0, "n0", inventory(1234), "127.0.0.1"}}, {"j", "/", f->base_env, f->user_set});
+  PlanContext ctx;
+  ctx.job_id = "j";
+  ctx.cwd = "/";
+  ctx.base_env = f->base_env;
+  ctx.user_set = f->user_set;
+  ctx.loopback_only = true;
+  auto plan = makePlan(spec, {{0, "n0", inventory(1234), "127.0.0.1"}}, ctx);
   REQUIRE(plan);
   auto env = mergeEnv(plan->nodes[0].base_env, plan->nodes[0].ranks[0].env);
   CHECK(valueIn(env, "OMP_NUM_THREADS") == "8");

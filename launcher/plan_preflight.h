@@ -1,0 +1,16 @@
+#pragma once
+// Gathers the nodes' preflight results, adds the cross-node checks, and decides. Pure.
+#include <vector>
+
+#include "binding/preflight_item.h"
+#include "launcher/job_plan.h"
+
+namespace tlaunch {
+
+// Every check of every node, then the cross-node ones.
+std::vector<PreflightItem> collectPreflight(const std::vector<NodeReport>& nodes);
+// Fills plan.details["preflight"] and plan.preflight_text; an error (Errc::preflight) when a
+// check failed, or warned with --preflight-strict.
+Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport>& nodes, JobPlan& plan);
+
+}  // namespace tlaunch
