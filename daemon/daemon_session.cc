@@ -161,6 +161,9 @@ void DaemonSession::sendInventory(const Json& config) {
   InventoryRequest req;
   req.topology_xml = getString(config, "topology_xml");
   req.sysfs_root = getString(config, "sysfs_root", "/");
+  // "{node}" in --sysfs-root stands for this node's name: per-node captures in tests.
+  for (size_t at; (at = req.sysfs_root.find("{node}")) != std::string::npos;)
+    req.sysfs_root.replace(at, 6, opts_.node_name);
   req.node_name = opts_.node_name;
   req.preflight = getString(config, "preflight", "quick");
   req.expect_rdma = getBool(config, "expect_rdma", true);

@@ -68,7 +68,7 @@ void addPlanOptions(CLI::App& app, JobSpec& s) {
   app.add_flag("--offline", s.offline, "with --dry-run: plan from --topology-xml alone, contact no node");
   app.add_flag("--report-bindings", s.report_bindings, "print the binding manifest before the job starts");
   app.add_option("--topology-xml", s.topology_xml, "hwloc XML topology to use instead of the live machine");
-  app.add_option("--sysfs-root", s.sysfs_root, "read RDMA/network sysfs facts under DIR instead of / (tests)");
+  app.add_option("--sysfs-root", s.sysfs_root, "read RDMA/network sysfs facts under DIR instead of / (tests; {node} stands for the node name)");
   app.add_option("--bind", s.bind, "CPU binding: none, numa, core (default)")->check(CLI::IsMember({"none", "numa", "core"}));
   app.add_option("--cpus-per-rank", s.cpus_per_rank, "cores per rank (default: an even share)")->check(CLI::PositiveNumber);
 }

@@ -105,6 +105,16 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     auto addr = sourceAddressToward(choice.nodes.front().name);
     if (!addr) return tl::unexpected(addr.error());
     choice.listen_address = *addr;
+    // On a fabric-connected frontend the daemons try its fabric addresses first (--net tcp:
+    // the route toward the nodes is the network).
+    if (spec.net_mode != "tcp") {
+      std::string list;
+      for (const auto& a : ownFabricAddresses(spec.sysfs_root)) list += a + ",";
+      if (!list.empty()) {
+        choice.advertise_address = list + *addr;
+        choice.listen_address = "0.0.0.0";
+      }
+    }
   } else {
     // srun picks the nodes: listen everywhere; daemons try each of our addresses.
     choice.listen_address = "0.0.0.0";

@@ -7,7 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+
+#include "binding/fabric_discovery.h"
 
 namespace tlaunch {
 
@@ -38,6 +41,27 @@ Result<std::string> sourceAddressToward(const std::string& host) {
   char buf[INET_ADDRSTRLEN] = {};
   ::inet_ntop(AF_INET, &local.sin_addr, buf, sizeof buf);
   return std::string(buf);
+}
+
+std::vector<std::string> ownFabricAddresses(const std::string& sysfs_root_pattern) {
+  std::vector<std::string> out;
+  std::string sysfs_root = sysfs_root_pattern;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  for (size_t at; (at = sysfs_root.find("{node}")) != std::string::npos;) sysfs_root.replace(at, 6, host);
+  auto fabric = discoverNodeFabric(sysfs_root);
+  if (!fabric) return out;
+  for (const auto& dev : fabric->devices) {
+    for (const auto& port : dev.ports) {
+      if (port.state != kPortStateActive || port.netdev.empty()) continue;
+      for (const auto& nif : fabric->interfaces) {
+        if (nif.name != port.netdev || !nif.live || !nif.up) continue;
+        for (const auto& a : nif.ipv4)
+          if (std::find(out.begin(), out.end(), a.address) == out.end()) out.push_back(a.address);
+      }
+    }
+  }
+  return out;
 }
 
 std::string localAddressList() {
