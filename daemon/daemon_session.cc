@@ -113,6 +113,10 @@ void DaemonSession::onMessage(Json&& msg) {
     if (ranks_) ranks_->closeStdin(static_cast<int>(getInt(msg, "r")));
     return;
   }
+  if (t == "fence_done" || t == "dmodex_serve" || t == "dmodex_done") {
+    if (pmix_) pmix_->onMessage(t, msg);
+    return;
+  }
   if (t == "shutdown") {
     shutdown(0);
     return;
@@ -234,12 +238,32 @@ void DaemonSession::handlePrepare(const Json& msg) {
   auto exe = resolveProgram(launch_->argv[0], envValue(launch_->base_env, "PATH"), launch_->cwd, launch_->node_name);
   if (!exe) return reply_error(exe.error());
   if (auto r = probeNext(); !r) return reply_error(r.error());
+  if (launch_->pmix.enabled && !pmix_) {
+    auto bridge = PmixBridge::start(io_, *launch_, [this](Json m) {
+      if (conn_ && conn_->isOpen()) conn_->send(m);
+    });
+    if (!bridge) {
+      Error e = bridge.error();
+      e.message = "node " + launch_->node_name + ": the PMIx server did not start: " + e.message;
+      e.hint = "tlaunch --pmix=off runs without it (MPI programs then need mpirun)";
+      return reply_error(e);
+    }
+    pmix_ = std::move(*bridge);
+  }
   conn_->send({{"t", "prepared"}});
 }
 
 void DaemonSession::handleStart() {
   if (!launch_ || ranks_) return;
   auto launches = buildRankLaunches(*launch_);
+  if (launches && pmix_) {
+    for (auto& l : *launches) {
+      if (auto r = pmix_->setupFork(l.rank, l.env); !r) {
+        launches = tl::unexpected(r.error());
+        break;
+      }
+    }
+  }
   if (!launches) {
     conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(launches.error().code)}, {"message", launches.error().message}});
     return;
@@ -260,6 +284,7 @@ void DaemonSession::handleStart() {
                  {"tail", e.stderr_tail}});
   };
   ev.all_exited = [this] {
+    if (pmix_) pmix_->finish();
     if (lost_) {
       shutdown(1);
       return;

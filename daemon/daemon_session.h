@@ -10,6 +10,7 @@
 #include <asio.hpp>
 
 #include "bootstrap/connection.h"
+#include "daemon/pmix_bridge.h"
 #include "daemon/rank_supervisor.h"
 #include "tlaunch/node_launch.h"
 
@@ -55,6 +56,7 @@ class DaemonSession {
   std::string server_nonce_, client_nonce_;
   bool authenticated_ = false;
   std::optional<NodeLaunch> launch_;
+  std::unique_ptr<PmixBridge> pmix_;  // declared before ranks_: destroyed after them
   std::unique_ptr<RankSupervisor> ranks_;
   asio::steady_timer heartbeat_timer_;
   asio::steady_timer exit_timer_;

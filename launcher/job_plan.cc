@@ -70,6 +70,23 @@ Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nod
     }
   }
   if (auto b = planBindings(spec, nodes, ctx, plan); !b) return tl::unexpected(b.error());
+  if (spec.pmix) {
+    PmixSpec pmix;
+    pmix.enabled = true;
+    pmix.nspace = "tlaunch." + ctx.job_id;
+    for (const auto& nl : plan.nodes) {
+      pmix.node_names.push_back(nl.node_name);
+      std::vector<int> ranks;
+      for (const auto& r : nl.ranks) ranks.push_back(r.rank);
+      pmix.ranks_by_node.push_back(std::move(ranks));
+    }
+    // MPI's TCP traffic follows the network choice; simulated nodes on this host talk over lo.
+    pmix.tcp_if_include = *network ? (*network)->cidr : "lo";
+    for (size_t i = 0; i < plan.nodes.size(); ++i) {
+      plan.nodes[i].pmix = pmix;
+      plan.nodes[i].pmix.this_node = static_cast<int>(i);
+    }
+  }
   if (*network) applyNetworkEnv(**network, ctx, plan);
   else plan.network_text = "network: loopback (every node is this host)\n";
   return plan;

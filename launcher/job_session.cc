@@ -182,6 +182,7 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
   }
   if (t == "ping") return;
   if (t == "exit") return onRankExit(link, msg);
+  if (t == "fence" || t == "dmodex_req" || t == "dmodex_resp" || t == "abort") return onPmixMessage(link, t, std::move(msg));
   if (t == "inventory") return onInventory(link, std::move(msg["inv"]));
   if (t == "prepared") {
     link.prepared = true;
@@ -298,6 +299,53 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
                               : "exited with status " + std::to_string(code);
   fail(signaled ? 128 + code : code, "rank " + std::to_string(rank) + " on node " + link.name + " " + what, rank,
        std::move(tail));
+}
+
+void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) {
+  if (type == "abort") {
+    const int rank = static_cast<int>(getInt(msg, "r"));
+    const int status = static_cast<int>(getInt(msg, "status", 1));
+    std::string text = getString(msg, "message");
+    fail(status, "rank " + std::to_string(rank) + " on node " + link.name + " called MPI_Abort with status " +
+                     std::to_string(status) + (text.empty() ? "" : ": " + text),
+         rank);
+    return;
+  }
+  if (type == "fence") {
+    // Every node contributes once per fence; the concatenation goes back to all of them.
+    const auto seq = static_cast<uint64_t>(getInt(msg, "seq"));
+    Fence& f = fences_[seq];
+    if (f.blobs.empty()) {
+      f.blobs.resize(links_.size());
+      f.arrived.resize(links_.size());
+    }
+    const auto i = static_cast<size_t>(link.index);
+    if (i >= f.arrived.size() || f.arrived[i]) return;
+    f.arrived[i] = true;
+    f.blobs[i] = bytesOf(msg["d"]);
+    if (++f.count < links_.size()) return;
+    std::string all;
+    for (const auto& b : f.blobs) all += b;
+    fences_.erase(seq);
+    broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", true}, {"d", binary(all)}});
+    return;
+  }
+  if (type == "dmodex_req") {
+    // Ranks are node-major: the owner of rank r is node r / ranks_per_node.
+    const int rank = static_cast<int>(getInt(msg, "rank"));
+    const int owner = plan_ && plan_->ranks_per_node > 0 ? rank / plan_->ranks_per_node : -1;
+    if (owner < 0 || owner >= static_cast<int>(links_.size()) || !links_[owner]->conn) {
+      link.conn->send({{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", false}, {"d", binary("")}});
+      return;
+    }
+    links_[owner]->conn->send({{"t", "dmodex_serve"}, {"from", link.index}, {"id", msg["id"]}, {"rank", rank}});
+    return;
+  }
+  if (type == "dmodex_resp") {
+    const auto to = getInt(msg, "to", -1);
+    if (to < 0 || to >= static_cast<long long>(links_.size()) || !links_[to]->conn) return;
+    links_[to]->conn->send({{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", getBool(msg, "ok")}, {"d", msg["d"]}});
+  }
 }
 
 void JobSession::onLinkClosed(Link& link, const std::string& reason) {

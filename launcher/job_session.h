@@ -2,6 +2,7 @@
 // The frontend's side of one job, on one io_context thread: accept and authenticate the
 // daemons, collect inventories, plan, prepare, start, relay output, supervise, tear down.
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,7 @@ class JobSession {
   void planAndPrepare();
   void startRanks();
   void onRankExit(Link& link, const Json& msg);
+  void onPmixMessage(Link& link, const std::string& type, Json&& msg);
   void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {});
   void teardown();
   void finish();
@@ -79,6 +81,12 @@ class JobSession {
   std::vector<std::unique_ptr<Pending>> pending_;
   Phase phase_ = Phase::connecting;
   std::optional<JobPlan> plan_;
+  struct Fence {
+    std::vector<std::string> blobs;
+    std::vector<bool> arrived;
+    size_t count = 0;
+  };
+  std::map<uint64_t, Fence> fences_;  // PMIx fences in progress, by sequence number
   JobOutcome outcome_;
   bool failed_ = false;
   int interrupts_ = 0;

@@ -44,9 +44,11 @@ int runOfflineDryRun(const JobSpec& spec) {
   ctx.base_env = forwarded->base_env;
   ctx.user_set = forwarded->user_set;
   ctx.user_env = forwarded->user_env;
+  ctx.loopback_only = true;  // no node was asked about its network: the plan leaves it out
   for (const auto& t : choice->nodes) ctx.node_net_if.push_back(t.net_if);
   auto plan = makePlan(spec, nodes, ctx);
   if (!plan) return report(plan.error());
+  for (const auto& w : plan->warnings) std::cerr << "tlaunch: warning: " << w << "\n";
   std::cout << (spec.json ? planToJson(*plan).dump(2) + "\n" : renderPlanText(*plan));
   return 0;
 }

@@ -40,6 +40,18 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
     auto topo = topologyFromJson(n.inventory["topology"]);
     if (!topo) return fail(Errc::protocol, "node " + n.name + " reported a malformed topology: " + topo.error().message);
     auto bindings = planNodeBinding(*topo, req, n.name);
+    if (!bindings && req.mode == BindMode::core && req.cpus_per_rank == 0 && !req.use_gpus) {
+      // More CPU ranks than cores (oversubscription): share the NUMA node's cores instead of
+      // refusing; an explicit --cpus-per-rank or GPU job still gets the error.
+      BindingRequest shared = req;
+      shared.mode = BindMode::numa;
+      auto retry = planNodeBinding(*topo, shared, n.name);
+      if (retry) {
+        plan.warnings.push_back(bindings.error().message +
+                                "; ranks share the NUMA node's cores (oversubscribed)");
+        bindings = std::move(retry);
+      }
+    }
     if (!bindings) return tl::unexpected(bindings.error());
     nl.apply_binding = topo->live && req.mode != BindMode::none;
     if (!topo->live && req.mode != BindMode::none && !reported_not_applied) {

@@ -92,7 +92,7 @@ TEST_CASE("hosts: remoteDaemonCommand: the daemon gets its arguments unchanged, 
           "[hosts][shell_quote][ssh]") {
   DaemonCommand command{"printf", {"%s\\0"}};
   command.args.insert(command.args.end(), kNasty.begin(), kNasty.end());
-  NodeTarget node{3, "node 3;$x", ""};
+  NodeTarget node{3, "node 3;$x", "", {}};
   std::vector<std::string> expected = kNasty;
   expected.insert(expected.end(), {"--node-index", "3", "--node-name", "node 3;$x"});
   for (const auto& shell : shells()) {

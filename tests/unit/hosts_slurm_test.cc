@@ -30,7 +30,7 @@ struct TempDir {
 
 std::vector<NodeTarget> targets(const W& names) {
   std::vector<NodeTarget> out;
-  for (size_t i = 0; i < names.size(); ++i) out.push_back({static_cast<int>(i), names[i], ""});
+  for (size_t i = 0; i < names.size(); ++i) out.push_back({static_cast<int>(i), names[i], "", {}});
   return out;
 }
 }  // namespace

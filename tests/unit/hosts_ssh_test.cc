@@ -66,7 +66,7 @@ TEST_CASE("hosts: ssh argv: exact form with reuse and extra options", "[hosts][s
   o.control_persist_s = 90;
   o.ssh_options = {"Port=2222", "-i '/keys/my key' -l alice"};
   DaemonCommand cmd{"/opt/tlaunch/bin/tlaunchd", {"--connect", "10.0.0.1:4000", "--job-id", "j 1"}};
-  auto argv = buildSshArgv(o, "/run/user/1000/tlaunch-ssh", NodeTarget{2, "node3", ""}, cmd);
+  auto argv = buildSshArgv(o, "/run/user/1000/tlaunch-ssh", NodeTarget{2, "node3", "", {}}, cmd);
   REQUIRE(argv);
   CHECK(*argv == W{"ssh", "-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=7",
                    "-o", "ControlMaster=auto", "-o", "ControlPath=/run/user/1000/tlaunch-ssh/%C",
@@ -78,18 +78,18 @@ TEST_CASE("hosts: ssh argv: exact form with reuse and extra options", "[hosts][s
 TEST_CASE("hosts: ssh argv: no reuse, user@host destination, bad input", "[hosts][ssh]") {
   SshStarterOptions o;
   DaemonCommand cmd{"tlaunchd", {}};
-  auto argv = buildSshArgv(o, "", NodeTarget{0, "n1", "bob@n1"}, cmd);
+  auto argv = buildSshArgv(o, "", NodeTarget{0, "n1", "bob@n1", {}}, cmd);
   REQUIRE(argv);
   CHECK(*argv == W{"ssh", "-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "bob@n1",
                    "exec 'tlaunchd' '--node-index' '0' '--node-name' 'n1'"});
-  CHECK_FALSE(buildSshArgv(o, "", NodeTarget{0, "-oProxyCommand=x", ""}, cmd));
+  CHECK_FALSE(buildSshArgv(o, "", NodeTarget{0, "-oProxyCommand=x", "", {}}, cmd));
   o.ssh_options = {"-i 'unclosed"};
-  auto bad = buildSshArgv(o, "", NodeTarget{0, "n1", ""}, cmd);
+  auto bad = buildSshArgv(o, "", NodeTarget{0, "n1", "", {}}, cmd);
   REQUIRE_FALSE(bad);
   CHECK_THAT(bad.error().message, Catch::StartsWith("--ssh-option:"));
   o.ssh_options.clear();
   o.connect_timeout_s = 0;
-  CHECK_FALSE(buildSshArgv(o, "", NodeTarget{0, "n1", ""}, cmd));
+  CHECK_FALSE(buildSshArgv(o, "", NodeTarget{0, "n1", "", {}}, cmd));
 }
 
 TEST_CASE("hosts: ssh control dir: private per-user place whose socket paths fit", "[hosts][ssh]") {
@@ -208,7 +208,7 @@ TEST_CASE("hosts: SshStarter: real ssh to a name that does not resolve", "[hosts
   o.connect_timeout_s = 5;
   o.control_dir = (tmp.path / "ctl").string();
   SshStarter starter(o);
-  REQUIRE(starter.start({NodeTarget{0, "nonexistent.invalid", ""}}, DaemonCommand{"/opt/tlaunch/bin/tlaunchd", {}},
+  REQUIRE(starter.start({NodeTarget{0, "nonexistent.invalid", "", {}}}, DaemonCommand{"/opt/tlaunch/bin/tlaunchd", {}},
                         "secret"));
   auto failures = pollUntil(starter, [](const auto& f) { return !f.empty(); }, 30000);
   starter.stop(100);
@@ -240,7 +240,7 @@ TEST_CASE("hosts: SshStarter: fanout, secret on stdin, arguments, failures, stop
   o.connect_timeout_s = 30;
   SshStarter starter(o);
   std::vector<NodeTarget> nodes;
-  for (int i = 0; i < 5; ++i) nodes.push_back({i, i == 2 ? "bad" : "n" + std::to_string(i), ""});
+  for (int i = 0; i < 5; ++i) nodes.push_back({i, i == 2 ? "bad" : "n" + std::to_string(i), "", {}});
   const std::string tricky = "a 'b' \"c\" $d; e\\f\ng";
   REQUIRE(starter.start(nodes, DaemonCommand{daemon.string(), {tmp.path.string(), tricky}}, "s3cr3t"));
   CHECK(starter.startedCount() == 2);
@@ -281,7 +281,7 @@ TEST_CASE("hosts: SshStarter: a missing ssh program is an error at start", "[hos
   SshStarterOptions o;
   o.ssh_program = "/nonexistent/ssh";
   SshStarter starter(o);
-  auto r = starter.start({NodeTarget{0, "n1", ""}}, DaemonCommand{"tlaunchd", {}}, "s");
+  auto r = starter.start({NodeTarget{0, "n1", "", {}}}, DaemonCommand{"tlaunchd", {}}, "s");
   REQUIRE_FALSE(r);
   CHECK_THAT(r.error().message, Catch::Contains("/nonexistent/ssh"));
 }

@@ -1,0 +1,83 @@
+#include "daemon/pmix_bridge.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+namespace tlaunch {
+
+namespace {
+std::string tmpBase() {
+  const char* t = std::getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
+}
+}  // namespace
+
+Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, const NodeLaunch& launch, Send send) {
+  std::unique_ptr<PmixBridge> b(new PmixBridge());
+  b->send_ = send;
+  // Per node and job, so that simulated nodes sharing /tmp and two jobs at once never collide.
+  b->node_dir_ = tmpBase() + "/tlaunch." + launch.job_id + "." + launch.node_name;
+  PmixServerConfig cfg;
+  cfg.node_name = launch.node_name;
+  cfg.node_index = launch.pmix.this_node;
+  cfg.tmpdir = b->node_dir_ + "/server";
+  cfg.uid = static_cast<uint32_t>(::getuid());
+  cfg.gid = static_cast<uint32_t>(::getgid());
+  PmixServer::Callbacks cb;
+  cb.fence_contribution = [send](uint64_t seq, std::string blob, bool collect) {
+    send({{"t", "fence"}, {"seq", seq}, {"collect", collect}, {"d", binary(blob)}});
+  };
+  cb.direct_modex_request = [send](uint64_t id, int rank) { send({{"t", "dmodex_req"}, {"id", id}, {"rank", rank}}); };
+  cb.abort = [send](int rank, int status, std::string message) {
+    send({{"t", "abort"}, {"r", rank}, {"status", status}, {"message", message}});
+  };
+  auto server = PmixServer::start(cfg, [&io](std::function<void()> f) { asio::post(io, std::move(f)); }, std::move(cb));
+  if (!server) return tl::unexpected(server.error());
+  b->server_ = std::move(*server);
+  PmixJobLayout layout;
+  layout.nspace = launch.pmix.nspace;
+  layout.node_names = launch.pmix.node_names;
+  layout.ranks_by_node = launch.pmix.ranks_by_node;
+  layout.this_node = launch.pmix.this_node;
+  layout.job_tmpdir = b->node_dir_ + "/job";
+  layout.tcp_if_include = launch.pmix.tcp_if_include;
+  if (auto r = b->server_->registerJob(layout); !r) return tl::unexpected(r.error());
+  return b;
+}
+
+PmixBridge::~PmixBridge() {
+  finish();
+  server_.reset();
+  std::error_code ec;
+  std::filesystem::remove_all(node_dir_, ec);
+}
+
+Result<void> PmixBridge::setupFork(int rank, std::vector<std::string>& env) { return server_->setupFork(rank, env); }
+
+void PmixBridge::onMessage(const std::string& type, const Json& msg) {
+  if (type == "fence_done") {
+    server_->completeFence(static_cast<uint64_t>(getInt(msg, "seq")), getBool(msg, "ok"), bytesOf(msg["d"]));
+  } else if (type == "dmodex_serve") {
+    // Another node's rank asks for one of ours: libpmix answers once our rank has committed.
+    const auto from = getInt(msg, "from");
+    const auto id = getInt(msg, "id");
+    Send send = send_;
+    server_->serveDirectModex(static_cast<int>(getInt(msg, "rank")), [send, from, id](bool ok, std::string data) {
+      send({{"t", "dmodex_resp"}, {"to", from}, {"id", id}, {"ok", ok}, {"d", binary(data)}});
+    });
+  } else if (type == "dmodex_done") {
+    server_->completeDirectModex(static_cast<uint64_t>(getInt(msg, "id")), getBool(msg, "ok"), bytesOf(msg["d"]));
+  }
+}
+
+void PmixBridge::finish() {
+  if (finished_ || !server_) return;
+  finished_ = true;
+  if (auto r = server_->deregisterJob(std::chrono::seconds(3)); !r)
+    spdlog::warn("PMIx teardown: {}", r.error().message);
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,40 @@
+#pragma once
+// Connects the node's PMIx server (bootstrap/pmix_server.h) to the control plane: fence
+// contributions and direct-modex requests go to the frontend as messages, its answers come
+// back here. Lives on the daemon's io_context thread; libpmix upcalls arrive through asio::post.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "bootstrap/message.h"
+#include "bootstrap/pmix_server.h"
+#include "tlaunch/node_launch.h"
+
+namespace tlaunch {
+
+class PmixBridge {
+ public:
+  using Send = std::function<void(Json)>;
+  // Starts the PMIx server and registers the job's namespace and local ranks.
+  static Result<std::unique_ptr<PmixBridge>> start(asio::io_context& io, const NodeLaunch& launch, Send send);
+  ~PmixBridge();
+  // Adds the PMIx variables (server URI, namespace, rank, Open MPI's hints) to a rank's env.
+  Result<void> setupFork(int rank, std::vector<std::string>& env);
+  // Frontend messages: "fence_done", "dmodex_serve", "dmodex_done".
+  void onMessage(const std::string& type, const Json& msg);
+  // After the node's ranks are reaped: bounded deregistration and removal of the job's files.
+  void finish();
+
+ private:
+  PmixBridge() = default;
+  std::unique_ptr<PmixServer> server_;
+  Send send_;
+  std::string node_dir_;
+  bool finished_ = false;
+};
+
+}  // namespace tlaunch

@@ -1,0 +1,54 @@
+"""Binding as a user checks it: on this machine -p 2 gives each rank its own core
+(Cpus_allowed_list), --bind none leaves ranks unbound, --report-bindings prints the manifest,
+and --dry-run --json exposes the manifest and a fingerprint that is stable across runs and
+independent of host names; a recorded topology is planned but not applied."""
+import json
+import os
+import re
+
+import tl
+
+r = tl.run(["-p", "2", "--tag-output=rank", "--report-bindings", "--", "grep", "Cpus_allowed_list", "/proc/self/status"])
+tl.check(r.returncode == 0, f"job: {r.stderr}")
+cpus = {}
+for line in r.stdout.splitlines():
+    m = re.match(r"^\[(\d)\] Cpus_allowed_list:\s+(\S+)$", line)
+    tl.check(m is not None, f"bad line {line!r}")
+    cpus[int(m.group(1))] = m.group(2)
+online = open("/sys/devices/system/cpu/online").read().strip()
+if online == "0-1":
+    tl.check(cpus == {0: "0", 1: "1"}, f"each rank on its own core: {cpus}")
+else:
+    tl.check(cpus[0] != cpus[1], f"ranks share a cpuset: {cpus}")
+tl.check("binding manifest (fingerprint" in r.stderr and "cpuset" in r.stderr, "--report-bindings prints the manifest")
+
+r = tl.run(["-p", "2", "--bind", "none", "--tag-output=rank", "--", "grep", "Cpus_allowed_list", "/proc/self/status"])
+tl.check(all(l.endswith(online) for l in r.stdout.splitlines()), f"--bind none: {r.stdout!r}")
+
+
+def dry(hosts):
+    r = tl.run(["--launcher", "local", "--hosts", hosts, "-p", "2", "--dry-run", "--json", "--", "true"])
+    tl.check(r.returncode == 0, f"dry-run: {r.stderr}")
+    return json.loads(r.stdout)
+
+
+a, b, c = dry("a1,a2"), dry("a1,a2"), dry("zz1,zz2")
+tl.check([x["rank"] for x in a["ranks"]] == [0, 1, 2, 3], "ranks array")
+for row in a["ranks"]:
+    for key in ("rank", "node", "local_rank", "gpu_busid", "hca", "path", "numa", "cpuset"):
+        tl.check(key in row, f"manifest row lacks {key}: {row}")
+    tl.check(row["gpu_busid"] is None and row["hca"] is None, "-p: no GPU, no HCA")
+tl.check(a["fingerprint"] == b["fingerprint"] == c["fingerprint"], "fingerprint stable and free of host names")
+tl.check(a["ranks"] == b["ranks"], "same inputs, same manifest")
+
+fixtures = os.environ.get("TLAUNCH_FIXTURES_DIR", os.path.join(os.path.dirname(__file__), "../../../shared/fixtures"))
+xml = os.path.join(fixtures, "topologies", "llnl-ipa20_dell-xe8640_2xXeon8480_4xH100-SXM_4xmlx5-IB_hwloc2.12.xml")
+if os.path.exists(xml):
+    r = tl.run(["-g", "4", "--dry-run", "--offline", "--json", "--topology-xml", xml, "--hosts", "n1,n2", "--", "true"])
+    tl.check(r.returncode == 0, f"offline dry-run: {r.stderr}")
+    plan = json.loads(r.stdout)
+    tl.check(len(plan["ranks"]) == 8 and plan["ranks"][0]["gpu_busid"] == "0000:4e:00.0", "GPU per rank from the XML")
+    tl.check("not applied" in r.stderr, "a recorded topology is planned, not applied (said once)")
+    r = tl.run(["-g", "8", "--dry-run", "--offline", "--topology-xml", xml, "--hosts", "n1", "--", "true"])
+    tl.check(r.returncode == 78 and "4 GPUs" in r.stderr and "8" in r.stderr, f"-g 8 on 4 GPUs: {r.stderr}")
+print("PASS")

@@ -1,0 +1,73 @@
+"""MPI programs direct-launch under tlaunch (each daemon is a PMIx server, like srun
+--mpi=pmix): Open MPI C programs and mpi4py on 1 and several simulated nodes, a raw PMIx
+client across nodes (fence + direct modex), MPI_Abort's status, a rank dying in MPI_Init, and
+no PMIx/Open MPI files left behind."""
+import glob
+import os
+import re
+import time
+
+import tl
+
+HELLO = os.environ.get("PMIX_MPI_HELLO")
+CLIENT = os.environ.get("PMIX_CLIENT")
+ABORT = os.environ.get("PMIX_MPI_ABORT")
+if not (HELLO and CLIENT and ABORT and os.path.exists(HELLO)):
+    tl.skip("MPI test programs were not built (mpicc / libpmix-dev missing)")
+
+
+def leftover_files():
+    return sorted(glob.glob("/tmp/tlaunch.tl-*") + glob.glob("/dev/shm/tlaunch.*") + glob.glob("/dev/shm/vader_segment.*"))
+
+
+before = set(leftover_files())
+
+
+def hello(args, size, ppn):
+    r = tl.run(args + ["--", HELLO, str(size), str(ppn)], timeout=120)
+    print(r.stdout, r.stderr)
+    tl.check(r.returncode == 0, f"{args}: exit {r.returncode}")
+    oks = [l for l in r.stdout.splitlines() if re.search(r"mpi_hello rank \d+/%d .* ok$" % size, l)]
+    tl.check(len(oks) == size, f"{args}: {len(oks)} ranks ok of {size}")
+
+
+hello(["-p", "4"], 4, 4)
+hello(["--launcher", "local", "-N", "3", "-p", "2"], 6, 2)
+
+# mpi4py 2x2: the communicator spans both simulated nodes.
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--tag-output=rank", "--", tl.PYTHON, "-c",
+            "from mpi4py import MPI; c = MPI.COMM_WORLD; print(c.Get_rank(), c.Get_size(), c.allreduce(c.Get_rank()))"],
+           timeout=120)
+tl.check(r.returncode == 0, f"mpi4py: {r.returncode} {r.stderr}")
+tl.check(sorted(r.stdout.splitlines()) == [f"[{i}] {i} 4 6" for i in range(4)], f"mpi4py: {r.stdout!r}")
+
+# Raw PMIx client across two nodes named as it expects: job size, local/node ranks, peers,
+# host names, and a value put on one node and read on the other (after a fence, and by
+# direct modex).
+for extra in ([], ["direct"]):
+    r = tl.run(["--launcher", "local", "--hosts", "nodeA,nodeB", "-p", "2", "--", CLIENT, "2", "2"] + extra, timeout=60)
+    print(r.stdout, r.stderr)
+    tl.check(r.returncode == 0, f"pmix client {extra}: exit {r.returncode}")
+
+# Without the PMIx server the same program sees singletons: the server is what makes it work.
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--pmix=off", "--", HELLO, "2", "1"], timeout=120)
+tl.check(r.returncode != 0, "--pmix=off: MPI ranks cannot form the job")
+
+# MPI_Abort(comm, 7) in rank 1: the job exits 7 and the summary names the rank.
+t0 = time.monotonic()
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--", ABORT], timeout=60)
+tl.check(r.returncode == 7, f"MPI_Abort: exit {r.returncode}, expected 7: {r.stderr}")
+tl.check("rank 1 on node local0 called MPI_Abort with status 7" in r.stderr, f"summary: {r.stderr}")
+tl.check(time.monotonic() - t0 < 30, "MPI_Abort ended the job quickly")
+
+# A rank killed during MPI_Init: the job ends, nothing remains.
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--kill-timeout", "2", "--",
+            tl.program("mpi_rank_dies_in_init.sh"), HELLO, "4", "2"], timeout=60)
+tl.check(r.returncode == 137, f"rank killed in MPI_Init: exit {r.returncode}: {r.stderr}")
+tl.check("rank 1 on node local0 was killed by signal 9" in r.stderr, f"summary: {r.stderr}")
+job = re.search(r"job (tl-[0-9a-f]+)", r.stderr).group(1)
+tl.check(tl.wait_until(lambda: not tl.processes_with_env("TLAUNCH_JOB_ID", job), 10), "ranks left behind")
+
+tl.check(tl.wait_until(lambda: set(leftover_files()) <= before, 5),
+         f"stale PMIx/Open MPI files: {sorted(set(leftover_files()) - before)}")
+print("PASS")
