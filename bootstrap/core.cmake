@@ -5,4 +5,5 @@ set(BOOTSTRAP_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/auth.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/connection.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/node_launch_json.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/tree_shape.cc
 )

@@ -337,8 +337,15 @@ void DaemonSession::shutdown(int code) {
   asio::error_code ignore;
   probe_acceptor_.close(ignore);
   if (ranks_ && !ranks_->allExited()) ranks_->killAll();
-  if (conn_ && conn_->isOpen()) conn_->closeAfterFlush();
-  waitForFlush(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+  // Off the current handler (it may be one of the supervisor's): reap what is left, tear the
+  // PMIx server down and remove the job's files, and only then close the connection, so that
+  // the frontend's wait for our exit covers the cleanup.
+  asio::post(io_, [this] {
+    ranks_.reset();
+    pmix_.reset();
+    if (conn_ && conn_->isOpen()) conn_->closeAfterFlush();
+    waitForFlush(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+  });
 }
 
 void DaemonSession::waitForFlush(std::chrono::steady_clock::time_point deadline) {

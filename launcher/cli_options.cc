@@ -60,6 +60,7 @@ void addControlOptions(CLI::App& app, JobSpec& s) {
       ->check(CLI::PositiveNumber);
   app.add_option("--daemon-path", s.daemon_path, "tlaunchd on the nodes (default: next to this tlaunch)");
   app.add_flag("-v,--verbose", s.verbose, "say what tlaunch does");
+  app.add_flag("-q,--quiet", s.quiet, "no start-of-job banner (errors and the failure summary still print)");
 }
 
 void addPlanOptions(CLI::App& app, JobSpec& s) {

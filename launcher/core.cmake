@@ -3,6 +3,7 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/cli_options.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/output_sink.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/local_starter.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/split_starter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_plan.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan_binding.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan_network.cc

@@ -37,7 +37,11 @@ Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nod
   if (auto p = evaluatePreflight(spec, nodes, plan); !p) return tl::unexpected(p.error());
   auto network = chooseJobNetwork(spec, nodes, ctx);
   if (!network) return tl::unexpected(network.error());
-  if (*network) plan.master_addr = (*network)->master_addr;
+  if (*network) {
+    plan.master_addr = (*network)->master_addr;
+    // --net tcp: the user chose plain sockets; do not pin NCCL to verbs.
+    if (spec.net_mode == "tcp") (*network)->rdma = false;
+  }
   JobIdentity job{ctx.job_id, plan.master_addr, plan.master_port};
   for (const auto& n : nodes) {
     NodeLaunch nl;

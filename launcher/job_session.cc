@@ -94,7 +94,7 @@ JobOutcome JobSession::run() {
   phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.connect_timeout_s);
   tick();
   io_.run();
-  starter_->stop(2000);
+  starter_->stop(5000);  // daemons exit on their own after "shutdown"; this is for stragglers
   return outcome_;
 }
 
@@ -264,6 +264,7 @@ void JobSession::planAndPrepare() {
     finish();
     return;
   }
+  if (!cfg_.spec.quiet) out_.note(banner(*plan_, cfg_.spec));
   if (cfg_.spec.report_bindings) {
     out_.note("binding manifest (fingerprint " + getString(plan_->details, "fingerprint") + "):\n" +
               plan_->manifest_table);
@@ -278,6 +279,37 @@ void JobSession::planAndPrepare() {
   phase_deadline_ = Clock::now() + std::chrono::seconds(30);
   for (size_t i = 0; i < links_.size(); ++i)
     links_[i]->conn->send({{"t", "prepare"}, {"launch", nodeLaunchToJson(plan_->nodes[i])}});
+}
+
+std::string JobSession::banner(const JobPlan& plan, const JobSpec& spec) {
+  // One line when all is well; the network decision per node (at most 4 shown) and any
+  // preflight warnings otherwise worth reading before GPU hours are spent.
+  std::string text = "job " + plan.job_id + ": " + std::to_string(plan.nodes.size()) + " node(s) x " +
+                     std::to_string(plan.ranks_per_node) + " rank(s), MASTER_ADDR " + plan.master_addr + ":" +
+                     std::to_string(plan.master_port);
+  if (plan.details.contains("fingerprint")) text += ", binding " + plan.details["fingerprint"].get<std::string>();
+  if (!plan.network_text.empty() && plan.network_text.rfind("network: loopback", 0) != 0) {
+    text += "\n";
+    size_t shown = 0, pos = 0;
+    while (pos < plan.network_text.size()) {
+      size_t nl = plan.network_text.find('\n', pos);
+      std::string line = plan.network_text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos + 1);
+      pos = nl == std::string::npos ? plan.network_text.size() : nl + 1;
+      if (line.rfind("  ", 0) == 0 && line.rfind("    ", 0) != 0 && line.rfind("  note:", 0) != 0 && ++shown > 4) {
+        text += "  ... (" + std::to_string(plan.nodes.size() - 4) + " more nodes: tlaunch --dry-run shows all)\n";
+        break;
+      }
+      if (shown <= 4) text += line;
+    }
+  }
+  const bool loopback = plan.network_text.rfind("network: loopback", 0) == 0;
+  const bool preflight_has_news = plan.preflight_text.rfind("preflight: ", 0) != 0;
+  if (spec.preflight != PreflightMode::off && !plan.preflight_text.empty() && (!loopback || preflight_has_news)) {
+    if (text.back() != '\n') text += "\n";
+    text += plan.preflight_text;
+  }
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
 }
 
 void JobSession::startRanks() {
@@ -356,8 +388,13 @@ void JobSession::onLinkClosed(Link& link, const std::string& reason) {
       finish();
     return;
   }
-  fail(exitStatusFor(Errc::node_lost), "lost node " + link.name + ": its tlaunchd went away (" + reason +
-                                           "); the node may have died, or its daemon was killed");
+  // Decide a moment later: when the starter (srun after scancel, ssh after a network drop) has
+  // its own explanation, it is the better one; tick() reports whichever comes first.
+  if (!lost_node_) {
+    lost_node_ = "lost node " + link.name + ": its tlaunchd went away (" + reason +
+                 "); the node may have died, or its daemon was killed";
+    lost_deadline_ = Clock::now() + std::chrono::milliseconds(300);
+  }
 }
 
 void JobSession::fail(int exit_code, std::string summary, int rank, std::vector<std::string> tail) {
@@ -420,6 +457,7 @@ void JobSession::tick() {
       fail(exitStatusFor(Errc::node_unreachable),
            (f.node_index >= 0 ? "could not start tlaunchd on node " + nodeLabel(f.node_index) + ": " : "") + f.message);
     }
+    if (lost_node_ && !failed_ && now >= lost_deadline_) fail(exitStatusFor(Errc::node_lost), *lost_node_);
     if (phase_ == Phase::connecting && now > phase_deadline_) {
       std::string missing;
       for (const auto& l : links_)

@@ -58,6 +58,7 @@ class JobSession {
   void onInventory(Link& link, Json&& inv);
   void planAndPrepare();
   void startRanks();
+  static std::string banner(const JobPlan& plan, const JobSpec& spec);
   void onRankExit(Link& link, const Json& msg);
   void onPmixMessage(Link& link, const std::string& type, Json&& msg);
   void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {});
@@ -90,6 +91,8 @@ class JobSession {
   JobOutcome outcome_;
   bool failed_ = false;
   int interrupts_ = 0;
+  std::optional<std::string> lost_node_;  // a daemon's connection closed: reported at lost_deadline_
+  std::chrono::steady_clock::time_point lost_deadline_;
   std::chrono::steady_clock::time_point started_at_;
   std::chrono::steady_clock::time_point phase_deadline_;
   std::chrono::steady_clock::time_point last_ping_;

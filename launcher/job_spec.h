@@ -38,6 +38,7 @@ struct JobSpec {
   int heartbeat_timeout_s = 15;
   std::string daemon_path;
   bool verbose = false;
+  bool quiet = false;  // no start-of-job banner
 
   // Planning
   bool dry_run = false;

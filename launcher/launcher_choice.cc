@@ -5,8 +5,10 @@
 #include "launcher/local_starter.h"
 #include "launcher/node_source.h"
 #include "launcher/slurm_starter.h"
+#include "launcher/split_starter.h"
 #include "launcher/ssh_starter.h"
 #include "launcher/text_file.h"
+#include "launcher/this_host.h"
 
 namespace tlaunch {
 
@@ -86,15 +88,26 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     if (!sel) return tl::unexpected(sel.error());
     chosen = std::move(*sel);
   }
-  for (size_t i = 0; i < chosen.size(); ++i)
+  for (size_t i = 0; i < chosen.size(); ++i) {
     choice.nodes.push_back({static_cast<int>(i), chosen[i].name, sshDestination(chosen[i]), netIfOf(chosen[i])});
+    choice.node_slots.push_back(usableSlots(chosen[i]));
+  }
   if (kind == LauncherKind::ssh) {
     SshStarterOptions o;
     o.connect_timeout_s = spec.ssh_connect_timeout_s;
     o.ssh_options = spec.ssh_options;
     o.fanout = spec.ssh_fanout;
     o.reuse_connections = spec.ssh_reuse;
-    choice.starter = std::make_unique<SshStarter>(std::move(o));
+    std::vector<bool> is_local;
+    bool any_local = false;
+    for (const auto& n : choice.nodes) {
+      is_local.push_back(n.host == n.name && isThisHost(n.name));
+      any_local = any_local || is_local.back();
+    }
+    if (any_local)
+      choice.starter = std::make_unique<SplitStarter>(std::move(is_local), std::make_unique<SshStarter>(std::move(o)));
+    else
+      choice.starter = std::make_unique<SshStarter>(std::move(o));
   } else {
     SlurmStarterOptions o;
     o.slurm_args = spec.slurm_args;

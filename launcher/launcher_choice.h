@@ -13,6 +13,7 @@ namespace tlaunch {
 
 struct LauncherChoice {
   std::vector<NodeTarget> nodes;
+  std::vector<int> node_slots;  // usable slots per node from the hostfile/--hosts, -1 unknown
   std::unique_ptr<DaemonStarter> starter;
   std::string listen_address;     // the frontend address the daemons connect to
   std::string advertise_address;  // what daemons are told to connect to, if not listen_address

@@ -79,9 +79,17 @@ void OutputSink::write(int rank, int stream, std::string_view lines) {
 }
 
 void OutputSink::note(std::string_view text) {
-  std::string s = "tlaunch: ";
-  s.append(text);
-  if (s.back() != '\n') s.push_back('\n');
+  // Every line prefixed, so that tlaunch's own words are easy to tell from the ranks'.
+  std::string s;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    s += "tlaunch: ";
+    s.append(text.substr(start, nl - start));
+    s.push_back('\n');
+    start = nl + 1;
+  }
   writeAll(err_fd_, s);
 }
 

@@ -50,9 +50,12 @@ Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport
   }
   plan.details["preflight"] = preflightToJson(items);
   std::vector<PreflightItem> notable;
-  std::set<std::string> failed_nodes;
+  std::set<std::string> failed_nodes, notable_nodes;
+  for (const auto& i : items)
+    if (i.status == PreflightStatus::warn || i.status == PreflightStatus::fail) notable_nodes.insert(i.node);
   for (const auto& i : items) {
-    if (i.status == PreflightStatus::warn || i.status == PreflightStatus::fail) notable.push_back(i);
+    // Every check of a node that has something to say, so its counts are right.
+    if (notable_nodes.count(i.node) && i.status != PreflightStatus::skip) notable.push_back(i);
     if (i.status == PreflightStatus::fail || (spec.preflight_strict && i.status == PreflightStatus::warn))
       failed_nodes.insert(i.node.empty() ? "all nodes" : i.node);
   }

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -35,8 +36,6 @@ Result<void> validate(const JobSpec& spec) {
     return fail(Errc::usage, "no program given", "usage: tlaunch [options] -- program [args...]");
   if (spec.procs_per_node > 0 && spec.gpus_per_node > 0)
     return fail(Errc::usage, "-p and -g both given", "use -g N for one rank per GPU, or -p N for ranks without GPUs");
-  if (spec.procs_per_node == 0 && spec.gpus_per_node == 0)
-    return fail(Errc::usage, "say how many ranks per node: -p N (CPU ranks) or -g N (one rank per GPU)");
   if (spec.offline && !spec.dry_run) return fail(Errc::usage, "--offline only goes with --dry-run");
   return {};
 }
@@ -85,6 +84,18 @@ int runJob(const JobSpec& input) {
     printError(choice.error());
     return exitStatusFor(choice.error().code);
   }
+  if (spec.ranksPerNode() == 0) {
+    // Like mpirun: the hostfile's slots say how many ranks each node runs.
+    const auto& slots = choice->node_slots;
+    const bool uniform = !slots.empty() && slots.front() > 0 &&
+                         std::all_of(slots.begin(), slots.end(), [&](int s) { return s == slots.front(); });
+    if (!uniform) {
+      printError({Errc::usage, "say how many ranks per node: -p N (CPU ranks) or -g N (one rank per GPU)",
+                  slots.empty() || slots.front() <= 0 ? "" : "the hosts' slots differ, so they cannot say it"});
+      return exitStatusFor(Errc::usage);
+    }
+    spec.procs_per_node = slots.front();
+  }
   auto forwarded = forwardEnvironment(env, spec.exports);
   if (!forwarded) {
     printError(forwarded.error());
@@ -112,8 +123,11 @@ int runJob(const JobSpec& input) {
   ::signal(SIGPIPE, SIG_IGN);
   OutputSink out(spec.tag, spec.output_dir);
   if (spec.verbose)
-    out.note("job " + job_id + ": " + std::to_string(cfg.nodes.size()) + " node(s) via " + choice->starter->name() +
-             ", daemons connect to " + cfg.listen_address);
+    out.note("job " + job_id + ": " +
+             (cfg.unnamed_nodes > 0 ? std::to_string(cfg.unnamed_nodes) + " node(s) chosen by srun"
+                                    : std::to_string(cfg.nodes.size()) + " node(s)") +
+             " via " + choice->starter->name() +
+             ", daemons connect to " + (cfg.advertise_address.empty() ? cfg.listen_address : cfg.advertise_address));
   asio::io_context io(1);
   JobSession session(io, std::move(cfg), std::move(choice->starter), out);
   JobOutcome outcome = session.run();

@@ -5,9 +5,11 @@
 
 On one 4-node virtual cluster (contrib/vcluster) it takes the median wall time of a trivial job,
 8 ranks (2 per node) of /bin/true and of `/usr/bin/python3 -c 'print(1)'`, under
-- tlaunch --launcher ssh from node1, with ssh connection reuse (default) and without;
+- tlaunch --launcher ssh from node1, with ssh connection reuse (default) and without, and with
+  reuse but --preflight off (the virtual nodes have no RDMA: tlaunch runs with --net tcp --net-if ib0);
 - Open MPI's mpirun --hostfile from node1 (ssh);
-- tlaunch --launcher slurm and srun -N4 -n8, both inside `salloc -N4 --ntasks-per-node=2`,
+- tlaunch --launcher slurm (also with --preflight off) and srun -N4 -n8, both inside
+  `salloc -N4 --ntasks-per-node=2`,
 and prints the ratios tlaunch-ssh / mpirun and tlaunch-slurm / srun. On this host it times
 `tlaunch --launcher local -N k -p 2 -- /bin/true` for k = 1 and 4, and the output path: 8 ranks
 (local, 4 nodes x 2) each writing --mb-per-rank MB of 100-byte lines to stdout, through tlaunch
@@ -25,7 +27,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -180,7 +181,8 @@ def main():
 
 
 def cluster_rows(args, ws, tlaunch, rows):
-    from vcluster import VirtualCluster, skip_unless_possible
+    import cluster_jobs as cj
+    from vcluster import skip_unless_possible
     try:
         skip_unless_possible()
     except SystemExit:
@@ -189,18 +191,22 @@ def cluster_rows(args, ws, tlaunch, rows):
     Path(ws.path("hostfile")).write_text("".join(f"node{i} slots=2\n" for i in range(1, 5)))
     programs = {"true": (["/bin/true"], {}), "python": (HELLO, {"lines": 8})}
     ssh_cmds, slurm_cmds = [], []
+    net = cj.NET  # no RDMA device in the virtual nodes: --net tcp over ib0, as a user would run it
     for prog, (argv, extra) in programs.items():
-        for reuse in ("on", "off"):
-            ssh_cmds.append({"name": f"tlaunch-ssh-reuse-{reuse}/{prog}", **extra,
-                             "argv": [tlaunch, "--launcher", "ssh", "--ssh-reuse", reuse, "--hosts", "node[1-4]",
-                                      "-p", "2", "--", *argv]})
+        for key, opts in (("tlaunch-ssh-reuse-on", []), ("tlaunch-ssh-reuse-off", ["--ssh-reuse", "off"]),
+                          ("tlaunch-ssh-reuse-on-nopf", ["--preflight", "off"])):
+            ssh_cmds.append({"name": f"{key}/{prog}", **extra,
+                             "argv": [tlaunch, *net, "--launcher", "ssh", *opts, "--hosts", "node[1-4]", "-p", "2",
+                                      "--", *argv]})
         ssh_cmds.append({"name": f"mpirun/{prog}", **extra,
                          "argv": ["mpirun", "--allow-run-as-root", "--oversubscribe", "-mca", "plm_rsh_agent", "ssh",
                                   "--hostfile", ws.path("hostfile"), "-np", "8", *argv]})
-        slurm_cmds.append({"name": f"tlaunch-slurm/{prog}", **extra,
-                           "argv": [tlaunch, "--launcher", "slurm", "-p", "2", "--", *argv]})
+        for key, opts in (("tlaunch-slurm", []), ("tlaunch-slurm-nopf", ["--preflight", "off"])):
+            slurm_cmds.append({"name": f"{key}/{prog}", **extra,
+                               "argv": [tlaunch, *net, "--launcher", "slurm", *opts, "-p", "2", "--", *argv]})
         slurm_cmds.append({"name": f"srun/{prog}", **extra, "argv": ["srun", "-N4", "-n8", *argv]})
-    with VirtualCluster(n=4, slurm=True) as vc:
+    cj.wait_for_free_cluster()
+    with cj.OwnVirtualCluster(n=4, slurm=True) as vc:
         print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
         node_env = {k: v for k, v in vc.environ().items() if not k.startswith("OMPI_")}
         rows.update(run_inner(vc.exec_argv("node1", []), ssh_cmds, args, ws.dir, node_env, "node1"))
@@ -217,8 +223,10 @@ def print_table(args, rows, total_bytes, tp):
     labels = [
         ("tlaunch --launcher ssh (from node1, ssh reuse)", "tlaunch-ssh-reuse-on"),
         ("tlaunch --launcher ssh (from node1, no reuse)", "tlaunch-ssh-reuse-off"),
+        ("  same, ssh reuse, --preflight off", "tlaunch-ssh-reuse-on-nopf"),
         ("mpirun --hostfile (ssh, from node1)", "mpirun"),
         ("tlaunch --launcher slurm (inside salloc)", "tlaunch-slurm"),
+        ("  same, --preflight off", "tlaunch-slurm-nopf"),
         ("srun -N4 -n8 (inside salloc)", "srun"),
     ]
     med = {key: {p: median_ms(rows.get(f"{key}/{p}")) for p in ("true", "python")} for _, key in labels}
@@ -227,7 +235,8 @@ def print_table(args, rows, total_bytes, tp):
     for label, a, b in [("ratio tlaunch-ssh (reuse) / mpirun", "tlaunch-ssh-reuse-on", "mpirun"),
                         ("ratio tlaunch-ssh (no reuse) / mpirun", "tlaunch-ssh-reuse-off", "mpirun"),
                         ("ratio tlaunch-slurm / srun", "tlaunch-slurm", "srun")]:
-        print(f"{label:<44} {ratio(med[a]['true'], med[b]['true']):>9} {ratio(med[a]['python'], med[b]['python']):>9}")
+        print(f"{label:<44} {ratio(med[a]['true'], med[b]['true']):>9} "
+              f"{ratio(med[a]['python'], med[b]['python']):>9}")
     for label, key in labels:
         for p in ("true", "python"):
             if isinstance(med[key][p], str):
@@ -238,7 +247,8 @@ def print_table(args, rows, total_bytes, tp):
         print(f"  tlaunch --launcher local -N {k} -p 2      {fmt(median_ms(rows.get(f'local{k}')))}")
     print()
     lines = total_bytes / LINE_BYTES
-    print(f"Output: 8 ranks x {args.mb_per_rank:g} MB of {LINE_BYTES}-byte lines, median of {args.throughput_runs} runs")
+    print(f"Output: 8 ranks x {args.mb_per_rank:g} MB of {LINE_BYTES}-byte lines, "
+          f"median of {args.throughput_runs} runs")
     print(f"{'path':<44} {'s':>7} {'Mlines/s':>9} {'MB/s':>8}")
     for label, key in [("through tlaunch (local -N 4 -p 2, to /dev/null)", "tlaunch"),
                        ("8 writers straight to /dev/null", "direct")]:

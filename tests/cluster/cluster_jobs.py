@@ -18,8 +18,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 import tl  # noqa: E402  (TLAUNCH, PYTHON, program(), processes_with_env, wait_until)
+from vcluster import SCRIPT, VirtualCluster  # noqa: E402
 
 PYTHON = tl.PYTHON
+# The virtual nodes have no RDMA device: a user runs tlaunch there with --net tcp (else preflight
+# refuses the job, exit 78), and names the stand-in fabric (ib0, 198.19.0.0/24) so that jobs use it.
+NET = ["--net", "tcp", "--net-if", "ib0"]
 NODE_PRIVATE = ("/tmp/", "/dev/shm/")  # paths each vcluster node has its own copy of
 
 
@@ -81,6 +85,50 @@ class Workspace:
     def __exit__(self, *exc):
         self.remove()
         return False
+
+
+def foreign_cluster():
+    """None if no virtual cluster exists, or only one whose owner has exited (`up` replaces it);
+    otherwise the first line of `vcluster status` (someone else's cluster: leave it alone)."""
+    p = subprocess.run([str(SCRIPT), "status"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=60)
+    if p.returncode == 3:
+        return None
+    first = (p.stdout.splitlines() or ["vcluster: ?"])[0]
+    m = re.search(r"owner pid (\d+)( \(exited\))?", first)
+    if m and (m.group(2) or int(m.group(1)) == os.getpid()):
+        return None
+    return first
+
+
+def wait_for_free_cluster(timeout=300):
+    """There is one virtual cluster per machine. If another process's cluster is up, wait for it
+    to go away (up to timeout s); then exit 1 naming it rather than disturb it."""
+    deadline = time.monotonic() + timeout
+    other = foreign_cluster()
+    if other:
+        print(f"waiting up to {timeout} s for another virtual cluster to go away: {other}", flush=True)
+    while other and time.monotonic() < deadline:
+        time.sleep(2)
+        other = foreign_cluster()
+    if other:
+        print(f"FAIL: another virtual cluster is still up after {timeout} s: {other}\n"
+              f"     see '{SCRIPT} status'; if it is a leftover, '{SCRIPT} down'", flush=True)
+        sys.exit(1)
+
+
+class OwnVirtualCluster(VirtualCluster):
+    """VirtualCluster that never takes down a cluster it did not build: when `up` fails because
+    another process's cluster appeared meanwhile, VirtualCluster's clean-up `down` would remove
+    that one. Use after wait_for_free_cluster()."""
+
+    def _down(self):
+        other = foreign_cluster()
+        if other:
+            print(f"not taking down another process's virtual cluster: {other}", flush=True)
+            self.down_seconds = 0.0
+            return
+        super()._down()
 
 
 def require_tlaunch():

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vcluster import VirtualCluster, skip_unless_possible  # noqa: E402
+from vcluster import skip_unless_possible  # noqa: E402
 import cluster_jobs as cj  # noqa: E402
 
 TIMEOUT = 300
@@ -43,7 +43,7 @@ def squeue(*args):
 
 def gloo_inside_salloc():
     t0 = time.monotonic()
-    r = run(["salloc", "-N", "4", "-J", "tlc-gloo", ws.tlaunch, "-v", "-p", "2", "--", cj.PYTHON,
+    r = run(["salloc", "-N", "4", "-J", "tlc-gloo", ws.tlaunch, *cj.NET, "-v", "-p", "2", "--", cj.PYTHON,
              ws.program("gloo_allreduce.py"), "3", "1000"])
     wrong = cj.gloo_lines_ok(r.stdout, vc.nodes, 2)
     check(r.returncode == 0 and wrong is None,
@@ -58,8 +58,8 @@ def gloo_inside_salloc():
 
 def scancel_mid_job():
     name = "tlc-scancel"
-    p = subprocess.Popen(["salloc", "-N", "4", "-J", name, "/bin/sh", "-c", REPORT_STATUS, "sh", ws.tlaunch, "-p", "2",
-                          "--", cj.PYTHON, ws.program("wait_for_signals.py")],
+    p = subprocess.Popen(["salloc", "-N", "4", "-J", name, "/bin/sh", "-c", REPORT_STATUS, "sh", ws.tlaunch, *cj.NET,
+                          "-p", "2", "--", cj.PYTHON, ws.program("wait_for_signals.py")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", cwd=ws.dir,
                          env=vc.environ(), start_new_session=True)
     lines = cj.wait_for_lines(p.stdout, 8, " ready", 120)
@@ -96,7 +96,7 @@ def scancel_mid_job():
 
 def srun_allocates():
     t0 = time.monotonic()
-    r = run([ws.tlaunch, "-v", "--launcher", "slurm", "-N", "2", "-p", "1", "--", "/bin/hostname"])
+    r = run([ws.tlaunch, *cj.NET, "-v", "--launcher", "slurm", "-N", "2", "-p", "1", "--", "/bin/hostname"])
     got = cj.rank_hosts(r.stdout)
     tags = sorted(node for node, _ in got.values())
     ok = (r.returncode == 0 and sorted(got) == [0, 1] and all(tag == host for tag, host in got.values())
@@ -117,7 +117,8 @@ def main():
     torch = cj.have_torch()
     t_start = time.monotonic()
     with cj.Workspace() as ws:
-        vc = VirtualCluster(n=4, slurm=True, ssh=False)
+        cj.wait_for_free_cluster()
+        vc = cj.OwnVirtualCluster(n=4, slurm=True, ssh=False)
         with vc:
             print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
             if torch:

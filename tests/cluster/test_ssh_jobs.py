@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vcluster import VirtualCluster, skip_unless_possible  # noqa: E402
+from vcluster import skip_unless_possible  # noqa: E402
 import cluster_jobs as cj  # noqa: E402
 
 TIMEOUT = 300
@@ -32,8 +32,9 @@ jobs_seen = []
 
 
 def tlaunch(ws, args, node=None, timeout=TIMEOUT):
-    """Runs tlaunch with args on the host, or inside `node` (its frontend then runs there)."""
-    argv = [ws.tlaunch, *args]
+    """Runs tlaunch (over the ib0 network) with args on the host, or inside `node` (its frontend
+    then runs there)."""
+    argv = [ws.tlaunch, *cj.NET, *args]
     if node is not None:
         argv = vc.exec_argv(node, argv)
     return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
@@ -41,7 +42,7 @@ def tlaunch(ws, args, node=None, timeout=TIMEOUT):
 
 
 def start(ws, args):
-    return subprocess.Popen([ws.tlaunch, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    return subprocess.Popen([ws.tlaunch, *cj.NET, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             errors="replace", cwd=ws.dir, env=vc.environ(), start_new_session=True)
 
 
@@ -196,7 +197,8 @@ def main():
     cj.HostsEntries.strip()
     t_start = time.monotonic()
     with cj.Workspace() as ws:
-        vc = VirtualCluster(n=4, slurm=False)
+        cj.wait_for_free_cluster()
+        vc = cj.OwnVirtualCluster(n=4, slurm=False)
         with vc:
             print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
             steps = [node_order, arguments_unchanged, unreachable_node, wrong_daemon_path]

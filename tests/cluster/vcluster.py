@@ -81,6 +81,7 @@ class VirtualCluster:
         if self._timeout is not None:
             args += ["--timeout", str(self._timeout)]
         start = time.monotonic()
+        owned = False  # a failed `up` cleans up itself; `down` then could hit another test's cluster
         try:
             up = subprocess.Popen(args, stdin=subprocess.DEVNULL)
             try:
@@ -91,11 +92,13 @@ class VirtualCluster:
                 raise
             if rc != 0:
                 raise VClusterError(f"'vcluster up' failed with exit status {rc}; its messages are above")
+            owned = True
             self.up_seconds = time.monotonic() - start
             self._env = self._read_env()
         except BaseException:
             try:
-                self._down()
+                if owned:
+                    self._down()
             except VClusterError as e:
                 print(f"vcluster.py: {e}", file=sys.stderr)
             finally:

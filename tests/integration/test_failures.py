@@ -4,6 +4,7 @@ rank SIGTERM and exit 130; SIGUSR1 reaches every rank; a killed daemon aborts th
 its node; nothing of the job survives (checked by the job's environment, not by names)."""
 import os
 import re
+import select
 import signal
 import time
 
@@ -17,13 +18,22 @@ def job_id_of(proc_output):
     return m.group(1) if m else None
 
 
-def wait_ready(p, n):
-    lines = []
-    while len([l for l in lines if "ready" in l]) < n:
-        line = p.stdout.readline()
-        tl.check(line != "", f"job ended early: {p.stderr.read()}")
-        lines.append(line)
-    return lines
+def wait_ready(p, n, timeout=60):
+    """Lines of stdout until n ranks said ready (raw reads with a deadline: never hangs)."""
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while buf.count(b"ready") < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            os.killpg(p.pid, signal.SIGKILL)
+            tl.fail(f"only {buf.count(b'ready')} of {n} ranks said ready in {timeout} s; stdout so far: {buf!r}")
+        r, _, _ = select.select([p.stdout], [], [], left)
+        if r:
+            chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:
+                tl.fail(f"job ended early: {p.stderr.read()}")
+            buf += chunk
+    return buf.decode(errors="replace").splitlines(keepends=True)
 
 
 def leftovers(job):
@@ -73,11 +83,14 @@ p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT
 lines = wait_ready(p, 4)
 job = ranks_job_id(int(re.search(r"pid (\d+)", lines[0]).group(1)))
 os.kill(p.pid, signal.SIGUSR1)
-got = []
-while len([l for l in got if "SIGUSR1" in l]) < 4:
-    line = p.stdout.readline()
-    tl.check(line != "", "job ended before every rank saw SIGUSR1")
-    got.append(line)
+got = b""
+deadline = time.monotonic() + 30
+while got.count(b"SIGUSR1") < 4 and time.monotonic() < deadline:
+    if select.select([p.stdout], [], [], 1)[0]:
+        chunk = os.read(p.stdout.fileno(), 65536)
+        tl.check(chunk != b"", "job ended before every rank saw SIGUSR1")
+        got += chunk
+tl.check(got.count(b"SIGUSR1") == 4, f"SIGUSR1 reached {got.count(b'SIGUSR1')} of 4 ranks")
 os.kill(p.pid, signal.SIGINT)
 out, err = p.communicate(timeout=30)
 tl.check(p.returncode == 130, f"exit status {p.returncode}, expected 130")

@@ -13,6 +13,8 @@ line_re = re.compile(r"^\[(local\d):(\d)\] R(\d) S(\d+) C([0-9a-f]{8}) (.*)$")
 seen = set()
 for stream, text, want_err in (("stdout", r.stdout, False), ("stderr", r.stderr, True)):
     for line in text.split("\n")[:-1]:
+        if stream == "stderr" and line.startswith("tlaunch: "):
+            continue  # tlaunch's own banner
         m = line_re.match(line)
         if not m:
             e = re.match(r"^\[(local\d):(\d)\] R(\d) END$", line)

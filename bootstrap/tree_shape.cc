@@ -1,0 +1,47 @@
+#include "bootstrap/tree_shape.h"
+
+#include <algorithm>
+
+namespace tlaunch {
+
+// Positions: 0 is the frontend, node i sits at position i + 1; position p's children are
+// p*k+1 .. p*k+k.
+int TreeShape::parentOf(int node) const {
+  const int p = node + 1;
+  if (p <= 0 || node >= nodes) return -1;
+  return (p - 1) / fanout - 1;
+}
+
+std::vector<int> TreeShape::childrenOf(int node) const {
+  std::vector<int> out;
+  const long long p = node + 1;
+  for (long long c = p * fanout + 1; c <= p * fanout + fanout && c <= nodes; ++c) out.push_back(static_cast<int>(c - 1));
+  return out;
+}
+
+std::vector<int> TreeShape::subtreeOf(int node) const {
+  std::vector<int> out, frontier{node};
+  while (!frontier.empty()) {
+    std::vector<int> next;
+    for (int n : frontier) {
+      if (n >= 0) out.push_back(n);
+      for (int c : childrenOf(n)) next.push_back(c);
+    }
+    frontier.swap(next);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int TreeShape::depth() const {
+  int d = 0;
+  long long covered = 0, level = 1;
+  while (covered < nodes) {
+    level *= fanout;
+    covered += level;
+    ++d;
+  }
+  return d;
+}
+
+}  // namespace tlaunch

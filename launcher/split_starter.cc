@@ -1,0 +1,34 @@
+#include "launcher/split_starter.h"
+
+namespace tlaunch {
+
+SplitStarter::SplitStarter(std::vector<bool> is_local, std::unique_ptr<DaemonStarter> remote)
+    : is_local_(std::move(is_local)), remote_(std::move(remote)) {}
+
+Result<void> SplitStarter::start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
+                                 const std::string& secret) {
+  std::vector<NodeTarget> here, there;
+  for (const auto& n : nodes)
+    (n.index < static_cast<int>(is_local_.size()) && is_local_[n.index] ? here : there).push_back(n);
+  if (!here.empty())
+    if (auto r = local_.start(here, command, secret); !r) return r;
+  if (!there.empty()) return remote_->start(there, command, secret);
+  return {};
+}
+
+std::vector<StartFailure> SplitStarter::poll() {
+  auto out = local_.poll();
+  for (auto& f : remote_->poll()) out.push_back(std::move(f));
+  return out;
+}
+
+void SplitStarter::daemonConnected(int node_index) {
+  if (node_index >= static_cast<int>(is_local_.size()) || !is_local_[node_index]) remote_->daemonConnected(node_index);
+}
+
+void SplitStarter::stop(int grace_ms) {
+  remote_->stop(grace_ms);
+  local_.stop(grace_ms);
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,28 @@
+#pragma once
+// Nodes that are this host get their daemon by fork (as mpirun does for its own node); the
+// others through the remote starter (ssh). Saves one ssh session set-up per launch.
+#include <memory>
+#include <vector>
+
+#include "launcher/daemon_starter.h"
+#include "launcher/local_starter.h"
+
+namespace tlaunch {
+
+class SplitStarter : public DaemonStarter {
+ public:
+  SplitStarter(std::vector<bool> is_local, std::unique_ptr<DaemonStarter> remote);
+  const char* name() const override { return remote_->name(); }
+  Result<void> start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
+                     const std::string& secret) override;
+  std::vector<StartFailure> poll() override;
+  void daemonConnected(int node_index) override;
+  void stop(int grace_ms) override;
+
+ private:
+  std::vector<bool> is_local_;  // by node index
+  LocalStarter local_;
+  std::unique_ptr<DaemonStarter> remote_;
+};
+
+}  // namespace tlaunch
