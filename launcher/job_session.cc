@@ -338,6 +338,7 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     const int rank = static_cast<int>(getInt(msg, "r"));
     const int status = static_cast<int>(getInt(msg, "status", 1));
     std::string text = getString(msg, "message");
+    if (text == "N/A") text.clear();  // Open MPI's placeholder
     fail(status, "rank " + std::to_string(rank) + " on node " + link.name + " called MPI_Abort with status " +
                      std::to_string(status) + (text.empty() ? "" : ": " + text),
          rank);
