@@ -4,7 +4,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <random>
 
 #include "binding/fabric_discovery.h"
 #include "binding/fabric_json.h"
@@ -20,20 +23,47 @@
 
 namespace tlaunch {
 
-int pickFreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
-  a.sin_port = 0;
-  int port = 0;
-  socklen_t len = sizeof a;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
+namespace {
+
+bool portFree(int port) {
+  int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);  // [::] covers IPv4 too, as TCPStore binds
+  bool v6 = fd >= 0;
+  if (!v6) fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  int rc;
+  if (v6) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_any;
+    a.sin6_port = htons(static_cast<uint16_t>(port));
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
   ::close(fd);
-  return port;
+  return rc == 0;
+}
+
+}  // namespace
+
+int pickFreePort() {
+  // Below the kernel's ephemeral range: a port from that range can be taken, between our
+  // check and rank 0's bind, as the source port of an outgoing connection — even by a rank
+  // connecting to MASTER_PORT itself (a TCP self-connect), which torch then reports as
+  // "Address already in use".
+  int lo = 32768;
+  if (std::ifstream f("/proc/sys/net/ipv4/ip_local_port_range"); f) f >> lo;
+  const int first = 20000, last = std::max(first + 1, lo - 1);
+  std::mt19937 rng(std::random_device{}());
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    int port = first + static_cast<int>(rng() % static_cast<unsigned>(last - first));
+    if (portFree(port)) return port;
+  }
+  return 0;
 }
 
 Json collectInventory(const InventoryRequest& req) {

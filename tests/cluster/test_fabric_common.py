@@ -318,6 +318,8 @@ class PreflightTable:
         self.sections = {}
         current = None
         for line in text.splitlines():
+            if line.startswith("tlaunch: "):
+                line = line[len("tlaunch: "):]  # tlaunch prefixes every line of its own messages
             m = self.HEADER.match(line)
             if m:
                 current = {"counts": tuple(int(x) for x in m.groups()[1:]), "rows": [], "fixes": []}
