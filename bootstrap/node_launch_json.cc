@@ -2,6 +2,14 @@
 
 namespace tlaunch {
 
+namespace {
+Json reachToJson(const std::vector<ReachTarget>& reach) {
+  Json out = Json::array();
+  for (const auto& t : reach) out.push_back({{"node", t.node}, {"addr", t.addr}, {"port", t.port}});
+  return out;
+}
+}  // namespace
+
 Json nodeLaunchToJson(const NodeLaunch& n) {
   Json ranks = Json::array();
   for (const auto& r : n.ranks)
@@ -16,9 +24,7 @@ Json nodeLaunchToJson(const NodeLaunch& n) {
           {"apply_binding", n.apply_binding},
           {"stdin_rank", n.stdin_rank},
           {"kill_timeout_ms", n.kill_timeout_ms},
-          {"reach_addr", n.reach_addr},
-          {"reach_port", n.reach_port},
-          {"reach_node", n.reach_node},
+          {"reach", reachToJson(n.reach)},
           {"pmix",
            {{"enabled", n.pmix.enabled},
             {"nspace", n.pmix.nspace},
@@ -49,9 +55,8 @@ Result<NodeLaunch> nodeLaunchFromJson(const Json& j) {
     n.apply_binding = j.at("apply_binding").get<bool>();
     n.stdin_rank = j.at("stdin_rank").get<int>();
     n.kill_timeout_ms = j.at("kill_timeout_ms").get<int>();
-    n.reach_addr = j.at("reach_addr").get<std::string>();
-    n.reach_port = j.at("reach_port").get<int>();
-    n.reach_node = j.at("reach_node").get<std::string>();
+    for (const auto& t : j.at("reach"))
+      n.reach.push_back({t.at("node").get<std::string>(), t.at("addr").get<std::string>(), t.at("port").get<int>()});
     const auto& p = j.at("pmix");
     n.pmix.enabled = p.at("enabled").get<bool>();
     n.pmix.nspace = p.at("nspace").get<std::string>();

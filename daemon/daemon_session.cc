@@ -194,31 +194,50 @@ void DaemonSession::heartbeat() {
   });
 }
 
-Result<void> DaemonSession::probeNext() {
+Result<void> DaemonSession::probePeers() {
   const auto& l = *launch_;
-  if (l.reach_addr.empty()) return {};
-  asio::error_code ec;
-  auto addr = asio::ip::make_address(l.reach_addr, ec);
-  if (ec) return fail(Errc::fabric, "bad probe address " + l.reach_addr);
-  // A blocking connect with a deadline: prepare is a barrier anyway, and a plain socket keeps
-  // the timeout exact.
+  if (l.reach.empty()) return {};
+  // All probes at once, with one deadline: prepare is a barrier anyway, and a private
+  // io_context keeps the timeout exact.
   asio::io_context probe_io;
-  asio::ip::tcp::socket s(probe_io);
-  asio::steady_timer t(probe_io, std::chrono::seconds(5));
-  asio::error_code result = asio::error::timed_out;
-  s.async_connect({addr, static_cast<unsigned short>(l.reach_port)}, [&](const asio::error_code& e) {
-    result = e;
-    t.cancel();
+  asio::steady_timer deadline(probe_io, std::chrono::seconds(5));
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> sockets;
+  std::vector<asio::error_code> results(l.reach.size(), asio::error::timed_out);
+  size_t pending = 0;
+  for (size_t i = 0; i < l.reach.size(); ++i) {
+    asio::error_code ec;
+    auto addr = asio::ip::make_address(l.reach[i].addr, ec);
+    if (ec) {
+      results[i] = ec;
+      continue;
+    }
+    sockets.push_back(std::make_unique<asio::ip::tcp::socket>(probe_io));
+    ++pending;
+    sockets.back()->async_connect({addr, static_cast<unsigned short>(l.reach[i].port)},
+                                  [&, i](const asio::error_code& e) {
+                                    results[i] = e;
+                                    if (--pending == 0) deadline.cancel();
+                                  });
+  }
+  deadline.async_wait([&](const asio::error_code& e) {
+    if (e) return;
+    for (auto& s : sockets) {
+      asio::error_code ignore;
+      s->close(ignore);
+    }
   });
-  t.async_wait([&](const asio::error_code& e) {
-    if (!e) s.close();
-  });
-  probe_io.run();
-  if (result) {
-    return fail(Errc::fabric,
-                "node " + l.node_name + " cannot reach node " + l.reach_node + " at " + l.reach_addr + ":" +
-                    std::to_string(l.reach_port) + " (" + (result == asio::error::operation_aborted ? "timed out" : result.message()) + ")",
-                "check the fabric link (ip link / ibstat), the subnet and any firewall between the two nodes");
+  if (pending > 0) probe_io.run();
+  std::string failures;
+  for (size_t i = 0; i < l.reach.size(); ++i) {
+    if (!results[i]) continue;
+    const auto& t = l.reach[i];
+    failures += (failures.empty() ? "" : "; ") + std::string("node ") + l.node_name + " cannot reach node " + t.node +
+                " at " + t.addr + ":" + std::to_string(t.port) + " (" +
+                (results[i] == asio::error::operation_aborted ? "timed out" : results[i].message()) + ")";
+  }
+  if (!failures.empty()) {
+    return fail(Errc::fabric, failures,
+                "check the fabric link (ip link / ibstat), the subnet and any firewall between the nodes");
   }
   return {};
 }
@@ -237,7 +256,7 @@ void DaemonSession::handlePrepare(const Json& msg) {
   }
   auto exe = resolveProgram(launch_->argv[0], envValue(launch_->base_env, "PATH"), launch_->cwd, launch_->node_name);
   if (!exe) return reply_error(exe.error());
-  if (auto r = probeNext(); !r) return reply_error(r.error());
+  if (auto r = probePeers(); !r) return reply_error(r.error());
   if (launch_->pmix.enabled && !pmix_) {
     auto bridge = PmixBridge::start(io_, *launch_, [this](Json m) {
       if (conn_ && conn_->isOpen()) conn_->send(m);

@@ -47,7 +47,7 @@ class DaemonSession {
   void heartbeat();
   void frontendLost(const std::string& why);
   void acceptProbes();
-  Result<void> probeNext();
+  Result<void> probePeers();
 
   asio::io_context& io_;
   DaemonOptions opts_;

@@ -67,10 +67,14 @@ Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nod
   // Reachability ring: each node probes the next one's address before any rank starts.
   if (spec.check_reachability != "off" && num_nodes > 1) {
     for (int i = 0; i < num_nodes; ++i) {
-      const NodeReport& next = nodes[(i + 1) % num_nodes];
-      plan.nodes[i].reach_addr = *network ? (*network)->nodes[(i + 1) % num_nodes].ipv4 : next.control_ip;
-      plan.nodes[i].reach_port = static_cast<int>(getInt(next.inventory, "probe_port"));
-      plan.nodes[i].reach_node = next.name;
+      // Ring: the next node; all-pairs (--check-reachability=all): every other node.
+      const int count = spec.check_reachability == "all" ? num_nodes - 1 : 1;
+      for (int k = 1; k <= count; ++k) {
+        const int j = (i + k) % num_nodes;
+        const NodeReport& peer = nodes[j];
+        plan.nodes[i].reach.push_back({peer.name, *network ? (*network)->nodes[j].ipv4 : peer.control_ip,
+                                       static_cast<int>(getInt(peer.inventory, "probe_port"))});
+      }
     }
   }
   if (auto b = planBindings(spec, nodes, ctx, plan); !b) return tl::unexpected(b.error());

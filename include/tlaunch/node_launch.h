@@ -22,6 +22,13 @@ struct PmixSpec {
   std::string tcp_if_include;  // CIDR of the fabric, may be empty
 };
 
+// A peer this node must reach over the chosen network before any rank starts.
+struct ReachTarget {
+  std::string node;
+  std::string addr;
+  int port = 0;
+};
+
 struct NodeLaunch {
   std::string job_id;
   std::string node_name;
@@ -32,9 +39,7 @@ struct NodeLaunch {
   bool apply_binding = false;
   int stdin_rank = -1;               // global rank whose stdin the frontend forwards, -1 none
   int kill_timeout_ms = 10000;
-  std::string reach_addr;            // the next node's fabric address to probe, "" = none
-  int reach_port = 0;
-  std::string reach_node;
+  std::vector<ReachTarget> reach;    // the next node (ring), or every other node (all-pairs)
   PmixSpec pmix;
 };
 

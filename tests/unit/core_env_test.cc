@@ -64,8 +64,14 @@ TEST_CASE("rank env: torchrun's and Open MPI's variables, node-major numbering",
   CHECK(valueIn(env, "TLAUNCH_JOB_ID") == "tl-abc");
   CHECK(valueIn(env, "PATH") == "/usr/bin");
   // Reachability ring: each node probes the next.
-  CHECK(plan->nodes[2].reach_addr == "10.0.0.1");
-  CHECK(plan->nodes[2].reach_port == 40000);
+  REQUIRE(plan->nodes[2].reach.size() == 1);
+  CHECK(plan->nodes[2].reach[0].addr == "10.0.0.1");
+  CHECK(plan->nodes[2].reach[0].port == 40000);
+  CHECK(plan->nodes[2].reach[0].node == "n0");
+  spec.check_reachability = "all";
+  auto all = makePlan(spec, nodes, ctx);
+  REQUIRE(all);
+  CHECK(all->nodes[0].reach.size() == 2);  // all-pairs: every other node
   // Deterministic.
   auto again = makePlan(spec, nodes, ctx);
   CHECK(planToJson(*again).dump() == planToJson(*plan).dump());
