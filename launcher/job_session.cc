@@ -58,6 +58,11 @@ JobSession::JobSession(asio::io_context& io, SessionConfig config, std::unique_p
 
 JobSession::~JobSession() = default;
 
+// Every daemon has confirmed the end of its ranks, or is gone (nothing left to wait for).
+bool JobSession::allDrained() const {
+  return std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->drained || l->closed || !l->conn; });
+}
+
 std::string JobSession::nodeLabel(int index) const {
   return index >= 0 && index < static_cast<int>(links_.size()) ? links_[index]->name : "?";
 }
@@ -215,7 +220,7 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
   if (t == "drained") {
     link.drained = true;
     if (phase_ == Phase::draining &&
-        std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->drained || l->closed || !l->conn; }))
+        allDrained())
       finish();
     return;
   }
@@ -385,7 +390,7 @@ void JobSession::onLinkClosed(Link& link, const std::string& reason) {
   link.closed = true;
   if (phase_ == Phase::finishing || phase_ == Phase::done) return;
   if (phase_ == Phase::draining) {
-    if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->drained || l->closed || !l->conn; }))
+    if (allDrained())
       finish();
     return;
   }
@@ -413,7 +418,7 @@ void JobSession::teardown() {
     phase_ = Phase::draining;
     phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.kill_timeout_s + 5);
     broadcast({{"t", "terminate"}, {"grace_ms", cfg_.spec.kill_timeout_s * 1000}});
-    if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->drained || l->closed || !l->conn; }))
+    if (allDrained())
       finish();
     return;
   }

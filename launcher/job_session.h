@@ -70,6 +70,7 @@ class JobSession {
   void forwardStdin();
   void broadcast(const Json& msg);
   std::string nodeLabel(int index) const;
+  bool allDrained() const;
 
   asio::io_context& io_;
   SessionConfig cfg_;
