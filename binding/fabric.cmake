@@ -15,5 +15,9 @@ list(APPEND BINDING_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/preflight_runner.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/verbs_api_ibv.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/verbs_probe.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/verbs_completion.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/verbs_selftest.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/rdma_endpoint.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/rdma_pair_protocol.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/rdma_pair_agent.cc
 )

@@ -1,11 +1,10 @@
 #include "binding/verbs_selftest.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <functional>
-#include <optional>
 
 #include "binding/roce_gid.h"
+#include "binding/verbs_completion.h"
 
 namespace tlaunch {
 namespace {
@@ -27,42 +26,7 @@ class Cleanup {
   std::vector<std::function<void()>> steps_;
 };
 
-struct Failure {
-  std::string stage;
-  std::string error;
-};
-
-// Polls until `count` completions arrived, all successful, or the deadline passed.
-std::optional<Failure> waitFor(VerbsApi& api, VerbsHandle cq, int count, Clock::time_point deadline) {
-  int done = 0;
-  while (done < count) {
-    auto completions = api.pollCq(cq, count - done);  // never take more than asked for
-    if (!completions) return Failure{"poll_cq", completions.error().message};
-    for (const auto& c : *completions) {
-      if (!c.success)
-        return Failure{"poll_cq", "write " + std::to_string(c.wr_id) + " completed with status: " + c.status};
-      ++done;
-    }
-    if (done < count && Clock::now() > deadline)
-      return Failure{"poll_cq", "timed out waiting for " + std::to_string(count - done) + " of " +
-                                    std::to_string(count) + " completions"};
-  }
-  return std::nullopt;
-}
-
 double seconds(Clock::duration d) { return std::max(std::chrono::duration<double>(d).count(), 1e-9); }
-
-std::string formatDouble(const char* format, double v) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, v);
-  return text;
-}
-
-std::string sizeText(std::size_t bytes) {
-  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
-  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
-  return std::to_string(bytes) + " B";
-}
 
 }  // namespace
 
@@ -148,7 +112,7 @@ SelfTestResult runVerbsSelfTest(VerbsApi& api, const SelfTestOptions& o) {
 
   // Correctness: one write of the whole buffer, then compare.
   if (auto r = post(0, bytes); !r) return failed("post_write", r.error().message);
-  if (auto f = waitFor(api, cqh, 1, Clock::now() + o.timeout)) return failed(f->stage, f->error);
+  if (auto f = waitForCompletions(api, cqh, 1, Clock::now() + o.timeout)) return failed(f->stage, f->error);
   auto mismatch = std::mismatch(src.begin(), src.end(), dst.begin());
   if (mismatch.first != src.end())
     return failed("compare", "byte " + std::to_string(mismatch.first - src.begin()) + " of " + std::to_string(bytes) +
@@ -164,17 +128,17 @@ SelfTestResult runVerbsSelfTest(VerbsApi& api, const SelfTestOptions& o) {
       if (auto r = post(static_cast<std::uint64_t>(1 + posted), bytes); !r) return failed("post_write", r.error().message);
       ++posted;
     }
-    if (auto f = waitFor(api, cqh, 1, deadline)) return failed(f->stage, f->error);
+    if (auto f = waitForCompletions(api, cqh, 1, deadline)) return failed(f->stage, f->error);
     ++completed;
   }
   if (o.iterations > 0)
-    result.bandwidth_gbps = static_cast<double>(bytes) * o.iterations * 8 / seconds(Clock::now() - start) / 1e9;
+    result.bandwidth_gbps = gigabitsPerSecond(static_cast<double>(bytes) * o.iterations, Clock::now() - start);
 
   // Latency: small writes, one at a time.
   const auto latencyStart = Clock::now();
   for (int i = 0; i < o.latency_iterations; ++i) {
     if (auto r = post(static_cast<std::uint64_t>(1000000 + i), 8); !r) return failed("post_write", r.error().message);
-    if (auto f = waitFor(api, cqh, 1, Clock::now() + o.timeout)) return failed(f->stage, f->error);
+    if (auto f = waitForCompletions(api, cqh, 1, Clock::now() + o.timeout)) return failed(f->stage, f->error);
   }
   if (o.latency_iterations > 0)
     result.latency_us = seconds(Clock::now() - latencyStart) * 1e6 / o.latency_iterations;
@@ -201,6 +165,18 @@ std::vector<SelfTestOptions> selfTestTargets(const NodeFabric& fabric) {
   return out;
 }
 
+std::string verbsStageFix(const std::string& s) {
+  if (s == "open_device") return "check /dev/infiniband access and the provider library (ibverbs-providers)";
+  if (s == "query_port" || s == "port_state") return "the port is not usable: check the cable and the subnet manager (ibstat)";
+  if (s == "query_gid") return "give the RoCE netdev an IPv4 address so that a RoCE v2 GID exists";
+  if (s == "alloc_pd" || s == "reg_mr" || s == "create_cq" || s == "create_qp")
+    return "the HCA refused resources: raise the memlock limit (ulimit -l unlimited) and check the driver";
+  if (s == "qp_init" || s == "qp_rtr" || s == "qp_rts")
+    return "QP setup failed: check the port's LID/MTU (IB) or RoCE v2 GID index and MTU (RoCE)";
+  if (s == "compare") return "data arrived corrupted: check the HCA firmware and dmesg";
+  return "the RDMA write did not complete: check the link (ibstat), firmware and the port's error counters";
+}
+
 PreflightItem selfTestItem(const SelfTestResult& r, const std::string& node) {
   PreflightItem item;
   item.check = "verbs_selftest";
@@ -209,27 +185,13 @@ PreflightItem selfTestItem(const SelfTestResult& r, const std::string& node) {
   item.expected = "loopback RDMA write completes and arrives intact";
   if (r.ok) {
     item.status = PreflightStatus::pass;
-    item.found = sizeText(r.bytes_compared) + " written and verified; " + formatDouble("%.1f", r.bandwidth_gbps) +
-                 " Gb/s, " + formatDouble("%.2f", r.latency_us) + " us per 8-byte write";
+    item.found = byteSizeText(r.bytes_compared) + " written and verified; " + formatNumber("%.1f", r.bandwidth_gbps) +
+                 " Gb/s, " + formatNumber("%.2f", r.latency_us) + " us per 8-byte write";
     return item;
   }
   item.status = PreflightStatus::fail;
   item.found = r.stage + ": " + r.error;
-  const std::string& s = r.stage;
-  if (s == "open_device")
-    item.fix = "check /dev/infiniband access and the provider library (ibverbs-providers)";
-  else if (s == "query_port" || s == "port_state")
-    item.fix = "the port is not usable: check the cable and the subnet manager (ibstat)";
-  else if (s == "query_gid")
-    item.fix = "give the RoCE netdev an IPv4 address so that a RoCE v2 GID exists";
-  else if (s == "alloc_pd" || s == "reg_mr" || s == "create_cq" || s == "create_qp")
-    item.fix = "the HCA refused resources: raise the memlock limit (ulimit -l unlimited) and check the driver";
-  else if (s == "qp_init" || s == "qp_rtr" || s == "qp_rts")
-    item.fix = "QP setup failed: check the port's LID/MTU (IB) or RoCE v2 GID index and MTU (RoCE)";
-  else if (s == "compare")
-    item.fix = "data arrived corrupted: check the HCA firmware and dmesg";
-  else
-    item.fix = "the RDMA write did not complete: check the link (ibstat), firmware and the port's error counters";
+  item.fix = verbsStageFix(r.stage);
   return item;
 }
 

@@ -41,6 +41,9 @@ SelfTestResult runVerbsSelfTest(VerbsApi& api, const SelfTestOptions& options);
 // One target per ACTIVE InfiniBand/RoCE port; RoCE ports get the GID index NCCL would pick.
 std::vector<SelfTestOptions> selfTestTargets(const NodeFabric& fabric);
 
+// The one-line fix for a verbs test that failed at `stage` (SelfTestResult::stage).
+std::string verbsStageFix(const std::string& stage);
+
 // Check "verbs_selftest" for one result, with a one-line fix chosen by the failing stage.
 PreflightItem selfTestItem(const SelfTestResult& result, const std::string& node);
 

@@ -2,13 +2,22 @@
 
 namespace tlaunch {
 
-namespace {
 Json reachToJson(const std::vector<ReachTarget>& reach) {
   Json out = Json::array();
   for (const auto& t : reach) out.push_back({{"node", t.node}, {"addr", t.addr}, {"port", t.port}});
   return out;
 }
-}  // namespace
+
+Result<std::vector<ReachTarget>> reachFromJson(const Json& j) {
+  if (!j.is_array()) return fail(Errc::protocol, "reachability targets are not a list");
+  std::vector<ReachTarget> out;
+  for (const auto& t : j) {
+    if (!t.is_object() || !t.contains("port") || !t["port"].is_number_integer())
+      return fail(Errc::protocol, "a malformed reachability target");
+    out.push_back({getString(t, "node"), getString(t, "addr"), t["port"].get<int>()});
+  }
+  return out;
+}
 
 Json nodeLaunchToJson(const NodeLaunch& n) {
   Json ranks = Json::array();
@@ -55,8 +64,9 @@ Result<NodeLaunch> nodeLaunchFromJson(const Json& j) {
     n.apply_binding = j.at("apply_binding").get<bool>();
     n.stdin_rank = j.at("stdin_rank").get<int>();
     n.kill_timeout_ms = j.at("kill_timeout_ms").get<int>();
-    for (const auto& t : j.at("reach"))
-      n.reach.push_back({t.at("node").get<std::string>(), t.at("addr").get<std::string>(), t.at("port").get<int>()});
+    auto reach = reachFromJson(j.at("reach"));
+    if (!reach) return tl::unexpected(reach.error());
+    n.reach = std::move(*reach);
     const auto& p = j.at("pmix");
     n.pmix.enabled = p.at("enabled").get<bool>();
     n.pmix.nspace = p.at("nspace").get<std::string>();

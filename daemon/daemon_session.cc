@@ -5,9 +5,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "binding/rdma_pair_agent.h"
+#include "binding/rdma_pair_protocol.h"
+#include "binding/verbs_api.h"
 #include "bootstrap/auth.h"
 #include "bootstrap/node_launch_json.h"
 #include "daemon/inventory.h"
+#include "daemon/peer_probe.h"
 #include "daemon/rank_env.h"
 #include "tlaunch/version.h"
 
@@ -22,6 +26,27 @@ DaemonSession::DaemonSession(asio::io_context& io, DaemonOptions options)
     : io_(io), opts_(std::move(options)), probe_acceptor_(io), heartbeat_timer_(io), exit_timer_(io) {}
 
 DaemonSession::~DaemonSession() = default;
+
+void DaemonSession::handleRdmaStage(Json&& msg) {
+  if (!rdma_agent_) {
+    verbs_ = makeIbverbsApi();
+    rdma_agent_ = std::make_unique<RdmaPairAgent>(*verbs_);
+  }
+  if (getString(msg, "t") != "rdma_write") {
+    conn_->send(rdma_agent_->handle(msg));
+    return;
+  }
+  // The writes poll for completions (up to their timeout when the path is broken): off the
+  // event loop, so that heartbeats and a teardown are still served. The frontend sends the
+  // next stage only after this reply.
+  if (rdma_worker_.joinable()) rdma_worker_.join();
+  rdma_worker_ = std::jthread([this, msg = std::move(msg)] {
+    Json reply = rdma_agent_->handle(msg);
+    asio::post(io_, [this, reply = std::move(reply)] {
+      if (conn_ && conn_->isOpen()) conn_->send(reply);
+    });
+  });
+}
 
 void DaemonSession::start() {
   // A listener for the other daemons' reachability probes (and, later, tree children).
@@ -121,6 +146,8 @@ void DaemonSession::onMessage(Json&& msg) {
     shutdown(0);
     return;
   }
+  if (isRdmaStage(t)) return handleRdmaStage(std::move(msg));
+  if (t == "reach") return handleReach(msg);
   spdlog::warn("ignoring unknown message '{}' from the frontend", t);
 }
 
@@ -197,49 +224,20 @@ void DaemonSession::heartbeat() {
 Result<void> DaemonSession::probePeers() {
   const auto& l = *launch_;
   if (l.reach.empty()) return {};
-  // All probes at once, with one deadline: prepare is a barrier anyway, and a private
-  // io_context keeps the timeout exact.
-  asio::io_context probe_io;
-  asio::steady_timer deadline(probe_io, std::chrono::seconds(5));
-  std::vector<std::unique_ptr<asio::ip::tcp::socket>> sockets;
-  std::vector<asio::error_code> results(l.reach.size(), asio::error::timed_out);
-  size_t pending = 0;
-  for (size_t i = 0; i < l.reach.size(); ++i) {
-    asio::error_code ec;
-    auto addr = asio::ip::make_address(l.reach[i].addr, ec);
-    if (ec) {
-      results[i] = ec;
-      continue;
-    }
-    sockets.push_back(std::make_unique<asio::ip::tcp::socket>(probe_io));
-    ++pending;
-    sockets.back()->async_connect({addr, static_cast<unsigned short>(l.reach[i].port)},
-                                  [&, i](const asio::error_code& e) {
-                                    results[i] = e;
-                                    if (--pending == 0) deadline.cancel();
-                                  });
-  }
-  deadline.async_wait([&](const asio::error_code& e) {
-    if (e) return;
-    for (auto& s : sockets) {
-      asio::error_code ignore;
-      s->close(ignore);
-    }
-  });
-  if (pending > 0) probe_io.run();
-  std::string failures;
-  for (size_t i = 0; i < l.reach.size(); ++i) {
-    if (!results[i]) continue;
-    const auto& t = l.reach[i];
-    failures += (failures.empty() ? "" : "; ") + std::string("node ") + l.node_name + " cannot reach node " + t.node +
-                " at " + t.addr + ":" + std::to_string(t.port) + " (" +
-                (results[i] == asio::error::operation_aborted ? "timed out" : results[i].message()) + ")";
-  }
-  if (!failures.empty()) {
-    return fail(Errc::fabric, failures,
-                "check the fabric link (ip link / ibstat), the subnet and any firewall between the nodes");
-  }
+  std::string failures = describeProbeFailures(l.node_name, probeTargets(l.reach, std::chrono::seconds(5)));
+  if (!failures.empty())
+    return fail(Errc::fabric, failures, "check the fabric link (ip link / ibstat), the subnet and any firewall between the nodes");
   return {};
+}
+
+void DaemonSession::handleReach(const Json& msg) {
+  // tlaunch preflight: the probes a job would make, answered as data.
+  Json results = Json::array();
+  auto targets = reachFromJson(msg.contains("targets") ? msg["targets"] : Json());
+  if (targets)
+    for (const auto& o : probeTargets(*targets, std::chrono::seconds(5)))
+      results.push_back({{"node", o.target.node}, {"addr", o.target.addr}, {"port", o.target.port}, {"error", o.error}});
+  conn_->send({{"t", "reached"}, {"results", std::move(results)}});
 }
 
 void DaemonSession::handlePrepare(const Json& msg) {

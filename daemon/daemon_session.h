@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <asio.hpp>
 
@@ -15,6 +16,9 @@
 #include "tlaunch/node_launch.h"
 
 namespace tlaunch {
+
+class RdmaPairAgent;
+class VerbsApi;
 
 struct DaemonOptions {
   std::string connect_host;
@@ -47,6 +51,8 @@ class DaemonSession {
   void heartbeat();
   void frontendLost(const std::string& why);
   void acceptProbes();
+  void handleRdmaStage(Json&& msg);
+  void handleReach(const Json& msg);
   Result<void> probePeers();
 
   asio::io_context& io_;
@@ -67,6 +73,10 @@ class DaemonSession {
   bool lost_ = false;
   bool done_ = false;
   int exit_code_ = 0;
+  // The cross-node RDMA write test (--preflight=full): the frontend drives it, stage by stage.
+  std::unique_ptr<VerbsApi> verbs_;
+  std::unique_ptr<RdmaPairAgent> rdma_agent_;
+  std::jthread rdma_worker_;  // declared last: joined before the agent and the verbs go
 };
 
 }  // namespace tlaunch

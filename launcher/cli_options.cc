@@ -79,7 +79,7 @@ void addNetOptions(CLI::App& app, JobSpec& s) {
       ->check(CLI::IsMember({"auto", "tcp"}));
   app.add_option("--net-if", s.net_if, "fabric interface name(s) to use")->delimiter(',');
   app.add_option("--net-cidr", s.net_cidr, "choose the fabric by subnet, e.g. 10.1.0.0/16");
-  app.add_option("--check-reachability", s.check_reachability, "ring (default), all, off")
+  app.add_option("--check-reachability", s.check_reachability, "ring (default; all with --preflight=full), all, off")
       ->check(CLI::IsMember({"ring", "all", "off"}));
 }
 
@@ -160,6 +160,8 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   preflight->add_option("--net-if", s.net_if, "fabric interface name(s)")->delimiter(',');
   preflight->add_option("--net-cidr", s.net_cidr, "fabric subnet");
   preflight->add_option("--net", s.net_mode, "auto or tcp")->check(CLI::IsMember({"auto", "tcp"}));
+  preflight->add_option("--check-reachability", s.check_reachability, "ring (default; all with --level full), all, off")
+      ->check(CLI::IsMember({"ring", "all", "off"}));
   app.footer(
       "Exit status: 0 when every rank exited 0; otherwise the first failed rank's status (128+N if it was killed "
       "by signal N). tlaunch's own failures: 64 usage, 69 node unreachable or lost, 76 protocol/authentication, "
@@ -183,6 +185,10 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     out.exit_now = 0;
     return out;
   }
+  // A full preflight probes every pair of nodes, unless the user chose otherwise.
+  if (s.preflight == PreflightMode::full && app.get_option("--check-reachability")->count() == 0 &&
+      (!preflight->parsed() || preflight->get_option("--check-reachability")->count() == 0))
+    s.check_reachability = "all";
   if (topo->parsed()) out.command = Subcommand::topo;
   if (preflight->parsed()) {
     out.command = Subcommand::preflight;

@@ -34,7 +34,7 @@ Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nod
     return fail(Errc::io, "node " + head.name + " found no free TCP port for MASTER_PORT");
   }
 
-  if (auto p = evaluatePreflight(spec, nodes, plan); !p) return tl::unexpected(p.error());
+  if (auto p = evaluatePreflight(spec, nodes, plan, ctx.measured_preflight); !p) return tl::unexpected(p.error());
   auto network = chooseJobNetwork(spec, nodes, ctx);
   if (!network) return tl::unexpected(network.error());
   if (*network) {
@@ -64,19 +64,8 @@ Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nod
     }
     plan.nodes.push_back(std::move(nl));
   }
-  // Reachability ring: each node probes the next one's address before any rank starts.
-  if (spec.check_reachability != "off" && num_nodes > 1) {
-    for (int i = 0; i < num_nodes; ++i) {
-      // Ring: the next node; all-pairs (--check-reachability=all): every other node.
-      const int count = spec.check_reachability == "all" ? num_nodes - 1 : 1;
-      for (int k = 1; k <= count; ++k) {
-        const int j = (i + k) % num_nodes;
-        const NodeReport& peer = nodes[j];
-        plan.nodes[i].reach.push_back({peer.name, *network ? (*network)->nodes[j].ipv4 : peer.control_ip,
-                                       static_cast<int>(getInt(peer.inventory, "probe_port"))});
-      }
-    }
-  }
+  auto reach = reachabilityTargets(spec, nodes, *network);
+  for (size_t i = 0; i < reach.size(); ++i) plan.nodes[i].reach = std::move(reach[i]);
   if (auto b = planBindings(spec, nodes, ctx, plan); !b) return tl::unexpected(b.error());
   if (spec.pmix) {
     PmixSpec pmix;

@@ -29,6 +29,7 @@ struct PlanContext {
   UserEnv user_env;                    // the same with values and where each came from
   std::vector<std::vector<std::string>> node_net_if;  // per node: hostfile net_if= overrides
   bool loopback_only = false;          // every node is this host (local launcher): no fabric needed
+  std::vector<PreflightItem> measured_preflight;  // results of the cross-node RDMA write test
 };
 
 struct JobPlan {

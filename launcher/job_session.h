@@ -17,6 +17,8 @@
 
 namespace tlaunch {
 
+class RdmaPairCoordinator;
+
 struct SessionConfig {
   JobSpec spec;
   std::vector<NodeTarget> nodes;
@@ -46,7 +48,7 @@ class JobSession {
   JobOutcome run();
 
  private:
-  enum class Phase { connecting, preparing, starting, running, draining, finishing, done };
+  enum class Phase { connecting, testing_fabric, preparing, starting, running, draining, finishing, done };
   struct Link;
   struct Pending;
 
@@ -56,6 +58,10 @@ class JobSession {
   void onLinkMessage(Link& link, Json&& msg);
   void onLinkClosed(Link& link, const std::string& reason);
   void onInventory(Link& link, Json&& inv);
+  void inventoriesComplete();
+  void onRdmaPairReply(Link& link, const Json& msg);
+  bool startReachabilityCheck(const std::vector<NodeReport>& reports);
+  void onReached(Link& link, const Json& msg);
   void planAndPrepare();
   void startRanks();
   static std::string banner(const JobPlan& plan, const JobSpec& spec);
@@ -88,7 +94,11 @@ class JobSession {
     std::vector<bool> arrived;
     size_t count = 0;
   };
-  std::map<uint64_t, Fence> fences_;  // PMIx fences in progress, by sequence number
+  std::map<uint64_t, Fence> fences_;
+  std::unique_ptr<RdmaPairCoordinator> rdma_pairs_;  // --preflight=full: the cross-node RDMA write test
+  std::vector<PreflightItem> measured_;  // the frontend's own cross-node checks, for the verdict
+  bool reach_checked_ = false;
+  int reach_waiting_ = 0;  // PMIx fences in progress, by sequence number
   JobOutcome outcome_;
   bool failed_ = false;
   int interrupts_ = 0;

@@ -77,4 +77,20 @@ void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPla
   plan.details["network"] = j;
 }
 
+std::vector<std::vector<ReachTarget>> reachabilityTargets(const JobSpec& spec, const std::vector<NodeReport>& nodes,
+                                                          const std::optional<NetworkChoice>& network) {
+  const int count = static_cast<int>(nodes.size());
+  std::vector<std::vector<ReachTarget>> out(nodes.size());
+  if (spec.check_reachability == "off" || count < 2) return out;
+  const int peers = spec.check_reachability == "all" ? count - 1 : 1;
+  for (int i = 0; i < count; ++i)
+    for (int k = 1; k <= peers; ++k) {
+      const int j = (i + k) % count;
+      const NodeReport& peer = nodes[static_cast<size_t>(j)];
+      out[static_cast<size_t>(i)].push_back({peer.name, network ? network->nodes[static_cast<size_t>(j)].ipv4 : peer.control_ip,
+                                             static_cast<int>(getInt(peer.inventory, "probe_port"))});
+    }
+  return out;
+}
+
 }  // namespace tlaunch

@@ -17,4 +17,9 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
 // plan.details and plan.network_text.
 void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPlan& plan);
 
+// The peers each node probes before any rank starts (--check-reachability): the next node
+// (ring) or every other node (all), at its address on the chosen network. Empty lists when off.
+std::vector<std::vector<ReachTarget>> reachabilityTargets(const JobSpec& spec, const std::vector<NodeReport>& nodes,
+                                                          const std::optional<NetworkChoice>& network);
+
 }  // namespace tlaunch

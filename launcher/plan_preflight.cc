@@ -9,7 +9,8 @@
 
 namespace tlaunch {
 
-std::vector<PreflightItem> collectPreflight(const std::vector<NodeReport>& nodes) {
+std::vector<PreflightItem> collectPreflight(const std::vector<NodeReport>& nodes,
+                                            const std::vector<PreflightItem>& measured) {
   std::vector<PreflightItem> all;
   std::vector<CrossNodeInput> cross;
   for (const auto& n : nodes) {
@@ -35,12 +36,14 @@ std::vector<PreflightItem> collectPreflight(const std::vector<NodeReport>& nodes
     auto c = crossNodeChecks(cross);
     all.insert(all.end(), c.begin(), c.end());
   }
+  all.insert(all.end(), measured.begin(), measured.end());
   return all;
 }
 
-Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport>& nodes, JobPlan& plan) {
+Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport>& nodes, JobPlan& plan,
+                               const std::vector<PreflightItem>& measured) {
   if (spec.preflight == PreflightMode::off) return {};
-  auto items = collectPreflight(nodes);
+  auto items = collectPreflight(nodes, measured);
   for (auto& i : items) {
     if (std::find(spec.preflight_skip.begin(), spec.preflight_skip.end(), i.check) != spec.preflight_skip.end() &&
         i.status != PreflightStatus::pass) {

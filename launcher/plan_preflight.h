@@ -7,10 +7,13 @@
 
 namespace tlaunch {
 
-// Every check of every node, then the cross-node ones.
-std::vector<PreflightItem> collectPreflight(const std::vector<NodeReport>& nodes);
+// Every check of every node, then the cross-node ones, then `measured` (the frontend's own
+// cross-node tests, e.g. the RDMA write test between neighbours).
+std::vector<PreflightItem> collectPreflight(const std::vector<NodeReport>& nodes,
+                                            const std::vector<PreflightItem>& measured = {});
 // Fills plan.details["preflight"] and plan.preflight_text; an error (Errc::preflight) when a
 // check failed, or warned with --preflight-strict.
-Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport>& nodes, JobPlan& plan);
+Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport>& nodes, JobPlan& plan,
+                               const std::vector<PreflightItem>& measured = {});
 
 }  // namespace tlaunch

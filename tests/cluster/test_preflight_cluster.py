@@ -10,12 +10,17 @@ reading a real sysfs capture (mlx4_0 FDR or qib0 QDR, IPoIB ib0), the frontend i
   cross-node rate warning naming both groups; the job still runs (and says so), --preflight-strict
   refuses it;
 - RLIMIT_MEMLOCK below 1 GiB (memlock not skipped): preflight fails naming the fix, a job is refused;
-- NCCL_IB_DISABLE=1 in the environment: a warning naming its source, "environment" (and "-x" for -x).
+- NCCL_IB_DISABLE=1 in the environment: a warning naming its source, "environment" (and "-x" for -x);
+- full level: every node probes every other node's fabric address (one reachability row per node),
+  and the cross-node RDMA write test says it is skipped on a capture; with node3 refusing traffic to
+  node1's fabric address only (a prohibit route), the ring of the quick level passes, while the full
+  level fails naming node1 -> node3, and a job with --preflight=full is refused naming both nodes.
 
 Needs root (exits 77, skipped, where a virtual cluster cannot be built). One cluster for all checks;
 it waits while another test holds this machine's one cluster.
 """
 import json
+import re
 import resource
 import sys
 import time
@@ -169,6 +174,54 @@ def nccl_ib_disabled(tl, vc, sysfs):
               f"NCCL_IB_DISABLE=1 from {source}: --dry-run warns on every node naming '{source}'", cj.describe(r))
 
 
+def full_level(tl, vc, sysfs):
+    base = ["preflight", "--hosts", hosts(vc), "--sysfs-root", sysfs, *SKIP_MEMLOCK]
+    p = tl.run([*base, "--level", "full"], timeout=60)
+    t = fc.PreflightTable(p.stdout)
+    reached = {n: t.rows(n, "reachability", "pass") for n in vc.nodes}
+    all_pairs = all(r and all(o in r[0]["found"] for o in vc.nodes if o != n) for n, r in reached.items())
+    check(p.returncode == 0 and all_pairs,
+          "--level full: exit 0, and each node reached every other node on the fabric (all pairs)",
+          f"{reached}\n     {cj.describe(p)}")
+    j = tl.run([*base, "--level", "full", "--json"], timeout=60)
+    try:
+        pairs = [i for i in json.loads(j.stdout) if i["check"] == "rdma_pair"]
+    except (ValueError, KeyError, TypeError) as e:
+        check(False, "--level full --json parses", f"{e}\n     {cj.describe(j)}")
+        return
+    check(j.returncode == 0 and len(pairs) == 1 and pairs[0]["status"] == "skip" and "capture" in pairs[0]["found"],
+          "--level full on captured sysfs: the cross-node RDMA write test is one skipped item saying why (a capture)",
+          str(pairs))
+
+
+def one_pair_unreachable(tl, vc, sysfs, ws):
+    target = vc.fabric_ip("node1")
+    add = vc.exec("node3", ["ip", "route", "add", "prohibit", f"{target}/32"], capture_output=True, text=True)
+    check(add.returncode == 0, f"inside node3: ip route add prohibit {target}/32", add.stderr)
+    try:
+        base = ["preflight", "--hosts", hosts(vc), "--sysfs-root", sysfs, *SKIP_MEMLOCK]
+        ring = tl.run(base, timeout=60)
+        full = tl.run([*base, "--level", "full"], timeout=60)
+        job = tl.run(["--hosts", hosts(vc), "-p", "1", "--sysfs-root", sysfs, *SKIP_MEMLOCK, "--preflight=full", "--",
+                      "/bin/hostname"], timeout=60)
+    finally:
+        vc.exec("node3", ["ip", "route", "del", "prohibit", f"{target}/32"], capture_output=True, text=True)
+    rt = fc.PreflightTable(ring.stdout)
+    check(ring.returncode == 0 and all(rt.rows(n, "reachability", "pass") for n in vc.nodes),
+          "node3 cannot answer node1 on the fabric: the quick level's ring (1->2->3->4->1) still passes", cj.describe(ring))
+    ft = fc.PreflightTable(full.stdout)
+    n1 = ft.rows("node1", "reachability", "fail")
+    n3 = ft.rows("node3", "reachability", "fail")
+    check(full.returncode == 78 and n1 and "node3" in n1[0]["found"] and n3 and "node1" in n3[0]["found"]
+          and sorted(ft.failing_sections()) == ["node1", "node3"],
+          "--level full: exit 78, reachability fails on node1 (naming node3) and node3 (naming node1), nothing else",
+          f"failing {ft.failing_sections()}\n     {cj.describe(full)}")
+    named = re.search(r"node (node1 cannot reach node node3|node3 cannot reach node node1) at ", job.stderr)
+    check(job.returncode == 78 and named and job.stdout == "",
+          "a job with --preflight=full is refused before any rank starts, naming node1 and node3", cj.describe(job))
+    fc.nothing_left(check, "one pair unreachable", job.job)
+
+
 def main():
     skip_unless_possible(slurm=False)
     cj.require_tlaunch()
@@ -191,7 +244,9 @@ def main():
                                  ("ib0 down", lambda: link_down(tl, vc, mlx4, ws)),
                                  ("mixed rates", lambda: mixed_rates(tl, vc, caps)),
                                  ("memlock", lambda: memlock_refused(tl, vc, mlx4)),
-                                 ("NCCL_IB_DISABLE", lambda: nccl_ib_disabled(tl, vc, mlx4))])
+                                 ("NCCL_IB_DISABLE", lambda: nccl_ib_disabled(tl, vc, mlx4)),
+                                 ("full level", lambda: full_level(tl, vc, mlx4)),
+                                 ("one pair unreachable", lambda: one_pair_unreachable(tl, vc, mlx4, ws))])
         print(f"cluster down in {vc.down_seconds:.1f} s", flush=True)
         fc.no_processes_left(check, tl)
     fc.machine_left_clean(check, vc, caps.dir, ws.dir)

@@ -15,3 +15,7 @@ tlaunch_add_unit_test(NAME preflight_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/preflight_report_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/preflight_verbs_test.cc
   LIBS tlaunch_binding)
+tlaunch_add_unit_test(NAME preflight_pair_tests
+  SOURCES
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/preflight_pair_test.cc
+  LIBS tlaunch_launcher)

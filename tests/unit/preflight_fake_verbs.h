@@ -1,6 +1,9 @@
 #pragma once
 // A small in-memory HCA behind VerbsApi: it enforces the RC QP state machine and resource
-// ownership, performs RDMA writes with memcpy, and can be told to fail at any call.
+// ownership, performs RDMA writes with memcpy, and can be told to fail at any call. Several
+// fakes joined into one fabric (joinFabric) stand for several nodes: QPs connect across them
+// by LID or GID, and writes land in the other fake's registered memory.
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -35,6 +38,13 @@ class FakeVerbs final : public VerbsApi {
   std::map<VerbsHandle, std::string> live;  // handle -> kind, for leak checks
   int writes = 0;
   std::vector<VerbsRtr> rtrs;
+
+  // Make `all` one fabric; `index` keeps this fake's QP numbers and keys apart from the others'.
+  void joinFabric(std::vector<FakeVerbs*> all, std::uint32_t index) {
+    fabric_ = std::move(all);
+    next_key_ = 0x1000 + index * 0x100000;
+    next_qpn_ = 0x20 + index * 0x10000;
+  }
 
   static Port ibPort(std::uint32_t lid, int state = 4) {
     Port p;
@@ -151,13 +161,19 @@ class FakeVerbs final : public VerbsApi {
     if (qp.state != 1) violations.push_back("RTR from state " + std::to_string(qp.state));
     if (shouldFail("qpToRtr")) return fail(Errc::fabric, "ibv_modify_qp(RTR) failed: Connection timed out");
     bool peerKnown = false;
-    for (const auto& [other, q] : qps_) peerKnown = peerKnown || (other != h && q.qpn == rtr.dest_qpn && live.count(other));
+    for (const FakeVerbs* node : nodes())
+      for (const auto& [other, q] : node->qps_)
+        peerKnown = peerKnown || ((node != this || other != h) && q.qpn == rtr.dest_qpn && node->live.count(other));
     const Port& port = device(qp.context).ports.at(static_cast<std::size_t>(rtr.port - 1));
     bool routeOk = port.attr.link_layer == LinkLayer::ethernet
-                       ? rtr.global && rtr.sgid_index >= 0 &&
-                             rtr.sgid_index < static_cast<int>(port.gids.size()) &&
-                             rtr.dgid == port.gids[static_cast<std::size_t>(rtr.sgid_index)]
-                       : !rtr.global && rtr.dlid == port.attr.lid;
+                       ? rtr.global && rtr.sgid_index >= 0 && rtr.sgid_index < static_cast<int>(port.gids.size()) &&
+                             anyPort([&](const Port& p) {
+                               return p.attr.link_layer == LinkLayer::ethernet &&
+                                      std::find(p.gids.begin(), p.gids.end(), rtr.dgid) != p.gids.end();
+                             })
+                       : !rtr.global && anyPort([&](const Port& p) {
+                           return p.attr.link_layer == LinkLayer::infiniband && p.attr.lid == rtr.dlid;
+                         });
     if (!peerKnown || !routeOk || rtr.path_mtu > port.attr.active_mtu || rtr.port != qp.port)
       return fail(Errc::fabric, "ibv_modify_qp(RTR) failed: Invalid argument");
     qp.state = 2;
@@ -180,7 +196,8 @@ class FakeVerbs final : public VerbsApi {
     if (shouldFail("postRdmaWrite")) return fail(Errc::fabric, "ibv_post_send failed: Cannot allocate memory");
     const Mr* src = findMr(lkey, false, local, length);
     auto* dstAddr = reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(remote));
-    const Mr* dst = findMr(rkey, true, dstAddr, length);
+    const Mr* dst = nullptr;
+    for (const FakeVerbs* node : nodes()) dst = dst ? dst : node->findMr(rkey, true, dstAddr, length);
     if (!src || !dst) violations.push_back("write outside a registered region");
     ++writes;
     auto& queue = cqs_.at(qp.cq);
@@ -225,6 +242,20 @@ class FakeVerbs final : public VerbsApi {
     std::uint32_t dest_qpn = 0;
   };
 
+  std::vector<const FakeVerbs*> nodes() const {
+    if (fabric_.empty()) return {this};
+    return {fabric_.begin(), fabric_.end()};
+  }
+
+  template <class Predicate>
+  bool anyPort(Predicate predicate) const {
+    for (const FakeVerbs* node : nodes())
+      for (const auto& d : node->devices)
+        for (const auto& p : d.ports)
+          if (predicate(p)) return true;
+    return false;
+  }
+
   bool shouldFail(const std::string& call) {
     if (call != fail_call) return false;
     return ++calls_[call] == fail_occurrence;
@@ -263,6 +294,7 @@ class FakeVerbs final : public VerbsApi {
   std::map<VerbsHandle, Qp> qps_;
   std::map<VerbsHandle, std::deque<VerbsCompletion>> cqs_;
   std::map<std::string, int> calls_;
+  std::vector<FakeVerbs*> fabric_;
 };
 
 }  // namespace tlaunch::testing

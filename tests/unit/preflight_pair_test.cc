@@ -1,0 +1,397 @@
+// The cross-node RDMA write test: the endpoint against fake HCAs joined into one fabric, and
+// the frontend's coordinator driving one agent per node through the real message codec.
+// The fake stands in only for the hardware (no HCA here); the real libibverbs path is covered
+// by preflight_verbs_test.cc up to where a device would be needed.
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "binding/rdma_pair_agent.h"
+#include "binding/rdma_pair_protocol.h"
+#include "bootstrap/message.h"
+#include "fabric_test_builder.h"
+#include "launcher/rdma_pair_coordinator.h"
+#include "preflight_fake_verbs.h"
+
+using namespace tlaunch;
+using namespace tlaunch::testing;
+
+namespace {
+
+// `count` nodes, each a fake with one HCA (mlx5_0) whose ports are InfiniBand (LIDs differ per
+// node) or RoCE (a RoCE v2 GID per node at index 3).
+struct FakeCluster {
+  std::vector<std::unique_ptr<FakeVerbs>> hcas;
+  explicit FakeCluster(int count, int ports = 1, bool roce = false) {
+    std::vector<FakeVerbs*> all;
+    for (int n = 0; n < count; ++n) {
+      auto fake = std::make_unique<FakeVerbs>();
+      FakeVerbs::Device d{"mlx5_0", {}, false};
+      for (int p = 0; p < ports; ++p) {
+        FakeVerbs::Port port = FakeVerbs::ibPort(static_cast<std::uint32_t>(0x100 * (n + 1) + p));
+        if (roce) {
+          port.attr.link_layer = LinkLayer::ethernet;
+          port.attr.lid = 0;
+          for (int i = 0; i < 3; ++i) port.gids.push_back(GidBytes{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, static_cast<std::uint8_t>(i)});
+          port.gids.push_back(GidBytes{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, static_cast<std::uint8_t>(n), static_cast<std::uint8_t>(p)});
+        }
+        d.ports.push_back(port);
+      }
+      fake->devices.push_back(d);
+      all.push_back(fake.get());
+      hcas.push_back(std::move(fake));
+    }
+    for (std::size_t i = 0; i < hcas.size(); ++i) hcas[i]->joinFabric(all, static_cast<std::uint32_t>(i));
+  }
+  FakeVerbs& operator[](std::size_t i) { return *hcas[i]; }
+  bool clean() const {
+    for (const auto& h : hcas)
+      if (!h->live.empty() || !h->violations.empty()) return false;
+    return true;
+  }
+};
+
+RdmaEndpointSpec spec(int port = 1, int gid = -1) { return RdmaEndpointSpec{"mlx5_0", port, gid, 64 * 1024}; }
+
+RdmaWriteOptions quick(std::uint32_t seed = 7) {
+  RdmaWriteOptions o;
+  o.seed = seed;
+  o.iterations = 4;
+  o.window = 2;
+  o.latency_iterations = 3;
+  o.timeout = std::chrono::milliseconds(50);
+  return o;
+}
+
+// The fabric each daemon would report: IB (or RoCE) ports of mlx5_0 at `rate` Gb/s.
+NodeFabric reportedFabric(int node, int ports, double rate, bool roce = false) {
+  FabricBuilder b;
+  for (int p = 1; p <= ports; ++p) {
+    const std::string ip = "10." + std::to_string(p) + ".0." + std::to_string(node + 1);
+    if (roce) b.roce("mlx5_0", p, "eth" + std::to_string(p), ip);
+    else b.ib("mlx5_0", p, "ib" + std::to_string(p - 1), ip);
+  }
+  NodeFabric f = b.build();
+  for (auto& d : f.devices)
+    for (auto& port : d.ports) port.rate_gbps = rate;
+  return f;
+}
+
+std::vector<PairTestNode> reportedNodes(int count, int ports, double rate, bool roce = false) {
+  std::vector<PairTestNode> nodes;
+  for (int n = 0; n < count; ++n) nodes.push_back({"node" + std::to_string(n + 1), reportedFabric(n, ports, rate, roce)});
+  return nodes;
+}
+
+// Delivers the coordinator's messages to each node's agent and the replies back, both ways
+// through the control plane's CBOR encoding, until the test is over.
+void runPairTest(RdmaPairCoordinator& coordinator, std::vector<RdmaPairAgent>& agents) {
+  auto wire = [](const nlohmann::json& m) {
+    auto decoded = decodeMessage(encodeMessage(m));
+    REQUIRE(decoded);
+    return *decoded;
+  };
+  auto pending = coordinator.start();
+  int rounds = 0;
+  while (!pending.empty()) {
+    REQUIRE(++rounds <= 4);
+    std::vector<RdmaPairMessage> next;
+    for (const auto& m : pending) {
+      auto reply = agents[static_cast<std::size_t>(m.node)].handle(wire(m.msg));
+      for (auto& n : coordinator.onReply(m.node, wire(reply))) next.push_back(std::move(n));
+    }
+    pending = std::move(next);
+  }
+  REQUIRE(coordinator.done());
+}
+
+std::vector<RdmaPairAgent> agentsFor(FakeCluster& cluster) {
+  std::vector<RdmaPairAgent> agents;
+  for (auto& h : cluster.hcas) agents.emplace_back(*h);
+  return agents;
+}
+
+PairTestOptions smallTest() {
+  PairTestOptions o;
+  o.bytes = 64 * 1024;
+  o.write = quick(11);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("an RDMA write between two nodes' endpoints arrives intact and is verified by the target") {
+  FakeCluster cluster(2);
+  {
+    auto a = RdmaEndpoint::open(cluster[0], spec());
+    auto b = RdmaEndpoint::open(cluster[1], spec());
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK((*a)->info().lid == 0x100);
+    CHECK((*b)->info().lid == 0x200);
+    CHECK_FALSE((*a)->info().global);
+    auto c = (*a)->connect((*b)->info());
+    INFO((c ? "" : c.error().error));
+    REQUIRE(c);
+    REQUIRE((*b)->connect((*a)->info()));
+    CHECK(cluster[0].rtrs.back().dlid == 0x200);
+    CHECK(cluster[0].rtrs.back().dest_qpn == (*b)->info().qpn);
+
+    CHECK_FALSE((*b)->verify(42, 64 * 1024));  // nothing written yet
+    auto w = (*a)->writeTo((*b)->info(), quick(42));
+    REQUIRE(w);
+    CHECK(w->bytes == 64 * 1024);
+    CHECK(w->bandwidth_gbps > 0);
+    CHECK(w->latency_us > 0);
+    CHECK(cluster[0].writes == 1 + 4 + 3);
+    auto v = (*b)->verify(42, w->bytes);
+    REQUIRE(v);
+    CHECK(*v == 64 * 1024);
+    auto wrong = (*b)->verify(43, w->bytes);  // another seed's pattern
+    REQUIRE_FALSE(wrong);
+    CHECK(wrong.error().stage == "compare");
+  }
+  CHECK(cluster.clean());
+}
+
+TEST_CASE("RoCE endpoints route by the peer's GID at the smaller MTU") {
+  FakeCluster cluster(2, 1, true);
+  cluster[1].devices[0].ports[0].attr.active_mtu = 1024;
+  auto a = RdmaEndpoint::open(cluster[0], spec(1, 3));
+  auto b = RdmaEndpoint::open(cluster[1], spec(1, 3));
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK((*a)->info().global);
+  REQUIRE((*a)->connect((*b)->info()));
+  const VerbsRtr& rtr = cluster[0].rtrs.back();
+  CHECK(rtr.global);
+  CHECK(rtr.dgid == cluster[1].devices[0].ports[0].gids[3]);
+  CHECK(rtr.sgid_index == 3);
+  CHECK(rtr.path_mtu == 1024);
+
+  auto noGid = RdmaEndpoint::open(cluster[0], spec(1, -1));
+  REQUIRE_FALSE(noGid);
+  CHECK(noGid.error().stage == "query_gid");
+}
+
+TEST_CASE("an endpoint refuses a peer on another link layer and names both") {
+  FakeCluster ib(1), roce(1, 1, true);
+  auto a = RdmaEndpoint::open(ib[0], spec());
+  auto b = RdmaEndpoint::open(roce[0], spec(1, 3));
+  REQUIRE(a);
+  REQUIRE(b);
+  auto c = (*a)->connect((*b)->info());
+  REQUIRE_FALSE(c);
+  CHECK(c.error().stage == "qp_rtr");
+  CHECK_THAT(c.error().error, Catch::Contains("InfiniBand") && Catch::Contains("RoCE"));
+}
+
+TEST_CASE("every failing verbs call names its stage and releases what the endpoint holds") {
+  const std::vector<std::pair<std::string, std::string>> calls = {
+      {"openDevice", "open_device"}, {"queryPort", "query_port"}, {"allocPd", "alloc_pd"}, {"regMr", "reg_mr"},
+      {"createCq", "create_cq"},     {"createRcQp", "create_qp"}, {"qpToInit", "qp_init"}, {"qpToRtr", "qp_rtr"},
+      {"qpToRts", "qp_rts"},         {"postRdmaWrite", "post_write"}, {"pollCq", "poll_cq"}};
+  for (const auto& [call, stage] : calls) {
+    SECTION(call) {
+      FakeCluster cluster(2);
+      cluster[0].fail_call = call;
+      {
+        std::string seen;
+        auto a = RdmaEndpoint::open(cluster[0], spec());
+        auto b = RdmaEndpoint::open(cluster[1], spec());
+        REQUIRE(b);
+        if (!a) {
+          seen = a.error().stage;
+        } else if (auto c = (*a)->connect((*b)->info()); !c) {
+          seen = c.error().stage;
+        } else {
+          REQUIRE((*b)->connect((*a)->info()));
+          auto w = (*a)->writeTo((*b)->info(), quick());
+          REQUIRE_FALSE(w);
+          seen = w.error().stage;
+        }
+        CHECK(seen == stage);
+      }
+      CHECK(cluster.clean());
+    }
+  }
+}
+
+TEST_CASE("a write that never completes times out; one that fails says the completion status") {
+  for (auto mode : {FakeVerbs::Completion::never, FakeVerbs::Completion::error}) {
+    FakeCluster cluster(2);
+    cluster[0].completion = mode;
+    auto a = RdmaEndpoint::open(cluster[0], spec());
+    auto b = RdmaEndpoint::open(cluster[1], spec());
+    REQUIRE((*a)->connect((*b)->info()));
+    REQUIRE((*b)->connect((*a)->info()));
+    auto w = (*a)->writeTo((*b)->info(), quick());
+    REQUIRE_FALSE(w);
+    CHECK(w.error().stage == "poll_cq");
+    CHECK_THAT(w.error().error, Catch::Contains(mode == FakeVerbs::Completion::never ? "timed out" : "retry counter exceeded"));
+  }
+}
+
+TEST_CASE("endpoint data survives the control plane's encoding; malformed data is refused") {
+  RdmaEndpointInfo info{0x1234, true, GidBytes{1, 2, 3}, 0xabcdef, 4096, 0x7fff00001000, 0xdeadbeef, 1 << 20};
+  auto back = rdmaInfoFromJson(rdmaInfoToJson(info));
+  REQUIRE(back);
+  CHECK(*back == info);
+  auto j = rdmaInfoToJson(info);
+  j.erase("qpn");
+  CHECK_FALSE(rdmaInfoFromJson(j));
+  j = rdmaInfoToJson(info);
+  j["gid"] = nlohmann::json::binary({1, 2});
+  CHECK_FALSE(rdmaInfoFromJson(j));
+  CHECK_FALSE(rdmaInfoFromJson(nlohmann::json::array()));
+  RdmaReply bad = rdmaReplyFromJson({{"ok", true}});
+  CHECK_FALSE(bad.ok);
+  CHECK(bad.stage == "protocol");
+}
+
+TEST_CASE("four nodes: each writes to the next over the control plane, every pair passes") {
+  FakeCluster cluster(4);
+  auto agents = agentsFor(cluster);
+  RdmaPairCoordinator coordinator(reportedNodes(4, 1, 1.0), smallTest());
+  runPairTest(coordinator, agents);
+  auto items = coordinator.items();
+  REQUIRE(items.size() == 4);
+  const char* expected[] = {"node1", "node2", "node3", "node4"};
+  for (std::size_t i = 0; i < 4; ++i) {
+    INFO(items[i].found);
+    CHECK(items[i].check == "rdma_pair");
+    CHECK(items[i].status == PreflightStatus::pass);
+    CHECK(items[i].node == expected[i]);
+    CHECK(items[i].device == std::string("mlx5_0:1 -> ") + expected[(i + 1) % 4] + " mlx5_0:1");
+    CHECK_THAT(items[i].found, Catch::Contains("64 KiB verified on " + std::string(expected[(i + 1) % 4])) &&
+                                   Catch::Contains("Gb/s (") && Catch::Contains("% of 1 Gb/s"));
+  }
+  for (std::size_t n = 0; n < 4; ++n) CHECK(cluster[n].writes == 1 + 4 + 3);  // each node sent once
+  for (const auto& a : agents) CHECK(a.endpointCount() == 0);
+  CHECK(cluster.clean());
+}
+
+TEST_CASE("two nodes with two rails: both directions, rail by rail, on RoCE too") {
+  for (bool roce : {false, true}) {
+    FakeCluster cluster(2, 2, roce);
+    auto agents = agentsFor(cluster);
+    RdmaPairCoordinator coordinator(reportedNodes(2, 2, 1.0, roce), smallTest());
+    runPairTest(coordinator, agents);
+    auto items = coordinator.items();
+    REQUIRE(items.size() == 4);
+    CHECK(items[0].device == "mlx5_0:1 -> node2 mlx5_0:1");
+    CHECK(items[1].device == "mlx5_0:2 -> node2 mlx5_0:2");
+    CHECK(items[2].device == "mlx5_0:1 -> node1 mlx5_0:1");
+    CHECK(items[3].device == "mlx5_0:2 -> node1 mlx5_0:2");
+    for (const auto& i : items) CHECK(i.status == PreflightStatus::pass);
+    CHECK(cluster.clean());
+  }
+}
+
+TEST_CASE("a QP that cannot connect fails its pair, naming the node and port where it failed") {
+  FakeCluster cluster(4);
+  cluster[2].fail_call = "qpToRtr";  // node3's first RTR: its receiving end of node2 -> node3
+  auto agents = agentsFor(cluster);
+  RdmaPairCoordinator coordinator(reportedNodes(4, 1, 1.0), smallTest());
+  runPairTest(coordinator, agents);
+  auto items = coordinator.items();
+  REQUIRE(items.size() == 4);
+  CHECK(items[0].status == PreflightStatus::pass);
+  CHECK(items[1].status == PreflightStatus::fail);  // node2 -> node3
+  CHECK(items[1].node == "node2");
+  CHECK_THAT(items[1].found, Catch::StartsWith("node3 mlx5_0:1 qp_rtr: ") && Catch::Contains("Connection timed out"));
+  CHECK_THAT(items[1].fix, Catch::Contains("same fabric and rail"));
+  CHECK(items[2].status == PreflightStatus::pass);  // node3 -> node4: its sending QP connected
+  CHECK(items[3].status == PreflightStatus::pass);
+  CHECK(cluster.clean());
+}
+
+TEST_CASE("corrupted data is caught by the target's compare, naming the target") {
+  FakeCluster cluster(3);
+  cluster[1].completion = FakeVerbs::Completion::corrupt;  // node2's writes land damaged on node3
+  auto agents = agentsFor(cluster);
+  RdmaPairCoordinator coordinator(reportedNodes(3, 1, 1.0), smallTest());
+  runPairTest(coordinator, agents);
+  auto items = coordinator.items();
+  REQUIRE(items.size() == 3);
+  CHECK(items[0].status == PreflightStatus::pass);
+  REQUIRE(items[1].status == PreflightStatus::fail);
+  CHECK_THAT(items[1].found, Catch::StartsWith("node3 mlx5_0:1 compare: byte "));
+  CHECK(items[2].status == PreflightStatus::pass);
+  CHECK(cluster.clean());
+}
+
+TEST_CASE("a device that will not open fails its pairs at open and everything is still released") {
+  FakeCluster cluster(2);
+  cluster[1].devices[0].open_fails = true;
+  auto agents = agentsFor(cluster);
+  RdmaPairCoordinator coordinator(reportedNodes(2, 1, 1.0), smallTest());
+  runPairTest(coordinator, agents);
+  auto items = coordinator.items();
+  REQUIRE(items.size() == 2);
+  for (const auto& i : items) {
+    CHECK(i.status == PreflightStatus::fail);
+    CHECK_THAT(i.found, Catch::StartsWith("node2 mlx5_0:1 open_device: "));
+    CHECK_THAT(i.fix, Catch::Contains("/dev/infiniband"));
+  }
+  CHECK(cluster.clean());
+  for (const auto& a : agents) CHECK(a.endpointCount() == 0);
+}
+
+TEST_CASE("bandwidth far below the port rate is a warning with the numbers") {
+  FakeCluster cluster(2);
+  auto agents = agentsFor(cluster);
+  RdmaPairCoordinator coordinator(reportedNodes(2, 1, 1e9), smallTest());  // no fake reaches 1e9 Gb/s
+  runPairTest(coordinator, agents);
+  for (const auto& i : coordinator.items()) {
+    CHECK(i.status == PreflightStatus::warn);
+    CHECK_THAT(i.expected, Catch::Contains(">= 80% of 1000000000 Gb/s"));
+    CHECK_THAT(i.fix, Catch::Contains("perfquery"));
+  }
+}
+
+TEST_CASE("a node that does not answer for its endpoint fails the pair instead of hanging") {
+  FakeCluster cluster(2);
+  auto agents = agentsFor(cluster);
+  RdmaPairCoordinator coordinator(reportedNodes(2, 1, 1.0), smallTest());
+  auto first = coordinator.start();
+  REQUIRE(first.size() == 2);
+  for (const auto& m : first) {
+    auto reply = agents[static_cast<std::size_t>(m.node)].handle(m.msg);
+    if (m.node == 1) reply["eps"] = nlohmann::json::array();  // node2 says nothing about its endpoints
+    auto next = coordinator.onReply(m.node, reply);
+    if (m.node == 1) {
+      // Nothing left to test: straight to the stage that releases node1's endpoints.
+      REQUIRE(next.size() == 2);
+      CHECK(next[0].msg["t"] == "rdma_verify");
+    }
+  }
+  CHECK(coordinator.waitingFor() == std::vector<std::string>{"node1", "node2"});
+  CHECK_THAT(coordinator.items()[0].found, Catch::Contains("no reply"));
+}
+
+TEST_CASE("nothing to pair: one node, no ports, or a reason given, each said as a skipped item") {
+  RdmaPairCoordinator one(reportedNodes(1, 1, 100), {});
+  CHECK(one.start().empty());
+  CHECK(one.done());
+  REQUIRE(one.items().size() == 1);
+  CHECK(one.items()[0].status == PreflightStatus::skip);
+
+  auto nodes = reportedNodes(3, 1, 100);
+  nodes[1].fabric.devices.clear();
+  RdmaPairCoordinator bare(nodes, {});
+  auto first = bare.start();
+  REQUIRE(first.size() == 2);  // node3 -> node1 is still tested
+  auto items = bare.items();
+  REQUIRE(items.size() == 3);
+  CHECK(items[0].status == PreflightStatus::skip);
+  CHECK(items[0].found == "node2 has no ACTIVE RDMA port to test");
+  CHECK(items[1].status == PreflightStatus::skip);
+
+  PairTestOptions capture;
+  capture.skip_reason = "--sysfs-root points at a capture: no live HCA to write with";
+  RdmaPairCoordinator skipped(reportedNodes(4, 1, 100), capture);
+  CHECK(skipped.start().empty());
+  REQUIRE(skipped.items().size() == 1);
+  CHECK(skipped.items()[0].found == capture.skip_reason);
+}
