@@ -11,7 +11,7 @@ struct Ipv4Net {
   std::uint32_t network = 0;  // host byte order, host bits cleared
   int prefix = 0;
   bool operator==(const Ipv4Net&) const = default;
-  auto operator<=>(const Ipv4Net&) const = default;
+  auto operator<=>(const Ipv4Net&) const = default;  // NOLINT(modernize-use-nullptr): clang-tidy 14 misreads it
 };
 
 std::optional<std::uint32_t> parseIpv4(std::string_view text);  // "10.1.0.5"

@@ -51,7 +51,7 @@ bool hasRoceV2Ipv4(const RdmaPort& port) {
   return std::any_of(port.gids.begin(), port.gids.end(), isRoceV2Ipv4);
 }
 
-void addAddresses(NodeCandidates& out, const NetInterface& iface, NetKind kind, std::string port, long order) {
+void addAddresses(NodeCandidates& out, const NetInterface& iface, NetKind kind, const std::string& port, long order) {
   for (const auto& a : iface.ipv4) {
     auto address = parseIpv4(a.address);
     if (!address) continue;

@@ -35,7 +35,7 @@ std::string railsOf(const NodeFabric& f) {
   std::vector<std::string> layers;
   for (const auto& d : f.devices)
     for (const auto& p : d.ports)
-      if (isDataPort(p)) layers.push_back(p.link_layer == LinkLayer::infiniband ? "InfiniBand" : "RoCE");
+      if (isDataPort(p)) layers.emplace_back(p.link_layer == LinkLayer::infiniband ? "InfiniBand" : "RoCE");
   return countedList(layers);
 }
 

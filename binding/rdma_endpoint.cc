@@ -115,7 +115,7 @@ Staged<RdmaWriteResult> RdmaEndpoint::writeTo(const RdmaEndpointInfo& peer, cons
   int posted = 0, completed = 0;
   while (completed < o.iterations) {
     while (posted < o.iterations && posted - completed < window) {
-      if (auto r = post(static_cast<std::uint64_t>(1 + posted), bytes); !r) return stageError("post_write", r.error().message);
+      if (auto r = post(std::uint64_t{1} + static_cast<std::uint64_t>(posted), bytes); !r) return stageError("post_write", r.error().message);
       ++posted;
     }
     if (auto f = waitForCompletions(api_, cq_, 1, deadline)) return tl::unexpected(*f);
@@ -126,7 +126,7 @@ Staged<RdmaWriteResult> RdmaEndpoint::writeTo(const RdmaEndpointInfo& peer, cons
 
   const auto latencyStart = Clock::now();
   for (int i = 0; i < o.latency_iterations; ++i) {
-    if (auto r = post(static_cast<std::uint64_t>(1000000 + i), 8); !r) return stageError("post_write", r.error().message);
+    if (auto r = post(std::uint64_t{1000000} + static_cast<std::uint64_t>(i), 8); !r) return stageError("post_write", r.error().message);
     if (auto f = waitForCompletions(api_, cq_, 1, Clock::now() + o.timeout)) return tl::unexpected(*f);
   }
   if (o.latency_iterations > 0)

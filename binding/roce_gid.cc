@@ -9,8 +9,9 @@ namespace tlaunch {
 namespace {
 
 std::uint32_t word(const GidBytes& g, int i) {
-  return (std::uint32_t{g[4 * i]} << 24) | (std::uint32_t{g[4 * i + 1]} << 16) |
-         (std::uint32_t{g[4 * i + 2]} << 8) | std::uint32_t{g[4 * i + 3]};
+  const auto at = std::size_t{4} * static_cast<std::size_t>(i);
+  return (std::uint32_t{g[at]} << 24) | (std::uint32_t{g[at + 1]} << 16) | (std::uint32_t{g[at + 2]} << 8) |
+         std::uint32_t{g[at + 3]};
 }
 
 bool familyInet(const GidBytes& g) {  // NCCL getGidAddrFamily

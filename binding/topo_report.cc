@@ -1,5 +1,7 @@
 #include "binding/topo_report.h"
 
+#include <cmath>
+
 #include "binding/binding_manifest.h"
 #include "binding/binding_plan.h"
 #include "binding/cpu_list.h"
@@ -24,8 +26,8 @@ std::string affinity(const TopologySnapshot& topo, int numa) { return orDash(for
 std::string memoryText(std::uint64_t bytes) {
   if (bytes == 0) return "-";
   const double gib = double(bytes) / double(1ull << 30);
-  return gib >= 1 ? std::to_string(static_cast<long long>(gib + 0.5)) + " GiB"
-                  : std::to_string(static_cast<long long>(double(bytes) / double(1 << 20) + 0.5)) + " MiB";
+  return gib >= 1 ? std::to_string(std::llround(gib)) + " GiB"
+                  : std::to_string(std::llround(double(bytes) / double(1 << 20))) + " MiB";
 }
 
 std::string portState(int state) {

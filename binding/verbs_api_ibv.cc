@@ -11,7 +11,7 @@ namespace {
 
 template <class T>
 T* as(VerbsHandle h) {
-  return reinterpret_cast<T*>(static_cast<std::uintptr_t>(h));
+  return reinterpret_cast<T*>(static_cast<std::uintptr_t>(h));  // NOLINT(performance-no-int-to-ptr): handles are pointers
 }
 
 template <class T>

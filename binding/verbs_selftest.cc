@@ -18,7 +18,10 @@ class Cleanup {
   Cleanup(const Cleanup&) = delete;
   Cleanup& operator=(const Cleanup&) = delete;
   ~Cleanup() {
-    for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) (*it)();
+    while (!steps_.empty()) {  // newest first
+      steps_.back()();
+      steps_.pop_back();
+    }
   }
   void push(std::function<void()> step) { steps_.push_back(std::move(step)); }
 
@@ -125,7 +128,7 @@ SelfTestResult runVerbsSelfTest(VerbsApi& api, const SelfTestOptions& o) {
   int posted = 0, completed = 0;
   while (completed < o.iterations) {
     while (posted < o.iterations && posted - completed < window) {
-      if (auto r = post(static_cast<std::uint64_t>(1 + posted), bytes); !r) return failed("post_write", r.error().message);
+      if (auto r = post(std::uint64_t{1} + static_cast<std::uint64_t>(posted), bytes); !r) return failed("post_write", r.error().message);
       ++posted;
     }
     if (auto f = waitForCompletions(api, cqh, 1, deadline)) return failed(f->stage, f->error);
@@ -137,7 +140,7 @@ SelfTestResult runVerbsSelfTest(VerbsApi& api, const SelfTestOptions& o) {
   // Latency: small writes, one at a time.
   const auto latencyStart = Clock::now();
   for (int i = 0; i < o.latency_iterations; ++i) {
-    if (auto r = post(static_cast<std::uint64_t>(1000000 + i), 8); !r) return failed("post_write", r.error().message);
+    if (auto r = post(std::uint64_t{1000000} + static_cast<std::uint64_t>(i), 8); !r) return failed("post_write", r.error().message);
     if (auto f = waitForCompletions(api, cqh, 1, Clock::now() + o.timeout)) return failed(f->stage, f->error);
   }
   if (o.latency_iterations > 0)

@@ -9,13 +9,13 @@ int exitStatusFor(Errc code) {
     case Errc::usage: return 64;  // EX_USAGE
     case Errc::program_missing: return 127;
     case Errc::program_not_executable: return 126;
-    case Errc::node_unreachable: return 69;  // EX_UNAVAILABLE
-    case Errc::node_lost: return 69;
+    case Errc::node_unreachable:
+    case Errc::node_lost: return 69;  // EX_UNAVAILABLE
     case Errc::protocol: return 76;  // EX_PROTOCOL
-    case Errc::resources: return 78;  // EX_CONFIG
-    case Errc::topology: return 78;
-    case Errc::fabric: return 78;
-    case Errc::preflight: return 78;
+    case Errc::resources:
+    case Errc::topology:
+    case Errc::fabric:
+    case Errc::preflight: return 78;  // EX_CONFIG
     case Errc::io: return 74;  // EX_IOERR
     case Errc::internal: return 70;  // EX_SOFTWARE
   }

@@ -34,7 +34,7 @@ std::string bytesOf(const Json& v) {
 
 std::string getString(const Json& m, const char* key, std::string fallback) {
   auto it = m.find(key);
-  return it != m.end() && it->is_string() ? it->get<std::string>() : fallback;
+  return it != m.end() && it->is_string() ? it->get<std::string>() : std::move(fallback);
 }
 
 long long getInt(const Json& m, const char* key, long long fallback) {

@@ -71,7 +71,7 @@ struct PmixServer::Impl {
   std::vector<std::pair<int, std::function<void(bool, std::string)>>> held_serves;
 
   // Strand side of the upcalls.
-  void onFence(uint64_t gen, std::vector<pmix_proc_t> procs, bool collect, std::string blob, ModexReply reply);
+  void onFence(uint64_t gen, const std::vector<pmix_proc_t>& procs, bool collect, std::string blob, ModexReply reply);
   void onDirectModex(uint64_t gen, pmix_proc_t proc, ModexReply reply);
   void onAbort(uint64_t gen, pmix_rank_t rank, int status, std::string message, OpReply reply);
   void onClientFinalized(uint64_t gen, pmix_rank_t rank, OpReply reply);

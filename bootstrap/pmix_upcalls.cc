@@ -38,7 +38,7 @@ pmix_status_t upFence(const pmix_proc_t procs[], size_t nprocs, const pmix_info_
   std::string blob = (data && ndata) ? std::string(data, ndata) : std::string();
   ModexReply reply{cbfunc, cbdata};
   return postToStrand([participants, collect, blob, reply](PmixServer::Impl& s, uint64_t gen) mutable {
-    s.onFence(gen, std::move(participants), collect, std::move(blob), reply);
+    s.onFence(gen, participants, collect, std::move(blob), reply);
   });
 }
 
@@ -99,7 +99,7 @@ bool isWildcardFenceOf(const std::vector<pmix_proc_t>& procs, const pmix_nspace_
 
 // ---- strand side ----------------------------------------------------------------------------
 
-void PmixServer::Impl::onFence(uint64_t gen, std::vector<pmix_proc_t> procs, bool collect, std::string blob,
+void PmixServer::Impl::onFence(uint64_t gen, const std::vector<pmix_proc_t>& procs, bool collect, std::string blob,
                                ModexReply reply) {
   if (isStale(gen)) return;
   if (!job) return reply(PMIX_ERR_NOT_FOUND, {});

@@ -256,7 +256,7 @@ void DaemonSession::handlePrepare(const Json& msg) {
   if (!exe) return reply_error(exe.error());
   if (auto r = probePeers(); !r) return reply_error(r.error());
   if (launch_->pmix.enabled && !pmix_) {
-    auto bridge = PmixBridge::start(io_, *launch_, [this](Json m) {
+    auto bridge = PmixBridge::start(io_, *launch_, [this](const Json& m) {
       if (conn_ && conn_->isOpen()) conn_->send(m);
     });
     if (!bridge) {
@@ -286,7 +286,7 @@ void DaemonSession::handleStart() {
     return;
   }
   RankSupervisor::Events ev;
-  ev.output = [this](int rank, int stream, std::string lines) {
+  ev.output = [this](int rank, int stream, const std::string& lines) {
     if (!conn_ || !conn_->isOpen()) return;
     conn_->send({{"t", "out"}, {"r", rank}, {"s", stream}, {"d", binary(lines)}});
     if (conn_->queuedBytes() > kOutputHighWater) ranks_->pauseOutput();
@@ -312,7 +312,7 @@ void DaemonSession::handleStart() {
   conn_->setDrainCallback(kOutputLowWater, [this] {
     if (ranks_) ranks_->resumeOutput();
   });
-  if (auto r = ranks_->start(std::move(*launches)); !r) {
+  if (auto r = ranks_->start(*launches); !r) {
     conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(r.error().code)}, {"message", r.error().message + " (node " + launch_->node_name + ")"}});
     return;
   }

@@ -3,6 +3,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <iostream>
 #include <string>
 
@@ -13,7 +14,9 @@
 #include "daemon/daemon_session.h"
 #include "tlaunch/version.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int runDaemon(int argc, char** argv) {
   tlaunch::DaemonOptions opts;
   std::string connect;
   bool show_version = false;
@@ -72,4 +75,18 @@ int main(int argc, char** argv) {
   session.start();
   io.run();
   return session.exitCode();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Whatever escapes is a bug in tlaunchd: say so in one line instead of std::terminate's abort.
+  try {
+    return runDaemon(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tlaunchd: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "tlaunchd: internal error\n");
+  }
+  return 70;  // EX_SOFTWARE
 }

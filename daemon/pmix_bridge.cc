@@ -15,7 +15,7 @@ std::string tmpBase() {
 }
 }  // namespace
 
-Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, const NodeLaunch& launch, Send send) {
+Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, const NodeLaunch& launch, const Send& send) {
   std::unique_ptr<PmixBridge> b(new PmixBridge());
   b->send_ = send;
   // Per node and job, so that simulated nodes sharing /tmp and two jobs at once never collide.
@@ -27,7 +27,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   cfg.uid = static_cast<uint32_t>(::getuid());
   cfg.gid = static_cast<uint32_t>(::getgid());
   PmixServer::Callbacks cb;
-  cb.fence_contribution = [send](uint64_t seq, std::string blob, bool collect) {
+  cb.fence_contribution = [send](uint64_t seq, const std::string& blob, bool collect) {
     send({{"t", "fence"}, {"seq", seq}, {"collect", collect}, {"d", binary(blob)}});
   };
   cb.direct_modex_request = [send](uint64_t id, int rank) { send({{"t", "dmodex_req"}, {"id", id}, {"rank", rank}}); };
@@ -65,7 +65,7 @@ void PmixBridge::onMessage(const std::string& type, const Json& msg) {
     const auto from = getInt(msg, "from");
     const auto id = getInt(msg, "id");
     Send send = send_;
-    server_->serveDirectModex(static_cast<int>(getInt(msg, "rank")), [send, from, id](bool ok, std::string data) {
+    server_->serveDirectModex(static_cast<int>(getInt(msg, "rank")), [send, from, id](bool ok, const std::string& data) {
       send({{"t", "dmodex_resp"}, {"to", from}, {"id", id}, {"ok", ok}, {"d", binary(data)}});
     });
   } else if (type == "dmodex_done") {

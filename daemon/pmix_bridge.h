@@ -20,7 +20,7 @@ class PmixBridge {
  public:
   using Send = std::function<void(Json)>;
   // Starts the PMIx server and registers the job's namespace and local ranks.
-  static Result<std::unique_ptr<PmixBridge>> start(asio::io_context& io, const NodeLaunch& launch, Send send);
+  static Result<std::unique_ptr<PmixBridge>> start(asio::io_context& io, const NodeLaunch& launch, const Send& send);
   ~PmixBridge();
   // Adds the PMIx variables (server URI, namespace, rank, Open MPI's hints) to a rank's env.
   Result<void> setupFork(int rank, std::vector<std::string>& env);

@@ -21,7 +21,7 @@ Result<std::vector<RankLaunch>> buildRankLaunches(const NodeLaunch& launch) {
       b.mem_nodes = r.mem_nodes;
       auto prepared = prepareBinding(b);
       if (!prepared) return tl::unexpected(prepared.error());
-      l.binding = std::move(*prepared);
+      l.binding = *prepared;
     }
     out.push_back(std::move(l));
   }

@@ -19,8 +19,8 @@ RankSupervisor::~RankSupervisor() {
   }
 }
 
-Result<void> RankSupervisor::start(std::vector<RankLaunch> launches) {
-  for (auto& l : launches) {
+Result<void> RankSupervisor::start(const std::vector<RankLaunch>& launches) {
+  for (const auto& l : launches) {
     auto p = spawnRank(l);
     if (!p) {
       killAll();

@@ -36,7 +36,7 @@ class RankSupervisor {
   RankSupervisor(asio::io_context& io, Events events);
   ~RankSupervisor();
   // Spawns in order. If one fails, the ones already started are killed and the error returned.
-  Result<void> start(std::vector<RankLaunch> launches);
+  Result<void> start(const std::vector<RankLaunch>& launches);
   // To each rank's process group (teardown), or to the rank process alone (forwarded signals:
   // a training script's SIGUSR1 handler must not kill its data-loader workers).
   void signalAll(int sig, bool whole_group = true);

@@ -18,7 +18,7 @@ extern char** environ;
 namespace tlaunch {
 
 namespace {
-constexpr size_t kStderrKeep = 16 * 1024;
+constexpr size_t kStderrKeep = size_t{16} * 1024;
 
 void closeFd(int& fd) {
   if (fd >= 0) ::close(fd);

@@ -152,7 +152,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   preflight->add_flag("--preflight-strict", s.preflight_strict, "warnings fail too");
   preflight->add_option("--preflight-skip", s.preflight_skip, "checks to skip")->delimiter(',');
   preflight->add_option("--topology-xml", s.topology_xml, "hwloc XML topology instead of the live machine");
-  preflight->add_option_function<std::string>("--level", [&s](const std::string& v) {
+  preflight->add_option_function<std::string>("--level,--preflight", [&s](const std::string& v) {
     s.preflight = v == "full" ? PreflightMode::full : PreflightMode::quick;
   }, "quick (default) or full")->check(CLI::IsMember({"quick", "full"}));
   preflight->add_option("--daemon-path", s.daemon_path, "tlaunchd on the nodes");
@@ -191,6 +191,15 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     s.check_reachability = "all";
   if (topo->parsed()) out.command = Subcommand::topo;
   if (preflight->parsed()) {
+    // The subcommand runs no program: anything it did not understand is a mistake.
+    auto extra = preflight->remaining();
+    for (const auto& e : app.remaining()) extra.push_back(e);
+    if (!extra.empty()) {
+      std::cerr << "tlaunch preflight: unknown argument " << extra.front()
+                << "\nRun 'tlaunch preflight --help' for its options.\n";
+      out.exit_now = 64;
+      return out;
+    }
     out.command = Subcommand::preflight;
     s.preflight_only = true;
     if (s.preflight == PreflightMode::off) s.preflight = PreflightMode::quick;

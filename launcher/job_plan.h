@@ -32,7 +32,7 @@ struct PlanContext {
   std::vector<PreflightItem> measured_preflight;  // results of the cross-node RDMA write test
 };
 
-struct JobPlan {
+struct JobPlan {  // NOLINT(bugprone-exception-escape): clang-tidy 14 cannot see json's noexcept move
   std::string job_id;
   int world_size = 0;
   int ranks_per_node = 0;

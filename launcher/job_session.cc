@@ -9,10 +9,8 @@
 #include "bootstrap/auth.h"
 #include "binding/preflight_report.h"
 #include "bootstrap/node_launch_json.h"
-#include "binding/fabric_json.h"
-#include "launcher/plan_network.h"
+#include "launcher/cross_node_preflight.h"
 #include "launcher/plan_preflight.h"
-#include "launcher/rdma_pair_coordinator.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
@@ -192,8 +190,7 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
   if (t == "exit") return onRankExit(link, msg);
   if (t == "fence" || t == "dmodex_req" || t == "dmodex_resp" || t == "abort") return onPmixMessage(link, t, std::move(msg));
   if (t == "inventory") return onInventory(link, std::move(msg["inv"]));
-  if (t.rfind("rdma_", 0) == 0) return onRdmaPairReply(link, msg);
-  if (t == "reached") return onReached(link, msg);
+  if (t.rfind("rdma_", 0) == 0 || t == "reached") return onCrossNodeMessage(link, msg);
   if (t == "prepared") {
     link.prepared = true;
     if (phase_ == Phase::preparing &&
@@ -244,101 +241,32 @@ void JobSession::inventoriesComplete() {
     std::sort(links_.begin(), links_.end(), [](const auto& a, const auto& b) { return a->name < b->name; });
     for (size_t i = 0; i < links_.size(); ++i) links_[i]->index = static_cast<int>(i);
   }
-  if (cfg_.spec.preflight == PreflightMode::full && !cfg_.spec.offline) {
-    // The cross-node RDMA write test runs before the plan, so that its result is part of the
-    // preflight verdict, the banner and --dry-run --json.
-    std::vector<PairTestNode> nodes;
-    for (const auto& l : links_) {
-      NodeFabric fabric;
-      if (auto f = l->inventory.find("fabric"); f != l->inventory.end())
-        if (auto parsed = fabricFromJson(*f)) fabric = std::move(*parsed);
-      nodes.push_back({l->name, std::move(fabric)});
-    }
-    PairTestOptions options;
-    const std::string sysfs_root = getString(cfg_.daemon_config, "sysfs_root", "/");
-    if (cfg_.spec.net_mode == "tcp") options.skip_reason = "--net tcp: the job does not use RDMA";
-    else if (cfg_.plan_context.loopback_only) options.skip_reason = "every node is this host: no fabric between them";
-    else if (!sysfs_root.empty() && sysfs_root != "/")
-      options.skip_reason = "--sysfs-root points at a capture: no live HCA to write with";
-    rdma_pairs_ = std::make_unique<RdmaPairCoordinator>(std::move(nodes), std::move(options));
-    auto first = rdma_pairs_->start();
-    if (!first.empty()) {
-      phase_ = Phase::testing_fabric;
-      phase_deadline_ = Clock::now() + std::chrono::seconds(60);
-      for (auto& m : first) links_[static_cast<size_t>(m.node)]->conn->send(m.msg);
-      return;
-    }
-    measured_ = rdma_pairs_->items();  // nothing to test: the reason, as a skipped item
-  }
-  planAndPrepare();
-}
-
-void JobSession::onRdmaPairReply(Link& link, const Json& msg) {
-  if (phase_ != Phase::testing_fabric || !rdma_pairs_) return;
-  for (auto& m : rdma_pairs_->onReply(link.index, msg)) links_[static_cast<size_t>(m.node)]->conn->send(m.msg);
-  if (!rdma_pairs_->done()) return;
-  for (auto& item : rdma_pairs_->items()) measured_.push_back(std::move(item));
-  planAndPrepare();
-}
-
-bool JobSession::startReachabilityCheck(const std::vector<NodeReport>& reports) {
-  reach_checked_ = true;
-  auto network = chooseJobNetwork(cfg_.spec, reports, cfg_.plan_context);
-  if (!network) {
-    // A node whose own checks failed explains this already (ib0 down, ...): say it once.
-    if (!preflightPassed(collectPreflight(reports))) return false;
-    measured_.push_back({"network", "", "", PreflightStatus::fail, network.error().message,
-                         "one fabric subnet common to every node", network.error().hint});
-    return false;
-  }
-  auto targets = reachabilityTargets(cfg_.spec, reports, *network);
-  for (size_t i = 0; i < links_.size(); ++i) {
-    if (targets[i].empty()) continue;
-    links_[i]->conn->send({{"t", "reach"}, {"targets", reachToJson(targets[i])}});
-    ++reach_waiting_;
-  }
-  if (reach_waiting_ == 0) return false;
+  // Before the plan, so that these results are part of the preflight verdict, the banner and
+  // --dry-run --json.
+  cross_node_ = std::make_unique<CrossNodePreflight>(cfg_.spec, cfg_.plan_context, cfg_.daemon_config, reports());
+  auto first = cross_node_->start();
+  if (cross_node_->done()) return planAndPrepare();
   phase_ = Phase::testing_fabric;
-  phase_deadline_ = Clock::now() + std::chrono::seconds(30);
-  return true;
+  phase_deadline_ = Clock::now() + std::chrono::seconds(60);
+  for (auto& m : first) links_[static_cast<size_t>(m.node)]->conn->send(m.msg);
 }
 
-void JobSession::onReached(Link& link, const Json& msg) {
-  if (phase_ != Phase::testing_fabric || reach_waiting_ == 0) return;
-  // One line per probing node: on 1,000 nodes all-pairs is a million probes.
-  std::vector<std::string> failures;
-  std::vector<std::string> reached;
-  if (msg.contains("results") && msg["results"].is_array())
-    for (const auto& r : msg["results"]) {
-      const std::string error = getString(r, "error");
-      const std::string where = getString(r, "node") + " at " + getString(r, "addr") + ":" + std::to_string(getInt(r, "port"));
-      (error.empty() ? reached : failures).push_back(error.empty() ? getString(r, "node") : where + " (" + error + ")");
-    }
-  PreflightItem item{"reachability", link.name, "", PreflightStatus::pass, "", "a TCP connection to each probed node's fabric address", ""};
-  auto join = [](const std::vector<std::string>& v) {
-    std::string out;
-    for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-    return out;
-  };
-  if (failures.empty()) {
-    item.found = "reached " + (reached.size() <= 3 ? join(reached) : std::to_string(reached.size()) + " nodes");
-  } else {
-    item.status = PreflightStatus::fail;
-    item.found = "cannot reach " + join(failures);
-    item.fix = "check the fabric link (ip link / ibstat), the subnet and any firewall between the nodes";
-  }
-  measured_.push_back(std::move(item));
-  if (--reach_waiting_ == 0) planAndPrepare();
+void JobSession::onCrossNodeMessage(Link& link, const Json& msg) {
+  if (phase_ != Phase::testing_fabric || !cross_node_) return;
+  for (auto& m : cross_node_->onMessage(link.index, msg)) links_[static_cast<size_t>(m.node)]->conn->send(m.msg);
+  if (cross_node_->done()) planAndPrepare();
+}
+
+std::vector<NodeReport> JobSession::reports() const {
+  std::vector<NodeReport> out;
+  for (const auto& l : links_) out.push_back({l->index, l->name, l->inventory, l->control_ip});
+  return out;
 }
 
 void JobSession::planAndPrepare() {
-  std::vector<NodeReport> reports;
-  for (const auto& l : links_) reports.push_back({l->index, l->name, l->inventory, l->control_ip});
-  cfg_.plan_context.measured_preflight = measured_;
+  const std::vector<NodeReport> reports = this->reports();
+  if (cross_node_) cfg_.plan_context.measured_preflight = cross_node_->items();
   if (cfg_.spec.preflight_only) {
-    // tlaunch preflight probes the fabric addresses a job would use, as checks of their own.
-    if (!reach_checked_ && startReachabilityCheck(reports)) return;
-    cfg_.plan_context.measured_preflight = measured_;
     JobPlan checked;
     auto verdict = evaluatePreflight(cfg_.spec, reports, checked, cfg_.plan_context.measured_preflight);
     std::string text = cfg_.spec.json ? preflightToJson(checked.preflight_items).dump(2) + "\n"
@@ -569,12 +497,8 @@ void JobSession::tick() {
            "these nodes' daemons did not connect within " + std::to_string(cfg_.spec.connect_timeout_s) + " s: " + missing +
                "\n  -> check that they can reach this host (" + cfg_.listen_address + ") and that tlaunchd runs there");
     } else if (phase_ == Phase::testing_fabric && now > phase_deadline_) {
-      std::string waiting;
-      if (rdma_pairs_ && !rdma_pairs_->done())
-        for (const auto& n : rdma_pairs_->waitingFor()) waiting += (waiting.empty() ? "" : ", ") + n;
       fail(exitStatusFor(Errc::node_unreachable),
-           std::string(reach_waiting_ > 0 ? "the reachability probes" : "the cross-node RDMA write test (--preflight=full)") +
-               " did not finish in time" + (waiting.empty() ? "" : "; still waiting for: " + waiting) +
+           "the cross-node preflight did not finish within 60 s; still waiting for " + cross_node_->waitingFor() +
                "\n  -> check those nodes' tlaunchd and HCAs, or run with --preflight=quick");
     } else if (phase_ == Phase::preparing && now > phase_deadline_) {
       fail(exitStatusFor(Errc::node_unreachable), "nodes did not finish preparing within 30 s");

@@ -17,7 +17,7 @@
 
 namespace tlaunch {
 
-class RdmaPairCoordinator;
+class CrossNodePreflight;
 
 struct SessionConfig {
   JobSpec spec;
@@ -59,9 +59,8 @@ class JobSession {
   void onLinkClosed(Link& link, const std::string& reason);
   void onInventory(Link& link, Json&& inv);
   void inventoriesComplete();
-  void onRdmaPairReply(Link& link, const Json& msg);
-  bool startReachabilityCheck(const std::vector<NodeReport>& reports);
-  void onReached(Link& link, const Json& msg);
+  void onCrossNodeMessage(Link& link, const Json& msg);
+  std::vector<NodeReport> reports() const;
   void planAndPrepare();
   void startRanks();
   static std::string banner(const JobPlan& plan, const JobSpec& spec);
@@ -95,10 +94,7 @@ class JobSession {
     size_t count = 0;
   };
   std::map<uint64_t, Fence> fences_;
-  std::unique_ptr<RdmaPairCoordinator> rdma_pairs_;  // --preflight=full: the cross-node RDMA write test
-  std::vector<PreflightItem> measured_;  // the frontend's own cross-node checks, for the verdict
-  bool reach_checked_ = false;
-  int reach_waiting_ = 0;  // PMIx fences in progress, by sequence number
+  std::unique_ptr<CrossNodePreflight> cross_node_;  // RDMA write test, preflight's reachability  // PMIx fences in progress, by sequence number
   JobOutcome outcome_;
   bool failed_ = false;
   int interrupts_ = 0;

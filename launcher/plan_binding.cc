@@ -64,7 +64,7 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
       r.cpus = b.cpus;
       r.mem_nodes = b.mem_nodes;
       if (req.use_gpus) {
-        if (!userSet(ctx, "CUDA_DEVICE_ORDER")) r.env.push_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
+        if (!userSet(ctx, "CUDA_DEVICE_ORDER")) r.env.emplace_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
         if (b.gpu_busid) r.env.push_back("TLAUNCH_GPU_BUSID=" + *b.gpu_busid);
         if (b.gpu_uuid) r.env.push_back("TLAUNCH_GPU_UUID=" + *b.gpu_uuid);
       }

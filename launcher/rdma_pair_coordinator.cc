@@ -167,8 +167,8 @@ std::vector<RdmaPairMessage> RdmaPairCoordinator::onReply(int node, const json& 
   return stageMessages();
 }
 
-void RdmaPairCoordinator::onEndpointReply(const std::string& stage, int node, const json& j) {
-  RdmaReply r = rdmaReplyFromJson(j);
+void RdmaPairCoordinator::onEndpointReply(const std::string& stage, int node, const json& reply) {
+  RdmaReply r = rdmaReplyFromJson(reply);
   auto [index, sender] = parseEndpointId(r.id);
   if (index < 0 || static_cast<std::size_t>(index) >= pairs_.size()) return;
   Pair& p = pairs_[static_cast<std::size_t>(index)];

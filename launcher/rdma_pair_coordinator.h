@@ -62,7 +62,7 @@ class RdmaPairCoordinator {
   };
 
   std::vector<RdmaPairMessage> stageMessages();
-  void onEndpointReply(const std::string& type, int node, const nlohmann::json& reply);
+  void onEndpointReply(const std::string& stage, int node, const nlohmann::json& reply);
   void failPair(Pair& pair, int node, bool sender, const std::string& stage, const std::string& error);
   std::string endpointName(const Pair& pair, bool sender) const;
 

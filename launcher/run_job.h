@@ -5,7 +5,7 @@
 
 namespace tlaunch {
 // `tlaunch [options] -- program args`: resolve nodes, start daemons, run, summarise.
-int runJob(const JobSpec& spec);
+int runJob(const JobSpec& input);
 // What every daemon needs to know before it takes its inventory (sent in the welcome).
 Json daemonConfig(const JobSpec& spec, const UserEnv& user_env, bool loopback_only);
 }  // namespace tlaunch

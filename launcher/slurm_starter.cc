@@ -28,7 +28,7 @@ Result<std::vector<std::string>> buildSrunArgv(const SlurmStarterOptions& option
   if (nodes.empty()) return fail(Errc::internal, "the Slurm starter was given no nodes");
   const std::string n = std::to_string(nodes.size());
   std::vector<std::string> argv{options.srun_program};
-  if (options.inside_allocation) argv.push_back("--overlap");
+  if (options.inside_allocation) argv.emplace_back("--overlap");
   argv.insert(argv.end(), {"--ntasks-per-node=1", "-N", n, "--ntasks=" + n});
   const bool all_named = std::all_of(nodes.begin(), nodes.end(), [](const NodeTarget& t) { return !t.name.empty(); });
   if (all_named) {

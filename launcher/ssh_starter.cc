@@ -77,7 +77,7 @@ Result<std::vector<std::string>> sshOptionArgs(const std::vector<std::string>& s
       if (!words) return tl::unexpected(words.error());
       args.insert(args.end(), words->begin(), words->end());
     } else {
-      args.push_back("-o");
+      args.emplace_back("-o");
       args.push_back(option);
     }
   }

@@ -194,7 +194,8 @@ def cluster_rows(args, ws, tlaunch, rows):
     net = cj.NET  # no RDMA device in the virtual nodes: --net tcp over ib0, as a user would run it
     for prog, (argv, extra) in programs.items():
         for key, opts in (("tlaunch-ssh-reuse-on", []), ("tlaunch-ssh-reuse-off", ["--ssh-reuse", "off"]),
-                          ("tlaunch-ssh-reuse-on-nopf", ["--preflight", "off"])):
+                          ("tlaunch-ssh-reuse-on-nopf", ["--preflight", "off"]),
+                          ("tlaunch-ssh-reuse-on-full", ["--preflight", "full"])):
             ssh_cmds.append({"name": f"{key}/{prog}", **extra,
                              "argv": [tlaunch, *net, "--launcher", "ssh", *opts, "--hosts", "node[1-4]", "-p", "2",
                                       "--", *argv]})
@@ -224,6 +225,7 @@ def print_table(args, rows, total_bytes, tp):
         ("tlaunch --launcher ssh (from node1, ssh reuse)", "tlaunch-ssh-reuse-on"),
         ("tlaunch --launcher ssh (from node1, no reuse)", "tlaunch-ssh-reuse-off"),
         ("  same, ssh reuse, --preflight off", "tlaunch-ssh-reuse-on-nopf"),
+        ("  same, ssh reuse, --preflight full", "tlaunch-ssh-reuse-on-full"),
         ("mpirun --hostfile (ssh, from node1)", "mpirun"),
         ("tlaunch --launcher slurm (inside salloc)", "tlaunch-slurm"),
         ("  same, --preflight off", "tlaunch-slurm-nopf"),

@@ -22,11 +22,19 @@ expect(["-N", "3", "-p", "1", "--", "true"], 64, "--launcher local")
 expect(["--launcher", "local", "--hosts", "a,b", "-N", "3", "-p", "1", "--", "true"], 64, "3")
 expect(["--hostfile", "/nonexistent/hosts", "-p", "1", "--", "true"], 64, "/nonexistent/hosts")
 expect(["-p", "1", "-x", "TLAUNCH_TEST_UNSET_VAR", "--", "true"], 64, "TLAUNCH_TEST_UNSET_VAR is not set")
+expect(["preflight", "--hosts", "a,b", "--no-such-flag"], 64, "tlaunch preflight: unknown argument --no-such-flag")
+expect(["preflight", "--hosts", "a,b", "python"], 64, "tlaunch preflight: unknown argument python")
+expect(["preflight", "--hosts", "a,b", "--level", "deep"], 64, "--level")
 
 r = tl.run(["--version"])
 tl.check(r.returncode == 0 and r.stdout.startswith("tlaunch "), f"--version: {r.stdout!r}")
 r = tl.run(["--help"])
 tl.check(r.returncode == 0 and "--procs-per-node" in r.stdout and "Exit status" in r.stdout, "--help")
+
+# --preflight is --level's other name in the subcommand: the full level's own rows appear.
+r = tl.run(["preflight", "--launcher", "local", "--hosts", "a,b", "--preflight=full", "--json"], timeout=60)
+tl.check(r.returncode == 0 and '"rdma_pair"' in r.stdout and '"reachability"' in r.stdout,
+         f"preflight --preflight=full: {r.returncode} {r.stdout[-400:]!r} {r.stderr!r}")
 
 # Arguments reach the program unchanged, spaces and quotes included; a clean job exits 0.
 r = tl.run(["-p", "1", "--tag-output=none", "--", "/usr/bin/printf", "%s|", "a b", "it's", '"q"', "$HOME", ""])

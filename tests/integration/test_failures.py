@@ -102,7 +102,9 @@ tl.check(tl.wait_until(lambda: not leftovers(job), 10), "leftover processes afte
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
 lines = wait_ready(p, 4)
 job = ranks_job_id(int(re.search(r"pid (\d+)", lines[0]).group(1)))
-daemons = [pid for pid in tl.processes_matching("--node-name\0local1") if pid != p.pid]
+# This job's daemon only: under ctest -j another test's local1 runs beside it.
+daemons = [pid for pid in set(tl.processes_matching("--node-name\0local1")) & set(tl.processes_matching(f"--job-id\0{job}"))
+           if pid != p.pid]
 tl.check(daemons, "found the daemon of local1")
 for d in daemons:
     os.kill(d, signal.SIGKILL)

@@ -8,6 +8,7 @@
 
 #include "binding/rdma_pair_agent.h"
 #include "binding/rdma_pair_protocol.h"
+#include "binding/verbs_api.h"
 #include "bootstrap/message.h"
 #include "fabric_test_builder.h"
 #include "launcher/rdma_pair_coordinator.h"
@@ -394,4 +395,28 @@ TEST_CASE("nothing to pair: one node, no ports, or a reason given, each said as 
   CHECK(skipped.start().empty());
   REQUIRE(skipped.items().size() == 1);
   CHECK(skipped.items()[0].found == capture.skip_reason);
+}
+
+TEST_CASE("the daemon's agent over the real libibverbs: no device here, a clean failure at open") {
+  auto api = makeIbverbsApi();
+  auto names = api->deviceNames();
+  if (names && !names->empty()) {
+    WARN("this machine has RDMA devices; the no-device path is not exercised here");
+    return;
+  }
+  RdmaPairAgent agent(*api);
+  nlohmann::json open = {{"t", "rdma_open"},
+                         {"eps", {{{"id", "p0s"}, {"device", "mlx5_0"}, {"port", 1}, {"gid_index", -1}, {"bytes", 4096}}}}};
+  auto reply = agent.handle(open);
+  CHECK(reply["t"] == "rdma_open_done");
+  REQUIRE(reply["eps"].size() == 1);
+  RdmaReply r = rdmaReplyFromJson(reply["eps"][0]);
+  CHECK(r.id == "p0s");
+  CHECK_FALSE(r.ok);
+  CHECK(r.stage == "open_device");
+  CHECK_FALSE(r.error.empty());
+  CHECK(agent.endpointCount() == 0);
+  // Later stages for an endpoint that never opened are refused, not crashed on.
+  auto write = agent.handle({{"t", "rdma_write"}, {"eps", {{{"id", "p0s"}, {"seed", 1}}}}});
+  CHECK(rdmaReplyFromJson(write["eps"][0]).stage == "protocol");
 }
