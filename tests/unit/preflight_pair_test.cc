@@ -11,6 +11,8 @@
 #include "binding/verbs_api.h"
 #include "bootstrap/message.h"
 #include "fabric_test_builder.h"
+#include "binding/fabric_json.h"
+#include "launcher/cross_node_preflight.h"
 #include "launcher/rdma_pair_coordinator.h"
 #include "preflight_fake_verbs.h"
 
@@ -419,4 +421,87 @@ TEST_CASE("the daemon's agent over the real libibverbs: no device here, a clean 
   // Later stages for an endpoint that never opened are refused, not crashed on.
   auto write = agent.handle({{"t", "rdma_write"}, {"eps", {{{"id", "p0s"}, {"seed", 1}}}}});
   CHECK(rdmaReplyFromJson(write["eps"][0]).stage == "protocol");
+}
+
+namespace {
+
+std::vector<NodeReport> reportsWithFabric(int count) {
+  std::vector<NodeReport> reports;
+  for (int n = 0; n < count; ++n) {
+    NodeReport r;
+    r.index = n;
+    r.name = "node" + std::to_string(n + 1);
+    r.inventory = {{"fabric", fabricToJson(reportedFabric(n, 1, 100))}, {"probe_port", 4000 + n}};
+    reports.push_back(std::move(r));
+  }
+  return reports;
+}
+
+}  // namespace
+
+TEST_CASE("cross-node preflight: the RDMA pair test first, then tlaunch preflight's probes, as rows") {
+  JobSpec spec;
+  spec.preflight = PreflightMode::full;
+  spec.preflight_only = true;
+  spec.check_reachability = "all";
+  PlanContext context;
+  CrossNodePreflight cross(spec, context, nlohmann::json::object(), reportsWithFabric(3));
+  auto first = cross.start();
+  REQUIRE_FALSE(cross.done());
+  REQUIRE(first.size() == 3);
+  for (const auto& m : first) CHECK(m.msg["t"] == "rdma_open");
+  CHECK_THAT(cross.waitingFor(), Catch::StartsWith("the RDMA write test (node1, node2, node3"));
+
+  // Run the pair test against fakes, then answer the probes: node2 cannot reach node3.
+  FakeCluster cluster(3);
+  auto agents = agentsFor(cluster);
+  std::vector<RdmaPairMessage> pending = first, probes;
+  while (!pending.empty()) {
+    std::vector<RdmaPairMessage> next;
+    for (const auto& m : pending) {
+      if (m.msg["t"] == "reach") {
+        probes.push_back(m);
+        continue;
+      }
+      for (auto& n : cross.onMessage(m.node, agents[static_cast<std::size_t>(m.node)].handle(m.msg))) next.push_back(n);
+    }
+    pending = std::move(next);
+  }
+  REQUIRE(probes.size() == 3);
+  CHECK_THAT(cross.waitingFor(), Catch::StartsWith("the reachability probes"));
+  for (const auto& p : probes) {
+    const auto& targets = p.msg["targets"];
+    REQUIRE(targets.size() == 2);  // all pairs: both other nodes, at their fabric addresses
+    nlohmann::json results = nlohmann::json::array();
+    for (const auto& t : targets) {
+      CHECK_THAT(t["addr"].get<std::string>(), Catch::StartsWith("10.1.0."));
+      const bool broken = p.node == 1 && t["node"] == "node3";
+      results.push_back({{"node", t["node"]}, {"addr", t["addr"]}, {"port", t["port"]}, {"error", broken ? "timed out" : ""}});
+    }
+    CHECK(cross.onMessage(p.node, {{"t", "reached"}, {"results", results}}).empty());
+  }
+  REQUIRE(cross.done());
+  std::vector<PreflightItem> pairs, reach;
+  for (const auto& i : cross.items()) (i.check == "rdma_pair" ? pairs : reach).push_back(i);
+  CHECK(pairs.size() == 3);
+  for (const auto& p : pairs) CHECK(p.status == PreflightStatus::pass);
+  REQUIRE(reach.size() == 3);
+  for (const auto& r : reach) {
+    INFO(r.node << ": " << r.found);
+    if (r.node == "node2") {
+      CHECK(r.status == PreflightStatus::fail);
+      CHECK_THAT(r.found, Catch::StartsWith("cannot reach node3 at 10.1.0.3:4002 (timed out)"));
+    } else {
+      CHECK(r.status == PreflightStatus::pass);
+    }
+  }
+}
+
+TEST_CASE("cross-node preflight: a quick job asks the daemons nothing") {
+  JobSpec spec;  // quick, a job: reachability is probed at prepare, not here
+  PlanContext context;
+  CrossNodePreflight cross(spec, context, nlohmann::json::object(), reportsWithFabric(2));
+  CHECK(cross.start().empty());
+  CHECK(cross.done());
+  CHECK(cross.items().empty());
 }
