@@ -10,6 +10,7 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/plan_preflight.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rdma_pair_coordinator.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/cross_node_preflight.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/phase_timing.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/offline_plan.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_environment.cc

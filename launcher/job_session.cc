@@ -10,6 +10,7 @@
 #include "binding/preflight_report.h"
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cross_node_preflight.h"
+#include "launcher/phase_timing.h"
 #include "launcher/plan_preflight.h"
 #include "tlaunch/version.h"
 
@@ -30,6 +31,7 @@ struct JobSession::Link {
   bool closed = false;
   std::string control_ip;
   Clock::time_point last_heard;
+  Clock::time_point reported_at, prepared_at, started_at;  // for --verbose's phase timings
 };
 
 struct JobSession::Pending {
@@ -193,6 +195,7 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
   if (t.rfind("rdma_", 0) == 0 || t == "reached") return onCrossNodeMessage(link, msg);
   if (t == "prepared") {
     link.prepared = true;
+    link.prepared_at = Clock::now();
     if (phase_ == Phase::preparing &&
         std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->prepared; }))
       startRanks();
@@ -207,9 +210,11 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
   }
   if (t == "started") {
     link.started = true;
+    link.started_at = Clock::now();
     if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->started; }) &&
         phase_ == Phase::starting) {
       phase_ = Phase::running;
+      noteTimings("ranks started", start_sent_at_, &Link::started_at);
       if (cfg_.spec.stdin_rank >= 0) forwardStdin();
     }
     return;
@@ -229,6 +234,7 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
 }
 
 void JobSession::onInventory(Link& link, Json&& inv) {
+  link.reported_at = Clock::now();
   link.inventory = std::move(inv);
   link.has_inventory = true;
   if (phase_ == Phase::connecting && static_cast<int>(links_.size()) >= cfg_.unnamed_nodes &&
@@ -236,7 +242,16 @@ void JobSession::onInventory(Link& link, Json&& inv) {
     inventoriesComplete();
 }
 
+void JobSession::noteTimings(const char* what, Clock::time_point since, Clock::time_point Link::*at) {
+  if (!cfg_.spec.verbose) return;
+  std::vector<std::pair<std::string, double>> times;
+  for (const auto& l : links_)
+    times.emplace_back(l->name, std::chrono::duration<double, std::milli>((*l).*at - since).count());
+  out_.note(std::string(what) + ": " + phaseTimingSummary(std::move(times)));
+}
+
 void JobSession::inventoriesComplete() {
+  noteTimings("daemons reported", started_at_, &Link::reported_at);
   if (cfg_.unnamed_nodes > 0) {
     std::sort(links_.begin(), links_.end(), [](const auto& a, const auto& b) { return a->name < b->name; });
     for (size_t i = 0; i < links_.size(); ++i) links_[i]->index = static_cast<int>(i);
@@ -307,6 +322,7 @@ void JobSession::planAndPrepare() {
   }
   phase_ = Phase::preparing;
   phase_deadline_ = Clock::now() + std::chrono::seconds(30);
+  prepare_sent_at_ = Clock::now();
   for (size_t i = 0; i < links_.size(); ++i)
     links_[i]->conn->send({{"t", "prepare"}, {"launch", nodeLaunchToJson(plan_->nodes[i])}});
 }
@@ -343,6 +359,8 @@ std::string JobSession::banner(const JobPlan& plan, const JobSpec& spec) {
 }
 
 void JobSession::startRanks() {
+  noteTimings("nodes prepared (program found, peers reached, PMIx up)", prepare_sent_at_, &Link::prepared_at);
+  start_sent_at_ = Clock::now();
   phase_ = Phase::starting;
   broadcast({{"t", "start"}});
 }

@@ -59,6 +59,8 @@ class JobSession {
   void onLinkClosed(Link& link, const std::string& reason);
   void onInventory(Link& link, Json&& inv);
   void inventoriesComplete();
+  void noteTimings(const char* what, std::chrono::steady_clock::time_point since,
+                   std::chrono::steady_clock::time_point Link::*at);
   void onCrossNodeMessage(Link& link, const Json& msg);
   std::vector<NodeReport> reports() const;
   void planAndPrepare();
@@ -101,6 +103,7 @@ class JobSession {
   std::optional<std::string> lost_node_;  // a daemon's connection closed: reported at lost_deadline_
   std::chrono::steady_clock::time_point lost_deadline_;
   std::chrono::steady_clock::time_point started_at_;
+  std::chrono::steady_clock::time_point prepare_sent_at_, start_sent_at_;
   std::chrono::steady_clock::time_point phase_deadline_;
   std::chrono::steady_clock::time_point last_ping_;
 };

@@ -135,9 +135,12 @@ def fence_rows(args, ws, vc, programs, env):
         world = NODES * ppn
         iterations = args.fence_iterations if ppn == 2 else max(1, args.fence_iterations // 4)
         bench = [programs["fence"], str(iterations), *map(str, FENCE_BYTES)]
-        tl_cmd = [{"name": f"tlaunch/{world}",
+        # Also unbound: the four virtual nodes share two cores, so --bind core (the default) pins
+        # ranks of different "nodes" onto the same core, which srun (task/none) does not do.
+        tl_cmd = [{"name": f"{key}/{world}",
                    "argv": [ws.tlaunch, *cj.NET, "--launcher", "ssh", "--hosts", f"node[1-{NODES}]", "-p", str(ppn),
-                            "--tag-output", "none", "--", *bench]}]
+                            "--tag-output", "none", *extra, "--", *bench]}
+                  for key, extra in (("tlaunch", []), ("tlaunch-nobind", ["--bind", "none"]))]
         srun_cmd = [{"name": f"srun/{world}", "argv": ["srun", "--mpi=pmix", f"-N{NODES}", f"-n{world}", *bench]}]
         rows.update(run_inner(vc.exec_argv("node1", []), tl_cmd, args.fence_runs, 0, ws.dir, env,
                               f"fence-tlaunch-{world}"))
@@ -220,17 +223,18 @@ def print_tables(args, hello, fence):
     print()
     print(f"PMIx_Fence (pmix_fence_bench): microseconds per fence, mean over ranks, median of {args.fence_runs} runs; "
           f"{args.fence_iterations} fences per case at 8 ranks, {max(1, args.fence_iterations // 4)} at 64")
-    print(f"  {'ranks':>5} {'case':<18} {'tlaunch':>9} {'srun':>9} {'tl/srun':>9}")
+    print(f"  {'ranks':>5} {'case':<18} {'tlaunch':>9} {'srun':>9} {'tl/srun':>9} {'unbound':>9} {'ub/srun':>9}")
     failures = []
     for world in (NODES * 2, NODES * 16):
-        got = {who: fence_means(fence.get(f"{who}/{world}")) for who in ("tlaunch", "srun")}
+        got = {who: fence_means(fence.get(f"{who}/{world}")) for who in ("tlaunch", "srun", "tlaunch-nobind")}
         for who in got:
             failures += failure_notes(f"{who}/{world}", fence.get(f"{who}/{world}"))
         for b in FENCE_BYTES:
             case = "barrier (no data)" if b == 0 else f"collect {b} B/rank"
             vals = {who: (v if isinstance(v, str) or v is None else v.get(b)) for who, v in got.items()}
             print(f"  {world:>5} {case:<18} {fmt(vals['tlaunch'], digits=1)} {fmt(vals['srun'], digits=1)} "
-                  f"{ratio(vals['tlaunch'], vals['srun'])}")
+                  f"{ratio(vals['tlaunch'], vals['srun'])} {fmt(vals['tlaunch-nobind'], digits=1)} "
+                  f"{ratio(vals['tlaunch-nobind'], vals['srun'])}")
     for f in failures:
         print(f)
 

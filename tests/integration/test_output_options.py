@@ -1,5 +1,6 @@
 """--tag-output forms, --output-dir files per rank, --stdin=0 forwarding, stderr to stderr."""
 import os
+import re
 
 import tl
 
@@ -26,4 +27,13 @@ tl.check(sorted(r.stdout.splitlines()) == ["[0] 0:0", "[1] 1:0"], f"stdin defaul
 r = tl.run(["-p", "2", "--stdin=0", "--tag-output=rank", "--", "sh", "-c", 'echo "$RANK:$(wc -c)"'],
            input="hello world\n" * 10000)
 tl.check(sorted(r.stdout.splitlines()) == ["[0] 0:120000", "[1] 1:0"], f"--stdin=0: {r.stdout!r}")
+
+# -v: how long the nodes took for each launch phase, the slowest named (3 nodes here).
+r = tl.run(["--launcher", "local", "-N", "3", "-p", "1", "-v", "--", "true"])
+for phase in ("daemons reported", "nodes prepared", "ranks started"):
+    line = next((l for l in r.stderr.splitlines() if "tlaunch: " + phase in l), "")
+    tl.check(r.returncode == 0 and re.search(r": 3 nodes in \d+ ms \(median \d+ ms; slowest: local\d \d+, ", line),
+             f"-v {phase}: {line!r} in {r.stderr!r}")
+r = tl.run(["--launcher", "local", "-N", "3", "-p", "1", "--", "true"])
+tl.check("daemons reported" not in r.stderr, f"phase timings only with -v: {r.stderr!r}")
 print("PASS")
