@@ -1,5 +1,7 @@
 #include "binding/rdma_pair_agent.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "binding/rdma_pair_protocol.h"
@@ -9,6 +11,10 @@ namespace tlaunch {
 using nlohmann::json;
 
 namespace {
+
+constexpr std::size_t kMaxBufferBytes = std::size_t{64} << 20;
+constexpr int kMaxIterations = 10000;
+constexpr long long kMaxTimeoutMs = 30000;
 
 template <class T>
 T field(const json& j, const char* key, T fallback) {
@@ -44,7 +50,8 @@ json RdmaPairAgent::handle(const json& msg) {
       spec.device = order.value("device", "");
       spec.port = field(order, "port", 1);
       spec.gid_index = field(order, "gid_index", -1);
-      spec.bytes = field<std::size_t>(order, "bytes", spec.bytes);
+      // Bounded whatever the order says: this is a check, not a benchmark.
+      spec.bytes = std::clamp<std::size_t>(field<std::size_t>(order, "bytes", spec.bytes), 8, kMaxBufferBytes);
       auto opened = RdmaEndpoint::open(api_, spec);
       if (!opened) {
         reply = failed(id, opened.error().stage, opened.error().error);
@@ -69,10 +76,11 @@ json RdmaPairAgent::handle(const json& msg) {
     } else if (type == "rdma_write") {
       RdmaWriteOptions o;
       o.seed = field(order, "seed", o.seed);
-      o.iterations = field(order, "iterations", o.iterations);
+      o.iterations = std::clamp(field(order, "iterations", o.iterations), 0, kMaxIterations);
       o.window = field(order, "window", o.window);
-      o.latency_iterations = field(order, "latency_iterations", o.latency_iterations);
-      o.timeout = std::chrono::milliseconds(field<long long>(order, "timeout_ms", o.timeout.count()));
+      o.latency_iterations = std::clamp(field(order, "latency_iterations", o.latency_iterations), 0, kMaxIterations);
+      o.timeout = std::chrono::milliseconds(
+          std::clamp<long long>(field<long long>(order, "timeout_ms", o.timeout.count()), 1, kMaxTimeoutMs));
       if (!slot->second.connected) {
         reply = failed(id, "protocol", "endpoint " + id + " was never connected");
       } else if (auto w = slot->second.endpoint->writeTo(slot->second.peer, o); !w) {

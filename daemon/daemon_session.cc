@@ -28,6 +28,9 @@ DaemonSession::DaemonSession(asio::io_context& io, DaemonOptions options)
 DaemonSession::~DaemonSession() = default;
 
 void DaemonSession::handleRdmaStage(Json&& msg) {
+  // The frontend sends a stage only after the previous one's reply; should one come early, it
+  // waits for the writes in flight rather than touch the endpoints beside them.
+  if (rdma_worker_.joinable()) rdma_worker_.join();
   if (!rdma_agent_) {
     verbs_ = makeIbverbsApi();
     rdma_agent_ = std::make_unique<RdmaPairAgent>(*verbs_);
@@ -39,7 +42,6 @@ void DaemonSession::handleRdmaStage(Json&& msg) {
   // The writes poll for completions (up to their timeout when the path is broken): off the
   // event loop, so that heartbeats and a teardown are still served. The frontend sends the
   // next stage only after this reply.
-  if (rdma_worker_.joinable()) rdma_worker_.join();
   rdma_worker_ = std::jthread([this, msg = std::move(msg)] {
     Json reply = rdma_agent_->handle(msg);
     asio::post(io_, [this, reply = std::move(reply)] {
