@@ -53,11 +53,13 @@ void Connection::readSome() {
   });
 }
 
-void Connection::send(const Json& msg) { sendEncoded(encodeFrame(encodeMessage(msg))); }
+void Connection::send(const Json& msg) {
+  sendEncoded(std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))));
+}
 
-void Connection::sendEncoded(std::string frame) {
-  if (!open_ || close_after_flush_) return;
-  queued_bytes_ += frame.size();
+void Connection::sendEncoded(Frame frame) {
+  if (!open_ || close_after_flush_ || !frame) return;
+  queued_bytes_ += frame->size();
   write_queue_.push_back(std::move(frame));
   if (!writing_) writeNext();
 }
@@ -74,13 +76,14 @@ void Connection::writeNext() {
   }
   writing_ = true;
   auto self = shared_from_this();
-  asio::async_write(socket_, asio::buffer(write_queue_.front()), [self](const asio::error_code& ec, size_t) {
+  Frame frame = write_queue_.front();  // held by the handler: close() may clear the queue meanwhile
+  asio::async_write(socket_, asio::buffer(*frame), [self, frame](const asio::error_code& ec, size_t) {
     if (!self->open_) return;
     if (ec) {
       self->fail(ec.message());
       return;
     }
-    self->queued_bytes_ -= self->write_queue_.front().size();
+    self->queued_bytes_ -= frame->size();
     self->write_queue_.pop_front();
     if (self->drain_cb_ && self->queued_bytes_ <= self->low_water_) self->drain_cb_();
     self->writeNext();

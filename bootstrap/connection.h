@@ -23,8 +23,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Handlers may be replaced later (e.g. after authentication) with setHandlers.
   void start(MessageHandler on_message, CloseHandler on_close);
   void setHandlers(MessageHandler on_message, CloseHandler on_close);
+  // An encoded frame, shared: a broadcast to 1,000 daemons queues one copy of its bytes, not 1,000.
+  using Frame = std::shared_ptr<const std::string>;
   void send(const Json& msg);
-  void sendEncoded(std::string frame);  // an already framed message (broadcasts encode once)
+  void sendEncoded(Frame frame);  // an already framed message (broadcasts encode once)
   size_t queuedBytes() const { return queued_bytes_; }
   // Called once each time the write queue falls to or below `low_water` bytes.
   void setDrainCallback(size_t low_water, std::function<void()> cb);
@@ -44,7 +46,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::ip::tcp::socket socket_;
   FrameDecoder decoder_;
   std::array<char, 65536> read_buf_{};
-  std::deque<std::string> write_queue_;
+  std::deque<Frame> write_queue_;
   size_t queued_bytes_ = 0;
   bool writing_ = false;
   bool open_ = true;

@@ -5,6 +5,7 @@ set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_env.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/inventory.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/peer_probe.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/stale_job_files.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_bridge.cc
 )

@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/stale_job_files.h"
+
 namespace tlaunch {
 
 namespace {
@@ -16,6 +18,9 @@ std::string tmpBase() {
 }  // namespace
 
 Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, const NodeLaunch& launch, const Send& send) {
+  // Leftovers of jobs whose daemon was killed before it could clean up (see stale_job_files.h).
+  for (const auto& dir : removeStaleJobDirs(tmpBase(), "/dev/shm"))
+    spdlog::info("removed {}: its job's tlaunchd is gone", dir);
   std::unique_ptr<PmixBridge> b(new PmixBridge());
   b->send_ = send;
   // Per node and job, so that simulated nodes sharing /tmp and two jobs at once never collide.
@@ -37,6 +42,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   auto server = PmixServer::start(cfg, [&io](std::function<void()> f) { asio::post(io, std::move(f)); }, std::move(cb));
   if (!server) return tl::unexpected(server.error());
   b->server_ = std::move(*server);
+  if (!writeOwnerMark(b->node_dir_)) spdlog::warn("could not mark {} as this daemon's", b->node_dir_);
   PmixJobLayout layout;
   layout.nspace = launch.pmix.nspace;
   layout.node_names = launch.pmix.node_names;
@@ -50,9 +56,11 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
 
 PmixBridge::~PmixBridge() {
   finish();
-  server_.reset();
+  // The job's files go first: PMIx_server_finalize can take seconds on a loaded node, and a
+  // daemon killed meanwhile (srun ends the step once tlaunch is gone) must not leave them.
   std::error_code ec;
   std::filesystem::remove_all(node_dir_, ec);
+  server_.reset();
 }
 
 Result<void> PmixBridge::setupFork(int rank, std::vector<std::string>& env) { return server_->setupFork(rank, env); }

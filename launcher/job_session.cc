@@ -485,7 +485,7 @@ void JobSession::finish() {
 }
 
 void JobSession::broadcast(const Json& msg) {
-  std::string frame = encodeFrame(encodeMessage(msg));
+  auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));
   for (auto& l : links_)
     if (l->conn && l->conn->isOpen()) l->conn->sendEncoded(frame);
 }

@@ -116,6 +116,12 @@ except Exception:
 tl.check(p.returncode != 0, "job failed")
 tl.check("lost node local1" in err, f"summary names the node: {err}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
+# The killed daemon could not remove its job's directories; the next job's daemons do.
+killed_dirs = [d for d in (f"/tmp/tlaunch.{job}.local1", f"/dev/shm/tlaunch.{job}.local1") if os.path.exists(d)]
+tl.check(killed_dirs, f"kill -9 of a daemon leaves its job's directories (else this check tests nothing)")
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", "true"])
+tl.check(r.returncode == 0, f"next job: {r.stderr}")
+tl.check(not any(os.path.exists(d) for d in killed_dirs), f"the next job removed the dead daemon's {killed_dirs}")
 
 # 5. tlaunch killed with SIGKILL: daemons and ranks die with it.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
