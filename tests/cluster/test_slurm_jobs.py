@@ -6,7 +6,9 @@
 - `scancel` of the allocation mid-job: ranks and daemons are gone within 10 s and tlaunch exits
   non-zero;
 - outside any allocation, `tlaunch --launcher slurm -N 2 -p 1` runs (srun makes an allocation),
-  and the allocation is released afterwards.
+  and the allocation is released afterwards;
+- contrib/examples/slurm_job.sbatch, submitted with `sbatch --wait` as its comment says (CPU ranks:
+  GPUS_PER_NODE=0), runs the Gloo all-reduce on 4 nodes x 2 ranks.
 
 The cluster has no sshd: nothing here may depend on ssh. Needs root (exits 77, skipped, where a
 virtual cluster cannot be built). One cluster for all checks.
@@ -110,6 +112,29 @@ def srun_allocates():
     check(released, "outside an allocation: the allocation srun made is released", str(squeue("-o", "%i %T")))
 
 
+def sbatch_example():
+    script = Path(__file__).resolve().parents[2] / "contrib" / "examples" / "slurm_job.sbatch"
+    env = vc.environ()
+    env["PATH"] = f"{Path(ws.tlaunch).parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    env.update(GPUS_PER_NODE="0", RANKS_PER_NODE="2", PYTHON=cj.PYTHON, TLAUNCH_OPTIONS=" ".join(cj.NET),
+               TRAIN=f"{ws.program('gloo_allreduce.py')} 3 1000")
+    out, err = Path(ws.dir, "sbatch.out"), Path(ws.dir, "sbatch.err")
+    t0 = time.monotonic()
+    r = subprocess.run(["sbatch", "--wait", "--export=ALL", f"--output={out}", f"--error={err}", str(script)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", timeout=TIMEOUT,
+                       cwd=ws.dir, env=env)
+    stdout = out.read_text(errors="replace") if out.exists() else ""
+    stderr = err.read_text(errors="replace") if err.exists() else ""
+    wrong = cj.gloo_lines_ok(stdout, vc.nodes, 2)
+    check(r.returncode == 0 and wrong is None,
+          f"contrib/examples/slurm_job.sbatch under sbatch --wait: Gloo all-reduce 4 nodes x 2 ranks "
+          f"({time.monotonic() - t0:.1f} s)", f"{wrong}\n     sbatch: {r.returncode} {r.stdout} {r.stderr}\n"
+                                             f"     job stdout: {stdout[-1500:]!r}\n     job stderr: {stderr[-1500:]!r}")
+    job = cj.job_id_in(stderr)
+    if job:
+        jobs_seen.append(job)
+
+
 def main():
     global vc, ws
     skip_unless_possible(ssh=False)
@@ -127,6 +152,8 @@ def main():
                 print("note: Debian's python3-torch is missing: the Gloo all-reduce is not checked", flush=True)
             scancel_mid_job()
             srun_allocates()
+            if torch:
+                sbatch_example()
         print(f"cluster down in {vc.down_seconds:.1f} s", flush=True)
     left = [p for job in jobs_seen for p in cj.job_processes(job)]
     check(not left, "after down: no process of any job of this test", "\n     ".join(left))

@@ -1,0 +1,86 @@
+# bash completion for tlaunch. Install: copy to /usr/share/bash-completion/completions/tlaunch
+# (or source it from ~/.bashrc). tests/integration/test_completion.py keeps it in step with
+# `tlaunch --help`.
+
+_tlaunch_options="--bind --chdir --check-reachability --connect-timeout --cpus-per-rank --daemon-path --dry-run
+  --exclude --expect-rate --export --gpus-per-node --heartbeat-timeout --help --hostfile --hosts --include --json
+  --kill-timeout --launcher --net --net-cidr --net-if --nodes --offline --output-dir --pmix --preflight
+  --preflight-skip --preflight-strict --procs-per-node --quiet --report-bindings --slurm-args --ssh-connect-timeout
+  --ssh-fanout --ssh-option --ssh-reuse --stdin --sysfs-root --tag-output --topology-xml --verbose --version"
+_tlaunch_preflight_options="--check-reachability --daemon-path --expect-rate --gpus-per-node --help --hostfile
+  --hosts --json --launcher --level --net --net-cidr --net-if --nodes --preflight --preflight-skip --preflight-strict
+  --ssh-option --sysfs-root --topology-xml"
+_tlaunch_topo_options="--help --topology-xml"
+_tlaunch_checks="rdma_devices port_state lid rate netdev roce_gid verbs_devices uverbs memlock gpus gpudirect nccl_env
+  nccl_socket_ifname verbs_port verbs_selftest cross_rails cross_rate cross_mtu cross_subnets rdma_pair reachability
+  network"
+
+# Values of the options that take one; returns 1 when `prev` takes none.
+_tlaunch_values() {
+  local prev=$1 cur=$2
+  case $prev in
+    --launcher) COMPREPLY=($(compgen -W "local ssh slurm" -- "$cur")) ;;
+    --bind) COMPREPLY=($(compgen -W "none numa core" -- "$cur")) ;;
+    --tag-output) COMPREPLY=($(compgen -W "none rank full" -- "$cur")) ;;
+    --net) COMPREPLY=($(compgen -W "auto tcp" -- "$cur")) ;;
+    --preflight) COMPREPLY=($(compgen -W "quick full off" -- "$cur")) ;;
+    --level) COMPREPLY=($(compgen -W "quick full" -- "$cur")) ;;
+    --check-reachability) COMPREPLY=($(compgen -W "ring all off" -- "$cur")) ;;
+    --pmix | --ssh-reuse) COMPREPLY=($(compgen -W "on off" -- "$cur")) ;;
+    --preflight-skip) COMPREPLY=($(compgen -W "$_tlaunch_checks" -- "$cur")) ;;
+    --hostfile | --topology-xml | --daemon-path) COMPREPLY=($(compgen -f -- "$cur")) ;;
+    --output-dir | --sysfs-root | --chdir) COMPREPLY=($(compgen -d -- "$cur")) ;;
+    -H | --hosts | --include | --exclude) COMPREPLY=($(compgen -A hostname -- "$cur")) ;;
+    -N | --nodes | -p | --procs-per-node | -g | --gpus-per-node | --cpus-per-rank | --stdin | --kill-timeout | \
+      --connect-timeout | --heartbeat-timeout | --ssh-fanout | --ssh-connect-timeout | --expect-rate | \
+      --net-if | --net-cidr | --ssh-option | --slurm-args | -x | --export) COMPREPLY=() ;;
+    *) return 1 ;;
+  esac
+  return 0
+}
+
+_tlaunch() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
+  local i word sub="" options=$_tlaunch_options
+  # The program starts after "--" or at the first word that is neither an option nor a value.
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    word=${COMP_WORDS[i]}
+    if [[ $word == -- ]]; then
+      _tlaunch_program $((i + 1))
+      return
+    fi
+    if [[ $word != -* ]] && ! _tlaunch_values "${COMP_WORDS[i - 1]}" "" 2>/dev/null; then
+      if [[ -z $sub && ($word == preflight || $word == topo) ]]; then
+        sub=$word
+      else
+        _tlaunch_program "$i"
+        return
+      fi
+    fi
+  done
+  COMPREPLY=()
+  _tlaunch_values "$prev" "$cur" && return
+  case $sub in
+    preflight) options=$_tlaunch_preflight_options ;;
+    topo) options=$_tlaunch_topo_options ;;
+  esac
+  if [[ $cur == -* || -n $sub ]]; then
+    COMPREPLY=($(compgen -W "$options" -- "$cur"))
+  else
+    COMPREPLY=($(compgen -W "$options preflight topo" -- "$cur") $(compgen -c -- "$cur"))
+  fi
+}
+
+# Completes the program and its arguments as bash would on their own.
+_tlaunch_program() {
+  local start=$1
+  if declare -F _command_offset >/dev/null; then
+    _command_offset "$start"
+  elif ((COMP_CWORD == start)); then
+    COMPREPLY=($(compgen -c -- "${COMP_WORDS[COMP_CWORD]}"))
+  else
+    COMPREPLY=($(compgen -f -- "${COMP_WORDS[COMP_CWORD]}"))
+  fi
+}
+
+complete -F _tlaunch tlaunch
