@@ -41,6 +41,16 @@ void Connection::readSome() {
         return;
       }
       if (!*frame) break;
+      if (isOutputRecord(**frame)) {
+        auto record = decodeOutputRecord(**frame);
+        if (!record || !self->on_output_) {
+          self->fail(record ? "rank output before authentication" : "a malformed output record");
+          return;
+        }
+        self->on_output_(*record);
+        if (!self->open_) return;
+        continue;
+      }
       auto msg = decodeMessage(**frame);
       if (!msg) {
         self->fail(msg.error().message);

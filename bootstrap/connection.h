@@ -10,6 +10,7 @@
 
 #include "bootstrap/frame_codec.h"
 #include "bootstrap/message.h"
+#include "bootstrap/output_record.h"
 
 namespace tlaunch {
 
@@ -17,12 +18,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   using MessageHandler = std::function<void(Json&&)>;
   using CloseHandler = std::function<void(const std::string& reason)>;
+  using OutputHandler = std::function<void(const OutputRecord&)>;
 
   static std::shared_ptr<Connection> create(asio::ip::tcp::socket socket,
                                             size_t max_frame_bytes = kDefaultMaxFrameBytes);
   // Handlers may be replaced later (e.g. after authentication) with setHandlers.
   void start(MessageHandler on_message, CloseHandler on_close);
   void setHandlers(MessageHandler on_message, CloseHandler on_close);
+  // Rank output records (output_record.h). Without a handler one is a protocol error: a peer
+  // that has not authenticated cannot send any.
+  void setOutputHandler(OutputHandler on_output) { on_output_ = std::move(on_output); }
   // An encoded frame, shared: a broadcast to 1,000 daemons queues one copy of its bytes, not 1,000.
   using Frame = std::shared_ptr<const std::string>;
   void send(const Json& msg);
@@ -54,6 +59,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t low_water_ = 0;
   std::function<void()> drain_cb_;
   MessageHandler on_message_;
+  OutputHandler on_output_;
   CloseHandler on_close_;
   std::string peer_;
 };

@@ -290,7 +290,7 @@ void DaemonSession::handleStart() {
   RankSupervisor::Events ev;
   ev.output = [this](int rank, int stream, const std::string& lines) {
     if (!conn_ || !conn_->isOpen()) return;
-    conn_->send({{"t", "out"}, {"r", rank}, {"s", stream}, {"d", binary(lines)}});
+    conn_->sendEncoded(std::make_shared<const std::string>(encodeOutputFrame(rank, stream, lines)));
     if (conn_->queuedBytes() > kOutputHighWater) ranks_->pauseOutput();
   };
   ev.exited = [this](const RankExit& e) {

@@ -173,6 +173,10 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   std::erase_if(pending_, [p](const auto& q) { return q.get() == p; });
   conn->setHandlers([this, link](Json&& m) { onLinkMessage(*link, std::move(m)); },
                     [this, link](const std::string& r) { onLinkClosed(*link, r); });
+  conn->setOutputHandler([this, link](const OutputRecord& r) {
+    link->last_heard = Clock::now();
+    out_.write(r.rank, r.stream, r.bytes);
+  });
   Json config = cfg_.daemon_config;
   config["heartbeat_ms"] = 1000;
   config["heartbeat_timeout_ms"] = cfg_.spec.heartbeat_timeout_s * 1000;
@@ -184,10 +188,6 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
 void JobSession::onLinkMessage(Link& link, Json&& msg) {
   link.last_heard = Clock::now();
   const std::string t = msg["t"].get<std::string>();
-  if (t == "out") {
-    out_.write(static_cast<int>(getInt(msg, "r")), static_cast<int>(getInt(msg, "s", 1)), bytesOf(msg["d"]));
-    return;
-  }
   if (t == "ping") return;
   if (t == "exit") return onRankExit(link, msg);
   if (t == "fence" || t == "dmodex_req" || t == "dmodex_resp" || t == "abort") return onPmixMessage(link, t, std::move(msg));

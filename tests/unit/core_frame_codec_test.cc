@@ -4,6 +4,7 @@
 
 #include "bootstrap/frame_codec.h"
 #include "bootstrap/message.h"
+#include "bootstrap/output_record.h"
 
 using namespace tlaunch;
 
@@ -99,4 +100,38 @@ TEST_CASE("frame codec: flipping any byte of a valid message gives an error or a
       (void)decodeMessage(p);
     }
   SUCCEED();
+}
+
+TEST_CASE("rank output records: framed, decoded as slices, never mistaken for a message") {
+  const std::string bytes("line one\n\0binary\xff\nlast", 22);
+  const std::string frame = encodeOutputFrame(70000, 2, bytes);
+  FrameDecoder decoder;
+  decoder.feed(frame.data(), frame.size());
+  auto payload = decoder.next();
+  REQUIRE(payload);
+  REQUIRE(*payload);
+  REQUIRE(isOutputRecord(**payload));
+  auto record = decodeOutputRecord(**payload);
+  REQUIRE(record);
+  CHECK(record->rank == 70000);
+  CHECK(record->stream == 2);
+  CHECK(record->bytes == bytes);
+  auto empty = decodeOutputRecord(encodeOutputFrame(0, 1, "").substr(kFrameHeaderBytes));
+  REQUIRE(empty);
+  CHECK(empty->bytes.empty());
+
+  // A control message is a CBOR map: never an output record, and the other way round.
+  const std::string message = encodeMessage({{"t", "ping"}});
+  CHECK_FALSE(isOutputRecord(message));
+  CHECK_FALSE(decodeMessage(frame.substr(kFrameHeaderBytes)));
+
+  // Malformed: too short, a stream other than 1/2, a rank past INT_MAX.
+  std::string p = frame.substr(kFrameHeaderBytes);
+  CHECK_FALSE(decodeOutputRecord(p.substr(0, 5)));
+  std::string bad_stream = p;
+  bad_stream[5] = 3;
+  CHECK_FALSE(decodeOutputRecord(bad_stream));
+  std::string bad_rank = p;
+  bad_rank[1] = static_cast<char>(0x80);
+  CHECK_FALSE(decodeOutputRecord(bad_rank));
 }
