@@ -108,30 +108,12 @@ Staged<RdmaWriteResult> RdmaEndpoint::writeTo(const RdmaEndpointInfo& peer, cons
   if (auto r = post(0, bytes); !r) return stageError("post_write", r.error().message);
   if (auto f = waitForCompletions(api_, cq_, 1, Clock::now() + o.timeout)) return tl::unexpected(*f);
 
-  // Bandwidth: the same bytes again (the target's buffer keeps the pattern), `window` in flight.
-  const int window = std::clamp(o.window, 1, window_);
-  const auto start = Clock::now();
-  const auto deadline = start + o.timeout;
-  int posted = 0, completed = 0;
-  while (completed < o.iterations) {
-    while (posted < o.iterations && posted - completed < window) {
-      if (auto r = post(std::uint64_t{1} + static_cast<std::uint64_t>(posted), bytes); !r) return stageError("post_write", r.error().message);
-      ++posted;
-    }
-    if (auto f = waitForCompletions(api_, cq_, 1, deadline)) return tl::unexpected(*f);
-    ++completed;
-  }
-  if (o.iterations > 0)
-    result.bandwidth_gbps = gigabitsPerSecond(static_cast<double>(bytes) * o.iterations, Clock::now() - start);
-
-  const auto latencyStart = Clock::now();
-  for (int i = 0; i < o.latency_iterations; ++i) {
-    if (auto r = post(std::uint64_t{1000000} + static_cast<std::uint64_t>(i), 8); !r) return stageError("post_write", r.error().message);
-    if (auto f = waitForCompletions(api_, cq_, 1, Clock::now() + o.timeout)) return tl::unexpected(*f);
-  }
-  if (o.latency_iterations > 0)
-    result.latency_us =
-        std::chrono::duration<double, std::micro>(Clock::now() - latencyStart).count() / o.latency_iterations;
+  // Then the same bytes again (the target's buffer keeps the pattern), timed.
+  auto timing = timeWrites(api_, cq_, post, bytes, o.iterations, std::clamp(o.window, 1, window_),
+                           o.latency_iterations, o.timeout);
+  if (!timing) return tl::unexpected(timing.error());
+  result.bandwidth_gbps = timing->bandwidth_gbps;
+  result.latency_us = timing->latency_us;
   return result;
 }
 

@@ -23,6 +23,36 @@ std::optional<VerbsStageError> waitForCompletions(VerbsApi& api, VerbsHandle cq,
   return std::nullopt;
 }
 
+tl::expected<WriteTiming, VerbsStageError> timeWrites(VerbsApi& api, VerbsHandle cq, const PostWrite& post,
+                                                      std::size_t bytes, int iterations, int window,
+                                                      int latency_iterations, std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  WriteTiming timing;
+  const auto start = Clock::now();
+  const auto deadline = start + timeout;
+  int posted = 0, completed = 0;
+  while (completed < iterations) {
+    while (posted < iterations && posted - completed < window) {
+      if (auto r = post(std::uint64_t{1} + static_cast<std::uint64_t>(posted), bytes); !r)
+        return tl::unexpected(VerbsStageError{"post_write", r.error().message});
+      ++posted;
+    }
+    if (auto f = waitForCompletions(api, cq, 1, deadline)) return tl::unexpected(*f);
+    ++completed;
+  }
+  if (iterations > 0) timing.bandwidth_gbps = gigabitsPerSecond(static_cast<double>(bytes) * iterations, Clock::now() - start);
+  const auto latency_start = Clock::now();
+  for (int i = 0; i < latency_iterations; ++i) {
+    if (auto r = post(std::uint64_t{1000000} + static_cast<std::uint64_t>(i), 8); !r)
+      return tl::unexpected(VerbsStageError{"post_write", r.error().message});
+    if (auto f = waitForCompletions(api, cq, 1, Clock::now() + timeout)) return tl::unexpected(*f);
+  }
+  if (latency_iterations > 0)
+    timing.latency_us =
+        std::chrono::duration<double, std::micro>(Clock::now() - latency_start).count() / latency_iterations;
+  return timing;
+}
+
 double gigabitsPerSecond(double bytes, std::chrono::steady_clock::duration elapsed) {
   const double s = std::max(std::chrono::duration<double>(elapsed).count(), 1e-9);
   return bytes * 8 / s / 1e9;

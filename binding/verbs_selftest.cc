@@ -29,8 +29,6 @@ class Cleanup {
   std::vector<std::function<void()>> steps_;
 };
 
-double seconds(Clock::duration d) { return std::max(std::chrono::duration<double>(d).count(), 1e-9); }
-
 }  // namespace
 
 SelfTestResult runVerbsSelfTest(VerbsApi& api, const SelfTestOptions& o) {
@@ -122,29 +120,10 @@ SelfTestResult runVerbsSelfTest(VerbsApi& api, const SelfTestOptions& o) {
                                  " differs after the write");
   result.bytes_compared = bytes;
 
-  // Bandwidth: `iterations` writes, up to `window` in flight.
-  const auto start = Clock::now();
-  const auto deadline = start + o.timeout;
-  int posted = 0, completed = 0;
-  while (completed < o.iterations) {
-    while (posted < o.iterations && posted - completed < window) {
-      if (auto r = post(std::uint64_t{1} + static_cast<std::uint64_t>(posted), bytes); !r) return failed("post_write", r.error().message);
-      ++posted;
-    }
-    if (auto f = waitForCompletions(api, cqh, 1, deadline)) return failed(f->stage, f->error);
-    ++completed;
-  }
-  if (o.iterations > 0)
-    result.bandwidth_gbps = gigabitsPerSecond(static_cast<double>(bytes) * o.iterations, Clock::now() - start);
-
-  // Latency: small writes, one at a time.
-  const auto latencyStart = Clock::now();
-  for (int i = 0; i < o.latency_iterations; ++i) {
-    if (auto r = post(std::uint64_t{1000000} + static_cast<std::uint64_t>(i), 8); !r) return failed("post_write", r.error().message);
-    if (auto f = waitForCompletions(api, cqh, 1, Clock::now() + o.timeout)) return failed(f->stage, f->error);
-  }
-  if (o.latency_iterations > 0)
-    result.latency_us = seconds(Clock::now() - latencyStart) * 1e6 / o.latency_iterations;
+  auto timing = timeWrites(api, cqh, post, bytes, o.iterations, window, o.latency_iterations, o.timeout);
+  if (!timing) return failed(timing.error().stage, timing.error().error);
+  result.bandwidth_gbps = timing->bandwidth_gbps;
+  result.latency_us = timing->latency_us;
   result.ok = true;
   return result;
 }
