@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 contrib/install-deps.sh
 build=${TLAUNCH_TEST_BUILD_DIR:-build-test}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLAUNCH_SANITIZE=ON >/dev/null
+# The "ci" preset of CMakePresets.json: warnings are errors here, never in a user's build.
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLAUNCH_SANITIZE=ON -DTLAUNCH_WERROR=ON \
+  -DTLAUNCH_BUILD_TESTS=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 # Leak checking is off: hwloc's PCI plugin and libpmix keep allocations for the process's life.
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

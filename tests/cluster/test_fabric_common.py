@@ -124,7 +124,7 @@ class SharedCluster(VirtualCluster):
 
 
 def fixtures_dir():
-    return Path(os.environ.get("TLAUNCH_FIXTURES_DIR") or HERE.parents[2] / "shared" / "fixtures")
+    return Path(os.environ.get("TLAUNCH_FIXTURES_DIR") or HERE.parent / "fixtures")
 
 
 class SysfsCaptures:
@@ -140,7 +140,7 @@ class SysfsCaptures:
     def __enter__(self):
         missing = [n for n in self.names if not (fixtures_dir() / "sysfs" / n).is_file()]
         if missing:
-            cj.tl.skip(f"sysfs capture(s) {', '.join(missing)} not found under {fixtures_dir()}/sysfs "
+            cj.tl.fail(f"sysfs capture(s) {', '.join(missing)} not found under {fixtures_dir()}/sysfs "
                        "(set TLAUNCH_FIXTURES_DIR)")
         self.dir = tempfile.mkdtemp(prefix="tlaunch-fabric-sysfs-", dir="/var/tmp")
         os.chmod(self.dir, 0o755)

@@ -41,7 +41,7 @@ for row in a["ranks"]:
 tl.check(a["fingerprint"] == b["fingerprint"] == c["fingerprint"], "fingerprint stable and free of host names")
 tl.check(a["ranks"] == b["ranks"], "same inputs, same manifest")
 
-fixtures = os.environ.get("TLAUNCH_FIXTURES_DIR", os.path.join(os.path.dirname(__file__), "../../../shared/fixtures"))
+fixtures = os.environ.get("TLAUNCH_FIXTURES_DIR", os.path.join(os.path.dirname(__file__), "../fixtures"))
 xml = os.path.join(fixtures, "topologies", "llnl-ipa20_dell-xe8640_2xXeon8480_4xH100-SXM_4xmlx5-IB_hwloc2.12.xml")
 if os.path.exists(xml):
     r = tl.run(["-g", "4", "--dry-run", "--offline", "--json", "--topology-xml", xml, "--hosts", "n1,n2", "--", "true"])

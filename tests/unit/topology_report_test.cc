@@ -40,9 +40,13 @@ std::string reportFor(const std::string& prefix, bool pair_gpus) {
 TEST_CASE("topo report of the Dell XE8640 matches the hand-checked golden file", "[topology][report]") {
   auto got = reportFor("llnl-ipa20", true);
   if (got.empty()) return;
-  const std::string golden = std::string(TLAUNCH_SOURCE_DIR) + "/tests/unit/golden/topo_report_ipa20.txt";
-  if (std::getenv("TLAUNCH_UPDATE_GOLDEN")) std::ofstream(golden) << got;
-  CHECK(got == readFile(golden));
+  // A path object, not string concatenation: GCC 12 at -O2 reports a false -Warray-bounds on
+  // `std::string(literal) + literal` whose trigger depends on the length of the source path.
+  const std::filesystem::path golden = std::filesystem::path(TLAUNCH_SOURCE_DIR) / "tests" / "unit" / "golden" / "topo_report_ipa20.txt";
+  // contrib/update-golden.sh sets this to collect the new text; the golden file itself changes
+  // only by that script, and this test still compares with the committed one.
+  if (const char* out = std::getenv("TLAUNCH_GOLDEN_OUT")) std::ofstream(std::filesystem::path(out) / golden.filename()) << got;
+  CHECK(got == readFile(golden.string()));
 }
 
 TEST_CASE("topo report without GPUs says so and still lists the RDMA devices", "[topology][report]") {

@@ -1,6 +1,6 @@
 #pragma once
 // Recorded hwloc topologies for the topology tests: every XML under $TLAUNCH_FIXTURES_DIR/topologies
-// plus hwloc's two expected sysfs outputs. Empty (with a WARN) when the fixtures are absent.
+// plus hwloc's two expected sysfs outputs. A missing fixture fails the test.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -18,8 +18,7 @@ inline std::vector<std::string> topologyFixtures() {
   std::vector<std::string> files;
   const fs::path dir = fs::path(fixturesDir()) / "topologies";
   if (!fs::is_directory(dir)) {
-    WARN("fixtures not found at " << dir.string() << "; topology fixture tests skipped");
-    return files;
+    FAIL("fixtures not found at " << dir.string() << " (tests/fixtures is part of the repository)");
   }
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".xml") files.push_back(e.path().string());
@@ -30,11 +29,12 @@ inline std::vector<std::string> topologyFixtures() {
   return files;
 }
 
-// The fixture whose file name starts with prefix, or "" (with a WARN) when absent.
+// The fixture whose file name starts with prefix, (a missing one fails the test).
 inline std::string topologyFixture(const std::string& prefix) {
   for (const auto& f : topologyFixtures())
     if (std::filesystem::path(f).filename().string().rfind(prefix, 0) == 0) return f;
-  WARN("fixture " << prefix << "* not found; test skipped");
+  FAIL("fixture " << prefix << "* not found (tests/fixtures is part of the repository)");
+  return {};
   return {};
 }
 
