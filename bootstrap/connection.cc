@@ -1,5 +1,11 @@
 #include "bootstrap/connection.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+
 namespace tlaunch {
 
 std::shared_ptr<Connection> Connection::create(asio::ip::tcp::socket socket, size_t max_frame_bytes) {
@@ -70,12 +76,31 @@ void Connection::send(const Json& msg) {
 void Connection::sendEncoded(Frame frame) {
   if (!open_ || close_after_flush_ || !frame) return;
   queued_bytes_ += frame->size();
-  write_queue_.push_back(std::move(frame));
+  control_queue_.push_back(std::move(frame));
   if (!writing_) writeNext();
 }
 
+void Connection::sendBulk(Frame frame) {
+  if (!open_ || close_after_flush_ || !frame) return;
+  queued_bytes_ += frame->size();
+  bulk_queue_.push_back(std::move(frame));
+  if (!writing_) writeNext();
+}
+
+void Connection::setDeadPeerTimeout(std::chrono::milliseconds timeout) {
+  const int fd = socket_.native_handle();
+  const int idle_s = std::max(1, static_cast<int>(timeout.count() / 3000));
+  const int interval_s = std::max(1, static_cast<int>(timeout.count() / 6000));
+  const int count = 4;
+  const auto user_timeout_ms = static_cast<unsigned>(timeout.count());
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+}
+
 void Connection::writeNext() {
-  if (write_queue_.empty()) {
+  if (control_queue_.empty() && bulk_queue_.empty()) {
     writing_ = false;
     if (close_after_flush_) {
       asio::error_code ec;
@@ -86,7 +111,9 @@ void Connection::writeNext() {
   }
   writing_ = true;
   auto self = shared_from_this();
-  Frame frame = write_queue_.front();  // held by the handler: close() may clear the queue meanwhile
+  auto& queue = control_queue_.empty() ? bulk_queue_ : control_queue_;
+  Frame frame = std::move(queue.front());  // held by the handler: close() may clear the queues meanwhile
+  queue.pop_front();
   asio::async_write(socket_, asio::buffer(*frame), [self, frame](const asio::error_code& ec, size_t) {
     if (!self->open_) return;
     if (ec) {
@@ -94,7 +121,6 @@ void Connection::writeNext() {
       return;
     }
     self->queued_bytes_ -= frame->size();
-    self->write_queue_.pop_front();
     if (self->drain_cb_ && self->queued_bytes_ <= self->low_water_) self->drain_cb_();
     self->writeNext();
   });
@@ -117,7 +143,8 @@ void Connection::close() {
   open_ = false;
   asio::error_code ec;
   socket_.close(ec);
-  write_queue_.clear();
+  control_queue_.clear();
+  bulk_queue_.clear();
   queued_bytes_ = 0;
   // Handlers stay set: close() may be called from inside one of them.
 }

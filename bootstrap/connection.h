@@ -1,6 +1,10 @@
 #pragma once
 // One authenticated-or-not control connection: reads frames into messages, queues writes.
 // Lives on a single-threaded io_context; every handler runs on that thread.
+// Two write queues: control frames (heartbeats, teardown, PMIx) always leave before bulk frames
+// (rank output, stdin data, and the messages that must stay behind them), so liveness never
+// waits behind output. Each queue keeps its own order.
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -20,8 +24,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   using CloseHandler = std::function<void(const std::string& reason)>;
   using OutputHandler = std::function<void(const OutputRecord&)>;
 
+  // Starts with the small pre-authentication frame limit; raise it with setMaxFrameBytes once
+  // the peer has proved the job secret.
   static std::shared_ptr<Connection> create(asio::ip::tcp::socket socket,
-                                            size_t max_frame_bytes = kDefaultMaxFrameBytes);
+                                            size_t max_frame_bytes = kPreAuthMaxFrameBytes);
+  void setMaxFrameBytes(size_t n) { decoder_.setMaxFrameBytes(n); }
+  // TCP keepalive and TCP_USER_TIMEOUT: a peer whose host stops answering at the TCP level is
+  // noticed within about `timeout`, while a peer that is merely stopped (SIGSTOP, Ctrl-Z) keeps
+  // the connection: its kernel still acknowledges.
+  void setDeadPeerTimeout(std::chrono::milliseconds timeout);
   // Handlers may be replaced later (e.g. after authentication) with setHandlers.
   void start(MessageHandler on_message, CloseHandler on_close);
   void setHandlers(MessageHandler on_message, CloseHandler on_close);
@@ -32,6 +43,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   using Frame = std::shared_ptr<const std::string>;
   void send(const Json& msg);
   void sendEncoded(Frame frame);  // an already framed message (broadcasts encode once)
+  void sendBulk(Frame frame);     // after every control frame queued before it is written
   size_t queuedBytes() const { return queued_bytes_; }
   // Called once each time the write queue falls to or below `low_water` bytes.
   void setDrainCallback(size_t low_water, std::function<void()> cb);
@@ -51,7 +63,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::ip::tcp::socket socket_;
   FrameDecoder decoder_;
   std::array<char, 65536> read_buf_{};
-  std::deque<Frame> write_queue_;
+  std::deque<Frame> control_queue_, bulk_queue_;
   size_t queued_bytes_ = 0;
   bool writing_ = false;
   bool open_ = true;

@@ -13,7 +13,11 @@
 namespace tlaunch {
 
 inline constexpr size_t kFrameHeaderBytes = 4;
-inline constexpr size_t kDefaultMaxFrameBytes = 64u << 20;
+// Before authentication a peer is a stranger: a challenge, a hello and a welcome fit in 4 KiB.
+inline constexpr size_t kPreAuthMaxFrameBytes = 4096;
+// After it, every legitimate frame fits (output pieces are at most 1 MiB; a fence result holds
+// every rank's contribution), and a confused peer still cannot make us buffer more than this.
+inline constexpr size_t kDefaultMaxFrameBytes = 256u << 20;
 
 std::string encodeFrame(std::string_view payload);
 
@@ -21,6 +25,7 @@ class FrameDecoder {
  public:
   explicit FrameDecoder(size_t max_frame_bytes = kDefaultMaxFrameBytes) : max_(max_frame_bytes) {}
   void feed(const char* data, size_t n) { buf_.append(data, n); }
+  void setMaxFrameBytes(size_t max_frame_bytes) { max_ = max_frame_bytes; }
   // The next complete payload, nullopt if more bytes are needed, or an error (oversize).
   // After an error the stream is unusable: the connection must be dropped.
   Result<std::optional<std::string>> next();

@@ -1,8 +1,9 @@
 #pragma once
 // Rank output, the control plane's bulk traffic, travels in its own frame payload instead of a
 // CBOR message: a tag byte no CBOR map starts with (maps are 0xa0..0xbf), the rank (4 bytes, big
-// endian), the stream (1 = stdout, 2 = stderr), then the bytes. CBOR's byte-string decoding in
-// nlohmann copies byte by byte; this is a slice of the frame.
+// endian), one byte holding the stream (low nibble: 1 = stdout, 2 = stderr) and the segment's kind
+// (high nibble, OutputKind), then the bytes. CBOR's byte-string decoding in nlohmann copies byte by
+// byte; this is a slice of the frame.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,14 +13,23 @@ namespace tlaunch {
 
 inline constexpr unsigned char kOutputRecordTag = 0x01;
 
+// What the bytes of a record are (daemon/line_splitter.h makes them). The bytes are the rank's
+// own, terminators included, so that --output-dir files can hold exactly what the rank wrote.
+enum class OutputKind : unsigned char {
+  lines = 0x00,      // one or more whole lines, each ending in "\n" or "\r\n"
+  continued = 0x10,  // a piece of a line longer than the cap: more of the same line follows
+  update = 0x20,     // a progress-bar state: a segment ended by a lone "\r"
+};
+
 struct OutputRecord {
   int rank = 0;
   int stream = 1;
+  OutputKind kind = OutputKind::lines;
   std::string_view bytes;  // into the payload it was decoded from
 };
 
 // A whole frame (length header included), ready for Connection::sendEncoded.
-std::string encodeOutputFrame(int rank, int stream, std::string_view bytes);
+std::string encodeOutputFrame(int rank, int stream, std::string_view bytes, OutputKind kind = OutputKind::lines);
 
 bool isOutputRecord(std::string_view payload);
 // nullopt when the payload is not a well-formed output record.

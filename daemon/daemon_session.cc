@@ -11,16 +11,12 @@
 #include "bootstrap/auth.h"
 #include "bootstrap/node_launch_json.h"
 #include "daemon/inventory.h"
+#include "daemon/output_channel.h"
 #include "daemon/peer_probe.h"
 #include "daemon/rank_env.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
-
-namespace {
-constexpr size_t kOutputHighWater = 8u << 20;  // stop reading rank pipes above this
-constexpr size_t kOutputLowWater = 1u << 20;
-}  // namespace
 
 DaemonSession::DaemonSession(asio::io_context& io, DaemonOptions options)
     : io_(io), opts_(std::move(options)), probe_acceptor_(io), heartbeat_timer_(io), exit_timer_(io) {}
@@ -106,13 +102,11 @@ void DaemonSession::connect(int attempt) {
       return;
     }
     conn_ = Connection::create(std::move(*sock));
-    last_heard_ = std::chrono::steady_clock::now();
     conn_->start([this](Json&& m) { onMessage(std::move(m)); }, [this](const std::string& r) { onClose(r); });
   });
 }
 
 void DaemonSession::onMessage(Json&& msg) {
-  last_heard_ = std::chrono::steady_clock::now();
   const std::string t = msg["t"].get<std::string>();
   if (!authenticated_) {
     if (t == "challenge" && server_nonce_.empty()) return handleChallenge(msg);
@@ -122,6 +116,11 @@ void DaemonSession::onMessage(Json&& msg) {
     return;
   }
   if (t == "ping") return;
+  if (t == "credit") {
+    if (output_) output_->credit(static_cast<size_t>(std::max(0LL, getInt(msg, "n"))));
+    return;
+  }
+  if (t == "config") return handleConfig(msg);
   if (t == "prepare") return handlePrepare(msg);
   if (t == "start") return handleStart();
   if (t == "signal") {
@@ -183,9 +182,28 @@ void DaemonSession::handleWelcome(const Json& msg) {
     return;
   }
   authenticated_ = true;
+  conn_->setMaxFrameBytes(kDefaultMaxFrameBytes);
+}
+
+void DaemonSession::handleConfig(const Json& msg) {
+  if (output_) return;  // once per job
   const Json& config = msg.contains("config") ? msg["config"] : Json::object();
-  heartbeat_interval_ = std::chrono::milliseconds(getInt(config, "heartbeat_ms", 1000));
-  heartbeat_timeout_ = std::chrono::milliseconds(getInt(config, "heartbeat_timeout_ms", 15000));
+  heartbeat_interval_ = std::chrono::milliseconds(std::clamp<long long>(getInt(config, "heartbeat_ms", 1000), 10, 60'000));
+  const auto dead_peer = std::chrono::milliseconds(
+      std::clamp<long long>(getInt(config, "heartbeat_timeout_ms", 15000), 1000, 3'600'000));
+  conn_->setDeadPeerTimeout(dead_peer);
+  OutputChannel::Limits limits;
+  limits.window = static_cast<size_t>(std::clamp<long long>(getInt(config, "output_window", 4 << 20), 64 << 10, 64 << 20));
+  output_ = std::make_unique<OutputChannel>(
+      limits,
+      [this](OutputChannel::Frame f) {
+        if (conn_ && conn_->isOpen()) conn_->sendBulk(std::move(f));
+      },
+      [this](bool pause) {
+        if (!ranks_) return;
+        if (pause) ranks_->pauseOutput();
+        else ranks_->resumeOutput();
+      });
   heartbeat();
   sendInventory(config);
 }
@@ -211,11 +229,10 @@ void DaemonSession::sendInventory(const Json& config) {
 }
 
 void DaemonSession::heartbeat() {
+  // Our pings tell the frontend we are alive. Its silence does not end the job: a frontend that
+  // is stopped (Ctrl-Z) keeps its connection and its job; one whose host is gone is noticed by
+  // TCP (keepalive, TCP_USER_TIMEOUT: setDeadPeerTimeout), and then the connection closes.
   if (done_) return;
-  if (std::chrono::steady_clock::now() - last_heard_ > heartbeat_timeout_) {
-    frontendLost("no heartbeat from the frontend for " + std::to_string(heartbeat_timeout_.count() / 1000) + " s");
-    return;
-  }
   if (conn_ && conn_->isOpen()) conn_->send({{"t", "ping"}});
   heartbeat_timer_.expires_after(heartbeat_interval_);
   heartbeat_timer_.async_wait([this](const asio::error_code& ec) {
@@ -288,19 +305,21 @@ void DaemonSession::handleStart() {
     return;
   }
   RankSupervisor::Events ev;
-  ev.output = [this](int rank, int stream, const std::string& lines) {
-    if (!conn_ || !conn_->isOpen()) return;
-    conn_->sendEncoded(std::make_shared<const std::string>(encodeOutputFrame(rank, stream, lines)));
-    if (conn_->queuedBytes() > kOutputHighWater) ranks_->pauseOutput();
+  // Output, exits and the end of the ranks leave in this order, output under its credit.
+  ev.output = [this](int rank, int stream, OutputKind kind, std::string_view bytes) {
+    if (conn_ && conn_->isOpen()) output_->output(rank, stream, kind, bytes);
+  };
+  ev.stdin_written = [this](int rank, size_t bytes) {
+    if (conn_ && conn_->isOpen()) conn_->send({{"t", "stdin_credit"}, {"r", rank}, {"n", bytes}});
   };
   ev.exited = [this](const RankExit& e) {
     if (!conn_ || !conn_->isOpen()) return;
-    conn_->send({{"t", "exit"},
-                 {"r", e.rank},
-                 {"signaled", e.signaled},
-                 {"code", e.code},
-                 {"ours", e.killed_by_us},
-                 {"tail", e.stderr_tail}});
+    output_->ordered({{"t", "exit"},
+                      {"r", e.rank},
+                      {"signaled", e.signaled},
+                      {"code", e.code},
+                      {"ours", e.killed_by_us},
+                      {"tail", e.stderr_tail}});
   };
   ev.all_exited = [this] {
     if (pmix_) pmix_->finish();
@@ -308,12 +327,9 @@ void DaemonSession::handleStart() {
       shutdown(1);
       return;
     }
-    if (conn_ && conn_->isOpen()) conn_->send({{"t", draining_ ? "drained" : "all_exited"}});
+    if (conn_ && conn_->isOpen()) output_->ordered({{"t", draining_ ? "drained" : "all_exited"}});
   };
   ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev));
-  conn_->setDrainCallback(kOutputLowWater, [this] {
-    if (ranks_) ranks_->resumeOutput();
-  });
   if (auto r = ranks_->start(*launches); !r) {
     conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(r.error().code)}, {"message", r.error().message + " (node " + launch_->node_name + ")"}});
     return;
@@ -324,7 +340,8 @@ void DaemonSession::handleStart() {
 void DaemonSession::handleTerminate(const Json& msg) {
   draining_ = true;
   if (!ranks_ || ranks_->allExited()) {
-    conn_->send({{"t", "drained"}});
+    if (output_) output_->ordered({{"t", "drained"}});
+    else conn_->send({{"t", "drained"}});
     return;
   }
   ranks_->terminate(std::chrono::milliseconds(getInt(msg, "grace_ms", 10000)));

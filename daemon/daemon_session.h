@@ -17,6 +17,7 @@
 
 namespace tlaunch {
 
+class OutputChannel;
 class RdmaPairAgent;
 class VerbsApi;
 
@@ -42,6 +43,7 @@ class DaemonSession {
   void onClose(const std::string& reason);
   void handleChallenge(const Json& msg);
   void handleWelcome(const Json& msg);
+  void handleConfig(const Json& msg);
   void handlePrepare(const Json& msg);
   void handleStart();
   void handleTerminate(const Json& msg);
@@ -62,13 +64,12 @@ class DaemonSession {
   std::string server_nonce_, client_nonce_;
   bool authenticated_ = false;
   std::optional<NodeLaunch> launch_;
+  std::unique_ptr<OutputChannel> output_;  // from the config on; outlives ranks_
   std::unique_ptr<PmixBridge> pmix_;  // declared before ranks_: destroyed after them
   std::unique_ptr<RankSupervisor> ranks_;
   asio::steady_timer heartbeat_timer_;
   asio::steady_timer exit_timer_;
-  std::chrono::steady_clock::time_point last_heard_;
   std::chrono::milliseconds heartbeat_interval_{1000};
-  std::chrono::milliseconds heartbeat_timeout_{15000};
   bool draining_ = false;
   bool lost_ = false;
   bool done_ = false;

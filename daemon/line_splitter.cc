@@ -2,49 +2,58 @@
 
 namespace tlaunch {
 
-void LineSplitter::feed(std::string_view data, std::string& out) {
+void LineSplitter::emit(OutputKind kind, std::vector<OutputSegment>& out) {
+  if (kind == OutputKind::lines && !out.empty() && out.back().kind == OutputKind::lines) {
+    out.back().bytes += partial_;
+  } else {
+    out.push_back({kind, std::move(partial_)});
+  }
+  partial_.clear();
+}
+
+void LineSplitter::feed(std::string_view data, std::vector<OutputSegment>& out) {
   size_t i = 0;
-  if (after_cr_ && !data.empty() && data[0] == '\n') i = 1;
-  after_cr_ = false;
+  if (cr_pending_ && !data.empty()) {
+    cr_pending_ = false;
+    if (data[0] == '\n') {
+      partial_.push_back('\n');
+      emit(OutputKind::lines, out);
+      i = 1;
+    } else {
+      emit(OutputKind::update, out);
+    }
+  }
   while (i < data.size()) {
-    size_t end = data.find_first_of("\r\n", i);
+    const size_t end = data.find_first_of("\r\n", i);
     std::string_view piece = data.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i);
-    // Cap: emit full-size pieces as cut lines.
+    // The cap: full-size pieces of an over-long line go out marked as continued.
     while (partial_.size() + piece.size() > max_line_) {
-      size_t take = max_line_ - partial_.size();
-      out.append(partial_);
-      out.append(piece.substr(0, take));
-      out.append(kCutMarker);
-      out.push_back('\n');
-      partial_.clear();
+      const size_t take = max_line_ - partial_.size();
+      partial_.append(piece.substr(0, take));
       piece.remove_prefix(take);
+      emit(OutputKind::continued, out);
     }
-    if (end == std::string_view::npos) {
-      partial_.append(piece);
-      return;
-    }
-    out.append(partial_);
-    out.append(piece);
-    out.push_back('\n');
-    partial_.clear();
+    partial_.append(piece);
+    if (end == std::string_view::npos) return;
+    partial_.push_back(data[end]);
     i = end + 1;
-    if (data[end] == '\r') {
-      if (i < data.size()) {
-        if (data[i] == '\n') ++i;
-      } else {
-        after_cr_ = true;
-      }
+    if (data[end] == '\n') {
+      emit(OutputKind::lines, out);
+    } else if (i == data.size()) {
+      cr_pending_ = true;  // "\r" at the end of a read: the next read says whether "\n" follows
+    } else if (data[i] == '\n') {
+      partial_.push_back('\n');
+      emit(OutputKind::lines, out);
+      ++i;
+    } else {
+      emit(OutputKind::update, out);
     }
   }
 }
 
-void LineSplitter::finish(std::string& out) {
-  if (!partial_.empty()) {
-    out.append(partial_);
-    out.push_back('\n');
-    partial_.clear();
-  }
-  after_cr_ = false;
+void LineSplitter::finish(std::vector<OutputSegment>& out) {
+  if (!partial_.empty()) emit(cr_pending_ ? OutputKind::update : OutputKind::lines, out);
+  cr_pending_ = false;
 }
 
 }  // namespace tlaunch

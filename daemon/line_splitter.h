@@ -1,31 +1,42 @@
 #pragma once
-// Turns a rank's raw output into whole lines. A line ends at "\n", "\r\n" or a lone "\r"
-// (progress bars redraw with "\r": each redraw becomes a line instead of one line that only
-// ends when the program does). Every emitted line ends with exactly one '\n'. Bytes are
-// never altered: binary output passes through. A line longer than the cap is emitted in
-// pieces, each marked as cut, so a program that never writes a newline cannot grow memory.
+// Turns a rank's raw output into segments for the output records (bootstrap/output_record.h):
+// - whole lines, ended by "\n" or "\r\n" (adjacent lines are merged into one segment);
+// - progress-bar updates: a segment ended by a lone "\r" redraws the current line, it is no line;
+// - pieces of a line longer than the cap (1 MiB), each but the last marked as continued, so a
+//   program that never writes a newline cannot grow memory and no byte is ever dropped.
+// Bytes are never altered, terminators included: the segments joined are exactly the input.
+// The unterminated rest at the end of the stream comes out as a `lines` segment without "\n".
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "bootstrap/output_record.h"
 
 namespace tlaunch {
 
 inline constexpr size_t kMaxLineBytes = 1u << 20;
-inline constexpr std::string_view kCutMarker = " [tlaunch: line cut at 1 MiB]";
+
+struct OutputSegment {
+  OutputKind kind = OutputKind::lines;
+  std::string bytes;
+  bool operator==(const OutputSegment&) const = default;
+};
 
 class LineSplitter {
  public:
   explicit LineSplitter(size_t max_line = kMaxLineBytes) : max_line_(max_line) {}
-  // Appends every complete line found in `data` to `out`.
-  void feed(std::string_view data, std::string& out);
-  // At end of stream: the unterminated rest, if any, as a line.
-  void finish(std::string& out);
+  // Appends every segment completed by `data` to `out`.
+  void feed(std::string_view data, std::vector<OutputSegment>& out);
+  // At end of stream: whatever is left.
+  void finish(std::vector<OutputSegment>& out);
   size_t pending() const { return partial_.size(); }
 
  private:
+  void emit(OutputKind kind, std::vector<OutputSegment>& out);
   size_t max_line_;
-  std::string partial_;
-  bool after_cr_ = false;  // the previous chunk ended in '\r': a leading '\n' belongs to it
+  std::string partial_;      // the current line so far (a held '\r' included)
+  bool cr_pending_ = false;  // partial_ ends in '\r': a '\n' next makes it "\r\n", else an update
 };
 
 }  // namespace tlaunch

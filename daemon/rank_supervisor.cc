@@ -48,22 +48,20 @@ void RankSupervisor::readStream(Rank& r, int which) {
   if (s.eof || s.reading || paused_) return;
   s.reading = true;
   s.fd->async_read_some(asio::buffer(s.buf), [this, &r, which](const asio::error_code& ec, size_t n) {
+    // Aborted: the supervisor (and `r` with it) may already be gone; touch nothing.
+    if (ec == asio::error::operation_aborted) return;
     Stream& st = which == 1 ? r.out : r.err;
     st.reading = false;
-    std::string lines;
+    std::vector<OutputSegment> segments;
     if (ec) {
-      if (ec == asio::error::operation_aborted) return;  // closed by us
-      st.splitter.finish(lines);
+      st.splitter.finish(segments);
       st.eof = true;
       asio::error_code ignore;
       st.fd->close(ignore);
     } else {
-      st.splitter.feed(std::string_view(st.buf.data(), n), lines);
+      st.splitter.feed(std::string_view(st.buf.data(), n), segments);
     }
-    if (!lines.empty()) {
-      if (which == 2) rememberStderr(r, lines);
-      if (events_.output) events_.output(r.rank, which, std::move(lines));
-    }
+    relay(r, which, segments);
     if (st.eof) {
       maybeReport(r);
       return;
@@ -72,12 +70,21 @@ void RankSupervisor::readStream(Rank& r, int which) {
   });
 }
 
-void RankSupervisor::rememberStderr(Rank& r, const std::string& lines) {
+void RankSupervisor::relay(Rank& r, int which, std::vector<OutputSegment>& segments) {
+  for (auto& seg : segments) {
+    if (which == 2 && seg.kind == OutputKind::lines) rememberStderr(r, seg.bytes);
+    if (events_.output) events_.output(r.rank, which, seg.kind, seg.bytes);
+  }
+}
+
+void RankSupervisor::rememberStderr(Rank& r, std::string_view lines) {
   size_t start = 0;
   while (start < lines.size()) {
     size_t nl = lines.find('\n', start);
-    if (nl == std::string::npos) nl = lines.size();
-    r.tail.emplace_back(lines.substr(start, std::min<size_t>(nl - start, 512)));
+    if (nl == std::string_view::npos) nl = lines.size();
+    std::string_view line = lines.substr(start, std::min<size_t>(nl - start, 512));
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    r.tail.emplace_back(line);
     if (r.tail.size() > kTailLines) r.tail.pop_front();
     start = nl + 1;
   }
@@ -124,9 +131,9 @@ void RankSupervisor::reap(Rank& r) {
       if (ec) return;
       for (Stream* s : {&r.out, &r.err}) {
         if (s->eof) continue;
-        std::string rest;
+        std::vector<OutputSegment> rest;
         s->splitter.finish(rest);
-        if (!rest.empty() && events_.output) events_.output(r.rank, s == &r.out ? 1 : 2, std::move(rest));
+        relay(r, s == &r.out ? 1 : 2, rest);
         s->eof = true;
         asio::error_code ignore;
         s->fd->close(ignore);
@@ -198,7 +205,10 @@ void RankSupervisor::writeStdin(int rank, const std::string& data) {
     if (r->rank != rank || !r->stdin_fd) continue;
     r->stdin_pending += data;
     flushStdin(*r);
+    return;
   }
+  // Nobody to take it (the rank closed its stdin or is gone): dropped, and its credit returned.
+  if (events_.stdin_written) events_.stdin_written(rank, data.size());
 }
 
 void RankSupervisor::flushStdin(Rank& r) {
@@ -211,13 +221,17 @@ void RankSupervisor::flushStdin(Rank& r) {
   r.stdin_inflight.swap(r.stdin_pending);
   r.stdin_pending.clear();
   asio::async_write(*r.stdin_fd, asio::buffer(r.stdin_inflight), [this, &r](const asio::error_code& ec, size_t) {
+    if (ec == asio::error::operation_aborted) return;
     r.stdin_writing = false;
+    size_t done = r.stdin_inflight.size();
     if (ec) {  // the rank closed its stdin or died: drop the rest
+      done += r.stdin_pending.size();
       r.stdin_pending.clear();
       r.stdin_fd.reset();
-      return;
     }
-    flushStdin(r);
+    // The frontend sends more only as the rank takes it (its stdin credit).
+    if (events_.stdin_written) events_.stdin_written(r.rank, done);
+    if (!ec) flushStdin(r);
   });
 }
 

@@ -27,7 +27,9 @@ struct RankExit {
 class RankSupervisor {
  public:
   struct Events {
-    std::function<void(int rank, int stream, std::string lines)> output;  // stream 1 or 2
+    // stream 1 or 2; one segment of the line splitter (whole lines, a continued piece, an update)
+    std::function<void(int rank, int stream, OutputKind kind, std::string_view bytes)> output;
+    std::function<void(int rank, size_t bytes)> stdin_written;  // forwarded stdin reached the rank (or was dropped)
     std::function<void(const RankExit&)> exited;  // after its output was relayed
     std::function<void()> all_exited;
   };
@@ -77,7 +79,8 @@ class RankSupervisor {
   void watchExit(Rank& r);
   void reap(Rank& r);
   void maybeReport(Rank& r);
-  void rememberStderr(Rank& r, const std::string& lines);
+  void rememberStderr(Rank& r, std::string_view lines);
+  void relay(Rank& r, int which, std::vector<OutputSegment>& segments);
   void flushStdin(Rank& r);
 
   asio::io_context& io_;

@@ -2,6 +2,7 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/child_process.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/cli_options.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/output_sink.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/output_format.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/local_starter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/split_starter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_plan.cc

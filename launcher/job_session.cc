@@ -6,6 +6,8 @@
 #include <cstring>
 #include <thread>
 
+#include "launcher/stdin_credit.h"
+
 #include "bootstrap/auth.h"
 #include "binding/preflight_report.h"
 #include "bootstrap/node_launch_json.h"
@@ -48,7 +50,8 @@ JobSession::JobSession(asio::io_context& io, SessionConfig config, std::unique_p
       out_(out),
       acceptor_(io),
       signals_(io, SIGINT, SIGTERM, SIGHUP),
-      tick_timer_(io) {
+      tick_timer_(io),
+      accept_retry_(io) {
   signals_.add(SIGUSR1);
   signals_.add(SIGUSR2);
   for (const auto& n : cfg_.nodes) {
@@ -59,7 +62,29 @@ JobSession::JobSession(asio::io_context& io, SessionConfig config, std::unique_p
   }
 }
 
-JobSession::~JobSession() = default;
+JobSession::~JobSession() {
+  out_.setDrained({});  // the sink outlives this session and its io_context
+  if (stdin_) stdin_->close();
+}
+
+size_t JobSession::outputWindow() const {
+  // 4 MiB a daemon, at most 64 MiB in all: what the frontend may have to hold for a paused reader.
+  const size_t n = std::max<size_t>(1, links_.size());
+  return std::clamp<size_t>((64u << 20) / n, 256u << 10, 4u << 20);
+}
+
+void JobSession::grantOutputCredit(int source, size_t bytes) {
+  if (source < 0 || source >= static_cast<int>(links_.size())) return;
+  auto& conn = links_[static_cast<size_t>(source)]->conn;
+  if (conn && conn->isOpen()) conn->send({{"t", "credit"}, {"n", bytes}});
+}
+
+void JobSession::dropOldestPending() {
+  if (pending_.empty()) return;
+  auto conn = pending_.front()->conn;
+  pending_.erase(pending_.begin());
+  conn->close();
+}
 
 // Every daemon has confirmed the end of its ranks, or is gone (nothing left to wait for).
 bool JobSession::allDrained() const {
@@ -88,6 +113,10 @@ JobOutcome JobSession::run() {
   if (auto r = listen(); !r) {
     return {exitStatusFor(r.error().code), r.error().message, {}, -1};
   }
+  // Output credit goes back to a daemon as its bytes leave the sink (on the sink's thread).
+  out_.setDrained([this](int source, size_t bytes) {
+    asio::post(io_, [this, source, bytes] { grantOutputCredit(source, bytes); });
+  });
   accept();
   watchSignals();
   DaemonCommand cmd;
@@ -109,9 +138,20 @@ JobOutcome JobSession::run() {
 void JobSession::accept() {
   acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-    if (!ec) {
+    if (ec) {
+      // Out of file descriptors (a flood of connections): make room, and try again a moment
+      // later instead of spinning on an accept that keeps failing.
+      if (ec == asio::error::no_descriptors || ec.value() == ENFILE) dropOldestPending();
+      accept_retry_.expires_after(std::chrono::milliseconds(100));
+      accept_retry_.async_wait([this](const asio::error_code& e) {
+        if (!e) accept();
+      });
+      return;
+    }
+    {
+      if (pending_.size() >= kMaxPendingConnections) dropOldestPending();
       auto p = std::make_unique<Pending>();
-      p->conn = Connection::create(std::move(socket), 1u << 20);  // small frames until authenticated
+      p->conn = Connection::create(std::move(socket));  // 4 KiB frames until authenticated
       p->nonce = randomBytes(kNonceBytes);
       p->since = Clock::now();
       Pending* raw = p.get();
@@ -166,6 +206,8 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
     return;
   }
   const std::string server_nonce = p->nonce;
+  conn->setMaxFrameBytes(kDefaultMaxFrameBytes);
+  conn->setDeadPeerTimeout(std::chrono::seconds(cfg_.spec.heartbeat_timeout_s));
   link->conn = conn;
   link->last_heard = Clock::now();
   starter_->daemonConnected(link->index);
@@ -175,20 +217,26 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
                     [this, link](const std::string& r) { onLinkClosed(*link, r); });
   conn->setOutputHandler([this, link](const OutputRecord& r) {
     link->last_heard = Clock::now();
-    out_.write(r.rank, r.stream, r.bytes);
+    out_.write(link->index, r.rank, r.stream, r.kind, r.bytes);
   });
   Json config = cfg_.daemon_config;
   config["heartbeat_ms"] = 1000;
   config["heartbeat_timeout_ms"] = cfg_.spec.heartbeat_timeout_s * 1000;
-  conn->send({{"t", "welcome"},
-              {"mac", binary(welcomeProof(cfg_.secret, server_nonce, bytesOf(msg["nonce"])))},
-              {"config", config}});
+  config["output_window"] = outputWindow();
+  // The welcome proves the secret and nothing more: the daemon reads it under the 4 KiB limit
+  // of a connection not yet authenticated; the configuration follows it.
+  conn->send({{"t", "welcome"}, {"mac", binary(welcomeProof(cfg_.secret, server_nonce, bytesOf(msg["nonce"])))}});
+  conn->send({{"t", "config"}, {"config", config}});
 }
 
 void JobSession::onLinkMessage(Link& link, Json&& msg) {
   link.last_heard = Clock::now();
   const std::string t = msg["t"].get<std::string>();
   if (t == "ping") return;
+  if (t == "stdin_credit") {
+    if (stdin_) stdin_->grant(static_cast<size_t>(std::max(0LL, getInt(msg, "n"))));
+    return;
+  }
   if (t == "exit") return onRankExit(link, msg);
   if (t == "fence" || t == "dmodex_req" || t == "dmodex_resp" || t == "abort") return onPmixMessage(link, t, std::move(msg));
   if (t == "inventory") return onInventory(link, std::move(msg["inv"]));
@@ -492,6 +540,19 @@ void JobSession::broadcast(const Json& msg) {
 
 void JobSession::tick() {
   const auto now = Clock::now();
+  // A long gap between ticks means this process was stopped (Ctrl-Z, SIGSTOP) or starved: the
+  // daemons' silence meanwhile is ours, not theirs. Their clocks start again now.
+  if (last_tick_ != Clock::time_point{} && now - last_tick_ > std::chrono::seconds(3)) {
+    for (auto& l : links_) l->last_heard = now;
+    if (cfg_.spec.verbose) out_.note("resumed after " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - last_tick_).count()) + " s stopped");
+  }
+  last_tick_ = now;
+  // Strangers get kPendingAuthTimeout to prove the job secret, then they are dropped.
+  std::erase_if(pending_, [now](const auto& p) {
+    if (now - p->since < kPendingAuthTimeout) return false;
+    p->conn->close();
+    return true;
+  });
   if (phase_ == Phase::finishing) {
     bool open = std::any_of(links_.begin(), links_.end(), [](const auto& l) { return l->conn && l->conn->isOpen(); });
     if (!open || now > phase_deadline_) {
@@ -521,8 +582,12 @@ void JobSession::tick() {
     } else if (phase_ == Phase::preparing && now > phase_deadline_) {
       fail(exitStatusFor(Errc::node_unreachable), "nodes did not finish preparing within 30 s");
     } else if (phase_ == Phase::draining && now > phase_deadline_) {
-      out_.note("some nodes did not confirm the end of their ranks; shutting their daemons down");
-      finish();
+      if (out_.backlog() > 0) {
+        phase_deadline_ = now + std::chrono::seconds(1);  // a slow reader: the last lines are still coming
+      } else {
+        out_.note("some nodes did not confirm the end of their ranks; shutting their daemons down");
+        finish();
+      }
     }
     // Heartbeats: we ping every second; a daemon silent for too long is lost.
     if (now - last_ping_ >= std::chrono::seconds(1)) {
@@ -570,20 +635,31 @@ void JobSession::forwardStdin() {
     for (const auto& r : plan_->nodes[i].ranks)
       if (r.rank == cfg_.spec.stdin_rank) target = links_[i].get();
   if (!target) return;
-  // A blocking reader thread: stdin may be a regular file, which epoll cannot watch.
-  std::thread([this, target, rank = cfg_.spec.stdin_rank] {
-    char buf[65536];
+  stdin_ = std::make_shared<StdinCredit>(kStdinWindow);
+  // A blocking reader thread: stdin may be a regular file, which epoll cannot watch. It reads
+  // only as far as the rank has taken what came before (its credit), so a rank that does not
+  // read its stdin holds tlaunch's reading back instead of growing a buffer on its node.
+  std::thread([this, target, rank = cfg_.spec.stdin_rank, credit = stdin_] {
+    std::vector<char> buf(65536);
     for (;;) {
-      ssize_t n = ::read(0, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
+      const size_t want = credit->take(buf.size());
+      if (want == 0) return;  // the session is over
+      ssize_t n = ::read(0, buf.data(), want);
+      if (n < 0 && errno == EINTR) {
+        credit->grant(want);
+        continue;
+      }
       if (n <= 0) {
         asio::post(io_, [target, rank] {
           if (target->conn && target->conn->isOpen()) target->conn->send({{"t", "stdin_eof"}, {"r", rank}});
         });
         return;
       }
-      asio::post(io_, [target, rank, data = std::string(buf, static_cast<size_t>(n))] {
-        if (target->conn && target->conn->isOpen()) target->conn->send({{"t", "stdin"}, {"r", rank}, {"d", binary(data)}});
+      credit->grant(want - static_cast<size_t>(n));
+      asio::post(io_, [target, rank, data = std::string(buf.data(), static_cast<size_t>(n))] {
+        if (target->conn && target->conn->isOpen())
+          target->conn->sendBulk(std::make_shared<const std::string>(
+              encodeFrame(encodeMessage({{"t", "stdin"}, {"r", rank}, {"d", binary(data)}}))));
       });
     }
   }).detach();

@@ -18,6 +18,7 @@
 namespace tlaunch {
 
 class CrossNodePreflight;
+class StdinCredit;
 
 struct SessionConfig {
   JobSpec spec;
@@ -75,6 +76,12 @@ class JobSession {
   void handleSignal(int sig);
   void watchSignals();
   void forwardStdin();
+  size_t outputWindow() const;
+  void grantOutputCredit(int source, size_t bytes);
+  void dropOldestPending();
+  static constexpr size_t kMaxPendingConnections = 256;
+  static constexpr auto kPendingAuthTimeout = std::chrono::seconds(5);
+  static constexpr size_t kStdinWindow = 1u << 20;
   void broadcast(const Json& msg);
   std::string nodeLabel(int index) const;
   bool allDrained() const;
@@ -86,6 +93,9 @@ class JobSession {
   asio::ip::tcp::acceptor acceptor_;
   asio::signal_set signals_;
   asio::steady_timer tick_timer_;
+  asio::steady_timer accept_retry_;
+  std::shared_ptr<StdinCredit> stdin_;  // shared with the stdin reader thread
+  std::chrono::steady_clock::time_point last_tick_{};
   std::vector<std::unique_ptr<Link>> links_;
   std::vector<std::unique_ptr<Pending>> pending_;
   Phase phase_ = Phase::connecting;
@@ -95,8 +105,8 @@ class JobSession {
     std::vector<bool> arrived;
     size_t count = 0;
   };
-  std::map<uint64_t, Fence> fences_;
-  std::unique_ptr<CrossNodePreflight> cross_node_;  // RDMA write test, preflight's reachability  // PMIx fences in progress, by sequence number
+  std::map<uint64_t, Fence> fences_;  // PMIx fences in progress, by sequence number
+  std::unique_ptr<CrossNodePreflight> cross_node_;  // RDMA write test, preflight's reachability
   JobOutcome outcome_;
   bool failed_ = false;
   int interrupts_ = 0;

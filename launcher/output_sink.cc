@@ -1,6 +1,7 @@
 #include "launcher/output_sink.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,10 +10,35 @@
 
 namespace tlaunch {
 
+namespace {
+constexpr size_t kDrainReportBytes = 64u << 10;  // report written bytes in batches of this much
+
+OutputTerminals terminalsOf(int out_fd, int err_fd) {
+  OutputTerminals t;
+  t.stdout_is_tty = ::isatty(out_fd) == 1;
+  t.stderr_is_tty = ::isatty(err_fd) == 1;
+  struct winsize ws {};
+  for (int fd : {err_fd, out_fd})
+    if (::isatty(fd) == 1 && ::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) t.width = ws.ws_col;
+  return t;
+}
+}  // namespace
+
 OutputSink::OutputSink(TagMode mode, std::string output_dir, int stdout_fd, int stderr_fd)
-    : mode_(mode), dir_(std::move(output_dir)), out_fd_(stdout_fd), err_fd_(stderr_fd) {}
+    : mode_(mode),
+      dir_(std::move(output_dir)),
+      out_fd_(stdout_fd),
+      err_fd_(stderr_fd),
+      formatter_(terminalsOf(stdout_fd, stderr_fd)),
+      writer_([this] { run(); }) {}
 
 OutputSink::~OutputSink() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  writer_.join();
   for (auto& [k, fd] : files_) ::close(fd);
 }
 
@@ -27,70 +53,205 @@ std::string OutputSink::tagFor(TagMode mode, int rank, const std::string& node) 
 
 void OutputSink::setRankNode(int rank, const std::string& node) { tags_[rank] = tagFor(mode_, rank, node); }
 
+void OutputSink::setDrained(std::function<void(int, size_t)> drained) {
+  std::lock_guard lk(mu_);
+  drained_cb_ = std::move(drained);
+}
+
 Result<void> OutputSink::openFiles(int world_size) {
   if (dir_.empty()) return {};
-  if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST)
+  if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST)
     return fail(Errc::usage, "cannot create --output-dir " + dir_ + ": " + std::strerror(errno));
+  // The directory itself, not a symlink in its place, and ours: files of another user's
+  // directory could be read or replaced by them.
+  const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0)
+    return fail(Errc::usage, "cannot use --output-dir " + dir_ + ": " + std::strerror(errno) +
+                                 (errno == ELOOP || errno == ENOTDIR ? " (a symbolic link or not a directory)" : ""));
+  struct stat st {};
+  if (::fstat(dfd, &st) != 0 || st.st_uid != ::geteuid()) {
+    ::close(dfd);
+    return fail(Errc::usage, "--output-dir " + dir_ + " belongs to another user (uid " + std::to_string(st.st_uid) + ")",
+                "choose a directory of your own");
+  }
+  Item item;
+  item.type = Item::Type::files;
   for (int r = 0; r < world_size; ++r) {
     for (int s : {1, 2}) {
-      std::string path = dir_ + "/rank." + std::to_string(r) + (s == 1 ? ".out" : ".err");
-      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd < 0) return fail(Errc::usage, "cannot write " + path + ": " + std::strerror(errno));
-      files_[{r, s}] = fd;
+      const std::string name = "rank." + std::to_string(r) + (s == 1 ? ".out" : ".err");
+      const int fd = ::openat(dfd, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd < 0) {
+        const std::string why = std::strerror(errno);
+        for (auto& [k, f] : item.files) ::close(f);
+        ::close(dfd);
+        return fail(Errc::usage, "cannot write " + dir_ + "/" + name + ": " + why);
+      }
+      item.files[{r, s}] = fd;
     }
   }
+  ::close(dfd);
+  enqueue(std::move(item));
   return {};
 }
 
-void OutputSink::writeAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (fd == out_fd_ || fd == err_fd_) out_broken_ = true;  // e.g. `tlaunch ... | head`
-      return;
-    }
-    data.remove_prefix(static_cast<size_t>(n));
+void OutputSink::enqueue(Item item) {
+  {
+    std::lock_guard lk(mu_);
+    if (item.type == Item::Type::record) backlog_ += item.bytes.size();
+    queue_.push_back(std::move(item));
   }
+  cv_.notify_one();
 }
 
-void OutputSink::write(int rank, int stream, std::string_view lines) {
-  if (auto f = files_.find({rank, stream}); f != files_.end()) writeAll(f->second, lines);
-  const int fd = stream == 2 ? err_fd_ : out_fd_;
-  if (out_broken_ && fd == out_fd_) return;
+void OutputSink::write(int source, int rank, int stream, OutputKind kind, std::string_view bytes) {
   auto t = tags_.find(rank);
   const std::string& tag = t != tags_.end() ? t->second : tags_[rank] = tagFor(mode_, rank, "?");
-  if (tag.empty()) {
-    writeAll(fd, lines);
-    return;
-  }
-  scratch_.clear();
-  scratch_.reserve(lines.size() + tag.size() * 16);
-  size_t start = 0;
-  while (start < lines.size()) {
-    size_t nl = lines.find('\n', start);
-    size_t end = nl == std::string_view::npos ? lines.size() : nl + 1;
-    scratch_.append(tag);
-    scratch_.append(lines.substr(start, end - start));
-    if (nl == std::string_view::npos) scratch_.push_back('\n');
-    start = end;
-  }
-  writeAll(fd, scratch_);
+  Item item;
+  item.source = source;
+  item.rank = rank;
+  item.stream = stream;
+  item.kind = kind;
+  item.tag = tag;
+  item.bytes.assign(bytes);
+  enqueue(std::move(item));
 }
 
 void OutputSink::note(std::string_view text) {
-  // Every line prefixed, so that tlaunch's own words are easy to tell from the ranks'.
-  std::string s;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) nl = text.size();
-    s += "tlaunch: ";
-    s.append(text.substr(start, nl - start));
-    s.push_back('\n');
-    start = nl + 1;
+  Item item;
+  item.type = Item::Type::note;
+  item.bytes.assign(text);
+  enqueue(std::move(item));
+}
+
+size_t OutputSink::backlog() const {
+  std::lock_guard lk(mu_);
+  return backlog_;
+}
+
+void OutputSink::flush() {
+  std::unique_lock lk(mu_);
+  const uint64_t mine = ++flushes_requested_;
+  Item item;
+  item.type = Item::Type::flush;
+  queue_.push_back(std::move(item));
+  cv_.notify_one();
+  flushed_cv_.wait(lk, [&] { return flushes_done_ >= mine; });
+}
+
+bool OutputSink::writeAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
   }
-  writeAll(err_fd_, s);
+  return true;
+}
+
+void OutputSink::writeFile(int rank, int stream, std::string_view bytes) {
+  auto f = files_.find({rank, stream});
+  if (f == files_.end() || file_failed_[{rank, stream}]) return;
+  if (writeAll(f->second, bytes)) return;
+  // A full disk must not end the job: say it once for this file, keep printing.
+  file_failed_[{rank, stream}] = true;
+  std::vector<OutputFormatter::Write> w;
+  formatter_.note("warning: cannot write " + dir_ + "/rank." + std::to_string(rank) + (stream == 1 ? ".out" : ".err") +
+                      ": " + std::strerror(errno) + "; its output goes on to the terminal only",
+                  w);
+  writeTerminalText(w);
+}
+
+void OutputSink::writeTerminalText(const std::vector<OutputFormatter::Write>& writes) {
+  // Consecutive pieces for the same stream go out in one write(2): a line is never split
+  // between two writes, so other writers to the terminal cannot cut into it.
+  std::string batch;
+  int batch_stream = 0;
+  auto flushBatch = [&] {
+    if (batch.empty()) return;
+    const int fd = batch_stream == 2 ? err_fd_ : out_fd_;
+    if (!(fd == out_fd_ && out_broken_) && !writeAll(fd, batch) && fd == out_fd_) out_broken_ = true;  // `| head`
+    batch.clear();
+  };
+  for (const auto& w : writes) {
+    if (w.stream != batch_stream) flushBatch();
+    batch_stream = w.stream;
+    batch += w.text;
+  }
+  flushBatch();
+}
+
+void OutputSink::handle(Item& item, std::vector<OutputFormatter::Write>& writes) {
+  switch (item.type) {
+    case Item::Type::record:
+      writeFile(item.rank, item.stream, item.bytes);
+      formatter_.record(item.tag, item.rank, item.stream, item.kind, item.bytes, OutputFormatter::Clock::now(), writes);
+      break;
+    case Item::Type::note: formatter_.note(item.bytes, writes); break;
+    case Item::Type::files: files_ = std::move(item.files); break;
+    case Item::Type::flush: break;
+  }
+}
+
+void OutputSink::run() {
+  std::deque<Item> batch;
+  std::vector<OutputFormatter::Write> writes;
+  size_t pending_bytes = 0;  // in `writes`, not yet written
+  std::function<void(int, size_t)> drained_cb;
+  // Writes what is formatted, then gives the sources' bytes back (all of them when idle).
+  auto writeOut = [&](bool idle) {
+    writeTerminalText(writes);
+    writes.clear();
+    {
+      std::lock_guard lk(mu_);
+      backlog_ -= pending_bytes;
+    }
+    pending_bytes = 0;
+    for (auto& [source, bytes] : drained_) {
+      if (bytes == 0 || (!idle && bytes < kDrainReportBytes)) continue;
+      if (drained_cb) drained_cb(source, bytes);
+      bytes = 0;
+    }
+  };
+  for (;;) {
+    {
+      std::unique_lock lk(mu_);
+      auto ready = [&] { return stop_ || !queue_.empty(); };
+      if (auto due = formatter_.nextDue()) cv_.wait_until(lk, *due, ready);
+      else cv_.wait(lk, ready);
+      batch.swap(queue_);
+      drained_cb = drained_cb_;
+      if (batch.empty() && stop_) break;
+    }
+    uint64_t flushes = 0;
+    for (auto& item : batch) {
+      handle(item, writes);
+      if (item.type == Item::Type::flush) {
+        writeOut(false);
+        ++flushes;
+      }
+      if (item.type != Item::Type::record) continue;
+      pending_bytes += item.bytes.size();
+      if (item.source >= 0) drained_[item.source] += item.bytes.size();
+      if (pending_bytes >= kDrainReportBytes || writes.size() > 64) writeOut(false);
+    }
+    batch.clear();
+    formatter_.due(OutputFormatter::Clock::now(), writes);
+    bool idle = false;
+    {
+      std::lock_guard lk(mu_);
+      idle = queue_.empty();
+    }
+    writeOut(idle);
+    if (flushes) {
+      {
+        std::lock_guard lk(mu_);
+        flushes_done_ += flushes;
+      }
+      flushed_cv_.notify_all();
+    }
+  }
+  formatter_.finish(writes);
+  writeOut(true);
 }
 
 }  // namespace tlaunch

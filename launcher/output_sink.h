@@ -1,14 +1,23 @@
 #pragma once
-// Where ranks' lines end up on the frontend: tagged on our stdout/stderr, and optionally one
-// untagged file per rank and stream. Lines arrive whole from the daemons; each batch is
-// written with one write(2) so concurrent output of different ranks never interleaves
-// inside a line.
-#include <cstdio>
+// Where ranks' output ends up on the frontend: tagged on our stdout/stderr (output_format.h says
+// how), and optionally the raw bytes in one file per rank and stream (--output-dir).
+// The I/O thread never blocks here: records are queued and a writer thread of this sink does
+// every write(2). A slow or paused reader (a pager, Ctrl-S, a slow disk) makes the queue wait;
+// the sink reports each source's bytes as they are written (setDrained), and the session
+// re-grants the daemons' output credit from that, so the queue stays bounded by the credit
+// windows and the ranks, not the job, wait.
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
+#include "bootstrap/output_record.h"
+#include "launcher/output_format.h"
 #include "tlaunch/result.h"
 
 namespace tlaunch {
@@ -18,27 +27,58 @@ enum class TagMode { none, rank, full };
 class OutputSink {
  public:
   OutputSink(TagMode mode, std::string output_dir, int stdout_fd = 1, int stderr_fd = 2);
+  // Writes out everything queued (waiting for a paused reader if need be), then stops.
   ~OutputSink();
   OutputSink(const OutputSink&) = delete;
   OutputSink& operator=(const OutputSink&) = delete;
   // Must be called before lines of that rank arrive (the tag names its node).
   void setRankNode(int rank, const std::string& node);
+  // Creates --output-dir (0700) and its files (0600, never through a symlink).
   Result<void> openFiles(int world_size);
-  // `lines`: one or more complete lines, each ending in '\n'. stream 1 = stdout, 2 = stderr.
-  void write(int rank, int stream, std::string_view lines);
-  // A message of tlaunch itself, always to stderr, prefixed "tlaunch: ".
+  // Queues one record of `source` (a daemon link); never blocks. stream 1 = stdout, 2 = stderr.
+  void write(int source, int rank, int stream, OutputKind kind, std::string_view bytes);
+  // A message of tlaunch itself, always to stderr, prefixed "tlaunch: ", in order with the output.
   void note(std::string_view text);
+  // Called on the writer thread with (source, bytes written) as records leave; may be empty.
+  void setDrained(std::function<void(int source, size_t bytes)> drained);
+  size_t backlog() const;  // bytes of output queued and not yet written
+  void flush();            // returns once everything queued before it is written
   static std::string tagFor(TagMode mode, int rank, const std::string& node);
 
  private:
-  void writeAll(int fd, std::string_view data);
+  struct Item {
+    enum class Type { record, note, files, flush } type = Type::record;
+    int source = -1, rank = 0, stream = 1;
+    OutputKind kind = OutputKind::lines;
+    std::string tag, bytes;
+    std::map<std::pair<int, int>, int> files;
+  };
+  void enqueue(Item item);
+  void run();
+  void handle(Item& item, std::vector<OutputFormatter::Write>& writes);
+  void writeFile(int rank, int stream, std::string_view bytes);
+  void writeTerminalText(const std::vector<OutputFormatter::Write>& writes);
+  bool writeAll(int fd, std::string_view data);
+
   TagMode mode_;
   std::string dir_;
   int out_fd_, err_fd_;
-  std::map<int, std::string> tags_;
+  std::map<int, std::string> tags_;  // I/O thread only
+  // Writer thread only:
+  OutputFormatter formatter_;
   std::map<std::pair<int, int>, int> files_;
-  std::string scratch_;
+  std::map<std::pair<int, int>, bool> file_failed_;
   bool out_broken_ = false;
+  std::map<int, size_t> drained_;
+  // Shared, under mu_:
+  mutable std::mutex mu_;
+  std::condition_variable cv_, flushed_cv_;
+  std::deque<Item> queue_;
+  size_t backlog_ = 0;
+  uint64_t flushes_requested_ = 0, flushes_done_ = 0;
+  bool stop_ = false;
+  std::function<void(int, size_t)> drained_cb_;
+  std::thread writer_;  // last: started once everything above exists
 };
 
 }  // namespace tlaunch

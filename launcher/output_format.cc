@@ -1,0 +1,125 @@
+#include "launcher/output_format.h"
+
+namespace tlaunch {
+
+namespace {
+constexpr std::string_view kClearLine = "\r\x1b[K";
+
+// Each line of `bytes` with the tag before it and "\n" after it ("\r\n" printed as "\n").
+std::string tagLines(const std::string& tag, std::string_view bytes) {
+  std::string s;
+  s.reserve(bytes.size() + tag.size() * 4 + 1);
+  size_t start = 0;
+  while (start < bytes.size()) {
+    size_t nl = bytes.find('\n', start);
+    size_t end = nl == std::string_view::npos ? bytes.size() : nl;
+    std::string_view line = bytes.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    s += tag;
+    s += line;
+    s += '\n';
+    start = end + 1;
+  }
+  return s;
+}
+}  // namespace
+
+std::string cutToColumns(std::string_view text, int columns) {
+  int seen = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c & 0xc0) == 0x80) continue;  // a continuation byte belongs to the character before it
+    if (++seen > columns) return std::string(text.substr(0, i));
+  }
+  return std::string(text);
+}
+
+void OutputFormatter::print(int stream, std::string text, std::vector<Write>& out) {
+  // Only a terminal line shares the screen with the in-place line.
+  if (live_ && isTty(stream)) {
+    out.push_back({live_->stream, std::string(kClearLine)});
+    out.push_back({stream, std::move(text)});
+    out.push_back({live_->stream, live_->text});
+    return;
+  }
+  out.push_back({stream, std::move(text)});
+}
+
+void OutputFormatter::record(const std::string& tag, int rank, int stream, OutputKind kind, std::string_view bytes,
+                             Clock::time_point now, std::vector<Write>& out) {
+  if (kind == OutputKind::update) return update(tag, rank, stream, bytes, now, out);
+  // The end of a progress bar, or more of its line: its held-back state is superseded.
+  if (auto h = held_.find({rank, stream}); h != held_.end()) h->second.pending = false;
+  std::string text = kind == OutputKind::continued ? tag + std::string(bytes) + "\n" : tagLines(tag, bytes);
+  if (live_ && live_->rank == rank && live_->stream == stream) {
+    out.push_back({stream, std::string(kClearLine)});  // this rank's line replaces its own bar
+    live_.reset();
+  }
+  print(stream, std::move(text), out);
+}
+
+void OutputFormatter::update(const std::string& tag, int rank, int stream, std::string_view bytes,
+                             Clock::time_point now, std::vector<Write>& out) {
+  std::string_view content = bytes;
+  while (!content.empty() && (content.back() == '\r' || content.back() == '\n')) content.remove_suffix(1);
+  if (content.empty()) return;  // the "\r" before a bar's first state
+  if (isTty(stream)) {
+    std::string text = cutToColumns(tag + std::string(content), std::max(1, terminals_.width - 1));
+    if (live_ && live_->stream != stream) out.push_back({live_->stream, std::string(kClearLine)});
+    out.push_back({stream, std::string(kClearLine) + text});
+    live_ = Live{stream, rank, std::move(text)};
+    return;
+  }
+  Held& h = held_[{rank, stream}];
+  h.text = tag + std::string(content) + "\n";
+  h.pending = true;
+  if (now >= h.next_allowed) {
+    h.pending = false;
+    h.next_allowed = now + kUpdateInterval;
+    print(stream, h.text, out);
+  }
+}
+
+void OutputFormatter::note(std::string_view text, std::vector<Write>& out) {
+  std::string s;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    s += "tlaunch: ";
+    s.append(text.substr(start, nl - start));
+    s.push_back('\n');
+    start = nl + 1;
+  }
+  print(2, std::move(s), out);
+}
+
+void OutputFormatter::due(Clock::time_point now, std::vector<Write>& out) {
+  for (auto& [key, h] : held_) {
+    if (!h.pending || now < h.next_allowed) continue;
+    h.pending = false;
+    h.next_allowed = now + kUpdateInterval;
+    print(key.second, h.text, out);
+  }
+}
+
+std::optional<OutputFormatter::Clock::time_point> OutputFormatter::nextDue() const {
+  std::optional<Clock::time_point> next;
+  for (const auto& [key, h] : held_)
+    if (h.pending && (!next || h.next_allowed < *next)) next = h.next_allowed;
+  return next;
+}
+
+void OutputFormatter::finish(std::vector<Write>& out) {
+  for (auto& [key, h] : held_) {
+    if (!h.pending) continue;
+    h.pending = false;
+    print(key.second, h.text, out);
+  }
+  if (live_) {
+    out.push_back({live_->stream, "\n"});
+    live_.reset();
+  }
+}
+
+}  // namespace tlaunch

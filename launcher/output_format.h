@@ -1,0 +1,73 @@
+#pragma once
+// What the frontend prints for the ranks' output records: pure text in, text out (the writer
+// thread of output_sink does the I/O), so every rule here is testable without a terminal.
+// - Whole lines are tagged one by one ("\r\n" printed as "\n"); a line cut by the daemon's cap
+//   prints as one tagged line per piece.
+// - Progress updates (a segment ended by a lone "\r"): on a terminal, the latest update of any
+//   rank is shown in place (tag + text, cut to the terminal's width); before any other line is
+//   printed there, the in-place line is cleared ("\r\e[K") and drawn again after it. Into a pipe
+//   or file an update becomes a tagged line, at most one per rank and stream per second (the
+//   latest wins); the line that finally ends the bar prints as any line.
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "bootstrap/output_record.h"
+
+namespace tlaunch {
+
+struct OutputTerminals {
+  bool stdout_is_tty = false;
+  bool stderr_is_tty = false;
+  int width = 80;  // columns of the terminal
+};
+
+class OutputFormatter {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Write {
+    int stream = 1;  // 1 = stdout, 2 = stderr
+    std::string text;
+  };
+  static constexpr std::chrono::milliseconds kUpdateInterval{1000};
+
+  explicit OutputFormatter(OutputTerminals terminals) : terminals_(terminals) {}
+  void record(const std::string& tag, int rank, int stream, OutputKind kind, std::string_view bytes,
+              Clock::time_point now, std::vector<Write>& out);
+  // tlaunch's own words: stderr, every line prefixed "tlaunch: ".
+  void note(std::string_view text, std::vector<Write>& out);
+  // Held-back updates (pipe or file) whose second has come.
+  void due(Clock::time_point now, std::vector<Write>& out);
+  std::optional<Clock::time_point> nextDue() const;
+  // At the end: held-back updates printed, the in-place line ended with a newline.
+  void finish(std::vector<Write>& out);
+
+ private:
+  struct Live {
+    int stream = 1;
+    int rank = 0;
+    std::string text;
+  };
+  struct Held {
+    std::string text;  // tagged, with "\n"
+    bool pending = false;
+    Clock::time_point next_allowed{};
+  };
+  bool isTty(int stream) const { return stream == 1 ? terminals_.stdout_is_tty : terminals_.stderr_is_tty; }
+  void print(int stream, std::string text, std::vector<Write>& out);
+  void update(const std::string& tag, int rank, int stream, std::string_view bytes, Clock::time_point now,
+              std::vector<Write>& out);
+
+  OutputTerminals terminals_;
+  std::optional<Live> live_;
+  std::map<std::pair<int, int>, Held> held_;  // (rank, stream) -> its latest update, for pipes
+};
+
+// `text` cut to at most `columns` characters (UTF-8 aware: never inside a character).
+std::string cutToColumns(std::string_view text, int columns);
+
+}  // namespace tlaunch

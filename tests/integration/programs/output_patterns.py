@@ -1,0 +1,39 @@
+"""Output a user's program makes every day, for the lifeline tests:
+  lines N        N numbered lines of 200 bytes, then sleep 1 s
+  longline N     one line of N bytes ('x'), then 'after'
+  progress N S   a tqdm-like bar on stderr: N updates over S seconds, then the final line
+  sleep S        print 'ready', sleep S seconds, print 'done'
+  closeout S     close stdout, keep running S seconds, exit 0
+"""
+import os
+import sys
+import time
+
+mode = sys.argv[1]
+rank = os.environ.get("RANK", "?")
+if mode == "lines":
+    for i in range(int(sys.argv[2])):
+        sys.stdout.write(f"R{rank} L{i} " + "y" * 200 + "\n")
+    sys.stdout.flush()
+    time.sleep(1)
+elif mode == "longline":
+    sys.stdout.write("x" * int(sys.argv[2]) + "\n")
+    sys.stdout.write("after\n")
+elif mode == "progress":
+    n, secs = int(sys.argv[2]), float(sys.argv[3])
+    for i in range(n + 1):
+        sys.stderr.write(f"\rR{rank} {100 * i // n:3d}%|" + "#" * (20 * i // n))
+        sys.stderr.flush()
+        time.sleep(secs / n)
+    sys.stderr.write(f"\rR{rank} 100%|" + "#" * 20 + " done\n")
+elif mode == "sleep":
+    print("ready", flush=True)
+    time.sleep(float(sys.argv[2]))
+    print("done", flush=True)
+elif mode == "closeout":
+    sys.stdout.close()
+    os.close(1)
+    time.sleep(float(sys.argv[2]))
+    sys.stderr.write("still here\n")
+else:
+    sys.exit(f"unknown mode {mode}")

@@ -1,0 +1,190 @@
+"""Nothing ordinary may kill a healthy job (issue: the job lifeline). Each case is something a
+user does every day, run as a real local job; each must end with the job's own status, every
+line, and no process of the job left:
+  1. stdout not read for 10 s (a pager left unscrolled, Ctrl-S, a slow `tee`) with a 3 s
+     heartbeat timeout: every line arrives, exit 0;
+  2. one 2 MB line: it arrives whole, in 1 MiB pieces, and exactly as written in --output-dir;
+  3. a progress bar (\\r updates) into a pipe: at most one line per second, the final state once;
+  4. the same on a terminal: updated in place, one final line;
+  5. tlaunch stopped (SIGSTOP) for 6 s with a 3 s heartbeat timeout: the job completes;
+  6. a daemon stopped (SIGSTOP): the job ends naming its node within the heartbeat timeout;
+  7. a rank that closes its stdout early and keeps running: the job goes on;
+  8. --output-dir on a full file system: one warning naming the file, stdout goes on, exit 0.
+"""
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import time
+
+import tl
+
+PAT = tl.program("output_patterns.py")
+LOCAL2 = ["--launcher", "local", "-N", "2", "-p", "1", "-q"]
+
+
+def job_of(text):
+    m = re.search(r"job (tl-[0-9a-f]+)", text)
+    return m.group(1) if m else None
+
+
+def no_survivors(job, what):
+    tl.check(job is not None, f"{what}: no job id in the output")
+    tl.check(tl.wait_until(lambda: not tl.processes_with_env("TLAUNCH_JOB_ID", job), 10),
+             f"{what}: processes of job {job} survived: {tl.processes_with_env('TLAUNCH_JOB_ID', job)}")
+
+
+def read_until(p, needle, count, timeout):
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while buf.count(needle) < count:
+        left = deadline - time.monotonic()
+        tl.check(left > 0, f"waited {timeout} s for {count} x {needle!r}; got {buf[-500:]!r}")
+        r, _, _ = select.select([p.stdout], [], [], left)
+        if r:
+            chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:
+                tl.fail(f"the job ended early: {p.stderr.read()}")
+            buf += chunk
+    return buf
+
+
+# 1. A paused reader. 2 ranks x 100,000 lines of 210 bytes (42 MB): far more than the pipes,
+#    the daemons' queues and the credit windows hold, so the ranks must wait for the reader.
+N = 100_000
+p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-N", "2", "-p", "1", "--heartbeat-timeout", "3", "--",
+                      tl.PYTHON, PAT, "lines", str(N)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     start_new_session=True)
+time.sleep(10)  # nobody reads
+out, err = p.communicate(timeout=300)
+err = err.decode(errors="replace")
+tl.check(p.returncode == 0, f"paused reader: exit {p.returncode}: {err[-1500:]}")
+lines = out.decode().splitlines()
+for rank in (0, 1):
+    got = [l for l in lines if l.startswith(f"[local{rank}:{rank}] R{rank} L")]
+    tl.check(len(got) == N, f"paused reader: rank {rank} delivered {len(got)} of {N} lines")
+    tl.check(got[-1].startswith(f"[local{rank}:{rank}] R{rank} L{N - 1} "), "paused reader: lines out of order")
+no_survivors(job_of(err), "paused reader")
+print("PASS 1: stdout paused 10 s (heartbeat timeout 3 s): all", 2 * N, "lines, exit 0")
+
+# 2. One 2 MB line, on stdout and in --output-dir.
+outdir = os.path.join(tl.tempdir(), "out")
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--output-dir", outdir, "--", tl.PYTHON, PAT, "longline",
+            "2000000"])
+tl.check(r.returncode == 0, f"long line: exit {r.returncode}: {r.stderr[-1500:]}")
+pieces = [l for l in r.stdout.splitlines() if l.startswith("[local0:0] x")]
+tl.check(len(pieces) == 2 and all(len(l) <= len("[local0:0] ") + (1 << 20) for l in pieces),
+         f"long line: {len(pieces)} pieces of {[len(l) for l in pieces]} bytes")
+tl.check(sum(len(l) - len("[local0:0] ") for l in pieces) == 2_000_000, "long line: bytes lost")
+tl.check(r.stdout.splitlines()[-1] == "[local0:0] after", "long line: the job did not go on")
+with open(os.path.join(outdir, "rank.0.out"), "rb") as f:
+    tl.check(f.read() == b"x" * 2_000_000 + b"\nafter\n", "long line: --output-dir does not hold the exact bytes")
+tl.check(os.stat(outdir).st_mode & 0o777 == 0o700, "--output-dir is not 0700")
+tl.check(os.stat(os.path.join(outdir, "rank.0.out")).st_mode & 0o777 == 0o600, "--output-dir files are not 0600")
+print("PASS 2: a 2 MB line arrives in 2 pieces, whole; --output-dir has the raw bytes (0700/0600)")
+
+# 3. A progress bar into a pipe: 60 updates over 3 s.
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "-q", "--", tl.PYTHON, PAT, "progress", "60", "3"])
+tl.check(r.returncode == 0, f"progress: exit {r.returncode}: {r.stderr[-800:]}")
+bar = [l for l in r.stderr.splitlines() if l.startswith("[local0:0] R0")]
+tl.check("\r" not in r.stderr, "progress: a carriage return reached the pipe")
+tl.check(2 <= len(bar) <= 7, f"progress: {len(bar)} lines for 60 updates in 3 s (want about one a second): {bar}")
+tl.check(bar[-1].endswith("100%|" + "#" * 20 + " done") and sum("done" in l for l in bar) == 1,
+         f"progress: the final state is not printed once: {bar[-3:]}")
+print(f"PASS 3: 60 progress updates in 3 s became {len(bar)} lines in a pipe, the final one once")
+
+# 4. The same on a terminal.
+master, slave = pty.openpty()
+p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "-q", "--", tl.PYTHON, PAT,
+                      "progress", "30", "1.5"], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
+                     start_new_session=True)
+os.close(slave)
+screen = b""
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    r_, _, _ = select.select([master], [], [], 1)
+    if not r_:
+        if p.poll() is not None:
+            break
+        continue
+    try:
+        chunk = os.read(master, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    screen += chunk
+p.wait(timeout=30)
+os.close(master)
+tl.check(p.returncode == 0, f"terminal progress: exit {p.returncode}: {screen[-500:]!r}")
+tl.check(screen.count(b"\r\x1b[K[local0:0] R0") >= 10, f"terminal progress: not drawn in place: {screen[:300]!r}")
+final = [l for l in screen.split(b"\n") if b"done" in l]
+tl.check(len(final) == 1, f"terminal progress: {len(final)} final lines")
+newlines = screen.count(b"\n")
+tl.check(newlines <= 2, f"terminal progress: {newlines} lines on the screen, want 1")
+print("PASS 4: on a terminal the bar is redrawn in place and ends in one line")
+
+# 5. tlaunch itself stopped for 6 s (heartbeat timeout 3 s).
+p = tl.start(LOCAL2 + ["--heartbeat-timeout", "3", "--", tl.PYTHON, PAT, "sleep", "8"])
+read_until(p, b"ready", 2, 60)
+os.kill(p.pid, signal.SIGSTOP)
+time.sleep(6)
+os.kill(p.pid, signal.SIGCONT)
+out, err = p.communicate(timeout=60)
+tl.check(p.returncode == 0, f"stopped frontend: exit {p.returncode}: {err[-1000:]}")
+tl.check(out.count("done") == 2, f"stopped frontend: ranks did not finish: {out!r}")
+print("PASS 5: tlaunch stopped for 6 s with a 3 s heartbeat timeout: the job completed")
+
+# 6. A daemon stopped: noticed within the heartbeat timeout, named, nothing left.
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--heartbeat-timeout", "3", "--kill-timeout", "2", "--",
+              tl.PYTHON, PAT, "sleep", "60"])
+read_until(p, b"ready", 2, 60)
+frozen = None
+for pid in tl.processes_matching("--node-name"):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        argv = f.read().split(b"\0")
+    if b"local1" in argv and os.path.basename(argv[0].decode()) == "tlaunchd":
+        with open(f"/proc/{pid}/stat") as s:
+            if int(s.read().split(")")[-1].split()[1]) == p.pid:
+                frozen = pid
+tl.check(frozen, "could not find local1's tlaunchd")
+t0 = time.monotonic()
+os.kill(frozen, signal.SIGSTOP)
+try:
+    out, err = p.communicate(timeout=60)
+finally:
+    try:
+        os.kill(frozen, signal.SIGCONT)
+    except OSError:
+        pass
+elapsed = time.monotonic() - t0
+tl.check(p.returncode == 69, f"frozen daemon: exit {p.returncode}, want 69: {err[-800:]}")
+tl.check("lost node local1" in err and "no heartbeat" in err, f"frozen daemon: local1 not named: {err[-800:]}")
+tl.check(elapsed < 3 + 10, f"frozen daemon: the job took {elapsed:.1f} s to end")
+no_survivors(job_of(err), "frozen daemon")
+print(f"PASS 6: a stopped daemon ended the job in {elapsed:.1f} s naming local1")
+
+# 7. A rank closes its stdout and keeps running.
+r = tl.run(LOCAL2 + ["--", tl.PYTHON, PAT, "closeout", "2"])
+tl.check(r.returncode == 0, f"closed stdout: exit {r.returncode}: {r.stderr[-800:]}")
+tl.check(r.stderr.count("still here") == 2, f"closed stdout: the ranks did not go on: {r.stderr[-800:]}")
+print("PASS 7: ranks that close stdout early go on")
+
+# 8. --output-dir on a full file system.
+mnt = tl.tempdir()
+if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt], capture_output=True).returncode != 0:
+    print("SKIP 8: cannot mount a tmpfs here (not root?)")
+else:
+    try:
+        r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "-q", "--output-dir", os.path.join(mnt, "o"), "--",
+                    tl.PYTHON, PAT, "lines", "2000"])
+    finally:
+        subprocess.run(["umount", "-l", mnt])
+    tl.check(r.returncode == 0, f"full disk: exit {r.returncode}: {r.stderr[-800:]}")
+    warnings = [l for l in r.stderr.splitlines() if "cannot write" in l]
+    tl.check(len(warnings) == 1 and "rank.0.out" in warnings[0] and "No space left" in warnings[0],
+             f"full disk: want one warning naming rank.0.out: {warnings}")
+    tl.check(r.stdout.count("[local0:0] R0 L") == 2000, "full disk: stdout lost lines")
+    print("PASS 8: a full --output-dir gives one warning; stdout and the job go on")

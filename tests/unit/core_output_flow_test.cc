@@ -1,0 +1,137 @@
+// Output flow: the daemon's credit window (OutputChannel) and what the frontend prints for each
+// kind of output record (OutputFormatter), pipes and terminals.
+#include <catch2/catch.hpp>
+
+#include "bootstrap/frame_codec.h"
+#include "bootstrap/message.h"
+#include "daemon/output_channel.h"
+#include "launcher/output_format.h"
+
+using namespace tlaunch;
+
+namespace {
+struct Wire {
+  std::vector<std::string> sent;  // payloads, in order
+  std::vector<bool> pressure;
+};
+
+OutputChannel channel(Wire& w, size_t window, size_t high, size_t low) {
+  return OutputChannel(
+      {window, high, low}, [&w](OutputChannel::Frame f) { w.sent.push_back(f->substr(kFrameHeaderBytes)); },
+      [&w](bool pause) { w.pressure.push_back(pause); });
+}
+
+std::string text(const std::vector<OutputFormatter::Write>& ws, int stream = 0) {
+  std::string s;
+  for (const auto& w : ws)
+    if (stream == 0 || w.stream == stream) s += w.text;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("output channel: output waits for credit, control-ordered messages wait behind it") {
+  Wire w;
+  auto ch = channel(w, 10, 100, 20);
+  ch.output(0, 1, OutputKind::lines, "aaaa\n");  // 5
+  ch.output(0, 1, OutputKind::lines, "bbbb\n");  // 10: the window is full
+  ch.output(0, 1, OutputKind::lines, "cccc\n");  // waits
+  ch.ordered({{"t", "exit"}, {"r", 0}});         // waits behind cccc
+  REQUIRE(w.sent.size() == 2);
+  CHECK(ch.inFlight() == 10);
+  CHECK(ch.waitingBytes() == 5);
+  ch.credit(5);
+  REQUIRE(w.sent.size() == 4);
+  CHECK(decodeOutputRecord(w.sent[2])->bytes == "cccc\n");
+  CHECK(getString(*decodeMessage(w.sent[3]), "t") == "exit");
+  CHECK(ch.empty());
+}
+
+TEST_CASE("output channel: a record larger than the window goes alone; pipes pause above high water") {
+  Wire w;
+  auto ch = channel(w, 4, 12, 2);
+  const std::string big(9, 'x');
+  ch.output(1, 2, OutputKind::continued, big);  // nothing in flight: goes
+  REQUIRE(w.sent.size() == 1);
+  for (int i = 0; i < 4; ++i) ch.output(1, 2, OutputKind::lines, "abc\n");  // 16 bytes wait
+  CHECK(w.sent.size() == 1);
+  REQUIRE(w.pressure == std::vector<bool>{true});
+  ch.credit(9);  // 4 bytes of room: one record
+  CHECK(w.sent.size() == 2);
+  ch.credit(4);
+  ch.credit(4);  // 4 of 16 left waiting: still above low water (2)
+  CHECK(w.pressure == std::vector<bool>{true});
+  ch.credit(4);
+  CHECK(ch.waitingBytes() == 0);
+  CHECK(w.pressure == std::vector<bool>{true, false});
+  ch.credit(1000);  // more credit than in flight is harmless
+  CHECK(ch.inFlight() == 0);
+}
+
+TEST_CASE("formatter: lines are tagged one by one, CRLF printed as LF, a cut line piece by piece") {
+  OutputFormatter f({});
+  std::vector<OutputFormatter::Write> out;
+  const auto now = OutputFormatter::Clock::now();
+  f.record("[n1:0] ", 0, 1, OutputKind::lines, "a\r\nb\nlast", now, out);
+  f.record("[n1:0] ", 0, 2, OutputKind::continued, "xxxx", now, out);
+  f.record("[n1:0] ", 0, 2, OutputKind::lines, "yy\n", now, out);
+  CHECK(text(out, 1) == "[n1:0] a\n[n1:0] b\n[n1:0] last\n");
+  CHECK(text(out, 2) == "[n1:0] xxxx\n[n1:0] yy\n");
+}
+
+TEST_CASE("formatter, pipe: at most one update per rank per second, the latest wins, the end line prints") {
+  OutputFormatter f({});
+  std::vector<OutputFormatter::Write> out;
+  auto t = OutputFormatter::Clock::now();
+  f.record("[a:1] ", 1, 2, OutputKind::update, "\r", t, out);  // tqdm's leading CR: nothing
+  CHECK(out.empty());
+  for (int pct = 0; pct <= 40; pct += 10) {
+    f.record("[a:1] ", 1, 2, OutputKind::update, " " + std::to_string(pct) + "%\r", t, out);
+    t += std::chrono::milliseconds(100);
+  }
+  CHECK(text(out) == "[a:1]  0%\n");  // the first one at once, the rest held
+  REQUIRE(f.nextDue());
+  f.due(t, out);
+  CHECK(text(out) == "[a:1]  0%\n");  // not yet a second
+  f.due(t + std::chrono::seconds(1), out);
+  CHECK(text(out) == "[a:1]  0%\n[a:1]  40%\n");  // the latest of the held ones
+  f.record("[a:1] ", 1, 2, OutputKind::update, " 50%\r", t + std::chrono::milliseconds(1100), out);
+  f.record("[a:1] ", 1, 2, OutputKind::lines, "100%\n", t + std::chrono::milliseconds(1200), out);
+  f.finish(out);
+  CHECK(text(out) == "[a:1]  0%\n[a:1]  40%\n[a:1] 100%\n");  // 50% superseded by the end of the line
+  // Another rank has its own second.
+  OutputFormatter g({});
+  std::vector<OutputFormatter::Write> o2;
+  g.record("[a:0] ", 0, 1, OutputKind::update, "x\r", t, o2);
+  g.record("[a:1] ", 1, 1, OutputKind::update, "y\r", t, o2);
+  CHECK(text(o2) == "[a:0] x\n[a:1] y\n");
+  // A bar that never ends its line: its last state is printed at the end.
+  g.record("[a:1] ", 1, 1, OutputKind::update, "z\r", t, o2);
+  g.finish(o2);
+  CHECK(text(o2) == "[a:0] x\n[a:1] y\n[a:1] z\n");
+}
+
+TEST_CASE("formatter, terminal: updates in place, other lines clear and redraw it") {
+  OutputFormatter f({true, true, 20});
+  std::vector<OutputFormatter::Write> out;
+  const auto now = OutputFormatter::Clock::now();
+  f.record("[a:1] ", 1, 2, OutputKind::update, " 10%\r", now, out);
+  f.record("[a:1] ", 1, 2, OutputKind::update, " 20%\r", now, out);
+  CHECK(text(out) == "\r\x1b[K[a:1]  10%\r\x1b[K[a:1]  20%");
+  out.clear();
+  f.record("[a:0] ", 0, 1, OutputKind::lines, "hello\n", now, out);
+  CHECK(text(out) == "\r\x1b[K[a:0] hello\n[a:1]  20%");
+  out.clear();
+  f.record("[a:1] ", 1, 2, OutputKind::update, std::string(40, '#') + "\r", now, out);
+  CHECK(text(out) == "\r\x1b[K[a:1] " + std::string(13, '#'));  // cut to the width less one
+  out.clear();
+  f.record("[a:1] ", 1, 2, OutputKind::lines, "done\n", now, out);  // its own line replaces the bar
+  CHECK(text(out) == "\r\x1b[K[a:1] done\n");
+  out.clear();
+  f.finish(out);
+  CHECK(out.empty());
+}
+
+TEST_CASE("cutToColumns never splits a UTF-8 character") {
+  CHECK(cutToColumns("ab\xe2\x96\x88\xe2\x96\x88", 3) == "ab\xe2\x96\x88");
+  CHECK(cutToColumns("abc", 10) == "abc");
+}
