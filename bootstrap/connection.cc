@@ -47,6 +47,14 @@ void Connection::readSome() {
         return;
       }
       if (!*frame) break;
+      if (self->opener_) {
+        auto opened = self->opener_->open(**frame);
+        if (!opened) {
+          self->fail(opened.error().message);
+          return;
+        }
+        **frame = std::move(*opened);
+      }
       if (isOutputRecord(**frame)) {
         auto record = decodeOutputRecord(**frame);
         if (!record || !self->on_output_) {
@@ -73,19 +81,16 @@ void Connection::send(const Json& msg) {
   sendEncoded(std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))));
 }
 
-void Connection::sendEncoded(Frame frame) {
+void Connection::enqueue(std::deque<Outgoing>& queue, Frame frame) {
   if (!open_ || close_after_flush_ || !frame) return;
   queued_bytes_ += frame->size();
-  control_queue_.push_back(std::move(frame));
+  queue.push_back({std::move(frame), sealer_ != nullptr});
   if (!writing_) writeNext();
 }
 
-void Connection::sendBulk(Frame frame) {
-  if (!open_ || close_after_flush_ || !frame) return;
-  queued_bytes_ += frame->size();
-  bulk_queue_.push_back(std::move(frame));
-  if (!writing_) writeNext();
-}
+void Connection::sendEncoded(Frame frame) { enqueue(control_queue_, std::move(frame)); }
+
+void Connection::sendBulk(Frame frame) { enqueue(bulk_queue_, std::move(frame)); }
 
 void Connection::setDeadPeerTimeout(std::chrono::milliseconds timeout) {
   const int fd = socket_.native_handle();
@@ -112,15 +117,21 @@ void Connection::writeNext() {
   writing_ = true;
   auto self = shared_from_this();
   auto& queue = control_queue_.empty() ? bulk_queue_ : control_queue_;
-  Frame frame = std::move(queue.front());  // held by the handler: close() may clear the queues meanwhile
+  Outgoing out = std::move(queue.front());
   queue.pop_front();
-  asio::async_write(socket_, asio::buffer(*frame), [self, frame](const asio::error_code& ec, size_t) {
+  const size_t queued = out.frame->size();
+  // Sealed here, in the order frames leave: the counters of both ends must agree. A broadcast's
+  // shared frame gets this connection's own sealed copy.
+  Frame frame = out.seal ? std::make_shared<const std::string>(encodeFrame(sealer_->seal(
+                               std::string_view(*out.frame).substr(kFrameHeaderBytes))))
+                         : std::move(out.frame);  // held by the handler: close() may clear the queues meanwhile
+  asio::async_write(socket_, asio::buffer(*frame), [self, frame, queued](const asio::error_code& ec, size_t) {
     if (!self->open_) return;
     if (ec) {
       self->fail(ec.message());
       return;
     }
-    self->queued_bytes_ -= frame->size();
+    self->queued_bytes_ -= queued;
     if (self->drain_cb_ && self->queued_bytes_ <= self->low_water_) self->drain_cb_();
     self->writeNext();
   });

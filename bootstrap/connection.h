@@ -12,6 +12,7 @@
 
 #include <asio.hpp>
 
+#include "bootstrap/frame_cipher.h"
 #include "bootstrap/frame_codec.h"
 #include "bootstrap/message.h"
 #include "bootstrap/output_record.h"
@@ -29,6 +30,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static std::shared_ptr<Connection> create(asio::ip::tcp::socket socket,
                                             size_t max_frame_bytes = kPreAuthMaxFrameBytes);
   void setMaxFrameBytes(size_t n) { decoder_.setMaxFrameBytes(n); }
+  // Frames sent from now on are sealed (bootstrap/frame_cipher.h); those queued before are not.
+  void sealFromNow(std::unique_ptr<FrameCipher> cipher) { sealer_ = std::move(cipher); }
+  // Frames received from now on must open with this cipher; one that does not ends the
+  // connection with an "integrity failure".
+  void openFromNow(std::unique_ptr<FrameCipher> cipher) { opener_ = std::move(cipher); }
   // TCP keepalive and TCP_USER_TIMEOUT: a peer whose host stops answering at the TCP level is
   // noticed within about `timeout`, while a peer that is merely stopped (SIGSTOP, Ctrl-Z) keeps
   // the connection: its kernel still acknowledges.
@@ -63,7 +69,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::ip::tcp::socket socket_;
   FrameDecoder decoder_;
   std::array<char, 65536> read_buf_{};
-  std::deque<Frame> control_queue_, bulk_queue_;
+  struct Outgoing {
+    Frame frame;
+    bool seal = false;
+  };
+  void enqueue(std::deque<Outgoing>& queue, Frame frame);
+  std::deque<Outgoing> control_queue_, bulk_queue_;
+  std::unique_ptr<FrameCipher> sealer_, opener_;
   size_t queued_bytes_ = 0;
   bool writing_ = false;
   bool open_ = true;

@@ -1,6 +1,7 @@
 #include "daemon/daemon_session.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -173,6 +174,9 @@ void DaemonSession::handleChallenge(const Json& msg) {
                {"pid", ::getpid()},
                {"nonce", binary(client_nonce_)},
                {"mac", binary(helloProof(opts_.secret, server_nonce_, client_nonce_, opts_.node_name))}});
+  // Everything after the hello is sealed (bootstrap/frame_cipher.h).
+  conn_->sealFromNow(std::make_unique<FrameCipher>(opts_.secret, server_nonce_, client_nonce_,
+                                                   FrameCipher::Direction::to_frontend));
 }
 
 void DaemonSession::handleWelcome(const Json& msg) {
@@ -182,7 +186,12 @@ void DaemonSession::handleWelcome(const Json& msg) {
     return;
   }
   authenticated_ = true;
+  // From here on this daemon lives as long as its control connection, not as long as whatever
+  // started it: a killed ssh client (or its sshd session going away) must not end the job.
+  ::prctl(PR_SET_PDEATHSIG, 0);
   conn_->setMaxFrameBytes(kDefaultMaxFrameBytes);
+  conn_->openFromNow(std::make_unique<FrameCipher>(opts_.secret, server_nonce_, client_nonce_,
+                                                   FrameCipher::Direction::to_daemon));
 }
 
 void DaemonSession::handleConfig(const Json& msg) {

@@ -6,14 +6,13 @@
 #include <cstring>
 #include <thread>
 
-#include "launcher/stdin_credit.h"
-
 #include "bootstrap/auth.h"
 #include "binding/preflight_report.h"
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cross_node_preflight.h"
 #include "launcher/phase_timing.h"
 #include "launcher/plan_preflight.h"
+#include "launcher/stdin_credit.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
@@ -224,8 +223,14 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   config["heartbeat_timeout_ms"] = cfg_.spec.heartbeat_timeout_s * 1000;
   config["output_window"] = outputWindow();
   // The welcome proves the secret and nothing more: the daemon reads it under the 4 KiB limit
-  // of a connection not yet authenticated; the configuration follows it.
-  conn->send({{"t", "welcome"}, {"mac", binary(welcomeProof(cfg_.secret, server_nonce, bytesOf(msg["nonce"])))}});
+  // of a connection not yet authenticated. Every frame after the hello and the welcome is
+  // sealed under this connection's session keys, the configuration first.
+  const std::string client_nonce = bytesOf(msg["nonce"]);
+  conn->openFromNow(std::make_unique<FrameCipher>(cfg_.secret, server_nonce, client_nonce,
+                                                  FrameCipher::Direction::to_frontend));
+  conn->send({{"t", "welcome"}, {"mac", binary(welcomeProof(cfg_.secret, server_nonce, client_nonce))}});
+  conn->sealFromNow(std::make_unique<FrameCipher>(cfg_.secret, server_nonce, client_nonce,
+                                                  FrameCipher::Direction::to_daemon));
   conn->send({{"t", "config"}, {"config", config}});
 }
 

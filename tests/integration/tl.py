@@ -99,3 +99,28 @@ def kill_leftovers(marker):
 
 def tempdir():
     return tempfile.mkdtemp(prefix="tlaunch-test-")
+
+
+def listening_ports(pid):
+    """TCP ports process pid listens on (IPv4 and IPv6), from /proc: how a test finds the
+    frontend's port as a stranger on the same host would."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    ports = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for row in f:
+                    cols = row.split()
+                    if cols[3] == "0A" and cols[9] in inodes:  # LISTEN
+                        ports.append(int(cols[1].rsplit(":", 1)[1], 16))
+        except OSError:
+            pass
+    return ports

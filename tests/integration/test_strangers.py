@@ -1,0 +1,81 @@
+"""The frontend's port is reachable by anyone on the network (and on 0.0.0.0 under srun): what
+strangers send must never crash or stall a job. While a 2-node job runs, from this host:
+  - 2,000 idle TCP connections: dropped at the 5 s authentication deadline;
+  - crafted frames: 1 MiB of nested CBOR arrays (0x81...), a declared length of 4 GiB, CBOR of the
+    wrong shape, a hello with a wrong proof, rank output before authentication, deep nesting
+    inside the 4 KiB pre-authentication limit;
+each connection is dropped, and the job completes with exit 0 and every rank's output."""
+import os
+import resource
+import socket
+import struct
+import time
+
+import tl
+
+PAT = tl.program("output_patterns.py")
+
+
+def frame(payload):
+    return struct.pack(">I", len(payload)) + payload
+
+
+def closed_by_peer(s, timeout):
+    """True when the frontend closed the connection within timeout."""
+    s.settimeout(timeout)
+    try:
+        while True:
+            data = s.recv(65536)
+            if not data:
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
+
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--heartbeat-timeout", "5", "--", tl.PYTHON, PAT, "sleep",
+              "14"])
+try:
+    tl.check(tl.wait_until(lambda: tl.listening_ports(p.pid), 30), "the frontend never listened")
+    port = tl.listening_ports(p.pid)[0]
+
+    idle = []
+    for _ in range(2000):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        idle.append(s)
+    crafted = {
+        "1 MiB of nested arrays": frame(b"\x81" * (1 << 20)),
+        "a declared length of 4 GiB": b"\xff\xff\xff\xff" + b"\x00" * 100,
+        "nested arrays within 4 KiB": frame(b"\x81" * 4000),
+        "a map with a number for its type": frame(b"\xa1\x61t\x05"),
+        "a hello with a wrong proof": frame(b"\xa4\x61t\x65hello\x64node\x66local0\x65index\x00\x63mac\x44abcd"),
+        "rank output before authentication": frame(b"\x01\x00\x00\x00\x00\x01hello\n"),
+        "garbage": frame(os.urandom(3000)),
+    }
+    t0 = time.monotonic()
+    for what, data in crafted.items():
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        try:
+            s.sendall(data)
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+        tl.check(closed_by_peer(s, 8), f"the frontend kept a connection that sent {what}")
+        s.close()
+        tl.check(p.poll() is None, f"the job died after a stranger sent {what}: exit {p.poll()}")
+    # The idle ones: gone at the authentication deadline (5 s; some earlier, when the pending
+    # cap made room for newer ones).
+    left_open = [s for s in idle[-50:] if not closed_by_peer(s, max(0.1, 12 - (time.monotonic() - t0)))]
+    tl.check(not left_open, f"{len(left_open)} idle connections still open after the authentication deadline")
+    for s in idle:
+        s.close()
+    out, err = p.communicate(timeout=120)
+finally:
+    if p.poll() is None:
+        p.kill()
+tl.check(p.returncode == 0, f"job exit {p.returncode}: {err[-1500:]}")
+tl.check(out.count("done") == 2, f"ranks did not complete: {out!r}")
+print("PASS: 2,000 idle connections and", len(crafted), "crafted frames; the job completed")
