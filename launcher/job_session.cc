@@ -168,7 +168,10 @@ void JobSession::accept() {
 void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   auto conn = p->conn;
   auto drop = [this, p, conn](const std::string& why) {
-    out_.note("rejected a daemon connection from " + conn->peer() + ": " + why);
+    // Said for the first few only: a stranger must not be able to flood the job's stderr.
+    if (++rejections_ <= kRejectionsShown)
+      out_.note("rejected a daemon connection from " + conn->peer() + ": " + why +
+                (rejections_ == kRejectionsShown ? " (further rejections are not shown)" : ""));
     conn->close();
     asio::post(io_, [this, p] { std::erase_if(pending_, [p](const auto& q) { return q.get() == p; }); });
   };

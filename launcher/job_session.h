@@ -82,6 +82,7 @@ class JobSession {
   static constexpr size_t kMaxPendingConnections = 256;
   static constexpr auto kPendingAuthTimeout = std::chrono::seconds(5);
   static constexpr size_t kStdinWindow = 1u << 20;
+  static constexpr int kRejectionsShown = 10;
   void broadcast(const Json& msg);
   std::string nodeLabel(int index) const;
   bool allDrained() const;
@@ -110,6 +111,7 @@ class JobSession {
   JobOutcome outcome_;
   bool failed_ = false;
   int interrupts_ = 0;
+  int rejections_ = 0;
   std::optional<std::string> lost_node_;  // a daemon's connection closed: reported at lost_deadline_
   std::chrono::steady_clock::time_point lost_deadline_;
   std::chrono::steady_clock::time_point started_at_;
