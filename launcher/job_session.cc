@@ -658,8 +658,10 @@ void JobSession::forwardStdin() {
         continue;
       }
       if (n <= 0) {
-        asio::post(io_, [target, rank] {
-          if (target->conn && target->conn->isOpen()) target->conn->send({{"t", "stdin_eof"}, {"r", rank}});
+        asio::post(io_, [target, rank] {  // behind the data, in the same (bulk) queue
+          if (target->conn && target->conn->isOpen())
+            target->conn->sendBulk(
+                std::make_shared<const std::string>(encodeFrame(encodeMessage({{"t", "stdin_eof"}, {"r", rank}}))));
         });
         return;
       }
