@@ -4,6 +4,7 @@ set(BOOTSTRAP_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/message.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/output_record.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/auth.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/rank_env.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/frame_cipher.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/connection.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/node_launch_json.cc

@@ -6,15 +6,15 @@
 
 #include <spdlog/spdlog.h>
 
-#include "binding/rdma_pair_agent.h"
-#include "binding/rdma_pair_protocol.h"
-#include "binding/verbs_api.h"
+#include "daemon/rdma_pair_agent.h"
+#include "binding/rdma/rdma_pair_protocol.h"
+#include "binding/rdma/verbs_api.h"
 #include "bootstrap/auth.h"
 #include "bootstrap/node_launch_json.h"
 #include "daemon/inventory.h"
 #include "daemon/output_channel.h"
 #include "daemon/peer_probe.h"
-#include "daemon/rank_env.h"
+#include "daemon/rank_launches.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "binding/apply_binding.h"
+#include "binding/topology/apply_binding.h"
 #include "tlaunch/result.h"
 
 namespace tlaunch {

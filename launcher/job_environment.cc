@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "binding/rank_env.h"
+#include "bootstrap/rank_env.h"
 
 extern char** environ;
 

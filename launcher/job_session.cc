@@ -7,11 +7,11 @@
 #include <thread>
 
 #include "bootstrap/auth.h"
-#include "binding/preflight_report.h"
+#include "binding/preflight/preflight_report.h"
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cross_node_preflight.h"
 #include "launcher/phase_timing.h"
-#include "launcher/plan_preflight.h"
+#include "launcher/plan/plan_preflight.h"
 #include "launcher/stdin_credit.h"
 #include "tlaunch/version.h"
 

@@ -12,7 +12,7 @@
 
 #include "bootstrap/connection.h"
 #include "launcher/daemon_starter.h"
-#include "launcher/job_plan.h"
+#include "launcher/plan/job_plan.h"
 #include "launcher/output_sink.h"
 
 namespace tlaunch {

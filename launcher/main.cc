@@ -1,6 +1,6 @@
 // tlaunch: the frontend. Parses the command line and hands over to the subcommand.
 #include "launcher/cli_options.h"
-#include "launcher/offline_plan.h"
+#include "launcher/plan/offline_plan.h"
 #include "launcher/run_job.h"
 
 int main(int argc, char** argv) {

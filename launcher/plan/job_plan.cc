@@ -1,0 +1,125 @@
+#include "launcher/plan/job_plan.h"
+
+#include <algorithm>
+#include <set>
+
+#include "bootstrap/rank_env.h"
+#include "launcher/plan/plan_binding.h"
+#include "launcher/plan/plan_network.h"
+#include "launcher/plan/plan_preflight.h"
+
+namespace tlaunch {
+
+namespace {
+
+std::string kv(const std::string& k, const std::string& v) { return k + "=" + v; }
+
+bool userSet(const PlanContext& ctx, const std::string& name) {
+  return std::find(ctx.user_set.begin(), ctx.user_set.end(), name) != ctx.user_set.end();
+}
+
+}  // namespace
+
+Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx) {
+  JobPlan plan;
+  plan.job_id = ctx.job_id;
+  plan.ranks_per_node = spec.ranksPerNode() > 0 ? spec.ranksPerNode() : 1;
+  const int num_nodes = static_cast<int>(nodes.size());
+  plan.world_size = plan.ranks_per_node * num_nodes;
+  if (nodes.empty()) return fail(Errc::internal, "no nodes to plan for");
+  const NodeReport& head = nodes.front();
+  plan.master_addr = head.control_ip;
+  plan.master_port = static_cast<int>(getInt(head.inventory, "free_port"));
+  if (plan.master_port <= 0 && !spec.offline) {
+    return fail(Errc::io, "node " + head.name + " found no free TCP port for MASTER_PORT");
+  }
+
+  if (auto p = evaluatePreflight(spec, nodes, plan, ctx.measured_preflight); !p) return tl::unexpected(p.error());
+  auto network = chooseJobNetwork(spec, nodes, ctx);
+  if (!network) return tl::unexpected(network.error());
+  if (*network) {
+    plan.master_addr = (*network)->master_addr;
+    // --net tcp: the user chose plain sockets; do not pin NCCL to verbs.
+    if (spec.net_mode == "tcp") (*network)->rdma = false;
+  }
+  JobIdentity job{ctx.job_id, plan.master_addr, plan.master_port};
+  for (const auto& n : nodes) {
+    NodeLaunch nl;
+    nl.job_id = ctx.job_id;
+    nl.node_name = n.name;
+    nl.argv = spec.argv;
+    nl.cwd = spec.chdir.empty() ? ctx.cwd : spec.chdir;
+    nl.base_env = ctx.base_env;
+    nl.stdin_rank = spec.stdin_rank;
+    nl.kill_timeout_ms = spec.kill_timeout_s * 1000;
+    for (int l = 0; l < plan.ranks_per_node; ++l) {
+      RankSpec r;
+      r.rank = n.index * plan.ranks_per_node + l;
+      r.local_rank = l;
+      for (const auto& [k, v] : rankDefaultEnv())
+        if (!userSet(ctx, k)) r.env.push_back(kv(k, v));
+      RankIdentity id{r.rank, l, plan.world_size, plan.ranks_per_node, n.index, num_nodes};
+      for (const auto& [k, v] : rankIdentityEnv(id, job)) r.env.push_back(kv(k, v));
+      nl.ranks.push_back(std::move(r));
+    }
+    plan.nodes.push_back(std::move(nl));
+  }
+  auto reach = reachabilityTargets(spec, nodes, *network);
+  for (size_t i = 0; i < reach.size(); ++i) plan.nodes[i].reach = std::move(reach[i]);
+  if (auto b = planBindings(spec, nodes, ctx, plan); !b) return tl::unexpected(b.error());
+  if (spec.pmix) {
+    PmixSpec pmix;
+    pmix.enabled = true;
+    pmix.nspace = "tlaunch." + ctx.job_id;
+    for (const auto& nl : plan.nodes) {
+      pmix.node_names.push_back(nl.node_name);
+      std::vector<int> ranks;
+      for (const auto& r : nl.ranks) ranks.push_back(r.rank);
+      pmix.ranks_by_node.push_back(std::move(ranks));
+    }
+    // MPI's TCP traffic follows the network choice; simulated nodes on this host talk over lo.
+    pmix.tcp_if_include = *network ? (*network)->cidr : "lo";
+    for (size_t i = 0; i < plan.nodes.size(); ++i) {
+      plan.nodes[i].pmix = pmix;
+      plan.nodes[i].pmix.this_node = static_cast<int>(i);
+    }
+  }
+  if (*network) applyNetworkEnv(**network, ctx, plan);
+  else plan.network_text = "network: loopback (every node is this host)\n";
+  return plan;
+}
+
+Json planToJson(const JobPlan& plan) {
+  Json nodes = Json::array();
+  for (const auto& n : plan.nodes) {
+    Json ranks = Json::array();
+    for (const auto& r : n.ranks) ranks.push_back({{"rank", r.rank}, {"local_rank", r.local_rank}, {"env", r.env}});
+    nodes.push_back({{"node", n.node_name}, {"ranks", ranks}});
+  }
+  Json j = {{"job_id", plan.job_id},
+            {"world_size", plan.world_size},
+            {"ranks_per_node", plan.ranks_per_node},
+            {"master_addr", plan.master_addr},
+            {"master_port", plan.master_port},
+            {"nodes", nodes},
+            {"warnings", plan.warnings}};
+  for (auto it = plan.details.begin(); it != plan.details.end(); ++it) j[it.key()] = it.value();
+  return j;
+}
+
+std::string renderPlanText(const JobPlan& plan) {
+  std::string out = "job " + plan.job_id + ": " + std::to_string(plan.nodes.size()) + " node(s) x " +
+                    std::to_string(plan.ranks_per_node) + " rank(s), world size " + std::to_string(plan.world_size) +
+                    "\nMASTER_ADDR=" + plan.master_addr + " MASTER_PORT=" + std::to_string(plan.master_port) + "\n";
+  for (const auto& n : plan.nodes) {
+    out += "node " + n.node_name + ": ranks ";
+    out += std::to_string(n.ranks.front().rank) + "-" + std::to_string(n.ranks.back().rank) + "\n";
+  }
+  out += plan.network_text + plan.preflight_text;
+  if (plan.details.contains("fingerprint"))
+    out += "binding (fingerprint " + plan.details["fingerprint"].get<std::string>() + "):\n" + plan.manifest_table;
+  for (const auto& w : plan.warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
+}  // namespace tlaunch
