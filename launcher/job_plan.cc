@@ -4,9 +4,11 @@
 #include <set>
 
 #include "binding/rank_env.h"
+#include "binding/topology_json.h"
 #include "launcher/plan_binding.h"
 #include "launcher/plan_network.h"
 #include "launcher/plan_preflight.h"
+#include "launcher/rank_layout.h"
 
 namespace tlaunch {
 
@@ -18,19 +20,52 @@ bool userSet(const PlanContext& ctx, const std::string& name) {
   return std::find(ctx.user_set.begin(), ctx.user_set.end(), name) != ctx.user_set.end();
 }
 
+// The user's value of a job-wide variable (-x, --master-addr), which wins over tlaunch's.
+const std::string* userValue(const PlanContext& ctx, const std::string& name) {
+  auto it = ctx.user_env.find(name);
+  return it == ctx.user_env.end() ? nullptr : &it->second.value;
+}
+
+// No -n/-p/-g and no slots: one rank per GPU on GPU nodes, else 1 (or torchrun's word).
+Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& nodes) {
+  std::vector<int> gpus, cores;
+  std::vector<std::string> names;
+  for (const auto& n : nodes) {
+    int g = 0, c = 0;
+    if (auto t = n.inventory.find("topology"); t != n.inventory.end())
+      if (auto topo = topologyFromJson(*t)) {
+        g = static_cast<int>(topo->gpus.size());
+        for (const auto& numa : topo->numa_nodes) c += static_cast<int>(numa.cores.size());
+      }
+    gpus.push_back(g);
+    cores.push_back(c);
+    names.push_back(n.name);
+  }
+  return applyRankDefault(spec, gpus, cores, names);
+}
+
 }  // namespace
 
-Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx) {
+Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& nodes, const PlanContext& ctx) {
+  if (nodes.empty()) return fail(Errc::internal, "no nodes to plan for");
+  JobSpec spec = input;
   JobPlan plan;
   plan.job_id = ctx.job_id;
-  plan.ranks_per_node = spec.ranksPerNode() > 0 ? spec.ranksPerNode() : 1;
+  plan.ranks_source = ctx.ranks_source;
+  if (spec.ranksPerNode() == 0) {
+    auto why = rankDefault(spec, nodes);
+    if (!why) return tl::unexpected(why.error());
+    plan.ranks_source = *why;
+  }
+  plan.ranks_per_node = spec.ranksPerNode();
   const int num_nodes = static_cast<int>(nodes.size());
   plan.world_size = plan.ranks_per_node * num_nodes;
-  if (nodes.empty()) return fail(Errc::internal, "no nodes to plan for");
   const NodeReport& head = nodes.front();
-  plan.master_addr = head.control_ip;
-  plan.master_port = static_cast<int>(getInt(head.inventory, "free_port"));
-  if (plan.master_port <= 0 && !spec.offline) {
+  const std::string* user_addr = userValue(ctx, "MASTER_ADDR");
+  const std::string* user_port = userValue(ctx, "MASTER_PORT");
+  plan.master_addr = user_addr ? *user_addr : head.control_ip;
+  plan.master_port = user_port ? std::atoi(user_port->c_str()) : static_cast<int>(getInt(head.inventory, "free_port"));
+  if (plan.master_port <= 0 && !spec.offline && !user_port) {
     return fail(Errc::io, "node " + head.name + " found no free TCP port for MASTER_PORT");
   }
 
@@ -38,9 +73,19 @@ Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nod
   auto network = chooseJobNetwork(spec, nodes, ctx);
   if (!network) return tl::unexpected(network.error());
   if (*network) {
-    plan.master_addr = (*network)->master_addr;
+    if (!user_addr) plan.master_addr = (*network)->master_addr;
     // --net tcp: the user chose plain sockets; do not pin NCCL to verbs.
     if (spec.net_mode == "tcp") (*network)->rdma = false;
+  }
+  if (spec.net_mode == "tcp") {
+    const RdmaPresence rdma = rdmaPresence(nodes);
+    if (rdma.with > 0) {
+      std::string names;
+      for (size_t i = 0; i < rdma.with_names.size() && i < 4; ++i) names += (i ? ", " : "") + rdma.with_names[i];
+      if (rdma.with_names.size() > 4) names += ", ...";
+      plan.warnings.push_back("--net tcp: " + std::to_string(rdma.with) + " node(s) have RDMA devices (" + names +
+                              ") that this job does not use; NCCL and MPI run over TCP sockets");
+    }
   }
   JobIdentity job{ctx.job_id, plan.master_addr, plan.master_port};
   for (const auto& n : nodes) {
@@ -59,7 +104,10 @@ Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nod
       for (const auto& [k, v] : rankDefaultEnv())
         if (!userSet(ctx, k)) r.env.push_back(kv(k, v));
       RankIdentity id{r.rank, l, plan.world_size, plan.ranks_per_node, n.index, num_nodes};
-      for (const auto& [k, v] : rankIdentityEnv(id, job)) r.env.push_back(kv(k, v));
+      // Job-wide names the user set (-x MASTER_ADDR=...) keep the user's value, from base_env;
+      // per-rank ones cannot be exported (forwardEnvironment refuses them).
+      for (const auto& [k, v] : rankIdentityEnv(id, job))
+        if (!userValue(ctx, k)) r.env.push_back(kv(k, v));
       nl.ranks.push_back(std::move(r));
     }
     plan.nodes.push_back(std::move(nl));
@@ -99,6 +147,7 @@ Json planToJson(const JobPlan& plan) {
   Json j = {{"job_id", plan.job_id},
             {"world_size", plan.world_size},
             {"ranks_per_node", plan.ranks_per_node},
+            {"ranks_per_node_from", plan.ranks_source},
             {"master_addr", plan.master_addr},
             {"master_port", plan.master_port},
             {"nodes", nodes},
@@ -110,6 +159,7 @@ Json planToJson(const JobPlan& plan) {
 std::string renderPlanText(const JobPlan& plan) {
   std::string out = "job " + plan.job_id + ": " + std::to_string(plan.nodes.size()) + " node(s) x " +
                     std::to_string(plan.ranks_per_node) + " rank(s), world size " + std::to_string(plan.world_size) +
+                    "\nranks per node: " + std::to_string(plan.ranks_per_node) + " (" + plan.ranks_source + ")" +
                     "\nMASTER_ADDR=" + plan.master_addr + " MASTER_PORT=" + std::to_string(plan.master_port) + "\n";
   for (const auto& n : plan.nodes) {
     out += "node " + n.node_name + ": ranks ";
