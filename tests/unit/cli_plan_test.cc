@@ -1,0 +1,216 @@
+// What the command line plans, from recorded inventories: plain-Ethernet clusters, mixed and
+// required fabrics, --net tcp on a fabric, the user's MASTER_ADDR, the default ranks per node,
+// and the same setup for a real run and --dry-run --offline (issue 12 items 1, 2 and 6).
+#include <catch2/catch.hpp>
+
+#include "binding/fabric_discovery.h"
+#include "binding/fabric_json.h"
+#include "binding/hwloc_topology.h"
+#include "binding/preflight_checks.h"
+#include "binding/preflight_report.h"
+#include "binding/topology_json.h"
+#include "fabric_test_builder.h"
+#include "fabric_test_support.h"
+#include "launcher/job_plan.h"
+#include "launcher/job_setup.h"
+#include "launcher/plan_preflight.h"
+
+using namespace tlaunch;
+using namespace tlaunch::testing;
+
+namespace {
+
+const char* kCpuTopology = "topologies/jsc-jureca-booster-jrc5001_XeonPhi7250F_2xhfi1-OPA_no-gpu_hwloc1.11-v1fmt.xml";
+const char* kGpuTopology = "topologies/llnl-ipa20_dell-xe8640_2xXeon8480_4xH100-SXM_4xmlx5-IB_hwloc2.12.xml";
+
+Json topology(const char* relative) {
+  auto t = loadTopology(std::string(TLAUNCH_FIXTURES_DIR) + "/" + relative);
+  REQUIRE(t);
+  return topologyToJson(*t);
+}
+
+PreflightOptions preflightOptions(const std::string& node) {
+  PreflightOptions o;
+  o.node = node;
+  o.sysfs_root_is_capture = true;
+  o.host.memlock = MemlockLimit{true, true, 0, true, 0};
+  return o;
+}
+
+NodeReport report(int index, const std::string& name, const NodeFabric& fabric, const std::string& control_ip,
+                  const char* topo = kCpuTopology) {
+  Json inv = {{"topology", topology(topo)}, {"fabric", fabricToJson(fabric)}, {"free_port", 29500}};
+  inv["preflight"] = preflightToJson(localPreflightChecks(fabric, preflightOptions(name)));
+  return {index, name, inv, control_ip};
+}
+
+// Two Ethernet-only nodes: a data network listed first, the control network second.
+std::vector<NodeReport> plainNodes() {
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 1);
+    auto f = FabricBuilder().eth("lo", "127.0.0.1", 8).eth("eth0", "10.0.0." + n).eth("eth1", "192.168.1." + n).build();
+    nodes.push_back(report(i, "node" + n, f, "192.168.1." + n));
+  }
+  return nodes;
+}
+
+JobSpec cpuJob(const std::string& net = "auto") {
+  JobSpec s;
+  s.argv = {"true"};
+  s.procs_per_node = 1;
+  s.net_mode = net;
+  s.bind = "none";
+  return s;
+}
+
+PlanContext context() {
+  PlanContext c;
+  c.job_id = "tl-test";
+  c.cwd = "/";
+  return c;
+}
+
+const PreflightItem* item(const JobPlan& plan, const std::string& check, const std::string& node) {
+  for (const auto& i : plan.preflight_items)
+    if (i.check == check && i.node == node) return &i;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("no RDMA on any node: TCP on the daemons' control network, RDMA checks skipped") {
+  auto plan = makePlan(cpuJob(), plainNodes(), context());
+  REQUIRE(plan);
+  CHECK(plan->master_addr == "192.168.1.1");
+  CHECK(plan->details["network"]["cidr"] == "192.168.1.0/24");
+  CHECK(plan->network_text.find("no RDMA device on any node: the job runs over TCP on 192.168.1.0/24 (the daemons' "
+                                "control network)") != std::string::npos);
+  const PreflightItem* dev = item(*plan, "rdma_devices", "node1");
+  REQUIRE(dev);
+  CHECK(dev->status == PreflightStatus::skip);
+  CHECK(dev->found == "no RDMA on any node");
+}
+
+TEST_CASE("no RDMA, --net-cidr chooses another network") {
+  JobSpec s = cpuJob();
+  s.net_cidr = "10.0.0.0/24";
+  auto plan = makePlan(s, plainNodes(), context());
+  REQUIRE(plan);
+  CHECK(plan->master_addr == "10.0.0.1");
+}
+
+TEST_CASE("--net ib requires the fabric: refused without RDMA") {
+  auto plan = makePlan(cpuJob("ib"), plainNodes(), context());
+  REQUIRE_FALSE(plan);
+  CHECK((plan.error().code == Errc::preflight || plan.error().code == Errc::fabric));
+}
+
+TEST_CASE("RDMA on some nodes and not others is refused, naming both sides") {
+  std::vector<NodeReport> nodes;
+  nodes.push_back(report(0, "a", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").eth("eth0", "192.168.1.1").build(),
+                         "192.168.1.1"));
+  nodes.push_back(report(1, "b", FabricBuilder().eth("eth0", "192.168.1.2").build(), "192.168.1.2"));
+  JobSpec s = cpuJob();
+  s.preflight = PreflightMode::off;  // the network choice itself refuses
+  auto plan = makePlan(s, nodes, context());
+  REQUIRE_FALSE(plan);
+  CHECK(plan.error().code == Errc::fabric);
+  CHECK(plan.error().message.find("RDMA devices on a but none on b") != std::string::npos);
+  JobSpec checked = cpuJob();
+  auto withPreflight = makePlan(checked, nodes, context());
+  REQUIRE_FALSE(withPreflight);  // b's rdma_devices check fails: not everyone lacks RDMA
+  CHECK(withPreflight.error().code == Errc::preflight);
+}
+
+TEST_CASE("--net tcp on the recorded mlx4 capture: allowed, with a warning") {
+  TempDir tmp;
+  auto root = extractCapture(kMlx4Tarball, tmp.path());
+  if (!root) FAIL("fixture " << kMlx4Tarball << " missing");
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 5);
+    auto fabric = discoverFabric(root->string(), {liveIf("ib0", "10.1.0." + n), liveIf("eth0", "192.168.1." + n, 24)});
+    REQUIRE(fabric);
+    nodes.push_back(report(i, "node" + n, *fabric, "192.168.1." + n));
+  }
+  JobSpec s = cpuJob("tcp");
+  s.preflight_skip = {"uverbs", "verbs_devices"};  // a capture: nothing live to open
+  auto plan = makePlan(s, nodes, context());
+  REQUIRE(plan);
+  bool warned = false;
+  for (const auto& w : plan->warnings) warned = warned || w.find("--net tcp: 2 node(s) have RDMA devices") == 0;
+  CHECK(warned);
+  auto fabric = makePlan(cpuJob(), nodes, context());  // auto on the same capture: the fabric, no warning
+  if (fabric) CHECK(fabric->warnings.empty());
+}
+
+TEST_CASE("-x MASTER_ADDR / MASTER_PORT win over tlaunch's, and --dry-run says so") {
+  PlanContext c = context();
+  c.user_env["MASTER_ADDR"] = {"10.9.9.9", "-x"};
+  c.user_env["MASTER_PORT"] = {"12345", "-x"};
+  c.user_set = {"MASTER_ADDR", "MASTER_PORT"};
+  c.base_env = {"MASTER_ADDR=10.9.9.9", "MASTER_PORT=12345"};
+  auto plan = makePlan(cpuJob(), plainNodes(), c);
+  REQUIRE(plan);
+  CHECK(plan->master_addr == "10.9.9.9");
+  CHECK(plan->master_port == 12345);
+  for (const auto& n : plan->nodes)
+    for (const auto& r : n.ranks)
+      for (const auto& kv : r.env) {
+        CHECK(kv.rfind("MASTER_ADDR=", 0) != 0);
+        CHECK(kv.rfind("MASTER_PORT=", 0) != 0);
+      }
+  CHECK(plan->network_text.find("MASTER_ADDR=192.168.1.1  (yours wins: 10.9.9.9 from -x)") != std::string::npos);
+  CHECK(renderPlanText(*plan).find("MASTER_ADDR=10.9.9.9 MASTER_PORT=12345") != std::string::npos);
+}
+
+TEST_CASE("no count given: one rank per GPU on GPU nodes, said in the plan") {
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 1);
+    nodes.push_back(report(i, "g" + n, FabricBuilder().eth("eth0", "192.168.1." + n).build(), "192.168.1." + n,
+                           kGpuTopology));
+  }
+  JobSpec s = cpuJob();
+  s.procs_per_node = 0;
+  auto plan = makePlan(s, nodes, context());
+  REQUIRE(plan);
+  CHECK(plan->ranks_per_node == 4);
+  CHECK(plan->world_size == 8);
+  CHECK(plan->ranks_source == "one per GPU (4)");
+  CHECK(renderPlanText(*plan).find("ranks per node: 4 (one per GPU (4))") != std::string::npos);
+  CHECK(planToJson(*plan)["ranks_per_node_from"] == "one per GPU (4)");
+}
+
+TEST_CASE("a hostfile of slots=8 plans 8 ranks per node offline and online alike") {
+  TempDir tmp;
+  const std::string hostfile = (tmp.path() / "hosts").string();
+  writeFile(hostfile, "n1 slots=8\nn2 slots=8\n");
+  for (bool offline : {true, false}) {
+    JobSpec s;
+    s.argv = {"true"};
+    s.hostfile = hostfile;
+    s.launcher = LauncherKind::local;  // online too: nothing here may resolve n1
+    s.dry_run = offline;
+    s.offline = offline;
+    auto setup = setUpJob(s, {}, offline);
+    REQUIRE(setup);
+    CHECK(setup->spec.ranksPerNode() == 8);
+    CHECK(setup->choice.nodes.size() == 2);
+    CHECK(setup->plan_context.ranks_source == "slots=8 in --hostfile");
+  }
+}
+
+TEST_CASE("per-rank variables cannot be exported; job-wide ones can") {
+  JobSpec s = cpuJob();
+  s.launcher = LauncherKind::local;
+  s.exports = {"RANK=3"};
+  auto bad = setUpJob(s, {}, false);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == Errc::usage);
+  s.exports = {"MASTER_PORT=http"};
+  CHECK_FALSE(setUpJob(s, {}, false));
+  s.exports = {"MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500"};
+  CHECK(setUpJob(s, {}, false));
+}
