@@ -53,6 +53,7 @@ Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport
       if (rdma_checks.count(i.check) && i.status == PreflightStatus::fail) {
         i.status = PreflightStatus::skip;
         i.found = "no RDMA on any node";
+        i.fix.clear();
       }
   }
   for (auto& i : items) {
