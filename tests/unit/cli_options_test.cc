@@ -30,7 +30,7 @@ bool hasExport(const JobSpec& s, const std::string& kv) {
 
 }  // namespace
 
-TEST_CASE("numbers out of range are usage errors, not crashes or overflows") {
+TEST_CASE("numbers out of range are usage errors and not crashes or overflows") {
   CHECK(refused({"--stdin", "99999999999", "-p", "1", "--", "true"}));
   CHECK(refused({"--heartbeat-timeout", "3000000", "-p", "1", "--", "true"}));
   CHECK(refused({"-p", "100000000", "--", "true"}));
@@ -59,7 +59,7 @@ TEST_CASE("bounded values say the bound") {
   CHECK(*parseBoundedInt("--stdin", "7", 0, 10) == 7);
 }
 
-TEST_CASE("torchrun, srun and mpirun names mean what they mean there") {
+TEST_CASE("torchrun and srun and mpirun names mean what they mean there") {
   auto t = parse({"--nproc-per-node", "4", "--nnodes", "2", "--", "true"});
   CHECK(t.spec.procs_per_node == 4);
   CHECK(t.spec.nodes == 2);
@@ -92,7 +92,7 @@ TEST_CASE("torchrun, srun and mpirun names mean what they mean there") {
   CHECK(parse({"--summary-json", "/tmp/s.json", "-p", "1", "--", "true"}).spec.summary_json == "/tmp/s.json");
 }
 
-TEST_CASE("preflight shares the job's options: typos are refused, not taken as defaults") {
+TEST_CASE("preflight shares the job's options so typos are refused and not taken as defaults") {
   CHECK(refused({"preflight", "--launcher", "sssh", "--hosts", "a"}));
   CHECK(refused({"preflight", "--preflight-skip", "memlok", "--hosts", "a"}));
   CHECK(refused({"--preflight-skip", "memlock,gpudirekt", "-p", "1", "--", "true"}));

@@ -79,7 +79,7 @@ const PreflightItem* item(const JobPlan& plan, const std::string& check, const s
 
 }  // namespace
 
-TEST_CASE("no RDMA on any node: TCP on the daemons' control network, RDMA checks skipped") {
+TEST_CASE("no RDMA on any node: TCP on the daemons' control network and RDMA checks skipped") {
   auto plan = makePlan(cpuJob(), plainNodes(), context());
   REQUIRE(plan);
   CHECK(plan->master_addr == "192.168.1.1");
@@ -92,7 +92,7 @@ TEST_CASE("no RDMA on any node: TCP on the daemons' control network, RDMA checks
   CHECK(dev->found == "no RDMA on any node");
 }
 
-TEST_CASE("no RDMA, --net-cidr chooses another network") {
+TEST_CASE("no RDMA and net-cidr chooses another network") {
   JobSpec s = cpuJob();
   s.net_cidr = "10.0.0.0/24";
   auto plan = makePlan(s, plainNodes(), context());
@@ -100,13 +100,13 @@ TEST_CASE("no RDMA, --net-cidr chooses another network") {
   CHECK(plan->master_addr == "10.0.0.1");
 }
 
-TEST_CASE("--net ib requires the fabric: refused without RDMA") {
+TEST_CASE("net ib requires the fabric: refused without RDMA") {
   auto plan = makePlan(cpuJob("ib"), plainNodes(), context());
   REQUIRE_FALSE(plan);
   CHECK((plan.error().code == Errc::preflight || plan.error().code == Errc::fabric));
 }
 
-TEST_CASE("RDMA on some nodes and not others is refused, naming both sides") {
+TEST_CASE("RDMA on some nodes and not others is refused naming both sides") {
   std::vector<NodeReport> nodes;
   nodes.push_back(report(0, "a", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").eth("eth0", "192.168.1.1").build(),
                          "192.168.1.1"));
@@ -123,7 +123,7 @@ TEST_CASE("RDMA on some nodes and not others is refused, naming both sides") {
   CHECK(withPreflight.error().code == Errc::preflight);
 }
 
-TEST_CASE("--net tcp on the recorded mlx4 capture: allowed, with a warning") {
+TEST_CASE("net tcp on the recorded mlx4 capture: allowed with a warning") {
   TempDir tmp;
   auto root = extractCapture(kMlx4Tarball, tmp.path());
   if (!root) FAIL("fixture " << kMlx4Tarball << " missing");
@@ -145,7 +145,7 @@ TEST_CASE("--net tcp on the recorded mlx4 capture: allowed, with a warning") {
   if (fabric) CHECK(fabric->warnings.empty());
 }
 
-TEST_CASE("-x MASTER_ADDR / MASTER_PORT win over tlaunch's, and --dry-run says so") {
+TEST_CASE("the user's MASTER_ADDR and MASTER_PORT win over tlaunch's as the dry run says") {
   PlanContext c = context();
   c.user_env["MASTER_ADDR"] = {"10.9.9.9", "-x"};
   c.user_env["MASTER_PORT"] = {"12345", "-x"};
@@ -165,7 +165,7 @@ TEST_CASE("-x MASTER_ADDR / MASTER_PORT win over tlaunch's, and --dry-run says s
   CHECK(renderPlanText(*plan).find("MASTER_ADDR=10.9.9.9 MASTER_PORT=12345") != std::string::npos);
 }
 
-TEST_CASE("no count given: one rank per GPU on GPU nodes, said in the plan") {
+TEST_CASE("no count given: one rank per GPU on GPU nodes as the plan says") {
   std::vector<NodeReport> nodes;
   for (int i = 0; i < 2; ++i) {
     const std::string n = std::to_string(i + 1);
@@ -202,7 +202,7 @@ TEST_CASE("a hostfile of slots=8 plans 8 ranks per node offline and online alike
   }
 }
 
-TEST_CASE("per-rank variables cannot be exported; job-wide ones can") {
+TEST_CASE("per-rank variables cannot be exported but job-wide ones can") {
   JobSpec s = cpuJob();
   s.launcher = LauncherKind::local;
   s.exports = {"RANK=3"};

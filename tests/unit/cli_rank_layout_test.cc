@@ -16,14 +16,14 @@ JobSpec spec(int n, int nodes, int p, int g = 0) {
 }
 }  // namespace
 
-TEST_CASE("-p/-g as given win over the slots") {
+TEST_CASE("counts given with -p or -g win over the slots") {
   auto l = resolveRankLayout(spec(0, 0, 2), {8, 8}, "--hostfile");
   REQUIRE(l);
   CHECK(l->ranks_per_node == 2);
   CHECK(l->source == "-p 2");
 }
 
-TEST_CASE("without a count, the hostfile's slots say it; unequal slots are refused") {
+TEST_CASE("without a count the hostfile's slots say it and unequal slots are refused") {
   auto l = resolveRankLayout(spec(0, 0, 0), {8, 8}, "--hostfile");
   REQUIRE(l);
   CHECK(l->ranks_per_node == 8);
@@ -37,7 +37,7 @@ TEST_CASE("without a count, the hostfile's slots say it; unequal slots are refus
   CHECK(unknown->ranks_per_node == 0);  // decided from the GPUs when planning
 }
 
-TEST_CASE("-n fills nodes by slots, or evenly, or with -p/-N") {
+TEST_CASE("total ranks fill nodes by slots or evenly or with -p or -N") {
   auto bySlots = resolveRankLayout(spec(16, 0, 0), {8, 8, 8}, "--hostfile");
   REQUIRE(bySlots);
   CHECK(bySlots->nodes == 2);
@@ -69,7 +69,7 @@ TEST_CASE("the layout stays within the world size bound") {
   CHECK_FALSE(resolveRankLayout(spec(0, 100000, 4096), {}, "this host"));
 }
 
-TEST_CASE("default: one rank per GPU on GPU nodes, else 1; torchrun's words") {
+TEST_CASE("default: one rank per GPU on GPU nodes else 1 and torchrun's words") {
   JobSpec s;
   auto why = applyRankDefault(s, {4, 4}, {64, 64}, {"a", "b"});
   REQUIRE(why);

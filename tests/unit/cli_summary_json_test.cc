@@ -8,7 +8,7 @@
 
 using namespace tlaunch;
 
-TEST_CASE("a rank killed by a signal: origin rank, its node and the signal") {
+TEST_CASE("a rank killed by a signal: origin rank with its node and the signal") {
   JobOutcome o;
   o.exit_code = 137;
   o.failed_rank = 3;
