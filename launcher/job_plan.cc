@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "binding/ipv4_net.h"
 #include "binding/rank_env.h"
 #include "binding/topology_json.h"
 #include "launcher/plan_binding.h"
@@ -76,6 +77,14 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     if (!user_addr) plan.master_addr = (*network)->master_addr;
     // --net tcp: the user chose plain sockets; do not pin NCCL to verbs.
     if (spec.net_mode == "tcp") (*network)->rdma = false;
+  }
+  if (user_addr && *network) {
+    // The user's rendezvous address off the job's network: TCPStore traffic takes another route.
+    auto addr = parseIpv4(*user_addr);
+    auto net = parseCidr((*network)->cidr);
+    if (addr && net && !contains(*net, *addr))
+      plan.warnings.push_back("MASTER_ADDR " + *user_addr + " is not on the job's network " + (*network)->cidr +
+                              " (rank 0's address there is " + (*network)->master_addr + ")");
   }
   if (spec.net_mode == "tcp") {
     const RdmaPresence rdma = rdmaPresence(nodes);

@@ -31,9 +31,7 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   if (auto v = validate(input); !v) return tl::unexpected(v.error());
   JobSetup s;
   s.spec = input;
-  JobSpec choose = input;
-  if (offline) choose.launcher = LauncherKind::local;  // resolve names only; nothing is started
-  auto choice = chooseLauncher(choose, env);
+  auto choice = chooseLauncher(input, env, offline);  // offline: resolve names only; nothing is started
   if (!choice) return tl::unexpected(choice.error());
   s.choice = std::move(*choice);
   const RankLayout& layout = s.choice.layout;

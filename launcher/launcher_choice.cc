@@ -1,5 +1,6 @@
 #include "launcher/launcher_choice.h"
 
+#include <cstdlib>
 
 #include "launcher/listen_address.h"
 #include "launcher/local_starter.h"
@@ -28,7 +29,8 @@ std::vector<std::string> netIfOf(const HostEntry& h) {
 }
 }  // namespace
 
-Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env) {
+Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env,
+                                      bool resolve_only) {
   NodeSourceOptions src;
   src.hosts = spec.hosts;
   src.include = spec.include;
@@ -48,7 +50,17 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   const NodeOrigin origin = nodeOrigin(src, env);
   std::vector<int> slots;
   for (const auto& h : *hosts) slots.push_back(usableSlots(h));
-  auto layout = resolveRankLayout(spec, slots, describeOrigin(origin));
+  std::string slots_origin = describeOrigin(origin);
+  if (origin == NodeOrigin::slurm) {
+    // The allocation's --ntasks-per-node, when it was given, is its slots (for the count only:
+    // it does not cap -p/-g, see slurm_tasks_as_slots above).
+    auto it = env.find("SLURM_NTASKS_PER_NODE");
+    if (it != env.end() && std::atoi(it->second.c_str()) > 0) {
+      slots.assign(slots.size(), std::atoi(it->second.c_str()));
+      slots_origin = "SLURM_NTASKS_PER_NODE";
+    }
+  }
+  auto layout = resolveRankLayout(spec, slots, slots_origin);
   if (!layout) return tl::unexpected(layout.error());
   const int want_nodes = layout->nodes;
 
@@ -99,6 +111,11 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   for (size_t i = 0; i < chosen.size(); ++i) {
     choice.nodes.push_back({static_cast<int>(i), chosen[i].name, sshDestination(chosen[i]), netIfOf(chosen[i])});
     choice.node_slots.push_back(usableSlots(chosen[i]));
+  }
+  if (resolve_only) {  // --dry-run --offline: the same nodes, nothing to start or connect to
+    for (int i = 0; choice.nodes.empty() && i < want_nodes; ++i)
+      choice.nodes.push_back({i, "srun" + std::to_string(i), "", {}});  // srun would choose them
+    return choice;
   }
   if (kind == LauncherKind::ssh) {
     SshStarterOptions o;

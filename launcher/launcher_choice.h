@@ -25,6 +25,8 @@ struct LauncherChoice {
 };
 
 // Also decides the rank layout (-n, slots), since it chooses among the given nodes.
-Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env);
+// resolve_only: nodes and layout only, no starter and no addresses (--dry-run --offline).
+Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env,
+                                      bool resolve_only = false);
 
 }  // namespace tlaunch

@@ -163,6 +163,11 @@ TEST_CASE("the user's MASTER_ADDR and MASTER_PORT win over tlaunch's as the dry 
       }
   CHECK(plan->network_text.find("MASTER_ADDR=192.168.1.1  (yours wins: 10.9.9.9 from -x)") != std::string::npos);
   CHECK(renderPlanText(*plan).find("MASTER_ADDR=10.9.9.9 MASTER_PORT=12345") != std::string::npos);
+  bool warned = false;
+  for (const auto& w : plan->warnings)
+    warned = warned || w == "MASTER_ADDR 10.9.9.9 is not on the job's network 192.168.1.0/24 (rank 0's address there is "
+                            "192.168.1.1)";
+  CHECK(warned);
 }
 
 TEST_CASE("no count given: one rank per GPU on GPU nodes as the plan says") {
@@ -213,4 +218,23 @@ TEST_CASE("per-rank variables cannot be exported but job-wide ones can") {
   CHECK_FALSE(setUpJob(s, {}, false));
   s.exports = {"MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500"};
   CHECK(setUpJob(s, {}, false));
+}
+
+TEST_CASE("inside a Slurm allocation the offline plan uses its nodes and its ntasks-per-node") {
+  std::map<std::string, std::string> env = {
+      {"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "gpu[01-02]"}, {"SLURM_NTASKS_PER_NODE", "4"}};
+  JobSpec s;
+  s.argv = {"true"};
+  s.dry_run = true;
+  s.offline = true;
+  auto setup = setUpJob(s, env, true);
+  REQUIRE(setup);
+  REQUIRE(setup->choice.nodes.size() == 2);
+  CHECK(setup->choice.nodes[1].name == "gpu02");
+  CHECK(setup->spec.procs_per_node == 4);
+  CHECK(setup->plan_context.ranks_source == "slots=4 in SLURM_NTASKS_PER_NODE");
+  s.gpus_per_node = 8;  // an explicit count is not capped by the allocation's tasks
+  auto gpus = setUpJob(s, env, true);
+  REQUIRE(gpus);
+  CHECK(gpus->spec.ranksPerNode() == 8);
 }
