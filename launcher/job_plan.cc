@@ -61,6 +61,11 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   plan.ranks_per_node = spec.ranksPerNode();
   const int num_nodes = static_cast<int>(nodes.size());
   plan.world_size = plan.ranks_per_node * num_nodes;
+  if (spec.stdin_rank >= plan.world_size)
+    return fail(Errc::usage,
+                "--stdin " + std::to_string(spec.stdin_rank) + ": the job has ranks 0-" +
+                    std::to_string(plan.world_size - 1),
+                "give a rank of the job, or --stdin none");
   const NodeReport& head = nodes.front();
   const std::string* user_addr = userValue(ctx, "MASTER_ADDR");
   const std::string* user_port = userValue(ctx, "MASTER_PORT");

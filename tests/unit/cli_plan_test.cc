@@ -238,3 +238,14 @@ TEST_CASE("inside a Slurm allocation the offline plan uses its nodes and its nta
   REQUIRE(gpus);
   CHECK(gpus->spec.ranksPerNode() == 8);
 }
+
+TEST_CASE("stdin goes to a rank of the job") {
+  JobSpec s = cpuJob();
+  s.stdin_rank = 2;  // two nodes x one rank: ranks 0-1
+  auto plan = makePlan(s, plainNodes(), context());
+  REQUIRE_FALSE(plan);
+  CHECK(plan.error().code == Errc::usage);
+  CHECK(plan.error().message == "--stdin 2: the job has ranks 0-1");
+  s.stdin_rank = 1;
+  CHECK(makePlan(s, plainNodes(), context()));
+}
