@@ -46,7 +46,8 @@ void addNodeOptions(CLI::App& app, JobSpec& s) {
           std::cerr << "tlaunch: note: --nnodes " << v << " runs on " << hi
                     << " nodes; tlaunch has no elastic restarts to make use of MIN\n";
       },
-      "torchrun's name: N, or MIN:MAX (runs on MAX nodes)");
+      "torchrun's name: N, or MIN:MAX (runs on MAX nodes)")
+      ->type_name("N|MIN:MAX");
   app.add_option("-H,--hosts", s.hosts, "nodes: names, node[1-4] expressions, optional :slots, comma-separated");
   app.add_option("--hostfile", s.hostfile, "Open MPI/DeepSpeed ('host slots=8') or MPICH ('host:8') hostfile");
   app.add_option("--include", s.include, "DeepSpeed-style subset, e.g. 'node1:0,1@node2'");
@@ -74,7 +75,8 @@ void addRankOptions(CLI::App& app, JobSpec& s) {
         s.nproc_per_node_word = n.word;
       },
       "torchrun's name: ranks per node, or gpu (one per GPU), auto (one per GPU, else one per core), cpu (one per "
-      "core)");
+      "core)")
+      ->type_name("N|gpu|auto|cpu");
   addCount(app, "--ntasks-per-node", "--ntasks-per-node", s.procs_per_node, 1, kMaxRanksPerNode, "srun's name for -p");
   addCount(app, "--npernode", "--npernode", s.procs_per_node, 1, kMaxRanksPerNode, "mpirun's name for -p");
 }
@@ -101,7 +103,8 @@ void addOutputOptions(CLI::App& app, JobSpec& s) {
          "forward tlaunch's stdin to this rank (e.g. 0); default none")
       ->type_name("RANK|none");
   app.add_option("--summary-json", s.summary_json,
-                 "write the job's outcome to FILE as JSON (exit status, whose, failed rank and node, reason)");
+                 "write the job's outcome to FILE as JSON (exit status, whose, failed rank and node, reason)")
+      ->type_name("FILE");
 }
 
 void addControlOptions(CLI::App& app, JobSpec& s, bool job) {
@@ -167,7 +170,8 @@ void addPreflightOptions(CLI::App& app, JobSpec& s, bool job) {
       ->check(CLI::Validator([](std::string& v) { return unknownCheck(v); }, "CHECK"));
   app.add_option_function<std::string>(
       "--expect-rate", [&s](const std::string& v) { s.expect_rate_gbps = orThrow(parseRate("--expect-rate", v, kMaxRateGbps)); },
-      "expected RDMA port rate in Gb/s (warn otherwise)");
+      "expected RDMA port rate in Gb/s (warn otherwise)")
+      ->type_name("GBPS");
 }
 
 void addLaunchOptions(CLI::App& app, JobSpec& s, bool job) {
@@ -199,11 +203,13 @@ struct ExportFlags {
 void addExportFlags(CLI::App& app, ExportFlags& f) {
   app.add_option_function<std::string>(
       "--master-addr", [&f](const std::string& v) { f.master_addr = orThrow(checkMasterAddr(v)); },
-      "MASTER_ADDR for every rank (default: rank 0's address on the chosen network)");
+      "MASTER_ADDR for every rank (default: rank 0's address on the chosen network)")
+      ->type_name("ADDR");
   addCount(app, "--master-port", "--master-port", f.master_port, 1, 65535,
            "MASTER_PORT for every rank (default: a port rank 0's node found free)");
-  app.add_option("--mca", f.mca, "KEY VALUE: Open MPI parameter, exported as OMPI_MCA_KEY=VALUE (repeatable)")
-      ->allow_extra_args(false);
+  app.add_option("--mca", f.mca, "Open MPI parameter, exported as OMPI_MCA_KEY=VALUE (repeatable)")
+      ->allow_extra_args(false)
+      ->type_name("KEY VALUE");
 }
 
 Result<void> applyExportFlags(const ExportFlags& f, JobSpec& s) {
