@@ -61,6 +61,15 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   plan.ranks_per_node = spec.ranksPerNode();
   const int num_nodes = static_cast<int>(nodes.size());
   plan.world_size = plan.ranks_per_node * num_nodes;
+  // -n: the last node may run fewer (rank_layout.h); every other node runs ranks_per_node.
+  int last_node_ranks = plan.ranks_per_node;
+  if (spec.total_ranks > 0) {
+    last_node_ranks = spec.total_ranks - (num_nodes - 1) * plan.ranks_per_node;
+    if (last_node_ranks < 1 || last_node_ranks > plan.ranks_per_node)
+      return fail(Errc::usage, "-n " + std::to_string(spec.total_ranks) + " does not fit " + std::to_string(num_nodes) +
+                                   " node(s) of " + std::to_string(plan.ranks_per_node) + " ranks");
+    plan.world_size = spec.total_ranks;
+  }
   if (spec.stdin_rank >= plan.world_size)
     return fail(Errc::usage,
                 "--stdin " + std::to_string(spec.stdin_rank) + ": the job has ranks 0-" +
@@ -111,13 +120,14 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     nl.base_env = ctx.base_env;
     nl.stdin_rank = spec.stdin_rank;
     nl.kill_timeout_ms = spec.kill_timeout_s * 1000;
-    for (int l = 0; l < plan.ranks_per_node; ++l) {
+    const int here = n.index == num_nodes - 1 ? last_node_ranks : plan.ranks_per_node;
+    for (int l = 0; l < here; ++l) {
       RankSpec r;
       r.rank = n.index * plan.ranks_per_node + l;
       r.local_rank = l;
       for (const auto& [k, v] : rankDefaultEnv())
         if (!userSet(ctx, k)) r.env.push_back(kv(k, v));
-      RankIdentity id{r.rank, l, plan.world_size, plan.ranks_per_node, n.index, num_nodes};
+      RankIdentity id{r.rank, l, plan.world_size, here, n.index, num_nodes};
       // Job-wide names the user set (-x MASTER_ADDR=...) keep the user's value, from base_env;
       // per-rank ones cannot be exported (forwardEnvironment refuses them).
       for (const auto& [k, v] : rankIdentityEnv(id, job))
@@ -172,7 +182,11 @@ Json planToJson(const JobPlan& plan) {
 
 std::string renderPlanText(const JobPlan& plan) {
   std::string out = "job " + plan.job_id + ": " + std::to_string(plan.nodes.size()) + " node(s) x " +
-                    std::to_string(plan.ranks_per_node) + " rank(s), world size " + std::to_string(plan.world_size) +
+                    std::to_string(plan.ranks_per_node) + " rank(s)" +
+                    (plan.nodes.empty() || static_cast<int>(plan.nodes.back().ranks.size()) == plan.ranks_per_node
+                         ? ""
+                         : " (" + std::to_string(plan.nodes.back().ranks.size()) + " on the last)") +
+                    ", world size " + std::to_string(plan.world_size) +
                     "\nranks per node: " + std::to_string(plan.ranks_per_node) + " (" + plan.ranks_source + ")" +
                     "\nMASTER_ADDR=" + plan.master_addr + " MASTER_PORT=" + std::to_string(plan.master_port) + "\n";
   for (const auto& n : plan.nodes) {

@@ -10,11 +10,16 @@ namespace {
 
 std::string num(int v) { return std::to_string(v); }
 
-Error uneven(int total, int per_node, const std::string& why) {
-  return {Errc::usage,
-          "-n " + num(total) + " does not divide into " + why + ": the last node would run " + num(total % per_node) +
-              " of " + num(per_node) + " ranks, and tlaunch runs the same number of ranks on every node",
-          "give -n a multiple of " + num(per_node) + ", or choose -p/-N so that -n = nodes x ranks per node"};
+int ceilDiv(int a, int b) { return (a + b - 1) / b; }
+
+// n ranks on full nodes of p: the node count and the last node's share.
+RankLayout fill(int n, int p, std::string source) {
+  RankLayout l;
+  l.ranks_per_node = p;
+  l.nodes = ceilDiv(n, p);
+  l.last_node_ranks = n - (l.nodes - 1) * p;
+  l.source = std::move(source) + (l.last_node_ranks == p ? "" : ", " + num(l.last_node_ranks) + " on the last node");
+  return l;
 }
 
 Result<RankLayout> checked(RankLayout l, int node_count) {
@@ -31,68 +36,44 @@ Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots
   const int n = spec.total_ranks;
   const int given = spec.ranksPerNode();
   const int avail = static_cast<int>(slots.size());
-  RankLayout l;
   if (given > 0) {
     const std::string flag = spec.gpus_per_node > 0 ? "-g" : "-p";
-    if (n % given != 0) return tl::unexpected(uneven(n, given, num(given) + " ranks per node (" + flag + ")"));
-    l.nodes = n / given;
-    l.ranks_per_node = given;
+    RankLayout l = fill(n, given, "-n " + num(n) + " / " + flag + " " + num(given));
     if (spec.nodes > 0 && spec.nodes != l.nodes)
       return fail(Errc::usage,
                   "-n " + num(n) + " with " + flag + " " + num(given) + " makes " + num(l.nodes) + " nodes, but -N " +
                       num(spec.nodes) + " was given",
                   "give two of -n, -N and -p/-g");
-    l.source = "-n " + num(n) + " / " + flag + " " + num(given);
     return checked(l, l.nodes);
   }
   if (spec.nodes > 0) {
-    if (n % spec.nodes != 0) return tl::unexpected(uneven(n, (n + spec.nodes - 1) / spec.nodes, num(spec.nodes) + " nodes (-N)"));
-    l.nodes = spec.nodes;
-    l.ranks_per_node = n / spec.nodes;
-    l.source = "-n " + num(n) + " over -N " + num(spec.nodes);
-    return l;
+    RankLayout l = fill(n, ceilDiv(n, spec.nodes), "-n " + num(n) + " over -N " + num(spec.nodes));
+    if (l.nodes != spec.nodes)
+      return fail(Errc::usage,
+                  "-n " + num(n) + " over -N " + num(spec.nodes) + " leaves " + num(spec.nodes - l.nodes) +
+                      " node(s) without a rank (" + num(l.ranks_per_node) + " per node on " + num(l.nodes) + ")",
+                  "give -N " + num(l.nodes) + ", or -n a multiple of " + num(spec.nodes));
+    return checked(l, l.nodes);
   }
-  if (avail == 0) {  // this host (or simulated nodes): all ranks on one
-    l.nodes = 1;
-    l.ranks_per_node = n;
-    l.source = "-n " + num(n) + " on one node";
-    return checked(l, 1);
-  }
+  if (avail == 0) return checked(fill(n, n, "-n " + num(n) + " on one node"), 1);  // this host
   if (slots.front() > 0) {  // fill nodes by their slots, in order (mpirun's default)
     const int s = slots.front();
-    if (n <= s) {
-      l.nodes = 1;
-      l.ranks_per_node = n;
-    } else {
-      if (n % s != 0) return tl::unexpected(uneven(n, s, "nodes of slots=" + num(s) + " (" + origin + ")"));
-      l.nodes = n / s;
-      l.ranks_per_node = s;
-      if (l.nodes > avail)
+    RankLayout l = fill(n, std::min(n, s), "-n " + num(n) + " filling slots=" + num(s) + " (" + origin + ")");
+    if (l.nodes > avail)
+      return fail(Errc::usage,
+                  "-n " + num(n) + " needs " + num(l.nodes) + " nodes of " + num(s) + " slots, but " + origin +
+                      " gives " + num(avail),
+                  "add nodes, or give -p to run more ranks per node than its slots");
+    for (int i = 0; i < l.nodes; ++i)
+      if (slots[static_cast<size_t>(i)] != s)
         return fail(Errc::usage,
-                    "-n " + num(n) + " needs " + num(l.nodes) + " nodes of " + num(s) + " slots, but " + origin +
-                        " gives " + num(avail),
-                    "add nodes, or give -p to run more ranks per node than its slots");
-      for (int i = 0; i < l.nodes; ++i)
-        if (slots[static_cast<size_t>(i)] != s)
-          return fail(Errc::usage,
-                      "-n " + num(n) + ": the nodes' slots differ (" + num(s) + " and " +
-                          num(slots[static_cast<size_t>(i)]) + " in " + origin + ")",
-                      "tlaunch runs the same number of ranks on every node: give -p N (and -N)");
-    }
-    l.source = "-n " + num(n) + " filling slots=" + num(s) + " (" + origin + ")";
+                    "-n " + num(n) + ": the nodes' slots differ (" + num(s) + " and " +
+                        num(slots[static_cast<size_t>(i)]) + " in " + origin + ")",
+                    "tlaunch runs the same number of ranks on every full node: give -p N (and -N)");
     return l;
   }
-  // No slots known: one rank per node up to the node count, else evenly.
-  if (n <= avail) {
-    l.nodes = n;
-    l.ranks_per_node = 1;
-  } else {
-    if (n % avail != 0) return tl::unexpected(uneven(n, (n + avail - 1) / avail, num(avail) + " nodes"));
-    l.nodes = avail;
-    l.ranks_per_node = n / avail;
-  }
-  l.source = "-n " + num(n) + " spread evenly";
-  return l;
+  // No slots known: one rank per node up to the node count, else spread evenly.
+  return checked(fill(n, ceilDiv(n, avail), "-n " + num(n) + " spread over " + num(avail) + " nodes"), avail);
 }
 
 }  // namespace

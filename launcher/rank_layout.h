@@ -2,8 +2,9 @@
 // How many nodes and how many ranks on each, from -n/-N/-p/-g and the hosts' slots (pure).
 // Precedence for ranks per node: -n/-p/-g as given, else the hostfile's/--hosts' slots, else
 // (decided when planning, from the inventories: rankDefault) one rank per GPU, else 1.
-// Every node runs the same number of ranks: the planner, PMIx's rank→node map and the
-// frontend's dmodex routing assume it, so an uneven split is refused with the counts that fit.
+// With -n, as with mpirun, the last node may run fewer ranks than the others (never more, and
+// never none): ranks stay node-major with ranks_per_node on every full node, so "the node of
+// rank r is r / ranks_per_node" (the frontend's dmodex routing) still holds.
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@ namespace tlaunch {
 struct RankLayout {
   int nodes = 0;           // nodes to use (0: all given, or this host)
   int ranks_per_node = 0;  // 0: decide from the nodes' GPUs when planning
+  int last_node_ranks = 0; // with -n: the last node's share (== ranks_per_node when even)
   std::string source;      // why, for the banner and --dry-run: "-p 2", "slots=8 in --hostfile", ...
 };
 

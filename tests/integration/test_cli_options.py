@@ -41,7 +41,7 @@ expect(["preflight", "--launcher", "local", "--hosts", "a", "--preflight-skip", 
        "unknown check 'memlok'; the checks are: rdma_devices")
 expect(["-p", "1", "--preflight-skip", "memlock,gpudirekt", "--", "true"], 64, "unknown check 'gpudirekt'")
 expect(["--nproc-per-node", "gpus", "--", "true"], 64, "must be gpu, auto, cpu or a whole number")
-expect(["-n", "6", "-p", "4", "--", "true"], 64, "the last node would run 2 of 4 ranks")
+expect(["--launcher", "local", "-n", "9", "-N", "4", "--", "true"], 64, "leaves 1 node(s) without a rank")
 expect(["-p", "1", "-x", "RANK=3", "--", "true"], 64, "RANK differs per rank")
 
 # -n: total ranks; -l: srun's rank labels; -D: the working directory; --mca: OMPI_MCA_*.
@@ -56,6 +56,14 @@ r = tl.run(["--launcher", "local", "--nnodes", "2", "--nproc-per-node", "2", "--
             'echo "$GROUP_RANK $WORLD_SIZE"'])
 tl.check(r.returncode == 0 and sorted(ranks_of(r.stdout).values()) == ["0 4", "0 4", "1 4", "1 4"],
          f"--nnodes 2 --nproc-per-node 2: {r.stdout!r} {r.stderr!r}")
+
+# -n with an uneven last node, as with mpirun: 4 + 2 ranks, each node its own LOCAL_WORLD_SIZE.
+r = tl.run(["--launcher", "local", "-n", "6", "-p", "4", "-l", "--", "sh", "-c",
+            'echo "$GROUP_RANK $LOCAL_RANK/$LOCAL_WORLD_SIZE $WORLD_SIZE"'])
+tl.check(r.returncode == 0, f"-n 6 -p 4: {r.returncode} {r.stderr}")
+got = ranks_of(r.stdout)
+want = {0: "0 0/4 6", 1: "0 1/4 6", 2: "0 2/4 6", 3: "0 3/4 6", 4: "1 0/2 6", 5: "1 1/2 6"}
+tl.check(got == want, f"-n 6 -p 4: {got}")
 
 # The user's MASTER_ADDR/MASTER_PORT win in the run exactly as --dry-run shows.
 args = ["--launcher", "local", "-N", "2", "-p", "1", "-x", "MASTER_ADDR=127.0.0.2", "--master-port", "23456"]

@@ -11,6 +11,7 @@
 #include "binding/topology_json.h"
 #include "fabric_test_builder.h"
 #include "fabric_test_support.h"
+#include "binding/rank_env.h"
 #include "launcher/job_plan.h"
 #include "launcher/job_setup.h"
 #include "launcher/plan_preflight.h"
@@ -248,4 +249,26 @@ TEST_CASE("stdin goes to a rank of the job") {
   CHECK(plan.error().message == "--stdin 2: the job has ranks 0-1");
   s.stdin_rank = 1;
   CHECK(makePlan(s, plainNodes(), context()));
+}
+
+TEST_CASE("total ranks with an uneven last node: node-major and each node's own local size") {
+  JobSpec s = cpuJob();
+  s.procs_per_node = 2;
+  s.total_ranks = 3;
+  auto plan = makePlan(s, plainNodes(), context());
+  REQUIRE(plan);
+  CHECK(plan->world_size == 3);
+  CHECK(plan->ranks_per_node == 2);
+  REQUIRE(plan->nodes.size() == 2);
+  REQUIRE(plan->nodes[1].ranks.size() == 1);
+  const RankSpec& last = plan->nodes[1].ranks[0];
+  CHECK(last.rank == 2);
+  CHECK(last.rank / plan->ranks_per_node == 1);  // the session's dmodex routing: node of rank r
+  CHECK(envValue(last.env, "LOCAL_WORLD_SIZE") == "1");
+  CHECK(envValue(last.env, "WORLD_SIZE") == "3");
+  CHECK(envValue(plan->nodes[0].ranks[1].env, "LOCAL_WORLD_SIZE") == "2");
+  CHECK(plan->nodes[1].pmix.ranks_by_node[1] == std::vector<int>{2});
+  CHECK(renderPlanText(*plan).find("2 node(s) x 2 rank(s) (1 on the last), world size 3") != std::string::npos);
+  s.total_ranks = 5;  // does not fit 2 nodes of 2
+  CHECK_FALSE(makePlan(s, plainNodes(), context()));
 }

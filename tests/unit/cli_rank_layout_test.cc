@@ -57,12 +57,31 @@ TEST_CASE("total ranks fill nodes by slots or evenly or with -p or -N") {
   auto here = resolveRankLayout(spec(4, 0, 0), {}, "this host");
   CHECK(here->nodes == 1);
   CHECK(here->ranks_per_node == 4);
-  CHECK_FALSE(resolveRankLayout(spec(20, 0, 0), {8, 8}, "--hostfile"));  // needs 3 nodes of 8: 20 is uneven
-  CHECK_FALSE(resolveRankLayout(spec(32, 0, 0), {8, 8}, "--hostfile"));  // needs 4 nodes, 2 given
+  CHECK_FALSE(resolveRankLayout(spec(20, 0, 0), {8, 8}, "--hostfile"));  // needs 3 nodes of 8, 2 given
   CHECK_FALSE(resolveRankLayout(spec(8, 3, 2), {}, "this host"));       // -n 8 -p 2 is 4 nodes, not 3
-  auto uneven = resolveRankLayout(spec(6, 0, 4), {}, "this host");
-  REQUIRE_FALSE(uneven);
-  CHECK(uneven.error().message.find("the last node would run 2 of 4 ranks") != std::string::npos);
+  CHECK_FALSE(resolveRankLayout(spec(9, 4, 0), {}, "this host"));       // 3 per node fills 3 nodes: one idle
+}
+
+TEST_CASE("total ranks as with mpirun: the last node may run fewer") {
+  auto withP = resolveRankLayout(spec(6, 0, 4), {}, "this host");
+  REQUIRE(withP);
+  CHECK(withP->nodes == 2);
+  CHECK(withP->ranks_per_node == 4);
+  CHECK(withP->last_node_ranks == 2);
+  CHECK(withP->source == "-n 6 / -p 4, 2 on the last node");
+  auto bySlots = resolveRankLayout(spec(10, 0, 0), {8, 8}, "--hostfile");
+  REQUIRE(bySlots);
+  CHECK(bySlots->nodes == 2);
+  CHECK(bySlots->last_node_ranks == 2);
+  auto overN = resolveRankLayout(spec(10, 4, 0), {}, "this host");
+  REQUIRE(overN);
+  CHECK(overN->ranks_per_node == 3);
+  CHECK(overN->last_node_ranks == 1);
+  auto spread = resolveRankLayout(spec(7, 0, 0), {-1, -1, -1}, "--hosts");
+  REQUIRE(spread);
+  CHECK(spread->nodes == 3);
+  CHECK(spread->ranks_per_node == 3);
+  CHECK(spread->last_node_ranks == 1);
 }
 
 TEST_CASE("the layout stays within the world size bound") {
