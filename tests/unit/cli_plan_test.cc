@@ -272,3 +272,26 @@ TEST_CASE("total ranks with an uneven last node: node-major and each node's own 
   s.total_ranks = 5;  // does not fit 2 nodes of 2
   CHECK_FALSE(makePlan(s, plainNodes(), context()));
 }
+
+TEST_CASE("RDMA present but broken is still refused: the recorded mlx4 capture with its port DOWN") {
+  TempDir tmp;
+  auto root = extractCapture(kMlx4Tarball, tmp.path());
+  if (!root) FAIL("fixture " << kMlx4Tarball << " missing");
+  writeFile(*root / "sys/class/infiniband/mlx4_0/ports/1/state", "1: DOWN\n");
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 5);
+    auto fabric = discoverFabric(root->string(), {liveIf("ib0", "10.1.0." + n), liveIf("eth0", "192.168.1." + n, 24)});
+    REQUIRE(fabric);
+    nodes.push_back(report(i, "node" + n, *fabric, "192.168.1." + n));
+  }
+  JobSpec s = cpuJob();
+  s.preflight = PreflightMode::off;
+  auto plan = makePlan(s, nodes, context());
+  REQUIRE_FALSE(plan);
+  CHECK(plan.error().code == Errc::fabric);
+  CHECK(plan.error().message.find("mlx4_0:1") != std::string::npos);
+  auto checked = makePlan(cpuJob(), nodes, context());
+  REQUIRE_FALSE(checked);
+  CHECK(checked.error().code == Errc::preflight);
+}
