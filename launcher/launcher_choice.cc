@@ -81,6 +81,13 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
         return fail(Errc::usage, "-N " + std::to_string(n) + " needs " + std::to_string(n) + " nodes, but none were given",
                     "pass --hosts/--hostfile, run inside a Slurm allocation, or add --launcher local to simulate "
                     "nodes on this host");
+      // Each simulated node is a daemon process on this host: beyond this it is a fork bomb, not a test.
+      constexpr int kMaxSimulatedNodes = 1024;
+      if (n > kMaxSimulatedNodes)
+        return fail(Errc::usage,
+                    "-N " + std::to_string(n) + ": --launcher local simulates at most " +
+                        std::to_string(kMaxSimulatedNodes) + " nodes on this host",
+                    "give real nodes with --hosts/--hostfile, or fewer nodes");
       for (int i = 0; i < n; ++i) chosen.push_back(HostEntry{"local" + std::to_string(i), -1, {}, {}});
     } else {
       auto sel = selectNodes(*hosts, want_nodes, layout->ranks_per_node);

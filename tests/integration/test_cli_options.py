@@ -34,6 +34,7 @@ expect(["--stdin", "99999999999", "-p", "1", "--", "true"], 64, "--stdin 9999999
 expect(["--heartbeat-timeout", "3000000", "-p", "1", "--", "true"], 64, "from 1 to 86400")
 expect(["-p", "100000000", "--", "true"], 64, "from 1 to 4096")
 expect(["--launcher", "local", "-N", "1000", "-p", "4096", "--", "true"], 64, "more than 1000000")
+expect(["--launcher", "local", "-N", "5000", "-p", "1", "--", "true"], 64, "simulates at most 1024 nodes")
 
 # Typos are refused with the bad value and the valid ones, in the job and in preflight.
 expect(["preflight", "--launcher", "sssh", "--hosts", "a,b"], 64, "sssh not in {auto,local,ssh,slurm}")
