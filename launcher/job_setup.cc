@@ -21,6 +21,9 @@ Result<void> validate(const JobSpec& spec) {
     return fail(Errc::usage, "-p and -g both given", "use -g N for one rank per GPU, or -p N for ranks without GPUs");
   if (!spec.nproc_per_node_word.empty() && spec.gpus_per_node > 0)
     return fail(Errc::usage, "--nproc-per-node " + spec.nproc_per_node_word + " and -g both given", "use one of them");
+  if (!spec.nproc_per_node_word.empty() && spec.total_ranks > 0)
+    return fail(Errc::usage, "--nproc-per-node " + spec.nproc_per_node_word + " and -n both given",
+                "-n counts ranks in all; --nproc-per-node " + spec.nproc_per_node_word + " counts them per node");
   if (spec.offline && !spec.dry_run) return fail(Errc::usage, "--offline only goes with --dry-run");
   return {};
 }

@@ -219,6 +219,12 @@ TEST_CASE("per-rank variables cannot be exported but job-wide ones can") {
   CHECK_FALSE(setUpJob(s, {}, false));
   s.exports = {"MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500"};
   CHECK(setUpJob(s, {}, false));
+  JobSpec both = cpuJob();
+  both.procs_per_node = 0;
+  both.launcher = LauncherKind::local;
+  both.nproc_per_node_word = "gpu";
+  both.total_ranks = 8;
+  CHECK_FALSE(setUpJob(both, {}, false));
 }
 
 TEST_CASE("inside a Slurm allocation the offline plan uses its nodes and its ntasks-per-node") {
