@@ -1,6 +1,7 @@
 #include "launcher/job_plan.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "binding/ipv4_net.h"
