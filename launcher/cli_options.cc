@@ -142,8 +142,11 @@ void addNetOptions(CLI::App& app, JobSpec& s) {
                  "auto (default: the IPoIB/RoCE fabric; plain TCP when no node has RDMA), ib (require the fabric), "
                  "tcp (plain sockets even on a fabric)")
       ->check(CLI::IsMember({"auto", "ib", "tcp"}));
-  app.add_option("--net-if", s.net_if, "fabric interface name(s) to use")->delimiter(',');
-  app.add_option("--net-cidr", s.net_cidr, "choose the fabric by subnet, e.g. 10.1.0.0/16");
+  app.add_option("--net-if", s.net_if, "fabric interface name(s) to use")
+      ->delimiter(',')
+      ->check(CLI::Validator([](std::string& v) { return badInterfaceName(v); }, "NAME"));
+  app.add_option("--net-cidr", s.net_cidr, "choose the fabric by subnet, e.g. 10.1.0.0/16")
+      ->check(CLI::Validator([](std::string& v) { return badCidr(v); }, "CIDR"));
   app.add_option("--check-reachability", s.check_reachability, "ring (default; all with --preflight=full), all, off")
       ->check(CLI::IsMember({"ring", "all", "off"}));
 }

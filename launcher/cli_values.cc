@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdint>
 
+#include "binding/ipv4_net.h"
+
 namespace tlaunch {
 
 namespace {
@@ -80,6 +82,18 @@ Result<std::string> checkMasterAddr(std::string_view text) {
                   });
   if (!ok) return fail(Errc::usage, "--master-addr '" + str(text) + "': not an address or host name");
   return str(text);
+}
+
+std::string badCidr(std::string_view text) {
+  if (text.find('/') != std::string_view::npos && parseCidr(text)) return "";
+  return "'" + str(text) + "' is not an IPv4 subnet: write ADDRESS/PREFIX, e.g. 10.1.0.0/16";
+}
+
+std::string badInterfaceName(std::string_view text) {
+  // The kernel's rule (dev_valid_name): at most 15 bytes, no '/', ':' or white space.
+  const bool ok = !text.empty() && text.size() <= 15 && text != "." && text != ".." &&
+                  std::none_of(text.begin(), text.end(), [](char c) { return c == '/' || c == ':' || c <= ' '; });
+  return ok ? "" : "'" + str(text) + "' cannot be a network interface name (1-15 characters, no '/', ':' or blanks)";
 }
 
 const std::vector<std::string>& preflightCheckNames() {

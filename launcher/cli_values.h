@@ -40,6 +40,11 @@ Result<std::string> mcaExport(std::string_view key, std::string_view value);
 // --master-addr: an IPv4 address or a host name.
 Result<std::string> checkMasterAddr(std::string_view text);
 
+// --net-cidr: "" when text is ADDRESS/PREFIX, else why not. --net-if: "" when text can be an
+// interface name (1-15 characters, no '/', ':' or blanks), else why not.
+std::string badCidr(std::string_view text);
+std::string badInterfaceName(std::string_view text);
+
 // The names --preflight-skip accepts: every check a node, the frontend or the cross-node
 // comparison reports.
 const std::vector<std::string>& preflightCheckNames();

@@ -89,6 +89,13 @@ TEST_CASE("torchrun and srun and mpirun names mean what they mean there") {
   CHECK(refused({"--master-addr", "a b", "--", "true"}));
   CHECK(parse({"--net", "ib", "-p", "1", "--", "true"}).spec.net_mode == "ib");
   CHECK(refused({"--net", "rdma", "--", "true"}));
+  CHECK(refused({"--net-cidr", "10.1.0.0", "-p", "1", "--", "true"}));
+  CHECK(refused({"--net-cidr", "10.1.0.300/16", "-p", "1", "--", "true"}));
+  CHECK(refused({"--net-if", "ib0,eth/1", "-p", "1", "--", "true"}));
+  CHECK(refused({"--net-if", "averyveryverylongname", "-p", "1", "--", "true"}));
+  auto net = parse({"--net-cidr", "10.1.0.0/16", "--net-if", "ib0,ib1", "-p", "1", "--", "true"});
+  CHECK_FALSE(net.exit_now);
+  CHECK(net.spec.net_if == std::vector<std::string>{"ib0", "ib1"});
   CHECK(parse({"--summary-json", "/tmp/s.json", "-p", "1", "--", "true"}).spec.summary_json == "/tmp/s.json");
 }
 
