@@ -1,6 +1,8 @@
 set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/child_process.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/cli_options.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/cli_values.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/plan/rank_layout.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/output_sink.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/output_format.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/local_starter.cc
@@ -18,4 +20,6 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/launcher_choice.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/listen_address.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/run_job.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_setup.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/summary_json.cc
 )

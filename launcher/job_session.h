@@ -39,6 +39,12 @@ struct JobOutcome {
   std::string summary;                // empty on success
   std::vector<std::string> stderr_tail;
   int failed_rank = -1;
+  // For --summary-json (launcher/summary_json.h). Not yet filled by the session: until it is,
+  // the summary is read from `summary` ("rank R on node N was killed by signal S").
+  std::string failed_node{};             // the failed rank's node, or the node lost
+  int signal = 0;                        // the failed rank was killed by this signal
+  Json phase_seconds = Json::object();   // launch phase → seconds (slowest node), when measured
+  std::vector<int> rank_exit_codes{};    // per rank: exit status (128+N for signal N); empty if unknown
 };
 
 class JobSession {

@@ -30,12 +30,14 @@ struct PlanContext {
   std::vector<std::vector<std::string>> node_net_if;  // per node: hostfile net_if= overrides
   bool loopback_only = false;          // every node is this host (local launcher): no fabric needed
   std::vector<PreflightItem> measured_preflight;  // results of the cross-node RDMA write test
+  std::string ranks_source;            // why this many ranks per node ("-p 2", "slots=8 in --hostfile")
 };
 
 struct JobPlan {  // NOLINT(bugprone-exception-escape): clang-tidy 14 cannot see json's noexcept move
   std::string job_id;
   int world_size = 0;
   int ranks_per_node = 0;
+  std::string ranks_source;  // why ranks_per_node: a flag, the slots, or the nodes' GPUs
   std::string master_addr;
   int master_port = 0;
   std::vector<NodeLaunch> nodes;

@@ -1,7 +1,5 @@
 #include "launcher/plan/offline_plan.h"
 
-#include <unistd.h>
-
 #include <iostream>
 
 #include "binding/topology/placement.h"
@@ -10,7 +8,7 @@
 #include "binding/topology/topology_json.h"
 #include "launcher/job_environment.h"
 #include "launcher/plan/job_plan.h"
-#include "launcher/launcher_choice.h"
+#include "launcher/job_setup.h"
 
 namespace tlaunch {
 
@@ -27,26 +25,16 @@ int runOfflineDryRun(const JobSpec& spec) {
     return report({Errc::usage, "--offline plans from a topology file", "add --topology-xml FILE"});
   auto topo = loadTopology(spec.topology_xml);
   if (!topo) return report(topo.error());
-  const auto env = currentEnvironment();
-  JobSpec local = spec;
-  local.launcher = LauncherKind::local;  // resolve names only; nothing is started
-  auto choice = chooseLauncher(local, env);
-  if (!choice) return report(choice.error());
-  auto forwarded = forwardEnvironment(env, spec.exports);
-  if (!forwarded) return report(forwarded.error());
+  // The same setup as a real run (validation, nodes, rank layout, environment): only the
+  // inventories differ, every node reporting the given topology.
+  auto setup = setUpJob(spec, currentEnvironment(), true);
+  if (!setup) return report(setup.error());
   std::vector<NodeReport> nodes;
-  for (const auto& t : choice->nodes)
+  for (const auto& t : setup->choice.nodes)
     nodes.push_back({t.index, t.name, Json{{"topology", topologyToJson(*topo)}, {"free_port", 0}}, "(offline)"});
-  char cwd[4096] = {};
-  PlanContext ctx;
+  PlanContext ctx = setup->plan_context;
   ctx.job_id = "tl-offline";
-  ctx.cwd = ::getcwd(cwd, sizeof cwd) ? cwd : "/";
-  ctx.base_env = forwarded->base_env;
-  ctx.user_set = forwarded->user_set;
-  ctx.user_env = forwarded->user_env;
-  ctx.loopback_only = true;  // no node was asked about its network: the plan leaves it out
-  for (const auto& t : choice->nodes) ctx.node_net_if.push_back(t.net_if);
-  auto plan = makePlan(spec, nodes, ctx);
+  auto plan = makePlan(setup->spec, nodes, ctx);
   if (!plan) return report(plan.error());
   for (const auto& w : plan->warnings) std::cerr << "tlaunch: warning: " << w << "\n";
   std::cout << (spec.json ? planToJson(*plan).dump(2) + "\n" : renderPlanText(*plan));

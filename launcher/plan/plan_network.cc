@@ -2,13 +2,56 @@
 
 #include "binding/fabric/fabric_env.h"
 #include "binding/fabric/fabric_json.h"
+#include "binding/fabric/ipv4_net.h"
 #include "bootstrap/rank_env.h"
 
 namespace tlaunch {
 
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The subnet of the address a node's daemon reached the frontend from (its control
+// connection), as that node's interfaces say; "" when none carries it.
+std::string controlSubnet(const NodeFabric& fabric, const std::string& control_ip) {
+  for (const auto& iface : fabric.interfaces)
+    for (const auto& a : iface.ipv4)
+      if (a.address == control_ip)
+        if (auto ip = parseIpv4(a.address)) return formatCidr(networkOf(*ip, a.prefix));
+  return "";
+}
+
+}  // namespace
+
+RdmaPresence rdmaPresence(const std::vector<NodeReport>& nodes) {
+  RdmaPresence p;
+  for (const auto& n : nodes) {
+    auto f = n.inventory.find("fabric");
+    if (f == n.inventory.end()) continue;
+    auto fabric = fabricFromJson(*f);
+    if (!fabric) continue;
+    if (fabric->devices.empty()) {
+      ++p.without;
+      p.without_names.push_back(n.name);
+    } else {
+      ++p.with;
+      p.with_names.push_back(n.name);
+    }
+  }
+  return p;
+}
+
+bool plainEthernet(const JobSpec& spec, const RdmaPresence& rdma) {
+  return spec.net_mode == "auto" && rdma.with == 0 && rdma.without > 0;
+}
+
 Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const std::vector<NodeReport>& nodes,
                                                       const PlanContext& ctx) {
-  const bool asked = !spec.net_if.empty() || !spec.net_cidr.empty() || spec.sysfs_root != "/" || spec.net_mode == "tcp";
+  const bool asked = !spec.net_if.empty() || !spec.net_cidr.empty() || spec.sysfs_root != "/" || spec.net_mode != "auto";
   if (ctx.loopback_only && !asked) return std::optional<NetworkChoice>{};
   std::vector<NodeFabricInput> inputs;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -27,15 +70,40 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
   opts.mode = spec.net_mode == "tcp" ? NetMode::tcp : NetMode::fabric;
   opts.net_if = spec.net_if;
   opts.net_cidr = spec.net_cidr;
+  const RdmaPresence rdma = rdmaPresence(nodes);
+  const bool plain = plainEthernet(spec, rdma);
+  std::string control;
+  if (plain) {
+    // No fabric to fall back from: plain sockets, on the network the daemons reached us over.
+    opts.mode = NetMode::tcp;
+    if (opts.net_if.empty() && opts.net_cidr.empty()) {
+      control = controlSubnet(inputs.front().fabric, nodes.front().control_ip);
+      opts.net_cidr = control;
+    }
+  }
   auto choice = chooseNetwork(inputs, opts);
+  if (!choice && !control.empty()) {  // not every node has an address there: any common subnet
+    opts.net_cidr.clear();
+    control.clear();
+    choice = chooseNetwork(inputs, opts);
+  }
   if (!choice) {
     Error e = choice.error();
     e.code = e.code == Errc::usage ? Errc::usage : Errc::fabric;
+    if (opts.mode == NetMode::fabric && rdma.with > 0 && rdma.without > 0) {
+      e.message += "\nRDMA devices on " + joined(rdma.with_names) + " but none on " + joined(rdma.without_names) +
+                   ": the ranks of one job need the same fabric";
+      e.hint = "leave the nodes without RDMA out (--exclude), fix their HCA driver, or --net tcp for plain sockets";
+    }
     if (e.hint.empty())
       e.hint = "check the IPoIB/RoCE link on that node (ip link, ibstat), or choose with --net-if / --net-cidr; "
                "--net tcp allows a plain Ethernet job";
     return tl::unexpected(e);
   }
+  if (plain)
+    choice->notes.insert(choice->notes.begin(),
+                         "no RDMA device on any node: the job runs over TCP on " + choice->cidr +
+                             (control.empty() ? "" : " (the daemons' control network)"));
   return std::optional<NetworkChoice>{std::move(*choice)};
 }
 

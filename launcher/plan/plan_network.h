@@ -9,9 +9,19 @@
 
 namespace tlaunch {
 
+// How many nodes list an RDMA device, of those that reported their fabric.
+struct RdmaPresence {
+  int with = 0;
+  int without = 0;
+  std::vector<std::string> with_names, without_names;
+};
+RdmaPresence rdmaPresence(const std::vector<NodeReport>& nodes);
+
 // nullopt when the job needs no network choice (every node is this host and no --net* flag).
 Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const std::vector<NodeReport>& nodes,
                                                       const PlanContext& ctx);
+// --net auto on a cluster where no node has an RDMA device: the job runs over TCP (not refused).
+bool plainEthernet(const JobSpec& spec, const RdmaPresence& rdma);
 
 // Adds each rank's fabric variables (the user's values win), the network section of
 // plan.details and plan.network_text.

@@ -6,6 +6,7 @@
 #include "binding/fabric/fabric_json.h"
 #include "binding/preflight/cross_node_checks.h"
 #include "binding/preflight/preflight_report.h"
+#include "launcher/plan/plan_network.h"
 
 namespace tlaunch {
 
@@ -44,6 +45,17 @@ Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport
                                const std::vector<PreflightItem>& measured) {
   if (spec.preflight == PreflightMode::off) return {};
   auto items = collectPreflight(nodes, measured);
+  if (plainEthernet(spec, rdmaPresence(nodes))) {
+    // A plain-Ethernet cluster runs over TCP: the RDMA checks have nothing to check.
+    static const std::set<std::string> rdma_checks = {"rdma_devices", "verbs_devices", "uverbs",
+                                                      "verbs_port",   "verbs_selftest", "rdma_pair"};
+    for (auto& i : items)
+      if (rdma_checks.count(i.check) && i.status == PreflightStatus::fail) {
+        i.status = PreflightStatus::skip;
+        i.found = "no RDMA on any node";
+        i.fix.clear();
+      }
+  }
   for (auto& i : items) {
     if (std::find(spec.preflight_skip.begin(), spec.preflight_skip.end(), i.check) != spec.preflight_skip.end() &&
         i.status != PreflightStatus::pass) {
