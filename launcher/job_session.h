@@ -39,12 +39,11 @@ struct JobOutcome {
   std::string summary;                // empty on success
   std::vector<std::string> stderr_tail;
   int failed_rank = -1;
-  // For --summary-json (launcher/summary_json.h). Not yet filled by the session: until it is,
-  // the summary is read from `summary` ("rank R on node N was killed by signal S").
+  // For --summary-json (launcher/summary_json.h).
   std::string failed_node{};             // the failed rank's node, or the node lost
   int signal = 0;                        // the failed rank was killed by this signal
-  Json phase_seconds = Json::object();   // launch phase → seconds (slowest node), when measured
-  std::vector<int> rank_exit_codes{};    // per rank: exit status (128+N for signal N); empty if unknown
+  Json phase_seconds = Json::object();   // launch phase → seconds (slowest node)
+  std::vector<int> rank_exit_codes{};    // per rank: exit status (128+N for signal N), -1 if it never ended; empty before ranks start
 };
 
 class JobSession {
@@ -75,7 +74,8 @@ class JobSession {
   static std::string banner(const JobPlan& plan, const JobSpec& spec);
   void onRankExit(Link& link, const Json& msg);
   void onPmixMessage(Link& link, const std::string& type, Json&& msg);
-  void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {});
+  void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {},
+            std::string node = {}, int signal = 0);
   void teardown();
   void finish();
   void tick();
@@ -119,6 +119,7 @@ class JobSession {
   int interrupts_ = 0;
   int rejections_ = 0;
   std::optional<std::string> lost_node_;  // a daemon's connection closed: reported at lost_deadline_
+  std::string lost_node_name_;
   std::chrono::steady_clock::time_point lost_deadline_;
   std::chrono::steady_clock::time_point started_at_;
   std::chrono::steady_clock::time_point prepare_sent_at_, start_sent_at_;

@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
-#include <regex>
 
 namespace tlaunch {
 
@@ -28,22 +27,12 @@ const char* meaningOf(int code) {
   }
 }
 
-// Until the session fills failed_node/signal: its summary names both
-// ("rank 3 on node local1 was killed by signal 9 (Killed)").
-void fillFromSummary(const std::string& summary, std::string& node, int& signal) {
-  static const std::regex on_node(R"(^rank [0-9]+ on node (\S+) )");
-  static const std::regex by_signal(R"(killed by signal ([0-9]+))");
-  std::smatch m;
-  if (node.empty() && std::regex_search(summary, m, on_node)) node = m[1];
-  if (signal == 0 && std::regex_search(summary, m, by_signal)) signal = std::stoi(m[1]);
-}
 
 }  // namespace
 
 Json outcomeToJson(const std::string& job_id, const JobOutcome& o, double wall_seconds) {
-  std::string node = o.failed_node;
-  int signal = o.signal;
-  if (o.failed_rank >= 0) fillFromSummary(o.summary, node, signal);
+  const std::string& node = o.failed_node;
+  const int signal = o.signal;
   const char* origin = o.exit_code == 0 ? "none" : o.failed_rank >= 0 ? "rank" : "tlaunch";
   Json j = {{"job_id", job_id},
             {"exit_status", o.exit_code},

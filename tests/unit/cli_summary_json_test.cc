@@ -13,6 +13,8 @@ TEST_CASE("a rank killed by a signal: origin rank with its node and the signal")
   o.exit_code = 137;
   o.failed_rank = 3;
   o.summary = "rank 3 on node local1 was killed by signal 9 (Killed)";
+  o.failed_node = "local1";  // filled by the session
+  o.signal = 9;
   Json j = outcomeToJson("tl-x", o, 1.5);
   CHECK(j["origin"] == "rank");
   CHECK(j["exit_status"] == 137);
