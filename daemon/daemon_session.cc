@@ -9,6 +9,7 @@
 #include "binding/rdma_pair_protocol.h"
 #include "binding/verbs_api.h"
 #include "bootstrap/auth.h"
+#include "bootstrap/close_fds.h"
 #include "bootstrap/node_launch_json.h"
 #include "daemon/inventory.h"
 #include "daemon/peer_probe.h"
@@ -54,6 +55,7 @@ void DaemonSession::start() {
   // A listener for the other daemons' reachability probes (and, later, tree children).
   asio::error_code ec;
   probe_acceptor_.open(asio::ip::tcp::v4(), ec);
+  if (!ec) markCloseOnExec(probe_acceptor_.native_handle());
   if (!ec) probe_acceptor_.bind({asio::ip::address_v4::any(), 0}, ec);
   if (!ec) probe_acceptor_.listen(64, ec);
   if (ec) spdlog::warn("cannot open the reachability probe listener: {}", ec.message());

@@ -11,12 +11,14 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "bootstrap/process_hygiene.h"
 #include "daemon/daemon_session.h"
 #include "tlaunch/version.h"
 
 namespace {
 
 int runDaemon(int argc, char** argv) {
+  tlaunch::hardenProcess();
   tlaunch::DaemonOptions opts;
   std::string connect;
   bool show_version = false;

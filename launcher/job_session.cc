@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "bootstrap/auth.h"
+#include "bootstrap/close_fds.h"
 #include "binding/preflight_report.h"
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cross_node_preflight.h"
@@ -76,6 +77,7 @@ Result<void> JobSession::listen() {
   if (ec) return tlaunch::fail(Errc::usage, "bad listen address " + cfg_.listen_address);
   asio::ip::tcp::endpoint ep(addr, 0);
   acceptor_.open(ep.protocol(), ec);
+  if (!ec) markCloseOnExec(acceptor_.native_handle());
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(ep, ec);
   if (!ec) acceptor_.listen(1024, ec);
