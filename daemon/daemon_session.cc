@@ -312,7 +312,7 @@ void DaemonSession::handleStart() {
     }
     if (conn_ && conn_->isOpen()) conn_->send({{"t", draining_ ? "drained" : "all_exited"}});
   };
-  ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev));
+  ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev), launch_->job_id + "." + launch_->node_name);
   conn_->setDrainCallback(kOutputLowWater, [this] {
     if (ranks_) ranks_->resumeOutput();
   });
@@ -320,7 +320,7 @@ void DaemonSession::handleStart() {
     conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(r.error().code)}, {"message", r.error().message + " (node " + launch_->node_name + ")"}});
     return;
   }
-  conn_->send({{"t", "started"}});
+  conn_->send({{"t", "started"}, {"containment", ranks_->containmentNote()}});
 }
 
 void DaemonSession::handleTerminate(const Json& msg) {
@@ -362,10 +362,17 @@ void DaemonSession::shutdown(int code) {
   // PMIx server down and remove the job's files, and only then close the connection, so that
   // the frontend's wait for our exit covers the cleanup.
   asio::post(io_, [this] {
-    ranks_.reset();
-    pmix_.reset();
-    if (conn_ && conn_->isOpen()) conn_->closeAfterFlush();
-    waitForFlush(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+    auto finish = [this] {
+      ranks_.reset();
+      pmix_.reset();
+      if (conn_ && conn_->isOpen()) conn_->closeAfterFlush();
+      waitForFlush(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+    };
+    if (!ranks_) return finish();
+    // What the ranks started and left running (a setsid'ed server) ends with the job. The
+    // frontend waits ~3 s for our exit, so the grace here is short.
+    const int grace_ms = launch_ ? std::min(launch_->kill_timeout_ms, 2000) : 2000;
+    ranks_->sweepLeftovers(std::chrono::milliseconds(grace_ms), finish);
   });
 }
 

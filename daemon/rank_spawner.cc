@@ -114,6 +114,7 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
   const pid_t daemon_pid = ::getpid();
   const int stdin_src = launch.stdin_pipe ? in_pipe[0] : devnull;
   const struct rlimit user_nofile = userNofileLimit();
+  const int cgroup_procs = launch.cgroup_procs_fd;
 
   // Block signals across fork so that the child never runs one of the daemon's handlers.
   sigset_t all, old;
@@ -137,6 +138,9 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
     ::setpgid(0, 0);
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) die(errno);
     if (::getppid() != daemon_pid) ::_exit(137);  // the daemon died before we got here
+    // Into the job's cgroup before anything runs: whatever the rank starts is born inside it.
+    // Should that fail, the daemon's subreaper scan still finds the rank's descendants.
+    if (cgroup_procs >= 0) (void)!::write(cgroup_procs, "0", 1);
     restoreUserNofile(user_nofile);
     for (int s = 1; s < NSIG; ++s) ::signal(s, SIG_DFL);
     sigset_t none;

@@ -211,6 +211,7 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
     return;
   }
   if (t == "started") {
+    if (cfg_.spec.verbose && msg.contains("containment")) out_.note("node " + link.name + ": " + getString(msg, "containment"));
     link.started = true;
     link.started_at = Clock::now();
     if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->started; }) &&
