@@ -1,6 +1,7 @@
 #include "daemon/containment.h"
 
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,8 +16,16 @@ namespace {
 constexpr auto kLastBound = std::chrono::seconds(3);
 }  // namespace
 
+bool Containment::prepareProcess() {
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::pthread_sigmask(SIG_BLOCK, &chld, nullptr);  // ranks get an empty mask (rank_spawner.cc)
+  return becomeSubreaper();
+}
+
 Containment::Containment(asio::io_context& io, const std::string& cgroup_name, std::function<bool(pid_t)> is_rank)
-    : io_(io), is_rank_(std::move(is_rank)), sigchld_(io), sweep_timer_(io) {
+    : io_(io), is_rank_(std::move(is_rank)), sigchld_(io), reap_timer_(io), sweep_timer_(io) {
   std::string why_not;
   // TLAUNCH_CONTAINMENT=subreaper forces the fallback (tests; a cgroup tree one must not touch).
   const char* forced = std::getenv("TLAUNCH_CONTAINMENT");
@@ -24,14 +33,23 @@ Containment::Containment(asio::io_context& io, const std::string& cgroup_name, s
   else cgroup_ = JobCgroup::create(cgroup_name, why_not);
   description_ = cgroup_ ? "containment: cgroup v2 " + cgroup_->path() + " (cgroup.kill at teardown)"
                          : "containment: child subreaper, descendants found in /proc (no per-job cgroup: " + why_not + ")";
-  asio::error_code ec;
-  sigchld_.add(SIGCHLD, ec);
-  if (!ec) watchChildren();
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::pthread_sigmask(SIG_BLOCK, &chld, nullptr);
+  const int fd = ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (fd >= 0) {
+    sigchld_.assign(fd);
+    watchChildren();
+  } else {
+    pollChildren();
+  }
 }
 
 Containment::~Containment() {
   asio::error_code ignore;
-  sigchld_.cancel(ignore);
+  sigchld_.close(ignore);
+  reap_timer_.cancel();
   sweep_timer_.cancel();
   const auto give_up = std::chrono::steady_clock::now() + kLastBound;
   for (;;) {
@@ -80,10 +98,22 @@ size_t Containment::count() const {
 }
 
 void Containment::watchChildren() {
-  sigchld_.async_wait([this](const asio::error_code& ec, int) {
+  sigchld_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const asio::error_code& ec) {
     if (ec) return;
+    signalfd_siginfo info[16];
+    while (::read(sigchld_.native_handle(), info, sizeof info) > 0) {
+    }
     reapOrphans();
     watchChildren();
+  });
+}
+
+void Containment::pollChildren() {
+  reap_timer_.expires_after(std::chrono::milliseconds(500));
+  reap_timer_.async_wait([this](const asio::error_code& ec) {
+    if (ec) return;
+    reapOrphans();
+    pollChildren();
   });
 }
 

@@ -21,6 +21,11 @@ namespace tlaunch {
 
 class Containment {
  public:
+  // Once, first thing in main(), before any thread exists: makes the daemon a child subreaper
+  // and blocks SIGCHLD in every thread to come (orphans' exits are read from a signalfd, so no
+  // handler interrupts other threads' system calls with EINTR). False if the subreaper failed.
+  static bool prepareProcess();
+
   // `cgroup_name`: the per-job cgroup's name (unique on the node). `is_rank(pid)`: the
   // supervisor's own children, which this class never reaps.
   Containment(asio::io_context& io, const std::string& cgroup_name, std::function<bool(pid_t)> is_rank);
@@ -43,6 +48,7 @@ class Containment {
  private:
   std::set<pid_t> jobPids(bool include_zombies) const;
   void watchChildren();
+  void pollChildren();
   void reapOrphans();
   void pollSweep(std::chrono::steady_clock::time_point kill_at, std::chrono::steady_clock::time_point give_up);
 
@@ -50,7 +56,8 @@ class Containment {
   std::function<bool(pid_t)> is_rank_;
   std::unique_ptr<JobCgroup> cgroup_;
   std::string description_;
-  asio::signal_set sigchld_;
+  asio::posix::stream_descriptor sigchld_;  // a signalfd for SIGCHLD
+  asio::steady_timer reap_timer_;           // where there is no signalfd: poll
   asio::steady_timer sweep_timer_;
   std::function<void()> sweep_done_;
   bool killed_ = false;

@@ -13,7 +13,7 @@
 
 #include "bootstrap/process_hygiene.h"
 #include "daemon/daemon_session.h"
-#include "daemon/descendants.h"
+#include "daemon/containment.h"
 #include "tlaunch/version.h"
 
 namespace {
@@ -21,7 +21,7 @@ namespace {
 int runDaemon(int argc, char** argv) {
   tlaunch::hardenProcess();
   // Whatever a rank starts re-parents to us, not to init, when its parent exits (containment.h).
-  const bool subreaper = tlaunch::becomeSubreaper();
+  const bool subreaper = tlaunch::Containment::prepareProcess();
   tlaunch::DaemonOptions opts;
   std::string connect;
   bool show_version = false;
