@@ -26,7 +26,7 @@ class Containment {
   // handler interrupts other threads' system calls with EINTR). False if the subreaper failed.
   static bool prepareProcess();
 
-  // `cgroup_name`: the per-job cgroup's name (unique on the node). `is_rank(pid)`: the
+  // `cgroup_name`: the per-job cgroup's name (JobCgroup adds the daemon's identity). `is_rank(pid)`: the
   // supervisor's own children, which this class never reaps.
   Containment(asio::io_context& io, const std::string& cgroup_name, std::function<bool(pid_t)> is_rank);
   ~Containment();  // SIGKILL to whatever is left, reaped, cgroup removed

@@ -34,6 +34,26 @@ bool parseProcStat(const std::string& stat, ProcEntry& out) {
   return true;
 }
 
+std::string processStartTime(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[1024];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return "";
+  const std::string stat(buf, static_cast<size_t>(n));
+  size_t at = stat.rfind(')');
+  if (at == std::string::npos) return "";
+  // Fields after the command name start with the 3rd; the 22nd is 19 spaces further.
+  for (int field = 3; field <= 22; ++field) {
+    at = stat.find(' ', at + 1);
+    if (at == std::string::npos) return "";
+  }
+  const size_t end = stat.find(' ', at + 1);
+  return stat.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+}
+
 std::vector<ProcEntry> listProcesses(const std::string& proc_root) {
   std::vector<ProcEntry> out;
   DIR* dir = ::opendir(proc_root.c_str());

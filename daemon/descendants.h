@@ -26,6 +26,10 @@ std::vector<ProcEntry> listProcesses(const std::string& proc_root = "/proc");
 // Every process below `root` by parent links (children, their children, ...), not `root`.
 std::vector<ProcEntry> descendantsOf(pid_t root, const std::vector<ProcEntry>& procs);
 
+// Field 22 of /proc/<pid>/stat (clock ticks after boot): with the pid, it names one process even
+// after the pid is reused. "" when there is no such process.
+std::string processStartTime(pid_t pid);
+
 // Parses the text of /proc/<pid>/stat; false if it is not one.
 bool parseProcStat(const std::string& stat, ProcEntry& out);
 

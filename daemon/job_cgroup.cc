@@ -4,10 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "daemon/descendants.h"
 
 namespace tlaunch {
 
@@ -27,6 +32,48 @@ bool writeSmallFile(const std::string& path, const char* text) {
   const bool ok = ::write(fd, text, static_cast<size_t>(len)) == len;
   ::close(fd);
   return ok;
+}
+
+std::string pidNamespace() {
+  struct stat ns {};
+  return ::stat("/proc/self/ns/pid", &ns) == 0 ? std::to_string(ns.st_ino) : "0";
+}
+
+// "<pidns>-<pid>-<start>" for this process: who made a cgroup, judged like stale_job_files.h.
+std::string daemonSuffix() {
+  return pidNamespace() + "-" + std::to_string(::getpid()) + "-" + processStartTime(::getpid());
+}
+
+bool populatedAt(const std::string& path) {
+  return readSmallFile(path + "/cgroup.events").find("populated 1") != std::string::npos;
+}
+
+// The tlaunch cgroups in `parent` made by a daemon of this pid namespace and user that is gone.
+void removeStaleCgroups(const std::string& parent) {
+  DIR* dir = ::opendir(parent.c_str());
+  if (!dir) return;
+  const std::string pidns = pidNamespace();
+  std::vector<std::string> stale;
+  while (const dirent* d = ::readdir(dir)) {
+    const std::string name = d->d_name;
+    const auto dot = name.rfind('.');
+    if (name.rfind("tlaunch.", 0) != 0 || dot == std::string::npos) continue;
+    std::istringstream suffix(name.substr(dot + 1));
+    std::string ns, pid, start;
+    if (!std::getline(suffix, ns, '-') || !std::getline(suffix, pid, '-') || !std::getline(suffix, start) || ns != pidns)
+      continue;
+    struct stat st {};
+    const std::string path = parent + "/" + name;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    const long owner = std::strtol(pid.c_str(), nullptr, 10);
+    if (owner > 0 && processStartTime(static_cast<pid_t>(owner)) != start) stale.push_back(path);
+  }
+  ::closedir(dir);
+  for (const auto& path : stale) {
+    if (populatedAt(path)) writeSmallFile(path + "/cgroup.kill", "1");
+    for (int i = 0; i < 50 && populatedAt(path); ++i) ::usleep(20000);
+    ::rmdir(path.c_str());
+  }
 }
 
 }  // namespace
@@ -58,13 +105,14 @@ std::string ownCgroupV2Dir() {
   return "";
 }
 
-std::unique_ptr<JobCgroup> JobCgroup::create(const std::string& name, std::string& why_not) {
+std::unique_ptr<JobCgroup> JobCgroup::create(const std::string& prefix, std::string& why_not) {
   const std::string own = ownCgroupV2Dir();
   if (own.empty()) {
     why_not = "no cgroup v2 hierarchy";
     return nullptr;
   }
-  const std::string path = own + "/" + name;
+  if (::access(own.c_str(), W_OK) == 0) removeStaleCgroups(own);
+  const std::string path = own + "/" + prefix + "." + daemonSuffix();
   if (::mkdir(path.c_str(), 0700) != 0) {
     why_not = "cannot create a cgroup in " + own + " (" + std::strerror(errno) + "; not delegated to this user)";
     return nullptr;

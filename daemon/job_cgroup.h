@@ -13,10 +13,12 @@ namespace tlaunch {
 
 class JobCgroup {
  public:
-  // Creates <the daemon's cgroup>/<name>; nullptr, with the reason in `why_not`, where cgroup
-  // v2 is not mounted, the daemon's cgroup is not writable, or the kernel lacks cgroup.kill
-  // (before 5.14).
-  static std::unique_ptr<JobCgroup> create(const std::string& name, std::string& why_not);
+  // Creates <the daemon's cgroup>/<prefix>.<pid-namespace inode>-<pid>-<start time>; nullptr,
+  // with the reason in `why_not`, where cgroup v2 is not mounted, the daemon's cgroup is not
+  // writable, or the kernel lacks cgroup.kill (before 5.14). First removes the cgroups of this
+  // user's daemons (same pid namespace) that are gone (kill -9, the OOM killer), killing what
+  // the dead daemon's ranks left inside.
+  static std::unique_ptr<JobCgroup> create(const std::string& prefix, std::string& why_not);
   ~JobCgroup();  // kills what is left, then removes the directory
   JobCgroup(const JobCgroup&) = delete;
   JobCgroup& operator=(const JobCgroup&) = delete;

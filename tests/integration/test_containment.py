@@ -51,6 +51,49 @@ for label, env_extra in (("default", {}), ("subreaper", {"TLAUNCH_CONTAINMENT": 
         tl.check(len(notes) == 2, f"{label}: -v names the containment mechanism of each node: {r.stderr}")
         if label == "subreaper":
             tl.check(all("child subreaper" in n[1] for n in notes), f"forced fallback in force: {notes}")
+        for _, note in notes:
+            m = re.match(r"cgroup v2 (\S+)", note)
+            tl.check(not m or not os.path.exists(m.group(1)), f"the job's cgroup was removed: {note}")
+
+# 1b. With a per-job cgroup, even a daemon killed with -9 leaves nothing for long: the next
+# job's daemon kills what is left in the dead daemon's cgroup and removes it.
+marker = "tlaunch-contain-" + uuid.uuid4().hex
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "-v", "--", tl.PYTHON, LEAVE, marker, "0", "60"])
+try:
+    deadline = time.monotonic() + 60
+    out = b""
+    while b"ready" not in out and time.monotonic() < deadline:
+        if select.select([p.stdout], [], [], 1)[0]:
+            out += os.read(p.stdout.fileno(), 4096)
+    tl.check(b"ready" in out, "the rank started")
+    daemons = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == p.pid:
+                    daemons.append(int(d))
+        except (OSError, ValueError, IndexError):
+            pass
+    tl.check(daemons, "found the job's tlaunchd")
+    for d in daemons:
+        os.kill(d, 9)
+    _, killed_err = p.communicate(timeout=30)
+finally:
+    if p.poll() is None:
+        os.killpg(p.pid, 9)
+        p.wait()
+killed_in_cgroup = any("cgroup v2" in n for _, n in containment_notes(killed_err))
+print("daemon killed -9 while its job ran in a cgroup:", killed_in_cgroup)
+if killed_in_cgroup:
+    tl.check(survivors(marker), "kill -9 of a daemon leaves its ranks' detached children (else this tests nothing)")
+r, _, left = run_leaving(0, {})
+tl.check(r.returncode == 0 and not left, f"the next job: {r.stderr}")
+if killed_in_cgroup:
+    tl.check(tl.wait_until(lambda: not survivors(marker), 10),
+             f"what the ranks of a daemon killed -9 left in its cgroup ended with the next job: {survivors(marker)}")
+else:
+    print("no per-job cgroup here: what a daemon killed -9 leaves is not tracked (the subreaper died with it)")
+tl.kill_leftovers(marker)
 
 # 2. Zombies of orphans that re-parented to the daemon are reaped while the job runs.
 marker = "tlaunch-contain-" + uuid.uuid4().hex
