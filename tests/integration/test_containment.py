@@ -95,6 +95,25 @@ else:
     print("no per-job cgroup here: what a daemon killed -9 leaves is not tracked (the subreaper died with it)")
 tl.kill_leftovers(marker)
 
+# 1c. tlaunch itself killed with -9: its daemons end, and with them everything of the job.
+for env_extra in ({}, {"TLAUNCH_CONTAINMENT": "subreaper"}):
+    marker = "tlaunch-contain-" + uuid.uuid4().hex
+    p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--", tl.PYTHON, LEAVE, marker, "0", "60"],
+                 env=dict(os.environ, **env_extra))
+    deadline = time.monotonic() + 60
+    out = b""
+    while out.count(b"ready") < 2 and time.monotonic() < deadline:
+        if select.select([p.stdout], [], [], 1)[0]:
+            out += os.read(p.stdout.fileno(), 4096)
+    tl.check(out.count(b"ready") == 2, "both ranks started")
+    tl.check(survivors(marker), "the ranks' detached children run")
+    os.kill(p.pid, 9)
+    p.wait()
+    gone = tl.wait_until(lambda: not survivors(marker), 10)
+    left = survivors(marker)
+    tl.kill_leftovers(marker)
+    tl.check(gone, f"{env_extra}: 10 s after kill -9 of tlaunch, processes the ranks started still run: {left}")
+
 # 2. Zombies of orphans that re-parented to the daemon are reaped while the job runs.
 marker = "tlaunch-contain-" + uuid.uuid4().hex
 p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--", tl.PYTHON, LEAVE, marker, "0", "4"])

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "bootstrap/close_fds.h"
 #include "bootstrap/process_hygiene.h"
 #include "daemon/descendants.h"
+#include "daemon/job_cgroup.h"
 
 using namespace tlaunch;
 
@@ -103,4 +105,70 @@ TEST_CASE("restoreUserNofile puts back the soft limit, keeping the hard one") {
   REQUIRE(::waitpid(child, &status, 0) == child);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("processStartTime names a live process, nothing for a gone one") {
+  CHECK_FALSE(processStartTime(::getpid()).empty());
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) _exit(0);
+  ::waitpid(child, nullptr, 0);
+  CHECK(processStartTime(child).empty());
+}
+
+TEST_CASE("JobCgroup: ranks join it, cgroup.kill ends them, a dead daemon's cgroup is removed") {
+  const std::string own = ownCgroupV2Dir();
+  if (own.empty() || ::access(own.c_str(), W_OK) != 0) {
+    WARN("no writable cgroup v2 here: the per-job cgroup is not tested");
+    return;
+  }
+  // A dead daemon's cgroup (same pid namespace, a pid that exited) and a live one's.
+  struct stat ns {};
+  REQUIRE(::stat("/proc/self/ns/pid", &ns) == 0);
+  pid_t gone = ::fork();
+  REQUIRE(gone >= 0);
+  if (gone == 0) _exit(0);
+  ::waitpid(gone, nullptr, 0);
+  const std::string dead = own + "/tlaunch.unit-dead.n1." + std::to_string(ns.st_ino) + "-" + std::to_string(gone) + "-1";
+  const std::string live = own + "/tlaunch.unit-live.n1." + std::to_string(ns.st_ino) + "-" + std::to_string(::getpid()) +
+                           "-" + processStartTime(::getpid());
+  const std::string other_ns = own + "/tlaunch.unit-ns.n1.1-" + std::to_string(gone) + "-1";
+  for (const auto& d : {dead, live, other_ns}) REQUIRE(::mkdir(d.c_str(), 0700) == 0);
+
+  std::string why_not;
+  auto cg = JobCgroup::create("tlaunch.unit-test.n1", why_not);
+  if (!cg) {
+    for (const auto& d : {dead, live, other_ns}) ::rmdir(d.c_str());
+    WARN("no per-job cgroup: " + why_not);
+    return;
+  }
+  CHECK(::access(dead.c_str(), F_OK) != 0);      // its daemon is gone
+  CHECK(::access(live.c_str(), F_OK) == 0);      // its daemon (we) is alive
+  CHECK(::access(other_ns.c_str(), F_OK) == 0);  // another pid namespace: not ours to judge
+  ::rmdir(live.c_str());
+  ::rmdir(other_ns.c_str());
+
+  const int procs = cg->procsFd();
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (::write(procs, "0", 1) != 1) _exit(1);
+    if (::fork() == 0) ::setsid();  // a grandchild in a session of its own: still inside
+    ::pause();
+    _exit(0);
+  }
+  for (int i = 0; i < 100 && cg->members().size() < 2; ++i) ::usleep(10000);
+  auto members = cg->members();
+  CHECK(members.size() == 2);
+  CHECK(std::find(members.begin(), members.end(), child) != members.end());
+  CHECK(cg->populated());
+  CHECK(cg->killAll());
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  for (int i = 0; i < 100 && cg->populated(); ++i) ::usleep(10000);
+  CHECK_FALSE(cg->populated());
+  const std::string path = cg->path();
+  CHECK(cg->remove());
+  CHECK(::access(path.c_str(), F_OK) != 0);
 }
