@@ -189,6 +189,7 @@ tl.check(r.returncode == 0, f"exit status {r.returncode}: {r.stderr}")
 tl.check(f"rank nofile {want} {hard}" in r.stdout, f"the rank got the user's soft limit {want}: {r.stdout}")
 tl.check(f"daemon nofile {hard} {hard}" in r.stdout or (hard == resource.RLIM_INFINITY and "daemon nofile unlimited" in r.stdout),
          f"the daemon raised its soft limit to the hard limit {hard}: {r.stdout}")
+tl.check("rank inherited fds 0 1 2\n" in r.stdout, f"nothing of the daemon's leaks into a rank: {r.stdout}")
 tl.check("rank dumpable 1" in r.stdout, f"ranks are dumpable (core dumps, ptrace) as usual: {r.stdout}")
 m = re.search(r"rank environ readable (\w+) owner (\d+) uid (\d+)", r.stdout)
 tl.check(m and m.group(1) == "True" and m.group(2) == m.group(3), f"a rank's /proc/<pid>/environ is its user's: {r.stdout}")

@@ -1,6 +1,6 @@
 # Prints what a rank sees of its limits and of its daemon: its RLIMIT_NOFILE soft limit, the
-# daemon's (its parent's) Max open files, whether it is itself dumpable, and whether it can read
-# its own and its daemon's /proc/<pid>/environ.
+# daemon's (its parent's) Max open files, whether it is itself dumpable, whether it can read
+# its own and its daemon's /proc/<pid>/environ, and the descriptors it inherited.
 import ctypes
 import os
 
@@ -20,6 +20,8 @@ def readable(path):
         return False
 
 
+# Before anything else opens a file: what exec left open (the listing's own fd is the last).
+inherited = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))[:-1]
 with open(f"/proc/{daemon}/limits") as f:
     line = next(l for l in f if l.startswith("Max open files")).split()
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -28,3 +30,4 @@ print(f"daemon nofile {line[3]} {line[4]}")
 print(f"rank dumpable {libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)}")
 print(f"rank environ readable {readable('/proc/self/environ')} owner {os.stat('/proc/self/environ').st_uid} uid {os.getuid()}")
 print(f"daemon environ readable {readable(f'/proc/{daemon}/environ')} owner {os.stat(f'/proc/{daemon}/environ').st_uid}")
+print(f"rank inherited fds {' '.join(str(fd) for fd in inherited)}")
