@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 namespace tlaunch {
 
 namespace {
@@ -19,11 +21,18 @@ void hardenProcess() {
     original = lim;
     saved = true;
   }
-  if (lim.rlim_cur < lim.rlim_max) {
-    struct rlimit raised = lim;
-    raised.rlim_cur = lim.rlim_max;
-    (void)::setrlimit(RLIMIT_NOFILE, &raised);
+  struct rlimit raised = lim;
+  raised.rlim_cur = lim.rlim_max;
+  if (raised.rlim_cur == RLIM_INFINITY) {
+    // The kernel refuses more than fs.nr_open descriptors, whatever the hard limit says.
+    unsigned long nr_open = 1048576;
+    if (FILE* f = std::fopen("/proc/sys/fs/nr_open", "re")) {
+      if (std::fscanf(f, "%lu", &nr_open) != 1) nr_open = 1048576;
+      std::fclose(f);
+    }
+    raised.rlim_cur = nr_open;
   }
+  if (lim.rlim_cur < raised.rlim_cur) (void)::setrlimit(RLIMIT_NOFILE, &raised);
 }
 
 struct rlimit userNofileLimit() {
