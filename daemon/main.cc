@@ -12,8 +12,8 @@
 #include <spdlog/spdlog.h>
 
 #include "bootstrap/process_hygiene.h"
-#include "daemon/daemon_session.h"
 #include "daemon/containment.h"
+#include "daemon/daemon_session.h"
 #include "tlaunch/version.h"
 
 namespace {
