@@ -51,12 +51,15 @@ Containment::~Containment() {
   sigchld_.close(ignore);
   reap_timer_.cancel();
   sweep_timer_.cancel();
-  const auto give_up = std::chrono::steady_clock::now() + kLastBound;
-  for (;;) {
-    killEverything();
-    reapOrphans();
-    if (count() == 0 || std::chrono::steady_clock::now() > give_up) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  try {
+    const auto give_up = std::chrono::steady_clock::now() + kLastBound;
+    for (;;) {
+      killEverything();
+      reapOrphans();
+      if (count() == 0 || std::chrono::steady_clock::now() > give_up) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  } catch (...) {  // out of memory listing /proc: the cgroup (if any) still kills below
   }
   cgroup_.reset();
 }
