@@ -9,4 +9,6 @@ set(BOOTSTRAP_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/connection.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/node_launch_json.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tree_shape.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/process_hygiene.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/close_fds.cc
 )

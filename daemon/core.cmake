@@ -11,4 +11,7 @@ set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/stale_job_files.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_bridge.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/descendants.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_cgroup.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/containment.cc
 )

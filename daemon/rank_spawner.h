@@ -20,6 +20,7 @@ struct RankLaunch {
   std::string cwd;
   std::optional<PreparedBinding> binding;
   bool stdin_pipe = false;         // else /dev/null
+  int cgroup_procs_fd = -1;        // the job cgroup's cgroup.procs, open for writing; -1: none
 };
 
 struct RankProcess {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "bootstrap/auth.h"
+#include "bootstrap/close_fds.h"
 #include "binding/preflight/preflight_report.h"
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cross_node_preflight.h"
@@ -100,6 +101,7 @@ Result<void> JobSession::listen() {
   if (ec) return tlaunch::fail(Errc::usage, "bad listen address " + cfg_.listen_address);
   asio::ip::tcp::endpoint ep(addr, 0);
   acceptor_.open(ep.protocol(), ec);
+  if (!ec) markCloseOnExec(acceptor_.native_handle());
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(ep, ec);
   if (!ec) acceptor_.listen(1024, ec);
@@ -265,6 +267,7 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
     return;
   }
   if (t == "started") {
+    if (cfg_.spec.verbose && msg.contains("containment")) out_.note("node " + link.name + ": " + getString(msg, "containment"));
     link.started = true;
     link.started_at = Clock::now();
     if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->started; }) &&
