@@ -13,6 +13,15 @@
 namespace tlaunch {
 
 inline constexpr size_t kFrameHeaderBytes = 4;
+// Before authentication a peer is a stranger: the handshake's frames are a few hundred bytes.
+inline constexpr size_t kPreAuthMaxFrameBytes = 4096;
+// After authentication: every legitimate frame, with room to spare. The largest is a PMIx
+// fence's fence_done, every node's contribution in one message (a 1,000-node Open MPI modex
+// can exceed 16 MiB; 256 MiB covers about ten times that) — still a cap on what one peer can
+// make a receiver buffer.
+inline constexpr size_t kAuthenticatedMaxFrameBytes = 256u << 20;
+// What a decoder allows when nobody says otherwise (connections that do not yet apply the two
+// limits above).
 inline constexpr size_t kDefaultMaxFrameBytes = 64u << 20;
 
 std::string encodeFrame(std::string_view payload);
@@ -25,6 +34,9 @@ class FrameDecoder {
   // After an error the stream is unusable: the connection must be dropped.
   Result<std::optional<std::string>> next();
   size_t buffered() const { return buf_.size() - pos_; }
+  // Applies to every frame not yet returned: a connection raises it once its peer authenticated.
+  void setMaxFrameBytes(size_t max_frame_bytes) { max_ = max_frame_bytes; }
+  size_t maxFrameBytes() const { return max_; }
 
  private:
   size_t max_;
