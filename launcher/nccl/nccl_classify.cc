@@ -93,7 +93,7 @@ bool parseChannel(std::string_view text, ChannelHop& hop) {
       if (slash + 1 < path.size() && isDigit(path[slash + 1])) break;
       at = slash + 1;
     }
-    if (slash == std::string_view::npos) return true;  // truncated: not a usable NET hop
+    if (slash == std::string_view::npos) return false;  // cut off before the device: not usable
     hop.net = std::string(path.substr(4, slash - 4));
     auto dev = path.substr(slash + 1);
     hop.net_dev = toInt(dev);
