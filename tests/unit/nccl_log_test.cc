@@ -11,7 +11,7 @@ using namespace tlaunch::nccl;
 using namespace tlaunch::nccl::testing;
 using Strings = std::vector<std::string>;
 
-TEST_CASE("prefixes of NCCL and of other launchers are stripped") {
+TEST_CASE("nccl log: prefixes of NCCL and of other launchers are stripped") {
   for (const char* line : {"node1:12:34 [3] NCCL INFO Using network IB",
                            "[1,0]<stdout>:node1:12:34 [3] NCCL INFO Using network IB",
                            "[7] node1:12:34 [3] NCCL INFO Using network IB",
@@ -32,7 +32,7 @@ TEST_CASE("prefixes of NCCL and of other launchers are stripped") {
   CHECK(parseLine("[node1:5] h:1:1 [0] NCCL INFO x")[0].origin.tag_rank == 5);
 }
 
-TEST_CASE("the message forms of NCCL 2.4 and 2.27 classify alike") {
+TEST_CASE("nccl log: the message forms of NCCL 2.4 and 2.27 classify alike") {
   auto boot = classifyMessage("Bootstrap : Using [0]ib0:192.168.33.11<0>", false);
   CHECK(boot.kind == EventKind::bootstrap);
   CHECK(boot.name == "ib0");
@@ -65,7 +65,7 @@ TEST_CASE("the message forms of NCCL 2.4 and 2.27 classify alike") {
   CHECK(classifyMessage("Call to ibv_create_cq failed", true).kind == EventKind::warn);
 }
 
-TEST_CASE("helpers: rank ranges and HCA lists") {
+TEST_CASE("nccl log: helpers: rank ranges and HCA lists") {
   CHECK(rankRanges({15, 8, 9, 10, 11, 3}) == "3,8-11,15");
   CHECK(rankRanges({}) == "");
   CHECK(compactHcas({"mlx5_0:1", "mlx5_1:1", "mlx5_2:1", "mlx5_3:1"}) == "mlx5_0-3");
@@ -73,7 +73,7 @@ TEST_CASE("helpers: rank ranges and HCA lists") {
   CHECK(compactHcas({"eno1", "ens9f0"}) == "eno1,ens9f0");
 }
 
-TEST_CASE("empty input: no ranks, and the verdict says so") {
+TEST_CASE("nccl log: empty input: no ranks, and the verdict says so") {
   NcclLogState state;
   state.feed("");
   state.feedText("\n\n\n");
@@ -85,7 +85,7 @@ TEST_CASE("empty input: no ranks, and the verdict says so") {
   CHECK(reportJson(report).at("ranks").empty());
 }
 
-TEST_CASE("binary garbage is survived, and a real line after it still counts") {
+TEST_CASE("nccl log: binary garbage is survived, and a real line after it still counts") {
   std::mt19937 random(42);
   std::string garbage;
   for (int i = 0; i < 200000; ++i) garbage.push_back(static_cast<char>(random() & 0xff));
@@ -99,7 +99,7 @@ TEST_CASE("binary garbage is survived, and a real line after it still counts") {
   CHECK_NOTHROW(reportJson(report).dump());
 }
 
-TEST_CASE("a 10 MB single line neither hangs nor hides the messages in it") {
+TEST_CASE("nccl log: a 10 MB single line neither hangs nor hides the messages in it") {
   std::string line(10u << 20, 'x');
   line += " node1:5:5 [0] NCCL INFO NET/IB : No device found.";
   line.insert(5u << 20, "node1:5:5 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0> ");
@@ -112,7 +112,7 @@ TEST_CASE("a 10 MB single line neither hangs nor hides the messages in it") {
   CHECK(report.ranks[0].no_ib_reason == "NET/IB: No device found");
 }
 
-TEST_CASE("interleaved processes: lines alternate, and one process's message is cut into another's") {
+TEST_CASE("nccl log: interleaved processes: lines alternate, and one process's message is cut into another's") {
   const std::string text =
       "hostA:100:101 [0] NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>\n"
       "hostA:200:201 [1] NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>\n"
@@ -129,7 +129,7 @@ TEST_CASE("interleaved processes: lines alternate, and one process's message is 
   CHECK(report.intra == Strings{"P2P/IPC"});
 }
 
-TEST_CASE("ANSI colours inside and around a message do not change it") {
+TEST_CASE("nccl log: ANSI colours inside and around a message do not change it") {
   auto report = reportOfText(
       "\x1b[1;31mn1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB \x1b[0mib0:10.0.0.1<0>\n"
       "\x1b[33mn1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\x1b[0m\r\n");
@@ -140,7 +140,7 @@ TEST_CASE("ANSI colours inside and around a message do not change it") {
   CHECK(report.ranks[0].gdr == Gdr::yes);
 }
 
-TEST_CASE("truncated lines are ignored, not misread") {
+TEST_CASE("nccl log: truncated lines are ignored, not misread") {
   auto report = reportOfText("[56] host-7:7240:7401\nspark01:2683\nn1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] via P\n"
                              "n1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/I");
   REQUIRE(report.ranks.size() == 1);
@@ -148,7 +148,7 @@ TEST_CASE("truncated lines are ignored, not misread") {
   CHECK(report.ranks[0].transport == Transport::none);
 }
 
-TEST_CASE("fed in arbitrary pieces, the state ends where one feed of the whole log ends") {
+TEST_CASE("nccl log: fed in arbitrary pieces, the state ends where one feed of the whole log ends") {
   const std::string text = readFixture("08");
   auto whole = reportJson(reportOfText(text));
   std::mt19937 random(7);

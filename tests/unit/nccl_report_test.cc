@@ -10,7 +10,7 @@ using namespace tlaunch::nccl;
 using namespace tlaunch::nccl::testing;
 using Strings = std::vector<std::string>;
 
-TEST_CASE("every NCCL log fixture has its test below") {
+TEST_CASE("nccl report: every NCCL log fixture has its test below") {
   const std::set<std::string> tested{"01", "02", "03", "04", "05", "06", "07", "08", "09",
                                      "10", "11", "12", "13", "14", "15", "16", "17", "18"};
   std::set<std::string> present;
@@ -19,7 +19,7 @@ TEST_CASE("every NCCL log fixture has its test below") {
   CHECK(present == tested);
 }
 
-TEST_CASE("01: NET/IB on mlx4_0:1 without GDR, bootstrap ib0 (NCCL 2.4.8)") {
+TEST_CASE("nccl report: 01: NET/IB on mlx4_0:1 without GDR, bootstrap ib0 (NCCL 2.4.8)") {
   auto report = reportOf("01");
   REQUIRE(report.ranks.size() == 2);
   const auto& r0 = rankIn(report, 0);
@@ -41,7 +41,7 @@ TEST_CASE("01: NET/IB on mlx4_0:1 without GDR, bootstrap ib0 (NCCL 2.4.8)") {
   CHECK(report.verdict == "NCCL: 2 ranks on 2 hosts; between nodes NET/IB on mlx4_0 without GPUDirect RDMA; bootstrap on ib0");
 }
 
-TEST_CASE("02: NET/Socket over eno1 and ens9f0 after libibverbs failed to open (NCCL 2.4.8)") {
+TEST_CASE("nccl report: 02: NET/Socket over eno1 and ens9f0 after libibverbs failed to open (NCCL 2.4.8)") {
   auto report = reportOf("02");
   const auto& r0 = rankIn(report, 0);
   const auto& r1 = rankIn(report, 1);
@@ -60,7 +60,7 @@ TEST_CASE("02: NET/Socket over eno1 and ens9f0 after libibverbs failed to open (
         "WARNING: ranks 0-1 use NET/Socket over eno1, ens9f0 (libibverbs not found) — NCCL fell back to TCP");
 }
 
-TEST_CASE("03: Socket over enp2s0, init failed on 'No route to host' twice, no transport") {
+TEST_CASE("nccl report: 03: Socket over enp2s0, init failed on 'No route to host' twice, no transport") {
   auto report = reportOf("03");
   REQUIRE(report.ranks.size() == 1);
   const auto& p = processIn(report, "localhost", 3401);
@@ -77,7 +77,7 @@ TEST_CASE("03: Socket over enp2s0, init failed on 'No route to host' twice, no t
   CHECK(contains(report.verdict, "no transport was established (network Socket over enp2s0"));
 }
 
-TEST_CASE("04: NET/AWS Libfabric (aws-ofi-nccl 1.5.0aws, efa, 1 NIC) without GDR behind [1,N]<stdout>:") {
+TEST_CASE("nccl report: 04: NET/AWS Libfabric (aws-ofi-nccl 1.5.0aws, efa, 1 NIC) without GDR behind [1,N]<stdout>:") {
   auto report = reportOf("04");
   REQUIRE(report.ranks.size() == 2);
   for (int rank : {0, 1}) {
@@ -97,7 +97,7 @@ TEST_CASE("04: NET/AWS Libfabric (aws-ofi-nccl 1.5.0aws, efa, 1 NIC) without GDR
                           "without GPUDirect RDMA; bootstrap on eth0");
 }
 
-TEST_CASE("05: NET/IB/1 is mlx4_0 port 2, no GDR, bootstrap ib0 (Horovod prefixes, NCCL 2.16.2)") {
+TEST_CASE("nccl report: 05: NET/IB/1 is mlx4_0 port 2, no GDR, bootstrap ib0 (Horovod prefixes, NCCL 2.16.2)") {
   auto report = reportOf("05");
   const auto& r0 = rankIn(report, 0);
   const auto& r1 = rankIn(report, 1);
@@ -114,7 +114,7 @@ TEST_CASE("05: NET/IB/1 is mlx4_0 port 2, no GDR, bootstrap ib0 (Horovod prefixe
   CHECK(contains(report.verdict, "between nodes NET/IB on mlx4_0:2 without GPUDirect RDMA; bootstrap on ib0"));
 }
 
-TEST_CASE("06: RoCE mlx5_0 with GDR, rank 9 via PXN through rank 8, P2P/IPC, plugin loaded but unused") {
+TEST_CASE("nccl report: 06: RoCE mlx5_0 with GDR, rank 9 via PXN through rank 8, P2P/IPC, plugin loaded but unused") {
   auto report = reportOf("06");
   REQUIRE(report.ranks.size() == 8);
   CHECK(report.world == 16);
@@ -141,7 +141,7 @@ TEST_CASE("06: RoCE mlx5_0 with GDR, rank 9 via PXN through rank 8, P2P/IPC, plu
         "through rank 8's NIC); bootstrap on enp25s0np0; within nodes P2P/IPC; net plugin AWS Libfabric loaded but not used");
 }
 
-TEST_CASE("06: rank 8's NET/IB hops go both ways") {
+TEST_CASE("nccl report: 06: rank 8's NET/IB hops go both ways") {
   NcclLogState state;
   state.feedText(readFixture("06"));
   state.finish();
@@ -153,7 +153,7 @@ TEST_CASE("06: rank 8's NET/IB hops go both ways") {
   CHECK(receive);
 }
 
-TEST_CASE("07: SHM/direct/direct on one host, Socket on bond0 selected but unused, interleaved lines") {
+TEST_CASE("nccl report: 07: SHM/direct/direct on one host, Socket on bond0 selected but unused, interleaved lines") {
   auto report = reportOf("07");
   REQUIRE(report.ranks.size() == 2);
   for (int rank : {0, 1}) {
@@ -175,7 +175,7 @@ TEST_CASE("07: SHM/direct/direct on one host, Socket on bond0 selected but unuse
                           "bootstrap on bond0; within nodes SHM/direct/direct");
 }
 
-TEST_CASE("08: rank 8+i on NET/IB/i (RoCE) with GDR, rail-aligned HCAs, OFI plugin failed") {
+TEST_CASE("nccl report: 08: rank 8+i on NET/IB/i (RoCE) with GDR, rail-aligned HCAs, OFI plugin failed") {
   auto report = reportOf("08");
   const Strings hcas{"mlx5_0:1", "mlx5_1:1", "mlx5_2:1", "mlx5_5:1", "mlx5_6:1", "mlx5_7:1", "mlx5_8:1", "mlx5_11:1"};
   for (int i = 0; i < 8; ++i) {
@@ -191,7 +191,7 @@ TEST_CASE("08: rank 8+i on NET/IB/i (RoCE) with GDR, rail-aligned HCAs, OFI plug
   CHECK(contains(report.verdict, "net plugin AWS Libfabric loaded but not used"));
 }
 
-TEST_CASE("09: NET/Libfabric/0/GDRDMA (aws-ofi-nccl 1.16.2, efa, 1 NIC), no NVLink, rank 0 of 4") {
+TEST_CASE("nccl report: 09: NET/Libfabric/0/GDRDMA (aws-ofi-nccl 1.16.2, efa, 1 NIC), no NVLink, rank 0 of 4") {
   auto report = reportOf("09");
   REQUIRE(report.ranks.size() == 1);
   const auto& r = rankIn(report, 0);
@@ -209,7 +209,7 @@ TEST_CASE("09: NET/Libfabric/0/GDRDMA (aws-ofi-nccl 1.16.2, efa, 1 NIC), no NVLi
                                    "efa, 1 NIC) with GPUDirect RDMA; bootstrap on eth0"));
 }
 
-TEST_CASE("10: NET/Libfabric/0 without GDR ('GDR not supported'), rank 0 of 4") {
+TEST_CASE("nccl report: 10: NET/Libfabric/0 without GDR ('GDR not supported'), rank 0 of 4") {
   auto report = reportOf("10");
   const auto& r = rankIn(report, 0);
   CHECK(r.transport == Transport::plugin);
@@ -220,7 +220,7 @@ TEST_CASE("10: NET/Libfabric/0 without GDR ('GDR not supported'), rank 0 of 4") 
   CHECK(contains(report.verdict, "without GPUDirect RDMA"));
 }
 
-TEST_CASE("11: single node on SHM/direct/direct; network Libfabric selected but unused") {
+TEST_CASE("nccl report: 11: single node on SHM/direct/direct; network Libfabric selected but unused") {
   auto report = reportOf("11");
   REQUIRE(report.ranks.size() == 4);
   for (int rank = 0; rank < 4; ++rank) {
@@ -234,7 +234,7 @@ TEST_CASE("11: single node on SHM/direct/direct; network Libfabric selected but 
   CHECK(report.verdict == "NCCL: 4 ranks; single node (network Libfabric selected, not used); within nodes SHM/direct/direct");
 }
 
-TEST_CASE("12: single node on P2P/CUMEM, log starts mid-init: bootstrap unknown") {
+TEST_CASE("nccl report: 12: single node on P2P/CUMEM, log starts mid-init: bootstrap unknown") {
   auto report = reportOf("12");
   REQUIRE(report.ranks.size() == 4);
   for (int rank = 0; rank < 4; ++rank) {
@@ -245,7 +245,7 @@ TEST_CASE("12: single node on P2P/CUMEM, log starts mid-init: bootstrap unknown"
   CHECK(report.verdict == "NCCL: 4 ranks; single node (network Libfabric selected, not used); within nodes P2P/CUMEM");
 }
 
-TEST_CASE("13: vLLM on Ray, 2 pods: NET/IB with GDR between them, P2P/IPC within, bootstrap eth0") {
+TEST_CASE("nccl report: 13: vLLM on Ray, 2 pods: NET/IB with GDR between them, P2P/IPC within, bootstrap eth0") {
   auto report = reportOf("13");
   CHECK(report.hosts == 2);  // "pseek-v2-5-0-1:627" (start cut by Ray) is deepseek-v2-5-0-1's pid 627
   CHECK_FALSE(report.ranks_unique);  // tensor- and pipeline-parallel communicators number ranks apart
@@ -261,7 +261,7 @@ TEST_CASE("13: vLLM on Ray, 2 pods: NET/IB with GDR between them, P2P/IPC within
   CHECK(contains(report.verdict, "on 2 hosts; between nodes NET/IB on mlx5_"));
 }
 
-TEST_CASE("14: vLLM on Ray with ANSI colours: NET/Socket over eth0 between pods (NET/IB: No device found)") {
+TEST_CASE("nccl report: 14: vLLM on Ray with ANSI colours: NET/Socket over eth0 between pods (NET/IB: No device found)") {
   auto report = reportOf("14");
   CHECK(report.hosts == 2);
   CHECK(report.transport == Transport::socket);
@@ -273,7 +273,7 @@ TEST_CASE("14: vLLM on Ray with ANSI colours: NET/Socket over eth0 between pods 
   CHECK(contains(report.verdict, "use NET/Socket over eth0 (NET/IB: No device found) — NCCL fell back to TCP"));
 }
 
-TEST_CASE("15: rank 56 receives over NET/IB/2 = mlx5_2 RoCE (not IB), P2P/IPC to 58, then ibv_modify_qp fails") {
+TEST_CASE("nccl report: 15: rank 56 receives over NET/IB/2 = mlx5_2 RoCE (not IB), P2P/IPC to 58, then ibv_modify_qp fails") {
   auto report = reportOf("15");
   const auto& r = rankIn(report, 56);
   CHECK(r.transport == Transport::roce);
@@ -288,7 +288,7 @@ TEST_CASE("15: rank 56 receives over NET/IB/2 = mlx5_2 RoCE (not IB), P2P/IPC to
                           "between nodes NET/IB over RoCE on mlx5_2 without GPUDirect RDMA");
 }
 
-TEST_CASE("16: rank 0 on NET/IB/0 = mlx5_1 RoCE without GDR, bootstrap ens192f1, then ibv_create_cq fails") {
+TEST_CASE("nccl report: 16: rank 0 on NET/IB/0 = mlx5_1 RoCE without GDR, bootstrap ens192f1, then ibv_create_cq fails") {
   auto report = reportOf("16");
   const auto& r = rankIn(report, 0);
   CHECK(r.host == "spark01");
@@ -302,7 +302,7 @@ TEST_CASE("16: rank 0 on NET/IB/0 = mlx5_1 RoCE without GDR, bootstrap ens192f1,
   CHECK(report.verdict.starts_with("ERROR: NCCL failed on rank 0: Call to ibv_create_cq failed"));
 }
 
-TEST_CASE("17: Socket over eth0, bootstrap eth0, init failed on the topology: no channels") {
+TEST_CASE("nccl report: 17: Socket over eth0, bootstrap eth0, init failed on the topology: no channels") {
   auto report = reportOf("17");
   REQUIRE(report.ranks.size() == 1);
   const auto& p = report.ranks.front();
@@ -318,7 +318,7 @@ TEST_CASE("17: Socket over eth0, bootstrap eth0, init failed on the topology: no
   CHECK(contains(report.verdict, "no transport was established (network Socket over eth0, libibverbs not found)"));
 }
 
-TEST_CASE("18: three completion errors status=12 vendor err 129 on kp-ddp-worker-0 GPU 4: retry exceeded") {
+TEST_CASE("nccl report: 18: three completion errors status=12 vendor err 129 on kp-ddp-worker-0 GPU 4: retry exceeded") {
   auto report = reportOf("18");
   REQUIRE(report.ranks.size() == 1);
   const auto& p = processIn(report, "kp-ddp-worker-0", 3468);
