@@ -185,10 +185,6 @@ const char* statusName(Status s) {
   return "incomplete";
 }
 
-std::string RankReport::label() const {
-  return rank >= 0 ? "rank " + std::to_string(rank) : host + ":" + std::to_string(pid);
-}
-
 NcclReport buildReport(const NcclLogState& state) {
   NcclReport out;
   for (const auto& p : state.processes()) out.ranks.push_back(rankOf(p, state));

@@ -51,7 +51,6 @@ struct RankReport {
   std::string no_ib_reason;        // why IB was not available: "NET/IB: No device found", …
   Status status = Status::incomplete;
   std::vector<WarnRecord> warnings;
-  std::string label() const;  // "rank 8" or "host:pid"
 };
 
 struct NcclReport {
