@@ -90,7 +90,7 @@ int runNcclReportCommand(int argc, char** argv) {
   }
   nccl::NcclReport report = nccl::buildReport(state);
   if (json) {
-    std::cout << nccl::reportJson(report).dump(2) << "\n";
+    std::cout << nccl::reportJsonText(report);
   } else {
     std::cout << nccl::reportText(report);
   }

@@ -140,4 +140,8 @@ json reportJson(const NcclReport& report) {
   };
 }
 
+std::string reportJsonText(const NcclReport& report) {
+  return reportJson(report).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace tlaunch::nccl

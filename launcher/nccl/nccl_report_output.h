@@ -11,5 +11,7 @@ namespace tlaunch::nccl {
 
 std::string reportText(const NcclReport& report);
 nlohmann::json reportJson(const NcclReport& report);
+// reportJson as indented text; bytes that are not UTF-8 (a log is not) become U+FFFD.
+std::string reportJsonText(const NcclReport& report);
 
 }  // namespace tlaunch::nccl

@@ -99,6 +99,16 @@ TEST_CASE("nccl log: binary garbage is survived, and a real line after it still 
   CHECK_NOTHROW(reportJson(report).dump());
 }
 
+TEST_CASE("nccl log: bytes that are not UTF-8 in a message still give valid JSON") {
+  auto report = reportOfText("n1:1:1 [0] NCCL INFO Bootstrap : Using eth\xe9:10.0.0.1<0>\n"
+                             "n1:1:1 [0] misc/x.cc:1 NCCL WARN caf\xe9 \xff\xfe failed\n");
+  REQUIRE(report.ranks.size() == 1);
+  REQUIRE(report.ranks[0].warnings.size() == 1);
+  auto text = reportJsonText(report);
+  auto back = nlohmann::json::parse(text);
+  CHECK(back.at("ranks").at(0).at("warnings").at(0).at("text").get<std::string>().starts_with("caf"));
+}
+
 TEST_CASE("nccl log: a 10 MB single line neither hangs nor hides the messages in it") {
   std::string line(10u << 20, 'x');
   line += " node1:5:5 [0] NCCL INFO NET/IB : No device found.";
