@@ -122,7 +122,7 @@ bool parseComm(std::string_view text, Event& e) {
 // "bootstrap.cc:100 -> 2", "misc/group.cc:69 -> 2 [Async thread]"
 bool parseErrorTrace(std::string_view text, Event& e) {
   auto arrow = text.find(" -> ");
-  if (arrow == std::string_view::npos || arrow > 200) return false;
+  if (arrow > 200) return false;  // npos too
   auto location = text.substr(0, arrow);
   auto colon = location.rfind(':');
   if (colon == std::string_view::npos || !allDigits(location.substr(colon + 1)) ||

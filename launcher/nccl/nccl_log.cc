@@ -104,7 +104,7 @@ std::string_view stripTags(std::string_view lead, LineOrigin& origin) {
     lead = trimLeft(lead);
     if (lead.starts_with("[")) {
       auto close = lead.find(']');
-      if (close == std::string_view::npos || close > 80) break;
+      if (close > 80) break;  // npos too
       auto inside = lead.substr(1, close - 1);
       auto rest = lead.substr(close + 1);
       if (rest.starts_with("<stdout>:") || rest.starts_with("<stderr>:")) rest = rest.substr(9);
@@ -119,7 +119,7 @@ std::string_view stripTags(std::string_view lead, LineOrigin& origin) {
     if (lead.starts_with("(")) {  // Ray: "(RayWorkerWrapper pid=626, ip=10.244.1.107) "
       auto close = lead.find(')');
       auto pid = lead.find("pid=");
-      if (close == std::string_view::npos || close > 120 || pid == std::string_view::npos || pid > close) break;
+      if (close > 120 || pid > close) break;  // npos too
       auto digitsEnd = pid + 4;
       while (digitsEnd < close && isDigit(lead[digitsEnd])) ++digitsEnd;
       origin.tag_pid = toLong(lead.substr(pid + 4, digitsEnd - pid - 4));

@@ -73,7 +73,7 @@ int runNcclReportCommand(int argc, char** argv) {
       logs.push_back(arg);
     }
   }
-  if (logs.empty()) logs.push_back("-");
+  if (logs.empty()) logs.emplace_back("-");
 
   nccl::NcclLogState state;
   for (const auto& log : logs) {
