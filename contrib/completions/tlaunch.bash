@@ -13,6 +13,7 @@ _tlaunch_preflight_options="--check-reachability --connect-timeout --daemon-path
   --net-if --nnodes --nodes --preflight --preflight-skip --preflight-strict --slurm-args --ssh-connect-timeout
   --ssh-fanout --ssh-option --ssh-reuse --sysfs-root --topology-xml --verbose"
 _tlaunch_topo_options="--help --topology-xml"
+_tlaunch_nccl_report_options="--help --json"
 _tlaunch_checks="rdma_devices port_state lid rate netdev roce_gid verbs_devices uverbs memlock gpus gpudirect nccl_env
   nccl_socket_ifname verbs_port verbs_selftest cross_rails cross_rate cross_mtu cross_subnets rdma_pair reachability
   network"
@@ -54,7 +55,7 @@ _tlaunch() {
       return
     fi
     if [[ $word != -* ]] && ! _tlaunch_values "${COMP_WORDS[i - 1]}" "" 2>/dev/null; then
-      if [[ -z $sub && ($word == preflight || $word == topo) ]]; then
+      if [[ -z $sub && ($word == preflight || $word == topo || ($word == nccl-report && $i == 1)) ]]; then
         sub=$word
       else
         _tlaunch_program "$i"
@@ -67,11 +68,16 @@ _tlaunch() {
   case $sub in
     preflight) options=$_tlaunch_preflight_options ;;
     topo) options=$_tlaunch_topo_options ;;
+    nccl-report)  # NCCL logs to read
+      [[ $cur != -* ]] && COMPREPLY=($(compgen -f -- "$cur")) && return
+      options=$_tlaunch_nccl_report_options
+      ;;
   esac
   if [[ $cur == -* || -n $sub ]]; then
     COMPREPLY=($(compgen -W "$options" -- "$cur"))
   else
-    COMPREPLY=($(compgen -W "$options preflight topo" -- "$cur") $(compgen -c -- "$cur"))
+    COMPREPLY=($(compgen -W "$options preflight topo$( ((COMP_CWORD == 1)) && echo " nccl-report")" -- "$cur") \
+      $(compgen -c -- "$cur"))
   fi
 }
 
