@@ -142,7 +142,8 @@ void DaemonSession::onMessage(Json&& msg) {
     if (ranks_) ranks_->closeStdin(static_cast<int>(getInt(msg, "r")));
     return;
   }
-  if (t == "fence_done" || t == "dmodex_serve" || t == "dmodex_done") {
+  if (t == "fence_done" || t == "dmodex_serve" || t == "dmodex_done" || t == "pub_done" || t == "lookup_done" ||
+      t == "unpub_done" || t == "coll_done") {
     if (pmix_) pmix_->onMessage(t, msg);
     return;
   }
