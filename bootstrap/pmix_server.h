@@ -118,6 +118,10 @@ class PmixServer {
     // of the ranks ("fence", with this node's blob). ranks is sorted; {-1} means all. Answer
     // with completeCollective(request_id, ...) once every node hosting one of them entered.
     std::function<void(uint64_t request_id, std::string kind, std::vector<int> ranks, std::string blob)> collective;
+    // PMIx_Job_control signal / kill / terminate of ranks of the job ({-1}: all): deliver
+    // `signal` to them and answer completeJobControl(request_id, ...). Other directives are
+    // refused before they get here.
+    std::function<void(uint64_t request_id, int requester, std::vector<int> ranks, int signal)> job_control;
   };
 
   // PMIx_server_init; fails if a server was started before in this process. Edits this process's
@@ -157,6 +161,7 @@ class PmixServer {
   void completeLookup(uint64_t request_id, PmixReply status, std::vector<PmixFound> found);
   void completeUnpublish(uint64_t request_id, PmixReply status);
   void completeCollective(uint64_t request_id, bool ok, std::string all_blobs);
+  void completeJobControl(uint64_t request_id, PmixReply status);
 
   // After every local rank has been reaped: fails outstanding fences and direct modex,
   // deregisters the nspace (and with it the clients), removes job_tmpdir and shm_dir.

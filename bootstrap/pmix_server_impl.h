@@ -64,6 +64,14 @@ struct CollectiveReply {
   }
 };
 
+struct InfoReply {
+  pmix_info_cbfunc_t fn = nullptr;
+  void* cbdata = nullptr;
+  void operator()(pmix_status_t status) const {
+    if (fn) fn(status, nullptr, 0, cbdata, nullptr, nullptr);
+  }
+};
+
 struct PmixServer::Impl {
   struct Job {
     PmixJobLayout layout;
@@ -80,6 +88,7 @@ struct PmixServer::Impl {
     std::map<uint64_t, OpReply> publishes, unpublishes;
     std::map<uint64_t, LookupReply> lookups;
     std::map<uint64_t, CollectiveReply> collectives;
+    std::map<uint64_t, InfoReply> job_controls;
   };
 
   PmixServerConfig config;
@@ -106,6 +115,9 @@ struct PmixServer::Impl {
   // procs: the collective's participants as libpmix gave them.
   void onCollective(uint64_t gen, std::string kind, const std::vector<pmix_proc_t>& procs, std::string blob,
                     CollectiveReply reply);
+  // targets as libpmix gave them (none: the requester's whole namespace).
+  void onJobControl(uint64_t gen, pmix_rank_t requester, const std::vector<pmix_proc_t>& targets, int signal,
+                    InfoReply reply);
 
   bool isStale(uint64_t gen) const { return gen != generation.load(); }
   void failOutstanding(pmix_status_t status);
@@ -127,6 +139,8 @@ PmixRegistry& pmixRegistry();
 pmix_server_module_t makePmixModule();
 // Adds publish / lookup / unpublish / connect / disconnect (pmix_pubsub.cc).
 void addPubsubUpcalls(pmix_server_module_t& m);
+// Adds job_control for signal / kill / terminate (pmix_job_control.cc).
+void addJobControlUpcall(pmix_server_module_t& m);
 // Every other upcall answers PMIX_ERR_NOT_SUPPORTED at once (pmix_unsupported.cc).
 void addUnsupportedUpcalls(pmix_server_module_t& m);
 

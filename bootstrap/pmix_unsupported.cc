@@ -83,9 +83,6 @@ void addUnsupportedUpcalls(pmix_server_module_t& m) {
   m.query = upQuery;
   m.log = upLog;
   m.allocate = upAllocate;
-  if (!m.job_control)
-    m.job_control = [](const pmix_proc_t*, const pmix_proc_t[], size_t, const pmix_info_t[], size_t,
-                       pmix_info_cbfunc_t, void*) -> pmix_status_t { return PMIX_ERR_NOT_SUPPORTED; };
   m.monitor = upMonitor;
   m.get_credential = upGetCredential;
   m.validate_credential = upValidateCredential;

@@ -70,6 +70,7 @@ pmix_server_module_t makePmixModule() {
   m.fence_nb = upFence;
   m.direct_modex = upDirectModex;
   addPubsubUpcalls(m);
+  addJobControlUpcall(m);
   addUnsupportedUpcalls(m);
   return m;
 }
@@ -137,6 +138,7 @@ void PmixServer::Impl::failOutstanding(pmix_status_t status) {
   auto unpublishes = std::exchange(job->unpublishes, {});
   auto lookups = std::exchange(job->lookups, {});
   auto collectives = std::exchange(job->collectives, {});
+  auto job_controls = std::exchange(job->job_controls, {});
   job->fences.clear();
   job->modex_requests.clear();
   for (auto& [seq, reply] : fences) reply(status, {});
@@ -145,6 +147,7 @@ void PmixServer::Impl::failOutstanding(pmix_status_t status) {
   for (auto& [id, reply] : unpublishes) reply(status);
   for (auto& [id, reply] : lookups) reply(status);
   for (auto& [id, reply] : collectives) reply(status, {});
+  for (auto& [id, reply] : job_controls) reply(status);
 }
 
 }  // namespace tlaunch

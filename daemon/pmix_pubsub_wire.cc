@@ -35,6 +35,9 @@ void addPubsubCallbacks(PmixServer::Callbacks& cb, const std::function<void(Json
   cb.collective = [send](uint64_t id, const std::string& kind, const std::vector<int>& ranks, const std::string& blob) {
     send({{"t", "coll"}, {"id", id}, {"kind", kind}, {"ranks", ranks}, {"d", binary(blob)}});
   };
+  cb.job_control = [send](uint64_t id, int requester, const std::vector<int>& ranks, int signal) {
+    send({{"t", "jobctl"}, {"id", id}, {"r", requester}, {"ranks", ranks}, {"sig", signal}});
+  };
 }
 
 void onPubsubMessage(PmixServer& server, const std::string& type, const Json& msg) {
@@ -49,6 +52,8 @@ void onPubsubMessage(PmixServer& server, const std::string& type, const Json& ms
         if (f.is_array() && f.size() == 3 && f[0].is_string() && f[1].is_number_integer())
           found.push_back({f[0].get<std::string>(), f[1].get<int>(), bytesOf(f[2])});
     server.completeLookup(idOf(msg), replyOf(msg), std::move(found));
+  } else if (type == "jobctl_done") {
+    server.completeJobControl(idOf(msg), replyOf(msg));
   } else if (type == "coll_done") {
     server.completeCollective(idOf(msg), getBool(msg, "ok"), bytesOf(msg.contains("d") ? msg["d"] : Json()));
   }

@@ -1,8 +1,9 @@
 #pragma once
 // The control-plane messages of PMIx publish / lookup / unpublish and of collectives among
-// some ranks (connect, disconnect, subset fences), daemon side: requests from the node's PMIx
-// server go to the frontend ("pub", "lookup", "unpub", "coll"); its answers ("pub_done",
-// "lookup_done", "unpub_done", "coll_done") complete them.
+// some ranks (connect, disconnect, subset fences) and of job control (signals to ranks), daemon
+// side: requests from the node's PMIx
+// server go to the frontend ("pub", "lookup", "unpub", "coll", "jobctl"); its answers
+// ("pub_done", "lookup_done", "unpub_done", "coll_done", "jobctl_done") complete them.
 #include <functional>
 #include <string>
 

@@ -14,6 +14,7 @@
 #include "launcher/phase_timing.h"
 #include "launcher/pmix_collectives.h"
 #include "launcher/pmix_directory.h"
+#include "launcher/pmix_job_control.h"
 #include "launcher/plan/plan_preflight.h"
 #include "launcher/stdin_credit.h"
 #include "tlaunch/version.h"
@@ -257,6 +258,9 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
   if (t == "fence" || t == "dmodex_req" || t == "dmodex_resp" || t == "abort") return onPmixMessage(link, t, std::move(msg));
   if (t == "pub" || t == "lookup" || t == "unpub") return pmix_directory_->onMessage(link.index, t, msg);
   if (t == "coll") return pmix_collectives_->onMessage(link.index, msg);
+  if (t == "jobctl")
+    return routeJobControl(link.index, msg, static_cast<int>(links_.size()), [this](int r) { return nodeOfRank(r); },
+                           [this](int node, const Json& m) { sendToNode(node, m); });
   if (t == "inventory") return onInventory(link, std::move(msg["inv"]));
   if (t.rfind("rdma_", 0) == 0 || t == "reached") return onCrossNodeMessage(link, msg);
   if (t == "prepared") {

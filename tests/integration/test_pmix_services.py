@@ -1,8 +1,9 @@
 """PMIx beyond the bootstrap, on 2 simulated nodes x 2 ranks: publish / lookup (wait, timeout,
 ranges, first-read persistence) / unpublish, connect / disconnect and a two-rank fence across
 nodes with a raw PMIx client; MPI_Publish_name / MPI_Lookup_name and MPI_Comm_accept /
-MPI_Comm_connect between ranks on different nodes with Open MPI; and every PMIx API tlaunch
-does not implement failing at once, never hanging or crashing the client."""
+MPI_Comm_connect between ranks on different nodes with Open MPI; PMIx_Job_control signalling
+and killing a rank on another node; and every PMIx API tlaunch does not implement failing at
+once, never hanging or crashing the client."""
 import os
 import re
 import time
@@ -12,7 +13,8 @@ import tl
 PUBSUB = os.environ.get("PMIX_PUBSUB")
 UNSUPPORTED = os.environ.get("PMIX_UNSUPPORTED")
 ACCEPT_CONNECT = os.environ.get("PMIX_MPI_ACCEPT_CONNECT")
-if not (PUBSUB and UNSUPPORTED and ACCEPT_CONNECT and os.path.exists(ACCEPT_CONNECT)):
+JOB_CONTROL = os.environ.get("PMIX_JOB_CONTROL")
+if not (PUBSUB and UNSUPPORTED and ACCEPT_CONNECT and JOB_CONTROL and os.path.exists(ACCEPT_CONNECT)):
     tl.skip("PMIx test programs were not built (mpicc / libpmix-dev missing)")
 
 TWO_NODES = ["--launcher", "local", "-N", "2", "-p", "2"]
@@ -44,4 +46,14 @@ tl.check(len(apis) >= 15 and len(calls) == 4 * len(apis), f"pmix_unsupported: {l
 slow = [c for c in calls if int(c[2]) > 2000]
 tl.check(not slow, f"slow answers: {slow}")
 tl.check(time.monotonic() - t0 < 60, "pmix_unsupported took too long")
+# PMIx_Job_control: SIGUSR1 reaches rank 3 on the other node, a checkpoint is refused, and
+# killing rank 2 ends the job as any killed rank does.
+t0 = time.monotonic()
+r = tl.run(TWO_NODES + ["--kill-timeout", "2", "--", JOB_CONTROL], timeout=90)
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 137, f"pmix_job_control: exit {r.returncode}, expected 137")
+for line in ["rank 3 got SIGUSR1", "job control signal -> SUCCESS", "job control checkpoint -> NOT-SUPPORTED"]:
+    tl.check(line in r.stdout, f"pmix_job_control: no '{line}' in {r.stdout!r}")
+tl.check("rank 2 on node local1 was killed by signal 9" in r.stderr, f"summary: {r.stderr}")
+tl.check(time.monotonic() - t0 < 30, "pmix_job_control took too long")
 print("PASS")

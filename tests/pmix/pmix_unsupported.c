@@ -106,9 +106,10 @@ int main(int argc, char** argv) {
   CALL("PMIx_Allocation_request", PMIx_Allocation_request(PMIX_ALLOC_EXTEND, alloc, 1, &results, &nresults));
   PMIX_INFO_DESTRUCT(&alloc[0]);
 
+  /* Signal, kill, terminate, pause and resume are supported; checkpoints are not. */
   pmix_info_t ctrl[1];
-  PMIX_INFO_LOAD(&ctrl[0], PMIX_JOB_CTRL_PAUSE, NULL, PMIX_BOOL);
-  CALL("PMIx_Job_control_pause", PMIx_Job_control(&me, 1, ctrl, 1, &results, &nresults));
+  PMIX_INFO_LOAD(&ctrl[0], PMIX_JOB_CTRL_CHECKPOINT, "ckpt1", PMIX_STRING);
+  CALL("PMIx_Job_control_checkpoint", PMIx_Job_control(&me, 1, ctrl, 1, &results, &nresults));
   PMIX_INFO_DESTRUCT(&ctrl[0]);
 
   pmix_info_t mon[1];
