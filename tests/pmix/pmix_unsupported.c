@@ -140,8 +140,8 @@ int main(int argc, char** argv) {
 
   /* Not here: PMIx_Group_construct / destruct (with the group upcall refused, libpmix 4.2.2
    * builds the group with a fence among its members, which tlaunch supports);
-   * PMIx_Group_invite and PMIx_Group_join (the client library waits for the invitees' events,
-   * even past PMIX_TIMEOUT; see README). */
+   * PMIx_Group_invite (the client library waits for the invitees' events, even past
+   * PMIX_TIMEOUT; see README); PMIx_Group_join (only notifies the leader: succeeds). */
   CALL("PMIx_Group_destruct_unknown", PMIx_Group_destruct("tl.no.such.group", NULL, 0));
   CALL("PMIx_Group_leave", PMIx_Group_leave("tl.no.such.group", NULL, 0));
 
