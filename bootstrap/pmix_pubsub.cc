@@ -137,12 +137,15 @@ pmix_status_t upUnpublish(const pmix_proc_t* proc, char** keys, const pmix_info_
 }
 
 template <const char* Kind>
-pmix_status_t upConnectOrDisconnect(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t[], size_t,
+pmix_status_t upConnectOrDisconnect(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[], size_t ninfo,
                                     pmix_op_cbfunc_t cbfunc, void* cbdata) {
   std::vector<pmix_proc_t> participants(procs, procs + nprocs);
+  int timeout_s = 0;
+  for (size_t i = 0; i < ninfo; ++i)
+    if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT)) timeout_s = infoInt(info[i]);
   OpReply reply{cbfunc, cbdata};
-  return postToStrand([participants, reply](PmixServer::Impl& s, uint64_t gen) {
-    s.onCollective(gen, Kind, participants, {}, {{}, reply});
+  return postToStrand([participants, reply, timeout_s](PmixServer::Impl& s, uint64_t gen) {
+    s.onCollective(gen, Kind, participants, {}, {{}, reply}, timeout_s);
   });
 }
 
@@ -191,7 +194,7 @@ void PmixServer::Impl::onUnpublish(uint64_t gen, PmixUnpublish request, OpReply 
 }
 
 void PmixServer::Impl::onCollective(uint64_t gen, std::string kind, const std::vector<pmix_proc_t>& procs,
-                                    std::string blob, CollectiveReply reply) {
+                                    std::string blob, CollectiveReply reply, int timeout_s) {
   if (isStale(gen)) return;
   if (!job) return reply(PMIX_ERR_NOT_FOUND, {});
   // Only this job's ranks: tlaunch runs one namespace per job (no spawn), so any other
@@ -212,7 +215,7 @@ void PmixServer::Impl::onCollective(uint64_t gen, std::string kind, const std::v
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   const uint64_t id = job->next_op_id++;
   job->collectives.emplace(id, reply);
-  callbacks.collective(id, std::move(kind), std::move(ranks), std::move(blob));
+  callbacks.collective(id, PmixCollective{std::move(kind), std::move(ranks), std::move(blob), std::max(0, timeout_s)});
 }
 
 // ---- completions from the control plane -----------------------------------------------------
@@ -249,10 +252,10 @@ void PmixServer::completeLookup(uint64_t request_id, PmixReply status, std::vect
   PMIX_PDATA_FREE(data, found.size());
 }
 
-void PmixServer::completeCollective(uint64_t request_id, bool ok, std::string all_blobs) {
+void PmixServer::completeCollective(uint64_t request_id, PmixReply status, std::string all_blobs) {
   Impl& s = *impl_;
   if (!s.job) return;
-  if (auto node = s.job->collectives.extract(request_id)) node.mapped()(ok ? PMIX_SUCCESS : PMIX_ERROR, std::move(all_blobs));
+  if (auto node = s.job->collectives.extract(request_id)) node.mapped()(statusOf(status), std::move(all_blobs));
 }
 
 }  // namespace tlaunch

@@ -81,6 +81,14 @@ struct PmixUnpublish {
   int range = 0;                  // PMIX_RANGE_UNDEF: any range
 };
 
+// A collective among some ranks of the job (see Callbacks::collective).
+struct PmixCollective {
+  std::string kind;        // "connect", "disconnect", "fence"
+  std::vector<int> ranks;  // sorted; {-1}: all
+  std::string blob;        // this node's contribution (fences)
+  int timeout_s = 0;       // PMIX_TIMEOUT: give up after this many seconds (0: never)
+};
+
 struct PmixFound {
   std::string key;
   int publisher = 0;
@@ -115,9 +123,9 @@ class PmixServer {
     std::function<void(uint64_t request_id, PmixUnpublish)> unpublish;
     // A collective among some ranks of the job, entered once per node that hosts any of them:
     // PMIx_Connect / PMIx_Disconnect (kind "connect" / "disconnect") and fences over a subset
-    // of the ranks ("fence", with this node's blob). ranks is sorted; {-1} means all. Answer
-    // with completeCollective(request_id, ...) once every node hosting one of them entered.
-    std::function<void(uint64_t request_id, std::string kind, std::vector<int> ranks, std::string blob)> collective;
+    // of the ranks ("fence", with this node's blob). Answer with completeCollective(request_id,
+    // ...) once every node hosting one of them entered, or its timeout passed.
+    std::function<void(uint64_t request_id, PmixCollective)> collective;
     // PMIx_Job_control signal / kill / terminate of ranks of the job ({-1}: all): deliver
     // `signal` to them and answer completeJobControl(request_id, ...). Other directives are
     // refused before they get here.
@@ -160,7 +168,7 @@ class PmixServer {
   void completePublish(uint64_t request_id, PmixReply status);
   void completeLookup(uint64_t request_id, PmixReply status, std::vector<PmixFound> found);
   void completeUnpublish(uint64_t request_id, PmixReply status);
-  void completeCollective(uint64_t request_id, bool ok, std::string all_blobs);
+  void completeCollective(uint64_t request_id, PmixReply status, std::string all_blobs);
   void completeJobControl(uint64_t request_id, PmixReply status);
 
   // After every local rank has been reaped: fails outstanding fences and direct modex,

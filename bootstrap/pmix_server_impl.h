@@ -114,7 +114,7 @@ struct PmixServer::Impl {
   void onUnpublish(uint64_t gen, PmixUnpublish request, OpReply reply);
   // procs: the collective's participants as libpmix gave them.
   void onCollective(uint64_t gen, std::string kind, const std::vector<pmix_proc_t>& procs, std::string blob,
-                    CollectiveReply reply);
+                    CollectiveReply reply, int timeout_s = 0);
   // targets as libpmix gave them (none: the requester's whole namespace).
   void onJobControl(uint64_t gen, pmix_rank_t requester, const std::vector<pmix_proc_t>& targets, int signal,
                     InfoReply reply);

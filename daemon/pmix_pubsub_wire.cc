@@ -32,8 +32,8 @@ void addPubsubCallbacks(PmixServer::Callbacks& cb, const std::function<void(Json
   cb.unpublish = [send](uint64_t id, const PmixUnpublish& u) {
     send({{"t", "unpub"}, {"id", id}, {"r", u.rank}, {"keys", stringArray(u.keys)}, {"range", u.range}});
   };
-  cb.collective = [send](uint64_t id, const std::string& kind, const std::vector<int>& ranks, const std::string& blob) {
-    send({{"t", "coll"}, {"id", id}, {"kind", kind}, {"ranks", ranks}, {"d", binary(blob)}});
+  cb.collective = [send](uint64_t id, const PmixCollective& c) {
+    send({{"t", "coll"}, {"id", id}, {"kind", c.kind}, {"ranks", c.ranks}, {"d", binary(c.blob)}, {"timeout", c.timeout_s}});
   };
   cb.job_control = [send](uint64_t id, int requester, const std::vector<int>& ranks, int signal) {
     send({{"t", "jobctl"}, {"id", id}, {"r", requester}, {"ranks", ranks}, {"sig", signal}});
@@ -55,7 +55,7 @@ void onPubsubMessage(PmixServer& server, const std::string& type, const Json& ms
   } else if (type == "jobctl_done") {
     server.completeJobControl(idOf(msg), replyOf(msg));
   } else if (type == "coll_done") {
-    server.completeCollective(idOf(msg), getBool(msg, "ok"), bytesOf(msg.contains("d") ? msg["d"] : Json()));
+    server.completeCollective(idOf(msg), replyOf(msg), bytesOf(msg.contains("d") ? msg["d"] : Json()));
   }
 }
 

@@ -5,6 +5,8 @@
 #include <map>
 #include <vector>
 
+#include "bootstrap/pmix_server.h"
+
 namespace tlaunch {
 
 void routeJobControl(int from_node, const Json& msg, int node_count, const std::function<int(int rank)>& node_of,
@@ -28,8 +30,7 @@ void routeJobControl(int from_node, const Json& msg, int node_count, const std::
       }
       by_node[node].push_back(rank);
     }
-  // 0: ok, 1: not found (PmixReply)
-  send(from_node, {{"t", "jobctl_done"}, {"id", id}, {"status", ok ? 0 : 1}});
+  send(from_node, {{"t", "jobctl_done"}, {"id", id}, {"status", static_cast<int>(ok ? PmixReply::ok : PmixReply::not_found)}});
   if (!ok) return;
   for (const auto& [node, ranks] : by_node) {
     Json m = {{"t", "signal"}, {"sig", sig}};

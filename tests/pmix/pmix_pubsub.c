@@ -6,6 +6,7 @@
  *      "tl.key" again (duplicate); rank 3 waits for a key nobody publishes and times out in 1 s.
  *   3. "tl.first" is gone for rank 1; rank 0 unpublishes "tl.key".
  *   4. rank 3 no longer finds "tl.key"; ranks 0 and 3 connect and disconnect; ranks 1 and 2 fence.
+ *   5. rank 1 connects to rank 2, which never does: PMIX_TIMEOUT of 1 s ends it.
  * Phases are separated by job-wide fences. Every call runs under a 30 s watchdog.
  * Prints "pmix_pubsub rank N ok" at the end; exits 1 on any wrong answer. */
 #include <pmix.h>
@@ -175,6 +176,24 @@ int main(void) {
     CHECK(rc == PMIX_SUCCESS, "fence 1,2: %s", PMIx_Error_string(rc));
   }
   fenceAll("fence 4");
+
+  /* 5. a connect its peer never joins ends with its timeout */
+  if (me.rank == 1) {
+    pmix_proc_t pair[2];
+    PMIX_LOAD_PROCID(&pair[0], me.nspace, 1);
+    PMIX_LOAD_PROCID(&pair[1], me.nspace, 2);
+    pmix_info_t timeout;
+    int one = 1;
+    PMIX_INFO_LOAD(&timeout, PMIX_TIMEOUT, &one, PMIX_INT);
+    step("PMIx_Connect with timeout");
+    double t0 = seconds();
+    rc = PMIx_Connect(pair, 2, &timeout, 1);
+    double took = seconds() - t0;
+    CHECK(rc == PMIX_ERR_TIMEOUT, "connect to a rank that never joins: %s, want TIMEOUT", PMIx_Error_string(rc));
+    CHECK(took > 0.5 && took < 5, "connect timeout of 1 s took %.1f s", took);
+    PMIX_INFO_DESTRUCT(&timeout);
+  }
+  fenceAll("fence 5");
 
   step("PMIx_Finalize");
   rc = PMIx_Finalize(NULL, 0);
