@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tlaunch/result.h"
@@ -54,6 +55,46 @@ struct PmixJobLayout {
   std::string tcp_if_include;
 };
 
+// Publish / lookup / unpublish (PMIx_Publish & co., MPI_Publish_name): the data lives at the
+// frontend; requests travel as control-plane messages. Ranges and persistence are PMIx's
+// PMIX_RANGE_* / PMIX_PERSIST_* numbers; values are opaque packed pmix_info_t.
+enum class PmixReply { ok = 0, not_found, timeout, duplicate, bad_param, not_supported };
+
+struct PmixPublish {
+  int rank = 0;                       // the publisher
+  int range = 4;                      // PMIX_RANGE_SESSION unless the client says otherwise
+  int persistence = 4;                // PMIX_PERSIST_SESSION
+  std::vector<std::pair<std::string, std::string>> values;  // key, packed pmix_info_t
+};
+
+struct PmixLookup {
+  int rank = 0;  // the requester
+  std::vector<std::string> keys;
+  int range = 4;
+  int wait = -1;       // -1: answer at once; 0: wait for every key; n: for n of them
+  int timeout_s = 0;   // with wait: give up after this many seconds (0: never)
+};
+
+struct PmixUnpublish {
+  int rank = 0;
+  std::vector<std::string> keys;  // empty: everything the rank published
+  int range = 0;                  // PMIX_RANGE_UNDEF: any range
+};
+
+// A collective among some ranks of the job (see Callbacks::collective).
+struct PmixCollective {
+  std::string kind;        // "connect", "disconnect", "fence"
+  std::vector<int> ranks;  // sorted; {-1}: all
+  std::string blob;        // this node's contribution (fences)
+  int timeout_s = 0;       // PMIX_TIMEOUT: give up after this many seconds (0: never)
+};
+
+struct PmixFound {
+  std::string key;
+  int publisher = 0;
+  std::string value;  // packed pmix_info_t, as in PmixPublish::values
+};
+
 class PmixServer {
  public:
   // Runs a closure on the daemon's Asio strand. Called from libpmix's thread: must be
@@ -74,6 +115,21 @@ class PmixServer {
     std::function<void(int rank, int status, std::string message)> abort;
     std::function<void(int rank)> client_connected;  // PMIx_Init of a local rank succeeded
     std::function<void(int rank)> client_finalized;  // clean PMIx_Finalize of a local rank
+    // PMIx_Publish / PMIx_Lookup / PMIx_Unpublish of a local rank: answer with
+    // completePublish / completeLookup / completeUnpublish(request_id, ...). Empty: the
+    // client gets PMIX_ERR_NOT_SUPPORTED at once.
+    std::function<void(uint64_t request_id, PmixPublish)> publish;
+    std::function<void(uint64_t request_id, PmixLookup)> lookup;
+    std::function<void(uint64_t request_id, PmixUnpublish)> unpublish;
+    // A collective among some ranks of the job, entered once per node that hosts any of them:
+    // PMIx_Connect / PMIx_Disconnect (kind "connect" / "disconnect") and fences over a subset
+    // of the ranks ("fence", with this node's blob). Answer with completeCollective(request_id,
+    // ...) once every node hosting one of them entered, or its timeout passed.
+    std::function<void(uint64_t request_id, PmixCollective)> collective;
+    // PMIx_Job_control signal / kill / terminate of ranks of the job ({-1}: all): deliver
+    // `signal` to them and answer completeJobControl(request_id, ...). Other directives are
+    // refused before they get here.
+    std::function<void(uint64_t request_id, int requester, std::vector<int> ranks, int signal)> job_control;
   };
 
   // PMIx_server_init; fails if a server was started before in this process. Edits this process's
@@ -107,6 +163,13 @@ class PmixServer {
   void serveDirectModex(int rank, std::function<void(bool ok, std::string data)> reply);
   // Requester side: the answer to Callbacks::direct_modex_request(request_id, ...).
   void completeDirectModex(uint64_t request_id, bool ok, std::string data);
+
+  // Answers to Callbacks::publish / lookup / unpublish / collective.
+  void completePublish(uint64_t request_id, PmixReply status);
+  void completeLookup(uint64_t request_id, PmixReply status, std::vector<PmixFound> found);
+  void completeUnpublish(uint64_t request_id, PmixReply status);
+  void completeCollective(uint64_t request_id, PmixReply status, std::string all_blobs);
+  void completeJobControl(uint64_t request_id, PmixReply status);
 
   // After every local rank has been reaped: fails outstanding fences and direct modex,
   // deregisters the nspace (and with it the clients), removes job_tmpdir and shm_dir.

@@ -45,6 +45,33 @@ struct OpReply {
   }
 };
 
+struct LookupReply {
+  pmix_lookup_cbfunc_t fn = nullptr;
+  void* cbdata = nullptr;
+  // libpmix packs `data` before it returns, so it is ours to free afterwards.
+  void operator()(pmix_status_t status, pmix_pdata_t* data = nullptr, size_t ndata = 0) const {
+    if (fn) fn(status, data, ndata, cbdata);
+  }
+};
+
+// A collective's completion: connect / disconnect answer a status, a fence answers data too.
+struct CollectiveReply {
+  ModexReply modex;
+  OpReply op;
+  void operator()(pmix_status_t status, std::string data) const {
+    if (modex.fn) modex(status, std::move(data));
+    else op(status);
+  }
+};
+
+struct InfoReply {
+  pmix_info_cbfunc_t fn = nullptr;
+  void* cbdata = nullptr;
+  void operator()(pmix_status_t status) const {
+    if (fn) fn(status, nullptr, 0, cbdata, nullptr, nullptr);
+  }
+};
+
 struct PmixServer::Impl {
   struct Job {
     PmixJobLayout layout;
@@ -56,6 +83,12 @@ struct PmixServer::Impl {
     std::map<uint64_t, std::pair<bool, std::string>> early_completions;  // before the local fence
     uint64_t next_request_id = 0;
     std::map<uint64_t, ModexReply> modex_requests;
+    // Publish / lookup / unpublish / collectives waiting for the frontend, by request id.
+    uint64_t next_op_id = 0;
+    std::map<uint64_t, OpReply> publishes, unpublishes;
+    std::map<uint64_t, LookupReply> lookups;
+    std::map<uint64_t, CollectiveReply> collectives;
+    std::map<uint64_t, InfoReply> job_controls;
   };
 
   PmixServerConfig config;
@@ -76,6 +109,15 @@ struct PmixServer::Impl {
   void onAbort(uint64_t gen, pmix_rank_t rank, int status, std::string message, OpReply reply);
   void onClientFinalized(uint64_t gen, pmix_rank_t rank, OpReply reply);
   void onClientConnected(uint64_t gen, pmix_rank_t rank, OpReply reply);
+  void onPublish(uint64_t gen, PmixPublish request, OpReply reply);
+  void onLookup(uint64_t gen, PmixLookup request, LookupReply reply);
+  void onUnpublish(uint64_t gen, PmixUnpublish request, OpReply reply);
+  // procs: the collective's participants as libpmix gave them.
+  void onCollective(uint64_t gen, std::string kind, const std::vector<pmix_proc_t>& procs, std::string blob,
+                    CollectiveReply reply, int timeout_s = 0);
+  // targets as libpmix gave them (none: the requester's whole namespace).
+  void onJobControl(uint64_t gen, pmix_rank_t requester, const std::vector<pmix_proc_t>& targets, int signal,
+                    InfoReply reply);
 
   bool isStale(uint64_t gen) const { return gen != generation.load(); }
   void failOutstanding(pmix_status_t status);
@@ -95,5 +137,29 @@ PmixRegistry& pmixRegistry();
 
 // The server module: every upcall copies its arguments and posts to the strand.
 pmix_server_module_t makePmixModule();
+// Adds publish / lookup / unpublish / connect / disconnect (pmix_pubsub.cc).
+void addPubsubUpcalls(pmix_server_module_t& m);
+// Adds job_control for signal / kill / terminate (pmix_job_control.cc).
+void addJobControlUpcall(pmix_server_module_t& m);
+// Every other upcall answers PMIX_ERR_NOT_SUPPORTED at once (pmix_unsupported.cc).
+void addUnsupportedUpcalls(pmix_server_module_t& m);
+
+// Runs `fn(impl, generation)` on the strand. Never blocks: only copies and posts. Called on
+// libpmix's thread.
+template <class Fn>
+pmix_status_t postToStrand(Fn fn) {
+  std::shared_ptr<PmixServer::Impl> impl;
+  {
+    std::lock_guard lock(pmixRegistry().mutex);
+    impl = pmixRegistry().current.lock();
+  }
+  if (!impl) return PMIX_ERR_INIT;
+  std::weak_ptr<PmixServer::Impl> weak = impl;
+  const uint64_t gen = impl->generation.load();
+  impl->post([weak, gen, fn = std::move(fn)]() mutable {
+    if (auto s = weak.lock()) fn(*s, gen);
+  });
+  return PMIX_SUCCESS;
+}
 
 }  // namespace tlaunch

@@ -11,23 +11,6 @@ PmixRegistry& pmixRegistry() {
 
 namespace {
 
-// Runs `fn(impl)` on the strand. Never blocks: only copies and posts.
-template <class Fn>
-pmix_status_t postToStrand(Fn fn) {
-  std::shared_ptr<PmixServer::Impl> impl;
-  {
-    std::lock_guard lock(pmixRegistry().mutex);
-    impl = pmixRegistry().current.lock();
-  }
-  if (!impl) return PMIX_ERR_INIT;
-  std::weak_ptr<PmixServer::Impl> weak = impl;
-  const uint64_t gen = impl->generation.load();
-  impl->post([weak, gen, fn = std::move(fn)]() mutable {
-    if (auto s = weak.lock()) fn(*s, gen);
-  });
-  return PMIX_SUCCESS;
-}
-
 pmix_status_t upFence(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[], size_t ninfo, char* data,
                       size_t ndata, pmix_modex_cbfunc_t cbfunc, void* cbdata) {
   // Everything libpmix passes belongs to it: copy before returning.
@@ -86,6 +69,9 @@ pmix_server_module_t makePmixModule() {
   m.abort = upAbort;
   m.fence_nb = upFence;
   m.direct_modex = upDirectModex;
+  addPubsubUpcalls(m);
+  addJobControlUpcall(m);
+  addUnsupportedUpcalls(m);
   return m;
 }
 
@@ -103,9 +89,9 @@ void PmixServer::Impl::onFence(uint64_t gen, const std::vector<pmix_proc_t>& pro
                                ModexReply reply) {
   if (isStale(gen)) return;
   if (!job) return reply(PMIX_ERR_NOT_FOUND, {});
-  // Open MPI only fences its whole namespace. A subset fence would not be seen by every node,
-  // which breaks the shared sequence numbers.
-  if (!isWildcardFenceOf(procs, job->nspace)) return reply(PMIX_ERR_NOT_SUPPORTED, {});
+  // A fence over some ranks (Open MPI's MPI_Comm_disconnect) is not seen by every node, so it
+  // cannot share the job-wide sequence numbers: it runs as a collective of its own.
+  if (!isWildcardFenceOf(procs, job->nspace)) return onCollective(gen, "fence", procs, std::move(blob), {reply, {}});
   const uint64_t seq = job->next_fence_seq++;
   if (auto early = job->early_completions.find(seq); early != job->early_completions.end()) {
     auto [ok, all] = std::move(early->second);
@@ -148,10 +134,20 @@ void PmixServer::Impl::failOutstanding(pmix_status_t status) {
   if (!job) return;
   auto fences = std::move(job->fences);
   auto requests = std::move(job->modex_requests);
+  auto publishes = std::exchange(job->publishes, {});
+  auto unpublishes = std::exchange(job->unpublishes, {});
+  auto lookups = std::exchange(job->lookups, {});
+  auto collectives = std::exchange(job->collectives, {});
+  auto job_controls = std::exchange(job->job_controls, {});
   job->fences.clear();
   job->modex_requests.clear();
   for (auto& [seq, reply] : fences) reply(status, {});
   for (auto& [id, reply] : requests) reply(status, {});
+  for (auto& [id, reply] : publishes) reply(status);
+  for (auto& [id, reply] : unpublishes) reply(status);
+  for (auto& [id, reply] : lookups) reply(status);
+  for (auto& [id, reply] : collectives) reply(status, {});
+  for (auto& [id, reply] : job_controls) reply(status);
 }
 
 }  // namespace tlaunch

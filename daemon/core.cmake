@@ -14,4 +14,5 @@ set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/descendants.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_cgroup.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/containment.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/pmix_pubsub_wire.cc
 )

@@ -129,7 +129,12 @@ void DaemonSession::onMessage(Json&& msg) {
   if (t == "signal") {
     if (ranks_) {
       const int sig = static_cast<int>(getInt(msg, "sig", SIGTERM));
-      ranks_->signalAll(sig, /*whole_group=*/sig == SIGKILL);
+      if (msg.contains("ranks") && msg["ranks"].is_array()) {  // PMIx_Job_control of some ranks
+        for (const auto& r : msg["ranks"])
+          if (r.is_number_integer()) ranks_->signalRank(r.get<int>(), sig);
+      } else {
+        ranks_->signalAll(sig, /*whole_group=*/sig == SIGKILL);
+      }
     }
     return;
   }
@@ -142,7 +147,8 @@ void DaemonSession::onMessage(Json&& msg) {
     if (ranks_) ranks_->closeStdin(static_cast<int>(getInt(msg, "r")));
     return;
   }
-  if (t == "fence_done" || t == "dmodex_serve" || t == "dmodex_done") {
+  if (t == "fence_done" || t == "dmodex_serve" || t == "dmodex_done" || t == "pub_done" || t == "lookup_done" ||
+      t == "unpub_done" || t == "coll_done" || t == "jobctl_done") {
     if (pmix_) pmix_->onMessage(t, msg);
     return;
   }

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bootstrap/pmix_dirs.h"
+#include "daemon/pmix_pubsub_wire.h"
 #include "daemon/stale_job_files.h"
 
 namespace tlaunch {
@@ -43,6 +44,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   cb.abort = [send](int rank, int status, std::string message) {
     send({{"t", "abort"}, {"r", rank}, {"status", status}, {"message", message}});
   };
+  addPubsubCallbacks(cb, send);
   auto server = PmixServer::start(cfg, [&io](std::function<void()> f) { asio::post(io, std::move(f)); }, std::move(cb));
   if (!server) return tl::unexpected(server.error());
   b->server_ = std::move(*server);
@@ -82,6 +84,8 @@ void PmixBridge::onMessage(const std::string& type, const Json& msg) {
     });
   } else if (type == "dmodex_done") {
     server_->completeDirectModex(static_cast<uint64_t>(getInt(msg, "id")), getBool(msg, "ok"), bytesOf(msg["d"]));
+  } else {
+    onPubsubMessage(*server_, type, msg);
   }
 }
 

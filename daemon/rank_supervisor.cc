@@ -192,6 +192,12 @@ void RankSupervisor::signalAll(int sig, bool whole_group) {
   if (whole_group) containment_->signalOthers(sig, groups);
 }
 
+bool RankSupervisor::signalRank(int rank, int sig) {
+  for (auto& r : ranks_)
+    if (r->rank == rank && !r->reaped) return ::kill(sig == SIGKILL ? -r->pid : r->pid, sig) == 0;
+  return false;
+}
+
 void RankSupervisor::terminate(std::chrono::milliseconds grace) {
   if (terminating_) return;
   terminating_ = true;

@@ -45,6 +45,9 @@ class RankSupervisor {
   // To each rank's process group (teardown), or to the rank process alone (forwarded signals:
   // a training script's SIGUSR1 handler must not kill its data-loader workers).
   void signalAll(int sig, bool whole_group = true);
+  // One rank (PMIx_Job_control): SIGKILL to its process group, other signals to it alone.
+  // False if the rank is not here or already reaped.
+  bool signalRank(int rank, int sig);
   // SIGTERM now, SIGKILL to whatever is left after `grace`.
   void terminate(std::chrono::milliseconds grace);
   void killAll();  // SIGKILL now, to everything of the job

@@ -12,6 +12,9 @@
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cross_node_preflight.h"
 #include "launcher/phase_timing.h"
+#include "launcher/pmix_collectives.h"
+#include "launcher/pmix_directory.h"
+#include "launcher/pmix_job_control.h"
 #include "launcher/plan/plan_preflight.h"
 #include "launcher/stdin_credit.h"
 #include "tlaunch/version.h"
@@ -54,6 +57,10 @@ JobSession::JobSession(asio::io_context& io, SessionConfig config, std::unique_p
       accept_retry_(io) {
   signals_.add(SIGUSR1);
   signals_.add(SIGUSR2);
+  auto send = [this](int node, const Json& msg) { sendToNode(node, msg); };
+  pmix_directory_ = std::make_unique<PmixDirectory>(send);
+  pmix_collectives_ = std::make_unique<PmixCollectives>(
+      send, [this](int rank) { return nodeOfRank(rank); }, [this] { return static_cast<int>(links_.size()); });
   for (const auto& n : cfg_.nodes) {
     auto l = std::make_unique<Link>();
     l->index = n.index;
@@ -249,6 +256,11 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
   }
   if (t == "exit") return onRankExit(link, msg);
   if (t == "fence" || t == "dmodex_req" || t == "dmodex_resp" || t == "abort") return onPmixMessage(link, t, std::move(msg));
+  if (t == "pub" || t == "lookup" || t == "unpub") return pmix_directory_->onMessage(link.index, t, msg);
+  if (t == "coll") return pmix_collectives_->onMessage(link.index, msg);
+  if (t == "jobctl")
+    return routeJobControl(link.index, msg, static_cast<int>(links_.size()), [this](int r) { return nodeOfRank(r); },
+                           [this](int node, const Json& m) { sendToNode(node, m); });
   if (t == "inventory") return onInventory(link, std::move(msg["inv"]));
   if (t.rfind("rdma_", 0) == 0 || t == "reached") return onCrossNodeMessage(link, msg);
   if (t == "prepared") {
@@ -437,6 +449,7 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   const bool ours = getBool(msg, "ours");
   if (rank >= 0 && static_cast<size_t>(rank) < outcome_.rank_exit_codes.size())
     outcome_.rank_exit_codes[static_cast<size_t>(rank)] = signaled ? 128 + code : code;
+  pmix_directory_->onRankExit(rank);
   if (ours || failed_ || (!signaled && code == 0)) return;
   std::vector<std::string> tail;
   if (msg.contains("tail") && msg["tail"].is_array())
@@ -555,6 +568,17 @@ void JobSession::finish() {
   // tick() stops the loop once every connection has closed (or at the deadline).
 }
 
+void JobSession::sendToNode(int node, const Json& msg) {
+  if (node >= 0 && node < static_cast<int>(links_.size()) && links_[node]->conn) links_[node]->conn->send(msg);
+}
+
+// Ranks are node-major: the owner of rank r is node r / ranks_per_node.
+int JobSession::nodeOfRank(int rank) const {
+  if (!plan_ || plan_->ranks_per_node <= 0 || rank < 0) return -1;
+  const int node = rank / plan_->ranks_per_node;
+  return node < static_cast<int>(links_.size()) ? node : -1;
+}
+
 void JobSession::broadcast(const Json& msg) {
   auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));
   for (auto& l : links_)
@@ -570,6 +594,8 @@ void JobSession::tick() {
     if (cfg_.spec.verbose) out_.note("resumed after " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - last_tick_).count()) + " s stopped");
   }
   last_tick_ = now;
+  pmix_directory_->tick(now);
+  pmix_collectives_->tick(now);
   // Strangers get kPendingAuthTimeout to prove the job secret, then they are dropped.
   std::erase_if(pending_, [now](const auto& p) {
     if (now - p->since < kPendingAuthTimeout) return false;

@@ -18,6 +18,8 @@
 namespace tlaunch {
 
 class CrossNodePreflight;
+class PmixCollectives;
+class PmixDirectory;
 class StdinCredit;
 
 struct SessionConfig {
@@ -74,6 +76,8 @@ class JobSession {
   static std::string banner(const JobPlan& plan, const JobSpec& spec);
   void onRankExit(Link& link, const Json& msg);
   void onPmixMessage(Link& link, const std::string& type, Json&& msg);
+  void sendToNode(int node, const Json& msg);
+  int nodeOfRank(int rank) const;
   void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {},
             std::string node = {}, int signal = 0);
   void teardown();
@@ -113,6 +117,8 @@ class JobSession {
     size_t count = 0;
   };
   std::map<uint64_t, Fence> fences_;  // PMIx fences in progress, by sequence number
+  std::unique_ptr<PmixDirectory> pmix_directory_;      // PMIx publish / lookup store
+  std::unique_ptr<PmixCollectives> pmix_collectives_;  // PMIx connect / disconnect / subset fences
   std::unique_ptr<CrossNodePreflight> cross_node_;  // RDMA write test, preflight's reachability
   JobOutcome outcome_;
   bool failed_ = false;

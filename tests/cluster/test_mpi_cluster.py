@@ -75,6 +75,8 @@ class Job:
         self.ws = ws
         self.hello = self._visible(os.environ["PMIX_MPI_HELLO"])
         self.abort = self._visible(os.environ["PMIX_MPI_ABORT"])
+        accept_connect = os.environ.get("PMIX_MPI_ACCEPT_CONNECT")
+        self.accept_connect = self._visible(accept_connect) if accept_connect else None
         self.traffic = ws.path("mpi_traffic.py")
         Path(self.traffic).write_text(MPI_TRAFFIC)
         self.env = {k: v for k, v in vc.environ().items() if not k.startswith(CLEAN_ENV_PREFIXES)}
@@ -189,6 +191,18 @@ def mpi4py_allreduce(job, vc):
     nothing_left("mpi4py", vc, r.job)
 
 
+def accept_connect(job, vc):
+    """Issue 15: MPI_Publish_name / MPI_Lookup_name and MPI_Comm_accept / MPI_Comm_connect between
+    rank 0 (node1) and the last rank (the last node), the name service at the frontend."""
+    r = job.tlaunch(["--", job.accept_connect])
+    world = len(vc.nodes) * RANKS_PER_NODE
+    oks = [l for l in r.stdout.splitlines() if re.search(r"mpi_accept_connect rank \d+ ok$", l)]
+    check(r.returncode == 0 and len(oks) == world,
+          f"MPI_Publish_name + MPI_Comm_accept/connect between node1 and {vc.nodes[-1]} over ssh, "
+          f"{len(vc.nodes)} x {RANKS_PER_NODE}: every rank ok ({r.elapsed:.1f} s)", cj.describe(r))
+    nothing_left("MPI accept/connect", vc, r.job)
+
+
 def hello_inside_salloc(job, vc):
     world = len(vc.nodes) * RANKS_PER_NODE
     r = job.run(["salloc", "-N", str(len(vc.nodes)), "-J", "tlc-mpi-hello", job.ws.tlaunch, *cj.NET, "-v",
@@ -301,6 +315,8 @@ def main():
                      ("mpi4py", lambda: mpi4py_allreduce(job, vc)),
                      ("C MPI hello inside salloc", lambda: hello_inside_salloc(job, vc)),
                      ("MPI_Abort", lambda: mpi_abort(job, vc))]
+            if job.accept_connect:
+                steps.append(("MPI accept/connect", lambda: accept_connect(job, vc)))
             for name, step in steps:
                 ours, status = still_ours()
                 if not ours:

@@ -1,0 +1,69 @@
+#include "launcher/pmix_collectives.h"
+
+#include <algorithm>
+#include <iterator>
+#include <set>
+
+#include "bootstrap/pmix_server.h"
+
+namespace tlaunch {
+
+void PmixCollectives::onMessage(int node, const Json& msg) {
+  const Json id = msg.contains("id") ? msg["id"] : Json();
+  std::set<int> nodes;
+  std::string key = getString(msg, "kind") + ":";
+  if (msg.contains("ranks") && msg["ranks"].is_array())
+    for (const auto& r : msg["ranks"]) {
+      if (!r.is_number_integer()) continue;
+      const int rank = r.get<int>();
+      key += std::to_string(rank) + ",";
+      if (rank < 0) {
+        for (int n = 0; n < node_count_(); ++n) nodes.insert(n);
+      } else if (int owner = node_of_(rank); owner >= 0) {
+        nodes.insert(owner);
+      } else {
+        nodes.clear();
+        break;
+      }
+    }
+  if (!nodes.count(node)) {  // an unknown rank, or a node that hosts none of them
+    send_(node, {{"t", "coll_done"}, {"id", id}, {"status", static_cast<int>(PmixReply::bad_param)}, {"d", binary("")}});
+    return;
+  }
+  // The first round of this collective that the node has not entered yet.
+  auto& queue = rounds_[key];
+  auto round = std::find_if(queue.begin(), queue.end(), [node](const Round& r) { return !r.ids.count(node); });
+  if (round == queue.end()) round = queue.insert(queue.end(), Round{});
+  round->ids[node] = id;
+  round->blobs[node] = bytesOf(msg.contains("d") ? msg["d"] : Json());
+  if (const auto timeout_s = getInt(msg, "timeout", 0); timeout_s > 0)
+    round->deadline = std::min(round->deadline, std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
+  if (round->ids.size() < nodes.size()) return;
+  std::string all;
+  for (const auto& [n, blob] : round->blobs) all += blob;
+  for (const auto& [n, rid] : round->ids) send_(n, {{"t", "coll_done"}, {"id", rid}, {"status", static_cast<int>(PmixReply::ok)}, {"d", binary(all)}});
+  queue.erase(round);
+  if (queue.empty()) rounds_.erase(key);
+}
+
+}  // namespace tlaunch
+
+namespace tlaunch {
+
+void PmixCollectives::tick(std::chrono::steady_clock::time_point now) {
+  for (auto it = rounds_.begin(); it != rounds_.end();) {
+    auto& queue = it->second;
+    for (auto round = queue.begin(); round != queue.end();) {
+      if (now < round->deadline) {
+        ++round;
+        continue;
+      }
+      for (const auto& [n, rid] : round->ids)
+        send_(n, {{"t", "coll_done"}, {"id", rid}, {"status", static_cast<int>(PmixReply::timeout)}, {"d", binary("")}});
+      round = queue.erase(round);
+    }
+    it = queue.empty() ? rounds_.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace tlaunch

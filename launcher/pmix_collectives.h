@@ -1,0 +1,43 @@
+#pragma once
+// Collectives among some ranks of the job, at the frontend: PMIx_Connect / PMIx_Disconnect
+// (Open MPI's MPI_Comm_accept/connect and MPI_Comm_disconnect) and fences over a subset of the
+// ranks. Each node that hosts one of the ranks enters once ("coll"); when all of them have,
+// each gets "coll_done" with its own request id and every node's blob, concatenated.
+// Collectives over the same ranks and kind complete in the order the nodes entered them. A
+// round whose earliest timeout (PMIX_TIMEOUT, from any node) passes fails with a timeout on the
+// nodes that entered it; a node entering later starts a new round.
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bootstrap/message.h"
+
+namespace tlaunch {
+
+class PmixCollectives {
+ public:
+  using Send = std::function<void(int node, const Json& msg)>;
+  using NodeOf = std::function<int(int rank)>;  // -1: unknown rank
+  PmixCollectives(Send send, NodeOf node_of, std::function<int()> node_count)
+      : send_(std::move(send)), node_of_(std::move(node_of)), node_count_(std::move(node_count)) {}
+
+  void onMessage(int node, const Json& msg);
+  void tick(std::chrono::steady_clock::time_point now);
+  size_t pending() const { return rounds_.size(); }
+
+ private:
+  struct Round {
+    std::map<int, Json> ids;          // node -> its request id
+    std::map<int, std::string> blobs;  // node -> its blob
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  };
+  Send send_;
+  NodeOf node_of_;
+  std::function<int()> node_count_;
+  std::map<std::string, std::deque<Round>> rounds_;  // by kind and ranks
+};
+
+}  // namespace tlaunch

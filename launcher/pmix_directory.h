@@ -1,0 +1,68 @@
+#pragma once
+// The job's PMIx publish / lookup store, at the frontend: PMIx_Publish, PMIx_Lookup and
+// PMIx_Unpublish of every rank (MPI_Publish_name, MPI_Lookup_name, Open MPI's
+// MPI_Comm_accept/connect rendezvous) arrive here from the daemons' PMIx servers.
+//
+// Semantics (one job is one PMIx namespace and one session):
+// - range: what the publisher allows. proc-local: only itself; local: ranks on its node;
+//   anything else (namespace, session, global, RM, and custom, whose list of procs PMIx 4.2
+//   has no attribute for): the whole job.
+//   The lookup's own range narrows where it looks the same way (local, proc-local).
+// - persistence: first-read entries go with the first lookup that returns them; proc entries
+//   with their publisher's exit; all others last as long as the job.
+// - a key already visible to the publisher cannot be published again (duplicate).
+// - wait: a lookup may wait for all (0) or some (n) of its keys, with a timeout in seconds
+//   (0: until the job ends). Without wait it answers at once: not-found if none is there.
+#include <chrono>
+#include <functional>
+#include <list>
+#include <string>
+#include <vector>
+
+#include "bootstrap/message.h"
+
+namespace tlaunch {
+
+class PmixDirectory {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Send = std::function<void(int node, const Json& msg)>;
+  explicit PmixDirectory(Send send) : send_(std::move(send)) {}
+
+  // "pub", "lookup", "unpub" from node `node`; answers "pub_done", "lookup_done", "unpub_done".
+  void onMessage(int node, const std::string& type, const Json& msg);
+  // The rank's process ended: its proc-persistent entries go, and so do its waiting lookups.
+  void onRankExit(int rank);
+  // Answers waiting lookups whose timeout has passed.
+  void tick(Clock::time_point now);
+
+  size_t entries() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    std::string key;
+    std::string value;  // packed by the publisher's server; opaque here
+    int publisher = 0, node = 0, range = 0, persistence = 0;
+  };
+  struct Waiter {
+    int node = 0;
+    Json id;
+    int rank = 0, range = 0, wait = 0;
+    std::vector<std::string> keys;
+    Clock::time_point deadline;  // max(): none
+  };
+
+  bool visible(const Entry& e, int rank, int node, int lookup_range) const;
+  void publish(int node, const Json& msg);
+  void lookup(int node, const Json& msg);
+  void unpublish(int node, const Json& msg);
+  // Answers the waiter if enough of its keys are there; false if it must keep waiting.
+  bool tryAnswer(const Waiter& w, bool final);
+  void retryWaiters();
+
+  Send send_;
+  std::list<Entry> entries_;
+  std::list<Waiter> waiters_;
+};
+
+}  // namespace tlaunch
