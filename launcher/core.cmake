@@ -14,6 +14,10 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/phase_timing.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/offline_plan.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/stack_merge.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/control_socket.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_inspector.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/inspect_cli.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_environment.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/launcher_choice.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/listen_address.cc
