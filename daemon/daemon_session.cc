@@ -15,6 +15,7 @@
 #include "daemon/output_channel.h"
 #include "daemon/peer_probe.h"
 #include "daemon/rank_env.h"
+#include "daemon/stack_collector.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
@@ -132,6 +133,8 @@ void DaemonSession::onMessage(Json&& msg) {
     return;
   }
   if (t == "terminate") return handleTerminate(msg);
+  if (t == "stacks") return handleStacks(msg);
+  if (t == "status") return handleStatus(msg);
   if (t == "stdin") {
     if (ranks_) ranks_->writeStdin(static_cast<int>(getInt(msg, "r")), bytesOf(msg["d"]));
     return;

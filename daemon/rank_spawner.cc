@@ -139,6 +139,10 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
     ::setpgid(0, 0);
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) die(errno);
     if (::getppid() != daemon_pid) ::_exit(137);  // the daemon died before we got here
+    // `tlaunch stacks`: under Yama's ptrace_scope=1 only ancestors may attach, and the daemon's
+    // gdb is the rank's sibling. Naming the daemon as ptracer admits its descendants too; the
+    // consent is the process's and survives execve. Fails harmlessly (EINVAL) without Yama.
+    ::prctl(PR_SET_PTRACER, static_cast<unsigned long>(daemon_pid), 0, 0, 0);
     for (int s = 1; s < NSIG; ++s) ::signal(s, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
