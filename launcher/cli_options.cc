@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "launcher/inspect_cli.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
@@ -130,10 +131,12 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   addEnvOptions(app, s);
   addOutputOptions(app, s);
   addControlOptions(app, s);
+  addHangTimeoutOption(app, s);
   addPlanOptions(app, s);
   addNetOptions(app, s);
   addPreflightOptions(app, s);
   addLaunchOptions(app, s);
+  const auto inspect = addInspectSubcommands(app, s);
   auto* topo = app.add_subcommand("topo", "print this node's GPU/HCA/NUMA map and the rank pairing");
   topo->add_option("--topology-xml", s.topology_xml, "hwloc XML topology to show instead of the live machine");
   auto* preflight = app.add_subcommand("preflight", "run the preflight checks alone on the nodes and print a table");
@@ -190,6 +193,10 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
       (!preflight->parsed() || preflight->get_option("--check-reachability")->count() == 0))
     s.check_reachability = "all";
   if (topo->parsed()) out.command = Subcommand::topo;
+  if (inspect.stacks->parsed() || inspect.status->parsed()) {
+    out.command = inspect.stacks->parsed() ? Subcommand::stacks : Subcommand::status;
+    return out;
+  }
   if (preflight->parsed()) {
     // The subcommand runs no program: anything it did not understand is a mistake.
     auto extra = preflight->remaining();

@@ -18,6 +18,7 @@
 namespace tlaunch {
 
 class CrossNodePreflight;
+class JobInspector;
 class StdinCredit;
 
 struct SessionConfig {
@@ -106,6 +107,8 @@ class JobSession {
     size_t count = 0;
   };
   std::map<uint64_t, Fence> fences_;  // PMIx fences in progress, by sequence number
+  std::unique_ptr<JobInspector> inspector_;  // stacks, status, --hang-timeout
+  void startInspector();
   std::unique_ptr<CrossNodePreflight> cross_node_;  // RDMA write test, preflight's reachability
   JobOutcome outcome_;
   bool failed_ = false;

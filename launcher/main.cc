@@ -1,5 +1,6 @@
 // tlaunch: the frontend. Parses the command line and hands over to the subcommand.
 #include "launcher/cli_options.h"
+#include "launcher/control_socket.h"
 #include "launcher/offline_plan.h"
 #include "launcher/run_job.h"
 
@@ -12,6 +13,8 @@ int main(int argc, char** argv) {
                                                         : tlaunch::runJob(parsed.spec);
     case tlaunch::Subcommand::topo: return tlaunch::runTopo(parsed.spec);
     case tlaunch::Subcommand::preflight: return tlaunch::runJob(parsed.spec);
+    case tlaunch::Subcommand::stacks: return tlaunch::runControlCommand("stacks", parsed.spec.control_job);
+    case tlaunch::Subcommand::status: return tlaunch::runControlCommand("status", parsed.spec.control_job);
   }
   return 70;
 }
