@@ -162,8 +162,8 @@ void StackCollector::reapGdb(const std::shared_ptr<Probe>& p, int attempt) {
 Json StackCollector::resultOf(const Probe& p, const std::string& error) const {
   Json r = {{"r", p.run->targets[p.slot].rank}, {"gdb", error.empty() ? p.text : ""}, {"error", error}, {"note", ""}};
   if (error.empty() && p.python && p.text.find("Undefined command: \"py-bt\"") != std::string::npos)
-    r["note"] = "no Python frames: gdb on node " + node_name_ +
-                " has no py-bt (the interpreter's gdb helpers are missing; Debian: apt install python3.11-dbg)";
+    r["note"] = "no Python frames: gdb has no py-bt (the interpreter's gdb helpers are missing; Debian: apt install "
+                "python3.11-dbg)";  // no node name: the note is shared by every rank it concerns
   return r;
 }
 
