@@ -3,7 +3,7 @@
 # `tlaunch --help`.
 
 _tlaunch_options="--bind --chdir --check-reachability --connect-timeout --cpus-per-rank --daemon-path --dry-run
-  --exclude --expect-rate --export --gpus-per-node --heartbeat-timeout --help --hostfile --hosts --include --json
+  --exclude --expect-rate --export --gpus-per-node --hang-timeout --heartbeat-timeout --help --hostfile --hosts --include --json
   --kill-timeout --launcher --net --net-cidr --net-if --nodes --offline --output-dir --pmix --preflight
   --preflight-skip --preflight-strict --procs-per-node --quiet --report-bindings --slurm-args --ssh-connect-timeout
   --ssh-fanout --ssh-option --ssh-reuse --stdin --sysfs-root --tag-output --topology-xml --verbose --version"
@@ -11,6 +11,8 @@ _tlaunch_preflight_options="--check-reachability --daemon-path --expect-rate --g
   --hosts --json --launcher --level --net --net-cidr --net-if --nodes --preflight --preflight-skip --preflight-strict
   --ssh-option --sysfs-root --topology-xml"
 _tlaunch_topo_options="--help --topology-xml"
+_tlaunch_stacks_options="--help"
+_tlaunch_status_options="--help"
 _tlaunch_checks="rdma_devices port_state lid rate netdev roce_gid verbs_devices uverbs memlock gpus gpudirect nccl_env
   nccl_socket_ifname verbs_port verbs_selftest cross_rails cross_rate cross_mtu cross_subnets rdma_pair reachability
   network"
@@ -32,7 +34,7 @@ _tlaunch_values() {
     --output-dir | --sysfs-root | --chdir) COMPREPLY=($(compgen -d -- "$cur")) ;;
     -H | --hosts | --include | --exclude) COMPREPLY=($(compgen -A hostname -- "$cur")) ;;
     -N | --nodes | -p | --procs-per-node | -g | --gpus-per-node | --cpus-per-rank | --stdin | --kill-timeout | \
-      --connect-timeout | --heartbeat-timeout | --ssh-fanout | --ssh-connect-timeout | --expect-rate | \
+      --connect-timeout | --heartbeat-timeout | --hang-timeout | --ssh-fanout | --ssh-connect-timeout | --expect-rate | \
       --net-if | --net-cidr | --ssh-option | --slurm-args | -x | --export) COMPREPLY=() ;;
     *) return 1 ;;
   esac
@@ -50,7 +52,7 @@ _tlaunch() {
       return
     fi
     if [[ $word != -* ]] && ! _tlaunch_values "${COMP_WORDS[i - 1]}" "" 2>/dev/null; then
-      if [[ -z $sub && ($word == preflight || $word == topo) ]]; then
+      if [[ -z $sub && ($word == preflight || $word == topo || $word == stacks || $word == status) ]]; then
         sub=$word
       else
         _tlaunch_program "$i"
@@ -63,11 +65,13 @@ _tlaunch() {
   case $sub in
     preflight) options=$_tlaunch_preflight_options ;;
     topo) options=$_tlaunch_topo_options ;;
+    stacks) options=$_tlaunch_stacks_options ;;
+    status) options=$_tlaunch_status_options ;;
   esac
   if [[ $cur == -* || -n $sub ]]; then
     COMPREPLY=($(compgen -W "$options" -- "$cur"))
   else
-    COMPREPLY=($(compgen -W "$options preflight topo" -- "$cur") $(compgen -c -- "$cur"))
+    COMPREPLY=($(compgen -W "$options preflight topo stacks status" -- "$cur") $(compgen -c -- "$cur"))
   fi
 }
 
