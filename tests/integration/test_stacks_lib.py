@@ -12,7 +12,9 @@ def classes(report):
     """{rank label: text of the class} from a stacks report ("ranks 0, 2-3" -> its stacks)."""
     out, label = {}, None
     for line in report.splitlines():
-        m = re.match(r"(?:tlaunch: )?(ranks? [0-9, -]+):(.*)$", line)
+        if line.startswith("tlaunch: "):  # the report on tlaunch's stderr (Ctrl-\, --hang-timeout)
+            line = line[len("tlaunch: "):]
+        m = re.match(r"(ranks? [0-9, -]+):(.*)$", line)
         if m:
             label = m.group(1)
             out[label] = m.group(2)
