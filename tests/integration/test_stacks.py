@@ -91,6 +91,18 @@ tl.check(p.returncode == 0, f"--hang-timeout ended the job: exit {p.returncode}"
 tl.check(err.count("no rank printed anything for 3 s") == 1, f"not collected exactly once: {err}")
 check_two_classes(err, "rank 0", "rank 1")
 
+# No gdb on the node (the daemon's PATH has none): the report says so instead of hanging.
+nogdb = tempfile.mkdtemp(prefix="tl-nogdb-")
+p = tl.start(["--launcher", "local", "-p", "2", "--", tl.PYTHON, STUCK, "1", "300"], env=dict(env, PATH=nogdb))
+try:
+    wait_ready(p, 2, timeout=120)
+    report = ask("stacks")
+    tl.check("ranks 0-1: no stacks: gdb is not installed on node local0" in report, f"no gdb: {report}")
+finally:
+    os.killpg(p.pid, signal.SIGINT)
+    p.communicate(timeout=60)
+os.rmdir(nogdb)
+
 # The control sockets went with their jobs.
 left = [f for f in os.listdir(os.path.join(env["XDG_RUNTIME_DIR"], "tlaunch")) if f.endswith(".sock")]
 tl.check(not left, f"sockets left behind: {left}")
