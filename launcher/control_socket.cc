@@ -1,11 +1,13 @@
 #include "launcher/control_socket.h"
 
 #include <dirent.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +17,7 @@ namespace tlaunch {
 namespace {
 
 constexpr size_t kMaxSocketPath = 100;  // sun_path holds 108 bytes
+constexpr std::chrono::seconds kAnswerTimeout{120};  // the frontend gives daemons 45 s for stacks
 
 Result<std::string> ensurePrivateDir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
@@ -150,11 +153,26 @@ int runControlCommand(const std::string& request, const std::string& job) {
   asio::error_code ec;
   s.connect(asio::local::stream_protocol::endpoint(*dir + "/" + live[0] + ".sock"), ec);
   if (!ec) asio::write(s, asio::buffer(request + "\n"), ec);
-  std::string answer;
-  if (!ec) asio::read(s, asio::dynamic_buffer(answer), ec);
-  if (ec && ec != asio::error::eof) {
+  if (ec) {
     std::fprintf(stderr, "tlaunch: job %s did not answer: %s\n", live[0].c_str(), ec.message().c_str());
     return 1;
+  }
+  // A tlaunch that is stopped (Ctrl-Z) still accepts, but never answers: wait a bounded time.
+  std::string answer;
+  const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd pfd{s.native_handle(), POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) == 0) {
+      std::fprintf(stderr, "tlaunch: job %s did not answer within %lld s (is its tlaunch stopped?)\n", live[0].c_str(),
+                   static_cast<long long>(kAnswerTimeout.count()));
+      return 1;
+    }
+    char buf[65536];
+    const ssize_t n = ::read(s.native_handle(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    answer.append(buf, static_cast<size_t>(n));
   }
   std::fwrite(answer.data(), 1, answer.size(), stdout);
   return 0;
