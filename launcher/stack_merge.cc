@@ -147,20 +147,23 @@ std::vector<StackClass> mergeStacks(const std::vector<RankStacks>& ranks) {
       e.cls.ranks.push_back(r.rank);
       continue;
     }
-    Stack main_thread = threads.front();
-    std::vector<Stack> key = threads;
-    std::sort(key.begin(), key.end());
+    // The main thread apart; the others by distinct stack, with their counts in this rank.
+    std::map<Stack, int> others;
+    for (size_t i = 1; i < threads.size(); ++i) ++others[threads[i]];
+    std::vector<Stack> key{threads.front()};
+    for (const auto& [stack, n] : others) key.push_back(stack);
     auto& e = by_stacks[key];
     if (e.cls.ranks.empty()) {
       e.first_seen = seen++;
-      std::map<Stack, int> counts;
-      for (const auto& t : key) ++counts[t];
-      e.cls.threads.emplace_back(counts[main_thread], main_thread);
-      counts.erase(main_thread);
-      std::vector<std::pair<int, Stack>> others;
-      for (auto& [s, c] : counts) others.emplace_back(c, s);
-      std::stable_sort(others.begin(), others.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-      for (auto& o : others) e.cls.threads.push_back(std::move(o));
+      e.cls.threads.push_back({threads.front(), 1, 1});
+      for (const auto& [stack, n] : others) e.cls.threads.push_back({stack, n, n});
+    } else {
+      for (size_t i = 1; i < e.cls.threads.size(); ++i) {
+        auto& g = e.cls.threads[i];
+        const int n = others[g.stack];
+        g.min_threads = std::min(g.min_threads, n);
+        g.max_threads = std::max(g.max_threads, n);
+      }
     }
     e.cls.ranks.push_back(r.rank);
   }
@@ -223,8 +226,11 @@ std::string formatStackReport(const std::vector<RankStacks>& ranks) {
       continue;
     }
     out += rankLabel(c.ranks) + ":\n";
-    for (const auto& [count, stack] : c.threads)
-      out += "    " + (count > 1 ? std::to_string(count) + " threads: " : std::string()) + formatStack(stack) + "\n";
+    for (const auto& g : c.threads) {
+      std::string count = g.max_threads <= 1 ? "" : std::to_string(g.min_threads);
+      if (g.max_threads > g.min_threads) count += "-" + std::to_string(g.max_threads);
+      out += "    " + (count.empty() ? "" : count + " threads: ") + formatStack(g.stack) + "\n";
+    }
   }
   std::map<std::string, std::vector<int>> notes;
   for (const auto& r : ranks)

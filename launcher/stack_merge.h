@@ -26,13 +26,19 @@ std::vector<Stack> parseGdbStacks(std::string_view gdb_output);
 // "0-4, 6-7, 9": sorted, duplicates ignored.
 std::string formatRankRanges(std::vector<int> ranks);
 
+struct ThreadGroup {
+  Stack stack;
+  int min_threads = 1, max_threads = 1;  // how many threads of a rank have it, over the class
+};
+
 struct StackClass {
   std::vector<int> ranks;
-  std::vector<std::pair<int, Stack>> threads;  // distinct stacks with their thread counts; main first
+  std::vector<ThreadGroup> threads;  // the main thread's stack first, then the other distinct stacks
   std::string error;  // a class of ranks whose stacks could not be collected, for one reason
 };
 
-// Ranks whose threads have the same stacks (as multisets) form one class; largest first.
+// Ranks with the same main-thread stack and the same set of other threads' stacks form one
+// class (how many threads share a stack may differ: pools grow at their own pace); largest first.
 std::vector<StackClass> mergeStacks(const std::vector<RankStacks>& ranks);
 
 // The report that the frontend prints.

@@ -88,7 +88,7 @@ TEST_CASE("a 4x2 MPI job with one sleeping rank merges into two classes") {
   CHECK(classes[0].ranks == std::vector<int>{0, 1, 2, 3, 4, 6, 7});
   CHECK(classes[1].ranks == std::vector<int>{5});
   REQUIRE(classes[1].threads.size() == 2);
-  CHECK(classes[1].threads[0].second[1] == "rank_five_sleeps_here");  // the main thread first
+  CHECK(classes[1].threads[0].stack[1] == "rank_five_sleeps_here");  // the main thread first
   const std::string report = formatStackReport(ranks);
   CHECK(report.find("stacks of 8 rank(s): 2 classes\n") == 0);
   CHECK(report.find("ranks 0-4, 6-7:\n    main > PMPI_Barrier\n") != std::string::npos);
@@ -134,4 +134,30 @@ TEST_CASE("py-bt frames join the thread's native frames") {
   RankStacks r;
   r.gdb_output = text;
   CHECK(formatStackReport({r}).find("python: <module> (stuck.py) > rank_one_is_stuck_here (stuck.py)") != std::string::npos);
+}
+
+TEST_CASE("ranks whose thread pools differ in size stay in one class") {
+  const std::string worker =
+      "#0  0x00007f in __futex_abstimed_wait_common64 (private=0) at ./nptl/futex-internal.c:57\n"
+      "#1  0x00007f in ___pthread_cond_wait (cond=0x55, mutex=0x55) at ./nptl/pthread_cond_wait.c:618\n"
+      "#2  0x00007f in worker_loop () from /opt/lib/libpool.so\n"
+      "#3  0x00007f in start_thread (arg=<optimized out>) at ./nptl/pthread_create.c:442\n";
+  auto rank = [&](int r, int workers) {
+    RankStacks s;
+    s.rank = r;
+    for (int t = workers + 1; t >= 2; --t) s.gdb_output += "Thread " + std::to_string(t) + " (Thread 0x7f (LWP 5) \"w\"):\n" + worker;
+    s.gdb_output += std::string("Thread 1 (Thread 0x7f (LWP 4) \"main\"):\n") +
+                    "#0  0x00007f in __GI___poll (fds=0x1, nfds=1, timeout=-1) at ../sysdeps/unix/sysv/linux/poll.c:29\n"
+                    "#1  0x000055 in main () at app.c:9\n";
+    return s;
+  };
+  auto classes = mergeStacks({rank(0, 2), rank(1, 3), rank(2, 2)});
+  REQUIRE(classes.size() == 1);
+  REQUIRE(classes[0].threads.size() == 2);
+  CHECK(classes[0].threads[0].stack == Stack{"main", "__GI___poll"});
+  CHECK(classes[0].threads[1].min_threads == 2);
+  CHECK(classes[0].threads[1].max_threads == 3);
+  CHECK(formatStackReport({rank(0, 2), rank(1, 3)}).find(
+            "ranks 0-1:\n    main > __GI___poll\n    2-3 threads: worker_loop > ___pthread_cond_wait > "
+            "__futex_abstimed_wait_common64\n") != std::string::npos);
 }
