@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "bootstrap/close_fds.h"
+
 namespace tlaunch {
 
 std::shared_ptr<Connection> Connection::create(asio::ip::tcp::socket socket, size_t max_frame_bytes) {
@@ -14,6 +16,7 @@ std::shared_ptr<Connection> Connection::create(asio::ip::tcp::socket socket, siz
 
 Connection::Connection(asio::ip::tcp::socket socket, size_t max_frame_bytes)
     : socket_(std::move(socket)), decoder_(max_frame_bytes) {
+  if (socket_.is_open()) markCloseOnExec(socket_.native_handle());  // Asio does not
   asio::error_code ec;
   auto ep = socket_.remote_endpoint(ec);
   peer_ = ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());

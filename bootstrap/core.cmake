@@ -4,8 +4,11 @@ set(BOOTSTRAP_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/message.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/output_record.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/auth.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/rank_env.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/frame_cipher.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/connection.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/node_launch_json.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tree_shape.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/process_hygiene.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/close_fds.cc
 )

@@ -3,7 +3,9 @@ set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/output_channel.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_spawner.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_supervisor.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/rank_env.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/rank_launches.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/preflight_runner.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/rdma_pair_agent.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/inventory.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/peer_probe.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/stale_job_files.cc
@@ -12,4 +14,7 @@ set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_inspect.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_status.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_bridge.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/descendants.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_cgroup.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/containment.cc
 )

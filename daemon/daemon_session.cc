@@ -6,15 +6,16 @@
 
 #include <spdlog/spdlog.h>
 
-#include "binding/rdma_pair_agent.h"
-#include "binding/rdma_pair_protocol.h"
-#include "binding/verbs_api.h"
+#include "daemon/rdma_pair_agent.h"
+#include "binding/rdma/rdma_pair_protocol.h"
+#include "binding/rdma/verbs_api.h"
 #include "bootstrap/auth.h"
+#include "bootstrap/close_fds.h"
 #include "bootstrap/node_launch_json.h"
 #include "daemon/inventory.h"
 #include "daemon/output_channel.h"
 #include "daemon/peer_probe.h"
-#include "daemon/rank_env.h"
+#include "daemon/rank_launches.h"
 #include "daemon/stack_collector.h"
 #include "tlaunch/version.h"
 
@@ -52,6 +53,7 @@ void DaemonSession::start() {
   // A listener for the other daemons' reachability probes (and, later, tree children).
   asio::error_code ec;
   probe_acceptor_.open(asio::ip::tcp::v4(), ec);
+  if (!ec) markCloseOnExec(probe_acceptor_.native_handle());
   if (!ec) probe_acceptor_.bind({asio::ip::address_v4::any(), 0}, ec);
   if (!ec) probe_acceptor_.listen(64, ec);
   if (ec) spdlog::warn("cannot open the reachability probe listener: {}", ec.message());
@@ -341,12 +343,12 @@ void DaemonSession::handleStart() {
     }
     if (conn_ && conn_->isOpen()) output_->ordered({{"t", draining_ ? "drained" : "all_exited"}});
   };
-  ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev));
+  ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev), launch_->job_id + "." + launch_->node_name);
   if (auto r = ranks_->start(*launches); !r) {
     conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(r.error().code)}, {"message", r.error().message + " (node " + launch_->node_name + ")"}});
     return;
   }
-  conn_->send({{"t", "started"}});
+  conn_->send({{"t", "started"}, {"containment", ranks_->containmentNote()}});
 }
 
 void DaemonSession::handleTerminate(const Json& msg) {
@@ -389,10 +391,17 @@ void DaemonSession::shutdown(int code) {
   // PMIx server down and remove the job's files, and only then close the connection, so that
   // the frontend's wait for our exit covers the cleanup.
   asio::post(io_, [this] {
-    ranks_.reset();
-    pmix_.reset();
-    if (conn_ && conn_->isOpen()) conn_->closeAfterFlush();
-    waitForFlush(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+    auto finish = [this] {
+      ranks_.reset();
+      pmix_.reset();
+      if (conn_ && conn_->isOpen()) conn_->closeAfterFlush();
+      waitForFlush(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+    };
+    if (!ranks_) return finish();
+    // What the ranks started and left running (a setsid'ed server) ends with the job. The
+    // frontend waits ~3 s for our exit, so the grace here is short.
+    const int grace_ms = launch_ ? std::min(launch_->kill_timeout_ms, 2000) : 2000;
+    ranks_->sweepLeftovers(std::chrono::milliseconds(grace_ms), finish);
   });
 }
 

@@ -9,16 +9,16 @@
 #include <fstream>
 #include <random>
 
-#include "binding/fabric_discovery.h"
-#include "binding/fabric_json.h"
-#include "binding/hwloc_topology.h"
-#include "binding/nccl_conf.h"
-#include "binding/preflight_host_facts.h"
-#include "binding/preflight_report.h"
-#include "binding/preflight_runner.h"
-#include "binding/verbs_api.h"
-#include "binding/verbs_probe.h"
-#include "binding/topology_json.h"
+#include "binding/fabric/fabric_discovery.h"
+#include "binding/fabric/fabric_json.h"
+#include "binding/topology/hwloc_topology.h"
+#include "binding/fabric/nccl_conf.h"
+#include "binding/preflight/preflight_host_facts.h"
+#include "binding/preflight/preflight_report.h"
+#include "daemon/preflight_runner.h"
+#include "binding/rdma/verbs_api.h"
+#include "binding/rdma/verbs_probe.h"
+#include "binding/topology/topology_json.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {

@@ -11,12 +11,17 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "bootstrap/process_hygiene.h"
+#include "daemon/containment.h"
 #include "daemon/daemon_session.h"
 #include "tlaunch/version.h"
 
 namespace {
 
 int runDaemon(int argc, char** argv) {
+  tlaunch::hardenProcess();
+  // Whatever a rank starts re-parents to us, not to init, when its parent exits (containment.h).
+  const bool subreaper = tlaunch::Containment::prepareProcess();
   tlaunch::DaemonOptions opts;
   std::string connect;
   bool show_version = false;
@@ -46,6 +51,7 @@ int runDaemon(int argc, char** argv) {
     }
   }
   spdlog::set_pattern("tlaunchd[" + opts.node_name + "]: %^%l%$: %v");
+  if (!subreaper) spdlog::warn("cannot become a child subreaper; processes the ranks detach may outlive the job");
   auto colon = connect.rfind(':');
   if (colon == std::string::npos) {
     spdlog::error("--connect HOST:PORT is required (tlaunchd is started by tlaunch)");

@@ -4,6 +4,8 @@
 
 #include <asio.hpp>
 
+#include "bootstrap/close_fds.h"
+
 namespace tlaunch {
 
 std::vector<ProbeOutcome> probeTargets(const std::vector<ReachTarget>& targets, std::chrono::milliseconds timeout) {
@@ -20,7 +22,14 @@ std::vector<ProbeOutcome> probeTargets(const std::vector<ReachTarget>& targets, 
       results[i] = ec;
       continue;
     }
-    sockets.push_back(std::make_unique<asio::ip::tcp::socket>(probe_io));
+    auto sock = std::make_unique<asio::ip::tcp::socket>(probe_io);
+    sock->open(addr.is_v6() ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), ec);
+    if (ec) {
+      results[i] = ec;
+      continue;
+    }
+    markCloseOnExec(sock->native_handle());
+    sockets.push_back(std::move(sock));
     ++pending;
     sockets.back()->async_connect({addr, static_cast<unsigned short>(targets[i].port)}, [&, i](const asio::error_code& e) {
       results[i] = e;

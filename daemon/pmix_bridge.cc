@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "bootstrap/pmix_dirs.h"
 #include "daemon/stale_job_files.h"
 
 namespace tlaunch {
@@ -25,6 +26,9 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   b->send_ = send;
   // Per node and job, so that simulated nodes sharing /tmp and two jobs at once never collide.
   b->node_dir_ = tmpBase() + "/tlaunch." + launch.job_id + "." + launch.node_name;
+  // Created on its own first: it lives in a shared directory (makeRankDir refuses a planted one).
+  if (auto r = makeRankDir(b->node_dir_, static_cast<uint32_t>(::getuid()), static_cast<uint32_t>(::getgid()), launch.node_name); !r)
+    return tl::unexpected(r.error());
   PmixServerConfig cfg;
   cfg.node_name = launch.node_name;
   cfg.node_index = launch.pmix.this_node;

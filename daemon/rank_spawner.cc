@@ -13,6 +13,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "bootstrap/close_fds.h"
+#include "bootstrap/process_hygiene.h"
+
 namespace tlaunch {
 
 namespace {
@@ -32,12 +35,6 @@ bool isExecutableFile(const std::string& p, int& err) {
     return false;
   }
   return true;
-}
-
-// Async-signal-safe: close every fd >= first except `keep`.
-void closeFdsFrom(int first, int keep) {
-  if (keep > first) ::syscall(SYS_close_range, first, keep - 1, 0);
-  ::syscall(SYS_close_range, std::max(first, keep + 1), ~0U, 0);
 }
 
 std::string joinPath(const std::string& dir, const std::string& name) {
@@ -116,6 +113,8 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
   const PreparedBinding* binding = launch.binding ? &*launch.binding : nullptr;
   const pid_t daemon_pid = ::getpid();
   const int stdin_src = launch.stdin_pipe ? in_pipe[0] : devnull;
+  const struct rlimit user_nofile = userNofileLimit();
+  const int cgroup_procs = launch.cgroup_procs_fd;
 
   // Block signals across fork so that the child never runs one of the daemon's handlers.
   sigset_t all, old;
@@ -139,6 +138,10 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
     ::setpgid(0, 0);
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) die(errno);
     if (::getppid() != daemon_pid) ::_exit(137);  // the daemon died before we got here
+    // Into the job's cgroup before anything runs: whatever the rank starts is born inside it.
+    // Should that fail, the daemon's subreaper scan still finds the rank's descendants.
+    if (cgroup_procs >= 0) (void)!::write(cgroup_procs, "0", 1);
+    restoreUserNofile(user_nofile);
     // `tlaunch stacks`: under Yama's ptrace_scope=1 only ancestors may attach, and the daemon's
     // gdb is the rank's sibling. Naming the daemon as ptracer admits its descendants too; the
     // consent is the process's and survives execve. Fails harmlessly (EINVAL) without Yama.

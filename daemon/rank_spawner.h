@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "binding/apply_binding.h"
+#include "binding/topology/apply_binding.h"
 #include "tlaunch/result.h"
 
 namespace tlaunch {
@@ -20,6 +20,7 @@ struct RankLaunch {
   std::string cwd;
   std::optional<PreparedBinding> binding;
   bool stdin_pipe = false;         // else /dev/null
+  int cgroup_procs_fd = -1;        // the job cgroup's cgroup.procs, open for writing; -1: none
 };
 
 struct RankProcess {

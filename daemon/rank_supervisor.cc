@@ -4,10 +4,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <set>
+
 namespace tlaunch {
 
-RankSupervisor::RankSupervisor(asio::io_context& io, Events events)
-    : io_(io), events_(std::move(events)), kill_timer_(io) {}
+RankSupervisor::RankSupervisor(asio::io_context& io, Events events, const std::string& job_name)
+    : io_(io), events_(std::move(events)), kill_timer_(io) {
+  containment_ = std::make_unique<Containment>(io, "tlaunch." + job_name,
+                                               [this](pid_t pid) {
+                                                 for (const auto& r : ranks_)
+                                                   if (r->pid == pid && !r->reaped) return true;
+                                                 return false;
+                                               });
+}
 
 RankSupervisor::~RankSupervisor() {
   for (auto& r : ranks_) {
@@ -15,12 +24,16 @@ RankSupervisor::~RankSupervisor() {
       ::kill(-r->pid, SIGKILL);
       int st = 0;
       ::waitpid(r->pid, &st, 0);
+      r->reaped = true;
     }
   }
+  containment_.reset();  // SIGKILL to the rest of the job, reaped
 }
 
 Result<void> RankSupervisor::start(const std::vector<RankLaunch>& launches) {
-  for (const auto& l : launches) {
+  for (const auto& launch : launches) {
+    RankLaunch l = launch;
+    l.cgroup_procs_fd = containment_->cgroupProcsFd();
     auto p = spawnRank(l);
     if (!p) {
       killAll();
@@ -172,8 +185,13 @@ void RankSupervisor::maybeReport(Rank& r) {
 }
 
 void RankSupervisor::signalAll(int sig, bool whole_group) {
-  for (auto& r : ranks_)
+  std::set<pid_t> groups;
+  for (auto& r : ranks_) {
     if (!r->reaped) ::kill(whole_group ? -r->pid : r->pid, sig);
+    groups.insert(r->pid);
+  }
+  // Teardown reaches what left the ranks' groups too (setsid, a double fork).
+  if (whole_group) containment_->signalOthers(sig, groups);
 }
 
 void RankSupervisor::terminate(std::chrono::milliseconds grace) {
@@ -189,6 +207,12 @@ void RankSupervisor::terminate(std::chrono::milliseconds grace) {
 void RankSupervisor::killAll() {
   terminating_ = true;
   signalAll(SIGKILL);
+  containment_->killEverything();
+}
+
+void RankSupervisor::sweepLeftovers(std::chrono::milliseconds grace, std::function<void()> done) {
+  // `done` may destroy this supervisor: run it from the io_context, never inside the sweep.
+  containment_->sweep(grace, [this, done = std::move(done)] { asio::post(io_, done); });
 }
 
 void RankSupervisor::pauseOutput() { paused_ = true; }

@@ -1,7 +1,8 @@
 #pragma once
 // Owns the ranks of one node: spawns them, relays their output as whole lines, reaps them
-// (pidfd, no SIGCHLD races), and tears them down: SIGTERM to each process group, SIGKILL
-// after the grace period. Everything runs on the daemon's single io_context thread.
+// (pidfd, no SIGCHLD races), and tears them down: SIGTERM to each process group and to every
+// other process of the job (Containment), SIGKILL after the grace period. Everything runs on
+// the daemon's single io_context thread.
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -11,6 +12,7 @@
 
 #include <asio.hpp>
 
+#include "daemon/containment.h"
 #include "daemon/line_splitter.h"
 #include "daemon/rank_spawner.h"
 
@@ -35,7 +37,8 @@ class RankSupervisor {
   };
   static constexpr size_t kTailLines = 20;
 
-  RankSupervisor(asio::io_context& io, Events events);
+  // `job_name`: unique on the node (job id and node name); names the per-job cgroup.
+  RankSupervisor(asio::io_context& io, Events events, const std::string& job_name = "job");
   ~RankSupervisor();
   // Spawns in order. If one fails, the ones already started are killed and the error returned.
   Result<void> start(const std::vector<RankLaunch>& launches);
@@ -44,7 +47,11 @@ class RankSupervisor {
   void signalAll(int sig, bool whole_group = true);
   // SIGTERM now, SIGKILL to whatever is left after `grace`.
   void terminate(std::chrono::milliseconds grace);
-  void killAll();  // SIGKILL now
+  void killAll();  // SIGKILL now, to everything of the job
+  // At the daemon's exit: what the ranks left behind gets SIGTERM, SIGKILL after `grace`;
+  // `done` runs (from the io_context) once nothing is left.
+  void sweepLeftovers(std::chrono::milliseconds grace, std::function<void()> done);
+  const std::string& containmentNote() const { return containment_->describe(); }
   void pauseOutput();
   void resumeOutput();
   void writeStdin(int rank, const std::string& data);
@@ -100,6 +107,7 @@ class RankSupervisor {
   bool paused_ = false;
   bool terminating_ = false;
   asio::steady_timer kill_timer_;
+  std::unique_ptr<Containment> containment_;  // last: destroyed first, while ranks_ is still there
 };
 
 }  // namespace tlaunch

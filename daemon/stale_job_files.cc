@@ -1,5 +1,7 @@
 #include "daemon/stale_job_files.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -28,34 +30,78 @@ std::string startTime(pid_t pid) {
   return "";
 }
 
-bool ownerAlive(const fs::path& mark) {
-  std::ifstream f(mark);
+// A real directory (not a symlink) owned by this user; `at` is an open directory or AT_FDCWD.
+bool ownDirectory(int at, const std::string& name) {
+  struct stat st {};
+  return ::fstatat(at, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid();
+}
+
+// The mark's text, read without following a symlink anywhere on the way; "" if none.
+std::string readMark(const std::string& dir) {
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) return "";
+  const int fd = ::openat(dfd, kOwnerMarkFile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  ::close(dfd);
+  if (fd < 0) return "";
+  std::string text;
+  char buf[512];
+  ssize_t n;
+  while (text.size() < 4096 && (n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return text;
+}
+
+// True only for a mark of this host whose daemon is gone. Unreadable, unmarked, old-style
+// (no host identity) or another host's: not ours to judge.
+bool markedByDeadDaemonHere(const std::string& mark, const std::string& identity) {
+  const auto nl = mark.find('\n');
+  if (nl == std::string::npos || identity.empty() || mark.substr(nl + 1) != identity) return false;
+  std::istringstream first(mark.substr(0, nl));
   long pid = 0;
   std::string start;
-  if (!(f >> pid >> start) || pid <= 0) return true;  // unreadable: not ours to judge
-  return startTime(static_cast<pid_t>(pid)) == start;
+  if (!(first >> pid >> start) || pid <= 0) return false;
+  return startTime(static_cast<pid_t>(pid)) != start;
 }
 
 }  // namespace
 
+std::string hostIdentity() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) return "";
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  struct stat ns {};
+  if (boot.empty() || ::stat("/proc/self/ns/pid", &ns) != 0) return "";
+  return "host " + std::string(host) + "\nboot " + boot + "\npidns " + std::to_string(ns.st_ino) + "\n";
+}
+
 bool writeOwnerMark(const std::string& dir) {
   const std::string start = startTime(::getpid());
-  if (start.empty()) return false;
-  std::ofstream f(fs::path(dir) / kOwnerMarkFile, std::ios::trunc);
-  f << ::getpid() << " " << start << "\n";
-  return static_cast<bool>(f);
+  const std::string identity = hostIdentity();
+  if (start.empty() || identity.empty()) return false;
+  const std::string text = std::to_string(::getpid()) + " " + start + "\n" + identity;
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) return false;
+  const int fd = ::openat(dfd, kOwnerMarkFile, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  ::close(dfd);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  return ::close(fd) == 0 && ok;
 }
 
 std::vector<std::string> removeStaleJobDirs(const std::string& tmp_base, const std::string& shm_base) {
   std::vector<std::string> removed;
+  const std::string identity = hostIdentity();
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(tmp_base, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("tlaunch.", 0) != 0 || !entry.is_directory(ec)) continue;
-    const fs::path mark = entry.path() / kOwnerMarkFile;
-    if (!fs::exists(mark, ec) || ownerAlive(mark)) continue;
+    if (name.rfind("tlaunch.", 0) != 0 || !ownDirectory(AT_FDCWD, entry.path().string())) continue;
+    if (!markedByDeadDaemonHere(readMark(entry.path().string()), identity)) continue;
+    // The namesake goes first: once the marked directory is gone nothing vouches for it.
     for (const fs::path& dir : {fs::path(shm_base) / name, entry.path()}) {
+      if (!ownDirectory(AT_FDCWD, dir.string())) continue;
       std::error_code rm;
+      // remove_all removes symlinks inside, never what they point to.
       if (fs::remove_all(dir, rm) > 0 && !rm) removed.push_back(dir.string());
     }
   }

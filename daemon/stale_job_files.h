@@ -1,8 +1,10 @@
 #pragma once
 // Files of jobs whose tlaunchd died without cleaning up (kill -9, the OOM killer): each job
-// directory `<tmp>/tlaunch.<job>.<node>` holds the process id and start time of the daemon
-// that made it, and a later daemon on the node removes the directories, there and under
-// /dev/shm (same name), whose daemon is gone. A directory without that mark is left alone.
+// directory `<tmp>/tlaunch.<job>.<node>` holds a mark naming the daemon that made it (process
+// id and start time) and the host it ran on (host name, boot id, pid-namespace inode), and a
+// later daemon removes the directories, there and under /dev/shm (same name), whose daemon is
+// gone. Only its own: a directory owned by another user, a symlink, an unmarked directory or
+// one marked by another host (a TMPDIR shared between nodes, another container) is left alone.
 #include <string>
 #include <vector>
 
@@ -10,11 +12,16 @@ namespace tlaunch {
 
 inline constexpr const char* kOwnerMarkFile = ".tlaunchd-owner";
 
+// This host as the marks name it: "host <name>\nboot <boot id>\npidns <inode>\n". Pids and
+// start times only mean something within one boot of one pid namespace.
+std::string hostIdentity();
+
 // Writes this process's mark into `dir`; false if it could not.
 bool writeOwnerMark(const std::string& dir);
 
-// Removes the marked "tlaunch.*" directories under `tmp_base` whose daemon is gone, with their
-// namesakes under `shm_base`; returns the paths removed.
+// Removes the "tlaunch.*" directories under `tmp_base` that this user owns, that this host
+// marked, and whose daemon is gone, with their namesakes under `shm_base` (same rules); returns
+// the paths removed.
 std::vector<std::string> removeStaleJobDirs(const std::string& tmp_base, const std::string& shm_base);
 
 }  // namespace tlaunch

@@ -13,6 +13,9 @@
 #include <cstring>
 #include <thread>
 
+#include "bootstrap/close_fds.h"
+#include "bootstrap/process_hygiene.h"
+
 extern char** environ;
 
 namespace tlaunch {
@@ -76,6 +79,7 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
   for (auto& s : env_store) cenv.push_back(s.data());
   cenv.push_back(nullptr);
   const pid_t parent = ::getpid();
+  const struct rlimit user_nofile = userNofileLimit();
 
   // Block signals across fork so that the child never runs one of our handlers before exec.
   sigset_t all, old;
@@ -94,7 +98,9 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
     if (::getppid() != parent) ::_exit(127);
     ::dup2(in_pipe[0], STDIN_FILENO);
     ::dup2(err_pipe[1], STDERR_FILENO);
-    ::syscall(SYS_close_range, 3, ~0U, 0);  // no listener or control socket leaks into ssh/srun
+    closeFdsFrom(3, -1);  // no listener or control socket leaks into ssh/srun
+    // srun propagates its limits to the tasks: tlaunchd must see the user's own soft limit.
+    restoreUserNofile(user_nofile);
     for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);

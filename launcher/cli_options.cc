@@ -1,9 +1,11 @@
 #include "launcher/cli_options.h"
 
 #include <iostream>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
+#include "launcher/cli_values.h"
 #include "launcher/inspect_cli.h"
 #include "tlaunch/version.h"
 
@@ -11,31 +13,79 @@ namespace tlaunch {
 
 namespace {
 
-void addJobOptions(CLI::App& app, JobSpec& s) {
-  app.add_option("-N,--nodes", s.nodes, "number of nodes (default: all given, or this host)")->check(CLI::PositiveNumber);
-  app.add_option("-p,--procs-per-node", s.procs_per_node, "ranks per node, without GPUs")->check(CLI::PositiveNumber);
-  app.add_option("-g,--gpus-per-node", s.gpus_per_node, "ranks per node, one GPU each")->check(CLI::PositiveNumber);
+// A checked value, or a CLI11 parse error carrying our message (exit 64 like every usage error).
+template <class T>
+T orThrow(Result<T> r) {
+  if (!r) throw CLI::ValidationError(r.error().message + (r.error().hint.empty() ? "" : "\n  -> " + r.error().hint));
+  return std::move(*r);
+}
+
+// An integer option whose bounds are part of its meaning; `shown` names it in messages.
+CLI::Option* addCount(CLI::App& app, const std::string& names, const std::string& shown, int& target, int min, int max,
+                      const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          names, [&target, shown, min, max](const std::string& v) { target = orThrow(parseBoundedInt(shown, v, min, max)); },
+          help + " [" + std::to_string(min) + "-" + std::to_string(max) + "]")
+      ->type_name("N");
+}
+
+LauncherKind launcherOf(const std::string& v) {
+  return v == "local" ? LauncherKind::local : v == "ssh" ? LauncherKind::ssh : v == "slurm" ? LauncherKind::slurm
+                                                                                      : LauncherKind::automatic;
+}
+
+// Which nodes, and how their daemons start: shared by a job and `tlaunch preflight`.
+void addNodeOptions(CLI::App& app, JobSpec& s) {
+  addCount(app, "-N,--nodes", "-N/--nodes", s.nodes, 1, kMaxNodes, "number of nodes (default: all given, or this host)");
+  app.add_option_function<std::string>(
+      "--nnodes",
+      [&s](const std::string& v) {
+        auto [lo, hi] = orThrow(parseNnodes(v));
+        s.nodes = hi;
+        if (lo < hi)
+          std::cerr << "tlaunch: note: --nnodes " << v << " runs on " << hi
+                    << " nodes; tlaunch has no elastic restarts to make use of MIN\n";
+      },
+      "torchrun's name: N, or MIN:MAX (runs on MAX nodes)")
+      ->type_name("N|MIN:MAX");
   app.add_option("-H,--hosts", s.hosts, "nodes: names, node[1-4] expressions, optional :slots, comma-separated");
   app.add_option("--hostfile", s.hostfile, "Open MPI/DeepSpeed ('host slots=8') or MPICH ('host:8') hostfile");
   app.add_option("--include", s.include, "DeepSpeed-style subset, e.g. 'node1:0,1@node2'");
   app.add_option("--exclude", s.exclude, "DeepSpeed-style exclusion, e.g. 'node3@node1:7'");
   app.add_option_function<std::string>(
-         "--launcher",
-         [&s](const std::string& v) {
-           s.launcher = v == "local" ? LauncherKind::local
-                        : v == "ssh" ? LauncherKind::ssh
-                        : v == "slurm" ? LauncherKind::slurm
-                                       : LauncherKind::automatic;
-         },
+         "--launcher", [&s](const std::string& v) { s.launcher = launcherOf(v); },
          "how daemons are started: local (simulated nodes on this host), ssh, slurm (default: slurm inside an "
          "allocation, ssh with --hosts/--hostfile, else local)")
       ->check(CLI::IsMember({"auto", "local", "ssh", "slurm"}));
 }
 
+// How many ranks: -p/-g per node, -n in all, and the names other launchers use for them.
+void addRankOptions(CLI::App& app, JobSpec& s) {
+  addCount(app, "-p,--procs-per-node", "-p/--procs-per-node", s.procs_per_node, 1, kMaxRanksPerNode,
+           "ranks per node, without GPUs (default: the hostfile's slots, else one per GPU, else 1)");
+  addCount(app, "-g,--gpus-per-node", "-g/--gpus-per-node", s.gpus_per_node, 1, kMaxRanksPerNode,
+           "ranks per node, one GPU each");
+  addCount(app, "-n,--np", "-n/--np", s.total_ranks, 1, kMaxWorldSize,
+           "total ranks (mpirun's -n): nodes filled by their slots, else evenly");
+  app.add_option_function<std::string>(
+      "--nproc-per-node",
+      [&s](const std::string& v) {
+        auto n = orThrow(parseNprocPerNode(v));
+        s.procs_per_node = n.count;
+        s.nproc_per_node_word = n.word;
+      },
+      "torchrun's name: ranks per node, or gpu (one per GPU), auto (one per GPU, else one per core), cpu (one per "
+      "core)")
+      ->type_name("N|gpu|auto|cpu");
+  addCount(app, "--ntasks-per-node", "--ntasks-per-node", s.procs_per_node, 1, kMaxRanksPerNode, "srun's name for -p");
+  addCount(app, "--npernode", "--npernode", s.procs_per_node, 1, kMaxRanksPerNode, "mpirun's name for -p");
+}
+
 void addEnvOptions(CLI::App& app, JobSpec& s) {
   app.add_option("-x,--export", s.exports, "export VAR (from this environment) or VAR=VALUE to every rank")
       ->allow_extra_args(false);
-  app.add_option("--chdir", s.chdir, "working directory of the ranks (default: the current one)");
+  app.add_option("-D,--chdir", s.chdir, "working directory of the ranks (default: the current one)");
 }
 
 void addOutputOptions(CLI::App& app, JobSpec& s) {
@@ -44,73 +94,137 @@ void addOutputOptions(CLI::App& app, JobSpec& s) {
          [&s](const std::string& v) { s.tag = v == "none" ? TagMode::none : v == "rank" ? TagMode::rank : TagMode::full; },
          "prefix of each output line: none, rank ('[3] '), full ('[node1:3] ', default)")
       ->check(CLI::IsMember({"none", "rank", "full"}));
+  app.add_flag_callback("-l,--label", [&s] { s.tag = TagMode::rank; }, "srun's name for --tag-output rank");
   app.add_option("--output-dir", s.output_dir, "also write each rank's output to DIR/rank.N.out and .err");
   app.add_option_function<std::string>(
-         "--stdin", [&s](const std::string& v) { s.stdin_rank = v == "none" ? -1 : std::stoi(v); },
+         "--stdin",
+         [&s](const std::string& v) {
+           s.stdin_rank = v == "none" ? -1 : orThrow(parseBoundedInt("--stdin", v, 0, kMaxWorldSize - 1));
+         },
          "forward tlaunch's stdin to this rank (e.g. 0); default none")
-      ->check(CLI::IsMember({"none"}) | CLI::NonNegativeNumber);
+      ->type_name("RANK|none");
+  app.add_option("--summary-json", s.summary_json,
+                 "write the job's outcome to FILE as JSON (exit status, whose, failed rank and node, reason)")
+      ->type_name("FILE");
 }
 
-void addControlOptions(CLI::App& app, JobSpec& s) {
-  app.add_option("--kill-timeout", s.kill_timeout_s, "seconds between SIGTERM and SIGKILL at teardown (default 10)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--connect-timeout", s.connect_timeout_s, "seconds to wait for every daemon to connect (default 60)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--heartbeat-timeout", s.heartbeat_timeout_s,
-                 "seconds of silence after which a node is declared lost (default 15)")
-      ->check(CLI::PositiveNumber);
+void addControlOptions(CLI::App& app, JobSpec& s, bool job) {
+  const int day = kMaxSeconds;
+  addCount(app, "--connect-timeout", "--connect-timeout", s.connect_timeout_s, 1, day,
+           "seconds to wait for every daemon to connect (default 60)");
+  addCount(app, "--heartbeat-timeout", "--heartbeat-timeout", s.heartbeat_timeout_s, 1, day,
+           "seconds of silence after which a node is declared lost (default 15)");
   app.add_option("--daemon-path", s.daemon_path, "tlaunchd on the nodes (default: next to this tlaunch)");
   app.add_flag("-v,--verbose", s.verbose, "say what tlaunch does");
+  if (!job) return;
+  addCount(app, "--kill-timeout", "--kill-timeout", s.kill_timeout_s, 0, day,
+           "seconds between SIGTERM and SIGKILL at teardown (default 10)");
   app.add_flag("-q,--quiet", s.quiet, "no start-of-job banner (errors and the failure summary still print)");
 }
 
 void addPlanOptions(CLI::App& app, JobSpec& s) {
   app.add_flag("--dry-run", s.dry_run, "print the plan (ranks, binding, network, environment) and exit");
-  app.add_flag("--json", s.json, "with --dry-run or preflight: machine-readable output");
   app.add_flag("--offline", s.offline, "with --dry-run: plan from --topology-xml alone, contact no node");
   app.add_flag("--report-bindings", s.report_bindings, "print the binding manifest before the job starts");
+  app.add_option("--bind", s.bind, "CPU binding: none, numa, core (default)")->check(CLI::IsMember({"none", "numa", "core"}));
+  addCount(app, "--cpus-per-rank", "--cpus-per-rank", s.cpus_per_rank, 1, kMaxCpusPerRank,
+           "cores per rank (default: an even share)");
+}
+
+// What a node is asked about: shared by a job and `tlaunch preflight`.
+void addInventoryOptions(CLI::App& app, JobSpec& s) {
+  app.add_flag("--json", s.json, "with --dry-run or preflight: machine-readable output");
   app.add_option("--topology-xml", s.topology_xml, "hwloc XML topology to use instead of the live machine");
   app.add_option("--sysfs-root", s.sysfs_root, "read RDMA/network sysfs facts under DIR instead of / (tests; {node} stands for the node name)");
-  app.add_option("--bind", s.bind, "CPU binding: none, numa, core (default)")->check(CLI::IsMember({"none", "numa", "core"}));
-  app.add_option("--cpus-per-rank", s.cpus_per_rank, "cores per rank (default: an even share)")->check(CLI::PositiveNumber);
 }
 
 void addNetOptions(CLI::App& app, JobSpec& s) {
-  app.add_option("--net", s.net_mode, "auto (IPoIB/RoCE fabric, default) or tcp (allow a plain Ethernet job)")
-      ->check(CLI::IsMember({"auto", "tcp"}));
-  app.add_option("--net-if", s.net_if, "fabric interface name(s) to use")->delimiter(',');
-  app.add_option("--net-cidr", s.net_cidr, "choose the fabric by subnet, e.g. 10.1.0.0/16");
+  app.add_option("--net", s.net_mode,
+                 "auto (default: the IPoIB/RoCE fabric; plain TCP when no node has RDMA), ib (require the fabric), "
+                 "tcp (plain sockets even on a fabric)")
+      ->check(CLI::IsMember({"auto", "ib", "tcp"}));
+  app.add_option("--net-if", s.net_if, "fabric interface name(s) to use")
+      ->delimiter(',')
+      ->check(CLI::Validator([](std::string& v) { return badInterfaceName(v); }, "NAME"));
+  app.add_option("--net-cidr", s.net_cidr, "choose the fabric by subnet, e.g. 10.1.0.0/16")
+      ->check(CLI::Validator([](std::string& v) { return badCidr(v); }, "CIDR"));
   app.add_option("--check-reachability", s.check_reachability, "ring (default; all with --preflight=full), all, off")
       ->check(CLI::IsMember({"ring", "all", "off"}));
 }
 
-void addPreflightOptions(CLI::App& app, JobSpec& s) {
-  app.add_option_function<std::string>(
-         "--preflight",
-         [&s](const std::string& v) {
-           s.preflight = v == "off" ? PreflightMode::off : v == "full" ? PreflightMode::full : PreflightMode::quick;
-         },
-         "checks before any rank starts: quick (default), full, off")
-      ->check(CLI::IsMember({"off", "quick", "full"}));
+void addPreflightOptions(CLI::App& app, JobSpec& s, bool job) {
+  if (job) {
+    app.add_option_function<std::string>(
+           "--preflight",
+           [&s](const std::string& v) {
+             s.preflight = v == "off" ? PreflightMode::off : v == "full" ? PreflightMode::full : PreflightMode::quick;
+           },
+           "checks before any rank starts: quick (default), full, off")
+        ->check(CLI::IsMember({"off", "quick", "full"}));
+  } else {
+    app.add_option_function<std::string>(
+           "--level,--preflight",
+           [&s](const std::string& v) { s.preflight = v == "full" ? PreflightMode::full : PreflightMode::quick; },
+           "quick (default) or full")
+        ->check(CLI::IsMember({"quick", "full"}));
+  }
   app.add_flag("--preflight-strict", s.preflight_strict, "treat preflight warnings as failures");
-  app.add_option("--preflight-skip", s.preflight_skip, "preflight checks to skip, e.g. memlock,gpudirect")->delimiter(',');
-  app.add_option("--expect-rate", s.expect_rate_gbps, "expected RDMA port rate in Gb/s (warn otherwise)");
+  app.add_option("--preflight-skip", s.preflight_skip, "preflight checks to skip, e.g. memlock,gpudirect")
+      ->delimiter(',')
+      ->check(CLI::Validator([](std::string& v) { return unknownCheck(v); }, "CHECK"));
+  app.add_option_function<std::string>(
+      "--expect-rate", [&s](const std::string& v) { s.expect_rate_gbps = orThrow(parseRate("--expect-rate", v, kMaxRateGbps)); },
+      "expected RDMA port rate in Gb/s (warn otherwise)")
+      ->type_name("GBPS");
 }
 
-void addLaunchOptions(CLI::App& app, JobSpec& s) {
-  app.add_option_function<std::string>(
-         "--pmix", [&s](const std::string& v) { s.pmix = v != "off"; }, "PMIx server for MPI ranks: on (default), off")
-      ->check(CLI::IsMember({"on", "off"}));
-  app.add_option("--ssh-fanout", s.ssh_fanout, "ssh connections started at once (default 64)")->check(CLI::PositiveNumber);
+void addLaunchOptions(CLI::App& app, JobSpec& s, bool job) {
+  addCount(app, "--ssh-fanout", "--ssh-fanout", s.ssh_fanout, 1, kMaxSshFanout,
+           "ssh connections started at once (default 64)");
   app.add_option("--ssh-option", s.ssh_options, "extra ssh option, e.g. --ssh-option='-p 2222' (repeatable)")
       ->allow_extra_args(false);
   app.add_option_function<std::string>(
          "--ssh-reuse", [&s](const std::string& v) { s.ssh_reuse = v != "off"; },
          "reuse ssh connections between launches for 60 s: on (default), off")
       ->check(CLI::IsMember({"on", "off"}));
-  app.add_option("--ssh-connect-timeout", s.ssh_connect_timeout_s, "ssh ConnectTimeout in seconds (default 10)")
-      ->check(CLI::PositiveNumber);
+  addCount(app, "--ssh-connect-timeout", "--ssh-connect-timeout", s.ssh_connect_timeout_s, 1, kMaxSeconds,
+           "ssh ConnectTimeout in seconds (default 10)");
   app.add_option("--slurm-args", s.slurm_args, "extra srun arguments, e.g. --slurm-args='-p gpu -t 30'");
+  if (!job) return;
+  app.add_option_function<std::string>(
+         "--pmix", [&s](const std::string& v) { s.pmix = v != "off"; }, "PMIx server for MPI ranks: on (default), off")
+      ->check(CLI::IsMember({"on", "off"}));
+}
+
+// torchrun's and mpirun's names for the rendezvous and the MPI settings; they become exports,
+// so they win over tlaunch's values exactly as -x does.
+struct ExportFlags {
+  std::string master_addr;
+  int master_port = 0;
+  std::vector<std::pair<std::string, std::string>> mca;
+};
+
+void addExportFlags(CLI::App& app, ExportFlags& f) {
+  app.add_option_function<std::string>(
+      "--master-addr", [&f](const std::string& v) { f.master_addr = orThrow(checkMasterAddr(v)); },
+      "MASTER_ADDR for every rank (default: rank 0's address on the chosen network)")
+      ->type_name("ADDR");
+  addCount(app, "--master-port", "--master-port", f.master_port, 1, 65535,
+           "MASTER_PORT for every rank (default: a port rank 0's node found free)");
+  app.add_option("--mca", f.mca, "Open MPI parameter, exported as OMPI_MCA_KEY=VALUE (repeatable)")
+      ->allow_extra_args(false)
+      ->type_name("KEY VALUE");
+}
+
+Result<void> applyExportFlags(const ExportFlags& f, JobSpec& s) {
+  for (const auto& [k, v] : f.mca) {
+    auto e = mcaExport(k, v);
+    if (!e) return tl::unexpected(e.error());
+    s.exports.push_back(*e);
+  }
+  if (!f.master_addr.empty()) s.exports.push_back("MASTER_ADDR=" + f.master_addr);
+  if (f.master_port > 0) s.exports.push_back("MASTER_PORT=" + std::to_string(f.master_port));
+  return {};
 }
 
 }  // namespace
@@ -126,50 +240,38 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
                "tlaunch"};
   app.prefix_command();  // everything after the program name belongs to the program
   bool version = false;
+  ExportFlags export_flags;
   app.add_flag("--version", version, "print the version and exit");
-  addJobOptions(app, s);
+  addNodeOptions(app, s);
+  addRankOptions(app, s);
   addEnvOptions(app, s);
+  addExportFlags(app, export_flags);
   addOutputOptions(app, s);
-  addControlOptions(app, s);
+  addControlOptions(app, s, true);
   addHangTimeoutOption(app, s);
   addPlanOptions(app, s);
+  addInventoryOptions(app, s);
   addNetOptions(app, s);
-  addPreflightOptions(app, s);
-  addLaunchOptions(app, s);
+  addPreflightOptions(app, s, true);
+  addLaunchOptions(app, s, true);
   const auto inspect = addInspectSubcommands(app, s);
   auto* topo = app.add_subcommand("topo", "print this node's GPU/HCA/NUMA map and the rank pairing");
   topo->add_option("--topology-xml", s.topology_xml, "hwloc XML topology to show instead of the live machine");
+  // The same declarations as a job's: a node, launcher, network or check means the same in both.
   auto* preflight = app.add_subcommand("preflight", "run the preflight checks alone on the nodes and print a table");
-  preflight->add_option("-H,--hosts", s.hosts, "nodes to check");
-  preflight->add_option("--hostfile", s.hostfile, "hostfile of the nodes to check");
-  preflight->add_option("-N,--nodes", s.nodes, "number of nodes");
-  preflight->add_option("-g,--gpus-per-node", s.gpus_per_node, "GPUs each node must have");
-  preflight->add_flag("--json", s.json, "machine-readable output");
-  preflight->add_option("--sysfs-root", s.sysfs_root, "read sysfs under DIR");
-  preflight->add_option("--launcher", [&s](const CLI::results_t& r) {
-    const auto& v = r.at(0);
-    s.launcher = v == "local" ? LauncherKind::local : v == "ssh" ? LauncherKind::ssh : v == "slurm" ? LauncherKind::slurm : LauncherKind::automatic;
-    return true;
-  }, "local, ssh, slurm");
-  preflight->add_option("--expect-rate", s.expect_rate_gbps, "expected port rate in Gb/s");
-  preflight->add_flag("--preflight-strict", s.preflight_strict, "warnings fail too");
-  preflight->add_option("--preflight-skip", s.preflight_skip, "checks to skip")->delimiter(',');
-  preflight->add_option("--topology-xml", s.topology_xml, "hwloc XML topology instead of the live machine");
-  preflight->add_option_function<std::string>("--level,--preflight", [&s](const std::string& v) {
-    s.preflight = v == "full" ? PreflightMode::full : PreflightMode::quick;
-  }, "quick (default) or full")->check(CLI::IsMember({"quick", "full"}));
-  preflight->add_option("--daemon-path", s.daemon_path, "tlaunchd on the nodes");
-  preflight->add_option("--ssh-option", s.ssh_options, "extra ssh option")->allow_extra_args(false);
-  preflight->add_option("--net-if", s.net_if, "fabric interface name(s)")->delimiter(',');
-  preflight->add_option("--net-cidr", s.net_cidr, "fabric subnet");
-  preflight->add_option("--net", s.net_mode, "auto or tcp")->check(CLI::IsMember({"auto", "tcp"}));
-  preflight->add_option("--check-reachability", s.check_reachability, "ring (default; all with --level full), all, off")
-      ->check(CLI::IsMember({"ring", "all", "off"}));
+  addNodeOptions(*preflight, s);
+  addCount(*preflight, "-g,--gpus-per-node", "-g/--gpus-per-node", s.gpus_per_node, 1, kMaxRanksPerNode,
+           "GPUs each node must have");
+  addInventoryOptions(*preflight, s);
+  addNetOptions(*preflight, s);
+  addPreflightOptions(*preflight, s, false);
+  addControlOptions(*preflight, s, false);
+  addLaunchOptions(*preflight, s, false);
   app.footer(
       "Exit status: 0 when every rank exited 0; otherwise the first failed rank's status (128+N if it was killed "
       "by signal N). tlaunch's own failures: 64 usage, 69 node unreachable or lost, 76 protocol/authentication, "
       "78 resources/topology/fabric/preflight, 126/127 program not executable/not found, 130/143/129 when "
-      "tlaunch itself got SIGINT/SIGTERM/SIGHUP.");
+      "tlaunch itself got SIGINT/SIGTERM/SIGHUP. --summary-json says which.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -186,6 +288,12 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   if (version) {
     std::cout << "tlaunch " << kVersion << " (protocol " << kProtocolVersion << ")\n";
     out.exit_now = 0;
+    return out;
+  }
+  if (auto e = applyExportFlags(export_flags, s); !e) {
+    std::cerr << "tlaunch: " << e.error().message << "\n";
+    if (!e.error().hint.empty()) std::cerr << "  -> " << e.error().hint << "\n";
+    out.exit_now = 64;
     return out;
   }
   // A full preflight probes every pair of nodes, unless the user chose otherwise.

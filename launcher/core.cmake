@@ -1,18 +1,20 @@
 set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/child_process.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/cli_options.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/cli_values.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/plan/rank_layout.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/output_sink.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/output_format.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/local_starter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/split_starter.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/job_plan.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/plan_binding.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/plan_network.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/plan_preflight.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/plan/job_plan.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/plan/plan_binding.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/plan/plan_network.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/plan/plan_preflight.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rdma_pair_coordinator.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/cross_node_preflight.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/phase_timing.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/offline_plan.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/plan/offline_plan.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/stack_merge.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/control_socket.cc
@@ -22,4 +24,6 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/launcher_choice.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/listen_address.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/run_job.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_setup.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/summary_json.cc
 )

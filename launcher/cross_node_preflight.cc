@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "binding/fabric_json.h"
+#include "binding/fabric/fabric_json.h"
 #include "bootstrap/node_launch_json.h"
-#include "launcher/plan_network.h"
-#include "launcher/plan_preflight.h"
+#include "launcher/plan/plan_network.h"
+#include "launcher/plan/plan_preflight.h"
 
 namespace tlaunch {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/job_plan.h"
+#include "launcher/plan/job_plan.h"
 #include "launcher/rdma_pair_coordinator.h"
 
 namespace tlaunch {

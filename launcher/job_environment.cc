@@ -1,8 +1,9 @@
 #include "launcher/job_environment.h"
 
 #include <algorithm>
+#include <cstdlib>
 
-#include "binding/rank_env.h"
+#include "bootstrap/rank_env.h"
 
 extern char** environ;
 
@@ -10,6 +11,28 @@ namespace tlaunch {
 
 namespace {
 bool startsWith(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+// tlaunch's variables that hold the same value on every rank: an export of one wins.
+bool jobWideIdentity(const std::string& name) {
+  static const char* const names[] = {"MASTER_ADDR", "MASTER_PORT", "ROLE_NAME", "TORCHELASTIC_RUN_ID",
+                                      "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE"};
+  for (const char* n : names)
+    if (name == n) return true;
+  return false;
+}
+
+// Why an export is refused: a per-rank variable cannot take one value on every rank.
+std::string badExport(const std::string& name, const std::string& value) {
+  const auto& ids = rankIdentityNames();
+  if (std::find(ids.begin(), ids.end(), name) != ids.end() && !jobWideIdentity(name))
+    return name + " differs per rank: tlaunch sets it on each rank, so it cannot be exported to all";
+  if (name == "MASTER_PORT") {
+    char* end = nullptr;
+    const long port = std::strtol(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || port < 1 || port > 65535) return "MASTER_PORT must be a port from 1 to 65535";
+  }
+  return "";
+}
 }  // namespace
 
 bool isLocalOnlyVariable(const std::string& name) {
@@ -51,6 +74,7 @@ Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std:
     } else {
       out[name] = x.substr(eq + 1);
     }
+    if (auto why = badExport(name, out[name]); !why.empty()) return fail(Errc::usage, "-x " + x + ": " + why);
     f.user_set.push_back(name);
     f.user_env[name] = {out[name], "-x"};
   }

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "binding/user_env.h"
+#include "binding/fabric/user_env.h"
 #include "tlaunch/result.h"
 
 namespace tlaunch {

@@ -7,12 +7,13 @@
 #include <thread>
 
 #include "bootstrap/auth.h"
-#include "binding/preflight_report.h"
+#include "bootstrap/close_fds.h"
+#include "binding/preflight/preflight_report.h"
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cross_node_preflight.h"
 #include "launcher/job_inspector.h"
 #include "launcher/phase_timing.h"
-#include "launcher/plan_preflight.h"
+#include "launcher/plan/plan_preflight.h"
 #include "launcher/stdin_credit.h"
 #include "tlaunch/version.h"
 
@@ -102,6 +103,7 @@ Result<void> JobSession::listen() {
   if (ec) return tlaunch::fail(Errc::usage, "bad listen address " + cfg_.listen_address);
   asio::ip::tcp::endpoint ep(addr, 0);
   acceptor_.open(ep.protocol(), ec);
+  if (!ec) markCloseOnExec(acceptor_.native_handle());
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(ep, ec);
   if (!ec) acceptor_.listen(1024, ec);
@@ -171,7 +173,10 @@ void JobSession::accept() {
 void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   auto conn = p->conn;
   auto drop = [this, p, conn](const std::string& why) {
-    out_.note("rejected a daemon connection from " + conn->peer() + ": " + why);
+    // Said for the first few only: a stranger must not be able to flood the job's stderr.
+    if (++rejections_ <= kRejectionsShown)
+      out_.note("rejected a daemon connection from " + conn->peer() + ": " + why +
+                (rejections_ == kRejectionsShown ? " (further rejections are not shown)" : ""));
     conn->close();
     asio::post(io_, [this, p] { std::erase_if(pending_, [p](const auto& q) { return q.get() == p; }); });
   };
@@ -270,6 +275,7 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
     return;
   }
   if (t == "started") {
+    if (cfg_.spec.verbose && msg.contains("containment")) out_.note("node " + link.name + ": " + getString(msg, "containment"));
     link.started = true;
     link.started_at = Clock::now();
     if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->started; }) &&
@@ -304,11 +310,15 @@ void JobSession::onInventory(Link& link, Json&& inv) {
 }
 
 void JobSession::noteTimings(const char* what, Clock::time_point since, Clock::time_point Link::*at) {
-  if (!cfg_.spec.verbose) return;
   std::vector<std::pair<std::string, double>> times;
-  for (const auto& l : links_)
-    times.emplace_back(l->name, std::chrono::duration<double, std::milli>((*l).*at - since).count());
-  out_.note(std::string(what) + ": " + phaseTimingSummary(std::move(times)));
+  double slowest = 0;
+  for (const auto& l : links_) {
+    const double ms = std::chrono::duration<double, std::milli>((*l).*at - since).count();
+    slowest = std::max(slowest, ms);
+    times.emplace_back(l->name, ms);
+  }
+  outcome_.phase_seconds[what] = slowest / 1000.0;  // for --summary-json
+  if (cfg_.spec.verbose) out_.note(std::string(what) + ": " + phaseTimingSummary(std::move(times)));
 }
 
 void JobSession::inventoriesComplete() {
@@ -377,6 +387,7 @@ void JobSession::planAndPrepare() {
   }
   for (const auto& n : plan_->nodes)
     for (const auto& r : n.ranks) out_.setRankNode(r.rank, n.node_name);
+  outcome_.rank_exit_codes.assign(static_cast<size_t>(plan_->world_size), -1);
   if (auto r = out_.openFiles(plan_->world_size); !r) {
     fail(exitStatusFor(r.error().code), r.error().message);
     return;
@@ -392,7 +403,8 @@ std::string JobSession::banner(const JobPlan& plan, const JobSpec& spec) {
   // One line when all is well; the network decision per node (at most 4 shown) and any
   // preflight warnings otherwise worth reading before GPU hours are spent.
   std::string text = "job " + plan.job_id + ": " + std::to_string(plan.nodes.size()) + " node(s) x " +
-                     std::to_string(plan.ranks_per_node) + " rank(s), MASTER_ADDR " + plan.master_addr + ":" +
+                     std::to_string(plan.ranks_per_node) + " rank(s)" +
+                     (plan.ranks_source.empty() ? "" : " (" + plan.ranks_source + ")") + ", MASTER_ADDR " + plan.master_addr + ":" +
                      std::to_string(plan.master_port);
   if (plan.details.contains("fingerprint")) text += ", binding " + plan.details["fingerprint"].get<std::string>();
   if (!plan.network_text.empty() && plan.network_text.rfind("network: loopback", 0) != 0) {
@@ -431,6 +443,8 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   const bool signaled = getBool(msg, "signaled");
   const int code = static_cast<int>(getInt(msg, "code"));
   const bool ours = getBool(msg, "ours");
+  if (rank >= 0 && static_cast<size_t>(rank) < outcome_.rank_exit_codes.size())
+    outcome_.rank_exit_codes[static_cast<size_t>(rank)] = signaled ? 128 + code : code;
   if (ours || failed_ || (!signaled && code == 0)) return;
   std::vector<std::string> tail;
   if (msg.contains("tail") && msg["tail"].is_array())
@@ -439,7 +453,7 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   std::string what = signaled ? std::string("was killed by signal ") + std::to_string(code) + " (" + ::strsignal(code) + ")"
                               : "exited with status " + std::to_string(code);
   fail(signaled ? 128 + code : code, "rank " + std::to_string(rank) + " on node " + link.name + " " + what, rank,
-       std::move(tail));
+       std::move(tail), link.name, signaled ? code : 0);
 }
 
 void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) {
@@ -450,7 +464,7 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     if (text == "N/A") text.clear();  // Open MPI's placeholder
     fail(status, "rank " + std::to_string(rank) + " on node " + link.name + " called MPI_Abort with status " +
                      std::to_string(status) + (text.empty() ? "" : ": " + text),
-         rank);
+         rank, {}, link.name);
     return;
   }
   if (type == "fence") {
@@ -501,19 +515,23 @@ void JobSession::onLinkClosed(Link& link, const std::string& reason) {
   // Decide a moment later: when the starter (srun after scancel, ssh after a network drop) has
   // its own explanation, it is the better one; tick() reports whichever comes first.
   if (!lost_node_) {
+    lost_node_name_ = link.name;
     lost_node_ = "lost node " + link.name + ": its tlaunchd went away (" + reason +
                  "); the node may have died, or its daemon was killed";
     lost_deadline_ = Clock::now() + std::chrono::milliseconds(300);
   }
 }
 
-void JobSession::fail(int exit_code, std::string summary, int rank, std::vector<std::string> tail) {
+void JobSession::fail(int exit_code, std::string summary, int rank, std::vector<std::string> tail, std::string node,
+                      int signal) {
   if (failed_) return;
   failed_ = true;
   outcome_.exit_code = exit_code == 0 ? 1 : exit_code;
   outcome_.summary = std::move(summary);
   outcome_.failed_rank = rank;
   outcome_.stderr_tail = std::move(tail);
+  outcome_.failed_node = std::move(node);
+  outcome_.signal = signal;
   teardown();
 }
 
@@ -581,7 +599,7 @@ void JobSession::tick() {
       fail(exitStatusFor(Errc::node_unreachable),
            (f.node_index >= 0 ? "could not start tlaunchd on node " + nodeLabel(f.node_index) + ": " : "") + f.message);
     }
-    if (lost_node_ && !failed_ && now >= lost_deadline_) fail(exitStatusFor(Errc::node_lost), *lost_node_);
+    if (lost_node_ && !failed_ && now >= lost_deadline_) fail(exitStatusFor(Errc::node_lost), *lost_node_, -1, {}, lost_node_name_);
     if (phase_ == Phase::connecting && now > phase_deadline_) {
       std::string missing;
       for (const auto& l : links_)
@@ -689,8 +707,10 @@ void JobSession::forwardStdin() {
         continue;
       }
       if (n <= 0) {
-        asio::post(io_, [target, rank] {
-          if (target->conn && target->conn->isOpen()) target->conn->send({{"t", "stdin_eof"}, {"r", rank}});
+        asio::post(io_, [target, rank] {  // behind the data, in the same (bulk) queue
+          if (target->conn && target->conn->isOpen())
+            target->conn->sendBulk(
+                std::make_shared<const std::string>(encodeFrame(encodeMessage({{"t", "stdin_eof"}, {"r", rank}}))));
         });
         return;
       }

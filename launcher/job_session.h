@@ -12,7 +12,7 @@
 
 #include "bootstrap/connection.h"
 #include "launcher/daemon_starter.h"
-#include "launcher/job_plan.h"
+#include "launcher/plan/job_plan.h"
 #include "launcher/output_sink.h"
 
 namespace tlaunch {
@@ -40,6 +40,11 @@ struct JobOutcome {
   std::string summary;                // empty on success
   std::vector<std::string> stderr_tail;
   int failed_rank = -1;
+  // For --summary-json (launcher/summary_json.h).
+  std::string failed_node{};             // the failed rank's node, or the node lost
+  int signal = 0;                        // the failed rank was killed by this signal
+  Json phase_seconds = Json::object();   // launch phase → seconds (slowest node)
+  std::vector<int> rank_exit_codes{};    // per rank: exit status (128+N for signal N), -1 if it never ended; empty before ranks start
 };
 
 class JobSession {
@@ -70,7 +75,8 @@ class JobSession {
   static std::string banner(const JobPlan& plan, const JobSpec& spec);
   void onRankExit(Link& link, const Json& msg);
   void onPmixMessage(Link& link, const std::string& type, Json&& msg);
-  void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {});
+  void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {},
+            std::string node = {}, int signal = 0);
   void teardown();
   void finish();
   void tick();
@@ -83,6 +89,7 @@ class JobSession {
   static constexpr size_t kMaxPendingConnections = 256;
   static constexpr auto kPendingAuthTimeout = std::chrono::seconds(5);
   static constexpr size_t kStdinWindow = 1u << 20;
+  static constexpr int kRejectionsShown = 10;
   void broadcast(const Json& msg);
   std::string nodeLabel(int index) const;
   bool allDrained() const;
@@ -113,7 +120,9 @@ class JobSession {
   JobOutcome outcome_;
   bool failed_ = false;
   int interrupts_ = 0;
+  int rejections_ = 0;
   std::optional<std::string> lost_node_;  // a daemon's connection closed: reported at lost_deadline_
+  std::string lost_node_name_;
   std::chrono::steady_clock::time_point lost_deadline_;
   std::chrono::steady_clock::time_point started_at_;
   std::chrono::steady_clock::time_point prepare_sent_at_, start_sent_at_;

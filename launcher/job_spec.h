@@ -16,6 +16,9 @@ struct JobSpec {
   int nodes = 0;                  // -N (0: all nodes resolved, or 1)
   int procs_per_node = 0;         // -p
   int gpus_per_node = 0;          // -g
+  int total_ranks = 0;            // -n/--np (0: ranks per node x nodes)
+  // --nproc-per-node gpu|auto|cpu (torchrun's words): decided from the nodes' inventories.
+  std::string nproc_per_node_word;
   LauncherKind launcher = LauncherKind::automatic;
 
   // Node sources
@@ -24,7 +27,7 @@ struct JobSpec {
   std::string include, exclude;
 
   // Environment
-  std::vector<std::string> exports;  // -x VAR / -x VAR=VALUE, as given
+  std::vector<std::string> exports;  // -x VAR / -x VAR=VALUE, as given (--master-addr/-port and --mca land here)
   std::string chdir;
 
   // Output
@@ -41,6 +44,7 @@ struct JobSpec {
   std::string daemon_path;
   bool verbose = false;
   bool quiet = false;  // no start-of-job banner
+  std::string summary_json;  // --summary-json FILE: the outcome, machine-readable
 
   // Planning
   bool dry_run = false;
@@ -53,7 +57,7 @@ struct JobSpec {
   int cpus_per_rank = 0;
 
   // Network
-  std::string net_mode = "auto";  // auto|tcp
+  std::string net_mode = "auto";  // auto|ib|tcp
   std::vector<std::string> net_if;
   std::string net_cidr;
   std::string check_reachability = "ring";  // ring|all|off

@@ -1,5 +1,6 @@
 #include "launcher/launcher_choice.h"
 
+#include <cstdlib>
 
 #include "launcher/listen_address.h"
 #include "launcher/local_starter.h"
@@ -28,7 +29,8 @@ std::vector<std::string> netIfOf(const HostEntry& h) {
 }
 }  // namespace
 
-Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env) {
+Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env,
+                                      bool resolve_only) {
   NodeSourceOptions src;
   src.hosts = spec.hosts;
   src.include = spec.include;
@@ -46,6 +48,21 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   auto hosts = resolveNodes(src, env);
   if (!hosts) return tl::unexpected(hosts.error());
   const NodeOrigin origin = nodeOrigin(src, env);
+  std::vector<int> slots;
+  for (const auto& h : *hosts) slots.push_back(usableSlots(h));
+  std::string slots_origin = describeOrigin(origin);
+  if (origin == NodeOrigin::slurm) {
+    // The allocation's --ntasks-per-node, when it was given, is its slots (for the count only:
+    // it does not cap -p/-g, see slurm_tasks_as_slots above).
+    auto it = env.find("SLURM_NTASKS_PER_NODE");
+    if (it != env.end() && std::atoi(it->second.c_str()) > 0) {
+      slots.assign(slots.size(), std::atoi(it->second.c_str()));
+      slots_origin = "SLURM_NTASKS_PER_NODE";
+    }
+  }
+  auto layout = resolveRankLayout(spec, slots, slots_origin);
+  if (!layout) return tl::unexpected(layout.error());
+  const int want_nodes = layout->nodes;
 
   LauncherKind kind = spec.launcher;
   if (kind == LauncherKind::automatic) {
@@ -54,23 +71,33 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
                                                                              : LauncherKind::local;
   }
   LauncherChoice choice;
+  choice.layout = *layout;
   if (kind == LauncherKind::local) {
     std::vector<HostEntry> chosen;
     if (hosts->empty()) {
       // Simulated nodes on this host: local0, local1, ...
-      int n = spec.nodes > 0 ? spec.nodes : 1;
+      int n = want_nodes > 0 ? want_nodes : 1;
       if (spec.launcher != LauncherKind::local && n > 1)
         return fail(Errc::usage, "-N " + std::to_string(n) + " needs " + std::to_string(n) + " nodes, but none were given",
                     "pass --hosts/--hostfile, run inside a Slurm allocation, or add --launcher local to simulate "
                     "nodes on this host");
+      // Each simulated node is a daemon process on this host: beyond this it is a fork bomb, not a test.
+      constexpr int kMaxSimulatedNodes = 1024;
+      if (n > kMaxSimulatedNodes)
+        return fail(Errc::usage,
+                    "-N " + std::to_string(n) + ": --launcher local simulates at most " +
+                        std::to_string(kMaxSimulatedNodes) + " nodes on this host",
+                    "give real nodes with --hosts/--hostfile, or fewer nodes");
       for (int i = 0; i < n; ++i) chosen.push_back(HostEntry{"local" + std::to_string(i), -1, {}, {}});
     } else {
-      auto sel = selectNodes(*hosts, spec.nodes, spec.ranksPerNode());
+      auto sel = selectNodes(*hosts, want_nodes, layout->ranks_per_node);
       if (!sel) return tl::unexpected(sel.error());
       chosen = std::move(*sel);
     }
-    for (size_t i = 0; i < chosen.size(); ++i)
+    for (size_t i = 0; i < chosen.size(); ++i) {
       choice.nodes.push_back({static_cast<int>(i), chosen[i].name, {}, netIfOf(chosen[i])});
+      choice.node_slots.push_back(usableSlots(chosen[i]));
+    }
     choice.starter = std::make_unique<LocalStarter>();
     choice.listen_address = "127.0.0.1";
     choice.loopback_only = true;
@@ -80,17 +107,22 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     return fail(Errc::usage, "--launcher ssh needs nodes", "give --hosts or --hostfile");
   std::vector<HostEntry> chosen;
   if (kind == LauncherKind::slurm && hosts->empty()) {
-    if (!insideSlurmAllocation(env) && spec.nodes <= 0)
+    if (!insideSlurmAllocation(env) && want_nodes <= 0)
       return fail(Errc::usage, "--launcher slurm outside an allocation needs -N",
                   "e.g. tlaunch --launcher slurm -N 4 -p 2 --slurm-args='-p debug' -- prog");
   } else {
-    auto sel = selectNodes(*hosts, spec.nodes, spec.ranksPerNode());
+    auto sel = selectNodes(*hosts, want_nodes, layout->ranks_per_node);
     if (!sel) return tl::unexpected(sel.error());
     chosen = std::move(*sel);
   }
   for (size_t i = 0; i < chosen.size(); ++i) {
     choice.nodes.push_back({static_cast<int>(i), chosen[i].name, sshDestination(chosen[i]), netIfOf(chosen[i])});
     choice.node_slots.push_back(usableSlots(chosen[i]));
+  }
+  if (resolve_only) {  // --dry-run --offline: the same nodes, nothing to start or connect to
+    for (int i = 0; choice.nodes.empty() && i < want_nodes; ++i)
+      choice.nodes.push_back({i, "srun" + std::to_string(i), "", {}});  // srun would choose them
+    return choice;
   }
   if (kind == LauncherKind::ssh) {
     SshStarterOptions o;
@@ -132,8 +164,8 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     // srun picks the nodes: listen everywhere; daemons try each of our addresses.
     choice.listen_address = "0.0.0.0";
     choice.advertise_address = localAddressList();
-    choice.unnamed_nodes = spec.nodes;
-    for (int i = 0; i < spec.nodes; ++i) choice.starter_nodes.push_back({i, "", "", {}});
+    choice.unnamed_nodes = want_nodes;
+    for (int i = 0; i < want_nodes; ++i) choice.starter_nodes.push_back({i, "", "", {}});
   }
   return choice;
 }

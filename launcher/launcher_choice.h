@@ -8,6 +8,7 @@
 
 #include "launcher/daemon_starter.h"
 #include "launcher/job_spec.h"
+#include "launcher/plan/rank_layout.h"
 
 namespace tlaunch {
 
@@ -19,9 +20,13 @@ struct LauncherChoice {
   std::string advertise_address;  // what daemons are told to connect to, if not listen_address
   bool loopback_only = false;     // local launcher: every node is this host
   int unnamed_nodes = 0;
-  std::vector<NodeTarget> starter_nodes;  // with unnamed_nodes: placeholders for the starter          // srun chooses the nodes: this many daemons, named in their hello
+  std::vector<NodeTarget> starter_nodes;  // with unnamed_nodes: placeholders for the starter
+  RankLayout layout;                      // nodes x ranks per node, and why
 };
 
-Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env);
+// Also decides the rank layout (-n, slots), since it chooses among the given nodes.
+// resolve_only: nodes and layout only, no starter and no addresses (--dry-run --offline).
+Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env,
+                                      bool resolve_only = false);
 
 }  // namespace tlaunch

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "binding/fabric_discovery.h"
+#include "binding/fabric/fabric_discovery.h"
 
 namespace tlaunch {
 

@@ -1,10 +1,12 @@
 // tlaunch: the frontend. Parses the command line and hands over to the subcommand.
+#include "bootstrap/process_hygiene.h"
 #include "launcher/cli_options.h"
 #include "launcher/control_socket.h"
-#include "launcher/offline_plan.h"
+#include "launcher/plan/offline_plan.h"
 #include "launcher/run_job.h"
 
 int main(int argc, char** argv) {
+  tlaunch::hardenProcess();
   auto parsed = tlaunch::parseCommandLine(argc, argv);
   if (parsed.exit_now) return *parsed.exit_now;
   switch (parsed.command) {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <map>
 
-#include "binding/rdma_pair_protocol.h"
-#include "binding/verbs_completion.h"
-#include "binding/verbs_selftest.h"
+#include "binding/rdma/rdma_pair_protocol.h"
+#include "binding/rdma/verbs_completion.h"
+#include "binding/rdma/verbs_selftest.h"
 
 namespace tlaunch {
 

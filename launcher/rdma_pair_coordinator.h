@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "binding/preflight_item.h"
-#include "binding/rdma_endpoint.h"
+#include "binding/preflight/preflight_item.h"
+#include "binding/rdma/rdma_endpoint.h"
 #include "tlaunch/fabric.h"
 
 namespace tlaunch {

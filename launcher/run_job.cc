@@ -4,15 +4,16 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <fstream>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <iostream>
-#include <sstream>
 
 #include "bootstrap/auth.h"
 #include "launcher/job_environment.h"
 #include "launcher/job_session.h"
-#include "launcher/launcher_choice.h"
+#include "launcher/job_setup.h"
+#include "launcher/summary_json.h"
 
 namespace tlaunch {
 
@@ -24,20 +25,6 @@ std::string selfDirectory() {
   if (n <= 0) return ".";
   std::string p(buf, static_cast<size_t>(n));
   return p.substr(0, p.rfind('/'));
-}
-
-std::string currentDirectory() {
-  char buf[PATH_MAX];
-  return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string("/");
-}
-
-Result<void> validate(const JobSpec& spec) {
-  if (spec.argv.empty())
-    return fail(Errc::usage, "no program given", "usage: tlaunch [options] -- program [args...]");
-  if (spec.procs_per_node > 0 && spec.gpus_per_node > 0)
-    return fail(Errc::usage, "-p and -g both given", "use -g N for one rank per GPU, or -p N for ranks without GPUs");
-  if (spec.offline && !spec.dry_run) return fail(Errc::usage, "--offline only goes with --dry-run");
-  return {};
 }
 
 void printError(const Error& e) {
@@ -72,53 +59,58 @@ Json daemonConfig(const JobSpec& spec, const UserEnv& user_env, bool loopback_on
   return c;
 }
 
+namespace {
+
+// A file we cannot write is found before the job runs, not after hours of it.
+Result<void> checkSummaryPath(const std::string& path) {
+  if (path.empty()) return {};
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::access(dir.c_str(), W_OK) != 0)
+    return fail(Errc::usage, "--summary-json " + path + ": cannot write in " + dir + ": " + ::strerror(errno));
+  return {};
+}
+
+int finishJob(const JobSpec& spec, const std::string& job_id, const JobOutcome& outcome,
+              std::chrono::steady_clock::time_point started) {
+  if (spec.summary_json.empty()) return outcome.exit_code;
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (auto w = writeSummaryJson(spec.summary_json, outcomeToJson(job_id, outcome, wall)); !w) printError(w.error());
+  return outcome.exit_code;
+}
+
+}  // namespace
+
 int runJob(const JobSpec& input) {
-  JobSpec spec = input;
-  if (auto v = validate(spec); !v) {
-    printError(v.error());
-    return exitStatusFor(v.error().code);
-  }
-  const auto env = currentEnvironment();
-  auto choice = chooseLauncher(spec, env);
-  if (!choice) {
-    printError(choice.error());
-    return exitStatusFor(choice.error().code);
-  }
-  if (spec.ranksPerNode() == 0) {
-    // Like mpirun: the hostfile's slots say how many ranks each node runs.
-    const auto& slots = choice->node_slots;
-    const bool uniform = !slots.empty() && slots.front() > 0 &&
-                         std::all_of(slots.begin(), slots.end(), [&](int s) { return s == slots.front(); });
-    if (!uniform) {
-      printError({Errc::usage, "say how many ranks per node: -p N (CPU ranks) or -g N (one rank per GPU)",
-                  slots.empty() || slots.front() <= 0 ? "" : "the hosts' slots differ, so they cannot say it"});
-      return exitStatusFor(Errc::usage);
-    }
-    spec.procs_per_node = slots.front();
-  }
-  auto forwarded = forwardEnvironment(env, spec.exports);
-  if (!forwarded) {
-    printError(forwarded.error());
-    return exitStatusFor(forwarded.error().code);
-  }
+  const auto started = std::chrono::steady_clock::now();
   const std::string job_id = "tl-" + hexEncode(randomBytes(5));
+  auto refuse = [&](const Error& e) {
+    printError(e);
+    JobOutcome o;
+    o.exit_code = exitStatusFor(e.code);
+    o.summary = e.message;
+    return finishJob(input, job_id, o, started);
+  };
+  if (auto p = checkSummaryPath(input.summary_json); !p) {
+    printError(p.error());
+    return exitStatusFor(p.error().code);
+  }
+  auto setup = setUpJob(input, currentEnvironment(), false);
+  if (!setup) return refuse(setup.error());
+  const JobSpec& spec = setup->spec;
+  LauncherChoice& choice = setup->choice;
   SessionConfig cfg;
   cfg.spec = spec;
-  cfg.nodes = choice->nodes;
+  cfg.nodes = choice.nodes;
   cfg.secret = newJobSecret();
-  cfg.listen_address = choice->listen_address;
-  cfg.advertise_address = choice->advertise_address;
-  cfg.unnamed_nodes = choice->unnamed_nodes;
-  cfg.starter_nodes = choice->starter_nodes;
+  cfg.listen_address = choice.listen_address;
+  cfg.advertise_address = choice.advertise_address;
+  cfg.unnamed_nodes = choice.unnamed_nodes;
+  cfg.starter_nodes = choice.starter_nodes;
   cfg.daemon_path = spec.daemon_path.empty() ? selfDirectory() + "/tlaunchd" : spec.daemon_path;
+  cfg.plan_context = setup->plan_context;
   cfg.plan_context.job_id = job_id;
-  cfg.plan_context.cwd = currentDirectory();
-  cfg.plan_context.base_env = forwarded->base_env;
-  cfg.plan_context.user_set = forwarded->user_set;
-  cfg.plan_context.user_env = forwarded->user_env;
-  cfg.plan_context.loopback_only = choice->loopback_only;
-  for (const auto& n : cfg.nodes) cfg.plan_context.node_net_if.push_back(n.net_if);
-  cfg.daemon_config = daemonConfig(spec, forwarded->user_env, choice->loopback_only);
+  cfg.daemon_config = daemonConfig(spec, cfg.plan_context.user_env, choice.loopback_only);
 
   ::signal(SIGPIPE, SIG_IGN);
   OutputSink out(spec.tag, spec.output_dir);
@@ -126,13 +118,13 @@ int runJob(const JobSpec& input) {
     out.note("job " + job_id + ": " +
              (cfg.unnamed_nodes > 0 ? std::to_string(cfg.unnamed_nodes) + " node(s) chosen by srun"
                                     : std::to_string(cfg.nodes.size()) + " node(s)") +
-             " via " + choice->starter->name() +
+             " via " + choice.starter->name() +
              ", daemons connect to " + (cfg.advertise_address.empty() ? cfg.listen_address : cfg.advertise_address));
   asio::io_context io(1);
-  JobSession session(io, std::move(cfg), std::move(choice->starter), out);
+  JobSession session(io, std::move(cfg), std::move(choice.starter), out);
   JobOutcome outcome = session.run();
   printOutcome(out, job_id, outcome);
-  return outcome.exit_code;
+  return finishJob(spec, job_id, outcome, started);
 }
 
 }  // namespace tlaunch

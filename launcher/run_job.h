@@ -1,5 +1,5 @@
 #pragma once
-#include "binding/user_env.h"
+#include "binding/fabric/user_env.h"
 #include "bootstrap/message.h"
 #include "launcher/job_spec.h"
 

@@ -4,12 +4,14 @@
 
 _tlaunch_options="--bind --chdir --check-reachability --connect-timeout --cpus-per-rank --daemon-path --dry-run
   --exclude --expect-rate --export --gpus-per-node --hang-timeout --heartbeat-timeout --help --hostfile --hosts --include --json
-  --kill-timeout --launcher --net --net-cidr --net-if --nodes --offline --output-dir --pmix --preflight
-  --preflight-skip --preflight-strict --procs-per-node --quiet --report-bindings --slurm-args --ssh-connect-timeout
-  --ssh-fanout --ssh-option --ssh-reuse --stdin --sysfs-root --tag-output --topology-xml --verbose --version"
-_tlaunch_preflight_options="--check-reachability --daemon-path --expect-rate --gpus-per-node --help --hostfile
-  --hosts --json --launcher --level --net --net-cidr --net-if --nodes --preflight --preflight-skip --preflight-strict
-  --ssh-option --sysfs-root --topology-xml"
+  --kill-timeout --label --launcher --master-addr --master-port --mca --net --net-cidr --net-if --nnodes --nodes --np
+  --npernode --nproc-per-node --ntasks-per-node --offline --output-dir --pmix --preflight --preflight-skip
+  --preflight-strict --procs-per-node --quiet --report-bindings --slurm-args --ssh-connect-timeout --ssh-fanout
+  --ssh-option --ssh-reuse --stdin --summary-json --sysfs-root --tag-output --topology-xml --verbose --version"
+_tlaunch_preflight_options="--check-reachability --connect-timeout --daemon-path --exclude --expect-rate
+  --gpus-per-node --heartbeat-timeout --help --hostfile --hosts --include --json --launcher --level --net --net-cidr
+  --net-if --nnodes --nodes --preflight --preflight-skip --preflight-strict --slurm-args --ssh-connect-timeout
+  --ssh-fanout --ssh-option --ssh-reuse --sysfs-root --topology-xml --verbose"
 _tlaunch_topo_options="--help --topology-xml"
 _tlaunch_stacks_options="--help"
 _tlaunch_status_options="--help"
@@ -24,18 +26,20 @@ _tlaunch_values() {
     --launcher) COMPREPLY=($(compgen -W "local ssh slurm" -- "$cur")) ;;
     --bind) COMPREPLY=($(compgen -W "none numa core" -- "$cur")) ;;
     --tag-output) COMPREPLY=($(compgen -W "none rank full" -- "$cur")) ;;
-    --net) COMPREPLY=($(compgen -W "auto tcp" -- "$cur")) ;;
+    --net) COMPREPLY=($(compgen -W "auto ib tcp" -- "$cur")) ;;
+    --nproc-per-node) COMPREPLY=($(compgen -W "gpu auto cpu" -- "$cur")) ;;
     --preflight) COMPREPLY=($(compgen -W "quick full off" -- "$cur")) ;;
     --level) COMPREPLY=($(compgen -W "quick full" -- "$cur")) ;;
     --check-reachability) COMPREPLY=($(compgen -W "ring all off" -- "$cur")) ;;
     --pmix | --ssh-reuse) COMPREPLY=($(compgen -W "on off" -- "$cur")) ;;
     --preflight-skip) COMPREPLY=($(compgen -W "$_tlaunch_checks" -- "$cur")) ;;
-    --hostfile | --topology-xml | --daemon-path) COMPREPLY=($(compgen -f -- "$cur")) ;;
-    --output-dir | --sysfs-root | --chdir) COMPREPLY=($(compgen -d -- "$cur")) ;;
+    --hostfile | --topology-xml | --daemon-path | --summary-json) COMPREPLY=($(compgen -f -- "$cur")) ;;
+    --output-dir | --sysfs-root | -D | --chdir) COMPREPLY=($(compgen -d -- "$cur")) ;;
     -H | --hosts | --include | --exclude) COMPREPLY=($(compgen -A hostname -- "$cur")) ;;
     -N | --nodes | -p | --procs-per-node | -g | --gpus-per-node | --cpus-per-rank | --stdin | --kill-timeout | \
       --connect-timeout | --heartbeat-timeout | --hang-timeout | --ssh-fanout | --ssh-connect-timeout | --expect-rate | \
-      --net-if | --net-cidr | --ssh-option | --slurm-args | -x | --export) COMPREPLY=() ;;
+      --net-if | --net-cidr | --ssh-option | --slurm-args | -x | --export | -n | --np | --nnodes | --ntasks-per-node | \
+      --npernode | --master-addr | --master-port | --mca) COMPREPLY=() ;;
     *) return 1 ;;
   esac
   return 0

@@ -12,7 +12,7 @@ def expect(args, code, text):
 
 expect(["--no-such-flag", "-p", "1", "--", "true"], 64, "--no-such-flag")
 expect(["-p", "2", "-g", "2", "--", "true"], 64, "-p and -g both given")
-expect(["--", "true"], 64, "-p N")
+expect(["--hosts", "a:8,b:4", "--launcher", "local", "--", "true"], 64, "slots in --hosts differ")
 expect(["-p", "two", "--", "true"], 64, "-p")
 expect(["-p", "1"], 64, "no program given")
 expect(["-p", "1", "--", "no-such-program-xyz"], 127, "'no-such-program-xyz' not found on node local0")
@@ -35,6 +35,10 @@ tl.check(r.returncode == 0 and "--procs-per-node" in r.stdout and "Exit status" 
 r = tl.run(["preflight", "--launcher", "local", "--hosts", "a,b", "--preflight=full", "--json"], timeout=60)
 tl.check(r.returncode == 0 and '"rdma_pair"' in r.stdout and '"reachability"' in r.stdout,
          f"preflight --preflight=full: {r.returncode} {r.stdout[-400:]!r} {r.stderr!r}")
+
+# No count at all: like torchrun and mpirun, a default (slots, else one per GPU, else 1).
+r = tl.run(["--", "true"])
+tl.check(r.returncode == 0 and "1 node(s) x" in r.stderr, f"no -p/-g: {r.returncode} {r.stderr!r}")
 
 # Arguments reach the program unchanged, spaces and quotes included; a clean job exits 0.
 r = tl.run(["-p", "1", "--tag-output=none", "--", "/usr/bin/printf", "%s|", "a b", "it's", '"q"', "$HOME", ""])

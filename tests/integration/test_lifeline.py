@@ -9,7 +9,9 @@ line, and no process of the job left:
   5. tlaunch stopped (SIGSTOP) for 6 s with a 3 s heartbeat timeout: the job completes;
   6. a daemon stopped (SIGSTOP): the job ends naming its node within the heartbeat timeout;
   7. a rank that closes its stdout early and keeps running: the job goes on;
-  8. --output-dir on a full file system: one warning naming the file, stdout goes on, exit 0.
+  8. --output-dir on a full file system: one warning naming the file, stdout goes on, exit 0;
+  9. --stdin to a rank that does not read yet: tlaunch reads ahead only its credit (1 MiB), then
+     every byte arrives.
 """
 import os
 import pty
@@ -17,6 +19,7 @@ import re
 import select
 import signal
 import subprocess
+import threading
 import time
 
 import tl
@@ -188,3 +191,34 @@ else:
              f"full disk: want one warning naming rank.0.out: {warnings}")
     tl.check(r.stdout.count("[local0:0] R0 L") == 2000, "full disk: stdout lost lines")
     print("PASS 8: a full --output-dir gives one warning; stdout and the job go on")
+
+# 9. --stdin under credit: the rank reads nothing for 3 s; meanwhile tlaunch may take only its
+#    credit window of our 64 MB (plus pipe buffers), then every byte arrives.
+TOTAL = 64 << 20
+p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "-q", "--stdin", "0", "--", "sh", "-c",
+                      "sleep 3; wc -c"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     start_new_session=True)
+written = [0]
+
+
+def feed():
+    block = b"z" * 65536
+    try:
+        while written[0] < TOTAL:
+            p.stdin.write(block)
+            written[0] += len(block)
+        p.stdin.close()
+    except BrokenPipeError:
+        pass
+
+
+feeder = threading.Thread(target=feed)
+feeder.start()
+time.sleep(2)
+ahead = written[0]
+feeder.join(timeout=120)
+out, err = p.stdout.read(), p.stderr.read()
+p.wait(timeout=120)
+tl.check(p.returncode == 0 and out.decode().strip().endswith(str(TOTAL)), f"stdin: exit {p.returncode}, {out!r} {err[-500:]!r}")
+tl.check(ahead <= 3 << 20, f"stdin: tlaunch took {ahead >> 10} KiB while the rank read nothing (credit is 1 MiB)")
+print(f"PASS 9: --stdin took {ahead >> 10} KiB ahead of a rank that did not read, then all 64 MiB arrived")

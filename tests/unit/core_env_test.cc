@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
-#include "binding/hwloc_topology.h"
-#include "binding/rank_env.h"
-#include "binding/topology_json.h"
-#include "daemon/rank_env.h"
+#include "binding/topology/hwloc_topology.h"
+#include "bootstrap/rank_env.h"
+#include "binding/topology/topology_json.h"
+#include "daemon/rank_launches.h"
 #include "launcher/job_environment.h"
-#include "launcher/job_plan.h"
+#include "launcher/plan/job_plan.h"
 #include "tlaunch/result.h"
 
 using namespace tlaunch;

@@ -1,5 +1,5 @@
 // A daemon killed with -9 leaves its job's directories; the next daemon on the node removes
-// them, and only them.
+// them, and only them: never another user's, another host's, an unmarked one or a symlink.
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
@@ -55,7 +55,7 @@ TEST_CASE("stale job directories: a dead daemon's are removed, with their /dev/s
   REQUIRE(WEXITSTATUS(status) == 0);
   REQUIRE(writeOwnerMark(alive.string()));
   // Our pid with another start time: the daemon that wrote it is gone, the pid was reused.
-  std::ofstream(reused / kOwnerMarkFile) << ::getpid() << " 1\n";
+  std::ofstream(reused / kOwnerMarkFile) << ::getpid() << " 1\n" << hostIdentity();
 
   auto removed = removeStaleJobDirs(tmp.string(), shm.string());
   std::sort(removed.begin(), removed.end());
@@ -70,4 +70,82 @@ TEST_CASE("stale job directories: a dead daemon's are removed, with their /dev/s
   CHECK(fs::exists(unmarked / "payload"));  // not marked yet: its daemon may be starting
   CHECK(fs::exists(foreign / "payload"));   // not a tlaunch job directory
   CHECK(removeStaleJobDirs((root.path / "missing").string(), shm.string()).empty());
+}
+
+namespace {
+// A dead daemon's mark (a pid that exited) with the given host identity.
+void markDead(const fs::path& dir, const std::string& identity) {
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) _exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  std::ofstream(dir / kOwnerMarkFile) << child << " 12345\n" << identity;
+}
+}  // namespace
+
+TEST_CASE("stale job directories: only this host's, only this user's, never through a symlink") {
+  TempDir root;
+  const fs::path tmp = root.path / "tmp", shm = root.path / "shm";
+  fs::create_directories(shm);
+  const std::string here = hostIdentity();
+  REQUIRE(here.find("host ") == 0);
+  REQUIRE(here.find("\nboot ") != std::string::npos);
+  REQUIRE(here.find("\npidns ") != std::string::npos);
+
+  const fs::path mine = makeDir(tmp / "tlaunch.tl-mine.n1");
+  markDead(mine, here);
+  // Another node sharing TMPDIR: same names, its own (live) daemons.
+  const fs::path other_host = makeDir(tmp / "tlaunch.tl-other.n1");
+  markDead(other_host, "host elsewhere\nboot 00000000-0000-0000-0000-000000000000\npidns 4026531836\n");
+  const fs::path other_boot = makeDir(tmp / "tlaunch.tl-boot.n1");
+  std::string rebooted = here;
+  rebooted.replace(rebooted.find("boot ") + 5, 1, rebooted[rebooted.find("boot ") + 5] == '0' ? "1" : "0");
+  markDead(other_boot, rebooted);
+  // An old-style mark names no host: it cannot be judged.
+  const fs::path old_style = makeDir(tmp / "tlaunch.tl-old.n1");
+  markDead(old_style, "");
+  // A symlink planted under a job's name, pointing at a directory with a dead daemon's mark.
+  const fs::path victim = makeDir(root.path / "victim");
+  markDead(victim, here);
+  fs::create_directory_symlink(victim, tmp / "tlaunch.tl-link.n1");
+  // The /dev/shm namesake of our dead job is a symlink: it is left, and so is its target.
+  const fs::path shm_victim = makeDir(root.path / "shm-victim");
+  fs::create_directory_symlink(shm_victim, shm / "tlaunch.tl-mine.n1");
+  // A symlink inside a stale directory is removed, its target is not.
+  fs::create_directory_symlink(shm_victim, mine / "inner-link");
+
+  std::vector<std::string> removed;
+  if (::geteuid() == 0) {
+    // Another user's directory with a mark that would otherwise qualify.
+    const fs::path foreign = makeDir(tmp / "tlaunch.tl-foreign.n1");
+    markDead(foreign, here);
+    REQUIRE(::chown(foreign.c_str(), 65534, 65534) == 0);
+    removed = removeStaleJobDirs(tmp.string(), shm.string());
+    CHECK(fs::exists(foreign / "payload"));
+  } else {
+    removed = removeStaleJobDirs(tmp.string(), shm.string());
+  }
+  CHECK(removed == std::vector<std::string>{mine.string()});
+  CHECK_FALSE(fs::exists(mine));
+  CHECK(fs::exists(other_host / "payload"));
+  CHECK(fs::exists(other_boot / "payload"));
+  CHECK(fs::exists(old_style / "payload"));
+  CHECK(fs::exists(victim / "payload"));
+  CHECK(fs::is_symlink(tmp / "tlaunch.tl-link.n1"));
+  CHECK(fs::is_symlink(shm / "tlaunch.tl-mine.n1"));
+  CHECK(fs::exists(shm_victim / "payload"));
+}
+
+TEST_CASE("writeOwnerMark refuses a planted symlink in place of the mark") {
+  TempDir root;
+  const fs::path dir = makeDir(root.path / "tlaunch.tl-x.n1");
+  const fs::path target = root.path / "elsewhere";
+  std::ofstream(target) << "keep";
+  fs::create_symlink(target, dir / kOwnerMarkFile);
+  CHECK_FALSE(writeOwnerMark(dir.string()));
+  std::ifstream f(target);
+  std::string text;
+  f >> text;
+  CHECK(text == "keep");
 }

@@ -2,7 +2,7 @@
 // written by the test. Live state is injected, as a network namespace would provide it.
 #include <catch2/catch.hpp>
 
-#include "binding/fabric_discovery.h"
+#include "binding/fabric/fabric_discovery.h"
 #include "fabric_test_support.h"
 
 using namespace tlaunch;

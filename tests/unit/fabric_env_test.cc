@@ -3,7 +3,7 @@
 
 #include <map>
 
-#include "binding/fabric_env.h"
+#include "binding/fabric/fabric_env.h"
 #include "fabric_test_builder.h"
 
 using namespace tlaunch;

@@ -1,8 +1,8 @@
 // NCCL's RoCE GID auto-selection and NCCL's interface-list grammar, reproduced in tlaunch.
 #include <catch2/catch.hpp>
 
-#include "binding/nccl_if_list.h"
-#include "binding/roce_gid.h"
+#include "binding/fabric/nccl_if_list.h"
+#include "binding/fabric/roce_gid.h"
 #include "fabric_test_support.h"
 
 using namespace tlaunch;

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "binding/fabric_json.h"
+#include "binding/fabric/fabric_json.h"
 #include "fabric_test_builder.h"
 #include "fabric_test_support.h"
 

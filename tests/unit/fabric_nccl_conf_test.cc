@@ -1,7 +1,7 @@
 // NCCL's conf files and the settings that silently push NCCL onto TCP sockets.
 #include <catch2/catch.hpp>
 
-#include "binding/nccl_conf.h"
+#include "binding/fabric/nccl_conf.h"
 #include "fabric_test_support.h"
 
 using namespace tlaunch;

@@ -1,8 +1,8 @@
 // Choosing one subnet common to every node, by address, and refusing loudly when there is none.
 #include <catch2/catch.hpp>
 
-#include "binding/fabric_discovery.h"
-#include "binding/network_choice.h"
+#include "binding/fabric/fabric_discovery.h"
+#include "binding/fabric/network_choice.h"
 #include "fabric_test_builder.h"
 #include "fabric_test_support.h"
 

@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "binding/roce_gid.h"
+#include "binding/fabric/roce_gid.h"
 #include "fabric_test_support.h"
 #include "tlaunch/fabric.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "binding/fabric_discovery.h"
+#include "binding/fabric/fabric_discovery.h"
 #include "tlaunch/fabric.h"
 
 namespace tlaunch::testing {

@@ -1,9 +1,9 @@
 // Node-local preflight checks over the real captures and copies altered at test time.
 #include <catch2/catch.hpp>
 
-#include "binding/fabric_discovery.h"
-#include "binding/preflight_checks.h"
-#include "binding/preflight_host_facts.h"
+#include "binding/fabric/fabric_discovery.h"
+#include "binding/preflight/preflight_checks.h"
+#include "binding/preflight/preflight_host_facts.h"
 #include "fabric_test_builder.h"
 #include "fabric_test_support.h"
 

@@ -1,8 +1,8 @@
 // Cross-node consistency: rails, rates, MTUs and subnets, naming who differs.
 #include <catch2/catch.hpp>
 
-#include "binding/fabric_discovery.h"
-#include "binding/preflight_cross_node.h"
+#include "binding/fabric/fabric_discovery.h"
+#include "binding/preflight/cross_node_checks.h"
 #include "fabric_test_builder.h"
 #include "fabric_test_support.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "binding/verbs_api.h"
+#include "binding/rdma/verbs_api.h"
 
 namespace tlaunch::testing {
 

@@ -6,12 +6,12 @@
 
 #include <memory>
 
-#include "binding/rdma_pair_agent.h"
-#include "binding/rdma_pair_protocol.h"
-#include "binding/verbs_api.h"
+#include "daemon/rdma_pair_agent.h"
+#include "binding/rdma/rdma_pair_protocol.h"
+#include "binding/rdma/verbs_api.h"
 #include "bootstrap/message.h"
 #include "fabric_test_builder.h"
-#include "binding/fabric_json.h"
+#include "binding/fabric/fabric_json.h"
 #include "launcher/cross_node_preflight.h"
 #include "launcher/rdma_pair_coordinator.h"
 #include "preflight_fake_verbs.h"

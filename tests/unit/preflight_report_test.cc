@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "binding/preflight_report.h"
+#include "binding/preflight/preflight_report.h"
 
 using namespace tlaunch;
 

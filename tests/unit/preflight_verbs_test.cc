@@ -2,9 +2,9 @@
 // every error path, and against the real libibverbs on this machine (which has no HCA).
 #include <catch2/catch.hpp>
 
-#include "binding/preflight_runner.h"
-#include "binding/verbs_probe.h"
-#include "binding/verbs_selftest.h"
+#include "daemon/preflight_runner.h"
+#include "binding/rdma/verbs_probe.h"
+#include "binding/rdma/verbs_selftest.h"
 #include "fabric_test_builder.h"
 #include "preflight_fake_verbs.h"
 

@@ -6,4 +6,4 @@ tlaunch_add_unit_test(NAME topology_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/topology_manifest_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/topology_report_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/topology_apply_test.cc
-  LIBS tlaunch_binding PkgConfig::HWLOC)
+  LIBS tlaunch_topology PkgConfig::HWLOC)

@@ -8,10 +8,10 @@
 #include <fstream>
 #include <string>
 
-#include "binding/apply_binding.h"
-#include "binding/binding_plan.h"
-#include "binding/cpu_list.h"
-#include "binding/hwloc_topology.h"
+#include "binding/topology/apply_binding.h"
+#include "binding/topology/placement.h"
+#include "binding/topology/cpu_list.h"
+#include "binding/topology/hwloc_topology.h"
 
 using namespace tlaunch;
 

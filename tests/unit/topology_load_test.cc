@@ -8,8 +8,8 @@
 #include <regex>
 #include <set>
 
-#include "binding/hwloc_topology.h"
-#include "binding/topology_json.h"
+#include "binding/topology/hwloc_topology.h"
+#include "binding/topology/topology_json.h"
 #include "topology_test_fixtures.h"
 
 using namespace tlaunch;

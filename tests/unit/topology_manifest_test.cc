@@ -4,7 +4,7 @@
 #include <regex>
 #include <set>
 
-#include "binding/binding_manifest.h"
+#include "binding/topology/binding_manifest.h"
 
 using namespace tlaunch;
 

@@ -9,10 +9,10 @@
 #include <map>
 #include <set>
 
-#include "binding/binding_manifest.h"
-#include "binding/binding_plan.h"
-#include "binding/cpu_list.h"
-#include "binding/hwloc_topology.h"
+#include "binding/topology/binding_manifest.h"
+#include "binding/topology/placement.h"
+#include "binding/topology/cpu_list.h"
+#include "binding/topology/hwloc_topology.h"
 #include "topology_test_fixtures.h"
 
 using namespace tlaunch;

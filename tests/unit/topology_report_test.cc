@@ -4,9 +4,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "binding/binding_plan.h"
-#include "binding/hwloc_topology.h"
-#include "binding/topo_report.h"
+#include "binding/topology/placement.h"
+#include "binding/topology/hwloc_topology.h"
+#include "binding/topology/topo_report.h"
 #include "topology_test_fixtures.h"
 
 using namespace tlaunch;

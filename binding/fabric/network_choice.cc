@@ -1,0 +1,373 @@
+#include "binding/fabric/network_choice.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "binding/fabric/ipv4_net.h"
+#include "binding/fabric/roce_gid.h"
+
+namespace tlaunch {
+namespace {
+
+struct Candidate {
+  const NetInterface* iface = nullptr;
+  std::uint32_t address = 0;
+  Ipv4Net net;
+  NetKind kind = NetKind::tcp;
+  std::string port;  // "mlx4_0:1" or ""
+  long order = 0;    // rank 0's preference: HCA order first, then interface order
+};
+
+struct NodeCandidates {
+  std::vector<Candidate> list;
+  std::vector<std::string> reasons;  // why fabric interfaces were left out
+};
+
+std::string stateText(const RdmaPort& port) {
+  std::string text = port.state_name.empty() ? "in state " + std::to_string(port.state) : port.state_name;
+  if (!port.phys_state_name.empty()) text += " (" + port.phys_state_name + ")";
+  return text;
+}
+
+// "" when the live interface can carry traffic; otherwise why not.
+std::string livenessProblem(const NetInterface& iface) {
+  if (!iface.live) return iface.name + " is in sysfs but absent on the live system";
+  if (!iface.up) return iface.name + " is down";
+  if (!iface.running) return iface.name + " is up but not running (no carrier)";
+  if (iface.ipv4.empty()) return iface.name + " has no IPv4 address";
+  return "";
+}
+
+const NetInterface* findInterface(const NodeFabric& fabric, const std::string& name) {
+  for (const auto& iface : fabric.interfaces)
+    if (iface.name == name) return &iface;
+  return nullptr;
+}
+
+bool hasRoceV2Ipv4(const RdmaPort& port) {
+  return std::any_of(port.gids.begin(), port.gids.end(), isRoceV2Ipv4);
+}
+
+void addAddresses(NodeCandidates& out, const NetInterface& iface, NetKind kind, const std::string& port, long order) {
+  for (const auto& a : iface.ipv4) {
+    auto address = parseIpv4(a.address);
+    if (!address) continue;
+    out.list.push_back(Candidate{&iface, *address, networkOf(*address, a.prefix), kind, port, order});
+  }
+}
+
+NodeCandidates collectCandidates(const NodeFabric& fabric, NetMode mode) {
+  NodeCandidates out;
+  std::set<std::string> fabricIfs;
+  if (fabric.devices.empty())
+    out.reasons.push_back("no RDMA device (nothing in " +
+                          (fabric.sysfs_root == "/" ? std::string() : fabric.sysfs_root) +
+                          "/sys/class/infiniband)");
+  for (std::size_t d = 0; d < fabric.devices.size(); ++d) {
+    const RdmaDevice& device = fabric.devices[d];
+    for (const RdmaPort& port : device.ports) {
+      const std::string name = portName(device.name, port.number);
+      const long order = static_cast<long>(d) * 1000 + port.number;
+      const bool ib = port.link_layer == LinkLayer::infiniband;
+      const bool roce = port.link_layer == LinkLayer::ethernet;
+      if (!ib && !roce) {
+        out.reasons.push_back(name + ": link layer unknown");
+        continue;
+      }
+      if (port.state != kPortStateActive) {
+        out.reasons.push_back(name + (port.netdev.empty() ? "" : " (" + port.netdev + ")") + ": port is " +
+                              stateText(port));
+        continue;
+      }
+      if (roce && !hasRoceV2Ipv4(port)) {
+        out.reasons.push_back(name + ": RoCE port has no RoCE v2 IPv4 GID");
+        continue;
+      }
+      if (port.netdev.empty()) {
+        out.reasons.push_back(name + (ib ? ": ACTIVE InfiniBand port without an IPoIB interface"
+                                         : ": ACTIVE RoCE port without a netdev"));
+        continue;
+      }
+      // Every netdev of this port (an IPoIB parent and its pkey children).
+      for (const auto& iface : fabric.interfaces) {
+        bool ofPort = ib ? (iface.rdma_device == device.name && iface.rdma_port == port.number &&
+                            iface.type == kArphrdInfiniband)
+                         : iface.name == port.netdev;
+        if (!ofPort) continue;
+        if (auto problem = livenessProblem(iface); !problem.empty()) {
+          out.reasons.push_back(problem + " (HCA port " + name + " is ACTIVE)");
+          continue;
+        }
+        fabricIfs.insert(iface.name);
+        addAddresses(out, iface, ib ? NetKind::ib : NetKind::roce, name, order);
+      }
+      if (roce && !findInterface(fabric, port.netdev))
+        out.reasons.push_back(port.netdev + " (RoCE netdev of " + name + ") is absent on the live system");
+    }
+  }
+  for (const auto& iface : fabric.interfaces)
+    if (iface.type == kArphrdInfiniband && iface.rdma_device.empty())
+      out.reasons.push_back(iface.name + ": IPoIB interface matched to no HCA port");
+  if (mode == NetMode::tcp) {
+    for (std::size_t i = 0; i < fabric.interfaces.size(); ++i) {
+      const NetInterface& iface = fabric.interfaces[i];
+      if (fabricIfs.count(iface.name) || iface.loopback || !livenessProblem(iface).empty()) continue;
+      addAddresses(out, iface, NetKind::tcp, "", 1000000 + static_cast<long>(i));
+    }
+  }
+  return out;
+}
+
+std::string describe(const Candidate& c) {
+  return c.iface->name + " " + formatIpv4(c.address) + "/" + std::to_string(c.net.prefix);
+}
+
+// Why the interface the user named cannot be used on this node.
+std::string explainNamed(const NodeFabric& fabric, const NodeCandidates& found, const std::string& name,
+                         NetMode mode) {
+  const NetInterface* iface = findInterface(fabric, name);
+  if (!iface) return "has no interface named " + name;
+  for (const auto& reason : found.reasons)
+    if (reason.rfind(name + " ", 0) == 0 || reason.rfind(name + ":", 0) == 0 ||
+        reason.find("(" + name + ")") != std::string::npos)
+      return reason;
+  if (iface->loopback) return name + " is the loopback interface";
+  if (auto problem = livenessProblem(*iface); !problem.empty()) return problem;
+  if (mode == NetMode::fabric)
+    return name + " is not an IPoIB or RoCE interface (type " + std::to_string(iface->type) +
+           "); add --net tcp to allow plain Ethernet";
+  return name + " cannot be used";
+}
+
+std::string joinNames(const std::vector<std::string>& names, const std::string& sep = ",") {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : sep) + n;
+  return out;
+}
+
+int kindRank(NetKind kind) { return kind == NetKind::ib ? 0 : kind == NetKind::roce ? 1 : 2; }
+
+// The chosen subnet's data ports on one node, and the RoCE GID each would use.
+void fillHcaPorts(NodeNetChoice& out, const NodeFabric& fabric, const Candidate& chosen, const Ipv4Net& net) {
+  std::optional<std::array<std::uint8_t, 8>> ibPrefix;
+  if (out.kind == NetKind::ib) {
+    for (const auto& device : fabric.devices)
+      for (const auto& port : device.ports)
+        if (portName(device.name, port.number) == chosen.port)
+          if (const GidEntry* g0 = gidAt(port, 0))
+            if (auto bytes = parseGid(g0->gid)) {
+              std::array<std::uint8_t, 8> p{};
+              std::copy(bytes->begin(), bytes->begin() + 8, p.begin());
+              ibPrefix = p;
+            }
+  }
+  for (const auto& device : fabric.devices) {
+    for (const auto& port : device.ports) {
+      if (port.state != kPortStateActive) continue;
+      HcaPortChoice use{portName(device.name, port.number), -1, false};
+      if (port.link_layer == LinkLayer::infiniband) {
+        if (out.kind == NetKind::roce) continue;
+        if (ibPrefix) {  // another IB subnet (a storage fabric, say) is not ours
+          const GidEntry* g0 = gidAt(port, 0);
+          auto bytes = g0 ? parseGid(g0->gid) : std::nullopt;
+          if (bytes && !std::equal(ibPrefix->begin(), ibPrefix->end(), bytes->begin())) continue;
+        }
+      } else if (port.link_layer == LinkLayer::ethernet) {
+        if (out.kind == NetKind::ib || !hasRoceV2Ipv4(port)) continue;
+        int inSubnet = ncclRoceGidIndex(port, net);
+        const GidEntry* entry = gidAt(port, inSubnet);
+        if (entry && isRoceV2Ipv4(*entry) && contains(net, parseIpv4(entry->ipv4).value_or(0))) {
+          use.gid_index = inSubnet;
+          use.gid_in_subnet = true;
+        } else {
+          use.gid_index = ncclRoceGidIndex(port);
+        }
+      } else {
+        continue;
+      }
+      out.hca_ports.push_back(use);
+    }
+  }
+  bool allRoce = !out.hca_ports.empty();
+  for (const auto& p : out.hca_ports) allRoce = allRoce && p.gid_index >= 0;
+  if (allRoce) {
+    int first = out.hca_ports.front().gid_index;
+    bool same = std::all_of(out.hca_ports.begin(), out.hca_ports.end(),
+                            [&](const HcaPortChoice& p) { return p.gid_index == first; });
+    out.roce_gid_index = same ? first : -1;
+  }
+}
+
+}  // namespace
+
+const char* netKindName(NetKind kind) {
+  switch (kind) {
+    case NetKind::ib: return "ib";
+    case NetKind::roce: return "roce";
+    case NetKind::tcp: return "tcp";
+  }
+  return "tcp";
+}
+
+std::string joinHcaPorts(const NodeNetChoice& node) {
+  std::string out;
+  for (const auto& p : node.hca_ports) out += (out.empty() ? "" : ",") + p.name;
+  return out;
+}
+
+Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, const NetOptions& options) {
+  if (nodes.empty()) return fail(Errc::usage, "no nodes to choose a network for");
+  std::optional<Ipv4Net> cidr;
+  if (!options.net_cidr.empty()) {
+    cidr = parseCidr(options.net_cidr);
+    if (!cidr)
+      return fail(Errc::usage, "--net-cidr " + options.net_cidr + " is not an IPv4 subnet",
+                  "write it as ADDRESS/PREFIX, for example --net-cidr 10.1.0.0/16");
+  }
+  const char* what = options.mode == NetMode::fabric ? "fabric interface" : "interface";
+
+  std::vector<NodeCandidates> perNode;
+  std::vector<std::string> problems;
+  for (const auto& node : nodes) {
+    NodeCandidates found = collectCandidates(node.fabric, options.mode);
+    NodeCandidates kept = found;
+    const auto& names = node.net_if.empty() ? options.net_if : node.net_if;
+    if (!names.empty()) {
+      std::erase_if(kept.list, [&](const Candidate& c) {
+        return std::find(names.begin(), names.end(), c.iface->name) == names.end();
+      });
+      if (kept.list.empty()) {
+        std::string why;
+        for (const auto& name : names)
+          why += (why.empty() ? "" : "; ") + explainNamed(node.fabric, found, name, options.mode);
+        problems.push_back(node.node + ": " + why);
+      }
+    }
+    if (cidr && !kept.list.empty()) {
+      std::vector<std::string> outside;
+      for (const auto& c : kept.list)
+        if (!contains(*cidr, c.address)) outside.push_back(describe(c));
+      std::erase_if(kept.list, [&](const Candidate& c) { return !contains(*cidr, c.address); });
+      if (kept.list.empty())
+        problems.push_back(node.node + ": no " + what + " has an address in " + formatCidr(*cidr) + " (found " +
+                           joinNames(outside, ", ") + ")");
+    }
+    if (kept.list.empty() && names.empty() && !(cidr && !found.list.empty())) {
+      std::string why = found.reasons.empty() ? std::string("no IPoIB or RoCE interface") : joinNames(found.reasons, "; ");
+      problems.push_back(node.node + ": " + why);
+    }
+    perNode.push_back(std::move(kept));
+  }
+  if (!problems.empty()) {
+    std::string message = "cannot choose the job's network; " + std::to_string(problems.size()) + " of " +
+                          std::to_string(nodes.size()) + " node" + (nodes.size() == 1 ? "" : "s") +
+                          " lack" + (problems.size() == 1 ? "s" : "") + " a usable " + what + ":";
+    for (const auto& p : problems) message += "\n  " + p;
+    return fail(Errc::fabric, message,
+                "bring the fabric interface up with an IPv4 address (ip link set IF up), or pick interfaces "
+                "with --net-if / --net-cidr (per node: net_if= in the hostfile); --net tcp allows plain Ethernet");
+  }
+
+  // Subnets present on every node.
+  std::map<Ipv4Net, std::vector<const Candidate*>> best;  // subnet -> each node's preferred candidate
+  std::vector<std::map<Ipv4Net, std::vector<const Candidate*>>> bySubnet(nodes.size());
+  for (std::size_t n = 0; n < nodes.size(); ++n)
+    for (const auto& c : perNode[n].list) bySubnet[n][c.net].push_back(&c);
+  std::vector<std::string> notes;
+  struct Option {
+    Ipv4Net net;
+    NetKind kind;
+    long order;
+  };
+  std::vector<Option> common;
+  for (const auto& [net, node0] : bySubnet[0]) {
+    bool everywhere = true;
+    for (std::size_t n = 1; n < nodes.size() && everywhere; ++n) everywhere = bySubnet[n].count(net) > 0;
+    if (!everywhere) continue;
+    std::vector<const Candidate*> chosen;
+    std::set<NetKind> kinds;
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+      auto list = bySubnet[n].at(net);
+      std::sort(list.begin(), list.end(), [](const Candidate* a, const Candidate* b) {
+        return std::tie(a->order, a->address) < std::tie(b->order, b->address);
+      });
+      chosen.push_back(list.front());
+      kinds.insert(list.front()->kind);
+    }
+    NetKind kind = kinds.size() == 1 ? *kinds.begin() : NetKind::tcp;
+    if (kinds.size() > 1 && options.mode == NetMode::fabric) {
+      notes.push_back(formatCidr(net) + " mixes IPoIB and RoCE interfaces across nodes; not used");
+      continue;
+    }
+    best[net] = chosen;
+    common.push_back(Option{net, kind, chosen.front()->order});
+  }
+  if (common.empty()) {
+    std::map<Ipv4Net, std::vector<std::string>> holders;
+    std::string message = "no subnet is common to all " + std::to_string(nodes.size()) + " nodes:";
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+      std::string line;
+      for (const auto& [net, list] : bySubnet[n]) {
+        holders[net].push_back(nodes[n].node);
+        std::string ifs;
+        for (const auto* c : list) ifs += (ifs.empty() ? "" : ",") + c->iface->name;
+        line += (line.empty() ? "" : ", ") + formatCidr(net) + " (" + ifs + ")";
+      }
+      message += "\n  " + nodes[n].node + ": " + line;
+    }
+    // Name the nodes missing the most widely present subnet (rank 0's first on ties).
+    std::optional<Ipv4Net> widest;
+    for (const auto& [net, list] : bySubnet[0])
+      if (!widest || holders[net].size() > holders[*widest].size()) widest = net;
+    for (const auto& [net, names] : holders)
+      if (!widest || names.size() > holders[*widest].size()) widest = net;
+    std::vector<std::string> lacking;
+    for (const auto& node : nodes)
+      if (std::find(holders[*widest].begin(), holders[*widest].end(), node.node) == holders[*widest].end())
+        lacking.push_back(node.node);
+    message += "\n" + formatCidr(*widest) + " is missing on " + joinNames(lacking, ", ");
+    for (const auto& note : notes) message += "\n" + note;
+    return fail(Errc::fabric, message,
+                "put every node's fabric interface on one subnet, or choose with --net-cidr / --net-if "
+                "(per node: net_if= in the hostfile)");
+  }
+  std::sort(common.begin(), common.end(), [](const Option& a, const Option& b) {
+    return std::make_tuple(kindRank(a.kind), a.order, a.net) < std::make_tuple(kindRank(b.kind), b.order, b.net);
+  });
+
+  const Option& pick = common.front();
+  NetworkChoice choice;
+  choice.kind = pick.kind;
+  choice.cidr = formatCidr(pick.net);
+  for (std::size_t i = 1; i < common.size(); ++i)
+    notes.push_back("also common to all nodes: " + formatCidr(common[i].net) + " (" + netKindName(common[i].kind) +
+                    "); choose it with --net-cidr " + formatCidr(common[i].net));
+  choice.rdma = true;
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    const Candidate& c = *best[pick.net][n];
+    NodeNetChoice out;
+    out.node = nodes[n].node;
+    out.ifname = c.iface->name;
+    out.ipv4 = formatIpv4(c.address);
+    out.prefix = c.net.prefix;
+    out.cidr = choice.cidr;
+    out.kind = pick.kind;
+    out.port = c.port;
+    fillHcaPorts(out, nodes[n].fabric, c, pick.net);
+    choice.rdma = choice.rdma && !out.hca_ports.empty();
+    std::set<std::string> others;
+    for (const auto* other : bySubnet[n].at(pick.net))
+      if (other->iface->name != c.iface->name) others.insert(other->iface->name);
+    for (const auto& other : others)
+      notes.push_back(nodes[n].node + ": " + other + " is also on " + choice.cidr + "; using " + c.iface->name);
+    choice.nodes.push_back(std::move(out));
+  }
+  choice.master_addr = choice.nodes.front().ipv4;
+  choice.notes = std::move(notes);
+  return choice;
+}
+
+}  // namespace tlaunch

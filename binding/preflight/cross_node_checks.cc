@@ -1,0 +1,139 @@
+#include "binding/preflight/cross_node_checks.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "binding/fabric/ipv4_net.h"
+
+namespace tlaunch {
+namespace {
+
+using S = PreflightStatus;
+
+bool isDataPort(const RdmaPort& p) {
+  return p.state == kPortStateActive &&
+         (p.link_layer == LinkLayer::infiniband || p.link_layer == LinkLayer::ethernet);
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+// "200 Gb/sec (4X HDR) x2, 100 Gb/sec (4X EDR) x1": a multiset, sorted.
+std::string countedList(const std::vector<std::string>& values) {
+  std::map<std::string, int> counts;
+  for (const auto& v : values) ++counts[v];
+  std::vector<std::string> parts;
+  for (const auto& [v, n] : counts) parts.push_back(v + " x" + std::to_string(n));
+  return parts.empty() ? "none" : join(parts, ", ");
+}
+
+std::string railsOf(const NodeFabric& f) {
+  std::vector<std::string> layers;
+  for (const auto& d : f.devices)
+    for (const auto& p : d.ports)
+      if (isDataPort(p)) layers.emplace_back(p.link_layer == LinkLayer::infiniband ? "InfiniBand" : "RoCE");
+  return countedList(layers);
+}
+
+std::string ratesOf(const NodeFabric& f) {
+  std::vector<std::string> rates;
+  for (const auto& d : f.devices)
+    for (const auto& p : d.ports)
+      if (isDataPort(p)) rates.push_back(p.rate.empty() ? "unknown rate" : p.rate);
+  return countedList(rates);
+}
+
+const NetInterface* findIf(const NodeFabric& f, const std::string& name) {
+  for (const auto& i : f.interfaces)
+    if (i.name == name) return &i;
+  return nullptr;
+}
+
+std::string mtusOf(const CrossNodeInput& n) {
+  std::set<std::string> mtus;
+  for (const auto& d : n.fabric.devices)
+    for (const auto& p : d.ports) {
+      if (!isDataPort(p)) continue;
+      if (auto it = n.port_mtu.find(portName(d.name, p.number)); it != n.port_mtu.end())
+        mtus.insert("port " + std::to_string(it->second));
+      if (const NetInterface* i = findIf(n.fabric, p.netdev); i && i->live)
+        mtus.insert((p.link_layer == LinkLayer::infiniband ? "IPoIB " : "netdev ") + std::to_string(i->mtu) +
+                    (i->ipoib_mode.empty() ? "" : " " + i->ipoib_mode));
+    }
+  return mtus.empty() ? "none" : join({mtus.begin(), mtus.end()}, ", ");
+}
+
+std::string subnetsOf(const NodeFabric& f) {
+  std::set<std::string> nets;
+  for (const auto& d : f.devices)
+    for (const auto& p : d.ports) {
+      if (!isDataPort(p)) continue;
+      if (const NetInterface* i = findIf(f, p.netdev); i && i->live)
+        for (const auto& a : i->ipv4)
+          if (auto addr = parseIpv4(a.address)) nets.insert(formatCidr(networkOf(*addr, a.prefix)));
+    }
+  return nets.empty() ? "none" : join({nets.begin(), nets.end()}, ", ");
+}
+
+// Groups nodes by value and reports outliers (or every group when no value has a majority).
+void compare(std::vector<PreflightItem>& out, const std::vector<CrossNodeInput>& nodes, const std::string& check,
+             S severity, const std::string& what, const std::string& fix,
+             const std::function<std::string(const CrossNodeInput&)>& valueOf) {
+  std::map<std::string, std::vector<std::string>> groups;  // value -> nodes
+  std::vector<std::string> order;                           // values by first appearance
+  for (const auto& n : nodes) {
+    std::string v = valueOf(n);
+    if (!groups.count(v)) order.push_back(v);
+    groups[v].push_back(n.node);
+  }
+  if (groups.size() <= 1) {
+    out.push_back(PreflightItem{check, "", "", S::pass, order.empty() ? "no nodes" : order.front(),
+                                "the same " + what + " on every node", ""});
+    return;
+  }
+  std::size_t largest = 0;
+  for (const auto& [v, members] : groups) largest = std::max(largest, members.size());
+  std::vector<std::string> majority;
+  for (const auto& v : order)
+    if (groups[v].size() == largest) majority.push_back(v);
+  if (majority.size() == 1) {
+    const std::string& common = majority.front();
+    for (const auto& v : order) {
+      if (v == common) continue;
+      out.push_back(PreflightItem{check, join(groups[v], ","), "", severity, v,
+                                  common + " (as on " + join(groups[common], ",") + ")", fix});
+    }
+    return;
+  }
+  std::vector<std::string> described;
+  for (const auto& v : order) described.push_back(join(groups[v], ",") + ": " + v);
+  std::vector<std::string> all;
+  for (const auto& n : nodes) all.push_back(n.node);
+  out.push_back(PreflightItem{check, join(all, ","), "", severity, join(described, "; "),
+                              "the same " + what + " on every node", fix});
+}
+
+}  // namespace
+
+std::vector<PreflightItem> crossNodeChecks(const std::vector<CrossNodeInput>& nodes) {
+  std::vector<PreflightItem> out;
+  compare(out, nodes, "cross_rails", S::warn, "number of ACTIVE data ports",
+          "bring the missing ports up (ibstat) or expect NCCL to use fewer rails on these nodes",
+          [](const CrossNodeInput& n) { return railsOf(n.fabric); });
+  compare(out, nodes, "cross_rate", S::warn, "port rates",
+          "the slowest link sets the pace of every collective: check cables and switch port speeds",
+          [](const CrossNodeInput& n) { return ratesOf(n.fabric); });
+  compare(out, nodes, "cross_mtu", S::fail, "MTUs",
+          "set the same MTU (and IPoIB mode) on every node; mismatched MTUs hang NCCL and IPoIB",
+          [](const CrossNodeInput& n) { return mtusOf(n); });
+  compare(out, nodes, "cross_subnets", S::warn, "fabric subnets",
+          "put every node's fabric interfaces on the same subnets (rails)",
+          [](const CrossNodeInput& n) { return subnetsOf(n.fabric); });
+  return out;
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,57 @@
+#include "bootstrap/process_hygiene.h"
+
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace tlaunch {
+
+namespace {
+bool saved = false;
+struct rlimit original {};
+}  // namespace
+
+void hardenProcess() {
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  struct rlimit lim {};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (!saved) {
+    original = lim;
+    saved = true;
+  }
+  struct rlimit raised = lim;
+  raised.rlim_cur = lim.rlim_max;
+  if (raised.rlim_cur == RLIM_INFINITY) {
+    // The kernel refuses more than fs.nr_open descriptors, whatever the hard limit says.
+    unsigned long nr_open = 1048576;
+    if (FILE* f = std::fopen("/proc/sys/fs/nr_open", "re")) {
+      if (std::fscanf(f, "%lu", &nr_open) != 1) nr_open = 1048576;
+      std::fclose(f);
+    }
+    raised.rlim_cur = nr_open;
+  }
+  if (lim.rlim_cur < raised.rlim_cur) (void)::setrlimit(RLIMIT_NOFILE, &raised);
+}
+
+struct rlimit userNofileLimit() {
+  if (saved) return original;
+  struct rlimit lim {};
+  ::getrlimit(RLIMIT_NOFILE, &lim);
+  return lim;
+}
+
+void restoreUserNofile(const struct rlimit& limit) {
+  // Lowering the soft limit needs no privilege; the hard limit stays as it is.
+  struct rlimit soft_only {};
+  soft_only.rlim_cur = limit.rlim_cur;
+  soft_only.rlim_max = RLIM_INFINITY;
+  struct rlimit current {};
+  if (::syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &current) != 0) return;
+  soft_only.rlim_max = current.rlim_max;
+  if (soft_only.rlim_cur > soft_only.rlim_max) soft_only.rlim_cur = soft_only.rlim_max;
+  (void)::syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &soft_only, nullptr);
+}
+
+}  // namespace tlaunch

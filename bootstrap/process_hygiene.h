@@ -1,0 +1,20 @@
+#pragma once
+// What tlaunch and tlaunchd do first thing in main(): no core dumps (a dump would write the
+// job secret to disk; also keeps other users' tools from ptrace-attaching), and RLIMIT_NOFILE
+// raised to its hard limit (ssh launch holds ~3 descriptors per node). Children get the user's
+// original soft limit back before exec (restoreUserNofile, async-signal-safe).
+#include <sys/resource.h>
+
+namespace tlaunch {
+
+// PR_SET_DUMPABLE 0 and the raised RLIMIT_NOFILE. Call once, before any thread or fork.
+void hardenProcess();
+
+// The soft/hard RLIMIT_NOFILE this process had before hardenProcess() (the current limit if it
+// was never called). Read it before fork; pass the value into the child.
+struct rlimit userNofileLimit();
+
+// In a forked child, before exec: one raw system call, async-signal-safe.
+void restoreUserNofile(const struct rlimit& limit);
+
+}  // namespace tlaunch

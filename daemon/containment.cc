@@ -1,0 +1,161 @@
+#include "daemon/containment.h"
+
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "daemon/descendants.h"
+
+namespace tlaunch {
+
+namespace {
+// After SIGKILL a process can still take a moment (D state, a big address space to free).
+constexpr auto kLastBound = std::chrono::seconds(3);
+}  // namespace
+
+bool Containment::prepareProcess() {
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::pthread_sigmask(SIG_BLOCK, &chld, nullptr);  // ranks get an empty mask (rank_spawner.cc)
+  return becomeSubreaper();
+}
+
+Containment::Containment(asio::io_context& io, const std::string& cgroup_name, std::function<bool(pid_t)> is_rank)
+    : io_(io), is_rank_(std::move(is_rank)), sigchld_(io), reap_timer_(io), sweep_timer_(io) {
+  std::string why_not;
+  // TLAUNCH_CONTAINMENT=subreaper forces the fallback (tests; a cgroup tree one must not touch).
+  const char* forced = std::getenv("TLAUNCH_CONTAINMENT");
+  if (forced && std::string(forced) == "subreaper") why_not = "TLAUNCH_CONTAINMENT=subreaper";
+  else cgroup_ = JobCgroup::create(cgroup_name, why_not);
+  description_ = cgroup_ ? "containment: cgroup v2 " + cgroup_->path() + " (cgroup.kill at teardown)"
+                         : "containment: child subreaper, descendants found in /proc (no per-job cgroup: " + why_not + ")";
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::pthread_sigmask(SIG_BLOCK, &chld, nullptr);
+  const int fd = ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (fd >= 0) {
+    sigchld_.assign(fd);
+    watchChildren();
+  } else {
+    pollChildren();
+  }
+}
+
+Containment::~Containment() {
+  asio::error_code ignore;
+  sigchld_.close(ignore);
+  reap_timer_.cancel();
+  sweep_timer_.cancel();
+  try {
+    const auto give_up = std::chrono::steady_clock::now() + kLastBound;
+    for (;;) {
+      killEverything();
+      reapOrphans();
+      if (count() == 0 || std::chrono::steady_clock::now() > give_up) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  } catch (...) {  // out of memory listing /proc: the cgroup (if any) still kills below
+  }
+  cgroup_.reset();
+}
+
+std::set<pid_t> Containment::jobPids(bool include_zombies) const {
+  std::set<pid_t> pids;
+  for (const auto& p : descendantsOf(::getpid(), listProcesses()))
+    if (include_zombies || p.state != 'Z') pids.insert(p.pid);
+  if (cgroup_)
+    for (pid_t pid : cgroup_->members()) pids.insert(pid);
+  return pids;
+}
+
+void Containment::signalOthers(int sig, const std::set<pid_t>& skip_groups) {
+  const auto procs = listProcesses();
+  std::set<pid_t> targets;
+  for (const auto& p : descendantsOf(::getpid(), procs))
+    if (p.state != 'Z' && !skip_groups.count(p.pgid)) targets.insert(p.pid);
+  if (cgroup_) {
+    std::set<pid_t> in_groups;
+    for (const auto& p : procs)
+      if (skip_groups.count(p.pgid)) in_groups.insert(p.pid);
+    for (pid_t pid : cgroup_->members())
+      if (!in_groups.count(pid)) targets.insert(pid);
+  }
+  for (pid_t pid : targets) ::kill(pid, sig);
+}
+
+void Containment::killEverything() {
+  killed_ = true;
+  if (cgroup_) cgroup_->killAll();
+  for (pid_t pid : jobPids(false)) ::kill(pid, SIGKILL);
+}
+
+size_t Containment::count() const {
+  size_t n = jobPids(false).size();
+  if (n == 0 && cgroup_ && cgroup_->populated()) n = 1;  // a member we could not see in /proc
+  return n;
+}
+
+void Containment::watchChildren() {
+  sigchld_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const asio::error_code& ec) {
+    if (ec) return;
+    signalfd_siginfo info[16];
+    while (::read(sigchld_.native_handle(), info, sizeof info) > 0) {
+    }
+    reapOrphans();
+    watchChildren();
+  });
+}
+
+void Containment::pollChildren() {
+  reap_timer_.expires_after(std::chrono::milliseconds(500));
+  reap_timer_.async_wait([this](const asio::error_code& ec) {
+    if (ec) return;
+    reapOrphans();
+    pollChildren();
+  });
+}
+
+void Containment::reapOrphans() {
+  // Only zombies that are our children and not ranks: those are orphans that re-parented to us.
+  const pid_t self = ::getpid();
+  for (const auto& p : listProcesses()) {
+    if (p.ppid != self || p.state != 'Z' || is_rank_(p.pid)) continue;
+    int status = 0;
+    ::waitpid(p.pid, &status, WNOHANG);
+  }
+}
+
+void Containment::sweep(std::chrono::milliseconds grace, std::function<void()> done) {
+  sweep_done_ = std::move(done);
+  reapOrphans();
+  if (count() == 0) {
+    auto d = std::move(sweep_done_);
+    d();
+    return;
+  }
+  signalOthers(SIGTERM, {});
+  const auto now = std::chrono::steady_clock::now();
+  pollSweep(now + grace, now + grace + kLastBound);
+}
+
+void Containment::pollSweep(std::chrono::steady_clock::time_point kill_at, std::chrono::steady_clock::time_point give_up) {
+  reapOrphans();
+  const auto now = std::chrono::steady_clock::now();
+  if (count() == 0 || now > give_up) {
+    auto d = std::move(sweep_done_);
+    if (d) d();
+    return;
+  }
+  if (now >= kill_at) killEverything();
+  sweep_timer_.expires_after(std::chrono::milliseconds(50));
+  sweep_timer_.async_wait([this, kill_at, give_up](const asio::error_code& ec) {
+    if (!ec) pollSweep(kill_at, give_up);
+  });
+}
+
+}  // namespace tlaunch

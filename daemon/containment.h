@@ -1,0 +1,66 @@
+#pragma once
+// Everything the ranks start ends with the job (DESIGN §2.8). Two mechanisms, the better one
+// when it is available: a per-job cgroup v2 (cgroup.kill), else the daemon as child subreaper
+// finding the ranks' descendants by parent links in /proc. The /proc scan runs in both cases
+// (it also catches a rank that could not join the cgroup). Orphans that re-parent to the daemon
+// are reaped as they exit; the ranks themselves are left to the RankSupervisor's pidfds.
+// Runs on the daemon's io_context thread.
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+
+#include <asio.hpp>
+
+#include "daemon/job_cgroup.h"
+
+namespace tlaunch {
+
+class Containment {
+ public:
+  // Once, first thing in main(), before any thread exists: makes the daemon a child subreaper
+  // and blocks SIGCHLD in every thread to come (orphans' exits are read from a signalfd, so no
+  // handler interrupts other threads' system calls with EINTR). False if the subreaper failed.
+  static bool prepareProcess();
+
+  // `cgroup_name`: the per-job cgroup's name (JobCgroup adds the daemon's identity). `is_rank(pid)`: the
+  // supervisor's own children, which this class never reaps.
+  Containment(asio::io_context& io, const std::string& cgroup_name, std::function<bool(pid_t)> is_rank);
+  ~Containment();  // SIGKILL to whatever is left, reaped, cgroup removed
+
+  // One line for `tlaunch -v`: which mechanism is in force and, for the fallback, why.
+  const std::string& describe() const { return description_; }
+  int cgroupProcsFd() const { return cgroup_ ? cgroup_->procsFd() : -1; }
+
+  // `sig` to every process of the job outside the ranks' own process groups in `skip_groups`
+  // (they get it from the supervisor's group kill: a handler must not run twice).
+  void signalOthers(int sig, const std::set<pid_t>& skip_groups);
+  // SIGKILL to every process of the job, ranks included.
+  void killEverything();
+  // Live (non-zombie) processes of the job, ranks included.
+  size_t count() const;
+  // SIGTERM now, SIGKILL after `grace`, then `done` once nothing is left (or after a last bound).
+  void sweep(std::chrono::milliseconds grace, std::function<void()> done);
+
+ private:
+  std::set<pid_t> jobPids(bool include_zombies) const;
+  void watchChildren();
+  void pollChildren();
+  void reapOrphans();
+  void pollSweep(std::chrono::steady_clock::time_point kill_at, std::chrono::steady_clock::time_point give_up);
+
+  asio::io_context& io_;
+  std::function<bool(pid_t)> is_rank_;
+  std::unique_ptr<JobCgroup> cgroup_;
+  std::string description_;
+  asio::posix::stream_descriptor sigchld_;  // a signalfd for SIGCHLD
+  asio::steady_timer reap_timer_;           // where there is no signalfd: poll
+  asio::steady_timer sweep_timer_;
+  std::function<void()> sweep_done_;
+  bool killed_ = false;
+};
+
+}  // namespace tlaunch

@@ -1,0 +1,36 @@
+#pragma once
+// The daemon's view of the processes its ranks started, from /proc: tlaunchd is a child
+// subreaper, so whatever a rank leaves behind (setsid, a double fork) re-parents to the daemon
+// and stays its descendant. No names are trusted: only parent links.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace tlaunch {
+
+struct ProcEntry {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  pid_t pgid = 0;
+  char state = '?';  // 'Z': a zombie waiting for its parent
+};
+
+// Makes this process a child subreaper (PR_SET_CHILD_SUBREAPER); false if the kernel refused.
+bool becomeSubreaper();
+
+// Every process under `proc_root` (/proc), from each /proc/<pid>/stat. Processes that vanish
+// while it reads are skipped.
+std::vector<ProcEntry> listProcesses(const std::string& proc_root = "/proc");
+
+// Every process below `root` by parent links (children, their children, ...), not `root`.
+std::vector<ProcEntry> descendantsOf(pid_t root, const std::vector<ProcEntry>& procs);
+
+// Field 22 of /proc/<pid>/stat (clock ticks after boot): with the pid, it names one process even
+// after the pid is reused. "" when there is no such process.
+std::string processStartTime(pid_t pid);
+
+// Parses the text of /proc/<pid>/stat; false if it is not one.
+bool parseProcStat(const std::string& stat, ProcEntry& out);
+
+}  // namespace tlaunch

@@ -1,0 +1,44 @@
+#pragma once
+// A per-job cgroup v2 below the daemon's own, where the daemon may create one (a delegated,
+// writable subtree: root, a systemd Delegate=yes unit, Slurm's proctrack/cgroup step). Ranks
+// move in between fork and exec (they write "0" to cgroup.procs), so everything they start is
+// born inside, and cgroup.kill ends all of it at once, whatever re-parenting happened.
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tlaunch {
+
+class JobCgroup {
+ public:
+  // Creates <the daemon's cgroup>/<prefix>.<pid-namespace inode>-<pid>-<start time>; nullptr,
+  // with the reason in `why_not`, where cgroup v2 is not mounted, the daemon's cgroup is not
+  // writable, or the kernel lacks cgroup.kill (before 5.14). First removes the cgroups of this
+  // user's daemons (same pid namespace) that are gone (kill -9, the OOM killer), killing what
+  // the dead daemon's ranks left inside.
+  static std::unique_ptr<JobCgroup> create(const std::string& prefix, std::string& why_not);
+  ~JobCgroup();  // kills what is left, then removes the directory
+  JobCgroup(const JobCgroup&) = delete;
+  JobCgroup& operator=(const JobCgroup&) = delete;
+
+  const std::string& path() const { return path_; }
+  int procsFd() const { return procs_fd_; }  // cgroup.procs, open for writing (close-on-exec)
+  std::vector<pid_t> members() const;
+  bool killAll() const;     // cgroup.kill: SIGKILL to every member, atomically
+  bool populated() const;   // cgroup.events: a live process is still inside
+  bool remove();            // rmdir; false while a process is inside
+
+ private:
+  JobCgroup(std::string path, int procs_fd) : path_(std::move(path)), procs_fd_(procs_fd) {}
+  std::string path_;
+  int procs_fd_ = -1;
+  bool removed_ = false;
+};
+
+// The daemon's own cgroup v2 directory ("" when there is none), from /proc/self/cgroup and
+// /proc/self/mountinfo.
+std::string ownCgroupV2Dir();
+
+}  // namespace tlaunch

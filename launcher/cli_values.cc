@@ -1,0 +1,118 @@
+#include "launcher/cli_values.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+
+#include "binding/fabric/ipv4_net.h"
+
+namespace tlaunch {
+
+namespace {
+std::string str(std::string_view s) { return std::string(s); }
+
+bool allDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+}  // namespace
+
+Result<int> parseBoundedInt(std::string_view flag, std::string_view text, int min, int max) {
+  const std::string what = str(flag) + " " + str(text) + ": must be a whole number from " + std::to_string(min) +
+                           " to " + std::to_string(max);
+  // Digits only (no sign, no "8x"); more than 10 digits cannot be in range and must not overflow.
+  if (!allDigits(text) || text.size() > 10) return fail(Errc::usage, what);
+  std::int64_t v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  if (v < min || v > max) return fail(Errc::usage, what);
+  return static_cast<int>(v);
+}
+
+Result<double> parseRate(std::string_view flag, std::string_view text, double max) {
+  const std::string what = str(flag) + " " + str(text) + ": must be a number of Gb/s above 0 and at most " +
+                           std::to_string(static_cast<long>(max));
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !(v > 0) || v > max)
+    return fail(Errc::usage, what);
+  return v;
+}
+
+Result<std::pair<int, int>> parseNnodes(std::string_view text) {
+  const std::string hint = "write --nnodes N, or --nnodes MIN:MAX (torchrun's elastic form)";
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    auto n = parseBoundedInt("--nnodes", text, 1, kMaxNodes);
+    if (!n) return fail(Errc::usage, n.error().message, hint);
+    return std::pair{*n, *n};
+  }
+  auto lo = parseBoundedInt("--nnodes", text.substr(0, colon), 1, kMaxNodes);
+  auto hi = parseBoundedInt("--nnodes", text.substr(colon + 1), 1, kMaxNodes);
+  if (!lo || !hi)
+    return fail(Errc::usage, "--nnodes " + str(text) + ": MIN and MAX must be whole numbers from 1 to " +
+                                 std::to_string(kMaxNodes),
+                hint);
+  if (*lo > *hi) return fail(Errc::usage, "--nnodes " + str(text) + ": MIN is larger than MAX", hint);
+  return std::pair{*lo, *hi};
+}
+
+Result<NprocPerNode> parseNprocPerNode(std::string_view text) {
+  if (text == "gpu" || text == "auto" || text == "cpu") return NprocPerNode{0, str(text)};
+  auto n = parseBoundedInt("--nproc-per-node", text, 1, kMaxRanksPerNode);
+  if (!n)
+    return fail(Errc::usage, "--nproc-per-node " + str(text) + ": must be gpu, auto, cpu or a whole number from 1 to " +
+                                 std::to_string(kMaxRanksPerNode));
+  return NprocPerNode{*n, ""};
+}
+
+Result<std::string> mcaExport(std::string_view key, std::string_view value) {
+  const bool ok = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+  if (!ok)
+    return fail(Errc::usage, "--mca '" + str(key) + "': an MCA parameter name has only letters, digits and '_'",
+                "e.g. --mca btl_tcp_if_include eth0");
+  return "OMPI_MCA_" + str(key) + "=" + str(value);
+}
+
+Result<std::string> checkMasterAddr(std::string_view text) {
+  const bool ok = !text.empty() && text.size() <= 253 && text.front() != '-' &&
+                  std::all_of(text.begin(), text.end(), [](char c) {
+                    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                           c == '-' || c == ':';
+                  });
+  if (!ok) return fail(Errc::usage, "--master-addr '" + str(text) + "': not an address or host name");
+  return str(text);
+}
+
+std::string badCidr(std::string_view text) {
+  if (text.find('/') != std::string_view::npos && parseCidr(text)) return "";
+  return "'" + str(text) + "' is not an IPv4 subnet: write ADDRESS/PREFIX, e.g. 10.1.0.0/16";
+}
+
+std::string badInterfaceName(std::string_view text) {
+  // The kernel's rule (dev_valid_name): at most 15 bytes, no '/', ':' or white space.
+  const bool ok = !text.empty() && text.size() <= 15 && text != "." && text != ".." &&
+                  std::none_of(text.begin(), text.end(), [](char c) { return c == '/' || c == ':' || c <= ' '; });
+  return ok ? "" : "'" + str(text) + "' cannot be a network interface name (1-15 characters, no '/', ':' or blanks)";
+}
+
+const std::vector<std::string>& preflightCheckNames() {
+  // Nodes (binding/preflight_checks.cc, verbs_probe.cc), the cross-node comparison
+  // (preflight_cross_node.cc) and the frontend's own tests (rdma_pair, reachability, network).
+  static const std::vector<std::string> names = {
+      "rdma_devices", "port_state",   "lid",          "rate",          "netdev",        "roce_gid",
+      "verbs_devices", "uverbs",      "memlock",      "gpus",          "gpudirect",     "nccl_env",
+      "nccl_socket_ifname", "verbs_port", "verbs_selftest", "cross_rails", "cross_rate", "cross_mtu",
+      "cross_subnets", "rdma_pair",   "reachability", "network"};
+  return names;
+}
+
+std::string unknownCheck(std::string_view name) {
+  const auto& names = preflightCheckNames();
+  if (std::find(names.begin(), names.end(), name) != names.end()) return "";
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return "unknown check '" + str(name) + "'; the checks are: " + list;
+}
+
+}  // namespace tlaunch

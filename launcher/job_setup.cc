@@ -1,0 +1,58 @@
+#include "launcher/job_setup.h"
+
+#include <limits.h>
+#include <unistd.h>
+
+#include "launcher/job_environment.h"
+
+namespace tlaunch {
+
+namespace {
+
+std::string currentDirectory() {
+  char buf[PATH_MAX];
+  return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string("/");
+}
+
+Result<void> validate(const JobSpec& spec) {
+  if (spec.argv.empty())
+    return fail(Errc::usage, "no program given", "usage: tlaunch [options] -- program [args...]");
+  if (spec.procs_per_node > 0 && spec.gpus_per_node > 0)
+    return fail(Errc::usage, "-p and -g both given", "use -g N for one rank per GPU, or -p N for ranks without GPUs");
+  if (!spec.nproc_per_node_word.empty() && spec.gpus_per_node > 0)
+    return fail(Errc::usage, "--nproc-per-node " + spec.nproc_per_node_word + " and -g both given", "use one of them");
+  if (!spec.nproc_per_node_word.empty() && spec.total_ranks > 0)
+    return fail(Errc::usage, "--nproc-per-node " + spec.nproc_per_node_word + " and -n both given",
+                "-n counts ranks in all; --nproc-per-node " + spec.nproc_per_node_word + " counts them per node");
+  if (spec.offline && !spec.dry_run) return fail(Errc::usage, "--offline only goes with --dry-run");
+  return {};
+}
+
+}  // namespace
+
+Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std::string>& env, bool offline) {
+  if (auto v = validate(input); !v) return tl::unexpected(v.error());
+  JobSetup s;
+  s.spec = input;
+  auto choice = chooseLauncher(input, env, offline);  // offline: resolve names only; nothing is started
+  if (!choice) return tl::unexpected(choice.error());
+  s.choice = std::move(*choice);
+  const RankLayout& layout = s.choice.layout;
+  if (layout.nodes > 0) s.spec.nodes = layout.nodes;
+  if (layout.ranks_per_node > 0 && s.spec.ranksPerNode() == 0) s.spec.procs_per_node = layout.ranks_per_node;
+
+  auto forwarded = forwardEnvironment(env, s.spec.exports);
+  if (!forwarded) return tl::unexpected(forwarded.error());
+  PlanContext& ctx = s.plan_context;
+  ctx.cwd = currentDirectory();
+  ctx.base_env = forwarded->base_env;
+  ctx.user_set = forwarded->user_set;
+  ctx.user_env = forwarded->user_env;
+  // Offline, no node was asked about its network: the plan leaves it out.
+  ctx.loopback_only = offline || s.choice.loopback_only;
+  ctx.ranks_source = layout.source;
+  for (const auto& n : s.choice.nodes) ctx.node_net_if.push_back(n.net_if);
+  return s;
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,204 @@
+#include "launcher/plan/job_plan.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include "binding/fabric/ipv4_net.h"
+#include "bootstrap/rank_env.h"
+#include "binding/topology/topology_json.h"
+#include "launcher/plan/plan_binding.h"
+#include "launcher/plan/plan_network.h"
+#include "launcher/plan/plan_preflight.h"
+#include "launcher/plan/rank_layout.h"
+
+namespace tlaunch {
+
+namespace {
+
+std::string kv(const std::string& k, const std::string& v) { return k + "=" + v; }
+
+bool userSet(const PlanContext& ctx, const std::string& name) {
+  return std::find(ctx.user_set.begin(), ctx.user_set.end(), name) != ctx.user_set.end();
+}
+
+// The user's value of a job-wide variable (-x, --master-addr), which wins over tlaunch's.
+const std::string* userValue(const PlanContext& ctx, const std::string& name) {
+  auto it = ctx.user_env.find(name);
+  return it == ctx.user_env.end() ? nullptr : &it->second.value;
+}
+
+// No -n/-p/-g and no slots: one rank per GPU on GPU nodes, else 1 (or torchrun's word).
+Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& nodes) {
+  std::vector<int> gpus, cores;
+  std::vector<std::string> names;
+  for (const auto& n : nodes) {
+    int g = 0, c = 0;
+    if (auto t = n.inventory.find("topology"); t != n.inventory.end())
+      if (auto topo = topologyFromJson(*t)) {
+        g = static_cast<int>(topo->gpus.size());
+        for (const auto& numa : topo->numa_nodes) c += static_cast<int>(numa.cores.size());
+      }
+    gpus.push_back(g);
+    cores.push_back(c);
+    names.push_back(n.name);
+  }
+  return applyRankDefault(spec, gpus, cores, names);
+}
+
+}  // namespace
+
+Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& nodes, const PlanContext& ctx) {
+  if (nodes.empty()) return fail(Errc::internal, "no nodes to plan for");
+  JobSpec spec = input;
+  JobPlan plan;
+  plan.job_id = ctx.job_id;
+  plan.ranks_source = ctx.ranks_source;
+  if (spec.ranksPerNode() == 0) {
+    auto why = rankDefault(spec, nodes);
+    if (!why) return tl::unexpected(why.error());
+    plan.ranks_source = *why;
+  }
+  plan.ranks_per_node = spec.ranksPerNode();
+  const int num_nodes = static_cast<int>(nodes.size());
+  plan.world_size = plan.ranks_per_node * num_nodes;
+  // -n: the last node may run fewer (rank_layout.h); every other node runs ranks_per_node.
+  int last_node_ranks = plan.ranks_per_node;
+  if (spec.total_ranks > 0) {
+    last_node_ranks = spec.total_ranks - (num_nodes - 1) * plan.ranks_per_node;
+    if (last_node_ranks < 1 || last_node_ranks > plan.ranks_per_node)
+      return fail(Errc::usage, "-n " + std::to_string(spec.total_ranks) + " does not fit " + std::to_string(num_nodes) +
+                                   " node(s) of " + std::to_string(plan.ranks_per_node) + " ranks");
+    plan.world_size = spec.total_ranks;
+  }
+  if (spec.stdin_rank >= plan.world_size)
+    return fail(Errc::usage,
+                "--stdin " + std::to_string(spec.stdin_rank) + ": the job has ranks 0-" +
+                    std::to_string(plan.world_size - 1),
+                "give a rank of the job, or --stdin none");
+  const NodeReport& head = nodes.front();
+  const std::string* user_addr = userValue(ctx, "MASTER_ADDR");
+  const std::string* user_port = userValue(ctx, "MASTER_PORT");
+  plan.master_addr = user_addr ? *user_addr : head.control_ip;
+  plan.master_port = user_port ? std::atoi(user_port->c_str()) : static_cast<int>(getInt(head.inventory, "free_port"));
+  if (plan.master_port <= 0 && !spec.offline && !user_port) {
+    return fail(Errc::io, "node " + head.name + " found no free TCP port for MASTER_PORT");
+  }
+
+  if (auto p = evaluatePreflight(spec, nodes, plan, ctx.measured_preflight); !p) return tl::unexpected(p.error());
+  auto network = chooseJobNetwork(spec, nodes, ctx);
+  if (!network) return tl::unexpected(network.error());
+  if (*network) {
+    if (!user_addr) plan.master_addr = (*network)->master_addr;
+    // --net tcp: the user chose plain sockets; do not pin NCCL to verbs.
+    if (spec.net_mode == "tcp") (*network)->rdma = false;
+  }
+  if (user_addr && *network) {
+    // The user's rendezvous address off the job's network: TCPStore traffic takes another route.
+    auto addr = parseIpv4(*user_addr);
+    auto net = parseCidr((*network)->cidr);
+    if (addr && net && !contains(*net, *addr))
+      plan.warnings.push_back("MASTER_ADDR " + *user_addr + " is not on the job's network " + (*network)->cidr +
+                              " (rank 0's address there is " + (*network)->master_addr + ")");
+  }
+  if (spec.net_mode == "tcp") {
+    const RdmaPresence rdma = rdmaPresence(nodes);
+    if (rdma.with > 0) {
+      std::string names;
+      for (size_t i = 0; i < rdma.with_names.size() && i < 4; ++i) names += (i ? ", " : "") + rdma.with_names[i];
+      if (rdma.with_names.size() > 4) names += ", ...";
+      plan.warnings.push_back("--net tcp: " + std::to_string(rdma.with) + " node(s) have RDMA devices (" + names +
+                              ") that this job does not use; NCCL and MPI run over TCP sockets");
+    }
+  }
+  JobIdentity job{ctx.job_id, plan.master_addr, plan.master_port};
+  for (const auto& n : nodes) {
+    NodeLaunch nl;
+    nl.job_id = ctx.job_id;
+    nl.node_name = n.name;
+    nl.argv = spec.argv;
+    nl.cwd = spec.chdir.empty() ? ctx.cwd : spec.chdir;
+    nl.base_env = ctx.base_env;
+    nl.stdin_rank = spec.stdin_rank;
+    nl.kill_timeout_ms = spec.kill_timeout_s * 1000;
+    const int here = n.index == num_nodes - 1 ? last_node_ranks : plan.ranks_per_node;
+    for (int l = 0; l < here; ++l) {
+      RankSpec r;
+      r.rank = n.index * plan.ranks_per_node + l;
+      r.local_rank = l;
+      for (const auto& [k, v] : rankDefaultEnv())
+        if (!userSet(ctx, k)) r.env.push_back(kv(k, v));
+      RankIdentity id{r.rank, l, plan.world_size, here, n.index, num_nodes};
+      // Job-wide names the user set (-x MASTER_ADDR=...) keep the user's value, from base_env;
+      // per-rank ones cannot be exported (forwardEnvironment refuses them).
+      for (const auto& [k, v] : rankIdentityEnv(id, job))
+        if (!userValue(ctx, k)) r.env.push_back(kv(k, v));
+      nl.ranks.push_back(std::move(r));
+    }
+    plan.nodes.push_back(std::move(nl));
+  }
+  auto reach = reachabilityTargets(spec, nodes, *network);
+  for (size_t i = 0; i < reach.size(); ++i) plan.nodes[i].reach = std::move(reach[i]);
+  if (auto b = planBindings(spec, nodes, ctx, plan); !b) return tl::unexpected(b.error());
+  if (spec.pmix) {
+    PmixSpec pmix;
+    pmix.enabled = true;
+    pmix.nspace = "tlaunch." + ctx.job_id;
+    for (const auto& nl : plan.nodes) {
+      pmix.node_names.push_back(nl.node_name);
+      std::vector<int> ranks;
+      for (const auto& r : nl.ranks) ranks.push_back(r.rank);
+      pmix.ranks_by_node.push_back(std::move(ranks));
+    }
+    // MPI's TCP traffic follows the network choice; simulated nodes on this host talk over lo.
+    pmix.tcp_if_include = *network ? (*network)->cidr : "lo";
+    for (size_t i = 0; i < plan.nodes.size(); ++i) {
+      plan.nodes[i].pmix = pmix;
+      plan.nodes[i].pmix.this_node = static_cast<int>(i);
+    }
+  }
+  if (*network) applyNetworkEnv(**network, ctx, plan);
+  else plan.network_text = "network: loopback (every node is this host)\n";
+  return plan;
+}
+
+Json planToJson(const JobPlan& plan) {
+  Json nodes = Json::array();
+  for (const auto& n : plan.nodes) {
+    Json ranks = Json::array();
+    for (const auto& r : n.ranks) ranks.push_back({{"rank", r.rank}, {"local_rank", r.local_rank}, {"env", r.env}});
+    nodes.push_back({{"node", n.node_name}, {"ranks", ranks}});
+  }
+  Json j = {{"job_id", plan.job_id},
+            {"world_size", plan.world_size},
+            {"ranks_per_node", plan.ranks_per_node},
+            {"ranks_per_node_from", plan.ranks_source},
+            {"master_addr", plan.master_addr},
+            {"master_port", plan.master_port},
+            {"nodes", nodes},
+            {"warnings", plan.warnings}};
+  for (auto it = plan.details.begin(); it != plan.details.end(); ++it) j[it.key()] = it.value();
+  return j;
+}
+
+std::string renderPlanText(const JobPlan& plan) {
+  std::string out = "job " + plan.job_id + ": " + std::to_string(plan.nodes.size()) + " node(s) x " +
+                    std::to_string(plan.ranks_per_node) + " rank(s)" +
+                    (plan.nodes.empty() || static_cast<int>(plan.nodes.back().ranks.size()) == plan.ranks_per_node
+                         ? ""
+                         : " (" + std::to_string(plan.nodes.back().ranks.size()) + " on the last)") +
+                    ", world size " + std::to_string(plan.world_size) +
+                    "\nranks per node: " + std::to_string(plan.ranks_per_node) + " (" + plan.ranks_source + ")" +
+                    "\nMASTER_ADDR=" + plan.master_addr + " MASTER_PORT=" + std::to_string(plan.master_port) + "\n";
+  for (const auto& n : plan.nodes) {
+    out += "node " + n.node_name + ": ranks ";
+    out += std::to_string(n.ranks.front().rank) + "-" + std::to_string(n.ranks.back().rank) + "\n";
+  }
+  out += plan.network_text + plan.preflight_text;
+  if (plan.details.contains("fingerprint"))
+    out += "binding (fingerprint " + plan.details["fingerprint"].get<std::string>() + "):\n" + plan.manifest_table;
+  for (const auto& w : plan.warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
+}  // namespace tlaunch

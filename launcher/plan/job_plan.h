@@ -1,0 +1,58 @@
+#pragma once
+// The plan: a pure function of (what the user asked, what the nodes reported) → exactly what
+// every daemon runs. Same inputs give the same plan, byte for byte.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "binding/preflight/preflight_item.h"
+#include "binding/fabric/user_env.h"
+#include "bootstrap/message.h"
+#include "launcher/job_spec.h"
+#include "tlaunch/node_launch.h"
+
+namespace tlaunch {
+
+// One node as the frontend knows it once its daemon reported.
+struct NodeReport {
+  int index = 0;
+  std::string name;
+  Json inventory;           // the daemon's "inventory" message body
+  std::string control_ip;   // the daemon's address as seen on its control connection
+};
+
+struct PlanContext {
+  std::string job_id;
+  std::string cwd;
+  std::vector<std::string> base_env;   // forwarded environment with -x applied, "K=V"
+  std::vector<std::string> user_set;   // names the user set explicitly (-x) or inherited: they win
+  UserEnv user_env;                    // the same with values and where each came from
+  std::vector<std::vector<std::string>> node_net_if;  // per node: hostfile net_if= overrides
+  bool loopback_only = false;          // every node is this host (local launcher): no fabric needed
+  std::vector<PreflightItem> measured_preflight;  // results of the cross-node RDMA write test
+  std::string ranks_source;            // why this many ranks per node ("-p 2", "slots=8 in --hostfile")
+};
+
+struct JobPlan {  // NOLINT(bugprone-exception-escape): clang-tidy 14 cannot see json's noexcept move
+  std::string job_id;
+  int world_size = 0;
+  int ranks_per_node = 0;
+  std::string ranks_source;  // why ranks_per_node: a flag, the slots, or the nodes' GPUs
+  std::string master_addr;
+  int master_port = 0;
+  std::vector<NodeLaunch> nodes;
+  std::vector<std::string> warnings;
+  Json details;  // the parts --dry-run shows (network, binding manifest, preflight)
+  std::string manifest_table;  // --report-bindings
+  std::string network_text;    // the per-node network decision, for the banner and --dry-run
+  std::string preflight_text;  // table of non-passing checks, or the one-line summary
+  std::vector<PreflightItem> preflight_items;
+};
+
+Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx);
+
+// --dry-run output.
+std::string renderPlanText(const JobPlan& plan);
+Json planToJson(const JobPlan& plan);
+
+}  // namespace tlaunch

@@ -1,0 +1,56 @@
+#include "launcher/plan/offline_plan.h"
+
+#include <iostream>
+
+#include "binding/topology/placement.h"
+#include "binding/topology/hwloc_topology.h"
+#include "binding/topology/topo_report.h"
+#include "binding/topology/topology_json.h"
+#include "launcher/job_environment.h"
+#include "launcher/plan/job_plan.h"
+#include "launcher/job_setup.h"
+
+namespace tlaunch {
+
+namespace {
+int report(const Error& e) {
+  std::cerr << "tlaunch: error: " << e.message << "\n";
+  if (!e.hint.empty()) std::cerr << "  -> " << e.hint << "\n";
+  return exitStatusFor(e.code);
+}
+}  // namespace
+
+int runOfflineDryRun(const JobSpec& spec) {
+  if (spec.topology_xml.empty() && !std::getenv("HWLOC_XMLFILE"))
+    return report({Errc::usage, "--offline plans from a topology file", "add --topology-xml FILE"});
+  auto topo = loadTopology(spec.topology_xml);
+  if (!topo) return report(topo.error());
+  // The same setup as a real run (validation, nodes, rank layout, environment): only the
+  // inventories differ, every node reporting the given topology.
+  auto setup = setUpJob(spec, currentEnvironment(), true);
+  if (!setup) return report(setup.error());
+  std::vector<NodeReport> nodes;
+  for (const auto& t : setup->choice.nodes)
+    nodes.push_back({t.index, t.name, Json{{"topology", topologyToJson(*topo)}, {"free_port", 0}}, "(offline)"});
+  PlanContext ctx = setup->plan_context;
+  ctx.job_id = "tl-offline";
+  auto plan = makePlan(setup->spec, nodes, ctx);
+  if (!plan) return report(plan.error());
+  for (const auto& w : plan->warnings) std::cerr << "tlaunch: warning: " << w << "\n";
+  std::cout << (spec.json ? planToJson(*plan).dump(2) + "\n" : renderPlanText(*plan));
+  return 0;
+}
+
+int runTopo(const JobSpec& spec) {
+  auto topo = loadTopology(spec.topology_xml);
+  if (!topo) return report(topo.error());
+  BindingRequest req;
+  req.use_gpus = !topo->gpus.empty();
+  req.ranks_per_node = req.use_gpus ? static_cast<int>(topo->gpus.size()) : 1;
+  auto pairing = planNodeBinding(*topo, req, "this node");
+  if (!pairing) return report(pairing.error());
+  std::cout << renderTopoReport(*topo, *pairing);
+  return 0;
+}
+
+}  // namespace tlaunch

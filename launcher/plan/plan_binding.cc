@@ -1,0 +1,85 @@
+#include "launcher/plan/plan_binding.h"
+
+#include <algorithm>
+
+#include "binding/topology/binding_manifest.h"
+#include "binding/topology/placement.h"
+#include "binding/topology/topology_json.h"
+
+namespace tlaunch {
+
+namespace {
+
+BindMode bindModeOf(const std::string& s) {
+  return s == "none" ? BindMode::none : s == "numa" ? BindMode::numa : BindMode::core;
+}
+
+bool userSet(const PlanContext& ctx, const std::string& name) {
+  return std::find(ctx.user_set.begin(), ctx.user_set.end(), name) != ctx.user_set.end();
+}
+
+}  // namespace
+
+Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx,
+                          JobPlan& plan) {
+  BindingRequest req;
+  req.ranks_per_node = plan.ranks_per_node;
+  req.use_gpus = spec.gpus_per_node > 0;
+  req.mode = bindModeOf(spec.bind);
+  req.cpus_per_rank = spec.cpus_per_rank;
+  std::vector<ManifestRow> rows;
+  bool reported_not_applied = false;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeReport& n = nodes[i];
+    NodeLaunch& nl = plan.nodes[i];
+    if (!n.inventory.contains("topology")) {
+      std::string why = getString(n.inventory, "topology_error", "no topology reported");
+      return fail(Errc::topology, "node " + n.name + ": " + why,
+                  "check --topology-xml / HWLOC_XMLFILE on that node, or that hwloc works there (lstopo)");
+    }
+    auto topo = topologyFromJson(n.inventory["topology"]);
+    if (!topo) return fail(Errc::protocol, "node " + n.name + " reported a malformed topology: " + topo.error().message);
+    auto bindings = planNodeBinding(*topo, req, n.name);
+    if (!bindings && req.mode == BindMode::core && req.cpus_per_rank == 0 && !req.use_gpus) {
+      // More CPU ranks than cores (oversubscription): share the NUMA node's cores instead of
+      // refusing; an explicit --cpus-per-rank or GPU job still gets the error.
+      BindingRequest shared = req;
+      shared.mode = BindMode::numa;
+      auto retry = planNodeBinding(*topo, shared, n.name);
+      if (retry) {
+        plan.warnings.push_back(bindings.error().message +
+                                "; ranks share the NUMA node's cores (oversubscribed)");
+        bindings = std::move(retry);
+      }
+    }
+    if (!bindings) return tl::unexpected(bindings.error());
+    nl.apply_binding = topo->live && req.mode != BindMode::none;
+    if (!topo->live && req.mode != BindMode::none && !reported_not_applied) {
+      reported_not_applied = true;
+      plan.warnings.push_back("the topology comes from " + topo->source +
+                              ", not from the machine: the binding is planned and reported, not applied");
+    }
+    for (auto& r : nl.ranks) {
+      const RankBinding& b = (*bindings)[static_cast<size_t>(r.local_rank)];
+      r.cpus = b.cpus;
+      r.mem_nodes = b.mem_nodes;
+      if (req.use_gpus) {
+        if (!userSet(ctx, "CUDA_DEVICE_ORDER")) r.env.emplace_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
+        if (b.gpu_busid) r.env.push_back("TLAUNCH_GPU_BUSID=" + *b.gpu_busid);
+        if (b.gpu_uuid) r.env.push_back("TLAUNCH_GPU_UUID=" + *b.gpu_uuid);
+      }
+      if (b.hca) {
+        r.env.push_back("TLAUNCH_HCA=" + *b.hca);
+        if (!userSet(ctx, "UCX_NET_DEVICES")) r.env.push_back("UCX_NET_DEVICES=" + *b.hca);
+      }
+      rows.push_back({r.rank, n.name, b});
+    }
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  plan.details["ranks"] = manifestToJson(rows);
+  plan.details["fingerprint"] = manifestFingerprint(rows);
+  plan.manifest_table = renderManifestTable(rows);
+  return {};
+}
+
+}  // namespace tlaunch

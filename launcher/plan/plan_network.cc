@@ -1,0 +1,164 @@
+#include "launcher/plan/plan_network.h"
+
+#include "binding/fabric/fabric_env.h"
+#include "binding/fabric/fabric_json.h"
+#include "binding/fabric/ipv4_net.h"
+#include "bootstrap/rank_env.h"
+
+namespace tlaunch {
+
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The subnet of the address a node's daemon reached the frontend from (its control
+// connection), as that node's interfaces say; "" when none carries it.
+std::string controlSubnet(const NodeFabric& fabric, const std::string& control_ip) {
+  for (const auto& iface : fabric.interfaces)
+    for (const auto& a : iface.ipv4)
+      if (a.address == control_ip)
+        if (auto ip = parseIpv4(a.address)) return formatCidr(networkOf(*ip, a.prefix));
+  return "";
+}
+
+}  // namespace
+
+RdmaPresence rdmaPresence(const std::vector<NodeReport>& nodes) {
+  RdmaPresence p;
+  for (const auto& n : nodes) {
+    auto f = n.inventory.find("fabric");
+    if (f == n.inventory.end()) continue;
+    auto fabric = fabricFromJson(*f);
+    if (!fabric) continue;
+    if (fabric->devices.empty()) {
+      ++p.without;
+      p.without_names.push_back(n.name);
+    } else {
+      ++p.with;
+      p.with_names.push_back(n.name);
+    }
+  }
+  return p;
+}
+
+bool plainEthernet(const JobSpec& spec, const RdmaPresence& rdma) {
+  return spec.net_mode == "auto" && rdma.with == 0 && rdma.without > 0;
+}
+
+Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const std::vector<NodeReport>& nodes,
+                                                      const PlanContext& ctx) {
+  const bool asked = !spec.net_if.empty() || !spec.net_cidr.empty() || spec.sysfs_root != "/" || spec.net_mode != "auto";
+  if (ctx.loopback_only && !asked) return std::optional<NetworkChoice>{};
+  std::vector<NodeFabricInput> inputs;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeReport& n = nodes[i];
+    if (!n.inventory.contains("fabric")) {
+      return fail(Errc::fabric, "node " + n.name + " could not list its network interfaces: " +
+                                    getString(n.inventory, "fabric_error", "not reported"));
+    }
+    auto fabric = fabricFromJson(n.inventory["fabric"]);
+    if (!fabric) return fail(Errc::protocol, "node " + n.name + " sent a malformed fabric report");
+    NodeFabricInput in{n.name, std::move(*fabric), {}};
+    if (i < ctx.node_net_if.size()) in.net_if = ctx.node_net_if[i];
+    inputs.push_back(std::move(in));
+  }
+  NetOptions opts;
+  opts.mode = spec.net_mode == "tcp" ? NetMode::tcp : NetMode::fabric;
+  opts.net_if = spec.net_if;
+  opts.net_cidr = spec.net_cidr;
+  const RdmaPresence rdma = rdmaPresence(nodes);
+  const bool plain = plainEthernet(spec, rdma);
+  std::string control;
+  if (plain) {
+    // No fabric to fall back from: plain sockets, on the network the daemons reached us over.
+    opts.mode = NetMode::tcp;
+    if (opts.net_if.empty() && opts.net_cidr.empty()) {
+      control = controlSubnet(inputs.front().fabric, nodes.front().control_ip);
+      opts.net_cidr = control;
+    }
+  }
+  auto choice = chooseNetwork(inputs, opts);
+  if (!choice && !control.empty()) {  // not every node has an address there: any common subnet
+    opts.net_cidr.clear();
+    control.clear();
+    choice = chooseNetwork(inputs, opts);
+  }
+  if (!choice) {
+    Error e = choice.error();
+    e.code = e.code == Errc::usage ? Errc::usage : Errc::fabric;
+    if (opts.mode == NetMode::fabric && rdma.with > 0 && rdma.without > 0) {
+      e.message += "\nRDMA devices on " + joined(rdma.with_names) + " but none on " + joined(rdma.without_names) +
+                   ": the ranks of one job need the same fabric";
+      e.hint = "leave the nodes without RDMA out (--exclude), fix their HCA driver, or --net tcp for plain sockets";
+    }
+    if (e.hint.empty())
+      e.hint = "check the IPoIB/RoCE link on that node (ip link, ibstat), or choose with --net-if / --net-cidr; "
+               "--net tcp allows a plain Ethernet job";
+    return tl::unexpected(e);
+  }
+  if (plain)
+    choice->notes.insert(choice->notes.begin(),
+                         "no RDMA device on any node: the job runs over TCP on " + choice->cidr +
+                             (control.empty() ? "" : " (the daemons' control network)"));
+  return std::optional<NetworkChoice>{std::move(*choice)};
+}
+
+void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPlan& plan) {
+  Json per_node = Json::array();
+  plan.network_text = "network: " + std::string(netKindName(choice.kind)) + " on " + choice.cidr +
+                      (choice.rdma ? " (RDMA)" : "") + ", MASTER_ADDR " + choice.master_addr + "\n";
+  for (size_t i = 0; i < plan.nodes.size() && i < choice.nodes.size(); ++i) {
+    const NodeNetChoice& nc = choice.nodes[i];
+    Json node_env = Json::array();
+    std::string shown;
+    for (auto& r : plan.nodes[i].ranks) {
+      auto settings = fabricEnv(choice, i, ctx.user_env, envValue(r.env, "TLAUNCH_HCA"));
+      for (auto& kv : envAssignments(settings)) r.env.push_back(std::move(kv));
+      if (r.local_rank != 0) continue;
+      for (const auto& s : settings) {
+        node_env.push_back({{"name", s.name},
+                            {"value", s.value},
+                            {"source", s.source},
+                            {"overridden_by_user", s.overridden_by_user},
+                            {"user_value", s.user_value},
+                            {"user_source", s.user_source},
+                            {"effective", s.effective()}});
+        shown += "    " + s.name + "=" + s.value;
+        if (s.overridden_by_user)
+          shown += "  (yours wins: " + (s.user_value.empty() ? "unset" : s.user_value) + " from " + s.user_source + ")";
+        if (!s.conflict.empty()) shown += "  WARNING: " + s.conflict;
+        shown += "\n";
+      }
+    }
+    plan.network_text += "  " + nc.node + ": " + nc.ifname + " " + nc.ipv4 + "/" + std::to_string(nc.prefix) +
+                         (nc.port.empty() ? "" : " on " + nc.port) +
+                         (nc.hca_ports.empty() ? "" : ", data ports " + joinHcaPorts(nc)) + "\n" + shown;
+    per_node.push_back({{"node", nc.node}, {"env", node_env}});
+  }
+  for (const auto& note : choice.notes) plan.network_text += "  note: " + note + "\n";
+  Json j = networkChoiceToJson(choice);
+  j["env"] = per_node;
+  plan.details["network"] = j;
+}
+
+std::vector<std::vector<ReachTarget>> reachabilityTargets(const JobSpec& spec, const std::vector<NodeReport>& nodes,
+                                                          const std::optional<NetworkChoice>& network) {
+  const int count = static_cast<int>(nodes.size());
+  std::vector<std::vector<ReachTarget>> out(nodes.size());
+  if (spec.check_reachability == "off" || count < 2) return out;
+  const int peers = spec.check_reachability == "all" ? count - 1 : 1;
+  for (int i = 0; i < count; ++i)
+    for (int k = 1; k <= peers; ++k) {
+      const int j = (i + k) % count;
+      const NodeReport& peer = nodes[static_cast<size_t>(j)];
+      out[static_cast<size_t>(i)].push_back({peer.name, network ? network->nodes[static_cast<size_t>(j)].ipv4 : peer.control_ip,
+                                             static_cast<int>(getInt(peer.inventory, "probe_port"))});
+    }
+  return out;
+}
+
+}  // namespace tlaunch

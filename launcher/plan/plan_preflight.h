@@ -1,0 +1,19 @@
+#pragma once
+// Gathers the nodes' preflight results, adds the cross-node checks, and decides. Pure.
+#include <vector>
+
+#include "binding/preflight/preflight_item.h"
+#include "launcher/plan/job_plan.h"
+
+namespace tlaunch {
+
+// Every check of every node, then the cross-node ones, then `measured` (the frontend's own
+// cross-node tests, e.g. the RDMA write test between neighbours).
+std::vector<PreflightItem> collectPreflight(const std::vector<NodeReport>& nodes,
+                                            const std::vector<PreflightItem>& measured = {});
+// Fills plan.details["preflight"] and plan.preflight_text; an error (Errc::preflight) when a
+// check failed, or warned with --preflight-strict.
+Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport>& nodes, JobPlan& plan,
+                               const std::vector<PreflightItem>& measured = {});
+
+}  // namespace tlaunch

@@ -1,0 +1,140 @@
+#include "launcher/plan/rank_layout.h"
+
+#include <algorithm>
+
+#include "launcher/cli_values.h"
+
+namespace tlaunch {
+
+namespace {
+
+std::string num(int v) { return std::to_string(v); }
+
+int ceilDiv(int a, int b) { return (a + b - 1) / b; }
+
+// n ranks on full nodes of p: the node count and the last node's share.
+RankLayout fill(int n, int p, std::string source) {
+  RankLayout l;
+  l.ranks_per_node = p;
+  l.nodes = ceilDiv(n, p);
+  l.last_node_ranks = n - (l.nodes - 1) * p;
+  l.source = std::move(source) + (l.last_node_ranks == p ? "" : ", " + num(l.last_node_ranks) + " on the last node");
+  return l;
+}
+
+Result<RankLayout> checked(RankLayout l, int node_count) {
+  if (node_count > 0 && l.ranks_per_node > 0 &&
+      static_cast<long long>(node_count) * l.ranks_per_node > kMaxWorldSize)
+    return fail(Errc::usage,
+                num(node_count) + " nodes x " + num(l.ranks_per_node) + " ranks is more than " + num(kMaxWorldSize) +
+                    " ranks",
+                "tlaunch plans at most " + num(kMaxWorldSize) + " ranks per job");
+  return l;
+}
+
+Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots, const std::string& origin) {
+  const int n = spec.total_ranks;
+  const int given = spec.ranksPerNode();
+  const int avail = static_cast<int>(slots.size());
+  if (given > 0) {
+    const std::string flag = spec.gpus_per_node > 0 ? "-g" : "-p";
+    RankLayout l = fill(n, given, "-n " + num(n) + " / " + flag + " " + num(given));
+    if (spec.nodes > 0 && spec.nodes != l.nodes)
+      return fail(Errc::usage,
+                  "-n " + num(n) + " with " + flag + " " + num(given) + " makes " + num(l.nodes) + " nodes, but -N " +
+                      num(spec.nodes) + " was given",
+                  "give two of -n, -N and -p/-g");
+    return checked(l, l.nodes);
+  }
+  if (spec.nodes > 0) {
+    RankLayout l = fill(n, ceilDiv(n, spec.nodes), "-n " + num(n) + " over -N " + num(spec.nodes));
+    if (l.nodes != spec.nodes)
+      return fail(Errc::usage,
+                  "-n " + num(n) + " over -N " + num(spec.nodes) + " leaves " + num(spec.nodes - l.nodes) +
+                      " node(s) without a rank (" + num(l.ranks_per_node) + " per node on " + num(l.nodes) + ")",
+                  "give -N " + num(l.nodes) + ", or -n a multiple of " + num(spec.nodes));
+    return checked(l, l.nodes);
+  }
+  if (avail == 0) return checked(fill(n, n, "-n " + num(n) + " on one node"), 1);  // this host
+  if (slots.front() > 0) {  // fill nodes by their slots, in order (mpirun's default)
+    const int s = slots.front();
+    RankLayout l = fill(n, std::min(n, s), "-n " + num(n) + " filling slots=" + num(s) + " (" + origin + ")");
+    if (l.nodes > avail)
+      return fail(Errc::usage,
+                  "-n " + num(n) + " needs " + num(l.nodes) + " nodes of " + num(s) + " slots, but " + origin +
+                      " gives " + num(avail),
+                  "add nodes, or give -p to run more ranks per node than its slots");
+    for (int i = 0; i < l.nodes; ++i)
+      if (slots[static_cast<size_t>(i)] != s)
+        return fail(Errc::usage,
+                    "-n " + num(n) + ": the nodes' slots differ (" + num(s) + " and " +
+                        num(slots[static_cast<size_t>(i)]) + " in " + origin + ")",
+                    "tlaunch runs the same number of ranks on every full node: give -p N (and -N)");
+    return l;
+  }
+  // No slots known: one rank per node up to the node count, else spread evenly.
+  return checked(fill(n, ceilDiv(n, avail), "-n " + num(n) + " spread over " + num(avail) + " nodes"), avail);
+}
+
+}  // namespace
+
+Result<RankLayout> resolveRankLayout(const JobSpec& spec, const std::vector<int>& slots, const std::string& slots_origin) {
+  if (spec.total_ranks > 0) return totalRanks(spec, slots, slots_origin);
+  RankLayout l;
+  l.nodes = spec.nodes;
+  const int node_count = spec.nodes > 0 ? spec.nodes : static_cast<int>(slots.size());
+  if (spec.ranksPerNode() > 0) {
+    l.ranks_per_node = spec.ranksPerNode();
+    l.source = spec.gpus_per_node > 0 ? "-g " + num(spec.gpus_per_node) : "-p " + num(spec.procs_per_node);
+    return checked(l, node_count);
+  }
+  if (!spec.nproc_per_node_word.empty()) return l;  // decided from the inventories
+  // The chosen nodes' slots, when every one has the same.
+  const size_t used = std::min(slots.size(), static_cast<size_t>(node_count > 0 ? node_count : 0));
+  std::vector<int> known;
+  for (size_t i = 0; i < used; ++i)
+    if (slots[i] > 0) known.push_back(slots[i]);
+  if (known.empty()) return l;  // one per GPU, else 1: when planning
+  if (known.size() != used || std::any_of(known.begin(), known.end(), [&](int s) { return s != known.front(); }))
+    return fail(Errc::usage,
+                "the nodes' slots in " + slots_origin + " differ, so they cannot say how many ranks each node runs",
+                "tlaunch runs the same number of ranks on every node: give -p N (CPU ranks) or -g N (one per GPU)");
+  l.ranks_per_node = known.front();
+  l.source = "slots=" + num(known.front()) + " in " + slots_origin;
+  return checked(l, node_count);
+}
+
+Result<std::string> applyRankDefault(JobSpec& spec, const std::vector<int>& gpus, const std::vector<int>& cores,
+                                     const std::vector<std::string>& names) {
+  const std::string& word = spec.nproc_per_node_word;
+  auto same = [&](const std::vector<int>& counts, const char* what) -> Result<int> {
+    for (size_t i = 1; i < counts.size(); ++i)
+      if (counts[i] != counts.front())
+        return fail(Errc::usage,
+                    "nodes differ in " + std::string(what) + " (" + names.front() + " " + num(counts.front()) + ", " +
+                        names[i] + " " + num(counts[i]) + "), so one rank per " + what + " differs between nodes",
+                    "tlaunch runs the same number of ranks on every node: give -p N or -g N");
+    return counts.empty() ? 0 : counts.front();
+  };
+  const bool any_gpu = std::any_of(gpus.begin(), gpus.end(), [](int g) { return g > 0; });
+  if (word == "cpu" || (word == "auto" && !any_gpu)) {
+    auto c = same(cores, "cores");
+    if (!c) return tl::unexpected(c.error());
+    spec.procs_per_node = std::clamp(*c, 1, kMaxRanksPerNode);
+    return "--nproc-per-node " + word + ": one per core (" + num(spec.procs_per_node) + ")";
+  }
+  if (word == "gpu" && !any_gpu)
+    return fail(Errc::usage, "--nproc-per-node gpu: no GPU on " + (names.empty() ? std::string("the nodes") : names.front()),
+                "give --nproc-per-node N (or -p N) for CPU ranks");
+  if (any_gpu) {
+    auto g = same(gpus, "GPUs");
+    if (!g) return tl::unexpected(g.error());
+    spec.gpus_per_node = std::min(*g, kMaxRanksPerNode);
+    return (word.empty() ? std::string("one per GPU") : "--nproc-per-node " + word + ": one per GPU") + " (" +
+           num(spec.gpus_per_node) + ")";
+  }
+  spec.procs_per_node = 1;
+  return std::string("1 (no -n/-p/-g, no slots, no GPU)");
+}
+
+}  // namespace tlaunch

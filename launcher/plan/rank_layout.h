@@ -1,0 +1,32 @@
+#pragma once
+// How many nodes and how many ranks on each, from -n/-N/-p/-g and the hosts' slots (pure).
+// Precedence for ranks per node: -n/-p/-g as given, else the hostfile's/--hosts' slots, else
+// (decided when planning, from the inventories: rankDefault) one rank per GPU, else 1.
+// With -n, as with mpirun, the last node may run fewer ranks than the others (never more, and
+// never none): ranks stay node-major with ranks_per_node on every full node, so "the node of
+// rank r is r / ranks_per_node" (the frontend's dmodex routing) still holds.
+#include <string>
+#include <vector>
+
+#include "launcher/job_spec.h"
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+struct RankLayout {
+  int nodes = 0;           // nodes to use (0: all given, or this host)
+  int ranks_per_node = 0;  // 0: decide from the nodes' GPUs when planning
+  int last_node_ranks = 0; // with -n: the last node's share (== ranks_per_node when even)
+  std::string source;      // why, for the banner and --dry-run: "-p 2", "slots=8 in --hostfile", ...
+};
+
+// slots: each available node's usable slots in order (-1 unknown); empty when no nodes were
+// named (this host, simulated nodes, or srun picks). slots_origin: "--hostfile", "--hosts".
+Result<RankLayout> resolveRankLayout(const JobSpec& spec, const std::vector<int>& slots, const std::string& slots_origin);
+
+// At planning, when no count was given: torchrun's gpu/auto/cpu words, or the default (one per
+// GPU on GPU nodes, else 1). gpus/cores: each node's counts. Sets spec's -p or -g.
+Result<std::string> applyRankDefault(JobSpec& spec, const std::vector<int>& gpus, const std::vector<int>& cores,
+                                     const std::vector<std::string>& names);
+
+}  // namespace tlaunch

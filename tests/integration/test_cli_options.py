@@ -1,0 +1,131 @@
+"""The options users bring from torchrun, mpirun and srun, bounded numbers, one plan for
+--dry-run --offline and the real run, the user's MASTER_ADDR, plain-Ethernet clusters and
+--summary-json — with the real binary and the local launcher (issue 11 item 8, issue 12)."""
+import json
+import os
+import re
+import socket
+
+import tl
+
+tmp = tl.tempdir()
+
+
+def expect(args, code, text):
+    r = tl.run(args, timeout=60)
+    tl.check(r.returncode == code, f"{args}: exit {r.returncode}, expected {code}; stderr: {r.stderr}")
+    tl.check(text in r.stderr, f"{args}: message {text!r} not in {r.stderr!r}")
+    tl.check("terminate called" not in r.stderr and "bad_alloc" not in r.stderr, f"{args}: crash: {r.stderr}")
+    return r
+
+
+def ranks_of(stdout):
+    """{rank: line} from --tag-output rank / -l output."""
+    out = {}
+    for line in stdout.splitlines():
+        m = re.match(r"^\[(\d+)\] (.*)$", line)
+        tl.check(m is not None, f"untagged line {line!r}")
+        out[int(m.group(1))] = m.group(2)
+    return out
+
+
+# Numbers: bounded, exit 64, the bound named (these aborted, overflowed or ran out of memory).
+expect(["--stdin", "99999999999", "-p", "1", "--", "true"], 64, "--stdin 99999999999: must be a whole number from 0 to")
+expect(["--heartbeat-timeout", "3000000", "-p", "1", "--", "true"], 64, "from 1 to 86400")
+expect(["-p", "100000000", "--", "true"], 64, "from 1 to 4096")
+expect(["--launcher", "local", "-N", "1000", "-p", "4096", "--", "true"], 64, "more than 1000000")
+expect(["--launcher", "local", "-N", "5000", "-p", "1", "--", "true"], 64, "simulates at most 1024 nodes")
+
+# Typos are refused with the bad value and the valid ones, in the job and in preflight.
+expect(["preflight", "--launcher", "sssh", "--hosts", "a,b"], 64, "sssh not in {auto,local,ssh,slurm}")
+expect(["preflight", "--launcher", "local", "--hosts", "a", "--preflight-skip", "memlok"], 64,
+       "unknown check 'memlok'; the checks are: rdma_devices")
+expect(["-p", "1", "--preflight-skip", "memlock,gpudirekt", "--", "true"], 64, "unknown check 'gpudirekt'")
+expect(["--nproc-per-node", "gpus", "--", "true"], 64, "must be gpu, auto, cpu or a whole number")
+expect(["--launcher", "local", "-n", "9", "-N", "4", "--", "true"], 64, "leaves 1 node(s) without a rank")
+expect(["-p", "1", "-x", "RANK=3", "--", "true"], 64, "RANK differs per rank")
+
+# -n: total ranks; -l: srun's rank labels; -D: the working directory; --mca: OMPI_MCA_*.
+r = tl.run(["-n", "4", "-l", "-D", tmp, "--mca", "btl_tcp_if_include", "lo", "--", "sh", "-c",
+            'echo "$RANK/$WORLD_SIZE $LOCAL_RANK $(pwd) $OMPI_MCA_btl_tcp_if_include"'])
+tl.check(r.returncode == 0, f"-n 4: {r.returncode} {r.stderr}")
+got = ranks_of(r.stdout)
+tl.check(sorted(got) == [0, 1, 2, 3], f"-n 4 ranks: {got}")
+for rank, line in got.items():
+    tl.check(line == f"{rank}/4 {rank} {os.path.realpath(tmp)} lo", f"rank {rank}: {line!r}")
+r = tl.run(["--launcher", "local", "--nnodes", "2", "--nproc-per-node", "2", "--tag-output", "rank", "--", "sh", "-c",
+            'echo "$GROUP_RANK $WORLD_SIZE"'])
+tl.check(r.returncode == 0 and sorted(ranks_of(r.stdout).values()) == ["0 4", "0 4", "1 4", "1 4"],
+         f"--nnodes 2 --nproc-per-node 2: {r.stdout!r} {r.stderr!r}")
+
+# -n with an uneven last node, as with mpirun: 4 + 2 ranks, each node its own LOCAL_WORLD_SIZE.
+r = tl.run(["--launcher", "local", "-n", "6", "-p", "4", "-l", "--", "sh", "-c",
+            'echo "$GROUP_RANK $LOCAL_RANK/$LOCAL_WORLD_SIZE $WORLD_SIZE"'])
+tl.check(r.returncode == 0, f"-n 6 -p 4: {r.returncode} {r.stderr}")
+got = ranks_of(r.stdout)
+want = {0: "0 0/4 6", 1: "0 1/4 6", 2: "0 2/4 6", 3: "0 3/4 6", 4: "1 0/2 6", 5: "1 1/2 6"}
+tl.check(got == want, f"-n 6 -p 4: {got}")
+
+# The user's MASTER_ADDR/MASTER_PORT win in the run exactly as --dry-run shows.
+args = ["--launcher", "local", "-N", "2", "-p", "1", "-x", "MASTER_ADDR=127.0.0.2", "--master-port", "23456"]
+r = tl.run(args + ["-l", "--", "sh", "-c", 'echo "$MASTER_ADDR:$MASTER_PORT"'])
+tl.check(r.returncode == 0 and set(ranks_of(r.stdout).values()) == {"127.0.0.2:23456"},
+         f"-x MASTER_ADDR: {r.stdout!r} {r.stderr!r}")
+d = tl.run(args + ["--dry-run", "--", "true"])
+tl.check(d.returncode == 0 and "MASTER_ADDR=127.0.0.2 MASTER_PORT=23456" in d.stdout, f"--dry-run: {d.stdout!r}")
+
+# One plan, one path: a hostfile of slots=8 plans 8 ranks per node offline as online.
+hostfile = os.path.join(tmp, "hosts")
+with open(hostfile, "w") as f:
+    f.write("n1 slots=8\nn2 slots=8\n")
+topo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../fixtures/topologies",
+                    "jsc-jureca-booster-jrc5001_XeonPhi7250F_2xhfi1-OPA_no-gpu_hwloc1.11-v1fmt.xml")
+off = tl.run(["--dry-run", "--offline", "--topology-xml", topo, "--hostfile", hostfile, "--", "true"])
+on = tl.run(["--dry-run", "--launcher", "local", "--hostfile", hostfile, "--", "true"])
+for name, res in (("offline", off), ("online", on)):
+    tl.check(res.returncode == 0, f"{name}: {res.returncode} {res.stderr}")
+    tl.check("2 node(s) x 8 rank(s), world size 16" in res.stdout, f"{name}: {res.stdout[:300]!r}")
+    tl.check("ranks per node: 8 (slots=8 in --hostfile)" in res.stdout, f"{name}: {res.stdout[:300]!r}")
+
+# Plain-Ethernet cluster: no RDMA device on any node (an empty sysfs) runs over TCP, says so
+# once, and preflight skips the RDMA checks; --net ib still requires the fabric.
+nordma = os.path.join(tmp, "nordma")
+os.makedirs(os.path.join(nordma, "sys/class/infiniband"))
+os.makedirs(os.path.join(nordma, "sys/class/net"))
+has_ethernet = any(name != "lo" for _, name in socket.if_nameindex())
+if has_ethernet:
+    r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--sysfs-root", nordma, "--", "true"])
+    tl.check(r.returncode == 0, f"plain Ethernet job: {r.returncode} {r.stderr}")
+    tl.check(r.stderr.count("no RDMA device on any node: the job runs over TCP") == 1, f"banner: {r.stderr!r}")
+    p = tl.run(["preflight", "--launcher", "local", "--hosts", "a,b", "--sysfs-root", nordma, "--json"])
+    tl.check(p.returncode == 0, f"preflight without RDMA: {p.returncode} {p.stdout[-500:]} {p.stderr}")
+    rows = [i for i in json.loads(p.stdout) if i["check"] == "rdma_devices"]
+    tl.check(rows and all(i["status"] == "skip" and i["found"] == "no RDMA on any node" for i in rows),
+             f"rdma_devices rows: {rows}")
+    expect(["--launcher", "local", "-N", "2", "-p", "1", "--net", "ib", "--sysfs-root", nordma, "--", "true"], 78,
+           "rdma_devices")
+
+# --summary-json: whose status it is, the failed rank and node, the signal.
+summary = os.path.join(tmp, "summary.json")
+
+
+def summary_of(args):
+    if os.path.exists(summary):
+        os.remove(summary)
+    r = tl.run(["--summary-json", summary] + args)
+    tl.check(os.path.exists(summary), f"{args}: no summary written; {r.stderr}")
+    with open(summary) as f:
+        return r, json.load(f)
+
+
+r, s = summary_of(["--launcher", "local", "-N", "2", "-p", "1", "--", "sh", "-c", 'test "$RANK" = 1 && exit 3; sleep 5'])
+tl.check(r.returncode == 3 and s["exit_status"] == 3 and s["origin"] == "rank" and s["failed_rank"] == 1
+         and s["failed_node"] == "local1" and s["signal"] is None, f"rank exit 3: {s}")
+r, s = summary_of(["-p", "1", "--", "sh", "-c", "kill -9 $$"])
+tl.check(r.returncode == 137 and s["origin"] == "rank" and s["signal"] == 9, f"killed: {s}")
+r, s = summary_of(["-p", "1", "-x", "NOT_SET_ANYWHERE_XYZ", "--", "true"])
+tl.check(r.returncode == 64 and s["origin"] == "tlaunch" and s["meaning"] == "usage", f"usage: {s}")
+r, s = summary_of(["-p", "1", "--", "true"])
+tl.check(r.returncode == 0 and s["origin"] == "none" and s["exit_status"] == 0, f"success: {s}")
+expect(["--summary-json", "/nonexistent-dir/s.json", "-p", "1", "--", "true"], 64, "/nonexistent-dir")
+print("PASS")

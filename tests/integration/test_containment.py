@@ -1,0 +1,215 @@
+"""Containment and process hygiene as a user sees them: whatever a rank starts (setsid, a double
+fork, a child deaf to SIGTERM) ends with the job, on success and on failure, with the per-job
+cgroup and with the subreaper fallback; orphans' zombies are reaped while the job runs; a rank
+that ignores SIGTERM is killed after --kill-timeout; ranks get the user's RLIMIT_NOFILE soft
+limit while the daemon runs at the hard limit; tlaunch and tlaunchd are not dumpable, ranks are."""
+import os
+import re
+import resource
+import select
+import subprocess
+import time
+import uuid
+
+import tl
+
+LEAVE = tl.program("leave_children.py")
+LIMITS = tl.program("limits_and_dumpable.py")
+WAIT = tl.program("wait_for_signals.py")
+
+
+def survivors(marker):
+    return tl.processes_matching(marker)
+
+
+def run_leaving(code, env_extra):
+    marker = "tlaunch-contain-" + uuid.uuid4().hex
+    env = dict(os.environ, **env_extra)
+    t0 = time.monotonic()
+    r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "-v", "--kill-timeout", "3", "--",
+                tl.PYTHON, LEAVE, marker, str(code), "1"], env=env, timeout=120)
+    elapsed = time.monotonic() - t0
+    left = survivors(marker)
+    tl.kill_leftovers(marker)
+    print(r.stdout, r.stderr)
+    return r, elapsed, left
+
+
+def containment_notes(stderr):
+    return re.findall(r"node (\S+): containment: (.*)", stderr)
+
+
+# 1. Success and failure, with whichever mechanism the daemon picks and with the fallback forced.
+for label, env_extra in (("default", {}), ("subreaper", {"TLAUNCH_CONTAINMENT": "subreaper"})):
+    for code in (0, 3):
+        r, elapsed, left = run_leaving(code, env_extra)
+        tl.check(r.returncode == code, f"{label}: exit status {r.returncode}, expected {code}")
+        tl.check(r.stdout.count("ready") == 2, f"{label}: both ranks started their children")
+        tl.check(not left, f"{label}, exit {code}: {len(left)} process(es) the ranks started outlived the job: {left}")
+        tl.check(elapsed < 30, f"{label}, exit {code}: took {elapsed:.1f} s")
+        notes = containment_notes(r.stderr)
+        tl.check(len(notes) == 2, f"{label}: -v names the containment mechanism of each node: {r.stderr}")
+        if label == "subreaper":
+            tl.check(all("child subreaper" in n[1] for n in notes), f"forced fallback in force: {notes}")
+        for _, note in notes:
+            m = re.match(r"cgroup v2 (\S+)", note)
+            tl.check(not m or not os.path.exists(m.group(1)), f"the job's cgroup was removed: {note}")
+
+# 1b. With a per-job cgroup, even a daemon killed with -9 leaves nothing for long: the next
+# job's daemon kills what is left in the dead daemon's cgroup and removes it.
+marker = "tlaunch-contain-" + uuid.uuid4().hex
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "-v", "--", tl.PYTHON, LEAVE, marker, "0", "60"])
+try:
+    deadline = time.monotonic() + 60
+    out = b""
+    while b"ready" not in out and time.monotonic() < deadline:
+        if select.select([p.stdout], [], [], 1)[0]:
+            out += os.read(p.stdout.fileno(), 4096)
+    tl.check(b"ready" in out, "the rank started")
+    daemons = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == p.pid:
+                    daemons.append(int(d))
+        except (OSError, ValueError, IndexError):
+            pass
+    tl.check(daemons, "found the job's tlaunchd")
+    for d in daemons:
+        os.kill(d, 9)
+    _, killed_err = p.communicate(timeout=30)
+finally:
+    if p.poll() is None:
+        os.killpg(p.pid, 9)
+        p.wait()
+killed_in_cgroup = any("cgroup v2" in n for _, n in containment_notes(killed_err))
+print("daemon killed -9 while its job ran in a cgroup:", killed_in_cgroup)
+if killed_in_cgroup:
+    tl.check(survivors(marker), "kill -9 of a daemon leaves its ranks' detached children (else this tests nothing)")
+r, _, left = run_leaving(0, {})
+tl.check(r.returncode == 0 and not left, f"the next job: {r.stderr}")
+if killed_in_cgroup:
+    tl.check(tl.wait_until(lambda: not survivors(marker), 10),
+             f"what the ranks of a daemon killed -9 left in its cgroup ended with the next job: {survivors(marker)}")
+else:
+    print("no per-job cgroup here: what a daemon killed -9 leaves is not tracked (the subreaper died with it)")
+tl.kill_leftovers(marker)
+
+# 1c. tlaunch itself killed with -9: its daemons end, and with them everything of the job.
+for env_extra in ({}, {"TLAUNCH_CONTAINMENT": "subreaper"}):
+    marker = "tlaunch-contain-" + uuid.uuid4().hex
+    p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--", tl.PYTHON, LEAVE, marker, "0", "60"],
+                 env=dict(os.environ, **env_extra))
+    deadline = time.monotonic() + 60
+    out = b""
+    while out.count(b"ready") < 2 and time.monotonic() < deadline:
+        if select.select([p.stdout], [], [], 1)[0]:
+            out += os.read(p.stdout.fileno(), 4096)
+    tl.check(out.count(b"ready") == 2, "both ranks started")
+    tl.check(survivors(marker), "the ranks' detached children run")
+    os.kill(p.pid, 9)
+    p.wait()
+    gone = tl.wait_until(lambda: not survivors(marker), 10)
+    left = survivors(marker)
+    tl.kill_leftovers(marker)
+    tl.check(gone, f"{env_extra}: 10 s after kill -9 of tlaunch, processes the ranks started still run: {left}")
+
+# 2. Zombies of orphans that re-parented to the daemon are reaped while the job runs.
+marker = "tlaunch-contain-" + uuid.uuid4().hex
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--", tl.PYTHON, LEAVE, marker, "0", "4"])
+try:
+    deadline = time.monotonic() + 60
+    buf = b""
+    while b"ready" not in buf and time.monotonic() < deadline:
+        if select.select([p.stdout], [], [], 1)[0]:
+            buf += os.read(p.stdout.fileno(), 4096)
+    tl.check(b"ready" in buf, "the rank started")
+    time.sleep(1.5)  # the short-lived orphan (0.3 s) is gone by now
+    stats = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            stats[int(d)] = (fields[0], int(fields[1]))
+        except OSError:
+            continue
+    daemons = [pid for pid, (_, ppid) in stats.items() if ppid == p.pid]  # the local launcher forks them
+    tl.check(daemons, "found this job's tlaunchd")
+    zombies = [pid for pid, (state, ppid) in stats.items() if state == "Z" and ppid in daemons]
+    tl.check(not zombies, f"zombie children of tlaunchd while the job runs: {zombies}")
+    p.communicate(timeout=60)
+    tl.check(p.returncode == 0, f"exit status {p.returncode}")
+finally:
+    if p.poll() is None:
+        os.killpg(p.pid, 9)
+    tl.kill_leftovers(marker)
+tl.check(not survivors(marker), "nothing left after the job")
+
+# 3. A rank that ignores SIGTERM is killed after --kill-timeout: the job ends within ~10 s.
+marker = "tlaunch-contain-" + uuid.uuid4().hex
+script = ("import os, signal, sys, time\n"
+          "if os.environ['RANK'] == '0':\n"
+          "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+          "    print('deaf rank ready', flush=True)\n"
+          "    time.sleep(1000)\n"
+          "time.sleep(1)\n"
+          "sys.exit(5)\n")
+t0 = time.monotonic()
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "2", "--kill-timeout", "2", "--", tl.PYTHON, "-c", script, marker],
+           timeout=60)
+elapsed = time.monotonic() - t0
+tl.kill_leftovers(marker)
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 5, f"exit status {r.returncode}, expected 5")
+tl.check(elapsed < 12, f"the job took {elapsed:.1f} s to end with a rank deaf to SIGTERM (--kill-timeout 2)")
+tl.check(elapsed > 2, f"the deaf rank was given its grace ({elapsed:.1f} s)")
+
+# 4. Limits and dumpability: ranks get the user's RLIMIT_NOFILE soft limit, the daemon its hard
+# limit; ranks stay dumpable with a readable /proc/<pid>/environ; the daemon is not dumpable
+# (its /proc files belong to root, unreadable to the job's user). As another user when we are
+# root, since root reads everything anyway.
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+want = min(1000, hard)
+
+
+def lower_nofile():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+
+prefix = []
+if os.geteuid() == 0:
+    prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+cmd = prefix + [tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "--", tl.PYTHON, LIMITS]
+r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, preexec_fn=lower_nofile, cwd="/tmp",
+                   env=dict(os.environ, TMPDIR="/tmp"))
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 0, f"exit status {r.returncode}: {r.stderr}")
+tl.check(f"rank nofile {want} {hard}" in r.stdout, f"the rank got the user's soft limit {want}: {r.stdout}")
+tl.check(f"daemon nofile {hard} {hard}" in r.stdout or (hard == resource.RLIM_INFINITY and "daemon nofile unlimited" in r.stdout),
+         f"the daemon raised its soft limit to the hard limit {hard}: {r.stdout}")
+tl.check("rank inherited fds 0 1 2\n" in r.stdout, f"nothing of the daemon's leaks into a rank: {r.stdout}")
+tl.check("rank dumpable 1" in r.stdout, f"ranks are dumpable (core dumps, ptrace) as usual: {r.stdout}")
+m = re.search(r"rank environ readable (\w+) owner (\d+) uid (\d+)", r.stdout)
+tl.check(m and m.group(1) == "True" and m.group(2) == m.group(3), f"a rank's /proc/<pid>/environ is its user's: {r.stdout}")
+if prefix:
+    tl.check("daemon environ readable False owner 0" in r.stdout,
+             f"tlaunchd is not dumpable (its /proc files belong to root): {r.stdout}")
+
+# The frontend too: while a job runs, its /proc files belong to root.
+if prefix:
+    p = subprocess.Popen(prefix + [tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "--", tl.PYTHON, WAIT],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/tmp", start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        buf = b""
+        while b"ready" not in buf and time.monotonic() < deadline:
+            if select.select([p.stdout], [], [], 1)[0]:
+                buf += os.read(p.stdout.fileno(), 4096)
+        tl.check(b"ready" in buf, "the job started")
+        tl.check(os.stat(f"/proc/{p.pid}/environ").st_uid == 0, "tlaunch is not dumpable")
+    finally:
+        os.killpg(p.pid, 2)
+        p.communicate(timeout=30)
+print("PASS")

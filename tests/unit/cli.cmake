@@ -1,0 +1,8 @@
+# Unit tests of the command line and what it plans (see tests/CMakeLists.txt for tlaunch_add_unit_test).
+tlaunch_add_unit_test(NAME cli_unit_tests
+  SOURCES
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_options_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_rank_layout_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_plan_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_summary_json_test.cc
+  LIBS tlaunch_launcher)

@@ -1,0 +1,116 @@
+// The command line: bounds of every numeric flag, other launchers' names, and the preflight
+// subcommand sharing the job's declarations (issue 11 item 8, issue 12 item 2).
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "launcher/cli_options.h"
+#include "launcher/cli_values.h"
+
+using namespace tlaunch;
+
+namespace {
+
+ParsedCommandLine parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "tlaunch");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return parseCommandLine(static_cast<int>(argv.size()), argv.data());
+}
+
+bool refused(std::vector<std::string> args) {
+  auto p = parse(std::move(args));
+  return p.exit_now && *p.exit_now == 64;
+}
+
+bool hasExport(const JobSpec& s, const std::string& kv) {
+  return std::find(s.exports.begin(), s.exports.end(), kv) != s.exports.end();
+}
+
+}  // namespace
+
+TEST_CASE("numbers out of range are usage errors and not crashes or overflows") {
+  CHECK(refused({"--stdin", "99999999999", "-p", "1", "--", "true"}));
+  CHECK(refused({"--heartbeat-timeout", "3000000", "-p", "1", "--", "true"}));
+  CHECK(refused({"-p", "100000000", "--", "true"}));
+  CHECK(refused({"-g", "0", "--", "true"}));
+  CHECK(refused({"-N", "100001", "-p", "1", "--", "true"}));
+  CHECK(refused({"--connect-timeout", "0", "--", "true"}));
+  CHECK(refused({"--kill-timeout", "-1", "--", "true"}));
+  CHECK(refused({"--ssh-fanout", "1e3", "--", "true"}));
+  CHECK(refused({"--cpus-per-rank", "2x", "--", "true"}));
+  CHECK(refused({"--expect-rate", "nan", "--", "true"}));
+  CHECK(refused({"--expect-rate", "1e9", "--", "true"}));
+  CHECK(refused({"-n", "0", "--", "true"}));
+  CHECK(refused({"--master-port", "70000", "--", "true"}));
+  auto ok = parse({"--kill-timeout", "86400", "--heartbeat-timeout", "86400", "-p", "4096", "--stdin", "0", "--", "true"});
+  CHECK_FALSE(ok.exit_now);
+  CHECK(ok.spec.kill_timeout_s == 86400);
+  CHECK(ok.spec.procs_per_node == 4096);
+  CHECK(ok.spec.stdin_rank == 0);
+}
+
+TEST_CASE("bounded values say the bound") {
+  auto r = parseBoundedInt("-p/--procs-per-node", "100000000", 1, kMaxRanksPerNode);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message == "-p/--procs-per-node 100000000: must be a whole number from 1 to 4096");
+  CHECK_FALSE(parseBoundedInt("--stdin", "99999999999999999999", 0, 10));
+  CHECK(*parseBoundedInt("--stdin", "7", 0, 10) == 7);
+}
+
+TEST_CASE("torchrun and srun and mpirun names mean what they mean there") {
+  auto t = parse({"--nproc-per-node", "4", "--nnodes", "2", "--", "true"});
+  CHECK(t.spec.procs_per_node == 4);
+  CHECK(t.spec.nodes == 2);
+  CHECK(parse({"--nproc-per-node", "gpu", "--", "true"}).spec.nproc_per_node_word == "gpu");
+  CHECK(parse({"--nproc-per-node", "auto", "--", "true"}).spec.nproc_per_node_word == "auto");
+  CHECK(refused({"--nproc-per-node", "gpus", "--", "true"}));
+  CHECK(parse({"--nnodes", "2:4", "--", "true"}).spec.nodes == 4);
+  CHECK(refused({"--nnodes", "4:2", "--", "true"}));
+  CHECK(refused({"--nnodes", "x", "--", "true"}));
+  CHECK(parse({"--ntasks-per-node", "3", "--", "true"}).spec.procs_per_node == 3);
+  CHECK(parse({"--npernode", "5", "--", "true"}).spec.procs_per_node == 5);
+  CHECK(parse({"-n", "12", "--", "true"}).spec.total_ranks == 12);
+  CHECK(parse({"--np", "12", "--", "true"}).spec.total_ranks == 12);
+  CHECK(parse({"-D", "/tmp", "-p", "1", "--", "true"}).spec.chdir == "/tmp");
+  CHECK(parse({"-l", "-p", "1", "--", "true"}).spec.tag == TagMode::rank);
+  CHECK(parse({"--label", "-p", "1", "--", "true"}).spec.tag == TagMode::rank);
+  auto m = parse({"--mca", "btl_tcp_if_include", "eth0", "--mca", "pml", "ob1", "--", "true"});
+  CHECK_FALSE(m.exit_now);
+  CHECK(hasExport(m.spec, "OMPI_MCA_btl_tcp_if_include=eth0"));
+  CHECK(hasExport(m.spec, "OMPI_MCA_pml=ob1"));
+  CHECK(refused({"--mca", "a.b", "c", "--", "true"}));
+  auto r = parse({"-x", "MASTER_ADDR=10.0.0.9", "--master-addr", "10.0.0.1", "--master-port", "29500", "--", "true"});
+  CHECK_FALSE(r.exit_now);
+  REQUIRE(r.spec.exports.size() == 3);
+  CHECK(r.spec.exports[1] == "MASTER_ADDR=10.0.0.1");  // after -x: the flag wins
+  CHECK(r.spec.exports[2] == "MASTER_PORT=29500");
+  CHECK(refused({"--master-addr", "a b", "--", "true"}));
+  CHECK(parse({"--net", "ib", "-p", "1", "--", "true"}).spec.net_mode == "ib");
+  CHECK(refused({"--net", "rdma", "--", "true"}));
+  CHECK(refused({"--net-cidr", "10.1.0.0", "-p", "1", "--", "true"}));
+  CHECK(refused({"--net-cidr", "10.1.0.300/16", "-p", "1", "--", "true"}));
+  CHECK(refused({"--net-if", "ib0,eth/1", "-p", "1", "--", "true"}));
+  CHECK(refused({"--net-if", "averyveryverylongname", "-p", "1", "--", "true"}));
+  auto net = parse({"--net-cidr", "10.1.0.0/16", "--net-if", "ib0,ib1", "-p", "1", "--", "true"});
+  CHECK_FALSE(net.exit_now);
+  CHECK(net.spec.net_if == std::vector<std::string>{"ib0", "ib1"});
+  CHECK(parse({"--summary-json", "/tmp/s.json", "-p", "1", "--", "true"}).spec.summary_json == "/tmp/s.json");
+}
+
+TEST_CASE("preflight shares the job's options so typos are refused and not taken as defaults") {
+  CHECK(refused({"preflight", "--launcher", "sssh", "--hosts", "a"}));
+  CHECK(refused({"preflight", "--preflight-skip", "memlok", "--hosts", "a"}));
+  CHECK(refused({"--preflight-skip", "memlock,gpudirekt", "-p", "1", "--", "true"}));
+  CHECK(refused({"preflight", "-N", "0", "--hosts", "a"}));
+  CHECK(unknownCheck("memlok").find("memlock") != std::string::npos);
+  auto p = parse({"preflight", "--launcher", "ssh", "--hosts", "a,b", "--include", "a", "--preflight-skip",
+                  "memlock,gpudirect", "--connect-timeout", "5"});
+  CHECK_FALSE(p.exit_now);
+  CHECK(p.command == Subcommand::preflight);
+  CHECK(p.spec.launcher == LauncherKind::ssh);
+  CHECK(p.spec.include == "a");
+  CHECK(p.spec.connect_timeout_s == 5);
+  CHECK(p.spec.preflight_skip == std::vector<std::string>{"memlock", "gpudirect"});
+}

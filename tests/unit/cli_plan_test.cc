@@ -1,0 +1,303 @@
+// What the command line plans, from recorded inventories: plain-Ethernet clusters, mixed and
+// required fabrics, --net tcp on a fabric, the user's MASTER_ADDR, the default ranks per node,
+// and the same setup for a real run and --dry-run --offline (issue 12 items 1, 2 and 6).
+#include <catch2/catch.hpp>
+
+#include "binding/fabric/fabric_discovery.h"
+#include "binding/fabric/fabric_json.h"
+#include "binding/topology/hwloc_topology.h"
+#include "binding/preflight/preflight_checks.h"
+#include "binding/preflight/preflight_report.h"
+#include "binding/topology/topology_json.h"
+#include "fabric_test_builder.h"
+#include "fabric_test_support.h"
+#include "bootstrap/rank_env.h"
+#include "launcher/plan/job_plan.h"
+#include "launcher/job_setup.h"
+#include "launcher/plan/plan_preflight.h"
+
+using namespace tlaunch;
+using namespace tlaunch::testing;
+
+namespace {
+
+const char* kCpuTopology = "topologies/jsc-jureca-booster-jrc5001_XeonPhi7250F_2xhfi1-OPA_no-gpu_hwloc1.11-v1fmt.xml";
+const char* kGpuTopology = "topologies/llnl-ipa20_dell-xe8640_2xXeon8480_4xH100-SXM_4xmlx5-IB_hwloc2.12.xml";
+
+Json topology(const char* relative) {
+  auto t = loadTopology(std::string(TLAUNCH_FIXTURES_DIR) + "/" + relative);
+  REQUIRE(t);
+  return topologyToJson(*t);
+}
+
+PreflightOptions preflightOptions(const std::string& node) {
+  PreflightOptions o;
+  o.node = node;
+  o.sysfs_root_is_capture = true;
+  o.host.memlock = MemlockLimit{true, true, 0, true, 0};
+  return o;
+}
+
+NodeReport report(int index, const std::string& name, const NodeFabric& fabric, const std::string& control_ip,
+                  const char* topo = kCpuTopology) {
+  Json inv = {{"topology", topology(topo)}, {"fabric", fabricToJson(fabric)}, {"free_port", 29500}};
+  inv["preflight"] = preflightToJson(localPreflightChecks(fabric, preflightOptions(name)));
+  return {index, name, inv, control_ip};
+}
+
+// Two Ethernet-only nodes: a data network listed first, the control network second.
+std::vector<NodeReport> plainNodes() {
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 1);
+    auto f = FabricBuilder().eth("lo", "127.0.0.1", 8).eth("eth0", "10.0.0." + n).eth("eth1", "192.168.1." + n).build();
+    nodes.push_back(report(i, "node" + n, f, "192.168.1." + n));
+  }
+  return nodes;
+}
+
+JobSpec cpuJob(const std::string& net = "auto") {
+  JobSpec s;
+  s.argv = {"true"};
+  s.procs_per_node = 1;
+  s.net_mode = net;
+  s.bind = "none";
+  return s;
+}
+
+PlanContext context() {
+  PlanContext c;
+  c.job_id = "tl-test";
+  c.cwd = "/";
+  return c;
+}
+
+const PreflightItem* item(const JobPlan& plan, const std::string& check, const std::string& node) {
+  for (const auto& i : plan.preflight_items)
+    if (i.check == check && i.node == node) return &i;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("no RDMA on any node: TCP on the daemons' control network and RDMA checks skipped") {
+  auto plan = makePlan(cpuJob(), plainNodes(), context());
+  REQUIRE(plan);
+  CHECK(plan->master_addr == "192.168.1.1");
+  CHECK(plan->details["network"]["cidr"] == "192.168.1.0/24");
+  CHECK(plan->network_text.find("no RDMA device on any node: the job runs over TCP on 192.168.1.0/24 (the daemons' "
+                                "control network)") != std::string::npos);
+  const PreflightItem* dev = item(*plan, "rdma_devices", "node1");
+  REQUIRE(dev);
+  CHECK(dev->status == PreflightStatus::skip);
+  CHECK(dev->found == "no RDMA on any node");
+}
+
+TEST_CASE("no RDMA and net-cidr chooses another network") {
+  JobSpec s = cpuJob();
+  s.net_cidr = "10.0.0.0/24";
+  auto plan = makePlan(s, plainNodes(), context());
+  REQUIRE(plan);
+  CHECK(plan->master_addr == "10.0.0.1");
+}
+
+TEST_CASE("net ib requires the fabric: refused without RDMA") {
+  auto plan = makePlan(cpuJob("ib"), plainNodes(), context());
+  REQUIRE_FALSE(plan);
+  CHECK((plan.error().code == Errc::preflight || plan.error().code == Errc::fabric));
+}
+
+TEST_CASE("RDMA on some nodes and not others is refused naming both sides") {
+  std::vector<NodeReport> nodes;
+  nodes.push_back(report(0, "a", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").eth("eth0", "192.168.1.1").build(),
+                         "192.168.1.1"));
+  nodes.push_back(report(1, "b", FabricBuilder().eth("eth0", "192.168.1.2").build(), "192.168.1.2"));
+  JobSpec s = cpuJob();
+  s.preflight = PreflightMode::off;  // the network choice itself refuses
+  auto plan = makePlan(s, nodes, context());
+  REQUIRE_FALSE(plan);
+  CHECK(plan.error().code == Errc::fabric);
+  CHECK(plan.error().message.find("RDMA devices on a but none on b") != std::string::npos);
+  JobSpec checked = cpuJob();
+  auto withPreflight = makePlan(checked, nodes, context());
+  REQUIRE_FALSE(withPreflight);  // b's rdma_devices check fails: not everyone lacks RDMA
+  CHECK(withPreflight.error().code == Errc::preflight);
+}
+
+TEST_CASE("net tcp on the recorded mlx4 capture: allowed with a warning") {
+  TempDir tmp;
+  auto root = extractCapture(kMlx4Tarball, tmp.path());
+  if (!root) FAIL("fixture " << kMlx4Tarball << " missing");
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 5);
+    auto fabric = discoverFabric(root->string(), {liveIf("ib0", "10.1.0." + n), liveIf("eth0", "192.168.1." + n, 24)});
+    REQUIRE(fabric);
+    nodes.push_back(report(i, "node" + n, *fabric, "192.168.1." + n));
+  }
+  JobSpec s = cpuJob("tcp");
+  s.preflight_skip = {"uverbs", "verbs_devices"};  // a capture: nothing live to open
+  auto plan = makePlan(s, nodes, context());
+  REQUIRE(plan);
+  bool warned = false;
+  for (const auto& w : plan->warnings) warned = warned || w.find("--net tcp: 2 node(s) have RDMA devices") == 0;
+  CHECK(warned);
+  auto fabric = makePlan(cpuJob(), nodes, context());  // auto on the same capture: the fabric, no warning
+  if (fabric) CHECK(fabric->warnings.empty());
+}
+
+TEST_CASE("the user's MASTER_ADDR and MASTER_PORT win over tlaunch's as the dry run says") {
+  PlanContext c = context();
+  c.user_env["MASTER_ADDR"] = {"10.9.9.9", "-x"};
+  c.user_env["MASTER_PORT"] = {"12345", "-x"};
+  c.user_set = {"MASTER_ADDR", "MASTER_PORT"};
+  c.base_env = {"MASTER_ADDR=10.9.9.9", "MASTER_PORT=12345"};
+  auto plan = makePlan(cpuJob(), plainNodes(), c);
+  REQUIRE(plan);
+  CHECK(plan->master_addr == "10.9.9.9");
+  CHECK(plan->master_port == 12345);
+  for (const auto& n : plan->nodes)
+    for (const auto& r : n.ranks)
+      for (const auto& kv : r.env) {
+        CHECK(kv.rfind("MASTER_ADDR=", 0) != 0);
+        CHECK(kv.rfind("MASTER_PORT=", 0) != 0);
+      }
+  CHECK(plan->network_text.find("MASTER_ADDR=192.168.1.1  (yours wins: 10.9.9.9 from -x)") != std::string::npos);
+  CHECK(renderPlanText(*plan).find("MASTER_ADDR=10.9.9.9 MASTER_PORT=12345") != std::string::npos);
+  bool warned = false;
+  for (const auto& w : plan->warnings)
+    warned = warned || w == "MASTER_ADDR 10.9.9.9 is not on the job's network 192.168.1.0/24 (rank 0's address there is "
+                            "192.168.1.1)";
+  CHECK(warned);
+}
+
+TEST_CASE("no count given: one rank per GPU on GPU nodes as the plan says") {
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 1);
+    nodes.push_back(report(i, "g" + n, FabricBuilder().eth("eth0", "192.168.1." + n).build(), "192.168.1." + n,
+                           kGpuTopology));
+  }
+  JobSpec s = cpuJob();
+  s.procs_per_node = 0;
+  auto plan = makePlan(s, nodes, context());
+  REQUIRE(plan);
+  CHECK(plan->ranks_per_node == 4);
+  CHECK(plan->world_size == 8);
+  CHECK(plan->ranks_source == "one per GPU (4)");
+  CHECK(renderPlanText(*plan).find("ranks per node: 4 (one per GPU (4))") != std::string::npos);
+  CHECK(planToJson(*plan)["ranks_per_node_from"] == "one per GPU (4)");
+}
+
+TEST_CASE("a hostfile of slots=8 plans 8 ranks per node offline and online alike") {
+  TempDir tmp;
+  const std::string hostfile = (tmp.path() / "hosts").string();
+  writeFile(hostfile, "n1 slots=8\nn2 slots=8\n");
+  for (bool offline : {true, false}) {
+    JobSpec s;
+    s.argv = {"true"};
+    s.hostfile = hostfile;
+    s.launcher = LauncherKind::local;  // online too: nothing here may resolve n1
+    s.dry_run = offline;
+    s.offline = offline;
+    auto setup = setUpJob(s, {}, offline);
+    REQUIRE(setup);
+    CHECK(setup->spec.ranksPerNode() == 8);
+    CHECK(setup->choice.nodes.size() == 2);
+    CHECK(setup->plan_context.ranks_source == "slots=8 in --hostfile");
+  }
+}
+
+TEST_CASE("per-rank variables cannot be exported but job-wide ones can") {
+  JobSpec s = cpuJob();
+  s.launcher = LauncherKind::local;
+  s.exports = {"RANK=3"};
+  auto bad = setUpJob(s, {}, false);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == Errc::usage);
+  s.exports = {"MASTER_PORT=http"};
+  CHECK_FALSE(setUpJob(s, {}, false));
+  s.exports = {"MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500"};
+  CHECK(setUpJob(s, {}, false));
+  JobSpec both = cpuJob();
+  both.procs_per_node = 0;
+  both.launcher = LauncherKind::local;
+  both.nproc_per_node_word = "gpu";
+  both.total_ranks = 8;
+  CHECK_FALSE(setUpJob(both, {}, false));
+}
+
+TEST_CASE("inside a Slurm allocation the offline plan uses its nodes and its ntasks-per-node") {
+  std::map<std::string, std::string> env = {
+      {"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "gpu[01-02]"}, {"SLURM_NTASKS_PER_NODE", "4"}};
+  JobSpec s;
+  s.argv = {"true"};
+  s.dry_run = true;
+  s.offline = true;
+  auto setup = setUpJob(s, env, true);
+  REQUIRE(setup);
+  REQUIRE(setup->choice.nodes.size() == 2);
+  CHECK(setup->choice.nodes[1].name == "gpu02");
+  CHECK(setup->spec.procs_per_node == 4);
+  CHECK(setup->plan_context.ranks_source == "slots=4 in SLURM_NTASKS_PER_NODE");
+  s.gpus_per_node = 8;  // an explicit count is not capped by the allocation's tasks
+  auto gpus = setUpJob(s, env, true);
+  REQUIRE(gpus);
+  CHECK(gpus->spec.ranksPerNode() == 8);
+}
+
+TEST_CASE("stdin goes to a rank of the job") {
+  JobSpec s = cpuJob();
+  s.stdin_rank = 2;  // two nodes x one rank: ranks 0-1
+  auto plan = makePlan(s, plainNodes(), context());
+  REQUIRE_FALSE(plan);
+  CHECK(plan.error().code == Errc::usage);
+  CHECK(plan.error().message == "--stdin 2: the job has ranks 0-1");
+  s.stdin_rank = 1;
+  CHECK(makePlan(s, plainNodes(), context()));
+}
+
+TEST_CASE("total ranks with an uneven last node: node-major and each node's own local size") {
+  JobSpec s = cpuJob();
+  s.procs_per_node = 2;
+  s.total_ranks = 3;
+  auto plan = makePlan(s, plainNodes(), context());
+  REQUIRE(plan);
+  CHECK(plan->world_size == 3);
+  CHECK(plan->ranks_per_node == 2);
+  REQUIRE(plan->nodes.size() == 2);
+  REQUIRE(plan->nodes[1].ranks.size() == 1);
+  const RankSpec& last = plan->nodes[1].ranks[0];
+  CHECK(last.rank == 2);
+  CHECK(last.rank / plan->ranks_per_node == 1);  // the session's dmodex routing: node of rank r
+  CHECK(envValue(last.env, "LOCAL_WORLD_SIZE") == "1");
+  CHECK(envValue(last.env, "WORLD_SIZE") == "3");
+  CHECK(envValue(plan->nodes[0].ranks[1].env, "LOCAL_WORLD_SIZE") == "2");
+  CHECK(plan->nodes[1].pmix.ranks_by_node[1] == std::vector<int>{2});
+  CHECK(renderPlanText(*plan).find("2 node(s) x 2 rank(s) (1 on the last), world size 3") != std::string::npos);
+  s.total_ranks = 5;  // does not fit 2 nodes of 2
+  CHECK_FALSE(makePlan(s, plainNodes(), context()));
+}
+
+TEST_CASE("RDMA present but broken is still refused: the recorded mlx4 capture with its port DOWN") {
+  TempDir tmp;
+  auto root = extractCapture(kMlx4Tarball, tmp.path());
+  if (!root) FAIL("fixture " << kMlx4Tarball << " missing");
+  writeFile(*root / "sys/class/infiniband/mlx4_0/ports/1/state", "1: DOWN\n");
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 5);
+    auto fabric = discoverFabric(root->string(), {liveIf("ib0", "10.1.0." + n), liveIf("eth0", "192.168.1." + n, 24)});
+    REQUIRE(fabric);
+    nodes.push_back(report(i, "node" + n, *fabric, "192.168.1." + n));
+  }
+  JobSpec s = cpuJob();
+  s.preflight = PreflightMode::off;
+  auto plan = makePlan(s, nodes, context());
+  REQUIRE_FALSE(plan);
+  CHECK(plan.error().code == Errc::fabric);
+  CHECK(plan.error().message.find("mlx4_0:1") != std::string::npos);
+  auto checked = makePlan(cpuJob(), nodes, context());
+  REQUIRE_FALSE(checked);
+  CHECK(checked.error().code == Errc::preflight);
+}

@@ -1,0 +1,114 @@
+// How many nodes and ranks per node: -n, -N, -p/-g, slots, and the GPU default.
+#include <catch2/catch.hpp>
+
+#include "launcher/plan/rank_layout.h"
+
+using namespace tlaunch;
+
+namespace {
+JobSpec spec(int n, int nodes, int p, int g = 0) {
+  JobSpec s;
+  s.total_ranks = n;
+  s.nodes = nodes;
+  s.procs_per_node = p;
+  s.gpus_per_node = g;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("counts given with -p or -g win over the slots") {
+  auto l = resolveRankLayout(spec(0, 0, 2), {8, 8}, "--hostfile");
+  REQUIRE(l);
+  CHECK(l->ranks_per_node == 2);
+  CHECK(l->source == "-p 2");
+}
+
+TEST_CASE("without a count the hostfile's slots say it and unequal slots are refused") {
+  auto l = resolveRankLayout(spec(0, 0, 0), {8, 8}, "--hostfile");
+  REQUIRE(l);
+  CHECK(l->ranks_per_node == 8);
+  CHECK(l->source == "slots=8 in --hostfile");
+  CHECK(resolveRankLayout(spec(0, 1, 0), {8, 4}, "--hostfile")->ranks_per_node == 8);  // -N 1: only the first
+  auto bad = resolveRankLayout(spec(0, 0, 0), {8, 4}, "--hostfile");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == Errc::usage);
+  auto unknown = resolveRankLayout(spec(0, 0, 0), {-1, -1}, "--hosts");
+  REQUIRE(unknown);
+  CHECK(unknown->ranks_per_node == 0);  // decided from the GPUs when planning
+}
+
+TEST_CASE("total ranks fill nodes by slots or evenly or with -p or -N") {
+  auto bySlots = resolveRankLayout(spec(16, 0, 0), {8, 8, 8}, "--hostfile");
+  REQUIRE(bySlots);
+  CHECK(bySlots->nodes == 2);
+  CHECK(bySlots->ranks_per_node == 8);
+  auto small = resolveRankLayout(spec(3, 0, 0), {8, 8}, "--hostfile");
+  CHECK(small->nodes == 1);
+  CHECK(small->ranks_per_node == 3);
+  auto even = resolveRankLayout(spec(8, 0, 0), {-1, -1, -1, -1}, "--hosts");
+  CHECK(even->nodes == 4);
+  CHECK(even->ranks_per_node == 2);
+  auto withP = resolveRankLayout(spec(8, 0, 2), {}, "this host");
+  CHECK(withP->nodes == 4);
+  CHECK(withP->ranks_per_node == 2);
+  auto withN = resolveRankLayout(spec(8, 2, 0), {}, "this host");
+  CHECK(withN->nodes == 2);
+  CHECK(withN->ranks_per_node == 4);
+  auto here = resolveRankLayout(spec(4, 0, 0), {}, "this host");
+  CHECK(here->nodes == 1);
+  CHECK(here->ranks_per_node == 4);
+  CHECK_FALSE(resolveRankLayout(spec(20, 0, 0), {8, 8}, "--hostfile"));  // needs 3 nodes of 8, 2 given
+  CHECK_FALSE(resolveRankLayout(spec(8, 3, 2), {}, "this host"));       // -n 8 -p 2 is 4 nodes, not 3
+  CHECK_FALSE(resolveRankLayout(spec(9, 4, 0), {}, "this host"));       // 3 per node fills 3 nodes: one idle
+}
+
+TEST_CASE("total ranks as with mpirun: the last node may run fewer") {
+  auto withP = resolveRankLayout(spec(6, 0, 4), {}, "this host");
+  REQUIRE(withP);
+  CHECK(withP->nodes == 2);
+  CHECK(withP->ranks_per_node == 4);
+  CHECK(withP->last_node_ranks == 2);
+  CHECK(withP->source == "-n 6 / -p 4, 2 on the last node");
+  auto bySlots = resolveRankLayout(spec(10, 0, 0), {8, 8}, "--hostfile");
+  REQUIRE(bySlots);
+  CHECK(bySlots->nodes == 2);
+  CHECK(bySlots->last_node_ranks == 2);
+  auto overN = resolveRankLayout(spec(10, 4, 0), {}, "this host");
+  REQUIRE(overN);
+  CHECK(overN->ranks_per_node == 3);
+  CHECK(overN->last_node_ranks == 1);
+  auto spread = resolveRankLayout(spec(7, 0, 0), {-1, -1, -1}, "--hosts");
+  REQUIRE(spread);
+  CHECK(spread->nodes == 3);
+  CHECK(spread->ranks_per_node == 3);
+  CHECK(spread->last_node_ranks == 1);
+}
+
+TEST_CASE("the layout stays within the world size bound") {
+  CHECK_FALSE(resolveRankLayout(spec(0, 100000, 4096), {}, "this host"));
+}
+
+TEST_CASE("default: one rank per GPU on GPU nodes else 1 and torchrun's words") {
+  JobSpec s;
+  auto why = applyRankDefault(s, {4, 4}, {64, 64}, {"a", "b"});
+  REQUIRE(why);
+  CHECK(s.gpus_per_node == 4);
+  CHECK(*why == "one per GPU (4)");
+  JobSpec c;
+  applyRankDefault(c, {0, 0}, {64, 64}, {"a", "b"});
+  CHECK(c.procs_per_node == 1);
+  CHECK(c.gpus_per_node == 0);
+  JobSpec mixed;
+  CHECK_FALSE(applyRankDefault(mixed, {4, 0}, {64, 64}, {"a", "b"}));
+  JobSpec cpu;
+  cpu.nproc_per_node_word = "cpu";
+  applyRankDefault(cpu, {4, 4}, {64, 64}, {"a", "b"});
+  CHECK(cpu.procs_per_node == 64);
+  JobSpec autoNoGpu;
+  autoNoGpu.nproc_per_node_word = "auto";
+  applyRankDefault(autoNoGpu, {0}, {16}, {"a"});
+  CHECK(autoNoGpu.procs_per_node == 16);
+  JobSpec gpuNoGpu;
+  gpuNoGpu.nproc_per_node_word = "gpu";
+  CHECK_FALSE(applyRankDefault(gpuNoGpu, {0}, {16}, {"a"}));
+}

@@ -1,0 +1,174 @@
+// The pieces of process containment and descriptor hygiene that can be tested without a job:
+// /proc parsing and descendant walks, the close-range fallback, the saved RLIMIT_NOFILE.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "bootstrap/close_fds.h"
+#include "bootstrap/process_hygiene.h"
+#include "daemon/descendants.h"
+#include "daemon/job_cgroup.h"
+
+using namespace tlaunch;
+
+TEST_CASE("parseProcStat reads state, parent and group, whatever the command name") {
+  ProcEntry e;
+  REQUIRE(parseProcStat("1234 (we ird) (name)) S 1 1234 1234 0 -1 4194560 107 0", e));
+  CHECK(e.pid == 1234);
+  CHECK(e.state == 'S');
+  CHECK(e.ppid == 1);
+  CHECK(e.pgid == 1234);
+  REQUIRE(parseProcStat("77 (sleep) Z 12 70 70 0", e));
+  CHECK(e.state == 'Z');
+  CHECK(e.ppid == 12);
+  CHECK_FALSE(parseProcStat("", e));
+  CHECK_FALSE(parseProcStat("abc (x) S 1 2", e));
+  CHECK_FALSE(parseProcStat("12 (x)", e));
+}
+
+TEST_CASE("descendantsOf follows parent links, not process groups or sessions") {
+  std::vector<ProcEntry> procs{{1, 0, 1, 'S'},   {10, 1, 10, 'S'}, {11, 10, 11, 'S'}, {12, 11, 99, 'S'},
+                               {13, 10, 13, 'Z'}, {20, 1, 20, 'S'}, {21, 20, 21, 'S'}};
+  auto d = descendantsOf(10, procs);
+  std::vector<pid_t> pids;
+  for (const auto& p : d) pids.push_back(p.pid);
+  std::sort(pids.begin(), pids.end());
+  CHECK(pids == std::vector<pid_t>{11, 12, 13});
+  CHECK(descendantsOf(21, procs).empty());
+  // The live system: a child of ours is found.
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::pause();
+    _exit(0);
+  }
+  auto mine = descendantsOf(::getpid(), listProcesses());
+  CHECK(std::any_of(mine.begin(), mine.end(), [&](const ProcEntry& p) { return p.pid == child && p.ppid == ::getpid(); }));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+}
+
+TEST_CASE("closeListedFds closes every listed descriptor but the one kept (close_range fallback)") {
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  const int extra = ::dup(p[0]);
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (!closeListedFds(3, p[1])) _exit(2);
+    bool ok = ::fcntl(p[0], F_GETFD) < 0 && ::fcntl(extra, F_GETFD) < 0 && ::fcntl(p[1], F_GETFD) >= 0 &&
+              ::fcntl(0, F_GETFD) >= 0;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  ::close(p[0]);
+  ::close(p[1]);
+  ::close(extra);
+}
+
+TEST_CASE("markCloseOnExec sets FD_CLOEXEC") {
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  CHECK_FALSE(::fcntl(p[0], F_GETFD) & FD_CLOEXEC);
+  markCloseOnExec(p[0]);
+  CHECK(::fcntl(p[0], F_GETFD) & FD_CLOEXEC);
+  ::close(p[0]);
+  ::close(p[1]);
+}
+
+TEST_CASE("restoreUserNofile puts back the soft limit, keeping the hard one") {
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    struct rlimit lim {};
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    if (lim.rlim_max < 64) _exit(0);
+    struct rlimit user = lim;
+    user.rlim_cur = 64;
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+    restoreUserNofile(user);
+    struct rlimit now {};
+    ::getrlimit(RLIMIT_NOFILE, &now);
+    _exit(now.rlim_cur == 64 && now.rlim_max == lim.rlim_max ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("processStartTime names a live process, nothing for a gone one") {
+  CHECK_FALSE(processStartTime(::getpid()).empty());
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) _exit(0);
+  ::waitpid(child, nullptr, 0);
+  CHECK(processStartTime(child).empty());
+}
+
+TEST_CASE("JobCgroup: ranks join it, cgroup.kill ends them, a dead daemon's cgroup is removed") {
+  const std::string own = ownCgroupV2Dir();
+  if (own.empty() || ::access(own.c_str(), W_OK) != 0) {
+    WARN("no writable cgroup v2 here: the per-job cgroup is not tested");
+    return;
+  }
+  // A dead daemon's cgroup (same pid namespace, a pid that exited) and a live one's.
+  struct stat ns {};
+  REQUIRE(::stat("/proc/self/ns/pid", &ns) == 0);
+  pid_t gone = ::fork();
+  REQUIRE(gone >= 0);
+  if (gone == 0) _exit(0);
+  ::waitpid(gone, nullptr, 0);
+  const std::string dead = own + "/tlaunch.unit-dead.n1." + std::to_string(ns.st_ino) + "-" + std::to_string(gone) + "-1";
+  const std::string live = own + "/tlaunch.unit-live.n1." + std::to_string(ns.st_ino) + "-" + std::to_string(::getpid()) +
+                           "-" + processStartTime(::getpid());
+  const std::string other_ns = own + "/tlaunch.unit-ns.n1.1-" + std::to_string(gone) + "-1";
+  for (const auto& d : {dead, live, other_ns}) REQUIRE(::mkdir(d.c_str(), 0700) == 0);
+
+  std::string why_not;
+  auto cg = JobCgroup::create("tlaunch.unit-test.n1", why_not);
+  if (!cg) {
+    for (const auto& d : {dead, live, other_ns}) ::rmdir(d.c_str());
+    WARN("no per-job cgroup: " + why_not);
+    return;
+  }
+  CHECK(::access(dead.c_str(), F_OK) != 0);      // its daemon is gone
+  CHECK(::access(live.c_str(), F_OK) == 0);      // its daemon (we) is alive
+  CHECK(::access(other_ns.c_str(), F_OK) == 0);  // another pid namespace: not ours to judge
+  ::rmdir(live.c_str());
+  ::rmdir(other_ns.c_str());
+
+  const int procs = cg->procsFd();
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (::write(procs, "0", 1) != 1) _exit(1);
+    if (::fork() == 0) ::setsid();  // a grandchild in a session of its own: still inside
+    ::pause();
+    _exit(0);
+  }
+  for (int i = 0; i < 100 && cg->members().size() < 2; ++i) ::usleep(10000);
+  auto members = cg->members();
+  CHECK(members.size() == 2);
+  CHECK(std::find(members.begin(), members.end(), child) != members.end());
+  CHECK(cg->populated());
+  CHECK(cg->killAll());
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  for (int i = 0; i < 100 && cg->populated(); ++i) ::usleep(10000);
+  CHECK_FALSE(cg->populated());
+  const std::string path = cg->path();
+  CHECK(cg->remove());
+  CHECK(::access(path.c_str(), F_OK) != 0);
+}
