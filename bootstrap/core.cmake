@@ -1,6 +1,7 @@
 set(BOOTSTRAP_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/exit_status.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/frame_codec.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/bounded_cbor.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/message.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/output_record.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/auth.cc

@@ -13,11 +13,16 @@
 namespace tlaunch {
 
 inline constexpr size_t kFrameHeaderBytes = 4;
-// Before authentication a peer is a stranger: a challenge, a hello and a welcome fit in 4 KiB.
+// Before authentication a peer is a stranger: the handshake's frames are a few hundred bytes.
 inline constexpr size_t kPreAuthMaxFrameBytes = 4096;
-// After it, every legitimate frame fits (output pieces are at most 1 MiB; a fence result holds
-// every rank's contribution), and a confused peer still cannot make us buffer more than this.
-inline constexpr size_t kDefaultMaxFrameBytes = 256u << 20;
+// After authentication: every legitimate frame, with room to spare. The largest is a PMIx
+// fence's fence_done, every node's contribution in one message (a 1,000-node Open MPI modex
+// can exceed 16 MiB; 256 MiB covers about ten times that) — still a cap on what one peer can
+// make a receiver buffer.
+inline constexpr size_t kAuthenticatedMaxFrameBytes = 256u << 20;
+// What a decoder allows when nobody says otherwise (connections that do not yet apply the two
+// limits above).
+inline constexpr size_t kDefaultMaxFrameBytes = 64u << 20;
 
 std::string encodeFrame(std::string_view payload);
 
@@ -25,11 +30,13 @@ class FrameDecoder {
  public:
   explicit FrameDecoder(size_t max_frame_bytes = kDefaultMaxFrameBytes) : max_(max_frame_bytes) {}
   void feed(const char* data, size_t n) { buf_.append(data, n); }
-  void setMaxFrameBytes(size_t max_frame_bytes) { max_ = max_frame_bytes; }
   // The next complete payload, nullopt if more bytes are needed, or an error (oversize).
   // After an error the stream is unusable: the connection must be dropped.
   Result<std::optional<std::string>> next();
   size_t buffered() const { return buf_.size() - pos_; }
+  // Applies to every frame not yet returned: a connection raises it once its peer authenticated.
+  void setMaxFrameBytes(size_t max_frame_bytes) { max_ = max_frame_bytes; }
+  size_t maxFrameBytes() const { return max_; }
 
  private:
   size_t max_;

@@ -1,5 +1,7 @@
 #include "bootstrap/message.h"
 
+#include "bootstrap/bounded_cbor.h"
+
 namespace tlaunch {
 
 std::string encodeMessage(const Json& msg) {
@@ -8,19 +10,13 @@ std::string encodeMessage(const Json& msg) {
 }
 
 Result<Json> decodeMessage(std::string_view payload) {
-  Json j;
-  // allow_exceptions=false does not cover everything: a forged array length still throws
-  // out_of_range (found by the fuzz test), and a huge one may throw bad_alloc.
-  try {
-    j = Json::from_cbor(payload.begin(), payload.end(), /*strict=*/true, /*allow_exceptions=*/false);
-  } catch (const std::exception& e) {
-    return fail(Errc::protocol, std::string("malformed control message: ") + e.what());
-  }
-  if (j.is_discarded()) return fail(Errc::protocol, "malformed control message (not valid CBOR)");
+  auto parsed = parseBoundedCbor(payload);
+  if (!parsed) return fail(Errc::protocol, "malformed control message: " + parsed.error().message);
+  Json& j = *parsed;
   if (!j.is_object()) return fail(Errc::protocol, "malformed control message (not a map)");
   auto t = j.find("t");
   if (t == j.end() || !t->is_string()) return fail(Errc::protocol, "control message without a type");
-  return j;
+  return std::move(j);
 }
 
 std::string bytesOf(const Json& v) {

@@ -16,6 +16,8 @@ PACKAGES=(
   libasio-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libssl-dev libexpected-dev catch2
   libhwloc-dev hwloc libpmix-dev libibverbs-dev ibverbs-providers rdma-core
   libopenmpi-dev openmpi-bin
+  # tests/fuzz: libFuzzer with clang (contrib/fuzz.sh, ctest label "fuzz")
+  clang libclang-rt-14-dev
   # tests
   python3 python3-mpi4py python3-torch python3-numpy tcpdump iputils-ping psmisc bzip2 procps
   # tlaunch stacks (python3.11-dbg, for Python frames, is optional and not installed here)

@@ -194,7 +194,7 @@ void DaemonSession::handleWelcome(const Json& msg) {
   // From here on this daemon lives as long as its control connection, not as long as whatever
   // started it: a killed ssh client (or its sshd session going away) must not end the job.
   ::prctl(PR_SET_PDEATHSIG, 0);
-  conn_->setMaxFrameBytes(kDefaultMaxFrameBytes);
+  conn_->setMaxFrameBytes(kAuthenticatedMaxFrameBytes);
   conn_->openFromNow(std::make_unique<FrameCipher>(opts_.secret, server_nonce_, client_nonce_,
                                                    FrameCipher::Direction::to_daemon));
 }

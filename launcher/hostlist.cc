@@ -1,5 +1,6 @@
 #include "launcher/hostlist.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -7,7 +8,7 @@ namespace tlaunch {
 
 namespace {
 
-constexpr size_t kMaxNames = 1'000'000;
+constexpr size_t kMaxNames = kMaxHostlistNames;  // what countNames needs to tell apart
 constexpr size_t kMaxDigits = 9;  // fits uint64 with room for the arithmetic below
 
 struct NumberRange {
@@ -116,26 +117,28 @@ size_t countNames(const std::vector<Piece>& pieces) {
   return total;
 }
 
-void expandPieces(const std::vector<Piece>& pieces, size_t index, std::string& prefix, std::vector<std::string>& out) {
-  if (index == pieces.size()) {
-    out.push_back(prefix);
-    return;
-  }
-  const Piece& p = pieces[index];
-  const size_t keep = prefix.size();
-  if (p.isLiteral()) {
-    prefix += p.text;
-    expandPieces(pieces, index + 1, prefix, out);
-  } else {
+// Every name of one pattern, the leftmost group varying slowest: an odometer over the pieces'
+// choices. Iterative on purpose: a pattern may hold any number of groups ("a[1][1][1]..." from
+// a hostfile), and one stack frame per group overflowed the stack (found by fuzzing).
+void expandPieces(const std::vector<Piece>& pieces, std::vector<std::string>& out) {
+  std::vector<std::vector<std::string>> choices;
+  for (const auto& p : pieces) {
+    std::vector<std::string>& c = choices.emplace_back();
+    if (p.isLiteral()) c.push_back(p.text);
     for (const auto& r : p.ranges) {
-      for (uint64_t v = r.lo; v <= r.hi; ++v) {
-        prefix += formatNumber(v, r.width);
-        expandPieces(pieces, index + 1, prefix, out);
-        prefix.resize(keep);
-      }
+      for (uint64_t v = r.lo; v <= r.hi; ++v) c.push_back(formatNumber(v, r.width));
     }
   }
-  prefix.resize(keep);
+  if (choices.empty()) return;
+  std::vector<size_t> at(choices.size(), 0);
+  for (;;) {
+    std::string name;
+    for (size_t i = 0; i < choices.size(); ++i) name += choices[i][at[i]];
+    out.push_back(std::move(name));
+    size_t i = choices.size();
+    while (i > 0 && ++at[i - 1] == choices[i - 1].size()) at[--i] = 0;
+    if (i == 0) return;
+  }
 }
 
 bool isSeparator(char c) { return c == ',' || c == ' ' || c == '\t' || c == '\n'; }
@@ -204,7 +207,7 @@ std::vector<std::string_view> splitOutsideBrackets(std::string_view text, char s
   return parts;
 }
 
-Result<std::vector<std::string>> expandHostlist(std::string_view expression) {
+Result<std::vector<std::string>> expandHostlist(std::string_view expression, size_t max_names) {
   std::vector<std::string> names;
   size_t i = 0;
   while (i < expression.size()) {
@@ -222,11 +225,14 @@ Result<std::vector<std::string>> expandHostlist(std::string_view expression) {
     }
     auto pieces = parsePattern(expression.substr(i, end - i), expression);
     if (!pieces) return tl::unexpected(pieces.error());
-    if (names.size() + countNames(*pieces) > kMaxNames) {
-      return tl::unexpected(syntaxError(expression, "expands to more than " + std::to_string(kMaxNames) + " names"));
+    const size_t limit = std::min(max_names, kMaxNames);
+    if (names.size() + countNames(*pieces) > limit) {
+      return tl::unexpected(syntaxError(
+          expression, limit == kMaxNames ? "expands to more than " + std::to_string(kMaxNames) + " names"
+                                         : "expands to more names than the " + std::to_string(limit) +
+                                               " still allowed (at most " + std::to_string(kMaxNames) + " in all)"));
     }
-    std::string prefix;
-    expandPieces(*pieces, 0, prefix, names);
+    expandPieces(*pieces, names);
     i = end;
   }
   if (names.empty()) return tl::unexpected(syntaxError(expression, "no host names in it"));

@@ -1,6 +1,7 @@
 #pragma once
 // Slurm hostlist expressions: "gpu[01-04,07],cpu[1-3]", "rack[1-2]-node[01-02]".
 // Pure: no I/O, no logging.
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -9,12 +10,15 @@
 
 namespace tlaunch {
 
+inline constexpr size_t kMaxHostlistNames = 1'000'000;
+
 // Expands an expression into names, in order. Commas and whitespace outside brackets
 // separate names; inside brackets, commas separate ranges `N` or `N-M`. Zero padding is
 // kept ("[08-10]" → 08 09 10). With several bracket groups the leftmost varies slowest.
-// Errors (unbalanced brackets, empty or reversed ranges, non-digits, more than a
-// million names) quote the expression.
-Result<std::vector<std::string>> expandHostlist(std::string_view expression);
+// Errors (unbalanced brackets, empty or reversed ranges, non-digits, more than `max_names`
+// names) quote the expression. The count is checked before anything is expanded.
+Result<std::vector<std::string>> expandHostlist(std::string_view expression,
+                                                size_t max_names = kMaxHostlistNames);
 
 // The inverse: one expression for the names, in their order, merging neighbours that
 // differ only in their last number ("node01,node02,node03,node07" → "node[01-03,07]").

@@ -213,7 +213,7 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
     return;
   }
   const std::string server_nonce = p->nonce;
-  conn->setMaxFrameBytes(kDefaultMaxFrameBytes);
+  conn->setMaxFrameBytes(kAuthenticatedMaxFrameBytes);
   conn->setDeadPeerTimeout(std::chrono::seconds(cfg_.spec.heartbeat_timeout_s));
   link->conn = conn;
   link->last_heard = Clock::now();

@@ -1,12 +1,17 @@
 // tlaunch: the frontend. Parses the command line and hands over to the subcommand.
+#include <string_view>
+
 #include "bootstrap/process_hygiene.h"
 #include "launcher/cli_options.h"
 #include "launcher/control_socket.h"
+#include "launcher/nccl/nccl_report_command.h"
 #include "launcher/plan/offline_plan.h"
 #include "launcher/run_job.h"
 
 int main(int argc, char** argv) {
   tlaunch::hardenProcess();
+  // A subcommand with its own parser (launcher/nccl/nccl_report_command.cc): it starts no job.
+  if (argc > 1 && std::string_view(argv[1]) == "nccl-report") return tlaunch::runNcclReportCommand(argc - 1, argv + 1);
   auto parsed = tlaunch::parseCommandLine(argc, argv);
   if (parsed.exit_now) return *parsed.exit_now;
   switch (parsed.command) {

@@ -64,9 +64,15 @@ std::optional<std::string> badUserName(std::string_view user) {
   return std::nullopt;
 }
 
-// "alice@node[1-2]" → entries for node1, node2 with user alice, validated.
+std::string tooManyHosts() { return "more than " + std::to_string(kMaxHostlistNames) + " host names in all"; }
+
+size_t namesLeft(size_t used) { return used >= kMaxHostlistNames ? 0 : kMaxHostlistNames - used; }
+
+// "alice@node[1-2]" → entries for node1, node2 with user alice, validated. `max_names`: what
+// the names given before leave of the limit (kMaxHostlistNames in all), so that a file of many
+// big expressions is refused before it is expanded.
 Result<std::vector<HostEntry>> expandHostSpec(std::string_view spec, bool allow_ipv6, const std::string& where,
-                                              const std::string& hint) {
+                                              const std::string& hint, size_t max_names) {
   std::string user;
   const size_t at = spec.find('@');
   if (at != std::string_view::npos) {
@@ -76,10 +82,11 @@ Result<std::vector<HostEntry>> expandHostSpec(std::string_view spec, bool allow_
   }
   std::vector<std::string> names;
   if (spec.find('[') != std::string_view::npos || spec.find(']') != std::string_view::npos) {
-    auto expanded = expandHostlist(spec);
+    auto expanded = expandHostlist(spec, max_names);
     if (!expanded) return fail(Errc::usage, where + expanded.error().message, expanded.error().hint);
     names = std::move(*expanded);
   } else {
+    if (max_names == 0) return fail(Errc::usage, where + tooManyHosts(), hint);
     names.emplace_back(spec);
   }
   std::vector<HostEntry> hosts;
@@ -125,14 +132,21 @@ std::vector<std::string_view> splitBlanks(std::string_view s) {
   return out;
 }
 
-// Names compare case-insensitively, as DNS does.
-std::optional<size_t> findHost(const std::vector<HostEntry>& hosts, std::string_view name) {
-  const std::string key = lower(name);
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    if (lower(hosts[i].name) == key) return i;
+// Names compare case-insensitively, as DNS does. An index, not a scan per name: --include with
+// a big expression against a big host list was quadratic (found by fuzzing).
+class HostIndex {
+ public:
+  explicit HostIndex(const std::vector<HostEntry>& hosts) {
+    for (size_t i = 0; i < hosts.size(); ++i) index_.emplace(lower(hosts[i].name), i);  // the first one wins
   }
-  return std::nullopt;
-}
+  std::optional<size_t> find(std::string_view name) const {
+    auto it = index_.find(lower(name));
+    return it == index_.end() ? std::nullopt : std::optional<size_t>(it->second);
+  }
+
+ private:
+  std::map<std::string, size_t> index_;
+};
 
 std::string listNames(const std::vector<HostEntry>& hosts) {
   std::vector<std::string> names;
@@ -152,15 +166,18 @@ struct FilterItem {
 
 Result<std::vector<FilterItem>> parseFilter(std::string_view text, const std::string& flag) {
   std::vector<FilterItem> items;
+  size_t names = 0;
+  // Once, not per entry: a long list would copy itself once per entry.
+  const std::string where = flag + " '" + std::string(text) + "': ";
   for (std::string_view part : splitOutsideBrackets(text, '@')) {
     part = trim(part);
-    const std::string where = flag + " '" + std::string(text) + "': ";
     if (part.empty()) return fail(Errc::usage, where + "empty entry between '@'", kFilterHint);
     FilterItem item;
     auto parts = splitOutsideBrackets(part, ':');
     if (parts.size() > 2) return fail(Errc::usage, where + "more than one ':' in '" + std::string(part) + "'", kFilterHint);
-    auto hosts = expandHostSpec(trim(parts[0]), false, where, kFilterHint);
+    auto hosts = expandHostSpec(trim(parts[0]), false, where, kFilterHint, namesLeft(names));
     if (!hosts) return tl::unexpected(hosts.error());
+    names += hosts->size();
     item.hosts = std::move(*hosts);
     if (parts.size() == 2) {
       for (std::string_view s : splitOutsideBrackets(parts[1], ',')) {
@@ -196,9 +213,10 @@ std::string sshDestination(const HostEntry& host) {
 
 Result<std::vector<HostEntry>> parseHostsOption(std::string_view text) {
   std::vector<HostEntry> hosts;
+  // Once, not per item: a long list would copy itself once per item.
+  const std::string where = "--hosts '" + std::string(text) + "': ";
   for (std::string_view item : splitOutsideBrackets(text, ',')) {
     item = trim(item);
-    const std::string where = "--hosts '" + std::string(text) + "': ";
     if (item.empty()) return fail(Errc::usage, where + "empty host name", kHostsHint);
     auto parts = splitOutsideBrackets(item, ':');
     if (parts.size() > 2) {
@@ -215,7 +233,7 @@ Result<std::vector<HostEntry>> parseHostsOption(std::string_view text) {
       }
       slots = *n;
     }
-    auto expanded = expandHostSpec(parts[0], false, where, kHostsHint);
+    auto expanded = expandHostSpec(parts[0], false, where, kHostsHint, namesLeft(hosts.size()));
     if (!expanded) return tl::unexpected(expanded.error());
     for (auto& h : *expanded) {
       h.slots = slots;
@@ -292,7 +310,7 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
       return bad("max_slots " + it->second + " is less than slots " + std::to_string(slots));
     }
 
-    auto expanded = expandHostSpec(host_spec, true, where, kHostfileHint);
+    auto expanded = expandHostSpec(host_spec, true, where, kHostfileHint, namesLeft(hosts.size()));
     if (!expanded) return fail(Errc::usage, expanded.error().message + quoted, expanded.error().hint);
     for (auto& h : *expanded) {
       if (h.attrs.count("user") && attrs.count("user")) return bad("user given both as user@host and user=");
@@ -324,11 +342,12 @@ Result<std::vector<HostEntry>> applyIncludeExclude(std::vector<HostEntry> hosts,
   auto items = parseFilter(including ? include : exclude, flag);
   if (!items) return tl::unexpected(items.error());
 
+  const HostIndex index_of(hosts);
   std::vector<bool> keep(hosts.size(), !including);
   std::vector<std::set<int>> chosen(hosts.size());
   for (const auto& item : *items) {
     for (const auto& named : item.hosts) {
-      auto index = findHost(hosts, named.name);
+      auto index = index_of.find(named.name);
       if (!index) {
         return fail(Errc::usage, flag + " names " + named.name + ", which is not among the nodes (" + listNames(hosts) + ")",
                     "check the spelling, or add " + named.name + " to --hosts / the hostfile");

@@ -324,6 +324,7 @@ Result<NodeFabric> discoverFabric(const std::string& sysfsRoot, const std::vecto
     device.node_type = readAttr(dir / "node_type").value_or("");
     device.fw_ver = readAttr(dir / "fw_ver").value_or("");
     device.numa_node = static_cast<int>(readNumber(dir / "device" / "numa_node", 10).value_or(-1));
+    device.vendor_id = static_cast<std::uint32_t>(readNumber(dir / "device" / "vendor", 16).value_or(0));
     for (const auto& portName : listDir(dir / "ports"))
       if (allDigits(portName)) device.ports.push_back(readPort(dir / "ports" / portName, std::stoi(portName)));
     fabric.devices.push_back(std::move(device));

@@ -23,6 +23,18 @@ std::vector<std::string> splitComma(const std::string& text) {
   return out;
 }
 
+std::vector<std::string> splitByColon(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    auto pos = text.find(':', start);
+    if (pos == std::string::npos) pos = text.size();
+    if (pos > start) out.push_back(text.substr(start, pos - start));
+    start = pos + 1;
+  }
+  return out;
+}
+
 bool contains(const std::vector<std::string>& list, const std::string& item) {
   for (const auto& x : list)
     if (x == item) return true;
@@ -85,6 +97,21 @@ std::string conflictFor(const std::string& name, const std::string& userValue, c
   return "";
 }
 
+// Why NCCL_NET=IB must not be set on this node, or "". NCCL_NET=IB keeps NCCL from falling back
+// to sockets, but it also bypasses every net plugin — and a plugin is how NCCL reaches EFA
+// (aws-ofi-nccl) and other fabrics: there it would break NCCL, not protect it.
+std::string netPluginInPlay(const NodeNetChoice& node, const UserEnv& user) {
+  if (node.efa) return "EFA device on " + node.node;
+  if (auto it = user.find("NCCL_NET_PLUGIN"); it != user.end() && !it->second.value.empty() &&
+                                               strcasecmp(it->second.value.c_str(), "none") != 0)
+    return "NCCL_NET_PLUGIN=" + it->second.value;
+  if (auto it = user.find("LD_LIBRARY_PATH"); it != user.end())
+    for (const auto& dir : splitByColon(it->second.value))
+      if (dir.find("ofi-nccl") != std::string::npos || dir.find("aws-ofi") != std::string::npos)
+        return "the aws-ofi-nccl plugin in LD_LIBRARY_PATH (" + dir + ")";
+  return "";
+}
+
 }  // namespace
 
 std::vector<EnvSetting> fabricEnv(const NetworkChoice& choice, std::size_t nodeIndex, const UserEnv& user,
@@ -103,7 +130,7 @@ std::vector<EnvSetting> fabricEnv(const NetworkChoice& choice, std::size_t nodeI
   add("NCCL_SOCKET_FAMILY", "AF_INET", "the chosen address is IPv4; keeps NCCL off IPv6 link-local");
   if (choice.rdma) {
     add("NCCL_IB_DISABLE", "0", "RDMA ports on every node; overrides any nccl.conf");
-    add("NCCL_NET", "IB", "fail instead of falling back to TCP sockets");
+    if (netPluginInPlay(node, user).empty()) add("NCCL_NET", "IB", "fail instead of falling back to TCP sockets");
     // Built by appending: GCC 12 at -O3 reports a false -Wrestrict on `"=" + std::string&&`.
     std::string hcas = "=";
     hcas += joinHcaPorts(node);

@@ -87,7 +87,8 @@ json fabricToJson(const NodeFabric& fabric) {
                        {"has_lid", p.has_lid}, {"lid", p.lid}, {"gids", std::move(gids)}, {"netdev", p.netdev}});
     }
     devices.push_back({{"name", d.name}, {"pci_address", d.pci_address}, {"node_type", d.node_type},
-                       {"fw_ver", d.fw_ver}, {"numa_node", d.numa_node}, {"ports", std::move(ports)}});
+                       {"fw_ver", d.fw_ver}, {"numa_node", d.numa_node}, {"ports", std::move(ports)},
+                       {"vendor_id", d.vendor_id}});
   }
   json interfaces = json::array();
   for (const auto& i : fabric.interfaces)
@@ -107,7 +108,7 @@ Result<NodeFabric> fabricFromJson(const json& j) {
     for (const auto& d : j.at("devices")) {
       RdmaDevice device{field<std::string>(d, "name"), field<std::string>(d, "pci_address"),
                         field<std::string>(d, "node_type"), field<std::string>(d, "fw_ver"),
-                        field<int>(d, "numa_node"), {}};
+                        field<int>(d, "numa_node"), {}, d.value("vendor_id", std::uint32_t{0})};
       for (const auto& p : d.at("ports")) {
         RdmaPort port;
         port.number = field<int>(p, "number");
@@ -164,7 +165,7 @@ json networkChoiceToJson(const NetworkChoice& choice) {
       ports.push_back({{"name", p.name}, {"gid_index", p.gid_index}, {"gid_in_subnet", p.gid_in_subnet}});
     nodes.push_back({{"node", n.node}, {"ifname", n.ifname}, {"ipv4", n.ipv4}, {"prefix", n.prefix},
                      {"cidr", n.cidr}, {"kind", netKindName(n.kind)}, {"port", n.port},
-                     {"hca_ports", std::move(ports)}, {"roce_gid_index", n.roce_gid_index}});
+                     {"hca_ports", std::move(ports)}, {"roce_gid_index", n.roce_gid_index}, {"efa", n.efa}});
   }
   return {{"kind", netKindName(choice.kind)}, {"cidr", choice.cidr}, {"master_addr", choice.master_addr},
           {"rdma", choice.rdma}, {"nodes", std::move(nodes)}, {"notes", choice.notes}};
@@ -190,6 +191,7 @@ Result<NetworkChoice> networkChoiceFromJson(const json& j) {
         node.hca_ports.push_back(
             HcaPortChoice{field<std::string>(p, "name"), field<int>(p, "gid_index"), field<bool>(p, "gid_in_subnet")});
       node.roce_gid_index = field<int>(n, "roce_gid_index");
+      node.efa = n.value("efa", false);
       c.nodes.push_back(std::move(node));
     }
     c.notes = field<std::vector<std::string>>(j, "notes");

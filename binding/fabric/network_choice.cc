@@ -357,6 +357,7 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
     out.kind = pick.kind;
     out.port = c.port;
     fillHcaPorts(out, nodes[n].fabric, c, pick.net);
+    for (const auto& device : nodes[n].fabric.devices) out.efa = out.efa || device.vendor_id == kPciVendorAmazon;
     choice.rdma = choice.rdma && !out.hca_ports.empty();
     std::set<std::string> others;
     for (const auto* other : bySubnet[n].at(pick.net))

@@ -46,6 +46,7 @@ struct NodeNetChoice {
   std::string port;    // HCA port of ifname, "mlx4_0:1"; "" for plain TCP
   std::vector<HcaPortChoice> hca_ports;  // ACTIVE data ports of the chosen fabric on this node
   int roce_gid_index = -1;  // the index shared by all of this node's RoCE data ports, else -1
+  bool efa = false;         // the node has an EFA device (vendor 0x1d0f): NCCL needs its net plugin
   bool operator==(const NodeNetChoice&) const = default;
 };
 

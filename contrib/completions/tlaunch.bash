@@ -15,6 +15,7 @@ _tlaunch_preflight_options="--check-reachability --connect-timeout --daemon-path
 _tlaunch_topo_options="--help --topology-xml"
 _tlaunch_stacks_options="--help"
 _tlaunch_status_options="--help"
+_tlaunch_nccl_report_options="--help --json"
 _tlaunch_checks="rdma_devices port_state lid rate netdev roce_gid verbs_devices uverbs memlock gpus gpudirect nccl_env
   nccl_socket_ifname verbs_port verbs_selftest cross_rails cross_rate cross_mtu cross_subnets rdma_pair reachability
   network"
@@ -56,7 +57,7 @@ _tlaunch() {
       return
     fi
     if [[ $word != -* ]] && ! _tlaunch_values "${COMP_WORDS[i - 1]}" "" 2>/dev/null; then
-      if [[ -z $sub && ($word == preflight || $word == topo || $word == stacks || $word == status) ]]; then
+      if [[ -z $sub && ($word == preflight || $word == topo || $word == stacks || $word == status || ($word == nccl-report && $i == 1)) ]]; then
         sub=$word
       else
         _tlaunch_program "$i"
@@ -71,11 +72,16 @@ _tlaunch() {
     topo) options=$_tlaunch_topo_options ;;
     stacks) options=$_tlaunch_stacks_options ;;
     status) options=$_tlaunch_status_options ;;
+    nccl-report)  # NCCL logs to read
+      [[ $cur != -* ]] && COMPREPLY=($(compgen -f -- "$cur")) && return
+      options=$_tlaunch_nccl_report_options
+      ;;
   esac
   if [[ $cur == -* || -n $sub ]]; then
     COMPREPLY=($(compgen -W "$options" -- "$cur"))
   else
-    COMPREPLY=($(compgen -W "$options preflight topo stacks status" -- "$cur") $(compgen -c -- "$cur"))
+    COMPREPLY=($(compgen -W "$options preflight topo stacks status$( ((COMP_CWORD == 1)) && echo " nccl-report")" -- "$cur") \
+      $(compgen -c -- "$cur"))
   fi
 }
 

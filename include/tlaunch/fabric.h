@@ -26,6 +26,7 @@ struct GidEntry {
 
 inline constexpr int kPortStateActive = 4;      // "4: ACTIVE"
 inline constexpr int kPhysStateLinkUp = 5;      // "5: LinkUp"
+inline constexpr std::uint32_t kPciVendorAmazon = 0x1d0f;  // EFA: NCCL reaches it through aws-ofi-nccl
 inline constexpr int kArphrdEther = 1;
 inline constexpr int kArphrdInfiniband = 32;
 inline constexpr int kArphrdLoopback = 772;
@@ -53,6 +54,7 @@ struct RdmaDevice {
   std::string fw_ver;
   int numa_node = -1;
   std::vector<RdmaPort> ports;
+  std::uint32_t vendor_id = 0;  // PCI vendor (device/vendor): 0x15b3 NVIDIA/Mellanox, 0x1d0f Amazon; 0 unknown
   bool operator==(const RdmaDevice&) const = default;
 };
 

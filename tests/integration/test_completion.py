@@ -25,6 +25,8 @@ missing = help_options(["--help"]) - script_words("_tlaunch_options")
 tl.check(not missing, f"options in `tlaunch --help` that the completion does not offer: {sorted(missing)}")
 missing = help_options(["preflight", "--help"]) - script_words("_tlaunch_preflight_options")
 tl.check(not missing, f"`tlaunch preflight` options the completion does not offer: {sorted(missing)}")
+missing = help_options(["nccl-report", "--help"]) - script_words("_tlaunch_nccl_report_options")
+tl.check(not missing, f"`tlaunch nccl-report` options the completion does not offer: {sorted(missing)}")
 missing = help_options(["topo", "--help"]) - script_words("_tlaunch_topo_options")
 tl.check(not missing, f"`tlaunch topo` options the completion does not offer: {sorted(missing)}")
 
@@ -51,6 +53,8 @@ cases = [
     ("tlaunch preflight --le", {"--level"}, set()),
     ("tlaunch preflight --level ", {"quick", "full"}, {"off"}),
     ("tlaunch topo --", {"--topology-xml", "--help"}, {"--hosts"}),
+    ("tlaunch ncc", {"nccl-report"}, set()),
+    ("tlaunch nccl-report --", {"--json", "--help"}, {"--hosts"}),
     ("tlaunch -p 2 -- ech", {"echo"}, {"--preflight"}),
     ("tlaunch -p 2 ech", {"echo"}, set()),
     ("tlaunch -p 2 echo --pre", set(), {"--preflight"}),  # the program's own arguments are not ours

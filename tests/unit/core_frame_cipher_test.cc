@@ -63,7 +63,7 @@ TEST_CASE("a connection that opens sealed frames drops a replayed one as an inte
   asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
   asio::ip::tcp::socket raw(io);
   raw.connect(acceptor.local_endpoint());
-  auto conn = Connection::create(acceptor.accept(), kDefaultMaxFrameBytes);
+  auto conn = Connection::create(acceptor.accept(), kAuthenticatedMaxFrameBytes);
   conn->openFromNow(std::make_unique<FrameCipher>(kSecret, kServerNonce, kClientNonce, Dir::to_frontend));
   std::vector<std::string> got;
   std::string closed;

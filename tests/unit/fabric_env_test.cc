@@ -74,6 +74,37 @@ TEST_CASE("InfiniBand: every layer on the fabric, with NCCL's exact-match forms"
   CHECK(node1.count("NCCL_IB_GID_INDEX") == 0);  // IB link layer: NCCL ignores it
 }
 
+TEST_CASE("NCCL_NET=IB only on InfiniBand/RoCE with no net plugin in play (EFA, NCCL_NET_PLUGIN, aws-ofi-nccl)") {
+  // A node with an EFA device (PCI vendor 0x1d0f, as on AWS p4d/p5) beside the IB fabric: NCCL
+  // reaches EFA through aws-ofi-nccl, which NCCL_NET=IB would bypass.
+  NodeFabric withEfa = FabricBuilder().ib("mlx5_2", 1, "ib0", "10.1.0.2").build();
+  RdmaDevice efa;
+  efa.name = "rdmap16s27";
+  efa.vendor_id = kPciVendorAmazon;
+  efa.ports.push_back(RdmaPort{});
+  efa.ports.back().number = 1;
+  efa.ports.back().state = kPortStateActive;
+  withEfa.devices.push_back(efa);
+  std::vector<NodeFabricInput> nodes{
+      {"node1", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").build(), {}},
+      {"node2", withEfa, {}},
+  };
+  NetworkChoice choice = chooseNetwork(nodes, {}).value();
+  REQUIRE(choice.rdma);
+  CHECK(values(fabricEnv(choice, 0, {})).count("NCCL_NET") == 1);
+  auto efaNode = values(fabricEnv(choice, 1, {}));
+  CHECK(efaNode.count("NCCL_NET") == 0);
+  CHECK(efaNode["NCCL_IB_HCA"] == "=mlx5_2:1");  // the IB ports are still steered
+
+  NetworkChoice ib = ibChoice();
+  CHECK(values(fabricEnv(ib, 0, {{"NCCL_NET_PLUGIN", {"libnccl-net-ofi.so", "environment"}}})).count("NCCL_NET") == 0);
+  CHECK(values(fabricEnv(ib, 0, {{"NCCL_NET_PLUGIN", {"none", "-x"}}})).count("NCCL_NET") == 1);
+  UserEnv ofi{{"LD_LIBRARY_PATH", {"/usr/local/cuda/lib64:/opt/amazon/ofi-nccl/lib:/opt/amazon/efa/lib", "environment"}}};
+  CHECK(values(fabricEnv(ib, 0, ofi)).count("NCCL_NET") == 0);
+  UserEnv plain{{"LD_LIBRARY_PATH", {"/usr/local/cuda/lib64:/opt/hpcx/ucx/lib", "environment"}}};
+  CHECK(values(fabricEnv(ib, 0, plain))["NCCL_NET"] == "IB");
+}
+
 TEST_CASE("a rank's nearest HCA port narrows UCX_NET_DEVICES only") {
   NetworkChoice choice = ibChoice();
   auto rank = values(fabricEnv(choice, 0, {}, "mlx5_1:1"));

@@ -70,6 +70,10 @@ TEST_CASE("a network choice round-trips through JSON") {
   };
   auto choice = chooseNetwork(nodes, {});
   REQUIRE(choice);
+  choice->nodes[1].efa = true;
+  NodeFabric fabric = nodes[0].fabric;
+  fabric.devices[0].vendor_id = 0x15b3;
+  CHECK(fabricFromJson(nlohmann::json::parse(fabricToJson(fabric).dump())).value() == fabric);
   auto back = networkChoiceFromJson(nlohmann::json::parse(networkChoiceToJson(*choice).dump()));
   REQUIRE(back);
   CHECK(*back == *choice);
