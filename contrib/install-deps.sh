@@ -20,6 +20,8 @@ PACKAGES=(
   clang libclang-rt-14-dev
   # tests
   python3 python3-mpi4py python3-torch python3-numpy tcpdump iputils-ping psmisc bzip2 procps
+  # tlaunch stacks (python3.11-dbg, for Python frames, is optional and not installed here)
+  gdb
   # contrib/vcluster (libpmix-dev above also provides the libpmix.so that Slurm's mpi/pmix plugin loads)
   openssh-server openssh-client slurm-wlm slurmctld slurmd slurm-client munge iproute2 util-linux mount
 )

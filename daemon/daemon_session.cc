@@ -16,6 +16,7 @@
 #include "daemon/output_channel.h"
 #include "daemon/peer_probe.h"
 #include "daemon/rank_launches.h"
+#include "daemon/stack_collector.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
@@ -139,6 +140,8 @@ void DaemonSession::onMessage(Json&& msg) {
     return;
   }
   if (t == "terminate") return handleTerminate(msg);
+  if (t == "stacks") return handleStacks(msg);
+  if (t == "status") return handleStatus(msg);
   if (t == "stdin") {
     if (ranks_) ranks_->writeStdin(static_cast<int>(getInt(msg, "r")), bytesOf(msg["d"]));
     return;

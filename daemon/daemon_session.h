@@ -12,12 +12,14 @@
 
 #include "bootstrap/connection.h"
 #include "daemon/pmix_bridge.h"
+#include "daemon/rank_status.h"
 #include "daemon/rank_supervisor.h"
 #include "tlaunch/node_launch.h"
 
 namespace tlaunch {
 
 class OutputChannel;
+class StackCollector;
 class RdmaPairAgent;
 class VerbsApi;
 
@@ -56,6 +58,9 @@ class DaemonSession {
   void handleRdmaStage(Json&& msg);
   void handleReach(const Json& msg);
   Result<void> probePeers();
+  // `tlaunch stacks` / `tlaunch status` (daemon_inspect.cc).
+  void handleStacks(const Json& msg);
+  void handleStatus(const Json& msg);
 
   asio::io_context& io_;
   DaemonOptions opts_;
@@ -67,6 +72,8 @@ class DaemonSession {
   std::unique_ptr<OutputChannel> output_;  // from the config on; outlives ranks_
   std::unique_ptr<PmixBridge> pmix_;  // declared before ranks_: destroyed after them
   std::unique_ptr<RankSupervisor> ranks_;
+  std::unique_ptr<StackCollector> stacks_;  // after ranks_: its gdbs go first
+  RankStatusSampler status_sampler_;
   asio::steady_timer heartbeat_timer_;
   asio::steady_timer exit_timer_;
   std::chrono::milliseconds heartbeat_interval_{1000};

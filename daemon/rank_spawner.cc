@@ -142,6 +142,10 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
     // Should that fail, the daemon's subreaper scan still finds the rank's descendants.
     if (cgroup_procs >= 0) (void)!::write(cgroup_procs, "0", 1);
     restoreUserNofile(user_nofile);
+    // `tlaunch stacks`: under Yama's ptrace_scope=1 only ancestors may attach, and the daemon's
+    // gdb is the rank's sibling. Naming the daemon as ptracer admits its descendants too; the
+    // consent is the process's and survives execve. Fails harmlessly (EINVAL) without Yama.
+    ::prctl(PR_SET_PTRACER, static_cast<unsigned long>(daemon_pid), 0, 0, 0);
     for (int s = 1; s < NSIG; ++s) ::signal(s, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);

@@ -42,6 +42,7 @@ Result<void> RankSupervisor::start(const std::vector<RankLaunch>& launches) {
     auto r = std::make_unique<Rank>();
     r->rank = l.rank;
     r->pid = p->pid;
+    r->last_output = std::chrono::steady_clock::now();
     if (p->stdin_fd >= 0) r->stdin_fd = std::make_unique<asio::posix::stream_descriptor>(io_, p->stdin_fd);
     r->out.fd = std::make_unique<asio::posix::stream_descriptor>(io_, p->stdout_fd);
     r->err.fd = std::make_unique<asio::posix::stream_descriptor>(io_, p->stderr_fd);
@@ -84,6 +85,7 @@ void RankSupervisor::readStream(Rank& r, int which) {
 }
 
 void RankSupervisor::relay(Rank& r, int which, std::vector<OutputSegment>& segments) {
+  if (!segments.empty()) r.last_output = std::chrono::steady_clock::now();
   for (auto& seg : segments) {
     if (which == 2 && seg.kind == OutputKind::lines) rememberStderr(r, seg.bytes);
     if (events_.output) events_.output(r.rank, which, seg.kind, seg.bytes);
@@ -271,6 +273,12 @@ void RankSupervisor::closeStdin(int rank) {
       r->stdin_close_requested = true;
       flushStdin(*r);
     }
+}
+
+std::vector<RankSupervisor::View> RankSupervisor::view() const {
+  std::vector<View> out;
+  for (const auto& r : ranks_) out.push_back({r->rank, r->pid, r->reaped, r->last_output});
+  return out;
 }
 
 size_t RankSupervisor::alive() const {

@@ -60,6 +60,15 @@ class RankSupervisor {
   void writeStdin(int rank, const std::string& data);
   void closeStdin(int rank);
   size_t alive() const;
+  // For `tlaunch stacks` and `tlaunch status`.
+  struct View {
+    int rank = 0;
+    pid_t pid = -1;
+    bool exited = false;
+    std::chrono::steady_clock::time_point last_output;  // its start, if it printed nothing yet
+  };
+  std::vector<View> view() const;
+  bool outputPaused() const { return paused_; }  // held back: the frontend's reader is slow
   bool allExited() const { return reported_ == ranks_.size(); }
 
  private:
@@ -83,6 +92,7 @@ class RankSupervisor {
     bool reported = false;
     int wait_status = 0;
     std::deque<std::string> tail;
+    std::chrono::steady_clock::time_point last_output;
     std::unique_ptr<asio::steady_timer> linger;  // reaped but a descendant holds the pipes open
   };
   void readStream(Rank& r, int which);

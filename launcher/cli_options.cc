@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "launcher/cli_values.h"
+#include "launcher/inspect_cli.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
@@ -247,11 +248,13 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   addExportFlags(app, export_flags);
   addOutputOptions(app, s);
   addControlOptions(app, s, true);
+  addHangTimeoutOption(app, s);
   addPlanOptions(app, s);
   addInventoryOptions(app, s);
   addNetOptions(app, s);
   addPreflightOptions(app, s, true);
   addLaunchOptions(app, s, true);
+  const auto inspect = addInspectSubcommands(app, s);
   auto* topo = app.add_subcommand("topo", "print this node's GPU/HCA/NUMA map and the rank pairing");
   topo->add_option("--topology-xml", s.topology_xml, "hwloc XML topology to show instead of the live machine");
   // The same declarations as a job's: a node, launcher, network or check means the same in both.
@@ -298,6 +301,10 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
       (!preflight->parsed() || preflight->get_option("--check-reachability")->count() == 0))
     s.check_reachability = "all";
   if (topo->parsed()) out.command = Subcommand::topo;
+  if (inspect.stacks->parsed() || inspect.status->parsed()) {
+    out.command = inspect.stacks->parsed() ? Subcommand::stacks : Subcommand::status;
+    return out;
+  }
   if (preflight->parsed()) {
     // The subcommand runs no program: anything it did not understand is a mistake.
     auto extra = preflight->remaining();

@@ -7,7 +7,7 @@
 
 namespace tlaunch {
 
-enum class Subcommand { run, topo, preflight };
+enum class Subcommand { run, topo, preflight, stacks, status };
 
 struct ParsedCommandLine {
   Subcommand command = Subcommand::run;

@@ -19,6 +19,10 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_directory.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_collectives.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_job_control.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/stack_merge.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/control_socket.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_inspector.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/inspect_cli.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_environment.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/launcher_choice.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/listen_address.cc

@@ -11,6 +11,7 @@
 #include "binding/preflight/preflight_report.h"
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cross_node_preflight.h"
+#include "launcher/job_inspector.h"
 #include "launcher/phase_timing.h"
 #include "launcher/pmix_collectives.h"
 #include "launcher/pmix_directory.h"
@@ -61,6 +62,7 @@ JobSession::JobSession(asio::io_context& io, SessionConfig config, std::unique_p
   pmix_directory_ = std::make_unique<PmixDirectory>(send);
   pmix_collectives_ = std::make_unique<PmixCollectives>(
       send, [this](int rank) { return nodeOfRank(rank); }, [this] { return static_cast<int>(links_.size()); });
+  signals_.add(SIGQUIT);  // Ctrl-\: the ranks' stacks, and the job goes on
   for (const auto& n : cfg_.nodes) {
     auto l = std::make_unique<Link>();
     l->index = n.index;
@@ -127,6 +129,7 @@ JobOutcome JobSession::run() {
   });
   accept();
   watchSignals();
+  startInspector();
   DaemonCommand cmd;
   cmd.daemon_path = cfg_.daemon_path;
   const auto port = acceptor_.local_endpoint().port();
@@ -228,6 +231,7 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
                     [this, link](const std::string& r) { onLinkClosed(*link, r); });
   conn->setOutputHandler([this, link](const OutputRecord& r) {
     link->last_heard = Clock::now();
+    if (inspector_) inspector_->noteOutput();
     out_.write(link->index, r.rank, r.stream, r.kind, r.bytes);
   });
   Json config = cfg_.daemon_config;
@@ -255,6 +259,10 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
     return;
   }
   if (t == "exit") return onRankExit(link, msg);
+  if (t == "stacks_report" || t == "status_report") {
+    if (inspector_) inspector_->onReport(link.index, std::move(msg));
+    return;
+  }
   if (t == "fence" || t == "dmodex_req" || t == "dmodex_resp" || t == "abort") return onPmixMessage(link, t, std::move(msg));
   if (t == "pub" || t == "lookup" || t == "unpub") return pmix_directory_->onMessage(link.index, t, msg);
   if (t == "coll") return pmix_collectives_->onMessage(link.index, msg);
@@ -562,6 +570,7 @@ void JobSession::finish() {
     }
   }
   for (auto& p : pending_) p->conn->close();
+  if (inspector_) inspector_->close();
   asio::error_code ignore;
   acceptor_.close(ignore);
   phase_deadline_ = Clock::now() + std::chrono::seconds(3);
@@ -650,6 +659,7 @@ void JobSession::tick() {
       }
     }
   }
+  if (inspector_) inspector_->tick(phase_ == Phase::running, out_.backlog() > 0);
   tick_timer_.expires_after(std::chrono::milliseconds(50));
   tick_timer_.async_wait([this](const asio::error_code& ec) {
     if (!ec) tick();
@@ -669,6 +679,14 @@ void JobSession::handleSignal(int sig) {
     broadcast({{"t", "signal"}, {"sig", sig}});
     return;
   }
+  if (sig == SIGQUIT && inspector_) {
+    out_.note("got SIGQUIT: collecting the ranks' stacks (the job goes on)");
+    inspector_->stacks([this](std::string text) {
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      out_.note(text);
+    });
+    return;
+  }
   ++interrupts_;
   if (interrupts_ == 1) {
     out_.note(std::string("got ") + ::sigabbrev_np(sig) + ": ending the job (again to kill at once)");
@@ -676,6 +694,22 @@ void JobSession::handleSignal(int sig) {
   } else {
     broadcast({{"t", "signal"}, {"sig", SIGKILL}});
   }
+}
+
+void JobSession::startInspector() {
+  if (cfg_.spec.dry_run || cfg_.spec.preflight_only) return;
+  JobInspector::Hooks hooks;
+  hooks.broadcast = [this](const Json& m) { broadcast(m); };
+  hooks.nodes = [this] {
+    std::vector<JobInspector::NodeView> v;
+    const auto now = Clock::now();
+    for (const auto& l : links_)
+      v.push_back({l->name, l->conn && l->conn->isOpen(), std::chrono::duration<double>(now - l->last_heard).count()});
+    return v;
+  };
+  hooks.print = [this](const std::string& text) { out_.note(text); };
+  inspector_ = std::make_unique<JobInspector>(io_, cfg_.plan_context.job_id, std::move(hooks), cfg_.spec.hang_timeout_s);
+  inspector_->openControlSocket();
 }
 
 void JobSession::forwardStdin() {

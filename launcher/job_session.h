@@ -20,6 +20,7 @@ namespace tlaunch {
 class CrossNodePreflight;
 class PmixCollectives;
 class PmixDirectory;
+class JobInspector;
 class StdinCredit;
 
 struct SessionConfig {
@@ -119,6 +120,8 @@ class JobSession {
   std::map<uint64_t, Fence> fences_;  // PMIx fences in progress, by sequence number
   std::unique_ptr<PmixDirectory> pmix_directory_;      // PMIx publish / lookup store
   std::unique_ptr<PmixCollectives> pmix_collectives_;  // PMIx connect / disconnect / subset fences
+  std::unique_ptr<JobInspector> inspector_;  // stacks, status, --hang-timeout
+  void startInspector();
   std::unique_ptr<CrossNodePreflight> cross_node_;  // RDMA write test, preflight's reachability
   JobOutcome outcome_;
   bool failed_ = false;

@@ -3,6 +3,7 @@
 
 #include "bootstrap/process_hygiene.h"
 #include "launcher/cli_options.h"
+#include "launcher/control_socket.h"
 #include "launcher/nccl/nccl_report_command.h"
 #include "launcher/plan/offline_plan.h"
 #include "launcher/run_job.h"
@@ -19,6 +20,8 @@ int main(int argc, char** argv) {
                                                         : tlaunch::runJob(parsed.spec);
     case tlaunch::Subcommand::topo: return tlaunch::runTopo(parsed.spec);
     case tlaunch::Subcommand::preflight: return tlaunch::runJob(parsed.spec);
+    case tlaunch::Subcommand::stacks: return tlaunch::runControlCommand("stacks", parsed.spec.control_job);
+    case tlaunch::Subcommand::status: return tlaunch::runControlCommand("status", parsed.spec.control_job);
   }
   return 70;
 }

@@ -3,7 +3,7 @@
 # `tlaunch --help`.
 
 _tlaunch_options="--bind --chdir --check-reachability --connect-timeout --cpus-per-rank --daemon-path --dry-run
-  --exclude --expect-rate --export --gpus-per-node --heartbeat-timeout --help --hostfile --hosts --include --json
+  --exclude --expect-rate --export --gpus-per-node --hang-timeout --heartbeat-timeout --help --hostfile --hosts --include --json
   --kill-timeout --label --launcher --master-addr --master-port --mca --net --net-cidr --net-if --nnodes --nodes --np
   --npernode --nproc-per-node --ntasks-per-node --offline --output-dir --pmix --preflight --preflight-skip
   --preflight-strict --procs-per-node --quiet --report-bindings --slurm-args --ssh-connect-timeout --ssh-fanout
@@ -13,6 +13,8 @@ _tlaunch_preflight_options="--check-reachability --connect-timeout --daemon-path
   --net-if --nnodes --nodes --preflight --preflight-skip --preflight-strict --slurm-args --ssh-connect-timeout
   --ssh-fanout --ssh-option --ssh-reuse --sysfs-root --topology-xml --verbose"
 _tlaunch_topo_options="--help --topology-xml"
+_tlaunch_stacks_options="--help"
+_tlaunch_status_options="--help"
 _tlaunch_nccl_report_options="--help --json"
 _tlaunch_checks="rdma_devices port_state lid rate netdev roce_gid verbs_devices uverbs memlock gpus gpudirect nccl_env
   nccl_socket_ifname verbs_port verbs_selftest cross_rails cross_rate cross_mtu cross_subnets rdma_pair reachability
@@ -36,7 +38,7 @@ _tlaunch_values() {
     --output-dir | --sysfs-root | -D | --chdir) COMPREPLY=($(compgen -d -- "$cur")) ;;
     -H | --hosts | --include | --exclude) COMPREPLY=($(compgen -A hostname -- "$cur")) ;;
     -N | --nodes | -p | --procs-per-node | -g | --gpus-per-node | --cpus-per-rank | --stdin | --kill-timeout | \
-      --connect-timeout | --heartbeat-timeout | --ssh-fanout | --ssh-connect-timeout | --expect-rate | \
+      --connect-timeout | --heartbeat-timeout | --hang-timeout | --ssh-fanout | --ssh-connect-timeout | --expect-rate | \
       --net-if | --net-cidr | --ssh-option | --slurm-args | -x | --export | -n | --np | --nnodes | --ntasks-per-node | \
       --npernode | --master-addr | --master-port | --mca) COMPREPLY=() ;;
     *) return 1 ;;
@@ -55,7 +57,7 @@ _tlaunch() {
       return
     fi
     if [[ $word != -* ]] && ! _tlaunch_values "${COMP_WORDS[i - 1]}" "" 2>/dev/null; then
-      if [[ -z $sub && ($word == preflight || $word == topo || ($word == nccl-report && $i == 1)) ]]; then
+      if [[ -z $sub && ($word == preflight || $word == topo || $word == stacks || $word == status || ($word == nccl-report && $i == 1)) ]]; then
         sub=$word
       else
         _tlaunch_program "$i"
@@ -68,6 +70,8 @@ _tlaunch() {
   case $sub in
     preflight) options=$_tlaunch_preflight_options ;;
     topo) options=$_tlaunch_topo_options ;;
+    stacks) options=$_tlaunch_stacks_options ;;
+    status) options=$_tlaunch_status_options ;;
     nccl-report)  # NCCL logs to read
       [[ $cur != -* ]] && COMPREPLY=($(compgen -f -- "$cur")) && return
       options=$_tlaunch_nccl_report_options
@@ -76,7 +80,7 @@ _tlaunch() {
   if [[ $cur == -* || -n $sub ]]; then
     COMPREPLY=($(compgen -W "$options" -- "$cur"))
   else
-    COMPREPLY=($(compgen -W "$options preflight topo$( ((COMP_CWORD == 1)) && echo " nccl-report")" -- "$cur") \
+    COMPREPLY=($(compgen -W "$options preflight topo stacks status$( ((COMP_CWORD == 1)) && echo " nccl-report")" -- "$cur") \
       $(compgen -c -- "$cur"))
   fi
 }

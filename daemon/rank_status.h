@@ -1,0 +1,38 @@
+#pragma once
+// `tlaunch status` on one node: each rank's state, CPU share and resident memory from /proc.
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace tlaunch {
+
+struct ProcStat {
+  char state = '?';           // R, S, D, T, Z...
+  unsigned long long cpu_ticks = 0;  // utime + stime
+  unsigned long long start_ticks = 0;  // since boot
+  long long rss_pages = 0;
+};
+// The fields of /proc/PID/stat that status needs; false when the line does not parse.
+bool parseProcStat(std::string_view line, ProcStat& out);
+
+class RankStatusSampler {
+ public:
+  struct Sample {
+    std::string state;  // running, sleeping, stopped, zombie, exited...
+    double cpu_percent = 0;  // since the previous sample of this pid (or its start)
+    long long rss_bytes = 0;
+  };
+  Sample sample(pid_t pid);
+
+ private:
+  struct Last {
+    unsigned long long ticks = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<pid_t, Last> last_;
+};
+
+}  // namespace tlaunch

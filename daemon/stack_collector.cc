@@ -1,0 +1,184 @@
+#include "daemon/stack_collector.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "daemon/rank_spawner.h"
+
+namespace tlaunch {
+
+extern "C" char** environ;
+
+struct StackCollector::Run {
+  std::vector<Target> targets;
+  size_t next = 0;
+  size_t finished = 0;
+  Json results = Json::array();
+  Done done;
+};
+
+struct StackCollector::Probe {
+  std::shared_ptr<Run> run;
+  size_t slot = 0;
+  pid_t pid = -1;
+  bool python = false;
+  std::unique_ptr<asio::posix::stream_descriptor> out;
+  std::array<char, 16384> buf{};
+  std::string text;
+  std::unique_ptr<asio::steady_timer> timer;
+  bool timed_out = false;
+  bool done = false;
+};
+
+namespace {
+
+constexpr size_t kMaxOutput = 4u << 20;  // a process with thousands of threads: keep the start
+
+std::string readFirstLine(const std::string& path) {
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  return line;
+}
+
+// Why ptrace was refused, in words a user can act on.
+std::string ptraceRefusal() {
+  const std::string scope = readFirstLine("/proc/sys/kernel/yama/ptrace_scope");
+  std::string why = "gdb may not attach (ptrace: Operation not permitted)";
+  if (scope == "1")
+    return why + "; kernel.yama.ptrace_scope=1 and the rank did not accept tlaunchd as its tracer (it may have reset it, "
+                 "or made itself non-dumpable)";
+  if (scope == "2") return why + "; kernel.yama.ptrace_scope=2: only root (CAP_SYS_PTRACE) may attach";
+  if (scope == "3") return why + "; kernel.yama.ptrace_scope=3: attaching is disabled until reboot";
+  return why + "; a container without CAP_SYS_PTRACE or a seccomp profile that forbids ptrace would explain it";
+}
+
+}  // namespace
+
+StackCollector::StackCollector(asio::io_context& io, std::string node_name, std::chrono::milliseconds timeout)
+    : io_(io), node_name_(std::move(node_name)), timeout_(timeout) {}
+
+StackCollector::~StackCollector() {
+  for (auto& p : running_) {
+    if (p->done || p->pid <= 0) continue;
+    ::kill(-p->pid, SIGKILL);
+    int st = 0;
+    ::waitpid(p->pid, &st, 0);
+    p->done = true;
+    asio::error_code ignore;
+    if (p->out) p->out->close(ignore);
+    if (p->timer) p->timer->cancel();
+  }
+}
+
+void StackCollector::collect(std::vector<Target> targets, Done done) {
+  auto run = std::make_shared<Run>();
+  run->targets = std::move(targets);
+  run->results = Json::array();
+  for (size_t i = 0; i < run->targets.size(); ++i) run->results.push_back(Json::object());
+  run->done = std::move(done);
+  if (run->targets.empty()) {
+    run->done(std::move(run->results));
+    return;
+  }
+  for (size_t i = 0; i < kParallel; ++i) startNext(run);
+}
+
+void StackCollector::startNext(const std::shared_ptr<Run>& run) {
+  if (run->next >= run->targets.size()) return;
+  auto p = std::make_shared<Probe>();
+  p->run = run;
+  p->slot = run->next++;
+  const Target& t = run->targets[p->slot];
+  const char* path = std::getenv("PATH");
+  auto gdb = resolveProgram("gdb", path ? path : "/usr/bin:/bin", "/", node_name_);
+  if (!gdb) return finishProbe(p, "gdb is not installed on node " + node_name_ + " (Debian: apt install gdb)");
+  char exe[4096] = {};
+  ssize_t n = ::readlink(("/proc/" + std::to_string(t.pid) + "/exe").c_str(), exe, sizeof exe - 1);
+  const std::string exe_name = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
+  p->python = exe_name.substr(exe_name.rfind('/') + 1).rfind("python", 0) == 0;
+  RankLaunch l;
+  l.rank = t.rank;
+  l.exe_path = "/bin/sh";
+  // gdb's errors (ptrace refused, no py-bt) go to stderr: one pipe for both, in order.
+  l.argv = {"sh", "-c", "exec \"$0\" \"$@\" 2>&1", *gdb, "-nx", "-batch", "-iex", "set debuginfod enabled off",
+            "-ex", "set pagination off", "-ex", "thread apply all bt"};
+  if (p->python) l.argv.insert(l.argv.end(), {"-ex", "thread apply all py-bt"});
+  l.argv.insert(l.argv.end(), {"-p", std::to_string(t.pid)});
+  for (char** e = environ; *e; ++e) l.env.emplace_back(*e);
+  l.env.emplace_back("LC_ALL=C");  // gdb's messages as this parser knows them
+  l.cwd = "/";
+  auto proc = spawnRank(l);
+  if (!proc) return finishProbe(p, "gdb did not start: " + proc.error().message);
+  ::close(proc->stderr_fd);
+  if (proc->pidfd >= 0) ::close(proc->pidfd);  // waited for after its output ends
+  p->pid = proc->pid;
+  p->out = std::make_unique<asio::posix::stream_descriptor>(io_, proc->stdout_fd);
+  p->timer = std::make_unique<asio::steady_timer>(io_, timeout_);
+  p->timer->async_wait([p, rank_pid = t.pid](const asio::error_code& ec) {
+    if (ec || p->done) return;
+    // gdb holds the rank stopped while it walks the stacks: kill it and let the rank go on.
+    p->timed_out = true;
+    ::kill(-p->pid, SIGKILL);
+    ::kill(rank_pid, SIGCONT);
+  });
+  running_.push_back(p);
+  readOutput(p);
+}
+
+void StackCollector::readOutput(const std::shared_ptr<Probe>& p) {
+  p->out->async_read_some(asio::buffer(p->buf), [this, p](const asio::error_code& ec, size_t n) {
+    if (ec == asio::error::operation_aborted || p->done) return;
+    if (!ec) {
+      if (p->text.size() < kMaxOutput) p->text.append(p->buf.data(), std::min(n, kMaxOutput - p->text.size()));
+      return readOutput(p);
+    }
+    reapGdb(p, 0);
+  });
+}
+
+void StackCollector::reapGdb(const std::shared_ptr<Probe>& p, int attempt) {
+  // Its output has ended: gdb is exiting. Waited for on a timer, never blocking the io thread.
+  int st = 0;
+  if (::waitpid(p->pid, &st, WNOHANG) == 0) {
+    if (attempt >= 200) ::kill(-p->pid, SIGKILL);
+    p->timer->expires_after(std::chrono::milliseconds(5));
+    p->timer->async_wait([this, p, attempt](const asio::error_code& ec) {
+      if (ec != asio::error::operation_aborted) reapGdb(p, attempt + 1);
+    });
+    return;
+  }
+  std::string error;
+  if (p->timed_out) error = "gdb did not finish within " + std::to_string(timeout_.count() / 1000) + " s";
+  else if (p->text.find("ptrace: Operation not permitted") != std::string::npos) error = ptraceRefusal();
+  else if (p->text.find("ptrace: No such process") != std::string::npos) error = "the rank exited";
+  finishProbe(p, error);
+}
+
+Json StackCollector::resultOf(const Probe& p, const std::string& error) const {
+  Json r = {{"r", p.run->targets[p.slot].rank}, {"gdb", error.empty() ? p.text : ""}, {"error", error}, {"note", ""}};
+  if (error.empty() && p.python && p.text.find("Undefined command: \"py-bt\"") != std::string::npos)
+    r["note"] = "no Python frames: gdb has no py-bt (the interpreter's gdb helpers are missing; Debian: apt install "
+                "python3.11-dbg)";  // no node name: the note is shared by every rank it concerns
+  return r;
+}
+
+void StackCollector::finishProbe(const std::shared_ptr<Probe>& p, std::string error) {
+  p->done = true;
+  if (p->timer) p->timer->cancel();
+  std::erase(running_, p);
+  auto run = p->run;
+  run->results[p->slot] = resultOf(*p, error);
+  if (++run->finished == run->targets.size()) {
+    auto done = std::move(run->done);
+    asio::post(io_, [done = std::move(done), results = std::move(run->results)]() mutable { done(std::move(results)); });
+    return;
+  }
+  startNext(run);
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,49 @@
+#pragma once
+// `tlaunch stacks` on one node: every rank's stacks from gdb in batch mode, run as child
+// processes that the io thread reads like rank output, so relaying output and heartbeats go on
+// meanwhile. A gdb that takes longer than the timeout is killed and its rank continued.
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "bootstrap/message.h"
+
+namespace tlaunch {
+
+class StackCollector {
+ public:
+  struct Target {
+    int rank = 0;
+    pid_t pid = -1;
+  };
+  // [{"r": rank, "gdb": output, "error": why none, "note": e.g. no Python frames}]
+  using Done = std::function<void(Json ranks)>;
+
+  StackCollector(asio::io_context& io, std::string node_name,
+                 std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  ~StackCollector();  // gdbs still running are killed
+  void collect(std::vector<Target> targets, Done done);
+
+ private:
+  struct Run;
+  struct Probe;
+  void startNext(const std::shared_ptr<Run>& run);
+  void readOutput(const std::shared_ptr<Probe>& p);
+  void reapGdb(const std::shared_ptr<Probe>& p, int attempt);
+  void finishProbe(const std::shared_ptr<Probe>& p, std::string error);
+  Json resultOf(const Probe& p, const std::string& error) const;
+
+  asio::io_context& io_;
+  std::string node_name_;
+  std::chrono::milliseconds timeout_;
+  std::vector<std::shared_ptr<Probe>> running_;
+  static constexpr size_t kParallel = 4;  // gdbs at once per collection: each loads symbols
+};
+
+}  // namespace tlaunch

@@ -1,0 +1,181 @@
+#include "launcher/control_socket.h"
+
+#include <dirent.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace tlaunch {
+
+namespace {
+
+constexpr size_t kMaxSocketPath = 100;  // sun_path holds 108 bytes
+constexpr std::chrono::seconds kAnswerTimeout{120};  // the frontend gives daemons 45 s for stacks
+
+Result<std::string> ensurePrivateDir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return fail(Errc::io, "cannot create " + dir + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return fail(Errc::io, dir + " is not a directory");
+  if (st.st_uid != ::getuid()) return fail(Errc::io, dir + " belongs to another user");
+  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0)
+    return fail(Errc::io, dir + " is open to others and cannot be made 0700");
+  return dir;
+}
+
+}  // namespace
+
+Result<std::string> controlDirectory() {
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  const char* home = std::getenv("HOME");
+  std::vector<std::string> candidates;
+  if (runtime && *runtime == '/') candidates.push_back(std::string(runtime) + "/tlaunch");
+  if (home && *home == '/' && std::string(home) != "/") {
+    ::mkdir((std::string(home) + "/.cache").c_str(), 0700);
+    candidates.push_back(std::string(home) + "/.cache/tlaunch");
+  }
+  candidates.push_back("/tmp/tlaunch-" + std::to_string(::getuid()));
+  Error last{Errc::io, "no directory for the control socket", ""};
+  for (const auto& c : candidates) {
+    if (c.size() + 20 > kMaxSocketPath) continue;  // "/tl-XXXXXXXXXX.sock" must fit
+    auto d = ensurePrivateDir(c);
+    if (d) return d;
+    last = d.error();
+  }
+  return tl::unexpected(last);
+}
+
+ControlSocket::ControlSocket(asio::io_context& io) : io_(io), acceptor_(io) {}
+
+ControlSocket::~ControlSocket() { close(); }
+
+Result<void> ControlSocket::open(const std::string& job_id, Handler handler) {
+  auto dir = controlDirectory();
+  if (!dir) return tl::unexpected(dir.error());
+  path_ = *dir + "/" + job_id + ".sock";
+  ::unlink(path_.c_str());
+  asio::error_code ec;
+  acceptor_.open(asio::local::stream_protocol(), ec);
+  if (!ec) acceptor_.bind(asio::local::stream_protocol::endpoint(path_), ec);
+  if (!ec) acceptor_.listen(16, ec);
+  if (ec) {
+    path_.clear();
+    return fail(Errc::io, "cannot listen on " + *dir + "/" + job_id + ".sock: " + ec.message());
+  }
+  ::chmod(path_.c_str(), 0600);
+  handler_ = std::move(handler);
+  accept();
+  return {};
+}
+
+void ControlSocket::close() {
+  asio::error_code ignore;
+  if (acceptor_.is_open()) acceptor_.close(ignore);
+  if (!path_.empty()) ::unlink(path_.c_str());
+  path_.clear();
+}
+
+void ControlSocket::accept() {
+  acceptor_.async_accept([this](const asio::error_code& ec, asio::local::stream_protocol::socket s) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (!ec) {
+      // The directory is 0700 already; the peer's uid is checked as well (root may pass it).
+      ucred cred{};
+      socklen_t len = sizeof cred;
+      auto sock = std::make_shared<asio::local::stream_protocol::socket>(std::move(s));
+      if (::getsockopt(sock->native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == ::getuid()) {
+        auto buf = std::make_shared<std::string>();
+        asio::async_read_until(*sock, asio::dynamic_buffer(*buf, 256), '\n',
+                               [this, sock, buf](const asio::error_code& rec, size_t n) {
+                                 if (rec) return;
+                                 std::string request = buf->substr(0, n - 1);
+                                 handler_(request, [sock](std::string text) {
+                                   auto t = std::make_shared<std::string>(std::move(text));
+                                   asio::async_write(*sock, asio::buffer(*t), [sock, t](const asio::error_code&, size_t) {
+                                     asio::error_code ignore;
+                                     sock->shutdown(asio::socket_base::shutdown_both, ignore);
+                                   });
+                                 });
+                               });
+      }
+    }
+    accept();
+  });
+}
+
+int runControlCommand(const std::string& request, const std::string& job) {
+  auto dir = controlDirectory();
+  if (!dir) {
+    std::fprintf(stderr, "tlaunch: %s\n", dir.error().message.c_str());
+    return 1;
+  }
+  // The live jobs: sockets that accept a connection (a killed tlaunch leaves a stale one).
+  std::vector<std::string> live;
+  if (DIR* d = ::opendir(dir->c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() < 6 || name.substr(name.size() - 5) != ".sock") continue;
+      std::string id = name.substr(0, name.size() - 5);
+      if (!job.empty() && id != job) continue;
+      asio::io_context io;
+      asio::local::stream_protocol::socket s(io);
+      asio::error_code ec;
+      s.connect(asio::local::stream_protocol::endpoint(*dir + "/" + name), ec);
+      if (!ec) live.push_back(id);
+      else if (ec == asio::error::connection_refused) ::unlink((*dir + "/" + name).c_str());
+    }
+    ::closedir(d);
+  }
+  if (live.empty()) {
+    std::fprintf(stderr, "tlaunch: %s\n",
+                 (job.empty() ? "no running tlaunch job of yours (no live socket in " + *dir + ")"
+                              : "no running job " + job + " of yours (no live socket in " + *dir + ")")
+                     .c_str());
+    return 1;
+  }
+  if (live.size() > 1) {
+    std::string ids;
+    for (const auto& id : live) ids += " " + id;
+    std::fprintf(stderr, "tlaunch: %zu jobs are running:%s\n  -> name one: tlaunch %s JOB\n", live.size(), ids.c_str(),
+                 request.c_str());
+    return 2;
+  }
+  asio::io_context io;
+  asio::local::stream_protocol::socket s(io);
+  asio::error_code ec;
+  s.connect(asio::local::stream_protocol::endpoint(*dir + "/" + live[0] + ".sock"), ec);
+  if (!ec) asio::write(s, asio::buffer(request + "\n"), ec);
+  if (ec) {
+    std::fprintf(stderr, "tlaunch: job %s did not answer: %s\n", live[0].c_str(), ec.message().c_str());
+    return 1;
+  }
+  // A tlaunch that is stopped (Ctrl-Z) still accepts, but never answers: wait a bounded time.
+  std::string answer;
+  const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd pfd{s.native_handle(), POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) == 0) {
+      std::fprintf(stderr, "tlaunch: job %s did not answer within %lld s (is its tlaunch stopped?)\n", live[0].c_str(),
+                   static_cast<long long>(kAnswerTimeout.count()));
+      return 1;
+    }
+    char buf[65536];
+    const ssize_t n = ::read(s.native_handle(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    answer.append(buf, static_cast<size_t>(n));
+  }
+  std::fwrite(answer.data(), 1, answer.size(), stdout);
+  return 0;
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,42 @@
+#pragma once
+// The frontend's control socket: `tlaunch stacks` and `tlaunch status` from another terminal
+// reach a running tlaunch through a unix socket in a 0700 directory of the user's
+// ($XDG_RUNTIME_DIR/tlaunch, else ~/.cache/tlaunch, else /tmp/tlaunch-UID), named after the job.
+// A request is one line ("stacks" or "status"); the answer is text, then the socket closes.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+// The directory, created 0700 if missing; an error if it is not ours or others may enter it.
+Result<std::string> controlDirectory();
+
+class ControlSocket {
+ public:
+  using Reply = std::function<void(std::string text)>;
+  using Handler = std::function<void(const std::string& request, Reply reply)>;
+  explicit ControlSocket(asio::io_context& io);
+  ~ControlSocket();  // removes the socket file
+  Result<void> open(const std::string& job_id, Handler handler);
+  void close();
+  const std::string& path() const { return path_; }
+
+ private:
+  void accept();
+  asio::io_context& io_;
+  asio::local::stream_protocol::acceptor acceptor_;
+  std::string path_;
+  Handler handler_;
+};
+
+// `tlaunch stacks|status [JOB]`: asks the job's tlaunch (the only one running, when JOB is
+// empty), prints its answer; returns the exit status.
+int runControlCommand(const std::string& request, const std::string& job);
+
+}  // namespace tlaunch

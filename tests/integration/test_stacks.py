@@ -1,0 +1,110 @@
+"""Where is it stuck: `tlaunch stacks` from another terminal merges the ranks' stacks into
+classes (rank 1 blocked in select() inside one function, the others asleep in another: two
+classes), `tlaunch status` prints one row per rank, Ctrl-\\ (SIGQUIT) prints the stacks and the
+job goes on to exit 0, and --hang-timeout collects once after silence. A private
+XDG_RUNTIME_DIR keeps other users' and tests' jobs out of `tlaunch stacks` without a JOB.
+
+Without the interpreter's gdb helpers (python3.11-dbg) there are no Python frames: then the
+classes are told apart by their native frames (select vs clock_nanosleep), and the report must
+say that Python frames are missing."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import tl
+from test_stacks_lib import classes, wait_ready
+
+if not shutil.which("gdb"):
+    tl.skip("gdb is not installed (contrib/install-deps.sh installs it)")
+
+STUCK = tl.program("stuck_rank.py")
+env = dict(os.environ, XDG_RUNTIME_DIR=tempfile.mkdtemp(prefix="tl-stacks-"))
+
+
+def ask(what, *job):
+    r = tl.run([what] + list(job), timeout=120, env=env)
+    print(f"$ tlaunch {what}\n{r.stdout}{r.stderr}", flush=True)
+    tl.check(r.returncode == 0, f"tlaunch {what}: exit {r.returncode}: {r.stderr}")
+    return r.stdout
+
+
+def check_two_classes(report, others, stuck):
+    tl.check(re.search(r"stacks of \d+ rank\(s\): 2 classes", report), f"not two classes: {report}")
+    c = classes(report)
+    tl.check(set(c) == {others, stuck}, f"classes {sorted(c)}, expected {others!r} and {stuck!r}: {report}")
+    if "no Python frames" in report:
+        # Native frames only (python3.11-dbg missing): select() against the sleepers' clock_nanosleep.
+        tl.check("select" in c[stuck] and "select" not in c[others], f"select: {report}")
+        tl.check("clock_nanosleep" in c[others] and "clock_nanosleep" not in c[stuck], f"nanosleep: {report}")
+    else:
+        tl.check("tlaunch_test_rank_is_stuck_here" in c[stuck], f"stuck function: {report}")
+        tl.check("tlaunch_test_ranks_sleep_here" in c[others], f"sleeping function: {report}")
+
+
+def start(args):
+    p = tl.start(args, env=env)
+    return p
+
+
+# (a) + (d): 2 nodes x 2 ranks; rank 1 is stuck.
+p = start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, STUCK, "1", "300"])
+try:
+    wait_ready(p, 4, timeout=120)
+    t0 = time.monotonic()
+    report = ask("stacks")
+    print(f"stacks took {time.monotonic() - t0:.1f} s")
+    check_two_classes(report, "ranks 0, 2-3", "rank 1")
+    status = ask("status")
+    rows = [l for l in status.splitlines() if re.match(r"^\d+\s+local\d\s+\d+\s+\S+\s+[\d.]+\s+[\d.]+\s+\d+ s ago$", l)]
+    tl.check(sorted(int(r.split()[0]) for r in rows) == [0, 1, 2, 3], f"one row per rank: {status}")
+    tl.check(len([l for l in status.splitlines() if re.match(r"^local[01]\s+connected\s+[\d.]+ s ago$", l)]) == 2,
+             f"one row per node with its heartbeat: {status}")
+    # The job itself is untouched by all this: still running.
+    tl.check(p.poll() is None, "the job ended after tlaunch stacks")
+    # A JOB that is not running is an error, not a hang.
+    r = tl.run(["stacks", "tl-0000000000"], timeout=30, env=env)
+    tl.check(r.returncode != 0 and "no running job tl-0000000000" in r.stderr, f"unknown job: {r.returncode} {r.stderr}")
+finally:
+    os.killpg(p.pid, signal.SIGINT)
+    p.communicate(timeout=60)
+
+# (c): Ctrl-\ prints the stacks and the job goes on to exit 0.
+p = start(["--launcher", "local", "-p", "2", "--", tl.PYTHON, STUCK, "0", "20"])
+wait_ready(p, 2, timeout=120)
+p.send_signal(signal.SIGQUIT)
+out, err = p.communicate(timeout=180)
+print(out, err)
+tl.check(p.returncode == 0, f"SIGQUIT ended the job: exit {p.returncode}")
+tl.check("got SIGQUIT" in err, f"no SIGQUIT note: {err}")
+check_two_classes(err, "rank 1", "rank 0")
+tl.check("rank 0 done" in out and "rank 1 done" in out, f"ranks did not finish: {out}")
+
+# --hang-timeout: silence for 3 s collects the stacks once; the job goes on.
+p = start(["--launcher", "local", "-p", "2", "--hang-timeout", "3s", "--", tl.PYTHON, STUCK, "1", "20"])
+out, err = p.communicate(timeout=180)
+print(out, err)
+tl.check(p.returncode == 0, f"--hang-timeout ended the job: exit {p.returncode}")
+tl.check(err.count("no rank printed anything for 3 s") == 1, f"not collected exactly once: {err}")
+check_two_classes(err, "rank 0", "rank 1")
+
+# No gdb on the node (the daemon's PATH has none): the report says so instead of hanging.
+nogdb = tempfile.mkdtemp(prefix="tl-nogdb-")
+p = tl.start(["--launcher", "local", "-p", "2", "--", tl.PYTHON, STUCK, "1", "300"], env=dict(env, PATH=nogdb))
+try:
+    wait_ready(p, 2, timeout=120)
+    report = ask("stacks")
+    tl.check("ranks 0-1: no stacks: gdb is not installed on node local0" in report, f"no gdb: {report}")
+finally:
+    os.killpg(p.pid, signal.SIGINT)
+    p.communicate(timeout=60)
+os.rmdir(nogdb)
+
+# The control sockets went with their jobs.
+left = [f for f in os.listdir(os.path.join(env["XDG_RUNTIME_DIR"], "tlaunch")) if f.endswith(".sock")]
+tl.check(not left, f"sockets left behind: {left}")
+shutil.rmtree(env["XDG_RUNTIME_DIR"], ignore_errors=True)
+print("ok")
