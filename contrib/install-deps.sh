@@ -12,7 +12,7 @@ set -euo pipefail
 
 PACKAGES=(
   # build
-  build-essential cmake pkg-config
+  build-essential cmake ninja-build pkg-config
   libasio-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libssl-dev libexpected-dev catch2
   libhwloc-dev hwloc libpmix-dev libibverbs-dev ibverbs-providers rdma-core
   libopenmpi-dev openmpi-bin

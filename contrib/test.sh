@@ -8,7 +8,11 @@ cd "$(dirname "$0")/.."
 contrib/install-deps.sh
 build=${TLAUNCH_TEST_BUILD_DIR:-build-test}
 # The "ci" preset of CMakePresets.json: warnings are errors here, never in a user's build.
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLAUNCH_SANITIZE=ON -DTLAUNCH_WERROR=ON \
+# Ninja and ccache where present: a developer's second run rebuilds only what changed.
+extra=()
+command -v ninja >/dev/null && [[ ! -f $build/Makefile ]] && extra+=(-G Ninja)
+command -v ccache >/dev/null && extra+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$build" "${extra[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLAUNCH_SANITIZE=ON -DTLAUNCH_WERROR=ON \
   -DTLAUNCH_BUILD_TESTS=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 # Leak checking is off: hwloc's PCI plugin and libpmix keep allocations for the process's life.
