@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "launcher/nccl/nccl_check.h"
+#include "launcher/nccl/nccl_job_check.h"
 #include "nccl_test_support.h"
 
 using namespace tlaunch::nccl;
@@ -79,4 +80,38 @@ TEST_CASE("nccl check: RDMA through a net plugin (AWS Libfabric) counts as RDMA"
   auto report = reportOf("04");  // EFA through aws-ofi-nccl
   REQUIRE(report.transport == Transport::plugin);
   CHECK(decide(report, {true, {}}, CheckMode::strict).action == Action::none);
+}
+
+TEST_CASE("nccl check: the plan's network section gives the expectation") {
+  auto e = expectationFromNetwork(nlohmann::json{{"rdma", true}, {"nodes", {{{"ifname", "ib0"}}, {{"ifname", "ib1"}}}}});
+  CHECK(e.rdma);
+  CHECK(e.ifnames == std::vector<std::string>{"ib0", "ib1"});
+  CHECK_FALSE(expectationFromNetwork(nlohmann::json()).rdma);  // loopback: no network section
+}
+
+TEST_CASE("nccl check: the frontend decides once every rank has reported, each rank once") {
+  // Fixture 02 as two daemons would send it: each rank's lines.
+  std::vector<std::string> lines[2];
+  std::istringstream in(readFixture("02"));
+  std::string first;
+  for (std::string l; std::getline(in, l);) {
+    const auto colon = l.find(':');
+    if (colon == std::string::npos || l.find("NCCL") == std::string::npos) continue;
+    if (first.empty()) first = l.substr(0, colon);
+    lines[l.starts_with(first + ":") ? 0 : 1].push_back(l);
+  }
+  JobCheck check(CheckMode::strict, {true, {}}, 2);
+  CHECK_FALSE(check.onSummary({{"t", "nccl"}, {"r", 0}, {"lines", lines[0]}}));
+  CHECK_FALSE(check.onSummary({{"t", "nccl"}, {"r", 0}, {"lines", lines[0]}}));  // again: ignored
+  CHECK_FALSE(check.onSummary({{"t", "nccl"}, {"r", 7}, {"lines", lines[1]}}));  // not a rank
+  CHECK_FALSE(check.complete());
+  CHECK(check.toJson()["complete"] == false);
+  CHECK(check.onSummary({{"t", "nccl"}, {"r", 1}, {"lines", lines[1]}}));
+  CHECK(check.complete());
+  CHECK(check.report().transport == Transport::socket);
+  CHECK(check.decision().action == Action::fail);
+  auto j = check.toJson();
+  CHECK(j["action"] == "fail");
+  CHECK(j["verdict"] == check.report().verdict);
+  CHECK(j["transport"] == "Socket");
 }
