@@ -249,6 +249,10 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   addOutputOptions(app, s);
   addControlOptions(app, s, true);
   addHangTimeoutOption(app, s);
+  app.add_option("--nccl-check", s.nccl_check,
+                 "NCCL transport report once every rank's NCCL is initialised: off, warn (default; warns when a job "
+                 "planned on RDMA runs NCCL over sockets or another interface), strict (ends such a job, exit 78)")
+      ->check(CLI::IsMember({"off", "warn", "strict"}));
   addPlanOptions(app, s);
   addInventoryOptions(app, s);
   addNetOptions(app, s);
