@@ -274,7 +274,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   app.footer(
       "Exit status: 0 when every rank exited 0; otherwise the first failed rank's status (128+N if it was killed "
       "by signal N). tlaunch's own failures: 64 usage, 69 node unreachable or lost, 76 protocol/authentication, "
-      "78 resources/topology/fabric/preflight, 126/127 program not executable/not found, 130/143/129 when "
+      "78 resources/topology/fabric/preflight or --nccl-check strict, 126/127 program not executable/not found, 130/143/129 when "
       "tlaunch itself got SIGINT/SIGTERM/SIGHUP. --summary-json says which.");
   try {
     app.parse(argc, argv);

@@ -17,7 +17,7 @@ const char* meaningOf(int code) {
     case 70: return "internal error";
     case 74: return "I/O error";
     case 76: return "protocol or authentication";
-    case 78: return "resources, topology, fabric or preflight";
+    case 78: return "resources, topology, fabric or preflight (or --nccl-check strict)";
     case 126: return "program not executable";
     case 127: return "program not found";
     case 129: return "tlaunch got SIGHUP";
