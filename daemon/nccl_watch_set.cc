@@ -8,6 +8,7 @@
 
 #include "bootstrap/pmix_dirs.h"
 #include "daemon/daemon_session.h"
+#include "daemon/stale_job_files.h"
 #include "launcher/nccl/nccl_check.h"
 
 namespace tlaunch {
@@ -34,6 +35,8 @@ Result<std::unique_ptr<NcclWatchSet>> NcclWatchSet::start(asio::io_context& io, 
                                                           std::vector<RankLaunch>& launches, Send send) {
   if (auto r = makeRankDir(dir, static_cast<uint32_t>(::getuid()), static_cast<uint32_t>(::getgid()), "this node"); !r)
     return tl::unexpected(r.error());
+  // Marked like the PMIx job directory: should this daemon be killed, a later one removes it.
+  if (!writeOwnerMark(dir)) spdlog::warn("could not mark {} as this daemon's", dir);
   std::unique_ptr<NcclWatchSet> set(new NcclWatchSet(io, std::move(dir), std::move(send)));
   for (auto& l : launches) {
     // The rank's environment already holds what the user set (forwarded or -x): theirs wins.
