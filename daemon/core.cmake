@@ -1,5 +1,7 @@
 set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/line_splitter.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/nccl_log_watch.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/nccl_watch_set.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/output_channel.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_spawner.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_supervisor.cc

@@ -224,6 +224,7 @@ void DaemonSession::handleConfig(const Json& msg) {
         if (pause) ranks_->pauseOutput();
         else ranks_->resumeOutput();
       });
+  nccl_check_ = getString(config, "nccl_check", "off");
   heartbeat();
   sendInventory(config);
 }
@@ -324,15 +325,18 @@ void DaemonSession::handleStart() {
     conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(launches.error().code)}, {"message", launches.error().message}});
     return;
   }
+  if (nccl_check_ != "off") startNcclWatch(*launches);
   RankSupervisor::Events ev;
   // Output, exits and the end of the ranks leave in this order, output under its credit.
   ev.output = [this](int rank, int stream, OutputKind kind, std::string_view bytes) {
+    if (nccl_ && stream == 2) nccl_->onStderr(rank, bytes);
     if (conn_ && conn_->isOpen()) output_->output(rank, stream, kind, bytes);
   };
   ev.stdin_written = [this](int rank, size_t bytes) {
     if (conn_ && conn_->isOpen()) conn_->send({{"t", "stdin_credit"}, {"r", rank}, {"n", bytes}});
   };
   ev.exited = [this](const RankExit& e) {
+    if (nccl_) nccl_->pollNow();
     if (!conn_ || !conn_->isOpen()) return;
     output_->ordered({{"t", "exit"},
                       {"r", e.rank},
@@ -399,6 +403,7 @@ void DaemonSession::shutdown(int code) {
   asio::post(io_, [this] {
     auto finish = [this] {
       ranks_.reset();
+      nccl_.reset();  // its timer, and the per-rank NCCL logs
       pmix_.reset();
       if (conn_ && conn_->isOpen()) conn_->closeAfterFlush();
       waitForFlush(std::chrono::steady_clock::now() + std::chrono::seconds(2));

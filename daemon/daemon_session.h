@@ -11,6 +11,7 @@
 #include <asio.hpp>
 
 #include "bootstrap/connection.h"
+#include "daemon/nccl_watch_set.h"
 #include "daemon/pmix_bridge.h"
 #include "daemon/rank_status.h"
 #include "daemon/rank_supervisor.h"
@@ -46,6 +47,7 @@ class DaemonSession {
   void handleChallenge(const Json& msg);
   void handleWelcome(const Json& msg);
   void handleConfig(const Json& msg);
+  void startNcclWatch(std::vector<RankLaunch>& launches);  // daemon/nccl_watch_set.cc
   void handlePrepare(const Json& msg);
   void handleStart();
   void handleTerminate(const Json& msg);
@@ -70,6 +72,8 @@ class DaemonSession {
   bool authenticated_ = false;
   std::optional<NodeLaunch> launch_;
   std::unique_ptr<OutputChannel> output_;  // from the config on; outlives ranks_
+  std::string nccl_check_ = "off";      // --nccl-check, from the config
+  std::unique_ptr<NcclWatchSet> nccl_;  // before ranks_ too: their output feeds it
   std::unique_ptr<PmixBridge> pmix_;  // declared before ranks_: destroyed after them
   std::unique_ptr<RankSupervisor> ranks_;
   std::unique_ptr<StackCollector> stacks_;  // after ranks_: its gdbs go first

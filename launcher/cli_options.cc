@@ -249,6 +249,10 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   addOutputOptions(app, s);
   addControlOptions(app, s, true);
   addHangTimeoutOption(app, s);
+  app.add_option("--nccl-check", s.nccl_check,
+                 "NCCL transport report once every rank's NCCL is initialised: off, warn (default; warns when a job "
+                 "planned on RDMA runs NCCL over sockets or another interface), strict (ends such a job, exit 78)")
+      ->check(CLI::IsMember({"off", "warn", "strict"}));
   addPlanOptions(app, s);
   addInventoryOptions(app, s);
   addNetOptions(app, s);
@@ -270,7 +274,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   app.footer(
       "Exit status: 0 when every rank exited 0; otherwise the first failed rank's status (128+N if it was killed "
       "by signal N). tlaunch's own failures: 64 usage, 69 node unreachable or lost, 76 protocol/authentication, "
-      "78 resources/topology/fabric/preflight, 126/127 program not executable/not found, 130/143/129 when "
+      "78 resources/topology/fabric/preflight or --nccl-check strict, 126/127 program not executable/not found, 130/143/129 when "
       "tlaunch itself got SIGINT/SIGTERM/SIGHUP. --summary-json says which.");
   try {
     app.parse(argc, argv);

@@ -12,6 +12,7 @@
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cross_node_preflight.h"
 #include "launcher/job_inspector.h"
+#include "launcher/nccl/nccl_job_check.h"
 #include "launcher/phase_timing.h"
 #include "launcher/pmix_collectives.h"
 #include "launcher/pmix_directory.h"
@@ -259,6 +260,7 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
     return;
   }
   if (t == "exit") return onRankExit(link, msg);
+  if (t == "nccl") return onNcclSummary(msg);
   if (t == "stacks_report" || t == "status_report") {
     if (inspector_) inspector_->onReport(link.index, std::move(msg));
     return;
@@ -400,6 +402,7 @@ void JobSession::planAndPrepare() {
   for (const auto& n : plan_->nodes)
     for (const auto& r : n.ranks) out_.setRankNode(r.rank, n.node_name);
   outcome_.rank_exit_codes.assign(static_cast<size_t>(plan_->world_size), -1);
+  startNcclCheck();
   if (auto r = out_.openFiles(plan_->world_size); !r) {
     fail(exitStatusFor(r.error().code), r.error().message);
     return;

@@ -21,6 +21,9 @@ class CrossNodePreflight;
 class PmixCollectives;
 class PmixDirectory;
 class JobInspector;
+namespace nccl {
+class JobCheck;
+}
 class StdinCredit;
 
 struct SessionConfig {
@@ -46,7 +49,8 @@ struct JobOutcome {
   std::string failed_node{};             // the failed rank's node, or the node lost
   int signal = 0;                        // the failed rank was killed by this signal
   Json phase_seconds = Json::object();   // launch phase → seconds (slowest node)
-  std::vector<int> rank_exit_codes{};    // per rank: exit status (128+N for signal N), -1 if it never ended; empty before ranks start
+  std::vector<int> rank_exit_codes{};
+  Json nccl = nullptr;                   // --nccl-check: the report once every rank reported (nccl::JobCheck::toJson)    // per rank: exit status (128+N for signal N), -1 if it never ended; empty before ranks start
 };
 
 class JobSession {
@@ -121,6 +125,9 @@ class JobSession {
   std::unique_ptr<PmixDirectory> pmix_directory_;      // PMIx publish / lookup store
   std::unique_ptr<PmixCollectives> pmix_collectives_;  // PMIx connect / disconnect / subset fences
   std::unique_ptr<JobInspector> inspector_;  // stacks, status, --hang-timeout
+  std::unique_ptr<nccl::JobCheck> nccl_check_;  // --nccl-check (launcher/job_session_nccl.cc)
+  void startNcclCheck();
+  void onNcclSummary(const Json& msg);
   void startInspector();
   std::unique_ptr<CrossNodePreflight> cross_node_;  // RDMA write test, preflight's reachability
   JobOutcome outcome_;

@@ -39,6 +39,7 @@ struct JobSpec {
   int kill_timeout_s = 10;
   int connect_timeout_s = 60;
   int heartbeat_timeout_s = 15;
+  std::string nccl_check = "warn";  // --nccl-check off|warn|strict (launcher/nccl/nccl_check.h)
   int hang_timeout_s = 0;      // --hang-timeout: collect stacks once after this much silence (0: off)
   std::string control_job;     // `tlaunch stacks|status [JOB]`
   std::string daemon_path;

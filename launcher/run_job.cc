@@ -54,7 +54,8 @@ Json daemonConfig(const JobSpec& spec, const UserEnv& user_env, bool loopback_on
             {"preflight", spec.preflight == PreflightMode::off ? "off" : spec.preflight == PreflightMode::full ? "full" : "quick"},
             {"expect_rdma", spec.net_mode != "tcp" && fabric_wanted},
             {"gpus_required", spec.gpus_per_node},
-            {"user_env", nccl}};
+            {"user_env", nccl},
+            {"nccl_check", spec.nccl_check}};
   if (spec.expect_rate_gbps > 0) c["expect_rate_gbps"] = spec.expect_rate_gbps;
   return c;
 }

@@ -17,7 +17,7 @@ const char* meaningOf(int code) {
     case 70: return "internal error";
     case 74: return "I/O error";
     case 76: return "protocol or authentication";
-    case 78: return "resources, topology, fabric or preflight";
+    case 78: return "resources, topology, fabric or preflight (or --nccl-check strict)";
     case 126: return "program not executable";
     case 127: return "program not found";
     case 129: return "tlaunch got SIGHUP";
@@ -44,7 +44,8 @@ Json outcomeToJson(const std::string& job_id, const JobOutcome& o, double wall_s
             {"stderr_tail", o.stderr_tail},
             {"wall_seconds", wall_seconds},
             {"phase_seconds", o.phase_seconds.empty() ? Json(nullptr) : o.phase_seconds},
-            {"rank_exit_codes", o.rank_exit_codes.empty() ? Json(nullptr) : Json(o.rank_exit_codes)}};
+            {"rank_exit_codes", o.rank_exit_codes.empty() ? Json(nullptr) : Json(o.rank_exit_codes)},
+            {"nccl", o.nccl}};
   if (std::string(origin) == "tlaunch") j["meaning"] = meaningOf(o.exit_code);
   return j;
 }

@@ -4,7 +4,7 @@
 
 _tlaunch_options="--bind --chdir --check-reachability --connect-timeout --cpus-per-rank --daemon-path --dry-run
   --exclude --expect-rate --export --gpus-per-node --hang-timeout --heartbeat-timeout --help --hostfile --hosts --include --json
-  --kill-timeout --label --launcher --master-addr --master-port --mca --net --net-cidr --net-if --nnodes --nodes --np
+  --kill-timeout --label --launcher --master-addr --master-port --mca --nccl-check --net --net-cidr --net-if --nnodes --nodes --np
   --npernode --nproc-per-node --ntasks-per-node --offline --output-dir --pmix --preflight --preflight-skip
   --preflight-strict --procs-per-node --quiet --report-bindings --slurm-args --ssh-connect-timeout --ssh-fanout
   --ssh-option --ssh-reuse --stdin --summary-json --sysfs-root --tag-output --topology-xml --verbose --version"
@@ -32,6 +32,7 @@ _tlaunch_values() {
     --preflight) COMPREPLY=($(compgen -W "quick full off" -- "$cur")) ;;
     --level) COMPREPLY=($(compgen -W "quick full" -- "$cur")) ;;
     --check-reachability) COMPREPLY=($(compgen -W "ring all off" -- "$cur")) ;;
+    --nccl-check) COMPREPLY=($(compgen -W "off warn strict" -- "$cur")) ;;
     --pmix | --ssh-reuse) COMPREPLY=($(compgen -W "on off" -- "$cur")) ;;
     --preflight-skip) COMPREPLY=($(compgen -W "$_tlaunch_checks" -- "$cur")) ;;
     --hostfile | --topology-xml | --daemon-path | --summary-json) COMPREPLY=($(compgen -f -- "$cur")) ;;

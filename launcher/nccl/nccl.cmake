@@ -8,4 +8,6 @@ set(LAUNCHER_NCCL_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/nccl/nccl_verdict.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/nccl/nccl_report_output.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/nccl/nccl_report_command.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/nccl/nccl_check.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/nccl/nccl_job_check.cc
 )

@@ -1,0 +1,99 @@
+#include "daemon/nccl_watch_set.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <spdlog/spdlog.h>
+
+#include "bootstrap/pmix_dirs.h"
+#include "daemon/daemon_session.h"
+#include "daemon/stale_job_files.h"
+#include "launcher/nccl/nccl_check.h"
+
+namespace tlaunch {
+
+namespace {
+
+std::vector<std::string> namesIn(const std::vector<std::string>& env) {
+  std::vector<std::string> names;
+  for (const auto& kv : env) names.push_back(kv.substr(0, kv.find('=')));
+  return names;
+}
+
+}  // namespace
+
+NcclWatchSet::NcclWatchSet(asio::io_context& io, std::string dir, Send send)
+    : timer_(io), dir_(std::move(dir)), send_(std::move(send)) {}
+
+NcclWatchSet::~NcclWatchSet() {
+  timer_.cancel();
+  removeTree(dir_);
+}
+
+Result<std::unique_ptr<NcclWatchSet>> NcclWatchSet::start(asio::io_context& io, std::string dir,
+                                                          std::vector<RankLaunch>& launches, Send send) {
+  if (auto r = makeRankDir(dir, static_cast<uint32_t>(::getuid()), static_cast<uint32_t>(::getgid()), "this node"); !r)
+    return tl::unexpected(r.error());
+  // Marked like the PMIx job directory: should this daemon be killed, a later one removes it.
+  if (!writeOwnerMark(dir)) spdlog::warn("could not mark {} as this daemon's", dir);
+  std::unique_ptr<NcclWatchSet> set(new NcclWatchSet(io, std::move(dir), std::move(send)));
+  for (auto& l : launches) {
+    // The rank's environment already holds what the user set (forwarded or -x): theirs wins.
+    auto d = nccl::debugEnv(nccl::CheckMode::warn, namesIn(l.env), nccl::rankLogPath(set->dir_, l.rank));
+    for (const auto& [k, v] : d.env) l.env.push_back(k + "=" + v);
+    if (d.source == nccl::LogSource::file) set->files_.emplace(l.rank, NcclLogWatch(set->dir_, l.rank));
+    if (d.source == nccl::LogSource::stderr_lines) set->stderr_.emplace(l.rank, NcclLogWatch("", l.rank));
+  }
+  if (!set->files_.empty()) set->arm();
+  return set;
+}
+
+void NcclWatchSet::arm() {
+  timer_.expires_after(kInterval);
+  timer_.async_wait([this](const asio::error_code& ec) {
+    if (ec) return;  // cancelled: `this` may be gone
+    poll();
+  });
+}
+
+void NcclWatchSet::poll() {
+  bool pending = false;
+  for (auto& [rank, w] : files_) {
+    w.poll();
+    sendReady(w);
+    pending = pending || !w.finished();
+  }
+  if (pending) arm();
+}
+
+void NcclWatchSet::onStderr(int rank, std::string_view bytes) {
+  auto it = stderr_.find(rank);
+  if (it == stderr_.end() || it->second.finished()) return;
+  it->second.feed(bytes);
+  sendReady(it->second);
+}
+
+void NcclWatchSet::sendReady(NcclLogWatch& w) {
+  if (w.ready()) send_(w.takeSummary());
+}
+
+}  // namespace tlaunch
+
+namespace tlaunch {
+
+// DaemonSession's part, here to keep daemon_session.cc about the session.
+
+void DaemonSession::startNcclWatch(std::vector<RankLaunch>& launches) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/tlaunch." + launch_->job_id + "." +
+                          launch_->node_name + ".nccl";
+  auto set = NcclWatchSet::start(io_, dir, launches, [this](const Json& m) {
+    if (conn_ && conn_->isOpen()) conn_->send(m);
+  });
+  // Without its directory the job runs unchecked: the check must never stop a job by itself.
+  if (!set) spdlog::warn("--nccl-check: {}", set.error().message);
+  else nccl_ = std::move(*set);
+}
+
+}  // namespace tlaunch

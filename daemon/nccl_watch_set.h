@@ -1,0 +1,49 @@
+#pragma once
+// --nccl-check on a node: sets each rank's NCCL debug variables (unless the user set
+// NCCL_DEBUG: then their stderr is read), tails the per-rank files in this job's directory on
+// a timer on the io thread, and sends each rank's summary once it shows Init COMPLETE.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "daemon/nccl_log_watch.h"
+#include "daemon/rank_spawner.h"
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+class NcclWatchSet {
+ public:
+  using Send = std::function<void(const Json&)>;
+  // Creates DIR (0700) and adds NCCL_DEBUG/NCCL_DEBUG_SUBSYS/NCCL_DEBUG_FILE to `launches`.
+  static Result<std::unique_ptr<NcclWatchSet>> start(asio::io_context& io, std::string dir,
+                                                     std::vector<RankLaunch>& launches, Send send);
+  ~NcclWatchSet();  // removes DIR
+  NcclWatchSet(const NcclWatchSet&) = delete;
+  NcclWatchSet& operator=(const NcclWatchSet&) = delete;
+
+  // A rank's stderr bytes: parsed when its NCCL debug output goes there.
+  void onStderr(int rank, std::string_view bytes);
+  // Reads the files now: a rank that exited may have written its last lines since the last tick.
+  void pollNow() { poll(); }
+
+ private:
+  NcclWatchSet(asio::io_context& io, std::string dir, Send send);
+  void arm();
+  void poll();
+  void sendReady(NcclLogWatch& w);
+
+  static constexpr auto kInterval = std::chrono::milliseconds(200);
+  asio::steady_timer timer_;
+  std::string dir_;
+  Send send_;
+  std::map<int, NcclLogWatch> files_;   // ranks whose log goes to the directory
+  std::map<int, NcclLogWatch> stderr_;  // ranks whose log goes to stderr (the user's NCCL_DEBUG)
+};
+
+}  // namespace tlaunch

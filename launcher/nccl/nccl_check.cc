@@ -1,0 +1,92 @@
+#include "launcher/nccl/nccl_check.h"
+
+#include <algorithm>
+#include <set>
+
+namespace tlaunch::nccl {
+
+namespace {
+
+bool userSet(const std::vector<std::string>& user_set, const std::string& name) {
+  return std::find(user_set.begin(), user_set.end(), name) != user_set.end();
+}
+
+bool planned(const Expectation& e, const std::string& ifname) {
+  return std::find(e.ifnames.begin(), e.ifnames.end(), ifname) != e.ifnames.end();
+}
+
+std::string joined(const std::set<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
+}  // namespace
+
+std::optional<CheckMode> parseCheckMode(const std::string& text) {
+  if (text == "off") return CheckMode::off;
+  if (text == "warn") return CheckMode::warn;
+  if (text == "strict") return CheckMode::strict;
+  return std::nullopt;
+}
+
+const char* checkModeName(CheckMode m) {
+  switch (m) {
+    case CheckMode::off: return "off";
+    case CheckMode::warn: return "warn";
+    case CheckMode::strict: return "strict";
+  }
+  return "?";
+}
+
+DebugEnv debugEnv(CheckMode mode, const std::vector<std::string>& user_set, const std::string& rank_log_path) {
+  DebugEnv d;
+  if (mode == CheckMode::off) return d;
+  if (userSet(user_set, "NCCL_DEBUG")) {
+    d.source = LogSource::stderr_lines;  // theirs goes where they expect it; we only read it
+    return d;
+  }
+  d.source = LogSource::file;
+  d.env.emplace_back("NCCL_DEBUG", "INFO");
+  if (!userSet(user_set, "NCCL_DEBUG_SUBSYS")) d.env.emplace_back("NCCL_DEBUG_SUBSYS", kDebugSubsys);
+  if (userSet(user_set, "NCCL_DEBUG_FILE")) d.source = LogSource::none;  // their file, not ours to tail
+  else d.env.emplace_back("NCCL_DEBUG_FILE", rank_log_path);
+  return d;
+}
+
+std::string rankLogPath(const std::string& job_dir, int rank) {
+  return job_dir + "/nccl.rank" + std::to_string(rank) + ".%h.%p.log";
+}
+
+Decision decide(const NcclReport& report, const Expectation& expected, CheckMode mode) {
+  Decision d;
+  if (mode == CheckMode::off || !expected.rdma) return d;
+  std::vector<int> socket_ranks;
+  std::set<std::string> socket_ifs, wrong_ifs;
+  for (const auto& r : report.ranks) {
+    if (r.transport == Transport::socket) {
+      socket_ranks.push_back(r.rank);
+      for (const auto& h : r.hcas) socket_ifs.insert(h);
+    }
+    // Unknown interfaces (a log cut short) say nothing; a named one must be a planned one.
+    for (const auto* ifname : {&r.bootstrap_if, &r.oob_if})
+      if (!ifname->empty() && !expected.ifnames.empty() && !planned(expected, *ifname)) wrong_ifs.insert(*ifname);
+  }
+  std::string problem;
+  if (!socket_ranks.empty() || report.transport == Transport::socket) {
+    problem = "the job expects RDMA but NCCL uses NET/Socket between nodes";
+    if (!socket_ranks.empty()) problem += " on ranks " + rankRanges(socket_ranks);
+    if (!socket_ifs.empty()) problem += " over " + joined(socket_ifs);
+  }
+  if (!wrong_ifs.empty()) {
+    std::set<std::string> want(expected.ifnames.begin(), expected.ifnames.end());
+    problem += std::string(problem.empty() ? "" : "; ") + "NCCL bootstraps on " + joined(wrong_ifs) +
+               ", not the planned " + joined(want);
+  }
+  if (problem.empty()) return d;
+  d.action = mode == CheckMode::strict ? Action::fail : Action::warn;
+  d.reason = problem + " (" + report.verdict + ")";
+  return d;
+}
+
+}  // namespace tlaunch::nccl
