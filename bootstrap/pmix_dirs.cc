@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 #include <system_error>
 
 namespace tlaunch {
@@ -50,9 +52,15 @@ Result<void> makeRankDir(const std::string& dir, uint32_t uid, uint32_t gid, con
 }
 
 bool removeTree(const std::string& dir) noexcept {
+  // A rank that is still dying (or libpmix's own thread) may create a file while we remove the
+  // tree: try again a few times before calling it a failure.
   std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
-  return !std::filesystem::exists(std::filesystem::symlink_status(dir, ec));
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
+    std::filesystem::remove_all(dir, ec);
+    if (!std::filesystem::exists(std::filesystem::symlink_status(dir, ec))) return true;
+  }
+  return false;
 }
 
 }  // namespace tlaunch

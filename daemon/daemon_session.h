@@ -39,6 +39,9 @@ class DaemonSession {
   ~DaemonSession();
   void start();
   int exitCode() const { return exit_code_; }
+  // A signal to the daemon (srun ending its step, a user's kill): end the ranks, remove the
+  // job's files, then exit — the same bounded path as the frontend's shutdown.
+  void stopOnSignal(int sig) { shutdown(128 + sig); }
 
  private:
   void connect(int attempt);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <string>
 
@@ -13,6 +14,7 @@
 
 #include "bootstrap/process_hygiene.h"
 #include "daemon/containment.h"
+#include "bootstrap/asan_default_options.h"
 #include "daemon/daemon_session.h"
 #include "tlaunch/version.h"
 
@@ -72,12 +74,19 @@ int runDaemon(int argc, char** argv) {
   asio::io_context io(1);
   tlaunch::DaemonSession session(io, opts);
   asio::signal_set signals(io, SIGTERM, SIGINT, SIGHUP);
-  signals.async_wait([&](const asio::error_code& ec, int sig) {
-    if (!ec) {
-      spdlog::warn("received signal {}; ending this node's ranks", sig);
+  // The first signal ends the ranks and cleans up (bounded: a few seconds); a second one stops now.
+  int received = 0;
+  std::function<void(const asio::error_code&, int)> on_signal = [&](const asio::error_code& ec, int sig) {
+    if (ec) return;
+    if (++received > 1) {
       io.stop();
+      return;
     }
-  });
+    spdlog::warn("received signal {}; ending this node's ranks", sig);
+    session.stopOnSignal(sig);
+    signals.async_wait(on_signal);
+  };
+  signals.async_wait(on_signal);
   session.start();
   io.run();
   return session.exitCode();

@@ -1,6 +1,7 @@
 // tlaunch: the frontend. Parses the command line and hands over to the subcommand.
 #include <string_view>
 
+#include "bootstrap/asan_default_options.h"
 #include "bootstrap/process_hygiene.h"
 #include "launcher/cli_options.h"
 #include "launcher/control_socket.h"

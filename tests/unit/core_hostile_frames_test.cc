@@ -211,7 +211,8 @@ TEST_CASE("hostile output records: every truncation and bad header is refused", 
   const std::string payload = encodeOutputFrame(5, 1, "hello\n").substr(kFrameHeaderBytes);
   for (size_t cut = 0; cut < 6; ++cut) CHECK_FALSE(decodeOutputRecord(payload.substr(0, cut)));
   for (size_t cut = 6; cut <= payload.size(); ++cut) {
-    auto r = decodeOutputRecord(payload.substr(0, cut));
+    const std::string prefix = payload.substr(0, cut);  // the record's bytes are a view into it
+    auto r = decodeOutputRecord(prefix);
     REQUIRE(r);
     CHECK(r->bytes == std::string_view("hello\n").substr(0, cut - 6));
   }
