@@ -44,31 +44,36 @@ void Connection::readSome() {
     }
     self->decoder_.feed(self->read_buf_.data(), n);
     for (;;) {
-      auto frame = self->decoder_.next();
-      if (!frame) {
-        self->fail(frame.error().message);
+      auto view = self->decoder_.nextView();
+      if (!view) {
+        self->fail(view.error().message);
         return;
       }
-      if (!*frame) break;
+      if (!*view) break;
+      // Opening a sealed frame makes the one copy of its bytes that the receiver keeps.
+      std::string payload;
       if (self->opener_) {
-        auto opened = self->opener_->open(**frame);
+        auto opened = self->opener_->open(**view);
         if (!opened) {
           self->fail(opened.error().message);
           return;
         }
-        **frame = std::move(*opened);
+        payload = std::move(*opened);
+      } else {
+        payload.assign(**view);
       }
-      if (isOutputRecord(**frame)) {
-        auto record = decodeOutputRecord(**frame);
+      if (isOutputRecord(payload)) {
+        auto record = decodeOutputRecord(payload);
         if (!record || !self->on_output_) {
           self->fail(record ? "rank output before authentication" : "a malformed output record");
           return;
         }
-        self->on_output_(*record);
+        const size_t offset = static_cast<size_t>(record->bytes.data() - payload.data());
+        self->on_output_(*record, OwnedBytes{std::move(payload), offset});
         if (!self->open_) return;
         continue;
       }
-      auto msg = decodeMessage(**frame);
+      auto msg = decodeMessage(payload);
       if (!msg) {
         self->fail(msg.error().message);
         return;
@@ -107,6 +112,12 @@ void Connection::setDeadPeerTimeout(std::chrono::milliseconds timeout) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
 }
 
+Connection::Frame Connection::sealedFrame(std::string_view payload) {
+  std::string frame = sealer_->seal(payload, kFrameHeaderBytes);
+  writeFrameHeader(frame, frame.size() - kFrameHeaderBytes);
+  return std::make_shared<const std::string>(std::move(frame));
+}
+
 void Connection::writeNext() {
   if (control_queue_.empty() && bulk_queue_.empty()) {
     writing_ = false;
@@ -125,8 +136,7 @@ void Connection::writeNext() {
   const size_t queued = out.frame->size();
   // Sealed here, in the order frames leave: the counters of both ends must agree. A broadcast's
   // shared frame gets this connection's own sealed copy.
-  Frame frame = out.seal ? std::make_shared<const std::string>(encodeFrame(sealer_->seal(
-                               std::string_view(*out.frame).substr(kFrameHeaderBytes))))
+  Frame frame = out.seal ? sealedFrame(std::string_view(*out.frame).substr(kFrameHeaderBytes))
                          : std::move(out.frame);  // held by the handler: close() may clear the queues meanwhile
   asio::async_write(socket_, asio::buffer(*frame), [self, frame, queued](const asio::error_code& ec, size_t) {
     if (!self->open_) return;

@@ -23,7 +23,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   using MessageHandler = std::function<void(Json&&)>;
   using CloseHandler = std::function<void(const std::string& reason)>;
-  using OutputHandler = std::function<void(const OutputRecord&)>;
+  // The record's bytes view into `owned`, which the handler may keep (moving it keeps `bytes`
+  // where they are: `offset` says where they start).
+  using OutputHandler = std::function<void(const OutputRecord&, OwnedBytes&& owned)>;
 
   // Starts with the small pre-authentication frame limit; raise it with setMaxFrameBytes once
   // the peer has proved the job secret.
@@ -64,6 +66,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Connection(asio::ip::tcp::socket socket, size_t max_frame_bytes);
   void readSome();
   void writeNext();
+  Frame sealedFrame(std::string_view payload);
   void fail(const std::string& reason);
 
   asio::ip::tcp::socket socket_;

@@ -53,11 +53,11 @@ FrameCipher::FrameCipher(std::string_view secret, std::string_view server_nonce,
 
 FrameCipher::~FrameCipher() { OPENSSL_cleanse(key_, sizeof key_); }
 
-std::string FrameCipher::seal(std::string_view plaintext) {
+std::string FrameCipher::seal(std::string_view plaintext, size_t headroom) {
   unsigned char iv[12];
   counterNonce(counter_++, iv);
-  std::string out(plaintext.size() + kSealOverheadBytes, '\0');
-  auto* o = reinterpret_cast<unsigned char*>(out.data());
+  std::string out(headroom + plaintext.size() + kSealOverheadBytes, '\0');
+  auto* o = reinterpret_cast<unsigned char*>(out.data()) + headroom;
   int len = 0, fin = 0;
   if (EVP_EncryptInit_ex(ctx_->c, EVP_aes_256_gcm(), nullptr, key_, iv) != 1 ||
       EVP_EncryptUpdate(ctx_->c, o, &len, reinterpret_cast<const unsigned char*>(plaintext.data()),

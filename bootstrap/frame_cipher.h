@@ -24,8 +24,9 @@ class FrameCipher {
   ~FrameCipher();
   FrameCipher(const FrameCipher&) = delete;
   FrameCipher& operator=(const FrameCipher&) = delete;
-  // The next frame's payload sealed (ciphertext then tag).
-  std::string seal(std::string_view plaintext);
+  // The next frame's payload sealed (ciphertext then tag), after `headroom` zero bytes that the
+  // caller fills in (a frame header: the payload is then never copied again).
+  std::string seal(std::string_view plaintext, size_t headroom = 0);
   // The next frame's payload opened, or an error: altered, replayed, reordered or foreign.
   Result<std::string> open(std::string_view sealed);
   uint64_t frames() const { return counter_; }

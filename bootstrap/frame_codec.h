@@ -25,6 +25,8 @@ inline constexpr size_t kAuthenticatedMaxFrameBytes = 256u << 20;
 inline constexpr size_t kDefaultMaxFrameBytes = 64u << 20;
 
 std::string encodeFrame(std::string_view payload);
+// Writes the header of a frame of `payload_bytes` into the first kFrameHeaderBytes of `frame`.
+void writeFrameHeader(std::string& frame, size_t payload_bytes);
 
 class FrameDecoder {
  public:
@@ -33,6 +35,8 @@ class FrameDecoder {
   // The next complete payload, nullopt if more bytes are needed, or an error (oversize).
   // After an error the stream is unusable: the connection must be dropped.
   Result<std::optional<std::string>> next();
+  // The same, as a view into the decoder's buffer: valid until the next feed() or next*().
+  Result<std::optional<std::string_view>> nextView();
   size_t buffered() const { return buf_.size() - pos_; }
   // Applies to every frame not yet returned: a connection raises it once its peer authenticated.
   void setMaxFrameBytes(size_t max_frame_bytes) { max_ = max_frame_bytes; }

@@ -28,6 +28,13 @@ struct OutputRecord {
   std::string_view bytes;  // into the payload it was decoded from
 };
 
+// A record's payload kept by its receiver: the bytes are storage.substr(offset).
+struct OwnedBytes {
+  std::string storage;
+  size_t offset = 0;
+  std::string_view view() const { return std::string_view(storage).substr(offset); }
+};
+
 // A whole frame (length header included), ready for Connection::sendEncoded.
 std::string encodeOutputFrame(int rank, int stream, std::string_view bytes, OutputKind kind = OutputKind::lines);
 

@@ -1,6 +1,19 @@
 #include "daemon/line_splitter.h"
 
+#include <cstring>
+
 namespace tlaunch {
+namespace {
+
+// Position of `c` in data[from, to), or `to`. memchr: a rank's output is scanned once per byte
+// class, not once per byte (string_view::find_first_of calls memchr for every byte).
+size_t findByte(std::string_view data, char c, size_t from, size_t to) {
+  if (from >= to) return to;
+  const void* hit = std::memchr(data.data() + from, c, to - from);
+  return hit == nullptr ? to : static_cast<size_t>(static_cast<const char*>(hit) - data.data());
+}
+
+}  // namespace
 
 void LineSplitter::emit(OutputKind kind, std::vector<OutputSegment>& out) {
   if (kind == OutputKind::lines && !out.empty() && out.back().kind == OutputKind::lines) {
@@ -9,6 +22,11 @@ void LineSplitter::emit(OutputKind kind, std::vector<OutputSegment>& out) {
     out.push_back({kind, std::move(partial_)});
   }
   partial_.clear();
+}
+
+void LineSplitter::appendLines(std::string_view lines, std::vector<OutputSegment>& out) {
+  if (out.empty() || out.back().kind != OutputKind::lines) out.push_back({OutputKind::lines, {}});
+  out.back().bytes.append(lines);
 }
 
 void LineSplitter::feed(std::string_view data, std::vector<OutputSegment>& out) {
@@ -23,9 +41,24 @@ void LineSplitter::feed(std::string_view data, std::vector<OutputSegment>& out) 
       emit(OutputKind::update, out);
     }
   }
+  size_t next_cr = findByte(data, '\r', i, data.size());
   while (i < data.size()) {
-    const size_t end = data.find_first_of("\r\n", i);
-    std::string_view piece = data.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i);
+    if (partial_.empty()) {
+      // Fast path: the complete lines before the next '\r' go out in one copy.
+      size_t run_end = i;
+      for (;;) {
+        const size_t nl = findByte(data, '\n', run_end, next_cr);
+        if (nl == next_cr || nl + 1 - run_end > max_line_) break;
+        run_end = nl + 1;
+      }
+      if (run_end > i) {
+        appendLines(data.substr(i, run_end - i), out);
+        i = run_end;
+        continue;
+      }
+    }
+    const size_t end = findByte(data, '\n', i, next_cr);
+    std::string_view piece = data.substr(i, end - i);
     // The cap: full-size pieces of an over-long line go out marked as continued.
     while (partial_.size() + piece.size() > max_line_) {
       const size_t take = max_line_ - partial_.size();
@@ -34,12 +67,15 @@ void LineSplitter::feed(std::string_view data, std::vector<OutputSegment>& out) 
       emit(OutputKind::continued, out);
     }
     partial_.append(piece);
-    if (end == std::string_view::npos) return;
+    if (end == data.size()) return;
     partial_.push_back(data[end]);
     i = end + 1;
     if (data[end] == '\n') {
       emit(OutputKind::lines, out);
-    } else if (i == data.size()) {
+      continue;
+    }
+    next_cr = findByte(data, '\r', i, data.size());
+    if (i == data.size()) {
       cr_pending_ = true;  // "\r" at the end of a read: the next read says whether "\n" follows
     } else if (data[i] == '\n') {
       partial_.push_back('\n');

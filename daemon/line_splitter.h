@@ -34,6 +34,7 @@ class LineSplitter {
 
  private:
   void emit(OutputKind kind, std::vector<OutputSegment>& out);
+  static void appendLines(std::string_view lines, std::vector<OutputSegment>& out);
   size_t max_line_;
   std::string partial_;      // the current line so far (a held '\r' included)
   bool cr_pending_ = false;  // partial_ ends in '\r': a '\n' next makes it "\r\n", else an update

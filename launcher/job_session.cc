@@ -230,10 +230,10 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   std::erase_if(pending_, [p](const auto& q) { return q.get() == p; });
   conn->setHandlers([this, link](Json&& m) { onLinkMessage(*link, std::move(m)); },
                     [this, link](const std::string& r) { onLinkClosed(*link, r); });
-  conn->setOutputHandler([this, link](const OutputRecord& r) {
+  conn->setOutputHandler([this, link](const OutputRecord& r, OwnedBytes&& owned) {
     link->last_heard = Clock::now();
     if (inspector_) inspector_->noteOutput();
-    out_.write(link->index, r.rank, r.stream, r.kind, r.bytes);
+    out_.write(link->index, r.rank, r.stream, r.kind, std::move(owned));
   });
   Json config = cfg_.daemon_config;
   config["heartbeat_ms"] = 1000;

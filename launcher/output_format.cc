@@ -1,25 +1,40 @@
 #include "launcher/output_format.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace tlaunch {
 
 namespace {
 constexpr std::string_view kClearLine = "\r\x1b[K";
 
 // Each line of `bytes` with the tag before it and "\n" after it ("\r\n" printed as "\n").
+// The hot path of the output relay: one allocation, memchr and memcpy only.
 std::string tagLines(const std::string& tag, std::string_view bytes) {
   std::string s;
-  s.reserve(bytes.size() + tag.size() * 4 + 1);
-  size_t start = 0;
-  while (start < bytes.size()) {
-    size_t nl = bytes.find('\n', start);
-    size_t end = nl == std::string_view::npos ? bytes.size() : nl;
-    std::string_view line = bytes.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    s += tag;
-    s += line;
-    s += '\n';
-    start = end + 1;
+  s.resize(bytes.size() + tag.size() * (bytes.size() / 16 + 1) + 1);  // grown below if lines are shorter
+  char* o = s.data();
+  const char* p = bytes.data();
+  const char* const end = p + bytes.size();
+  while (p < end) {
+    const auto* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+    const char* line_end = nl == nullptr ? end : nl;
+    size_t len = static_cast<size_t>(line_end - p);
+    if (len > 0 && p[len - 1] == '\r') --len;
+    const size_t need = static_cast<size_t>(o - s.data()) + tag.size() + len + 1;
+    if (need > s.size()) {
+      const size_t at = static_cast<size_t>(o - s.data());
+      s.resize(std::max(need, s.size() * 2));
+      o = s.data() + at;
+    }
+    std::memcpy(o, tag.data(), tag.size());
+    o += tag.size();
+    std::memcpy(o, p, len);
+    o += len;
+    *o++ = '\n';
+    p = line_end + 1;
   }
+  s.resize(static_cast<size_t>(o - s.data()));
   return s;
 }
 }  // namespace

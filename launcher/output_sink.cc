@@ -3,9 +3,12 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 namespace tlaunch {
@@ -97,13 +100,17 @@ Result<void> OutputSink::openFiles(int world_size) {
 void OutputSink::enqueue(Item item) {
   {
     std::lock_guard lk(mu_);
-    if (item.type == Item::Type::record) backlog_ += item.bytes.size();
+    if (item.type == Item::Type::record) backlog_ += item.data.view().size();
     queue_.push_back(std::move(item));
   }
   cv_.notify_one();
 }
 
 void OutputSink::write(int source, int rank, int stream, OutputKind kind, std::string_view bytes) {
+  write(source, rank, stream, kind, OwnedBytes{std::string(bytes), 0});
+}
+
+void OutputSink::write(int source, int rank, int stream, OutputKind kind, OwnedBytes&& owned) {
   auto t = tags_.find(rank);
   const std::string& tag = t != tags_.end() ? t->second : tags_[rank] = tagFor(mode_, rank, "?");
   Item item;
@@ -112,14 +119,14 @@ void OutputSink::write(int source, int rank, int stream, OutputKind kind, std::s
   item.stream = stream;
   item.kind = kind;
   item.tag = tag;
-  item.bytes.assign(bytes);
+  item.data = std::move(owned);
   enqueue(std::move(item));
 }
 
 void OutputSink::note(std::string_view text) {
   Item item;
   item.type = Item::Type::note;
-  item.bytes.assign(text);
+  item.data.storage.assign(text);
   enqueue(std::move(item));
 }
 
@@ -161,21 +168,40 @@ void OutputSink::writeFile(int rank, int stream, std::string_view bytes) {
   writeTerminalText(w);
 }
 
+bool OutputSink::writevAll(int fd, std::vector<iovec>& iov) {
+  size_t first = 0;
+  while (first < iov.size()) {
+    const int count = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
+    ssize_t n = ::writev(fd, iov.data() + first, count);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    // Skip what went out; a partly written piece continues where it stopped.
+    auto left = static_cast<size_t>(n);
+    while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+    if (left > 0) {
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
+  }
+  return true;
+}
+
 void OutputSink::writeTerminalText(const std::vector<OutputFormatter::Write>& writes) {
-  // Consecutive pieces for the same stream go out in one write(2): a line is never split
-  // between two writes, so other writers to the terminal cannot cut into it.
-  std::string batch;
+  // Consecutive pieces for the same stream go out in one writev(2): a line is never split
+  // between two writes, so other writers to the terminal cannot cut into it, and nothing is
+  // copied to join them.
+  std::vector<iovec> batch;
   int batch_stream = 0;
   auto flushBatch = [&] {
     if (batch.empty()) return;
     const int fd = batch_stream == 2 ? err_fd_ : out_fd_;
-    if (!(fd == out_fd_ && out_broken_) && !writeAll(fd, batch) && fd == out_fd_) out_broken_ = true;  // `| head`
+    if (!(fd == out_fd_ && out_broken_) && !writevAll(fd, batch) && fd == out_fd_) out_broken_ = true;  // `| head`
     batch.clear();
   };
   for (const auto& w : writes) {
     if (w.stream != batch_stream) flushBatch();
     batch_stream = w.stream;
-    batch += w.text;
+    if (!w.text.empty()) batch.push_back({const_cast<char*>(w.text.data()), w.text.size()});
   }
   flushBatch();
 }
@@ -183,10 +209,11 @@ void OutputSink::writeTerminalText(const std::vector<OutputFormatter::Write>& wr
 void OutputSink::handle(Item& item, std::vector<OutputFormatter::Write>& writes) {
   switch (item.type) {
     case Item::Type::record:
-      writeFile(item.rank, item.stream, item.bytes);
-      formatter_.record(item.tag, item.rank, item.stream, item.kind, item.bytes, OutputFormatter::Clock::now(), writes);
+      writeFile(item.rank, item.stream, item.data.view());
+      formatter_.record(item.tag, item.rank, item.stream, item.kind, item.data.view(), OutputFormatter::Clock::now(),
+                        writes);
       break;
-    case Item::Type::note: formatter_.note(item.bytes, writes); break;
+    case Item::Type::note: formatter_.note(item.data.view(), writes); break;
     case Item::Type::files: files_ = std::move(item.files); break;
     case Item::Type::flush: break;
   }
@@ -230,8 +257,9 @@ void OutputSink::run() {
         ++flushes;
       }
       if (item.type != Item::Type::record) continue;
-      pending_bytes += item.bytes.size();
-      if (item.source >= 0) drained_[item.source] += item.bytes.size();
+      const size_t n = item.data.view().size();
+      pending_bytes += n;
+      if (item.source >= 0) drained_[item.source] += n;
       if (pending_bytes >= kDrainReportBytes || writes.size() > 64) writeOut(false);
     }
     batch.clear();

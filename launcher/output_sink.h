@@ -6,6 +6,8 @@
 // the sink reports each source's bytes as they are written (setDrained), and the session
 // re-grants the daemons' output credit from that, so the queue stays bounded by the credit
 // windows and the ranks, not the job, wait.
+#include <sys/uio.h>
+
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -37,6 +39,8 @@ class OutputSink {
   Result<void> openFiles(int world_size);
   // Queues one record of `source` (a daemon link); never blocks. stream 1 = stdout, 2 = stderr.
   void write(int source, int rank, int stream, OutputKind kind, std::string_view bytes);
+  // The same without a copy: the record's bytes are owned.view().
+  void write(int source, int rank, int stream, OutputKind kind, OwnedBytes&& owned);
   // A message of tlaunch itself, always to stderr, prefixed "tlaunch: ", in order with the output.
   void note(std::string_view text);
   // Called on the writer thread with (source, bytes written) as records leave; may be empty.
@@ -50,7 +54,8 @@ class OutputSink {
     enum class Type { record, note, files, flush } type = Type::record;
     int source = -1, rank = 0, stream = 1;
     OutputKind kind = OutputKind::lines;
-    std::string tag, bytes;
+    std::string tag;
+    OwnedBytes data;  // a record's bytes or a note's text: data.view()
     std::map<std::pair<int, int>, int> files;
   };
   void enqueue(Item item);
@@ -59,6 +64,7 @@ class OutputSink {
   void writeFile(int rank, int stream, std::string_view bytes);
   void writeTerminalText(const std::vector<OutputFormatter::Write>& writes);
   bool writeAll(int fd, std::string_view data);
+  static bool writevAll(int fd, std::vector<iovec>& iov);
 
   TagMode mode_;
   std::string dir_;

@@ -24,6 +24,7 @@ Without root or namespaces the cluster rows are left out.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -113,9 +114,21 @@ def throughput(tlaunch, args, workdir):
             raise RuntimeError("a writer failed")
         return time.perf_counter() - t0
 
-    times = {"tlaunch": [], "direct": []}
+    def through_mpirun():
+        # Open MPI's own output relay (ORTE's IOF), tagged like tlaunch's, for an anchor.
+        t0 = time.perf_counter()
+        p = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), "--tag-output",
+                            *writer], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=workdir, timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(f"mpirun exit {p.returncode}: {p.stderr[-400:]!r}")
+        return time.perf_counter() - t0
+
+    commands = [("tlaunch", through_tlaunch), ("direct", direct)]
+    if shutil.which("mpirun"):
+        commands.append(("mpirun", through_mpirun))
+    times = {name: [] for name, _ in commands}
     for i in range(1 + args.throughput_runs):
-        for name, fn in (("tlaunch", through_tlaunch), ("direct", direct)):
+        for name, fn in commands:
             t = fn()
             if i >= 1:
                 times[name].append(t)
@@ -253,10 +266,15 @@ def print_table(args, rows, total_bytes, tp):
           f"median of {args.throughput_runs} runs")
     print(f"{'path':<44} {'s':>7} {'Mlines/s':>9} {'MB/s':>8}")
     for label, key in [("through tlaunch (local -N 4 -p 2, to /dev/null)", "tlaunch"),
-                       ("8 writers straight to /dev/null", "direct")]:
+                       ("8 writers straight to /dev/null", "direct"),
+                       ("through mpirun -np 8 --tag-output (local)", "mpirun")]:
+        if key not in tp:
+            continue
         s = tp[key]
         print(f"{label:<44} {s:7.2f} {lines / s / 1e6:9.2f} {total_bytes / s / 1e6:8.0f}")
     print(f"{'ratio through tlaunch / direct (throughput)':<44} {'':>7} {tp['direct'] / tp['tlaunch']:9.2f}")
+    if "mpirun" in tp:
+        print(f"{'ratio through tlaunch / through mpirun':<44} {'':>7} {tp['mpirun'] / tp['tlaunch']:9.2f}")
 
 
 if __name__ == "__main__":
