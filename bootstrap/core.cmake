@@ -12,4 +12,5 @@ set(BOOTSTRAP_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/tree_shape.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/process_hygiene.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/close_fds.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/spawn.cc
 )

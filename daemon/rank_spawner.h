@@ -1,6 +1,5 @@
 #pragma once
-// fork/exec of one rank with everything prepared beforehand: between fork and exec the child
-// only makes async-signal-safe system calls (DESIGN §8).
+// One rank's program resolved and started (the fork/exec itself is bootstrap/spawn.h's).
 #include <sys/types.h>
 
 #include <optional>
@@ -36,9 +35,8 @@ struct RankProcess {
 Result<std::string> resolveProgram(const std::string& program, const std::string& path, const std::string& cwd,
                                    const std::string& node_name);
 
-// The child is its own process group leader, dies with the daemon (PR_SET_PDEATHSIG), gets
-// default signal dispositions and an empty mask. An exec failure is reported as an error here
-// (read from a close-on-exec pipe), not as a mysterious exit status.
+// The rank gets pipes for stdout and stderr (and stdin if asked), its binding and cgroup, and
+// consents to the daemon's gdb (`tlaunch stacks`); see bootstrap/spawn.h for the rest.
 Result<RankProcess> spawnRank(const RankLaunch& launch);
 
 }  // namespace tlaunch

@@ -1,10 +1,7 @@
 #include "launcher/child_process.h"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,10 +10,7 @@
 #include <cstring>
 #include <thread>
 
-#include "bootstrap/close_fds.h"
-#include "bootstrap/process_hygiene.h"
-
-extern char** environ;
+#include "bootstrap/spawn.h"
 
 namespace tlaunch {
 
@@ -53,72 +47,25 @@ ChildProcess::~ChildProcess() {
 Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, const std::string& stdin_data,
                                          const std::vector<std::string>& extra_env) {
   if (argv.empty()) return fail(Errc::internal, "ChildProcess::spawn: empty argv");
-  int in_pipe[2], err_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0) return fail(Errc::io, std::string("pipe: ") + std::strerror(errno));
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    ::close(in_pipe[0]);
-    ::close(in_pipe[1]);
-    return fail(Errc::io, std::string("pipe: ") + std::strerror(errno));
+  SpawnSpec spec;
+  spec.exe = argv[0];
+  spec.search_path = true;
+  spec.argv = argv;
+  spec.env = environmentWith(extra_env);
+  spec.stdin_mode = SpawnSpec::Stdin::pipe;
+  spec.stdout_pipe = false;  // ssh/srun/tlaunchd print nothing there we need; errors come on stderr
+  auto spawned = spawnProcess(spec);
+  if (!spawned) {
+    Error e = spawned.error();
+    if (e.code == Errc::program_missing)
+      e.hint = "install " + argv[0] + " on this machine or put its directory in PATH";
+    return tl::unexpected<Error>(std::move(e));
   }
-  // Everything the child needs is built before fork: only async-signal-safe calls after it.
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e) {
-    std::string_view kv(*e);
-    bool replaced = false;
-    for (const auto& x : extra_env) {
-      auto eq = x.find('=');
-      if (eq != std::string::npos && kv.substr(0, eq + 1) == std::string_view(x).substr(0, eq + 1)) replaced = true;
-    }
-    if (!replaced) env_store.emplace_back(kv);
-  }
-  for (const auto& x : extra_env) env_store.push_back(x);
-  std::vector<char*> cenv;
-  for (auto& s : env_store) cenv.push_back(s.data());
-  cenv.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  const struct rlimit user_nofile = userNofileLimit();
-
-  // Block signals across fork so that the child never runs one of our handlers before exec.
-  sigset_t all, old;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  pid_t pid = ::fork();
-  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (pid < 0) {
-    int e = errno;
-    for (int fd : {in_pipe[0], in_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
-    return fail(Errc::io, std::string("fork: ") + std::strerror(e));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(in_pipe[0], STDIN_FILENO);
-    ::dup2(err_pipe[1], STDERR_FILENO);
-    closeFdsFrom(3, -1);  // no listener or control socket leaks into ssh/srun
-    // srun propagates its limits to the tasks: tlaunchd must see the user's own soft limit.
-    restoreUserNofile(user_nofile);
-    for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execvpe(cargv[0], cargv.data(), cenv.data());
-    const char msg[] = "exec failed: ";
-    (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)!::write(STDERR_FILENO, cargv[0], std::strlen(cargv[0]));
-    (void)!::write(STDERR_FILENO, "\n", 1);
-    ::_exit(errno == ENOENT ? 127 : 126);
-  }
-  ::setpgid(pid, pid);  // also from the parent, so signal() works even before the child runs
-  ::close(in_pipe[0]);
-  ::close(err_pipe[1]);
   ChildProcess cp;
-  cp.pid_ = pid;
-  cp.stdin_fd_ = in_pipe[1];
-  cp.stderr_fd_ = err_pipe[0];
+  cp.pid_ = spawned->pid;
+  if (spawned->pidfd >= 0) ::close(spawned->pidfd);
+  cp.stdin_fd_ = spawned->stdin_fd;
+  cp.stderr_fd_ = spawned->stderr_fd;
   ::fcntl(cp.stderr_fd_, F_SETFL, O_NONBLOCK);
   // The secret is one short line: it fits in the pipe buffer, so this cannot block.
   size_t off = 0;

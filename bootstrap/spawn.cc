@@ -1,0 +1,160 @@
+#include "bootstrap/spawn.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+#include "bootstrap/close_fds.h"
+#include "bootstrap/process_hygiene.h"
+
+extern char** environ;
+
+namespace tlaunch {
+
+namespace {
+
+struct Pipe {
+  std::array<int, 2> fd{-1, -1};
+  bool open() { return ::pipe2(fd.data(), O_CLOEXEC) == 0; }
+  void closeEnd(int i) {
+    if (fd[i] >= 0) ::close(fd[i]);
+    fd[i] = -1;
+  }
+  void closeBoth() {
+    closeEnd(0);
+    closeEnd(1);
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> environmentWith(const std::vector<std::string>& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view kv(*e);
+    const std::string_view key = kv.substr(0, kv.find('=') + 1);
+    bool replaced = false;
+    for (const auto& o : overrides)
+      if (std::string_view(o).substr(0, o.find('=') + 1) == key) replaced = true;
+    if (!replaced) env.emplace_back(kv);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
+}
+
+Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec) {
+  if (spec.argv.empty() || spec.exe.empty()) return fail(Errc::internal, "spawnProcess: no program");
+  Pipe in, out, err, report;
+  auto closeAll = [&] {
+    for (Pipe* p : {&in, &out, &err, &report}) p->closeBoth();
+  };
+  const bool pipe_in = spec.stdin_mode == SpawnSpec::Stdin::pipe;
+  if (!report.open() || (pipe_in && !in.open()) || (spec.stdout_pipe && !out.open()) ||
+      (spec.stderr_pipe && !err.open())) {
+    const int e = errno;
+    closeAll();
+    return fail(Errc::io, std::string("pipe: ") + std::strerror(e));
+  }
+  int devnull = -1;
+  if (!pipe_in) {
+    devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull < 0) {
+      const int e = errno;
+      closeAll();
+      return fail(Errc::io, std::string("/dev/null: ") + std::strerror(e));
+    }
+  }
+  std::vector<char*> argv, envp;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const char* exe = spec.exe.c_str();
+  const char* cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
+  const pid_t parent = ::getpid();
+  const int stdin_src = pipe_in ? in.fd[0] : devnull;
+  const int report_fd = report.fd[1];
+  const struct rlimit user_nofile = userNofileLimit();
+
+  // Signals blocked across fork: the child never runs one of the parent's handlers.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t pid = ::fork();
+  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0) {
+    const int e = errno;
+    closeAll();
+    if (devnull >= 0) ::close(devnull);
+    return fail(Errc::io, std::string("fork: ") + std::strerror(e));
+  }
+  if (pid == 0) {
+    // Child: async-signal-safe calls only.
+    auto die = [report_fd](int code) {
+      (void)!::write(report_fd, &code, sizeof code);
+      ::_exit(127);
+    };
+    ::setpgid(0, 0);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) die(errno);
+    if (::getppid() != parent) ::_exit(137);  // the parent died before we got here
+    // Into the job's cgroup before anything runs: whatever the child starts is born inside it.
+    if (spec.cgroup_procs_fd >= 0) (void)!::write(spec.cgroup_procs_fd, "0", 1);
+    restoreUserNofile(user_nofile);
+    // Under Yama's ptrace_scope=1 only ancestors may attach; naming the parent admits its
+    // descendants (the daemon's gdb). The consent survives execve; EINVAL without Yama.
+    if (spec.allow_parent_ptrace) ::prctl(PR_SET_PTRACER, static_cast<unsigned long>(parent), 0, 0, 0);
+    for (int s = 1; s < NSIG; ++s) ::signal(s, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (::dup2(stdin_src, STDIN_FILENO) < 0) die(errno);
+    if (out.fd[1] >= 0 && ::dup2(out.fd[1], STDOUT_FILENO) < 0) die(errno);
+    if (err.fd[1] >= 0 && ::dup2(err.fd[1], STDERR_FILENO) < 0) die(errno);
+    closeFdsFrom(3, report_fd);  // the report pipe is close-on-exec
+    if (cwd != nullptr && ::chdir(cwd) != 0) die(errno);
+    if (spec.pre_exec != nullptr) {
+      const int rc = spec.pre_exec(spec.pre_exec_context);
+      if (rc != 0) die(rc);
+    }
+    if (spec.search_path) ::execvpe(exe, argv.data(), envp.data());
+    else ::execve(exe, argv.data(), envp.data());
+    die(errno);
+  }
+  in.closeEnd(0);
+  out.closeEnd(1);
+  err.closeEnd(1);
+  report.closeEnd(1);
+  if (devnull >= 0) ::close(devnull);
+  ::setpgid(pid, pid);  // from the parent too, so that a group signal works before the child runs
+  int child_errno = 0;
+  ssize_t n = 0;
+  do {
+    n = ::read(report.fd[0], &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  report.closeEnd(0);
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    closeAll();
+    int st = 0;
+    ::waitpid(pid, &st, 0);  // it has _exit()ed already
+    return fail(child_errno == ENOENT ? Errc::program_missing : Errc::program_not_executable,
+                "cannot execute '" + spec.exe + "': " + std::strerror(child_errno));
+  }
+  SpawnedProcess p;
+  p.pid = pid;
+  p.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  p.stdin_fd = in.fd[1];
+  p.stdout_fd = out.fd[0];
+  p.stderr_fd = err.fd[0];
+  return p;
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,52 @@
+#pragma once
+// The one fork/exec of tlaunch: ranks (daemon/rank_spawner) and the frontend's helpers (ssh,
+// srun, a local tlaunchd: launcher/child_process) both start here. Everything the child needs
+// is built before fork; between fork and exec the child makes only async-signal-safe calls
+// (DESIGN §8). The child:
+// - is its own process group leader and dies with its parent (PR_SET_PDEATHSIG SIGKILL, checked
+//   against a parent that died before the child got there);
+// - gets default signal dispositions, an empty mask, the user's own RLIMIT_NOFILE back, and no
+//   descriptor of ours but its three standard ones (a control socket that leaked into a child
+//   would keep a dead node looking alive);
+// - reports an exec failure (or a failed set-up step) through a close-on-exec pipe, so the
+//   caller gets an error naming the program instead of a mysterious exit status 127.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+struct SpawnSpec {
+  std::string exe;                // the file to exec: a path, or a name looked up in PATH if search_path
+  bool search_path = false;       // execvpe semantics (the frontend's ssh/srun)
+  std::vector<std::string> argv;  // argv[0] as the user wrote it
+  std::vector<std::string> env;   // the complete environment, "K=V"
+  std::string cwd;                // empty: the parent's
+  enum class Stdin { dev_null, pipe } stdin_mode = Stdin::dev_null;
+  bool stdout_pipe = true;  // else the parent's stdout is inherited
+  bool stderr_pipe = true;  // else inherited
+  // Run in the child just before exec, async-signal-safe only: returns 0, or an errno-like code
+  // that fails the spawn. The daemon applies a rank's CPU/memory binding here.
+  int (*pre_exec)(const void* context) = nullptr;
+  const void* pre_exec_context = nullptr;
+  int cgroup_procs_fd = -1;      // a cgroup.procs open for writing: the child joins it first
+  bool allow_parent_ptrace = false;  // PR_SET_PTRACER(parent): `tlaunch stacks` under Yama
+};
+
+struct SpawnedProcess {
+  pid_t pid = -1;
+  int pidfd = -1;  // -1 where pidfd_open is not available
+  int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;  // the parent's ends, close-on-exec; -1 if not piped
+};
+
+// An error carries the child's errno: ENOENT gives Errc::program_missing, any other
+// Errc::program_not_executable (fork/pipe failures: Errc::io).
+Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec);
+
+// The current environment with `overrides` ("K=V") replacing or adding variables.
+std::vector<std::string> environmentWith(const std::vector<std::string>& overrides);
+
+}  // namespace tlaunch
