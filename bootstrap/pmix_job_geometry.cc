@@ -1,4 +1,5 @@
 #include "bootstrap/pmix_job_geometry.h"
+#include "tlaunch/strings.h"
 
 #include <limits>
 #include <set>
@@ -8,15 +9,6 @@ namespace tlaunch {
 namespace {
 
 constexpr size_t kMaxNspaceLen = 255;  // PMIX_MAX_NSLEN
-
-std::string joinRanks(const std::vector<int>& ranks) {
-  std::string out;
-  for (int r : ranks) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(r);
-  }
-  return out;
-}
 
 Result<void> checkNodeName(const std::string& name, size_t index) {
   if (name.empty()) return fail(Errc::internal, "PMIx job layout: node " + std::to_string(index) + " has no name");
@@ -105,10 +97,10 @@ Result<PmixJobGeometry> planPmixJob(const PmixJobLayout& layout) {
       g.ppn_list += ';';
     }
     g.node_list += layout.node_names[n];
-    g.ppn_list += joinRanks(ranks);
+    g.ppn_list += joinStrings(ranks, ",");
   }
   g.local_ranks = layout.ranks_by_node[layout.this_node];
-  g.local_peers = joinRanks(g.local_ranks);
+  g.local_peers = joinStrings(g.local_ranks, ",");
   return g;
 }
 

@@ -8,18 +8,13 @@
 
 #include "launcher/shell_quote.h"
 #include "launcher/starter_support.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 
 namespace {
 
 bool contains(const std::string& text, std::string_view needle) { return text.find(needle) != std::string::npos; }
-
-std::string joinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
 
 }  // namespace
 
@@ -79,7 +74,7 @@ std::string explainSrunFailure(int exit_status, const std::string& stderr_text, 
   const std::string& e = stderr_text;
   auto with = [&](const std::string& text) { return text + said; };
   const std::vector<std::string> nodes = nodesInSrunErrors(e);
-  const std::string on = nodes.empty() ? std::string(" on the nodes") : " on " + joinNames(nodes);
+  const std::string on = nodes.empty() ? std::string(" on the nodes") : " on " + joinStrings(nodes);
 
   if (contains(e, "execve():") && (contains(e, "No such file or directory") || contains(e, "not found"))) {
     return with("tlaunchd not found at " + daemon_path + on + ": install tlaunch there or pass --daemon-path");
@@ -116,7 +111,7 @@ std::string explainSrunFailure(int exit_status, const std::string& stderr_text, 
   }
   if (contains(e, "DUE TO PREEMPTION")) return with("the Slurm job was preempted by a higher-priority job");
   if (contains(e, "DUE TO NODE FAILURE") || contains(e, "Node failure")) {
-    return with("a node of the Slurm job failed" + (nodes.empty() ? std::string() : " (" + joinNames(nodes) + ")") +
+    return with("a node of the Slurm job failed" + (nodes.empty() ? std::string() : " (" + joinStrings(nodes) + ")") +
                 " and Slurm cancelled the job step");
   }
   if (contains(e, "CANCELLED AT") || contains(e, "Job step aborted") || contains(e, "Force Terminated")) {

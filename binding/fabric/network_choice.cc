@@ -8,6 +8,7 @@
 
 #include "binding/fabric/ipv4_net.h"
 #include "binding/fabric/roce_gid.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 namespace {
@@ -142,12 +143,6 @@ std::string explainNamed(const NodeFabric& fabric, const NodeCandidates& found, 
   return name + " cannot be used";
 }
 
-std::string joinNames(const std::vector<std::string>& names, const std::string& sep = ",") {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : sep) + n;
-  return out;
-}
-
 int kindRank(NetKind kind) { return kind == NetKind::ib ? 0 : kind == NetKind::roce ? 1 : 2; }
 
 // The chosen subnet's data ports on one node, and the RoCE GID each would use.
@@ -253,10 +248,10 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
       std::erase_if(kept.list, [&](const Candidate& c) { return !contains(*cidr, c.address); });
       if (kept.list.empty())
         problems.push_back(node.node + ": no " + what + " has an address in " + formatCidr(*cidr) + " (found " +
-                           joinNames(outside, ", ") + ")");
+                           joinStrings(outside, ", ") + ")");
     }
     if (kept.list.empty() && names.empty() && !(cidr && !found.list.empty())) {
-      std::string why = found.reasons.empty() ? std::string("no IPoIB or RoCE interface") : joinNames(found.reasons, "; ");
+      std::string why = found.reasons.empty() ? std::string("no IPoIB or RoCE interface") : joinStrings(found.reasons, "; ");
       problems.push_back(node.node + ": " + why);
     }
     perNode.push_back(std::move(kept));
@@ -328,7 +323,7 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
     for (const auto& node : nodes)
       if (std::find(holders[*widest].begin(), holders[*widest].end(), node.node) == holders[*widest].end())
         lacking.push_back(node.node);
-    message += "\n" + formatCidr(*widest) + " is missing on " + joinNames(lacking, ", ");
+    message += "\n" + formatCidr(*widest) + " is missing on " + joinStrings(lacking, ", ");
     for (const auto& note : notes) message += "\n" + note;
     return fail(Errc::fabric, message,
                 "put every node's fabric interface on one subnet, or choose with --net-cidr / --net-if "

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "binding/fabric/ipv4_net.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 namespace {
@@ -16,19 +17,13 @@ bool isDataPort(const RdmaPort& p) {
          (p.link_layer == LinkLayer::infiniband || p.link_layer == LinkLayer::ethernet);
 }
 
-std::string join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
-  return out;
-}
-
 // "200 Gb/sec (4X HDR) x2, 100 Gb/sec (4X EDR) x1": a multiset, sorted.
 std::string countedList(const std::vector<std::string>& values) {
   std::map<std::string, int> counts;
   for (const auto& v : values) ++counts[v];
   std::vector<std::string> parts;
   for (const auto& [v, n] : counts) parts.push_back(v + " x" + std::to_string(n));
-  return parts.empty() ? "none" : join(parts, ", ");
+  return parts.empty() ? "none" : joinStrings(parts, ", ");
 }
 
 std::string railsOf(const NodeFabric& f) {
@@ -64,7 +59,7 @@ std::string mtusOf(const CrossNodeInput& n) {
         mtus.insert((p.link_layer == LinkLayer::infiniband ? "IPoIB " : "netdev ") + std::to_string(i->mtu) +
                     (i->ipoib_mode.empty() ? "" : " " + i->ipoib_mode));
     }
-  return mtus.empty() ? "none" : join({mtus.begin(), mtus.end()}, ", ");
+  return mtus.empty() ? "none" : joinStrings(mtus);
 }
 
 std::string subnetsOf(const NodeFabric& f) {
@@ -76,7 +71,7 @@ std::string subnetsOf(const NodeFabric& f) {
         for (const auto& a : i->ipv4)
           if (auto addr = parseIpv4(a.address)) nets.insert(formatCidr(networkOf(*addr, a.prefix)));
     }
-  return nets.empty() ? "none" : join({nets.begin(), nets.end()}, ", ");
+  return nets.empty() ? "none" : joinStrings(nets);
 }
 
 // Groups nodes by value and reports outliers (or every group when no value has a majority).
@@ -104,16 +99,16 @@ void compare(std::vector<PreflightItem>& out, const std::vector<CrossNodeInput>&
     const std::string& common = majority.front();
     for (const auto& v : order) {
       if (v == common) continue;
-      out.push_back(PreflightItem{check, join(groups[v], ","), "", severity, v,
-                                  common + " (as on " + join(groups[common], ",") + ")", fix});
+      out.push_back(PreflightItem{check, joinStrings(groups[v], ","), "", severity, v,
+                                  common + " (as on " + joinStrings(groups[common], ",") + ")", fix});
     }
     return;
   }
   std::vector<std::string> described;
-  for (const auto& v : order) described.push_back(join(groups[v], ",") + ": " + v);
+  for (const auto& v : order) described.push_back(joinStrings(groups[v], ",") + ": " + v);
   std::vector<std::string> all;
   for (const auto& n : nodes) all.push_back(n.node);
-  out.push_back(PreflightItem{check, join(all, ","), "", severity, join(described, "; "),
+  out.push_back(PreflightItem{check, joinStrings(all, ","), "", severity, joinStrings(described, "; "),
                               "the same " + what + " on every node", fix});
 }
 

@@ -5,6 +5,7 @@
 
 #include "binding/fabric/nccl_if_list.h"
 #include "binding/fabric/roce_gid.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 namespace {
@@ -32,12 +33,6 @@ bool isDataLinkLayer(const RdmaPort& p) {
 std::string stateText(const RdmaPort& p) {
   std::string s = p.state_name.empty() ? std::to_string(p.state) : p.state_name;
   return s + " (" + (p.phys_state_name.empty() ? std::to_string(p.phys_state) : p.phys_state_name) + ")";
-}
-
-std::string hex(std::uint32_t v) {
-  char text[16];
-  std::snprintf(text, sizeof text, "0x%x", v);
-  return text;
 }
 
 std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
@@ -127,7 +122,7 @@ void checkPorts(Items& items, const NodeFabric& fabric, const PreflightOptions& 
 
       if (p.link_layer == LinkLayer::infiniband) {
         bool assigned = p.has_lid && p.lid != 0 && p.lid != 0xffff;
-        items.add("lid", name, assigned ? S::pass : S::fail, p.has_lid ? hex(p.lid) : "unknown",
+        items.add("lid", name, assigned ? S::pass : S::fail, p.has_lid ? hex32(p.lid) : "unknown",
                   "a LID assigned by the subnet manager",
                   "no subnet manager has configured " + name + ": check opensm or the switch SM (sminfo)");
       }

@@ -1,4 +1,5 @@
 #include "binding/rdma/verbs_probe.h"
+#include "tlaunch/strings.h"
 
 #include <cstdio>
 
@@ -12,12 +13,6 @@ const char* stateName(int state) {
 
 const char* layerName(LinkLayer l) {
   return l == LinkLayer::infiniband ? "InfiniBand" : l == LinkLayer::ethernet ? "Ethernet" : "unknown";
-}
-
-std::string hex(std::uint32_t v) {
-  char text[16];
-  std::snprintf(text, sizeof text, "0x%x", v);
-  return text;
 }
 
 }  // namespace
@@ -125,9 +120,9 @@ std::vector<PreflightItem> verbsProbeItems(const VerbsProbe& probe, const NodeFa
         continue;
       }
       const VerbsPortAttr& a = vp->attr;
-      std::string found = std::string(stateName(a.state)) + ", " + layerName(a.link_layer) + ", LID " + hex(a.lid) +
+      std::string found = std::string(stateName(a.state)) + ", " + layerName(a.link_layer) + ", LID " + hex32(a.lid) +
                           ", MTU " + std::to_string(a.active_mtu);
-      std::string expected = p.state_name + ", " + layerName(p.link_layer) + (p.has_lid ? ", LID " + hex(p.lid) : "");
+      std::string expected = p.state_name + ", " + layerName(p.link_layer) + (p.has_lid ? ", LID " + hex32(p.lid) : "");
       bool same = a.state == p.state && a.link_layer == p.link_layer &&
                   (!p.has_lid || p.link_layer != LinkLayer::infiniband || a.lid == p.lid);
       add("verbs_port", name, same ? S::pass : S::warn, found, expected + " (sysfs)",

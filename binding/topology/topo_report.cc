@@ -5,6 +5,7 @@
 #include "binding/topology/binding_manifest.h"
 #include "binding/topology/placement.h"
 #include "binding/topology/cpu_list.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 namespace {
@@ -46,12 +47,6 @@ std::string portState(int state) {
   return "state unknown";
 }
 
-std::string joined(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
-
 void numaSection(const TopologySnapshot& topo, std::string& out) {
   Rows rows{{"NUMA", "package", "cores", "CPUs", "memory"}};
   for (const auto& n : topo.numa_nodes) {
@@ -89,7 +84,7 @@ void matrixSection(const TopologySnapshot& topo, std::string& out) {
     const bool model_names_vendor = g.model.rfind(g.vendor, 0) == 0;
     gpus.push_back({"GPU" + std::to_string(i), g.busid,
                     model_names_vendor ? g.model : g.vendor + (g.model.empty() ? "" : " " + g.model),
-                    g.uuid.value_or("-"), g.os_devices.empty() ? "PCI only" : joined(g.os_devices, ",")});
+                    g.uuid.value_or("-"), g.os_devices.empty() ? "PCI only" : joinStrings(g.os_devices, ",")});
   }
   out += "\nGPUs (CUDA_DEVICE_ORDER=PCI_BUS_ID order)\n" + alignColumns(gpus, "  ");
 }
@@ -104,8 +99,8 @@ void hcaSection(const TopologySnapshot& topo, std::string& out) {
     std::vector<std::string> ports;
     for (const auto& p : h.ports)
       ports.push_back(std::to_string(p.number) + " " + portState(p.state) +
-                      (p.netdevs.empty() ? "" : " (" + joined(p.netdevs, ",") + ")"));
-    rows.push_back({h.name, orDash(h.busid), numaText(h.numa), affinity(topo, h.numa), joined(ports, "; ")});
+                      (p.netdevs.empty() ? "" : " (" + joinStrings(p.netdevs, ",") + ")"));
+    rows.push_back({h.name, orDash(h.busid), numaText(h.numa), affinity(topo, h.numa), joinStrings(ports, "; ")});
   }
   out += "\nRDMA devices\n" + alignColumns(rows, "  ");
 }
@@ -130,7 +125,7 @@ void pairingSection(const TopologySnapshot& topo, const std::vector<RankBinding>
       skipped.push_back(h.name);
   }
   if (any_active && !skipped.empty() && pairing.front().gpu_busid)
-    out += "  not paired (no ACTIVE port): " + joined(skipped, ", ") + "\n";
+    out += "  not paired (no ACTIVE port): " + joinStrings(skipped, ", ") + "\n";
 }
 
 }  // namespace

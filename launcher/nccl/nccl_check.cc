@@ -1,4 +1,5 @@
 #include "launcher/nccl/nccl_check.h"
+#include "tlaunch/strings.h"
 
 #include <algorithm>
 #include <set>
@@ -13,12 +14,6 @@ bool userSet(const std::vector<std::string>& user_set, const std::string& name) 
 
 bool planned(const Expectation& e, const std::string& ifname) {
   return std::find(e.ifnames.begin(), e.ifnames.end(), ifname) != e.ifnames.end();
-}
-
-std::string joined(const std::set<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
-  return out;
 }
 
 }  // namespace
@@ -76,12 +71,12 @@ Decision decide(const NcclReport& report, const Expectation& expected, CheckMode
   if (!socket_ranks.empty() || report.transport == Transport::socket) {
     problem = "the job expects RDMA but NCCL uses NET/Socket between nodes";
     if (!socket_ranks.empty()) problem += " on ranks " + rankRanges(socket_ranks);
-    if (!socket_ifs.empty()) problem += " over " + joined(socket_ifs);
+    if (!socket_ifs.empty()) problem += " over " + joinStrings(socket_ifs, ",");
   }
   if (!wrong_ifs.empty()) {
     std::set<std::string> want(expected.ifnames.begin(), expected.ifnames.end());
-    problem += std::string(problem.empty() ? "" : "; ") + "NCCL bootstraps on " + joined(wrong_ifs) +
-               ", not the planned " + joined(want);
+    problem += std::string(problem.empty() ? "" : "; ") + "NCCL bootstraps on " + joinStrings(wrong_ifs, ",") +
+               ", not the planned " + joinStrings(want, ",");
   }
   if (problem.empty()) return d;
   d.action = mode == CheckMode::strict ? Action::fail : Action::warn;

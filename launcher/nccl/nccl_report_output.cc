@@ -5,17 +5,12 @@
 #include <vector>
 
 #include "launcher/nccl/nccl_verdict.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch::nccl {
 namespace {
 
 using nlohmann::json;
-
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
-  return out;
-}
 
 std::string dash(const std::string& s) { return s.empty() ? "-" : s; }
 
@@ -28,7 +23,7 @@ std::string betweenCell(const RankReport& r) {
 }
 
 std::string hcaCell(const RankReport& r) {
-  std::string out = join(r.hcas, ",");
+  std::string out = joinStrings(r.hcas, ",");
   if (r.transport == Transport::plugin && !r.provider.empty()) out = r.provider;
   if (r.pxn_proxy >= 0) out += " via rank " + std::to_string(r.pxn_proxy);
   return dash(out);
@@ -73,7 +68,7 @@ std::string reportText(const NcclReport& report) {
     for (const auto& r : report.ranks) {
       rows.push_back({r.rank >= 0 ? std::to_string(r.rank) : "?", r.host, std::to_string(r.pid),
                       r.cuda_dev >= 0 ? std::to_string(r.cuda_dev) : "-", betweenCell(r), hcaCell(r),
-                      r.transport == Transport::none ? "-" : gdrName(r.gdr), dash(join(r.intra, ",")),
+                      r.transport == Transport::none ? "-" : gdrName(r.gdr), dash(joinStrings(r.intra, ",")),
                       dash(r.bootstrap_if.empty() ? r.oob_if : r.bootstrap_if), statusName(r.status)});
     }
     out += table(rows);

@@ -5,15 +5,10 @@
 #include <vector>
 
 #include "launcher/nccl/nccl_text.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch::nccl {
 namespace {
-
-std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
-  return out;
-}
 
 // "rank 3", "ranks 8-15", or "host:pid, host:pid (+5 more)" when ranks do not identify processes.
 std::string who(const NcclReport& report, const std::vector<const RankReport*>& ranks) {
@@ -27,8 +22,8 @@ std::string who(const NcclReport& report, const std::vector<const RankReport*>& 
     names.push_back(r->host + ":" + std::to_string(r->pid));
     if (std::find(hosts.begin(), hosts.end(), r->host) == hosts.end()) hosts.push_back(r->host);
   }
-  if (names.size() <= 3) return join(names);
-  return std::to_string(names.size()) + " processes on " + (hosts.size() == 1 ? "host " : "hosts ") + join(hosts);
+  if (names.size() <= 3) return joinStrings(names);
+  return std::to_string(names.size()) + " processes on " + (hosts.size() == 1 ? "host " : "hosts ") + joinStrings(hosts);
 }
 
 // "Connect to 10.0.0.2<34630> failed" and "…<56617>…" are the same failure: numbers, addresses
@@ -85,7 +80,7 @@ std::string betweenPhrase(const NcclReport& report) {
               (reasons.empty() ? "" : ": " + reasons.front()) + ")";
     return what;
   }
-  std::string out = "between nodes NET/" + join(report.nets, ", NET/");
+  std::string out = "between nodes NET/" + joinStrings(report.nets, ", NET/");
   if (report.transport == Transport::roce) out += " over RoCE";
   if (report.transport == Transport::plugin) {
     std::vector<std::string> details;
@@ -98,7 +93,7 @@ std::string betweenPhrase(const NcclReport& report) {
                                                             : ""));
       break;
     }
-    if (!details.empty()) out += " (" + join(details) + ")";
+    if (!details.empty()) out += " (" + joinStrings(details) + ")";
   }
   if (!report.hcas.empty()) out += (report.transport == Transport::socket ? " over " : " on ") + compactHcas(report.hcas);
   out += gdrPhrase(report.gdr);
@@ -172,7 +167,7 @@ void writeVerdict(NcclReport& report) {
       report.verdict += "; " + betweenPhrase(report);
     } else if (!anyInit && report.ranks.size() == failed.size() && !first.selected_network.empty()) {
       report.verdict += "; no transport was established (network " + first.selected_network +
-                        (first.listed.empty() ? "" : " over " + join(first.listed)) +
+                        (first.listed.empty() ? "" : " over " + joinStrings(first.listed)) +
                         (first.no_ib_reason.empty() ? "" : ", " + first.no_ib_reason) + ")";
     } else {
       report.verdict += "; no transport line in this log";
@@ -192,13 +187,13 @@ void writeVerdict(NcclReport& report) {
         if (std::find(ifs.begin(), ifs.end(), h) == ifs.end()) ifs.push_back(h);
     report.level = "warning";
     report.verdict = "WARNING: " + who(report, socket) + (socket.size() == 1 ? " uses" : " use") + " NET/Socket" +
-                     (ifs.empty() ? "" : " over " + join(ifs)) + reason + " — NCCL fell back to TCP";
+                     (ifs.empty() ? "" : " over " + joinStrings(ifs)) + reason + " — NCCL fell back to TCP";
     return;
   }
   report.level = "ok";
   std::string v = "NCCL: " + countPhrase(report) + "; " + betweenPhrase(report);
-  if (!bootstrap.empty()) v += "; bootstrap on " + join(bootstrap);
-  if (!report.intra.empty()) v += "; within nodes " + join(report.intra);
+  if (!bootstrap.empty()) v += "; bootstrap on " + joinStrings(bootstrap);
+  if (!report.intra.empty()) v += "; within nodes " + joinStrings(report.intra);
   v += pluginNote(report);
   int warnings = 0;
   for (const auto& r : report.ranks)
