@@ -13,4 +13,5 @@ set(BOOTSTRAP_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/process_hygiene.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/close_fds.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/spawn.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/error_text.cc
 )

@@ -8,6 +8,7 @@
 #include "launcher/cli_values.h"
 #include "launcher/inspect_cli.h"
 #include "tlaunch/version.h"
+#include "bootstrap/error_text.h"
 
 namespace tlaunch {
 
@@ -16,7 +17,7 @@ namespace {
 // A checked value, or a CLI11 parse error carrying our message (exit 64 like every usage error).
 template <class T>
 T orThrow(Result<T> r) {
-  if (!r) throw CLI::ValidationError(r.error().message + (r.error().hint.empty() ? "" : "\n  -> " + r.error().hint));
+  if (!r) throw CLI::ValidationError(describeError(r.error()));
   return std::move(*r);
 }
 
@@ -295,8 +296,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     return out;
   }
   if (auto e = applyExportFlags(export_flags, s); !e) {
-    std::cerr << "tlaunch: " << e.error().message << "\n";
-    if (!e.error().hint.empty()) std::cerr << "  -> " << e.error().hint << "\n";
+    printError(e.error());
     out.exit_now = 64;
     return out;
   }

@@ -20,6 +20,7 @@
 #include "launcher/plan/plan_preflight.h"
 #include "launcher/stdin_credit.h"
 #include "tlaunch/version.h"
+#include "bootstrap/error_text.h"
 
 namespace tlaunch {
 
@@ -283,9 +284,7 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
   }
   if (t == "prepare_failed" || t == "start_failed") {
     auto code = static_cast<Errc>(getInt(msg, "code", static_cast<int>(Errc::internal)));
-    std::string text = getString(msg, "message");
-    std::string hint = getString(msg, "hint");
-    fail(exitStatusFor(code), text + (hint.empty() ? "" : "\n  -> " + hint));
+    fail(exitStatusFor(code), describeError({code, getString(msg, "message"), getString(msg, "hint")}));
     return;
   }
   if (t == "started") {
@@ -383,7 +382,7 @@ void JobSession::planAndPrepare() {
   auto plan = makePlan(cfg_.spec, reports, cfg_.plan_context);
   if (!plan) {
     fail(exitStatusFor(plan.error().code),
-         plan.error().message + (plan.error().hint.empty() ? "" : "\n  -> " + plan.error().hint));
+         describeError(plan.error()));
     return;
   }
   plan_ = std::move(*plan);

@@ -14,6 +14,7 @@
 #include "launcher/job_session.h"
 #include "launcher/job_setup.h"
 #include "launcher/summary_json.h"
+#include "bootstrap/error_text.h"
 
 namespace tlaunch {
 
@@ -25,11 +26,6 @@ std::string selfDirectory() {
   if (n <= 0) return ".";
   std::string p(buf, static_cast<size_t>(n));
   return p.substr(0, p.rfind('/'));
-}
-
-void printError(const Error& e) {
-  std::cerr << "tlaunch: error: " << e.message << "\n";
-  if (!e.hint.empty()) std::cerr << "  -> " << e.hint << "\n";
 }
 
 void printOutcome(OutputSink& out, const std::string& job_id, const JobOutcome& o) {

@@ -9,13 +9,13 @@
 #include "launcher/job_environment.h"
 #include "launcher/plan/job_plan.h"
 #include "launcher/job_setup.h"
+#include "bootstrap/error_text.h"
 
 namespace tlaunch {
 
 namespace {
 int report(const Error& e) {
-  std::cerr << "tlaunch: error: " << e.message << "\n";
-  if (!e.hint.empty()) std::cerr << "  -> " << e.hint << "\n";
+  printError(e);
   return exitStatusFor(e.code);
 }
 }  // namespace
