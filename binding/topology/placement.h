@@ -22,7 +22,7 @@ bool hcaHasActivePort(const HcaDevice& hca);
 int hcaPreferredPort(const HcaDevice& hca);
 
 // Plans the local ranks of one node. Deterministic and pure.
-// With GPUs: local rank r uses GPU r (bus id order); it is bound to the GPU's NUMA node, whose cores
+// With GPUs: local rank r uses GPU r (bus id order), or req.gpus[r] when a list is given; it is bound to the GPU's NUMA node, whose cores
 // are split evenly and disjointly (whole cores, remainder left free) among the ranks sharing it; its
 // HCA is the nearest by PCI path among HCAs with an ACTIVE port (all HCAs when none is known ACTIVE),
 // ties spread round-robin. Without GPUs: ranks go round-robin over NUMA nodes that have CPUs.

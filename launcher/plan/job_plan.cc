@@ -29,14 +29,21 @@ const std::string* userValue(const PlanContext& ctx, const std::string& name) {
 }
 
 // No -n/-p/-g and no slots: one rank per GPU on GPU nodes, else 1 (or torchrun's word).
-Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& nodes) {
+// A node's GPUs are those its --include/--exclude list leaves.
+Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx) {
   std::vector<int> gpus, cores;
   std::vector<std::string> names;
-  for (const auto& n : nodes) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeReport& n = nodes[i];
     int g = 0, c = 0;
     if (auto t = n.inventory.find("topology"); t != n.inventory.end())
       if (auto topo = topologyFromJson(*t)) {
         g = static_cast<int>(topo->gpus.size());
+        if (i < ctx.node_gpus.size() && ctx.node_gpus[i].given() && g > 0) {
+          auto chosen = chooseNodeGpus(*topo, ctx.node_gpus[i], n.name);
+          if (!chosen) return tl::unexpected(chosen.error());
+          g = static_cast<int>(chosen->size());
+        }
         for (const auto& numa : topo->numa_nodes) c += static_cast<int>(numa.cores.size());
       }
     gpus.push_back(g);
@@ -55,7 +62,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   plan.job_id = ctx.job_id;
   plan.ranks_source = ctx.ranks_source;
   if (spec.ranksPerNode() == 0) {
-    auto why = rankDefault(spec, nodes);
+    auto why = rankDefault(spec, nodes, ctx);
     if (!why) return tl::unexpected(why.error());
     plan.ranks_source = *why;
   }

@@ -9,6 +9,7 @@
 #include "binding/fabric/user_env.h"
 #include "bootstrap/message.h"
 #include "launcher/job_spec.h"
+#include "launcher/plan/gpu_choice.h"
 #include "tlaunch/node_launch.h"
 
 namespace tlaunch {
@@ -28,6 +29,8 @@ struct PlanContext {
   std::vector<std::string> user_set;   // names the user set explicitly (-x) or inherited: they win
   UserEnv user_env;                    // the same with values and where each came from
   std::vector<std::vector<std::string>> node_net_if;  // per node: hostfile net_if= overrides
+  std::vector<GpuList> node_gpus;      // per node: --include/--exclude GPU lists (missing: every GPU)
+  bool cpu_ranks_asked = false;        // -p or --nproc-per-node cpu: ranks without GPUs even with a GPU list
   bool loopback_only = false;          // every node is this host (local launcher): no fabric needed
   std::vector<PreflightItem> measured_preflight;  // results of the cross-node RDMA write test
   std::string ranks_source;            // why this many ranks per node ("-p 2", "slots=8 in --hostfile")

@@ -39,11 +39,24 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
     }
     auto topo = topologyFromJson(n.inventory["topology"]);
     if (!topo) return fail(Errc::protocol, "node " + n.name + " reported a malformed topology: " + topo.error().message);
-    auto bindings = planNodeBinding(*topo, req, n.name);
-    if (!bindings && req.mode == BindMode::core && req.cpus_per_rank == 0 && !req.use_gpus) {
+    // A GPU list (--include node:0,1) on a GPU node: its ranks drive exactly those GPUs.
+    BindingRequest node_req = req;
+    const GpuList list = i < ctx.node_gpus.size() ? ctx.node_gpus[i] : GpuList{};
+    std::string visible;  // CUDA_VISIBLE_DEVICES, set only when a list narrows the node's GPUs
+    if (list.given() && !topo->gpus.empty()) {
+      auto chosen = chooseNodeGpus(*topo, list, n.name);
+      if (!chosen) return tl::unexpected(chosen.error());
+      node_req.use_gpus = node_req.use_gpus || !ctx.cpu_ranks_asked;
+      if (node_req.use_gpus) {
+        node_req.gpus = *chosen;
+        visible = gpuIndexList(*chosen);
+      }
+    }
+    auto bindings = planNodeBinding(*topo, node_req, n.name);
+    if (!bindings && req.mode == BindMode::core && req.cpus_per_rank == 0 && !node_req.use_gpus) {
       // More CPU ranks than cores (oversubscription): share the NUMA node's cores instead of
       // refusing; an explicit --cpus-per-rank or GPU job still gets the error.
-      BindingRequest shared = req;
+      BindingRequest shared = node_req;
       shared.mode = BindMode::numa;
       auto retry = planNodeBinding(*topo, shared, n.name);
       if (retry) {
@@ -63,8 +76,11 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
       const RankBinding& b = (*bindings)[static_cast<size_t>(r.local_rank)];
       r.cpus = b.cpus;
       r.mem_nodes = b.mem_nodes;
-      if (req.use_gpus) {
+      if (node_req.use_gpus) {
         if (!userSet(ctx, "CUDA_DEVICE_ORDER")) r.env.emplace_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
+        // As DeepSpeed does: every rank of the node sees the same chosen GPUs (peers stay
+        // visible to each other), and LOCAL_RANK r is CUDA device r among them.
+        if (!visible.empty() && !userSet(ctx, "CUDA_VISIBLE_DEVICES")) r.env.push_back("CUDA_VISIBLE_DEVICES=" + visible);
         if (b.gpu_busid) r.env.push_back("TLAUNCH_GPU_BUSID=" + *b.gpu_busid);
         if (b.gpu_uuid) r.env.push_back("TLAUNCH_GPU_UUID=" + *b.gpu_uuid);
       }
