@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "binding/preflight/preflight_item.h"
+#include "binding/topology/binding_manifest.h"
 #include "binding/fabric/user_env.h"
 #include "bootstrap/message.h"
 #include "launcher/job_spec.h"
@@ -50,6 +51,12 @@ struct JobPlan {  // NOLINT(bugprone-exception-escape): clang-tidy 14 cannot see
   std::string network_text;    // the per-node network decision, for the banner and --dry-run
   std::string preflight_text;  // table of non-passing checks, or the one-line summary
   std::vector<PreflightItem> preflight_items;
+  std::vector<ManifestRow> manifest;  // the binding: one row per rank, by rank
+  struct NodeGpus {
+    bool gpu_ranks = false;    // the node's ranks drive GPUs
+    std::string visible_gpus;  // CUDA_VISIBLE_DEVICES when a GPU list narrows them, else ""
+  };
+  std::vector<NodeGpus> node_gpus;  // per node
 };
 
 Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx);

@@ -14,10 +14,6 @@ BindMode bindModeOf(const std::string& s) {
   return s == "none" ? BindMode::none : s == "numa" ? BindMode::numa : BindMode::core;
 }
 
-bool userSet(const PlanContext& ctx, const std::string& name) {
-  return std::find(ctx.user_set.begin(), ctx.user_set.end(), name) != ctx.user_set.end();
-}
-
 }  // namespace
 
 Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx,
@@ -72,22 +68,11 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
       plan.warnings.push_back("the topology comes from " + topo->source +
                               ", not from the machine: the binding is planned and reported, not applied");
     }
+    plan.node_gpus.push_back({node_req.use_gpus, visible});
     for (auto& r : nl.ranks) {
       const RankBinding& b = (*bindings)[static_cast<size_t>(r.local_rank)];
       r.cpus = b.cpus;
       r.mem_nodes = b.mem_nodes;
-      if (node_req.use_gpus) {
-        if (!userSet(ctx, "CUDA_DEVICE_ORDER")) r.env.emplace_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
-        // As DeepSpeed does: every rank of the node sees the same chosen GPUs (peers stay
-        // visible to each other), and LOCAL_RANK r is CUDA device r among them.
-        if (!visible.empty() && !userSet(ctx, "CUDA_VISIBLE_DEVICES")) r.env.push_back("CUDA_VISIBLE_DEVICES=" + visible);
-        if (b.gpu_busid) r.env.push_back("TLAUNCH_GPU_BUSID=" + *b.gpu_busid);
-        if (b.gpu_uuid) r.env.push_back("TLAUNCH_GPU_UUID=" + *b.gpu_uuid);
-      }
-      if (b.hca) {
-        r.env.push_back("TLAUNCH_HCA=" + *b.hca);
-        if (!userSet(ctx, "UCX_NET_DEVICES")) r.env.push_back("UCX_NET_DEVICES=" + *b.hca);
-      }
       rows.push_back({r.rank, n.name, b});
     }
   }
@@ -95,6 +80,7 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
   plan.details["ranks"] = manifestToJson(rows);
   plan.details["fingerprint"] = manifestFingerprint(rows);
   plan.manifest_table = renderManifestTable(rows);
+  plan.manifest = std::move(rows);
   return {};
 }
 

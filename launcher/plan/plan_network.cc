@@ -3,7 +3,6 @@
 #include "binding/fabric/fabric_env.h"
 #include "binding/fabric/fabric_json.h"
 #include "binding/fabric/ipv4_net.h"
-#include "bootstrap/rank_env.h"
 
 namespace tlaunch {
 
@@ -115,11 +114,14 @@ void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPla
     const NodeNetChoice& nc = choice.nodes[i];
     Json node_env = Json::array();
     std::string shown;
-    for (auto& r : plan.nodes[i].ranks) {
-      auto settings = fabricEnv(choice, i, ctx.user_env, envValue(r.env, "TLAUNCH_HCA"));
-      for (auto& kv : envAssignments(settings)) r.env.push_back(std::move(kv));
-      if (r.local_rank != 0) continue;
-      for (const auto& s : settings) {
+    // Shown for the node's first rank (UCX_NET_DEVICES differs per rank: its nearest HCA); the
+    // ranks' variables themselves come from the rank environment builder.
+    if (!plan.nodes[i].ranks.empty()) {
+      const int first = plan.nodes[i].ranks.front().rank;
+      std::string hca;
+      for (const auto& row : plan.manifest)
+        if (row.rank == first && row.binding.hca) hca = *row.binding.hca;
+      for (const auto& s : fabricEnv(choice, i, ctx.user_env, hca)) {
         node_env.push_back({{"name", s.name},
                             {"value", s.value},
                             {"source", s.source},
