@@ -180,7 +180,10 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     }
   }
   if (*network) applyNetworkEnv(**network, ctx, plan);
-  else plan.network_text = "network: loopback (every node is this host)\n";
+  else {
+    plan.loopback = true;
+    plan.network_text = plan.network_summary = "network: loopback (every node is this host)\n";
+  }
   buildEnvironments(*network ? &**network : nullptr, ctx, plan);
   return plan;
 }

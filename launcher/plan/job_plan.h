@@ -48,8 +48,13 @@ struct JobPlan {  // NOLINT(bugprone-exception-escape): clang-tidy 14 cannot see
   std::vector<std::string> warnings;
   Json details;  // the parts --dry-run shows (network, binding manifest, preflight)
   std::string manifest_table;  // --report-bindings
-  std::string network_text;    // the per-node network decision, for the banner and --dry-run
+  std::string network_text;    // the per-node network decision for --dry-run: the fields below, joined
+  bool loopback = false;                // no network chosen: every node is this host
+  std::string network_summary;          // "network: ... on <cidr>, MASTER_ADDR ...\n"
+  std::vector<std::string> network_nodes;  // per node: its interface line and its variables
+  std::vector<std::string> network_notes;  // "  note: ...\n"
   std::string preflight_text;  // table of non-passing checks, or the one-line summary
+  bool preflight_news = false; // preflight_text is a table: some check warned or failed
   std::vector<PreflightItem> preflight_items;
   std::vector<ManifestRow> manifest;  // the binding: one row per rank, by rank
   struct NodeGpus {

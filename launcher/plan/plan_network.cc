@@ -108,8 +108,8 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
 
 void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPlan& plan) {
   Json per_node = Json::array();
-  plan.network_text = "network: " + std::string(netKindName(choice.kind)) + " on " + choice.cidr +
-                      (choice.rdma ? " (RDMA)" : "") + ", MASTER_ADDR " + choice.master_addr + "\n";
+  plan.network_summary = "network: " + std::string(netKindName(choice.kind)) + " on " + choice.cidr +
+                         (choice.rdma ? " (RDMA)" : "") + ", MASTER_ADDR " + choice.master_addr + "\n";
   for (size_t i = 0; i < plan.nodes.size() && i < choice.nodes.size(); ++i) {
     const NodeNetChoice& nc = choice.nodes[i];
     Json node_env = Json::array();
@@ -136,12 +136,15 @@ void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPla
         shown += "\n";
       }
     }
-    plan.network_text += "  " + nc.node + ": " + nc.ifname + " " + nc.ipv4 + "/" + std::to_string(nc.prefix) +
-                         (nc.port.empty() ? "" : " on " + nc.port) +
-                         (nc.hca_ports.empty() ? "" : ", data ports " + joinHcaPorts(nc)) + "\n" + shown;
+    plan.network_nodes.push_back("  " + nc.node + ": " + nc.ifname + " " + nc.ipv4 + "/" + std::to_string(nc.prefix) +
+                                 (nc.port.empty() ? "" : " on " + nc.port) +
+                                 (nc.hca_ports.empty() ? "" : ", data ports " + joinHcaPorts(nc)) + "\n" + shown);
     per_node.push_back({{"node", nc.node}, {"env", node_env}});
   }
-  for (const auto& note : choice.notes) plan.network_text += "  note: " + note + "\n";
+  for (const auto& note : choice.notes) plan.network_notes.push_back("  note: " + note + "\n");
+  plan.network_text = plan.network_summary;
+  for (const auto& n : plan.network_nodes) plan.network_text += n;
+  for (const auto& n : plan.network_notes) plan.network_text += n;
   Json j = networkChoiceToJson(choice);
   j["env"] = per_node;
   plan.details["network"] = j;

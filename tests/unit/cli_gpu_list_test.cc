@@ -128,12 +128,13 @@ TEST_CASE("the command line's lists reach the plan's context per node") {
   s.hosts = "g1,g2";
   s.launcher = LauncherKind::local;
   s.dry_run = s.offline = true;
-  s.include = "g1:1,3@g2";
+  s.include = "g1:1,3@g2:0,2";
   auto inc = setUpJob(s, {}, true);
   REQUIRE(inc);
   REQUIRE(inc->plan_context.node_gpus.size() == 2);
   CHECK(inc->plan_context.node_gpus[0].only == std::vector<int>{1, 3});
-  CHECK_FALSE(inc->plan_context.node_gpus[1].given());
+  CHECK(inc->plan_context.node_gpus[1].only == std::vector<int>{0, 2});
+  CHECK(inc->spec.ranksPerNode() == 2);  // two slots each
   s.include.clear();
   s.exclude = "g2:0";
   auto exc = setUpJob(s, {}, true);
