@@ -53,6 +53,9 @@ Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& no
 // refuses them).
 void buildEnvironments(const NetworkChoice* network, const PlanContext& ctx, JobPlan& plan) {
   const JobIdentity job{ctx.job_id, plan.master_addr, plan.master_port};
+  UserEnv user = ctx.user_env;  // every name the user set, with its value
+  for (const auto& name : ctx.user_set)
+    if (!user.count(name)) user[name] = {envValue(ctx.base_env, name), "environment"};
   const int num_nodes = static_cast<int>(plan.nodes.size());
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     NodeLaunch& nl = plan.nodes[i];
@@ -71,7 +74,7 @@ void buildEnvironments(const NetworkChoice* network, const PlanContext& ctx, Job
       in.node = i;
       in.pmix = nl.pmix.enabled;
       in.pmix_tcp_if_include = nl.pmix.tcp_if_include;
-      r.env = buildRankEnv(in, ctx.user_env);
+      r.env = buildRankEnv(in, user);
     }
   }
 }
