@@ -119,21 +119,21 @@ int hcaPreferredPort(const HcaDevice& hca) {
 }
 
 Result<std::vector<RankBinding>> planNodeBinding(const TopologySnapshot& topo, const BindingRequest& req,
-                                                 const std::string& node) {
+                                                 const std::string& node, const std::vector<int>& gpus) {
   const int n = req.ranks_per_node;
   if (n < 1)
     return fail(Errc::usage, "node " + node + ": ranks per node must be at least 1 (got " + std::to_string(n) + ")");
   if (req.cpus_per_rank < 0)
     return fail(Errc::usage, "cores per rank must not be negative (got " + std::to_string(req.cpus_per_rank) + ")");
-  for (int g : req.gpus)
+  for (int g : gpus)
     if (g < 0 || size_t(g) >= topo.gpus.size())
       return fail(Errc::usage, "node " + node + " has no GPU " + std::to_string(g) + " (it has " +
                                    std::to_string(topo.gpus.size()) + ")");
-  if (req.use_gpus && !req.gpus.empty() && size_t(n) > req.gpus.size())
+  if (req.use_gpus && !gpus.empty() && size_t(n) > gpus.size())
     return fail(Errc::resources,
-                "node " + node + " has " + std::to_string(req.gpus.size()) +
+                "node " + node + " has " + std::to_string(gpus.size()) +
                     " GPU(s) left by --include/--exclude but the job asks for " + std::to_string(n) + " per node",
-                "run at most " + std::to_string(req.gpus.size()) + " ranks there, or choose more of its GPUs");
+                "run at most " + std::to_string(gpus.size()) + " ranks there, or choose more of its GPUs");
   if (req.use_gpus && size_t(n) > topo.gpus.size())
     return fail(Errc::resources,
                 "node " + node + " has " + std::to_string(topo.gpus.size()) + " GPUs but the job asks for " +
@@ -146,7 +146,7 @@ Result<std::vector<RankBinding>> planNodeBinding(const TopologySnapshot& topo, c
   for (const auto& node_info : topo.numa_nodes)
     if (!node_info.cores.empty()) cpu_numas.push_back(node_info.os_index);
 
-  std::vector<int> gpu_of_rank = req.gpus;  // local rank -> GPU index
+  std::vector<int> gpu_of_rank = gpus;  // local rank -> GPU index
   for (int r = static_cast<int>(gpu_of_rank.size()); req.use_gpus && r < n; ++r) gpu_of_rank.push_back(r);
   std::vector<RankBinding> out(static_cast<size_t>(n));
   std::map<int, int> load;  // ranks per NUMA node

@@ -63,9 +63,6 @@ struct BindingRequest {
   bool use_gpus = false;  // -g: local rank r drives GPU r; otherwise -p: CPU-only ranks
   BindMode mode = BindMode::core;
   int cpus_per_rank = 0;  // cores per rank in core mode; 0 = even split of the NUMA node's cores
-  // With use_gpus: the GPU indices (bus id order) the ranks drive, local rank r the r-th of them
-  // (--include/--exclude GPU lists). Empty: GPUs 0 .. ranks_per_node-1.
-  std::vector<int> gpus;
 };
 
 // PCI distance between a GPU and an HCA, nearest first (same words as `nvidia-smi topo -m`).

@@ -37,6 +37,7 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
     if (!topo) return fail(Errc::protocol, "node " + n.name + " reported a malformed topology: " + topo.error().message);
     // A GPU list (--include node:0,1) on a GPU node: its ranks drive exactly those GPUs.
     BindingRequest node_req = req;
+    std::vector<int> gpus;  // the list's GPUs, for planNodeBinding
     const GpuList list = i < ctx.node_gpus.size() ? ctx.node_gpus[i] : GpuList{};
     std::string visible;  // CUDA_VISIBLE_DEVICES, set only when a list narrows the node's GPUs
     if (list.given() && !topo->gpus.empty()) {
@@ -44,17 +45,17 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
       if (!chosen) return tl::unexpected(chosen.error());
       node_req.use_gpus = node_req.use_gpus || !ctx.cpu_ranks_asked;
       if (node_req.use_gpus) {
-        node_req.gpus = *chosen;
+        gpus = *chosen;
         visible = gpuIndexList(*chosen);
       }
     }
-    auto bindings = planNodeBinding(*topo, node_req, n.name);
+    auto bindings = planNodeBinding(*topo, node_req, n.name, gpus);
     if (!bindings && req.mode == BindMode::core && req.cpus_per_rank == 0 && !node_req.use_gpus) {
       // More CPU ranks than cores (oversubscription): share the NUMA node's cores instead of
       // refusing; an explicit --cpus-per-rank or GPU job still gets the error.
       BindingRequest shared = node_req;
       shared.mode = BindMode::numa;
-      auto retry = planNodeBinding(*topo, shared, n.name);
+      auto retry = planNodeBinding(*topo, shared, n.name, gpus);
       if (retry) {
         plan.warnings.push_back(bindings.error().message +
                                 "; ranks share the NUMA node's cores (oversubscribed)");
