@@ -257,12 +257,10 @@ Result<void> PmixServer::setupFork(int rank, std::vector<std::string>& env) {
     return fail(Errc::internal, "PMIx on " + s.where() + ": rank " + std::to_string(rank) + ": " +
                                     pmixError("PMIx_server_setup_fork", rc));
 
-  // Without a launcher it recognises, Open MPI 4.1 makes every rank a singleton (PMIX.md §2.1).
-  setEnv(env, "OMPI_MCA_schizo", "^orte");
-  // Shared-memory segments are named after the host name: per node, per job directory.
+  // Shared-memory segments are named after the host name: per node, per job directory, which
+  // only this node knows. Every other Open MPI setting (OMPI_MCA_schizo, btl_tcp_if_include)
+  // is the plan's (launcher/plan/rank_env_builder).
   setEnv(env, "OMPI_MCA_btl_vader_backing_directory", s.job->shm_dir);
-  if (!s.job->layout.tcp_if_include.empty() && !findEnv(env, "OMPI_MCA_btl_tcp_if_include"))
-    setEnv(env, "OMPI_MCA_btl_tcp_if_include", s.job->layout.tcp_if_include);
   return {};
 }
 

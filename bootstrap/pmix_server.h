@@ -144,10 +144,9 @@ class PmixServer {
   // serveDirectModex requests are served once it succeeds.
   Result<void> registerJob(const PmixJobLayout& layout);
 
-  // Adds the rank's PMIx and Open MPI variables to `env` ("K=V" strings): PMIx_server_setup_fork's,
-  // OMPI_MCA_schizo=^orte (without it Open MPI 4.1 ranks become singletons), the vader backing
-  // directory, and OMPI_MCA_btl_tcp_if_include unless `env` sets it. Inherited PMIX_* (except
-  // PMIX_MCA_*) that would point the rank at another server are dropped first.
+  // Adds what only this node knows at fork time to `env` ("K=V" strings): PMIx_server_setup_fork's
+  // variables and the vader backing directory (Open MPI's other settings are planned). Inherited
+  // PMIX_* (except PMIX_MCA_*) that would point the rank at another server are dropped first.
   Result<void> setupFork(int rank, std::vector<std::string>& env);
 
   // From the control plane: the fence is complete everywhere. all_blobs is the concatenation

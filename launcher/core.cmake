@@ -7,8 +7,10 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/output_format.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/local_starter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/split_starter.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/plan/gpu_choice.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/job_plan.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/plan_binding.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/plan/rank_env_builder.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/plan_network.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/plan_preflight.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rdma_pair_coordinator.cc

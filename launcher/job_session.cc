@@ -421,23 +421,16 @@ std::string JobSession::banner(const JobPlan& plan, const JobSpec& spec) {
                      (plan.ranks_source.empty() ? "" : " (" + plan.ranks_source + ")") + ", MASTER_ADDR " + plan.master_addr + ":" +
                      std::to_string(plan.master_port);
   if (plan.details.contains("fingerprint")) text += ", binding " + plan.details["fingerprint"].get<std::string>();
-  if (!plan.network_text.empty() && plan.network_text.rfind("network: loopback", 0) != 0) {
-    text += "\n";
-    size_t shown = 0, pos = 0;
-    while (pos < plan.network_text.size()) {
-      size_t nl = plan.network_text.find('\n', pos);
-      std::string line = plan.network_text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos + 1);
-      pos = nl == std::string::npos ? plan.network_text.size() : nl + 1;
-      if (line.rfind("  ", 0) == 0 && line.rfind("    ", 0) != 0 && line.rfind("  note:", 0) != 0 && ++shown > 4) {
-        text += "  ... (" + std::to_string(plan.nodes.size() - 4) + " more nodes: tlaunch --dry-run shows all)\n";
-        break;
-      }
-      if (shown <= 4) text += line;
-    }
+  if (!plan.loopback && !plan.network_summary.empty()) {
+    text += "\n" + plan.network_summary;
+    const size_t shown = std::min<size_t>(plan.network_nodes.size(), 4);
+    for (size_t i = 0; i < shown; ++i) text += plan.network_nodes[i];
+    if (plan.network_nodes.size() > shown)
+      text += "  ... (" + std::to_string(plan.nodes.size() - 4) + " more nodes: tlaunch --dry-run shows all)\n";
+    else
+      for (const auto& note : plan.network_notes) text += note;
   }
-  const bool loopback = plan.network_text.rfind("network: loopback", 0) == 0;
-  const bool preflight_has_news = plan.preflight_text.rfind("preflight: ", 0) != 0;
-  if (spec.preflight != PreflightMode::off && !plan.preflight_text.empty() && (!loopback || preflight_has_news)) {
+  if (spec.preflight != PreflightMode::off && !plan.preflight_text.empty() && (!plan.loopback || plan.preflight_news)) {
     if (text.back() != '\n') text += "\n";
     text += plan.preflight_text;
   }

@@ -52,6 +52,8 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   ctx.loopback_only = offline || s.choice.loopback_only;
   ctx.ranks_source = layout.source;
   for (const auto& n : s.choice.nodes) ctx.node_net_if.push_back(n.net_if);
+  ctx.node_gpus = s.choice.node_gpus;
+  ctx.cpu_ranks_asked = input.procs_per_node > 0 || input.nproc_per_node_word == "cpu";
   return s;
 }
 

@@ -88,7 +88,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
                     "-N " + std::to_string(n) + ": --launcher local simulates at most " +
                         std::to_string(kMaxSimulatedNodes) + " nodes on this host",
                     "give real nodes with --hosts/--hostfile, or fewer nodes");
-      for (int i = 0; i < n; ++i) chosen.push_back(HostEntry{"local" + std::to_string(i), -1, {}, {}});
+      for (int i = 0; i < n; ++i) chosen.push_back(HostEntry{"local" + std::to_string(i), -1, {}, {}, {}});
     } else {
       auto sel = selectNodes(*hosts, want_nodes, layout->ranks_per_node);
       if (!sel) return tl::unexpected(sel.error());
@@ -97,6 +97,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     for (size_t i = 0; i < chosen.size(); ++i) {
       choice.nodes.push_back({static_cast<int>(i), chosen[i].name, {}, netIfOf(chosen[i])});
       choice.node_slots.push_back(usableSlots(chosen[i]));
+      choice.node_gpus.push_back({chosen[i].only_slots, chosen[i].excluded_slots});
     }
     choice.starter = std::make_unique<LocalStarter>();
     choice.listen_address = "127.0.0.1";
@@ -118,6 +119,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   for (size_t i = 0; i < chosen.size(); ++i) {
     choice.nodes.push_back({static_cast<int>(i), chosen[i].name, sshDestination(chosen[i]), netIfOf(chosen[i])});
     choice.node_slots.push_back(usableSlots(chosen[i]));
+    choice.node_gpus.push_back({chosen[i].only_slots, chosen[i].excluded_slots});
   }
   if (resolve_only) {  // --dry-run --offline: the same nodes, nothing to start or connect to
     for (int i = 0; choice.nodes.empty() && i < want_nodes; ++i)

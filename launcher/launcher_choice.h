@@ -8,6 +8,7 @@
 
 #include "launcher/daemon_starter.h"
 #include "launcher/job_spec.h"
+#include "launcher/plan/gpu_choice.h"
 #include "launcher/plan/rank_layout.h"
 
 namespace tlaunch {
@@ -15,6 +16,7 @@ namespace tlaunch {
 struct LauncherChoice {
   std::vector<NodeTarget> nodes;
   std::vector<int> node_slots;  // usable slots per node from the hostfile/--hosts, -1 unknown
+  std::vector<GpuList> node_gpus;  // per node: the GPUs --include/--exclude chose
   std::unique_ptr<DaemonStarter> starter;
   std::string listen_address;     // the frontend address the daemons connect to
   std::string advertise_address;  // what daemons are told to connect to, if not listen_address

@@ -372,10 +372,11 @@ Result<std::vector<HostEntry>> applyIncludeExclude(std::vector<HostEntry> hosts,
         keep[*index] = false;
         continue;
       }
-      if (h.slots < 0 && h.only_slots.empty()) {
-        return fail(Errc::usage, "--exclude " + h.name + ":<slots> needs " + h.name + "'s slot count",
-                    "give it in the hostfile ('" + h.name + " slots=8') or --hosts (" + h.name +
-                        ":8), or exclude the whole host");
+      if (h.slots < 0 && h.only_slots.empty()) {  // the node's GPUs decide what is left (planning)
+        std::set<int> excluded(h.excluded_slots.begin(), h.excluded_slots.end());
+        excluded.insert(item.slots.begin(), item.slots.end());
+        h.excluded_slots.assign(excluded.begin(), excluded.end());
+        continue;
       }
       std::vector<int> left;
       for (int s : allSlots(h)) {
@@ -456,7 +457,7 @@ Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std
   std::vector<HostEntry> hosts;
   for (auto& n : *names) {
     if (auto bad = badHostName(n, false)) return fail(Errc::usage, std::string(variable) + ": " + *bad);
-    hosts.push_back(HostEntry{std::move(n), -1, {}, {}});
+    hosts.push_back(HostEntry{std::move(n), -1, {}, {}, {}});
   }
   if (const std::string* tasks = envValue(env, "SLURM_TASKS_PER_NODE")) {
     auto counts = parseSlurmTasksPerNode(*tasks);

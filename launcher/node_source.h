@@ -20,9 +20,13 @@ struct HostEntry {
   // Set by --include node:0,1 / --exclude node:2: the only slot (GPU) indices to use,
   // ascending. Empty: all slots.
   std::vector<int> only_slots;
+  // --exclude node:2 on a host whose slot count is not given: the GPU indices to leave unused,
+  // ascending; the planner resolves them against the node's GPUs.
+  std::vector<int> excluded_slots;
 };
 
-// The slots a job may use on the host: only_slots' size when set, else `slots` (-1: unknown).
+// The slots a job may use on the host: only_slots' size when set, else `slots` (-1: unknown,
+// also when excluded_slots waits for the node's GPU count).
 int usableSlots(const HostEntry& host);
 // "user@name" when the entry has a user attribute, else the name: the ssh destination.
 std::string sshDestination(const HostEntry& host);

@@ -52,7 +52,7 @@ std::vector<int> flatten(const std::vector<const std::vector<int>*>& cores, size
 }
 
 // Nearest HCA per GPU rank, ties spread over the least-used candidate.
-void assignHcas(const TopologySnapshot& topo, std::vector<RankBinding>& ranks) {
+void assignHcas(const TopologySnapshot& topo, const std::vector<int>& gpu_of_rank, std::vector<RankBinding>& ranks) {
   std::vector<const HcaDevice*> candidates;
   bool any_active = std::any_of(topo.hcas.begin(), topo.hcas.end(), hcaHasActivePort);
   for (const auto& h : topo.hcas)
@@ -60,7 +60,7 @@ void assignHcas(const TopologySnapshot& topo, std::vector<RankBinding>& ranks) {
   if (candidates.empty()) return;
   std::vector<int> uses(candidates.size(), 0);
   for (auto& rb : ranks) {
-    const GpuDevice& gpu = topo.gpus[size_t(rb.local_rank)];
+    const GpuDevice& gpu = topo.gpus[size_t(gpu_of_rank[size_t(rb.local_rank)])];
     // Across NUMA nodes, an HCA in the GPU's own package beats one in the other package.
     auto key = [&](const HcaDevice& h) {
       PciDistance d = pciDistance(gpu.pci_path, gpu.numa, h.pci_path, h.numa);
@@ -119,12 +119,21 @@ int hcaPreferredPort(const HcaDevice& hca) {
 }
 
 Result<std::vector<RankBinding>> planNodeBinding(const TopologySnapshot& topo, const BindingRequest& req,
-                                                 const std::string& node) {
+                                                 const std::string& node, const std::vector<int>& gpus) {
   const int n = req.ranks_per_node;
   if (n < 1)
     return fail(Errc::usage, "node " + node + ": ranks per node must be at least 1 (got " + std::to_string(n) + ")");
   if (req.cpus_per_rank < 0)
     return fail(Errc::usage, "cores per rank must not be negative (got " + std::to_string(req.cpus_per_rank) + ")");
+  for (int g : gpus)
+    if (g < 0 || size_t(g) >= topo.gpus.size())
+      return fail(Errc::usage, "node " + node + " has no GPU " + std::to_string(g) + " (it has " +
+                                   std::to_string(topo.gpus.size()) + ")");
+  if (req.use_gpus && !gpus.empty() && size_t(n) > gpus.size())
+    return fail(Errc::resources,
+                "node " + node + " has " + std::to_string(gpus.size()) +
+                    " GPU(s) left by --include/--exclude but the job asks for " + std::to_string(n) + " per node",
+                "run at most " + std::to_string(gpus.size()) + " ranks there, or choose more of its GPUs");
   if (req.use_gpus && size_t(n) > topo.gpus.size())
     return fail(Errc::resources,
                 "node " + node + " has " + std::to_string(topo.gpus.size()) + " GPUs but the job asks for " +
@@ -137,13 +146,15 @@ Result<std::vector<RankBinding>> planNodeBinding(const TopologySnapshot& topo, c
   for (const auto& node_info : topo.numa_nodes)
     if (!node_info.cores.empty()) cpu_numas.push_back(node_info.os_index);
 
+  std::vector<int> gpu_of_rank = gpus;  // local rank -> GPU index
+  for (int r = static_cast<int>(gpu_of_rank.size()); req.use_gpus && r < n; ++r) gpu_of_rank.push_back(r);
   std::vector<RankBinding> out(static_cast<size_t>(n));
   std::map<int, int> load;  // ranks per NUMA node
   for (int r = 0; r < n; ++r) {
     RankBinding& rb = out[size_t(r)];
     rb.local_rank = r;
     if (req.use_gpus) {
-      const GpuDevice& gpu = topo.gpus[size_t(r)];
+      const GpuDevice& gpu = topo.gpus[size_t(gpu_of_rank[size_t(r)])];
       rb.gpu_busid = gpu.busid;
       rb.gpu_uuid = gpu.uuid;
       if (std::find(cpu_numas.begin(), cpu_numas.end(), gpu.numa) != cpu_numas.end()) rb.numa = gpu.numa;
@@ -190,7 +201,7 @@ Result<std::vector<RankBinding>> planNodeBinding(const TopologySnapshot& topo, c
     }
   }
 
-  if (req.use_gpus) assignHcas(topo, out);
+  if (req.use_gpus) assignHcas(topo, gpu_of_rank, out);
   return out;
 }
 

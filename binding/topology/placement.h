@@ -22,13 +22,15 @@ bool hcaHasActivePort(const HcaDevice& hca);
 int hcaPreferredPort(const HcaDevice& hca);
 
 // Plans the local ranks of one node. Deterministic and pure.
-// With GPUs: local rank r uses GPU r (bus id order); it is bound to the GPU's NUMA node, whose cores
+// With GPUs: local rank r uses GPU r (bus id order), or gpus[r] when a list is given; it is bound to the GPU's NUMA node, whose cores
 // are split evenly and disjointly (whole cores, remainder left free) among the ranks sharing it; its
 // HCA is the nearest by PCI path among HCAs with an ACTIVE port (all HCAs when none is known ACTIVE),
 // ties spread round-robin. Without GPUs: ranks go round-robin over NUMA nodes that have CPUs.
 // A GPU whose NUMA node is unknown is placed on the least-loaded NUMA node. BindMode::numa gives each
 // rank its whole NUMA node, BindMode::none no cpus and no mem_nodes. node_name only feeds messages.
+// `gpus`, with req.use_gpus: the GPU indices (bus id order) the ranks drive, local rank r the r-th
+// of them (--include/--exclude GPU lists); empty: GPUs 0 .. ranks_per_node-1.
 Result<std::vector<RankBinding>> planNodeBinding(const TopologySnapshot& topo, const BindingRequest& req,
-                                                 const std::string& node_name);
+                                                 const std::string& node_name, const std::vector<int>& gpus = {});
 
 }  // namespace tlaunch

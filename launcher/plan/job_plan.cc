@@ -11,16 +11,11 @@
 #include "launcher/plan/plan_network.h"
 #include "launcher/plan/plan_preflight.h"
 #include "launcher/plan/rank_layout.h"
+#include "launcher/plan/rank_env_builder.h"
 
 namespace tlaunch {
 
 namespace {
-
-std::string kv(const std::string& k, const std::string& v) { return k + "=" + v; }
-
-bool userSet(const PlanContext& ctx, const std::string& name) {
-  return std::find(ctx.user_set.begin(), ctx.user_set.end(), name) != ctx.user_set.end();
-}
 
 // The user's value of a job-wide variable (-x, --master-addr), which wins over tlaunch's.
 const std::string* userValue(const PlanContext& ctx, const std::string& name) {
@@ -29,14 +24,21 @@ const std::string* userValue(const PlanContext& ctx, const std::string& name) {
 }
 
 // No -n/-p/-g and no slots: one rank per GPU on GPU nodes, else 1 (or torchrun's word).
-Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& nodes) {
+// A node's GPUs are those its --include/--exclude list leaves.
+Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx) {
   std::vector<int> gpus, cores;
   std::vector<std::string> names;
-  for (const auto& n : nodes) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeReport& n = nodes[i];
     int g = 0, c = 0;
     if (auto t = n.inventory.find("topology"); t != n.inventory.end())
       if (auto topo = topologyFromJson(*t)) {
         g = static_cast<int>(topo->gpus.size());
+        if (i < ctx.node_gpus.size() && ctx.node_gpus[i].given() && g > 0) {
+          auto chosen = chooseNodeGpus(*topo, ctx.node_gpus[i], n.name);
+          if (!chosen) return tl::unexpected(chosen.error());
+          g = static_cast<int>(chosen->size());
+        }
         for (const auto& numa : topo->numa_nodes) c += static_cast<int>(numa.cores.size());
       }
     gpus.push_back(g);
@@ -44,6 +46,37 @@ Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& no
     names.push_back(n.name);
   }
   return applyRankDefault(spec, gpus, cores, names);
+}
+
+// Every rank's variables, from the one builder. Job-wide names the user set (-x MASTER_ADDR=...)
+// keep the user's value, from base_env; per-rank ones cannot be exported (forwardEnvironment
+// refuses them).
+void buildEnvironments(const NetworkChoice* network, const PlanContext& ctx, JobPlan& plan) {
+  const JobIdentity job{ctx.job_id, plan.master_addr, plan.master_port};
+  UserEnv user = ctx.user_env;  // every name the user set, with its value
+  for (const auto& name : ctx.user_set)
+    if (!user.count(name)) user[name] = {envValue(ctx.base_env, name), "environment"};
+  const int num_nodes = static_cast<int>(plan.nodes.size());
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    NodeLaunch& nl = plan.nodes[i];
+    const int here = static_cast<int>(nl.ranks.size());
+    for (auto& r : nl.ranks) {
+      RankEnvInput in;
+      in.identity = {r.rank, r.local_rank, plan.world_size, here, static_cast<int>(i), num_nodes};
+      in.job = job;
+      const auto row = static_cast<size_t>(r.rank);  // the manifest holds every rank, by rank
+      if (row < plan.manifest.size() && plan.manifest[row].rank == r.rank) in.binding = &plan.manifest[row].binding;
+      if (i < plan.node_gpus.size()) {
+        in.gpu_rank = plan.node_gpus[i].gpu_ranks;
+        in.visible_gpus = plan.node_gpus[i].visible_gpus;
+      }
+      in.network = network;
+      in.node = i;
+      in.pmix = nl.pmix.enabled;
+      in.pmix_tcp_if_include = nl.pmix.tcp_if_include;
+      r.env = buildRankEnv(in, user);
+    }
+  }
 }
 
 }  // namespace
@@ -55,7 +88,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   plan.job_id = ctx.job_id;
   plan.ranks_source = ctx.ranks_source;
   if (spec.ranksPerNode() == 0) {
-    auto why = rankDefault(spec, nodes);
+    auto why = rankDefault(spec, nodes, ctx);
     if (!why) return tl::unexpected(why.error());
     plan.ranks_source = *why;
   }
@@ -111,7 +144,6 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
                               ") that this job does not use; NCCL and MPI run over TCP sockets");
     }
   }
-  JobIdentity job{ctx.job_id, plan.master_addr, plan.master_port};
   for (const auto& n : nodes) {
     NodeLaunch nl;
     nl.job_id = ctx.job_id;
@@ -126,13 +158,6 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
       RankSpec r;
       r.rank = n.index * plan.ranks_per_node + l;
       r.local_rank = l;
-      for (const auto& [k, v] : rankDefaultEnv())
-        if (!userSet(ctx, k)) r.env.push_back(kv(k, v));
-      RankIdentity id{r.rank, l, plan.world_size, here, n.index, num_nodes};
-      // Job-wide names the user set (-x MASTER_ADDR=...) keep the user's value, from base_env;
-      // per-rank ones cannot be exported (forwardEnvironment refuses them).
-      for (const auto& [k, v] : rankIdentityEnv(id, job))
-        if (!userValue(ctx, k)) r.env.push_back(kv(k, v));
       nl.ranks.push_back(std::move(r));
     }
     plan.nodes.push_back(std::move(nl));
@@ -158,16 +183,46 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     }
   }
   if (*network) applyNetworkEnv(**network, ctx, plan);
-  else plan.network_text = "network: loopback (every node is this host)\n";
+  else {
+    plan.loopback = true;
+    plan.network_text = plan.network_summary = "network: loopback (every node is this host)\n";
+  }
+  buildEnvironments(*network ? &**network : nullptr, ctx, plan);
   return plan;
 }
+
+namespace {
+
+// "K=V" entries as an object; a later entry for the same name wins, as in the rank's environment.
+Json envObject(const std::vector<std::string>& env) {
+  Json out = Json::object();
+  for (const auto& kv : env) {
+    const size_t eq = kv.find('=');
+    out[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+  }
+  return out;
+}
+
+// What tlaunchd adds to every rank's environment at fork time (rank_env_builder.h), and
+// MASTER_PORT when no node chose it yet (--offline).
+Json addedAtFork(const JobPlan& plan) {
+  Json out = Json::array();
+  for (const auto& v : daemonAddedVariables()) out.push_back({{"name", v.name}, {"why", v.why}});
+  if (plan.master_port == 0)
+    out.push_back({{"name", "MASTER_PORT"}, {"why", "to be decided: a free port on rank 0's node, chosen when it reports"}});
+  return out;
+}
+
+}  // namespace
 
 Json planToJson(const JobPlan& plan) {
   Json nodes = Json::array();
   for (const auto& n : plan.nodes) {
     Json ranks = Json::array();
-    for (const auto& r : n.ranks) ranks.push_back({{"rank", r.rank}, {"local_rank", r.local_rank}, {"env", r.env}});
-    nodes.push_back({{"node", n.node_name}, {"ranks", ranks}});
+    for (const auto& r : n.ranks)
+      ranks.push_back({{"rank", r.rank}, {"local_rank", r.local_rank}, {"env", envObject(r.env)}});
+    // A rank's environment: base_env (inherited and -x), its env over it, then env_added_at_fork.
+    nodes.push_back({{"node", n.node_name}, {"base_env", envObject(n.base_env)}, {"ranks", ranks}});
   }
   Json j = {{"job_id", plan.job_id},
             {"world_size", plan.world_size},
@@ -176,6 +231,7 @@ Json planToJson(const JobPlan& plan) {
             {"master_addr", plan.master_addr},
             {"master_port", plan.master_port},
             {"nodes", nodes},
+            {"env_added_at_fork", addedAtFork(plan)},
             {"warnings", plan.warnings}};
   for (auto it = plan.details.begin(); it != plan.details.end(); ++it) j[it.key()] = it.value();
   return j;

@@ -14,10 +14,6 @@ BindMode bindModeOf(const std::string& s) {
   return s == "none" ? BindMode::none : s == "numa" ? BindMode::numa : BindMode::core;
 }
 
-bool userSet(const PlanContext& ctx, const std::string& name) {
-  return std::find(ctx.user_set.begin(), ctx.user_set.end(), name) != ctx.user_set.end();
-}
-
 }  // namespace
 
 Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx,
@@ -39,13 +35,27 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
     }
     auto topo = topologyFromJson(n.inventory["topology"]);
     if (!topo) return fail(Errc::protocol, "node " + n.name + " reported a malformed topology: " + topo.error().message);
-    auto bindings = planNodeBinding(*topo, req, n.name);
-    if (!bindings && req.mode == BindMode::core && req.cpus_per_rank == 0 && !req.use_gpus) {
+    // A GPU list (--include node:0,1) on a GPU node: its ranks drive exactly those GPUs.
+    BindingRequest node_req = req;
+    std::vector<int> gpus;  // the list's GPUs, for planNodeBinding
+    const GpuList list = i < ctx.node_gpus.size() ? ctx.node_gpus[i] : GpuList{};
+    std::string visible;  // CUDA_VISIBLE_DEVICES, set only when a list narrows the node's GPUs
+    if (list.given() && !topo->gpus.empty()) {
+      auto chosen = chooseNodeGpus(*topo, list, n.name);
+      if (!chosen) return tl::unexpected(chosen.error());
+      node_req.use_gpus = node_req.use_gpus || !ctx.cpu_ranks_asked;
+      if (node_req.use_gpus) {
+        gpus = *chosen;
+        visible = gpuIndexList(*chosen);
+      }
+    }
+    auto bindings = planNodeBinding(*topo, node_req, n.name, gpus);
+    if (!bindings && req.mode == BindMode::core && req.cpus_per_rank == 0 && !node_req.use_gpus) {
       // More CPU ranks than cores (oversubscription): share the NUMA node's cores instead of
       // refusing; an explicit --cpus-per-rank or GPU job still gets the error.
-      BindingRequest shared = req;
+      BindingRequest shared = node_req;
       shared.mode = BindMode::numa;
-      auto retry = planNodeBinding(*topo, shared, n.name);
+      auto retry = planNodeBinding(*topo, shared, n.name, gpus);
       if (retry) {
         plan.warnings.push_back(bindings.error().message +
                                 "; ranks share the NUMA node's cores (oversubscribed)");
@@ -59,19 +69,11 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
       plan.warnings.push_back("the topology comes from " + topo->source +
                               ", not from the machine: the binding is planned and reported, not applied");
     }
+    plan.node_gpus.push_back({node_req.use_gpus, visible});
     for (auto& r : nl.ranks) {
       const RankBinding& b = (*bindings)[static_cast<size_t>(r.local_rank)];
       r.cpus = b.cpus;
       r.mem_nodes = b.mem_nodes;
-      if (req.use_gpus) {
-        if (!userSet(ctx, "CUDA_DEVICE_ORDER")) r.env.emplace_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
-        if (b.gpu_busid) r.env.push_back("TLAUNCH_GPU_BUSID=" + *b.gpu_busid);
-        if (b.gpu_uuid) r.env.push_back("TLAUNCH_GPU_UUID=" + *b.gpu_uuid);
-      }
-      if (b.hca) {
-        r.env.push_back("TLAUNCH_HCA=" + *b.hca);
-        if (!userSet(ctx, "UCX_NET_DEVICES")) r.env.push_back("UCX_NET_DEVICES=" + *b.hca);
-      }
       rows.push_back({r.rank, n.name, b});
     }
   }
@@ -79,6 +81,7 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
   plan.details["ranks"] = manifestToJson(rows);
   plan.details["fingerprint"] = manifestFingerprint(rows);
   plan.manifest_table = renderManifestTable(rows);
+  plan.manifest = std::move(rows);
   return {};
 }
 

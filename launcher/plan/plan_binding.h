@@ -7,9 +7,8 @@
 
 namespace tlaunch {
 
-// Fills each rank's cpus/mem_nodes and binding variables, the node's apply_binding flag, and
-// plan.details["ranks"] (the manifest) and ["fingerprint"]. `user_set`: variables the user
-// chose, which the plan does not override (UCX_NET_DEVICES, CUDA_DEVICE_ORDER).
+// Fills each rank's cpus/mem_nodes, the node's apply_binding flag, plan.manifest and
+// plan.node_gpus (for the rank environment), and plan.details["ranks"] and ["fingerprint"].
 Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx,
                           JobPlan& plan);
 

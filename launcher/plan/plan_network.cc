@@ -3,7 +3,6 @@
 #include "binding/fabric/fabric_env.h"
 #include "binding/fabric/fabric_json.h"
 #include "binding/fabric/ipv4_net.h"
-#include "bootstrap/rank_env.h"
 
 namespace tlaunch {
 
@@ -109,17 +108,20 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
 
 void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPlan& plan) {
   Json per_node = Json::array();
-  plan.network_text = "network: " + std::string(netKindName(choice.kind)) + " on " + choice.cidr +
-                      (choice.rdma ? " (RDMA)" : "") + ", MASTER_ADDR " + choice.master_addr + "\n";
+  plan.network_summary = "network: " + std::string(netKindName(choice.kind)) + " on " + choice.cidr +
+                         (choice.rdma ? " (RDMA)" : "") + ", MASTER_ADDR " + choice.master_addr + "\n";
   for (size_t i = 0; i < plan.nodes.size() && i < choice.nodes.size(); ++i) {
     const NodeNetChoice& nc = choice.nodes[i];
     Json node_env = Json::array();
     std::string shown;
-    for (auto& r : plan.nodes[i].ranks) {
-      auto settings = fabricEnv(choice, i, ctx.user_env, envValue(r.env, "TLAUNCH_HCA"));
-      for (auto& kv : envAssignments(settings)) r.env.push_back(std::move(kv));
-      if (r.local_rank != 0) continue;
-      for (const auto& s : settings) {
+    // Shown for the node's first rank (UCX_NET_DEVICES differs per rank: its nearest HCA); the
+    // ranks' variables themselves come from the rank environment builder.
+    if (!plan.nodes[i].ranks.empty()) {
+      const int first = plan.nodes[i].ranks.front().rank;
+      std::string hca;
+      for (const auto& row : plan.manifest)
+        if (row.rank == first && row.binding.hca) hca = *row.binding.hca;
+      for (const auto& s : fabricEnv(choice, i, ctx.user_env, hca)) {
         node_env.push_back({{"name", s.name},
                             {"value", s.value},
                             {"source", s.source},
@@ -134,12 +136,15 @@ void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPla
         shown += "\n";
       }
     }
-    plan.network_text += "  " + nc.node + ": " + nc.ifname + " " + nc.ipv4 + "/" + std::to_string(nc.prefix) +
-                         (nc.port.empty() ? "" : " on " + nc.port) +
-                         (nc.hca_ports.empty() ? "" : ", data ports " + joinHcaPorts(nc)) + "\n" + shown;
+    plan.network_nodes.push_back("  " + nc.node + ": " + nc.ifname + " " + nc.ipv4 + "/" + std::to_string(nc.prefix) +
+                                 (nc.port.empty() ? "" : " on " + nc.port) +
+                                 (nc.hca_ports.empty() ? "" : ", data ports " + joinHcaPorts(nc)) + "\n" + shown);
     per_node.push_back({{"node", nc.node}, {"env", node_env}});
   }
-  for (const auto& note : choice.notes) plan.network_text += "  note: " + note + "\n";
+  for (const auto& note : choice.notes) plan.network_notes.push_back("  note: " + note + "\n");
+  plan.network_text = plan.network_summary;
+  for (const auto& n : plan.network_nodes) plan.network_text += n;
+  for (const auto& n : plan.network_notes) plan.network_text += n;
   Json j = networkChoiceToJson(choice);
   j["env"] = per_node;
   plan.details["network"] = j;

@@ -23,8 +23,8 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
 // --net auto on a cluster where no node has an RDMA device: the job runs over TCP (not refused).
 bool plainEthernet(const JobSpec& spec, const RdmaPresence& rdma);
 
-// Adds each rank's fabric variables (the user's values win), the network section of
-// plan.details and plan.network_text.
+// The network section of plan.details and plan.network_text: each node's interface and the
+// fabric variables of its first rank (after planBindings: its HCA is in plan.manifest).
 void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPlan& plan);
 
 // The peers each node probes before any rank starts (--check-reachability): the next node

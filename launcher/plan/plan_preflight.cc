@@ -75,6 +75,7 @@ Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport
       failed_nodes.insert(i.node.empty() ? "all nodes" : i.node);
   }
   plan.preflight_items = items;
+  plan.preflight_news = !notable.empty();
   plan.preflight_text = notable.empty() ? "preflight: " + preflightSummary(items) + "\n" : renderPreflightTable(notable);
   if (failed_nodes.empty()) return {};
   std::string names;

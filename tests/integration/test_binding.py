@@ -51,4 +51,29 @@ if os.path.exists(xml):
     tl.check("not applied" in r.stderr, "a recorded topology is planned, not applied (said once)")
     r = tl.run(["-g", "8", "--dry-run", "--offline", "--topology-xml", xml, "--hosts", "n1", "--", "true"])
     tl.check(r.returncode == 78 and "4 GPUs" in r.stderr and "8" in r.stderr, f"-g 8 on 4 GPUs: {r.stderr}")
+
+# --include/--exclude GPU lists choose the GPUs, and the binding follows them. JUWELS Booster:
+# each A100 has its own NUMA node and, under the same PCIe switch, its own HCA (mlx5_0..3).
+juwels = os.path.join(fixtures, "topologies",
+                      "jsc-juwels-booster-jwb0004_2xEPYC7402_4xA100_4xmlx5-HDR_pci-only-gpus_hwloc2.2.xml")
+tl.check(os.path.exists(juwels), f"missing fixture {juwels}")
+r = tl.run(["--dry-run", "--offline", "--json", "--topology-xml", juwels, "--hosts", "n1,n2",
+            "--include", "n1:1,3@n2:1,3", "--", "true"])
+tl.check(r.returncode == 0, f"--include dry run: {r.stderr}")
+plan = json.loads(r.stdout)
+tl.check([x["gpu_busid"] for x in plan["ranks"]] == ["0000:44:00.0", "0000:c4:00.0"] * 2, f"GPUs 1,3: {plan['ranks']}")
+tl.check([x["hca"] for x in plan["ranks"]] == ["mlx5_1:1", "mlx5_3:1"] * 2, "each chosen GPU's own HCA")
+tl.check([x["numa"] for x in plan["ranks"]] == [1, 5] * 2, "each chosen GPU's NUMA node")
+rank1 = plan["nodes"][0]["ranks"][1]["env"]
+tl.check(rank1.get("CUDA_VISIBLE_DEVICES") == "1,3" and rank1.get("LOCAL_RANK") == "1", f"rank 1: {rank1}")
+# The same with real daemons reporting the fixture, and --exclude on a node without a slot count.
+r = tl.run(["--launcher", "local", "--hosts", "n1", "--exclude", "n1:0", "--topology-xml", juwels, "--dry-run", "--json",
+            "--", "true"])
+tl.check(r.returncode == 0, f"--exclude dry run: {r.stderr}")
+plan = json.loads(r.stdout)
+tl.check([x["gpu_busid"] for x in plan["ranks"]] == ["0000:44:00.0", "0000:84:00.0", "0000:c4:00.0"],
+         f"--exclude n1:0 leaves GPU 0 unused: {plan['ranks']}")
+tl.check("mlx5_0:1" not in [x["hca"] for x in plan["ranks"]], "GPU 0's HCA unused")
+r = tl.run(["--dry-run", "--offline", "--topology-xml", juwels, "--hosts", "n1", "--include", "n1:4", "--", "true"])
+tl.check(r.returncode == 64 and "--include names GPU 4 of n1, which has 4 GPU(s) (0-3)" in r.stderr, f"GPU 4: {r.stderr}")
 print("PASS")

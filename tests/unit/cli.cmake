@@ -4,5 +4,6 @@ tlaunch_add_unit_test(NAME cli_unit_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_options_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_rank_layout_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_plan_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_gpu_list_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_summary_json_test.cc
   LIBS tlaunch_launcher)

@@ -137,6 +137,17 @@ TEST_CASE("hosts: --exclude drops hosts or slots", "[hosts][node_source]") {
   CHECK((*r)[0].only_slots == I{0, 1, 2});
 }
 
+TEST_CASE("hosts: --exclude of a host without a slot count leaves the GPUs to the planner", "[hosts][node_source]") {
+  auto hosts = *parseHostsOption("node1:4,node2");
+  auto r = applyIncludeExclude(hosts, "", "node2:3@node2:0,3@node1:1");
+  REQUIRE(r);
+  CHECK(names(*r) == S{"node1", "node2"});
+  CHECK((*r)[0].only_slots == I{0, 2, 3});
+  CHECK((*r)[1].only_slots.empty());
+  CHECK((*r)[1].excluded_slots == I{0, 3});
+  CHECK(usableSlots((*r)[1]) == -1);  // known once node2 reports its GPUs
+}
+
 TEST_CASE("hosts: --include/--exclude errors", "[hosts][node_source]") {
   auto hosts = *parseHostsOption("node1:4,node2");
   struct Case {
@@ -149,7 +160,6 @@ TEST_CASE("hosts: --include/--exclude errors", "[hosts][node_source]") {
                                 Case{"node1:4", "", "slot 4 of node1, which has 4 slots (0-3)"},
                                 Case{"node1:x", "", "'x'"},
                                 Case{"node1@@node2", "", "empty entry"},
-                                Case{"", "node2:0", "needs node2's slot count"},
                                 Case{"", "node1@node2", "leaves no nodes"}}) {
     INFO(std::string(inc) + " / " + exc);
     auto r = applyIncludeExclude(hosts, inc, exc);

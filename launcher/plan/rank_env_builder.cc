@@ -1,0 +1,56 @@
+#include "launcher/plan/rank_env_builder.h"
+
+#include "binding/fabric/fabric_env.h"
+
+namespace tlaunch {
+
+std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& user) {
+  std::vector<std::string> env;
+  // Each variable is one add(); the user's value, when there is one, wins.
+  auto add = [&](const std::string& name, const std::string& value) {
+    if (!user.count(name)) env.push_back(name + "=" + value);
+  };
+  for (const auto& [k, v] : rankIdentityEnv(in.identity, in.job)) add(k, v);
+  for (const auto& [k, v] : rankDefaultEnv()) add(k, v);
+
+  const RankBinding* b = in.binding;
+  if (b && in.gpu_rank) {
+    add("CUDA_DEVICE_ORDER", "PCI_BUS_ID");  // CUDA device r = GPU r in bus id order, as planned
+    // As DeepSpeed does: every rank of the node sees the same chosen GPUs (peers stay visible
+    // to each other for P2P), and LOCAL_RANK r is CUDA device r among them.
+    if (!in.visible_gpus.empty()) add("CUDA_VISIBLE_DEVICES", in.visible_gpus);
+    if (b->gpu_busid) add("TLAUNCH_GPU_BUSID", *b->gpu_busid);
+    if (b->gpu_uuid) add("TLAUNCH_GPU_UUID", *b->gpu_uuid);
+  }
+  const std::string hca = b && b->hca ? *b->hca : "";
+  if (!hca.empty()) add("TLAUNCH_HCA", hca);
+
+  if (in.network) {
+    for (const auto& s : fabricEnv(*in.network, in.node, user, hca)) {
+      // MASTER_ADDR is the rendezvous identity's (the same address: rank 0's on this network).
+      if (s.name == "MASTER_ADDR" || s.overridden_by_user) continue;
+      env.push_back(s.name + "=" + s.value);
+    }
+  } else if (!hca.empty()) {
+    add("UCX_NET_DEVICES", hca);
+  }
+
+  if (in.pmix) {
+    // Without a launcher it recognises, Open MPI 4.1 makes every rank a singleton (PMIX.md §2.1).
+    add("OMPI_MCA_schizo", "^orte");
+    if (!in.network && !in.pmix_tcp_if_include.empty()) add("OMPI_MCA_btl_tcp_if_include", in.pmix_tcp_if_include);
+  }
+  return env;
+}
+
+const std::vector<DaemonAddedVariable>& daemonAddedVariables() {
+  static const std::vector<DaemonAddedVariable> list = {
+      {"PMIX_*", "PMIx_server_setup_fork: the node's server URI, namespace, rank, its temporary directories"},
+      {"OMPI_MCA_btl_vader_backing_directory",
+       "the job's shared-memory directory the daemon creates on the node (/dev/shm, else its job directory)"},
+      {"NCCL_DEBUG*", "--nccl-check: NCCL's log settings and the per-rank log file the daemon creates"},
+  };
+  return list;
+}
+
+}  // namespace tlaunch

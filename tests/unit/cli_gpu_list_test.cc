@@ -1,0 +1,144 @@
+// --include/--exclude GPU lists (issue 12): a node's ranks drive exactly the chosen GPUs, and
+// the binding (nearest HCA, NUMA node, cores) follows them. Planned from a recorded JUWELS
+// Booster node: 4 A100s, each in its own NUMA node, under a PCIe switch with its own HCA.
+#include <catch2/catch.hpp>
+
+#include "binding/topology/hwloc_topology.h"
+#include "binding/topology/topology_json.h"
+#include "bootstrap/rank_env.h"
+#include "launcher/job_setup.h"
+#include "launcher/plan/job_plan.h"
+
+using namespace tlaunch;
+
+namespace {
+
+const char* kJuwels = "/topologies/jsc-juwels-booster-jwb0004_2xEPYC7402_4xA100_4xmlx5-HDR_pci-only-gpus_hwloc2.2.xml";
+
+std::vector<NodeReport> gpuNodes(int count) {
+  auto topo = loadTopology(std::string(TLAUNCH_FIXTURES_DIR) + kJuwels);
+  REQUIRE(topo);
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < count; ++i)
+    nodes.push_back({i, "g" + std::to_string(i + 1), Json{{"topology", topologyToJson(*topo)}, {"free_port", 29500}},
+                     "127.0.0.1"});
+  return nodes;
+}
+
+JobSpec gpuJob(int gpus = 0) {
+  JobSpec s;
+  s.argv = {"true"};
+  s.gpus_per_node = gpus;
+  s.preflight = PreflightMode::off;
+  return s;
+}
+
+PlanContext context(std::vector<GpuList> lists) {
+  PlanContext c;
+  c.job_id = "tl-test";
+  c.cwd = "/";
+  c.loopback_only = true;
+  c.node_gpus = std::move(lists);
+  return c;
+}
+
+// The manifest's column `key` for the ranks in order.
+std::vector<std::string> column(const JobPlan& plan, const char* key) {
+  std::vector<std::string> out;
+  for (const auto& row : plan.details["ranks"]) out.push_back(row[key].is_string() ? row[key].get<std::string>() : row[key].dump());
+  return out;
+}
+
+using S = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("lists leaving the nodes different GPU counts need an explicit count") {
+  auto plan = makePlan(gpuJob(), gpuNodes(2), context({{{1, 3}, {}}, {}}));
+  REQUIRE_FALSE(plan);
+  CHECK(plan.error().message.find("nodes differ in GPUs (g1 2, g2 4)") != std::string::npos);
+  auto two = makePlan(gpuJob(2), gpuNodes(2), context({{{1, 3}, {}}, {}}));  // -g 2: g2 uses GPUs 0 and 1
+  REQUIRE(two);
+  CHECK(column(*two, "gpu_busid") == S{"0000:44:00.0", "0000:c4:00.0", "0000:03:00.0", "0000:44:00.0"});
+}
+
+TEST_CASE("a GPU list sets the count when none is given, and the binding follows the chosen GPUs") {
+  auto plan = makePlan(gpuJob(), gpuNodes(2), context({{{1, 3}, {}}, {{1, 3}, {}}}));
+  REQUIRE(plan);
+  CHECK(plan->ranks_per_node == 2);
+  CHECK(plan->ranks_source == "one per GPU (2)");
+  CHECK(column(*plan, "gpu_busid") == S{"0000:44:00.0", "0000:c4:00.0", "0000:44:00.0", "0000:c4:00.0"});
+  CHECK(column(*plan, "hca") == S{"mlx5_1:1", "mlx5_3:1", "mlx5_1:1", "mlx5_3:1"});
+  CHECK(column(*plan, "numa") == S{"1", "5", "1", "5"});
+  CHECK(column(*plan, "cpuset") == S{"6-11,54-59", "30-35,78-83", "6-11,54-59", "30-35,78-83"});
+  const auto& r1 = plan->nodes[0].ranks[1].env;
+  CHECK(envValue(r1, "CUDA_VISIBLE_DEVICES") == "1,3");  // LOCAL_RANK 1 is CUDA device 1 of these: GPU 3
+  CHECK(envValue(r1, "LOCAL_RANK") == "1");
+  CHECK(envValue(r1, "TLAUNCH_GPU_BUSID") == "0000:c4:00.0");
+  CHECK(envValue(r1, "UCX_NET_DEVICES") == "mlx5_3:1");
+}
+
+TEST_CASE("--exclude g1:0 keeps GPU 0 and its HCA unused") {
+  auto plan = makePlan(gpuJob(), gpuNodes(1), context({{{}, {0}}}));
+  REQUIRE(plan);
+  CHECK(plan->ranks_per_node == 3);
+  CHECK(column(*plan, "gpu_busid") == S{"0000:44:00.0", "0000:84:00.0", "0000:c4:00.0"});
+  CHECK(column(*plan, "hca") == S{"mlx5_1:1", "mlx5_2:1", "mlx5_3:1"});
+  CHECK(envValue(plan->nodes[0].ranks[0].env, "CUDA_VISIBLE_DEVICES") == "1,2,3");
+  auto two = makePlan(gpuJob(2), gpuNodes(1), context({{{}, {0}}}));  // -g 2: the first two left
+  REQUIRE(two);
+  CHECK(column(*two, "gpu_busid") == S{"0000:44:00.0", "0000:84:00.0"});
+}
+
+TEST_CASE("no GPU list: every GPU, and CUDA_VISIBLE_DEVICES is left alone") {
+  auto plan = makePlan(gpuJob(4), gpuNodes(1), context({}));
+  REQUIRE(plan);
+  CHECK(column(*plan, "hca") == S{"mlx5_0:1", "mlx5_1:1", "mlx5_2:1", "mlx5_3:1"});
+  CHECK(envValue(plan->nodes[0].ranks[0].env, "CUDA_VISIBLE_DEVICES").empty());
+}
+
+TEST_CASE("GPU lists that do not fit the node are usage errors naming the node") {
+  auto missing = makePlan(gpuJob(), gpuNodes(1), context({{{1, 7}, {}}}));
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == Errc::usage);
+  CHECK(missing.error().message == "--include names GPU 7 of g1, which has 4 GPU(s) (0-3)");
+  auto too_many = makePlan(gpuJob(3), gpuNodes(1), context({{{1, 3}, {}}}));
+  REQUIRE_FALSE(too_many);
+  CHECK(too_many.error().message ==
+        "node g1 has 2 GPU(s) left by --include/--exclude but the job asks for 3 per node");
+  auto none_left = makePlan(gpuJob(), gpuNodes(1), context({{{}, {0, 1, 2, 3}}}));
+  REQUIRE_FALSE(none_left);
+  CHECK(none_left.error().message == "--exclude leaves no GPU of g1 (it has 4)");
+}
+
+TEST_CASE("-p asks for ranks without GPUs: a GPU list then only counts") {
+  JobSpec s = gpuJob();
+  s.procs_per_node = 2;
+  PlanContext c = context({{{1, 3}, {}}});
+  c.cpu_ranks_asked = true;
+  auto plan = makePlan(s, gpuNodes(1), c);
+  REQUIRE(plan);
+  CHECK(column(*plan, "gpu_busid") == S{"null", "null"});
+  CHECK(envValue(plan->nodes[0].ranks[0].env, "CUDA_VISIBLE_DEVICES").empty());
+}
+
+TEST_CASE("the command line's lists reach the plan's context per node") {
+  JobSpec s;
+  s.argv = {"true"};
+  s.hosts = "g1,g2";
+  s.launcher = LauncherKind::local;
+  s.dry_run = s.offline = true;
+  s.include = "g1:1,3@g2:0,2";
+  auto inc = setUpJob(s, {}, true);
+  REQUIRE(inc);
+  REQUIRE(inc->plan_context.node_gpus.size() == 2);
+  CHECK(inc->plan_context.node_gpus[0].only == std::vector<int>{1, 3});
+  CHECK(inc->plan_context.node_gpus[1].only == std::vector<int>{0, 2});
+  CHECK(inc->spec.ranksPerNode() == 2);  // two slots each
+  s.include.clear();
+  s.exclude = "g2:0";
+  auto exc = setUpJob(s, {}, true);
+  REQUIRE(exc);
+  CHECK(exc->plan_context.node_gpus[1].excluded == std::vector<int>{0});
+  CHECK_FALSE(exc->plan_context.cpu_ranks_asked);
+}
