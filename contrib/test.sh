@@ -20,4 +20,6 @@ cmake --build "$build" -j"$(nproc)"
 # what another translation unit's inlined copy allocated with operator new (harmless with
 # glibc, where both are malloc; flagged in the notes to find the differing copy).
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:alloc_dealloc_mismatch=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ctest --test-dir "$build" --output-on-failure --timeout 900 "$@"
+# Tests run one per core at a time; those that time a fault, and every namespace-cluster test,
+# run alone (RUN_SERIAL in their CMake files).
+ctest --test-dir "$build" --output-on-failure --timeout 900 -j"$(nproc)" "$@"
