@@ -151,7 +151,7 @@ void DaemonSession::onMessage(Json&& msg) {
     return;
   }
   if (t == "fence_done" || t == "dmodex_serve" || t == "dmodex_done" || t == "pub_done" || t == "lookup_done" ||
-      t == "unpub_done" || t == "coll_done" || t == "jobctl_done") {
+      t == "unpub_done" || t == "coll_done" || t == "jobctl_done" || t == "rank_failed") {
     if (pmix_) pmix_->onMessage(t, msg);
     return;
   }

@@ -73,7 +73,13 @@ Result<void> PmixBridge::setupFork(int rank, std::vector<std::string>& env) { re
 
 void PmixBridge::onMessage(const std::string& type, const Json& msg) {
   if (type == "fence_done") {
-    server_->completeFence(static_cast<uint64_t>(getInt(msg, "seq")), getBool(msg, "ok"), bytesOf(msg["d"]));
+    // "lost": a rank of the job has failed, so the fence cannot complete (and does not hang).
+    const auto seq = static_cast<uint64_t>(getInt(msg, "seq"));
+    if (getBool(msg, "lost")) server_->completeFence(seq, PmixReply::proc_lost, {});
+    else server_->completeFence(seq, getBool(msg, "ok"), bytesOf(msg["d"]));
+  } else if (type == "rank_failed") {
+    server_->notifyRankFailed(static_cast<int>(getInt(msg, "r", -1)), getBool(msg, "aborted"),
+                              static_cast<int>(getInt(msg, "status", 1)));
   } else if (type == "dmodex_serve") {
     // Another node's rank asks for one of ours: libpmix answers once our rank has committed.
     const auto from = getInt(msg, "from");

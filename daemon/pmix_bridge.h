@@ -24,7 +24,8 @@ class PmixBridge {
   ~PmixBridge();
   // Adds the PMIx variables (server URI, namespace, rank, Open MPI's hints) to a rank's env.
   Result<void> setupFork(int rank, std::vector<std::string>& env);
-  // Frontend messages: "fence_done", "dmodex_serve", "dmodex_done".
+  // Frontend messages: "fence_done", "dmodex_serve", "dmodex_done", "rank_failed" (a PMIx
+  // event for the local clients), and those of pmix_pubsub_wire.h.
   void onMessage(const std::string& type, const Json& msg);
   // After the node's ranks are reaped: bounded deregistration and removal of the job's files.
   void finish();
