@@ -526,7 +526,8 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     // Ranks are node-major: the owner of rank r is node r / ranks_per_node.
     const int rank = static_cast<int>(getInt(msg, "rank"));
     const int owner = plan_ && plan_->ranks_per_node > 0 ? rank / plan_->ranks_per_node : -1;
-    if (owner < 0 || (rank_failures_ && rank_failures_->hasFailed(rank)) || owner >= static_cast<int>(links_.size()) || !links_[owner]->conn) {
+    const bool failed = rank_failures_ && rank_failures_->hasFailed(rank);  // it may never commit its data
+    if (owner < 0 || failed || owner >= static_cast<int>(links_.size()) || !links_[owner]->conn) {
       link.conn->send({{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", false}, {"d", binary("")}});
       return;
     }

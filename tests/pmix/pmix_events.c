@@ -64,7 +64,10 @@ int main(int argc, char** argv) {
   PMIx_Fence(NULL, 0, NULL, 0); /* every rank has its handler */
   if (me.rank == 1) {
     if (strcmp(how, "abort") == 0) abort();
-    if (strcmp(how, "pmix-abort") == 0) PMIx_Abort(5, "rank 1 gives up", NULL, 0);
+    if (strcmp(how, "pmix-abort") == 0) {
+      PMIx_Abort(5, "rank 1 gives up", NULL, 0);
+      exit(5); /* as MPI_Abort does once the server has taken the request */
+    }
     exit(3);
   }
   for (int i = 0; i < 400 && !event_status; i++) usleep(50000);
