@@ -24,4 +24,13 @@ void PmixServer::notifyRankFailed(int rank, bool aborted, int exit_status) {
   PMIX_INFO_DESTRUCT(&info[1]);
 }
 
+void PmixServer::forgetFailedRank(int rank) {
+  Impl& s = *impl_;
+  if (!s.job || s.wedged || rank < 0 || !s.job->geometry.isLocal(rank)) return;
+  pmix_proc_t proc;
+  PMIX_PROC_LOAD(&proc, s.job->nspace, static_cast<pmix_rank_t>(rank));
+  // Asynchronous; its answer carries nothing we need (deregisterJob later removes the rest).
+  PMIx_server_deregister_client(&proc, [](pmix_status_t, void*) {}, nullptr);
+}
+
 }  // namespace tlaunch

@@ -167,6 +167,11 @@ class PmixServer {
   // PMIX_EVENT_AFFECTED_PROC and `exit_status` (128+N for signal N) as PMIX_EXIT_CODE. libpmix
   // keeps the event for clients that register later. Returns at once.
   void notifyRankFailed(int rank, bool aborted, int exit_status);
+  // A local rank failed and has exited: libpmix forgets it, so that a fence listing it by rank
+  // reaches Callbacks (and fails there) instead of waiting on this node for a client that is
+  // gone. Call it a moment after the exit: libpmix must have seen the connection drop first,
+  // or it keeps counting the rank in fences over the whole job.
+  void forgetFailedRank(int rank);
 
   // Owner side of a direct modex: fetch a local rank's data (libpmix waits until that rank
   // has committed). `reply` runs on the strand; ok=false if the rank is not local. A request

@@ -337,6 +337,7 @@ void DaemonSession::handleStart() {
   };
   ev.exited = [this](const RankExit& e) {
     if (nccl_) nccl_->pollNow();
+    if (pmix_ && !e.killed_by_us && (e.signaled || e.code != 0)) pmix_->onLocalRankFailed(e.rank);
     if (!conn_ || !conn_->isOpen()) return;
     output_->ordered({{"t", "exit"},
                       {"r", e.rank},
