@@ -29,7 +29,8 @@ void JobSession::onRankFailed(RankFailure f) {
   }
   // The job ends, but the other ranks' event handlers get --event-grace first: the outcome is
   // recorded now, teardown waits for endEventGrace() (tick, or every rank gone already).
-  const auto grace = std::chrono::milliseconds(cfg_.spec.event_grace_ms);
+  // Without PMIx (--pmix off) no rank can have a handler: nothing to wait for.
+  const auto grace = std::chrono::milliseconds(cfg_.spec.pmix ? cfg_.spec.event_grace_ms : 0);
   if ((grace.count() == 0 || (phase_ != Phase::running && phase_ != Phase::starting)) && outcome_.failed_rank < 0) {
     fail(f.exit_status, f.summary, f.rank, std::move(f.stderr_tail), f.node, f.signal);
     return;
