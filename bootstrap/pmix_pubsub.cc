@@ -66,18 +66,6 @@ std::vector<std::string> keyList(char** keys) {
   return out;
 }
 
-pmix_status_t statusOf(PmixReply r) {
-  switch (r) {
-    case PmixReply::ok: return PMIX_SUCCESS;
-    case PmixReply::not_found: return PMIX_ERR_NOT_FOUND;
-    case PmixReply::timeout: return PMIX_ERR_TIMEOUT;
-    case PmixReply::duplicate: return PMIX_ERR_DUPLICATE_KEY;
-    case PmixReply::bad_param: return PMIX_ERR_BAD_PARAM;
-    case PmixReply::not_supported: return PMIX_ERR_NOT_SUPPORTED;
-  }
-  return PMIX_ERROR;
-}
-
 // Keys starting with "pmix." are directives (range, persistence, the user id libpmix adds);
 // everything else is data.
 bool isDirective(const pmix_info_t& info) { return strncmp(info.key, "pmix.", 5) == 0; }
@@ -154,6 +142,19 @@ constexpr char kDisconnect[] = "disconnect";
 
 }  // namespace
 
+pmix_status_t pmixStatusOf(PmixReply r) {
+  switch (r) {
+    case PmixReply::ok: return PMIX_SUCCESS;
+    case PmixReply::not_found: return PMIX_ERR_NOT_FOUND;
+    case PmixReply::timeout: return PMIX_ERR_TIMEOUT;
+    case PmixReply::duplicate: return PMIX_ERR_DUPLICATE_KEY;
+    case PmixReply::bad_param: return PMIX_ERR_BAD_PARAM;
+    case PmixReply::not_supported: return PMIX_ERR_NOT_SUPPORTED;
+    case PmixReply::proc_lost: return PMIX_ERR_LOST_CONNECTION;
+  }
+  return PMIX_ERROR;
+}
+
 void addPubsubUpcalls(pmix_server_module_t& m) {
   m.publish = upPublish;
   m.lookup = upLookup;
@@ -223,13 +224,13 @@ void PmixServer::Impl::onCollective(uint64_t gen, std::string kind, const std::v
 void PmixServer::completePublish(uint64_t request_id, PmixReply status) {
   Impl& s = *impl_;
   if (!s.job) return;
-  if (auto node = s.job->publishes.extract(request_id)) node.mapped()(statusOf(status));
+  if (auto node = s.job->publishes.extract(request_id)) node.mapped()(pmixStatusOf(status));
 }
 
 void PmixServer::completeUnpublish(uint64_t request_id, PmixReply status) {
   Impl& s = *impl_;
   if (!s.job) return;
-  if (auto node = s.job->unpublishes.extract(request_id)) node.mapped()(statusOf(status));
+  if (auto node = s.job->unpublishes.extract(request_id)) node.mapped()(pmixStatusOf(status));
 }
 
 void PmixServer::completeLookup(uint64_t request_id, PmixReply status, std::vector<PmixFound> found) {
@@ -238,7 +239,7 @@ void PmixServer::completeLookup(uint64_t request_id, PmixReply status, std::vect
   auto node = s.job->lookups.extract(request_id);
   if (!node) return;
   if (status != PmixReply::ok || found.empty())
-    return node.mapped()(status == PmixReply::ok ? PMIX_ERR_NOT_FOUND : statusOf(status));
+    return node.mapped()(status == PmixReply::ok ? PMIX_ERR_NOT_FOUND : pmixStatusOf(status));
   pmix_pdata_t* data = nullptr;
   PMIX_PDATA_CREATE(data, found.size());
   size_t n = 0;
@@ -255,7 +256,7 @@ void PmixServer::completeLookup(uint64_t request_id, PmixReply status, std::vect
 void PmixServer::completeCollective(uint64_t request_id, PmixReply status, std::string all_blobs) {
   Impl& s = *impl_;
   if (!s.job) return;
-  if (auto node = s.job->collectives.extract(request_id)) node.mapped()(statusOf(status), std::move(all_blobs));
+  if (auto node = s.job->collectives.extract(request_id)) node.mapped()(pmixStatusOf(status), std::move(all_blobs));
 }
 
 }  // namespace tlaunch

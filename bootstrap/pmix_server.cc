@@ -78,6 +78,10 @@ void prepareEnvironment() {
   for (const auto& key : inherited) unsetenv(key.c_str());
   setenv("PMIX_MCA_psec", "native", 1);
   setenv("PMIX_MCA_gds", "hash", 1);
+  // Every fence reaches fence_nb, also when all its ranks are on this node: libpmix would
+  // otherwise complete a one-node fence among the survivors of a failed rank, where a job over
+  // several nodes fails it (the frontend knows of failures; libpmix on one node does not).
+  setenv("PMIX_MCA_pmix_server_fence_localonly_opt", "0", 1);
 }
 
 std::string defaultShmDir(const PmixJobLayout& layout) {
@@ -264,18 +268,29 @@ Result<void> PmixServer::setupFork(int rank, std::vector<std::string>& env) {
   return {};
 }
 
-void PmixServer::completeFence(uint64_t fence_seq, bool ok, std::string all_blobs) {
-  Impl& s = *impl_;
+namespace {
+
+void completeFenceWith(PmixServer::Impl& s, uint64_t fence_seq, pmix_status_t status, std::string all_blobs) {
   if (!s.job) return;
   auto it = s.job->fences.find(fence_seq);
   if (it == s.job->fences.end()) {
     // Not entered locally yet: keep it for onFence. A completion for an old fence is a duplicate.
-    if (fence_seq >= s.job->next_fence_seq) s.job->early_completions[fence_seq] = {ok, std::move(all_blobs)};
+    if (fence_seq >= s.job->next_fence_seq) s.job->early_completions[fence_seq] = {status, std::move(all_blobs)};
     return;
   }
   ModexReply reply = it->second;
   s.job->fences.erase(it);
-  reply(ok ? PMIX_SUCCESS : PMIX_ERROR, std::move(all_blobs));
+  reply(status, std::move(all_blobs));
+}
+
+}  // namespace
+
+void PmixServer::completeFence(uint64_t fence_seq, bool ok, std::string all_blobs) {
+  completeFenceWith(*impl_, fence_seq, ok ? PMIX_SUCCESS : PMIX_ERROR, std::move(all_blobs));
+}
+
+void PmixServer::completeFence(uint64_t fence_seq, PmixReply status, std::string all_blobs) {
+  completeFenceWith(*impl_, fence_seq, pmixStatusOf(status), std::move(all_blobs));
 }
 
 void PmixServer::serveDirectModex(int rank, std::function<void(bool ok, std::string data)> reply) {

@@ -58,7 +58,9 @@ struct PmixJobLayout {
 // Publish / lookup / unpublish (PMIx_Publish & co., MPI_Publish_name): the data lives at the
 // frontend; requests travel as control-plane messages. Ranges and persistence are PMIx's
 // PMIX_RANGE_* / PMIX_PERSIST_* numbers; values are opaque packed pmix_info_t.
-enum class PmixReply { ok = 0, not_found, timeout, duplicate, bad_param, not_supported };
+// proc_lost: a participant of the collective has failed (PMIX_ERR_LOST_CONNECTION, as libpmix
+// answers a local collective whose member's connection dropped).
+enum class PmixReply { ok = 0, not_found, timeout, duplicate, bad_param, not_supported, proc_lost };
 
 struct PmixPublish {
   int rank = 0;                       // the publisher
@@ -135,7 +137,8 @@ class PmixServer {
   // PMIx_server_init; fails if a server was started before in this process. Edits this process's
   // environment first (call it before other threads read the environment): removes inherited
   // PMIx client variables (PMIX_* but PMIX_MCA_*, e.g. from `srun --mpi=pmix`), which break
-  // PMIx_server_init, and sets PMIX_MCA_psec=native and PMIX_MCA_gds=hash.
+  // PMIx_server_init, and sets PMIX_MCA_psec=native, PMIX_MCA_gds=hash and
+  // PMIX_MCA_pmix_server_fence_localonly_opt=0 (every fence goes through Callbacks).
   static Result<std::unique_ptr<PmixServer>> start(const PmixServerConfig& config, Post post,
                                                    Callbacks callbacks);
 
@@ -154,6 +157,20 @@ class PmixServer {
   // local rank. Unknown sequence numbers are kept for a local fence still to come; completions
   // of fences already completed are ignored.
   void completeFence(uint64_t fence_seq, bool ok, std::string all_blobs);
+  // The same with a reason: PmixReply::proc_lost when a rank of the job has failed.
+  void completeFence(uint64_t fence_seq, PmixReply status, std::string all_blobs);
+
+  // A rank of the job failed (on any node): every local client that registered an event
+  // handler for it gets PMIX_ERR_PROC_ABORTED (aborted: PMIx_Abort, or killed by SIGABRT) or
+  // PMIX_PROC_TERMINATED (a non-zero exit, any other signal), with the rank as
+  // PMIX_EVENT_AFFECTED_PROC and `exit_status` (128+N for signal N) as PMIX_EXIT_CODE. libpmix
+  // keeps the event for clients that register later. Returns at once.
+  void notifyRankFailed(int rank, bool aborted, int exit_status);
+  // A local rank failed and has exited: libpmix forgets it, so that a fence listing it by rank
+  // reaches Callbacks (and fails there) instead of waiting on this node for a client that is
+  // gone. Call it a moment after the exit: libpmix must have seen the connection drop first,
+  // or it keeps counting the rank in fences over the whole job.
+  void forgetFailedRank(int rank);
 
   // Owner side of a direct modex: fetch a local rank's data (libpmix waits until that rank
   // has committed). `reply` runs on the strand; ok=false if the rank is not local. A request

@@ -80,7 +80,7 @@ struct PmixServer::Impl {
     pmix_nspace_t nspace;
     uint64_t next_fence_seq = 0;
     std::map<uint64_t, ModexReply> fences;  // local fences waiting for completeFence
-    std::map<uint64_t, std::pair<bool, std::string>> early_completions;  // before the local fence
+    std::map<uint64_t, std::pair<pmix_status_t, std::string>> early_completions;  // before the local fence
     uint64_t next_request_id = 0;
     std::map<uint64_t, ModexReply> modex_requests;
     // Publish / lookup / unpublish / collectives waiting for the frontend, by request id.
@@ -123,6 +123,9 @@ struct PmixServer::Impl {
   void failOutstanding(pmix_status_t status);
   std::string where() const { return "node " + config.node_name; }
 };
+
+// The libpmix status a control-plane answer stands for (pmix_pubsub.cc).
+pmix_status_t pmixStatusOf(PmixReply r);
 
 // libpmix calls its module functions without any context pointer, so the one server of this
 // process is found here. Guarded because upcalls run on libpmix's thread.

@@ -94,9 +94,9 @@ void PmixServer::Impl::onFence(uint64_t gen, const std::vector<pmix_proc_t>& pro
   if (!isWildcardFenceOf(procs, job->nspace)) return onCollective(gen, "fence", procs, std::move(blob), {reply, {}});
   const uint64_t seq = job->next_fence_seq++;
   if (auto early = job->early_completions.find(seq); early != job->early_completions.end()) {
-    auto [ok, all] = std::move(early->second);
+    auto [status, all] = std::move(early->second);
     job->early_completions.erase(early);
-    reply(ok ? PMIX_SUCCESS : PMIX_ERROR, std::move(all));
+    reply(status, std::move(all));
     return;
   }
   job->fences.emplace(seq, reply);

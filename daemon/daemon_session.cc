@@ -151,7 +151,7 @@ void DaemonSession::onMessage(Json&& msg) {
     return;
   }
   if (t == "fence_done" || t == "dmodex_serve" || t == "dmodex_done" || t == "pub_done" || t == "lookup_done" ||
-      t == "unpub_done" || t == "coll_done" || t == "jobctl_done") {
+      t == "unpub_done" || t == "coll_done" || t == "jobctl_done" || t == "rank_failed") {
     if (pmix_) pmix_->onMessage(t, msg);
     return;
   }
@@ -337,6 +337,7 @@ void DaemonSession::handleStart() {
   };
   ev.exited = [this](const RankExit& e) {
     if (nccl_) nccl_->pollNow();
+    if (pmix_ && !e.killed_by_us && (e.signaled || e.code != 0)) pmix_->onLocalRankFailed(e.rank);
     if (!conn_ || !conn_->isOpen()) return;
     output_->ordered({{"t", "exit"},
                       {"r", e.rank},

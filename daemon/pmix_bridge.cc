@@ -25,6 +25,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
     spdlog::info("removed {}: its job's tlaunchd is gone", dir);
   std::unique_ptr<PmixBridge> b(new PmixBridge());
   b->send_ = send;
+  b->io_ = &io;
   // Per node and job, so that simulated nodes sharing /tmp and two jobs at once never collide.
   b->node_dir_ = tmpBase() + "/tlaunch." + launch.job_id + "." + launch.node_name;
   // Created on its own first: it lives in a shared directory (makeRankDir refuses a planted one).
@@ -73,7 +74,14 @@ Result<void> PmixBridge::setupFork(int rank, std::vector<std::string>& env) { re
 
 void PmixBridge::onMessage(const std::string& type, const Json& msg) {
   if (type == "fence_done") {
-    server_->completeFence(static_cast<uint64_t>(getInt(msg, "seq")), getBool(msg, "ok"), bytesOf(msg["d"]));
+    // "lost": a rank of the job has failed, so the fence cannot complete (and does not hang).
+    const auto seq = static_cast<uint64_t>(getInt(msg, "seq"));
+    if (getBool(msg, "lost")) server_->completeFence(seq, PmixReply::proc_lost, {});
+    else server_->completeFence(seq, getBool(msg, "ok"), bytesOf(msg["d"]));
+  } else if (type == "rank_failed") {
+    auto held = held_events_.find(static_cast<int>(getInt(msg, "r", -1)));
+    if (held != held_events_.end()) held->second.push_back(msg);
+    else notify(msg);
   } else if (type == "dmodex_serve") {
     // Another node's rank asks for one of ours: libpmix answers once our rank has committed.
     const auto from = getInt(msg, "from");
@@ -87,6 +95,26 @@ void PmixBridge::onMessage(const std::string& type, const Json& msg) {
   } else {
     onPubsubMessage(*server_, type, msg);
   }
+}
+
+void PmixBridge::notify(const Json& msg) {
+  server_->notifyRankFailed(static_cast<int>(getInt(msg, "r", -1)), getBool(msg, "aborted"),
+                            static_cast<int>(getInt(msg, "status", 1)));
+}
+
+void PmixBridge::onLocalRankFailed(int rank) {
+  if (finished_ || !server_ || held_events_.count(rank)) return;
+  held_events_[rank];
+  // The rank's socket closed as it died, but libpmix's thread may not have read that yet; if
+  // it is forgotten first, libpmix never learns that the client is gone.
+  auto timer = std::make_unique<asio::steady_timer>(*io_, std::chrono::milliseconds(200));
+  timer->async_wait([this, rank](const asio::error_code& ec) {
+    if (ec || finished_) return;
+    server_->forgetFailedRank(rank);
+    auto held = held_events_.extract(rank);
+    for (const auto& msg : held.mapped()) notify(msg);
+  });
+  forget_timers_.push_back(std::move(timer));
 }
 
 void PmixBridge::finish() {

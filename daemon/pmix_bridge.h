@@ -4,6 +4,7 @@
 // back here. Lives on the daemon's io_context thread; libpmix upcalls arrive through asio::post.
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,13 +25,22 @@ class PmixBridge {
   ~PmixBridge();
   // Adds the PMIx variables (server URI, namespace, rank, Open MPI's hints) to a rank's env.
   Result<void> setupFork(int rank, std::vector<std::string>& env);
-  // Frontend messages: "fence_done", "dmodex_serve", "dmodex_done".
+  // Frontend messages: "fence_done", "dmodex_serve", "dmodex_done", "rank_failed" (a PMIx
+  // event for the local clients), and those of pmix_pubsub_wire.h.
   void onMessage(const std::string& type, const Json& msg);
+  // A local rank exited with a failure (not killed by teardown): libpmix forgets it shortly
+  // after (PmixServer::forgetFailedRank), and the frontend's event about it reaches the local
+  // ranks only then, so that a fence they enter in reaction cannot wait for it here.
+  void onLocalRankFailed(int rank);
   // After the node's ranks are reaped: bounded deregistration and removal of the job's files.
   void finish();
 
  private:
   PmixBridge() = default;
+  asio::io_context* io_ = nullptr;
+  std::vector<std::unique_ptr<asio::steady_timer>> forget_timers_;
+  std::map<int, std::vector<Json>> held_events_;  // local failed ranks not yet forgotten -> their events
+  void notify(const Json& msg);
   std::unique_ptr<PmixServer> server_;
   Send send_;
   std::string node_dir_;

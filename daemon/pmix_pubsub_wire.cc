@@ -11,7 +11,7 @@ Json stringArray(const std::vector<std::string>& v) {
 
 PmixReply replyOf(const Json& msg) {
   const auto v = getInt(msg, "status", static_cast<int>(PmixReply::bad_param));
-  if (v < 0 || v > static_cast<int>(PmixReply::not_supported)) return PmixReply::bad_param;
+  if (v < 0 || v > static_cast<int>(PmixReply::proc_lost)) return PmixReply::bad_param;
   return static_cast<PmixReply>(v);
 }
 

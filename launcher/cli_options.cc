@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "launcher/cli_values.h"
+#include "launcher/failure_cli.h"
 #include "launcher/inspect_cli.h"
 #include "tlaunch/version.h"
 #include "bootstrap/error_text.h"
@@ -250,6 +251,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   addOutputOptions(app, s);
   addControlOptions(app, s, true);
   addHangTimeoutOption(app, s);
+  addFailureOptions(app, s);
   app.add_option("--nccl-check", s.nccl_check,
                  "NCCL transport report once every rank's NCCL is initialised: off, warn (default; warns when a job "
                  "planned on RDMA runs NCCL over sockets or another interface), strict (ends such a job, exit 78)")

@@ -19,6 +19,9 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/offline_plan.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_nccl.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_session_failures.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/rank_failure_policy.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/failure_cli.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_directory.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_collectives.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_job_control.cc

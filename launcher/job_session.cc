@@ -18,6 +18,7 @@
 #include "launcher/pmix_directory.h"
 #include "launcher/pmix_job_control.h"
 #include "launcher/plan/plan_preflight.h"
+#include "launcher/rank_failure_policy.h"
 #include "launcher/stdin_credit.h"
 #include "tlaunch/version.h"
 #include "bootstrap/error_text.h"
@@ -301,7 +302,10 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
   }
   if (t == "all_exited") {
     link.all_exited = true;
-    if (!failed_ && std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->all_exited; })) finish();
+    if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->all_exited; })) {
+      if (!failed_) finish();
+      else if (teardown_at_) endEventGrace();  // nobody is left to read the event
+    }
     return;
   }
   if (t == "drained") {
@@ -401,6 +405,7 @@ void JobSession::planAndPrepare() {
   for (const auto& n : plan_->nodes)
     for (const auto& r : n.ranks) out_.setRankNode(r.rank, n.node_name);
   outcome_.rank_exit_codes.assign(static_cast<size_t>(plan_->world_size), -1);
+  rank_failures_ = std::make_unique<RankFailurePolicy>(cfg_.spec.keep_going, plan_->world_size);
   startNcclCheck();
   if (auto r = out_.openFiles(plan_->world_size); !r) {
     fail(exitStatusFor(r.error().code), r.error().message);
@@ -453,15 +458,21 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   if (rank >= 0 && static_cast<size_t>(rank) < outcome_.rank_exit_codes.size())
     outcome_.rank_exit_codes[static_cast<size_t>(rank)] = signaled ? 128 + code : code;
   pmix_directory_->onRankExit(rank);
-  if (ours || failed_ || (!signaled && code == 0)) return;
+  if (ours || (!signaled && code == 0)) return;
   std::vector<std::string> tail;
   if (msg.contains("tail") && msg["tail"].is_array())
     for (const auto& l : msg["tail"])
       if (l.is_string()) tail.push_back(l.get<std::string>());
   std::string what = signaled ? std::string("was killed by signal ") + std::to_string(code) + " (" + ::strsignal(code) + ")"
                               : "exited with status " + std::to_string(code);
-  fail(signaled ? 128 + code : code, "rank " + std::to_string(rank) + " on node " + link.name + " " + what, rank,
-       std::move(tail), link.name, signaled ? code : 0);
+  RankFailure f;
+  f.rank = rank;
+  f.node = link.name;
+  f.exit_status = signaled ? 128 + code : code;
+  f.signal = signaled ? code : 0;
+  f.summary = "rank " + std::to_string(rank) + " on node " + link.name + " " + what;
+  f.stderr_tail = std::move(tail);
+  onRankFailed(std::move(f));
 }
 
 void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) {
@@ -470,14 +481,23 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     const int status = static_cast<int>(getInt(msg, "status", 1));
     std::string text = getString(msg, "message");
     if (text == "N/A") text.clear();  // Open MPI's placeholder
-    fail(status, "rank " + std::to_string(rank) + " on node " + link.name + " called MPI_Abort with status " +
-                     std::to_string(status) + (text.empty() ? "" : ": " + text),
-         rank, {}, link.name);
+    RankFailure f;
+    f.rank = rank;
+    f.node = link.name;
+    f.exit_status = status == 0 ? 1 : status;
+    f.called_abort = true;
+    f.summary = "rank " + std::to_string(rank) + " on node " + link.name + " called MPI_Abort with status " +
+                std::to_string(status) + (text.empty() ? "" : ": " + text);
+    onRankFailed(std::move(f));
     return;
   }
   if (type == "fence") {
     // Every node contributes once per fence; the concatenation goes back to all of them.
     const auto seq = static_cast<uint64_t>(getInt(msg, "seq"));
+    if (rank_failures_ && rank_failures_->anyFailed()) {  // a fence of the whole job: it has a failed rank
+      link.conn->send({{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
+      return;
+    }
     Fence& f = fences_[seq];
     if (f.blobs.empty()) {
       f.blobs.resize(links_.size());
@@ -498,7 +518,8 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     // Ranks are node-major: the owner of rank r is node r / ranks_per_node.
     const int rank = static_cast<int>(getInt(msg, "rank"));
     const int owner = plan_ && plan_->ranks_per_node > 0 ? rank / plan_->ranks_per_node : -1;
-    if (owner < 0 || owner >= static_cast<int>(links_.size()) || !links_[owner]->conn) {
+    const bool failed = rank_failures_ && rank_failures_->hasFailed(rank);  // it may never commit its data
+    if (owner < 0 || failed || owner >= static_cast<int>(links_.size()) || !links_[owner]->conn) {
       link.conn->send({{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", false}, {"d", binary("")}});
       return;
     }
@@ -532,15 +553,23 @@ void JobSession::onLinkClosed(Link& link, const std::string& reason) {
 
 void JobSession::fail(int exit_code, std::string summary, int rank, std::vector<std::string> tail, std::string node,
                       int signal) {
-  if (failed_) return;
+  if (failed_) {
+    endEventGrace();  // anything else that ends the job ends it now
+    return;
+  }
   failed_ = true;
+  recordFailure(exit_code, std::move(summary), rank, std::move(tail), std::move(node), signal);
+  teardown();
+}
+
+void JobSession::recordFailure(int exit_code, std::string summary, int rank, std::vector<std::string> tail,
+                               std::string node, int signal) {
   outcome_.exit_code = exit_code == 0 ? 1 : exit_code;
   outcome_.summary = std::move(summary);
   outcome_.failed_rank = rank;
   outcome_.stderr_tail = std::move(tail);
   outcome_.failed_node = std::move(node);
   outcome_.signal = signal;
-  teardown();
 }
 
 void JobSession::teardown() {
@@ -620,6 +649,7 @@ void JobSession::tick() {
       fail(exitStatusFor(Errc::node_unreachable),
            (f.node_index >= 0 ? "could not start tlaunchd on node " + nodeLabel(f.node_index) + ": " : "") + f.message);
     }
+    if (teardown_at_ && now >= *teardown_at_) endEventGrace();
     if (lost_node_ && !failed_ && now >= lost_deadline_) fail(exitStatusFor(Errc::node_lost), *lost_node_, -1, {}, lost_node_name_);
     if (phase_ == Phase::connecting && now > phase_deadline_) {
       std::string missing;

@@ -21,6 +21,8 @@ class CrossNodePreflight;
 class PmixCollectives;
 class PmixDirectory;
 class JobInspector;
+class RankFailurePolicy;
+struct RankFailure;
 namespace nccl {
 class JobCheck;
 }
@@ -85,6 +87,13 @@ class JobSession {
   int nodeOfRank(int rank) const;
   void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {},
             std::string node = {}, int signal = 0);
+  void recordFailure(int exit_code, std::string summary, int rank, std::vector<std::string> tail, std::string node,
+                     int signal);  // the outcome fail() reports
+  // A failed rank (launcher/job_session_failures.cc): announced to every node as a PMIx event,
+  // then the job ends after --event-grace, or goes on with --keep-going.
+  void onRankFailed(RankFailure f);
+  void failPmixOperationsOf(int rank);
+  void endEventGrace();  // the teardown a failed rank's --event-grace holds back starts now
   void teardown();
   void finish();
   void tick();
@@ -126,6 +135,8 @@ class JobSession {
   std::unique_ptr<PmixCollectives> pmix_collectives_;  // PMIx connect / disconnect / subset fences
   std::unique_ptr<JobInspector> inspector_;  // stacks, status, --hang-timeout
   std::unique_ptr<nccl::JobCheck> nccl_check_;  // --nccl-check (launcher/job_session_nccl.cc)
+  std::unique_ptr<RankFailurePolicy> rank_failures_;  // made with the plan
+  std::optional<std::chrono::steady_clock::time_point> teardown_at_;  // a failed rank's --event-grace
   void startNcclCheck();
   void onNcclSummary(const Json& msg);
   void startInspector();

@@ -73,6 +73,10 @@ struct JobSpec {
   // PMIx
   bool pmix = true;
 
+  // A failed rank (launcher/rank_failure_policy.h)
+  int event_grace_ms = 1000;  // --event-grace: PMIx event handlers run this long before teardown
+  bool keep_going = false;    // --keep-going: the other ranks run to their end
+
   // ssh / Slurm
   int ssh_fanout = 64;
   std::vector<std::string> ssh_options;

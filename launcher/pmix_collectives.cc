@@ -4,18 +4,18 @@
 #include <iterator>
 #include <set>
 
-#include "bootstrap/pmix_server.h"
-
 namespace tlaunch {
 
 void PmixCollectives::onMessage(int node, const Json& msg) {
   const Json id = msg.contains("id") ? msg["id"] : Json();
   std::set<int> nodes;
+  std::vector<int> ranks;
   std::string key = getString(msg, "kind") + ":";
   if (msg.contains("ranks") && msg["ranks"].is_array())
     for (const auto& r : msg["ranks"]) {
       if (!r.is_number_integer()) continue;
       const int rank = r.get<int>();
+      ranks.push_back(rank);
       key += std::to_string(rank) + ",";
       if (rank < 0) {
         for (int n = 0; n < node_count_(); ++n) nodes.insert(n);
@@ -30,7 +30,12 @@ void PmixCollectives::onMessage(int node, const Json& msg) {
     send_(node, {{"t", "coll_done"}, {"id", id}, {"status", static_cast<int>(PmixReply::bad_param)}, {"d", binary("")}});
     return;
   }
+  if (includesFailed(ranks)) {  // it could never complete
+    send_(node, {{"t", "coll_done"}, {"id", id}, {"status", static_cast<int>(PmixReply::proc_lost)}, {"d", binary("")}});
+    return;
+  }
   // The first round of this collective that the node has not entered yet.
+  ranks_of_[key] = ranks;
   auto& queue = rounds_[key];
   auto round = std::find_if(queue.begin(), queue.end(), [node](const Round& r) { return !r.ids.count(node); });
   if (round == queue.end()) round = queue.insert(queue.end(), Round{});
@@ -43,7 +48,33 @@ void PmixCollectives::onMessage(int node, const Json& msg) {
   for (const auto& [n, blob] : round->blobs) all += blob;
   for (const auto& [n, rid] : round->ids) send_(n, {{"t", "coll_done"}, {"id", rid}, {"status", static_cast<int>(PmixReply::ok)}, {"d", binary(all)}});
   queue.erase(round);
-  if (queue.empty()) rounds_.erase(key);
+  if (queue.empty()) {
+    rounds_.erase(key);
+    ranks_of_.erase(key);
+  }
+}
+
+bool PmixCollectives::includesFailed(const std::vector<int>& ranks) const {
+  if (failed_.empty()) return false;
+  return std::any_of(ranks.begin(), ranks.end(), [this](int r) { return r < 0 || failed_.count(r); });
+}
+
+void PmixCollectives::answer(const Round& round, PmixReply status) {
+  for (const auto& [n, rid] : round.ids)
+    send_(n, {{"t", "coll_done"}, {"id", rid}, {"status", static_cast<int>(status)}, {"d", binary("")}});
+}
+
+void PmixCollectives::onRankFailed(int rank) {
+  if (rank < 0 || !failed_.insert(rank).second) return;
+  for (auto it = rounds_.begin(); it != rounds_.end();) {
+    if (!includesFailed(ranks_of_[it->first])) {
+      ++it;
+      continue;
+    }
+    for (const auto& round : it->second) answer(round, PmixReply::proc_lost);
+    ranks_of_.erase(it->first);
+    it = rounds_.erase(it);
+  }
 }
 
 }  // namespace tlaunch
@@ -58,10 +89,10 @@ void PmixCollectives::tick(std::chrono::steady_clock::time_point now) {
         ++round;
         continue;
       }
-      for (const auto& [n, rid] : round->ids)
-        send_(n, {{"t", "coll_done"}, {"id", rid}, {"status", static_cast<int>(PmixReply::timeout)}, {"d", binary("")}});
+      answer(*round, PmixReply::timeout);
       round = queue.erase(round);
     }
+    if (queue.empty()) ranks_of_.erase(it->first);
     it = queue.empty() ? rounds_.erase(it) : std::next(it);
   }
 }

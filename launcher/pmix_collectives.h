@@ -5,15 +5,18 @@
 // each gets "coll_done" with its own request id and every node's blob, concatenated.
 // Collectives over the same ranks and kind complete in the order the nodes entered them. A
 // round whose earliest timeout (PMIX_TIMEOUT, from any node) passes fails with a timeout on the
-// nodes that entered it; a node entering later starts a new round.
+// nodes that entered it; a node entering later starts a new round. Once a rank has failed,
+// every collective that includes it fails at once (PmixReply::proc_lost), pending or new.
 #include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "bootstrap/message.h"
+#include "bootstrap/pmix_server.h"
 
 namespace tlaunch {
 
@@ -26,6 +29,8 @@ class PmixCollectives {
 
   void onMessage(int node, const Json& msg);
   void tick(std::chrono::steady_clock::time_point now);
+  // A rank of the job failed: answer the rounds it belongs to now, and refuse later ones.
+  void onRankFailed(int rank);
   size_t pending() const { return rounds_.size(); }
 
  private:
@@ -34,10 +39,14 @@ class PmixCollectives {
     std::map<int, std::string> blobs;  // node -> its blob
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   };
+  bool includesFailed(const std::vector<int>& ranks) const;
+  void answer(const Round& round, PmixReply status);
   Send send_;
   NodeOf node_of_;
   std::function<int()> node_count_;
   std::map<std::string, std::deque<Round>> rounds_;  // by kind and ranks
+  std::map<std::string, std::vector<int>> ranks_of_;  // the ranks of each key in rounds_ ({-1}: all)
+  std::set<int> failed_;
 };
 
 }  // namespace tlaunch

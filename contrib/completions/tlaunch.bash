@@ -3,8 +3,8 @@
 # `tlaunch --help`.
 
 _tlaunch_options="--bind --chdir --check-reachability --connect-timeout --cpus-per-rank --daemon-path --dry-run
-  --exclude --expect-rate --export --gpus-per-node --hang-timeout --heartbeat-timeout --help --hostfile --hosts --include --json
-  --kill-timeout --label --launcher --master-addr --master-port --mca --nccl-check --net --net-cidr --net-if --nnodes --nodes --np
+  --event-grace --exclude --expect-rate --export --gpus-per-node --hang-timeout --heartbeat-timeout --help --hostfile --hosts --include --json
+  --keep-going --kill-timeout --label --launcher --master-addr --master-port --mca --nccl-check --net --net-cidr --net-if --nnodes --nodes --np
   --npernode --nproc-per-node --ntasks-per-node --offline --output-dir --pmix --preflight --preflight-skip
   --preflight-strict --procs-per-node --quiet --report-bindings --slurm-args --ssh-connect-timeout --ssh-fanout
   --ssh-option --ssh-reuse --stdin --summary-json --sysfs-root --tag-output --topology-xml --verbose --version"
@@ -39,7 +39,7 @@ _tlaunch_values() {
     --output-dir | --sysfs-root | -D | --chdir) COMPREPLY=($(compgen -d -- "$cur")) ;;
     -H | --hosts | --include | --exclude) COMPREPLY=($(compgen -A hostname -- "$cur")) ;;
     -N | --nodes | -p | --procs-per-node | -g | --gpus-per-node | --cpus-per-rank | --stdin | --kill-timeout | \
-      --connect-timeout | --heartbeat-timeout | --hang-timeout | --ssh-fanout | --ssh-connect-timeout | --expect-rate | \
+      --connect-timeout | --heartbeat-timeout | --hang-timeout | --event-grace | --ssh-fanout | --ssh-connect-timeout | --expect-rate | \
       --net-if | --net-cidr | --ssh-option | --slurm-args | -x | --export | -n | --np | --nnodes | --ntasks-per-node | \
       --npernode | --master-addr | --master-port | --mca) COMPREPLY=() ;;
     *) return 1 ;;

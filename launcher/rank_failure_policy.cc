@@ -1,0 +1,50 @@
+#include "launcher/rank_failure_policy.h"
+
+#include <signal.h>
+
+#include <cctype>
+
+namespace tlaunch {
+
+bool RankFailure::aborted() const { return called_abort || signal == SIGABRT; }
+
+RankFailurePolicy::Decision RankFailurePolicy::onFailure(const RankFailure& f) {
+  Decision d;
+  d.announce = f.rank >= 0 ? failed_.insert(f.rank).second : false;
+  if (!first_) first_ = f;
+  d.action = keep_going_ && !f.called_abort ? Action::keep_going : Action::end_after_grace;
+  return d;
+}
+
+std::string RankFailurePolicy::keptGoingSummary() const {
+  if (!first_) return {};
+  std::string text = first_->summary + "; the other ranks went on (--keep-going)";
+  if (failed_.size() > 1)
+    text += ", " + std::to_string(failed_.size()) + " of " + std::to_string(world_size_) + " ranks failed";
+  return text;
+}
+
+Json RankFailurePolicy::announcement(const RankFailure& f) {
+  return {{"t", "rank_failed"}, {"r", f.rank}, {"aborted", f.aborted()}, {"status", f.exit_status}};
+}
+
+Result<std::chrono::milliseconds> parseEventGrace(std::string_view text) {
+  auto bad = [&] {
+    return fail(Errc::usage, "--event-grace " + std::string(text) + ": expected a duration such as 0, 500ms, 1s or 2s",
+                "at most 60s; 0 tears the job down at once");
+  };
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0 || digits > 6) return bad();
+  const long long n = std::stoll(std::string(text.substr(0, digits)));
+  const std::string_view unit = text.substr(digits);
+  long long ms = 0;
+  if (unit.empty() || unit == "s") ms = n * 1000;
+  else if (unit == "ms") ms = n;
+  else if (unit == "m") ms = n * 60'000;
+  else return bad();
+  if (ms > 60'000) return bad();
+  return std::chrono::milliseconds(ms);
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,111 @@
+// What a failed rank does to the job (launcher/rank_failure_policy.h), the PMIx collectives a
+// failed rank can no longer join, and the flags --event-grace / --keep-going (issue 15 item 4).
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include "launcher/cli_options.h"
+#include "launcher/pmix_collectives.h"
+#include "launcher/rank_failure_policy.h"
+
+using namespace tlaunch;
+using namespace std::chrono_literals;
+
+namespace {
+
+ParsedCommandLine parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "tlaunch");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return parseCommandLine(static_cast<int>(argv.size()), argv.data());
+}
+
+RankFailure exitOf(int rank, int code) {
+  RankFailure f;
+  f.rank = rank;
+  f.node = "n0";
+  f.exit_status = code;
+  f.summary = "rank " + std::to_string(rank) + " on node n0 exited with status " + std::to_string(code);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("--event-grace takes 0, milliseconds, seconds and minutes up to one minute") {
+  CHECK(parseEventGrace("0").value() == 0ms);
+  CHECK(parseEventGrace("500ms").value() == 500ms);
+  CHECK(parseEventGrace("2").value() == 2000ms);
+  CHECK(parseEventGrace("1s").value() == 1000ms);
+  CHECK(parseEventGrace("1m").value() == 60000ms);
+  for (const char* bad : {"", "s", "-1", "1.5s", "61s", "2m", "1h", "10 s", "9999999", "1sx"}) {
+    auto r = parseEventGrace(bad);
+    INFO(bad);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find("--event-grace") != std::string::npos);
+  }
+  CHECK(parse({"--event-grace", "250ms", "--", "true"}).spec.event_grace_ms == 250);
+  CHECK(parse({"--", "true"}).spec.event_grace_ms == 1000);
+  CHECK(*parse({"--event-grace", "soon", "--", "true"}).exit_now == 64);
+  CHECK(parse({"--keep-going", "--", "true"}).spec.keep_going);
+}
+
+TEST_CASE("a failed rank is announced once and ends the job unless --keep-going") {
+  RankFailurePolicy ending(false, 4);
+  auto d = ending.onFailure(exitOf(1, 3));
+  CHECK(d.announce);
+  CHECK(d.action == RankFailurePolicy::Action::end_after_grace);
+  CHECK_FALSE(ending.onFailure(exitOf(1, 3)).announce);  // its exit after its PMIx_Abort
+  CHECK(ending.hasFailed(1));
+  CHECK_FALSE(ending.hasFailed(2));
+
+  RankFailurePolicy going(true, 4);
+  CHECK(going.onFailure(exitOf(2, 3)).action == RankFailurePolicy::Action::keep_going);
+  CHECK(going.onFailure(exitOf(0, 9)).action == RankFailurePolicy::Action::keep_going);
+  CHECK(going.first()->rank == 2);  // the exit status stays the first failed rank's
+  CHECK(going.keptGoingSummary() ==
+        "rank 2 on node n0 exited with status 3; the other ranks went on (--keep-going), 2 of 4 ranks failed");
+  RankFailure abort = exitOf(3, 5);
+  abort.called_abort = true;  // MPI_Abort asks for the end of the job
+  CHECK(going.onFailure(abort).action == RankFailurePolicy::Action::end_after_grace);
+}
+
+TEST_CASE("the announcement says aborted for PMIx_Abort and SIGABRT, terminated otherwise") {
+  RankFailure f = exitOf(1, 3);
+  CHECK(RankFailurePolicy::announcement(f) ==
+        Json({{"t", "rank_failed"}, {"r", 1}, {"aborted", false}, {"status", 3}}));
+  f.signal = SIGABRT;
+  f.exit_status = 128 + SIGABRT;
+  CHECK(RankFailurePolicy::announcement(f)["aborted"] == true);
+  f.signal = SIGKILL;
+  CHECK(RankFailurePolicy::announcement(f)["aborted"] == false);
+  f.called_abort = true;
+  CHECK(RankFailurePolicy::announcement(f)["aborted"] == true);
+}
+
+TEST_CASE("collectives that include a failed rank fail at once, pending or new") {
+  std::vector<std::pair<int, Json>> sent;
+  PmixCollectives c([&](int node, const Json& m) { sent.emplace_back(node, m); },
+                    [](int rank) { return rank >= 0 && rank < 4 ? rank / 2 : -1; }, [] { return 2; });
+  const auto lost = static_cast<int>(PmixReply::proc_lost);
+  // Node 0 enters a connect over ranks 0 and 3; rank 3 fails before node 1 enters.
+  c.onMessage(0, {{"t", "coll"}, {"id", 7}, {"kind", "connect"}, {"ranks", {0, 3}}});
+  c.onMessage(0, {{"t", "coll"}, {"id", 8}, {"kind", "fence"}, {"ranks", {1, 2}}});
+  REQUIRE(sent.empty());
+  c.onRankFailed(3);
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].first == 0);
+  CHECK(sent[0].second["id"] == 7);
+  CHECK(sent[0].second["status"] == lost);
+  CHECK(c.pending() == 1);  // the fence over ranks 1 and 2 goes on
+  // Later collectives with rank 3, or over the whole job, fail as they come.
+  c.onMessage(1, {{"t", "coll"}, {"id", 9}, {"kind", "connect"}, {"ranks", {0, 3}}});
+  c.onMessage(1, {{"t", "coll"}, {"id", 10}, {"kind", "disconnect"}, {"ranks", {-1}}});
+  REQUIRE(sent.size() == 3);
+  CHECK(sent[1].second["status"] == lost);
+  CHECK(sent[2].second["status"] == lost);
+  c.onMessage(0, {{"t", "coll"}, {"id", 11}, {"kind", "fence"}, {"ranks", {1, 2}}});
+  CHECK(sent.size() == 3);  // node 0 entered twice: no round is complete
+}
