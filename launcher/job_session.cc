@@ -10,6 +10,7 @@
 #include "bootstrap/close_fds.h"
 #include "binding/preflight/preflight_report.h"
 #include "bootstrap/node_launch_json.h"
+#include "launcher/cli_values.h"
 #include "launcher/cross_node_preflight.h"
 #include "launcher/job_inspector.h"
 #include "launcher/nccl/nccl_job_check.h"
@@ -422,6 +423,21 @@ std::string JobSession::banner(const JobPlan& plan, const JobSpec& spec) {
                      (plan.ranks_source.empty() ? "" : " (" + plan.ranks_source + ")") + ", MASTER_ADDR " + plan.master_addr + ":" +
                      std::to_string(plan.master_port);
   if (plan.details.contains("fingerprint")) text += ", binding " + plan.details["fingerprint"].get<std::string>();
+  // Variables from DeepSpeed's environment files: named, since a forgotten ~/.deepspeed_env surprises.
+  if (plan.details.contains("exports")) {
+    std::string files;
+    int count = 0;
+    for (const auto& e : plan.details["exports"]) {
+      const std::string src = e["source"].get<std::string>();
+      const auto colon = src.rfind(':');
+      if (src == "-x" || colon == std::string::npos) continue;
+      ++count;
+      const std::string file = src.substr(0, colon);
+      if (files.find(file) == std::string::npos) files += (files.empty() ? "" : ", ") + file;
+    }
+    if (count > 0)
+      text += "\nenvironment files: " + files + " (" + std::to_string(count) + " variable(s); --dry-run lists them)";
+  }
   if (!plan.network_text.empty() && plan.network_text.rfind("network: loopback", 0) != 0) {
     text += "\n";
     size_t shown = 0, pos = 0;
@@ -628,6 +644,9 @@ void JobSession::tick() {
       fail(exitStatusFor(Errc::node_unreachable),
            (f.node_index >= 0 ? "could not start tlaunchd on node " + nodeLabel(f.node_index) + ": " : "") + f.message);
     }
+    if (cfg_.spec.time_limit_s > 0 && !failed_ && now - started_at_ >= std::chrono::seconds(cfg_.spec.time_limit_s))
+      fail(exitStatusFor(Errc::time_limit), "time limit of " + formatDuration(cfg_.spec.time_limit_s) +
+                                                " reached (--time-limit): the job was stopped");
     if (lost_node_ && !failed_ && now >= lost_deadline_) fail(exitStatusFor(Errc::node_lost), *lost_node_, -1, {}, lost_node_name_);
     if (phase_ == Phase::connecting && now > phase_deadline_) {
       std::string missing;
