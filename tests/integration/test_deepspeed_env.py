@@ -4,9 +4,11 @@ and Megatron's initialisation read, and a torch group forms from it; ~/.deepspee
 ./.deepspeed_env (or DS_ENV_FILE's file) reach every rank as `deepspeed` exports them, the later
 file winning and -x winning over both, shown by --dry-run; a malformed line is refused naming
 file:line; the example scripts' command lines plan the job they describe."""
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -46,6 +48,7 @@ for rank, e in seen.items():
 
 # 2. .deepspeed_env: home's, then the current directory's (the later wins), then -x.
 tmp = Path(tl.tempdir())
+atexit.register(shutil.rmtree, tmp, ignore_errors=True)  # also when a check fails (sys.exit)
 home, work = tmp / "home", tmp / "work"
 home.mkdir()
 work.mkdir()

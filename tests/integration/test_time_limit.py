@@ -2,15 +2,18 @@
 failure (every rank gets SIGTERM, exit 124, one line naming the limit, --summary-json says it
 was tlaunch's), nothing of it remains; a job that ends in time is not touched; a bad value is
 refused with exit 64 before anything starts."""
+import atexit
 import json
 import os
 import re
+import shutil
 import time
 
 import tl
 
 WAIT = tl.program("wait_for_signals.py")
 tmp = tl.tempdir()
+atexit.register(shutil.rmtree, tmp, ignore_errors=True)  # also when a check fails (sys.exit)
 summary = os.path.join(tmp, "summary.json")
 
 # 1. Ranks that never end: the limit ends the job.
