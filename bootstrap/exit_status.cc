@@ -18,6 +18,7 @@ int exitStatusFor(Errc code) {
     case Errc::preflight: return 78;  // EX_CONFIG
     case Errc::io: return 74;  // EX_IOERR
     case Errc::internal: return 70;  // EX_SOFTWARE
+    case Errc::time_limit: return 124;  // as timeout(1)
   }
   return 70;
 }

@@ -50,6 +50,10 @@ EnvList rankIdentityEnv(const RankIdentity& r, const JobIdentity& j) {
       {"ROLE_RANK", s(r.rank)},
       {"ROLE_WORLD_SIZE", s(r.world_size)},
       {"ROLE_NAME", "default"},
+      // DeepSpeed's launcher (deepspeed/launcher/launch.py) also sets these (Horovod's names).
+      {"LOCAL_SIZE", s(r.local_world_size)},
+      {"CROSS_RANK", s(r.node_rank)},
+      {"CROSS_SIZE", s(r.num_nodes)},
       {"MASTER_ADDR", j.master_addr},
       {"MASTER_PORT", s(j.master_port)},
       {"TORCHELASTIC_RUN_ID", j.job_id},

@@ -71,7 +71,7 @@ void addRankOptions(CLI::App& app, JobSpec& s) {
   addCount(app, "-n,--np", "-n/--np", s.total_ranks, 1, kMaxWorldSize,
            "total ranks (mpirun's -n): nodes filled by their slots, else evenly");
   app.add_option_function<std::string>(
-      "--nproc-per-node",
+      "--nproc-per-node,--nproc_per_node",
       [&s](const std::string& v) {
         auto n = orThrow(parseNprocPerNode(v));
         s.procs_per_node = n.count;
@@ -119,6 +119,11 @@ void addControlOptions(CLI::App& app, JobSpec& s, bool job) {
   app.add_option("--daemon-path", s.daemon_path, "tlaunchd on the nodes (default: next to this tlaunch)");
   app.add_flag("-v,--verbose", s.verbose, "say what tlaunch does");
   if (!job) return;
+  app.add_option_function<std::string>(
+         "--time-limit", [&s](const std::string& v) { s.time_limit_s = orThrow(parseDuration("--time-limit", v)); },
+         "end the job like a failure (exit 124) once it has run this long since tlaunch started: 90s, 10m, 1h30m, "
+         "2d, 1:30:00")
+      ->type_name("DURATION");
   addCount(app, "--kill-timeout", "--kill-timeout", s.kill_timeout_s, 0, day,
            "seconds between SIGTERM and SIGKILL at teardown (default 10)");
   app.add_flag("-q,--quiet", s.quiet, "no start-of-job banner (errors and the failure summary still print)");
@@ -208,11 +213,21 @@ struct ExportFlags {
 
 void addExportFlags(CLI::App& app, ExportFlags& f) {
   app.add_option_function<std::string>(
-      "--master-addr", [&f](const std::string& v) { f.master_addr = orThrow(checkMasterAddr(v)); },
+      "--master-addr,--master_addr", [&f](const std::string& v) { f.master_addr = orThrow(checkMasterAddr(v)); },
       "MASTER_ADDR for every rank (default: rank 0's address on the chosen network)")
       ->type_name("ADDR");
-  addCount(app, "--master-port", "--master-port", f.master_port, 1, 65535,
+  addCount(app, "--master-port,--master_port", "--master-port", f.master_port, 1, 65535,
            "MASTER_PORT for every rank (default: a port rank 0's node found free)");
+  // torchrun runs once per node; tlaunch once for all nodes, so a node rank has no meaning here.
+  app.add_option_function<std::string>(
+         "--node-rank,--node_rank",
+         [](const std::string& v) {
+           throw CLI::ValidationError("--node-rank " + v +
+                                      ": tlaunch starts every node from one command, numbered in the order of "
+                                      "--hosts/--hostfile\n  -> drop --node-rank, and run tlaunch once, not on each node");
+         },
+         "torchrun's, refused: node ranks follow the order of the nodes")
+      ->group("");  // hidden: only there to explain itself
   app.add_option("--mca", f.mca, "Open MPI parameter, exported as OMPI_MCA_KEY=VALUE (repeatable)")
       ->allow_extra_args(false)
       ->type_name("KEY VALUE");
@@ -277,7 +292,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   app.footer(
       "Exit status: 0 when every rank exited 0; otherwise the first failed rank's status (128+N if it was killed "
       "by signal N). tlaunch's own failures: 64 usage, 69 node unreachable or lost, 76 protocol/authentication, "
-      "78 resources/topology/fabric/preflight or --nccl-check strict, 126/127 program not executable/not found, 130/143/129 when "
+      "78 resources/topology/fabric/preflight or --nccl-check strict, 124 --time-limit reached, 126/127 program not executable/not found, 130/143/129 when "
       "tlaunch itself got SIGINT/SIGTERM/SIGHUP. --summary-json says which.");
   try {
     app.parse(argc, argv);

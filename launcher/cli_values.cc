@@ -64,6 +64,65 @@ Result<NprocPerNode> parseNprocPerNode(std::string_view text) {
   return NprocPerNode{*n, ""};
 }
 
+Result<int> parseDuration(std::string_view flag, std::string_view text) {
+  auto bad = [&](const std::string& why) {
+    return fail(Errc::usage, str(flag) + " " + str(text) + ": " + why,
+                "give a duration such as 90s, 10m, 1h30m, 2d or 1:30:00");
+  };
+  // Digits at text[i..]: at most 9 of them, so no overflow; returns how many were read.
+  auto number = [&](size_t i, long long& n) {
+    size_t j = i;
+    for (n = 0; j < text.size() && text[j] >= '0' && text[j] <= '9'; ++j) {
+      if (j - i == 9) return std::string_view::npos;
+      n = n * 10 + (text[j] - '0');
+    }
+    return j - i;
+  };
+  long long total = 0;
+  if (text.find(':') != std::string_view::npos) {  // [H:]MM:SS
+    int fields = 0;
+    for (size_t i = 0;; ++fields) {
+      long long n = 0;
+      const size_t len = number(i, n);
+      if (len == 0 || len == std::string_view::npos) return bad("not a duration");
+      if (fields > 0 && n > 59) return bad("minutes and seconds go up to 59");
+      total = total * 60 + n;
+      i += len;
+      if (i == text.size()) break;
+      if (text[i] != ':' || fields == 2) return bad("not a duration (H:MM:SS or MM:SS)");
+      ++i;
+    }
+  } else {
+    if (text.empty()) return bad("empty");
+    static constexpr std::string_view units = "smhd";
+    static constexpr long long scale[] = {1, 60, 3600, 86'400};
+    for (size_t i = 0; i < text.size();) {
+      long long n = 0;
+      const size_t len = number(i, n);
+      if (len == 0 || len == std::string_view::npos) return bad("not a duration");
+      i += len;
+      if (i == text.size())
+        return bad("a unit is missing (s, m, h or d): srun reads a bare number as minutes, mpirun as seconds");
+      const auto u = units.find(text[i]);
+      if (u == std::string_view::npos) return bad("unknown unit '" + std::string(1, text[i]) + "' (s, m, h or d)");
+      total += n * scale[u];
+      if (total > kMaxTimeLimitSeconds) return bad("must be from 1s to 365d");
+      ++i;
+    }
+  }
+  if (total < 1 || total > kMaxTimeLimitSeconds) return bad("must be from 1s to 365d");
+  return static_cast<int>(total);
+}
+
+std::string formatDuration(int seconds) {
+  std::string out;
+  const int parts[] = {seconds / 86'400, seconds / 3600 % 24, seconds / 60 % 60, seconds % 60};
+  const char units[] = {'d', 'h', 'm', 's'};
+  for (int k = 0; k < 4; ++k)
+    if (parts[k] > 0) out += std::to_string(parts[k]) + units[k];
+  return out.empty() ? "0s" : out;
+}
+
 Result<std::string> mcaExport(std::string_view key, std::string_view value) {
   const bool ok = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';

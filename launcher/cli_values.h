@@ -35,6 +35,13 @@ struct NprocPerNode {
 };
 Result<NprocPerNode> parseNprocPerNode(std::string_view text);
 
+// --time-limit: a duration with units ("90s", "10m", "1h30m", "2d") or H:MM:SS / MM:SS, from
+// 1 s to kMaxTimeLimitSeconds. A bare number is refused: srun reads minutes, mpirun seconds.
+inline constexpr int kMaxTimeLimitSeconds = 365 * 86'400;
+Result<int> parseDuration(std::string_view flag, std::string_view text);
+// 5400 → "1h30m", 600 → "10m", 45 → "45s".
+std::string formatDuration(int seconds);
+
 // --mca KEY VALUE → "OMPI_MCA_KEY=VALUE" (an export).
 Result<std::string> mcaExport(std::string_view key, std::string_view value);
 // --master-addr: an IPv4 address or a host name.

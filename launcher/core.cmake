@@ -30,6 +30,7 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/job_inspector.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/inspect_cli.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_environment.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/deepspeed_env.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/launcher_choice.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/listen_address.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/run_job.cc

@@ -51,7 +51,8 @@ bool isLocalOnlyVariable(const std::string& name) {
 }
 
 Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std::string>& env,
-                                                const std::vector<std::string>& exports) {
+                                                const std::vector<std::string>& exports,
+                                                const std::vector<EnvFileEntry>& files) {
   std::map<std::string, std::string> out;
   ForwardedEnvironment f;
   for (const auto& [k, v] : env) {
@@ -59,6 +60,12 @@ Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std:
     out[k] = v;
     f.user_set.push_back(k);
     f.user_env[k] = {v, "environment"};
+  }
+  for (const auto& e : files) {
+    if (auto why = badExport(e.name, e.value); !why.empty()) return fail(Errc::usage, e.source + ": " + why, "remove that line");
+    out[e.name] = e.value;
+    f.user_set.push_back(e.name);
+    f.user_env[e.name] = {e.value, e.source};
   }
   for (const auto& x : exports) {
     auto eq = x.find('=');

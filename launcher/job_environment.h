@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "binding/fabric/user_env.h"
+#include "launcher/deepspeed_env.h"
 #include "tlaunch/result.h"
 
 namespace tlaunch {
@@ -20,9 +21,12 @@ struct ForwardedEnvironment {
 // (SLURM_*, PMIX_*, OMPI_* other than the user's MCA settings, torchrun's own).
 bool isLocalOnlyVariable(const std::string& name);
 
-// exports: -x VAR or -x VAR=VALUE. A bare VAR must be set here.
+// exports: -x VAR or -x VAR=VALUE. A bare VAR must be set here. files: DeepSpeed's environment
+// files' lines, in order. Precedence: the environment, then the files (as deepspeed exports
+// them over it), then -x (the command line is the most explicit).
 Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std::string>& env,
-                                                const std::vector<std::string>& exports);
+                                                const std::vector<std::string>& exports,
+                                                const std::vector<EnvFileEntry>& files = {});
 
 std::map<std::string, std::string> currentEnvironment();
 

@@ -41,7 +41,9 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   if (layout.nodes > 0) s.spec.nodes = layout.nodes;
   if (layout.ranks_per_node > 0 && s.spec.ranksPerNode() == 0) s.spec.procs_per_node = layout.ranks_per_node;
 
-  auto forwarded = forwardEnvironment(env, s.spec.exports);
+  auto files = readDeepspeedEnvFiles(env);
+  if (!files) return tl::unexpected(files.error());
+  auto forwarded = forwardEnvironment(env, s.spec.exports, *files);
   if (!forwarded) return tl::unexpected(forwarded.error());
   PlanContext& ctx = s.plan_context;
   ctx.cwd = currentDirectory();

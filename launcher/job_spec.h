@@ -40,6 +40,7 @@ struct JobSpec {
   int connect_timeout_s = 60;
   int heartbeat_timeout_s = 15;
   std::string nccl_check = "warn";  // --nccl-check off|warn|strict (launcher/nccl/nccl_check.h)
+  int time_limit_s = 0;        // --time-limit: end the job like a failure after this long (0: none)
   int hang_timeout_s = 0;      // --hang-timeout: collect stacks once after this much silence (0: off)
   std::string control_job;     // `tlaunch stacks|status [JOB]`
   std::string daemon_path;

@@ -18,6 +18,7 @@ const char* meaningOf(int code) {
     case 74: return "I/O error";
     case 76: return "protocol or authentication";
     case 78: return "resources, topology, fabric or preflight (or --nccl-check strict)";
+    case 124: return "--time-limit reached";
     case 126: return "program not executable";
     case 127: return "program not found";
     case 129: return "tlaunch got SIGHUP";

@@ -80,13 +80,14 @@ std::vector<FabricWarning> ncclTrapWarnings(const UserEnv& env, const std::vecto
   };
   for (const auto& trap : traps) {
     if (auto it = env.find(trap.name); it != env.end() && trap.bad(it->second.value)) {
-      std::string from = it->second.source == "-x" ? "given with -x" : "inherited from the " + it->second.source;
+      const std::string& src = it->second.source;
+      std::string from = src == "-x" ? "given with -x" : src == "environment" ? "inherited from the environment" : "from " + src;
       out.push_back(FabricWarning{trap.name, it->second.value, it->second.source,
                                   std::string(trap.name) + "=" + it->second.value + " (" + from + ") " +
                                       trap.effect + "; unset it unless that is intended"});
     }
     std::string shadowedBy;  // what NCCL reads before this entry
-    if (auto it = env.find(trap.name); it != env.end()) shadowedBy = (it->second.source == "-x" ? "-x" : "the " + it->second.source) + " sets it";
+    if (auto it = env.find(trap.name); it != env.end()) shadowedBy = (it->second.source == "environment" ? "the environment" : it->second.source) + " sets it";
     for (const auto& entry : conf) {
       if (entry.name != trap.name) continue;
       if (trap.bad(entry.value)) {

@@ -254,7 +254,8 @@ void checkNcclEnv(Items& items, const NodeFabric& fabric, const PreflightOptions
 
   auto ifname = ncclEffectiveSetting("NCCL_SOCKET_IFNAME", o.environment, o.nccl_conf);
   if (!ifname) return;
-  bool fromFile = ifname->source != "-x" && ifname->source != "environment";
+  // From NCCL's own config file (not what the ranks are given: -x, the environment, .deepspeed_env).
+  bool fromFile = !o.environment.contains("NCCL_SOCKET_IFNAME");
   const std::string found = "NCCL_SOCKET_IFNAME=" + ifname->value + " (" + ifname->source + ")";
   if (fromFile && o.launcher_sets_nccl_env) {
     items.add("nccl_socket_ifname", "", S::skip, found + "; tlaunch sets NCCL_SOCKET_IFNAME, which overrides it");

@@ -22,6 +22,7 @@ enum class Errc {
   preflight,         // a node failed its checks
   io,                // a system call failed
   internal,
+  time_limit,  // --time-limit ran out (appended: the values travel in messages)
 };
 
 struct Error {

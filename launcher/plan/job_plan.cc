@@ -182,6 +182,11 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
       plan.nodes[i].pmix.this_node = static_cast<int>(i);
     }
   }
+  // What the user exported (-x, --mca, --master-*, DeepSpeed's env files), for --dry-run.
+  Json exports = Json::array();
+  for (const auto& [name, v] : ctx.user_env)
+    if (v.source != "environment") exports.push_back({{"name", name}, {"value", v.value}, {"source", v.source}});
+  if (!exports.empty()) plan.details["exports"] = exports;
   if (*network) applyNetworkEnv(**network, ctx, plan);
   else {
     plan.loopback = true;
@@ -246,6 +251,12 @@ std::string renderPlanText(const JobPlan& plan) {
                     ", world size " + std::to_string(plan.world_size) +
                     "\nranks per node: " + std::to_string(plan.ranks_per_node) + " (" + plan.ranks_source + ")" +
                     "\nMASTER_ADDR=" + plan.master_addr + " MASTER_PORT=" + std::to_string(plan.master_port) + "\n";
+  if (plan.details.contains("exports")) {
+    out += "exported to every rank (yours win over tlaunch's values):\n";
+    for (const auto& e : plan.details["exports"])
+      out += "    " + e["name"].get<std::string>() + "=" + e["value"].get<std::string>() + "  (" +
+             e["source"].get<std::string>() + ")\n";
+  }
   for (const auto& n : plan.nodes) {
     out += "node " + n.node_name + ": ranks ";
     out += std::to_string(n.ranks.front().rank) + "-" + std::to_string(n.ranks.back().rank) + "\n";

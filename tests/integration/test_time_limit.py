@@ -1,0 +1,49 @@
+"""--time-limit as a user sees it: a job still running when the limit runs out ends like a
+failure (every rank gets SIGTERM, exit 124, one line naming the limit, --summary-json says it
+was tlaunch's), nothing of it remains; a job that ends in time is not touched; a bad value is
+refused with exit 64 before anything starts."""
+import atexit
+import json
+import os
+import re
+import shutil
+import time
+
+import tl
+
+WAIT = tl.program("wait_for_signals.py")
+tmp = tl.tempdir()
+atexit.register(shutil.rmtree, tmp, ignore_errors=True)  # also when a check fails (sys.exit)
+summary = os.path.join(tmp, "summary.json")
+
+# 1. Ranks that never end: the limit ends the job.
+t0 = time.monotonic()
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--time-limit", "3s", "--kill-timeout", "5",
+            "--summary-json", summary, "--", tl.PYTHON, WAIT])
+elapsed = time.monotonic() - t0
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 124, f"exit status {r.returncode}, expected 124")
+tl.check("time limit of 3s reached" in r.stderr, f"summary names the limit: {r.stderr!r}")
+for rank in range(4):
+    tl.check(f"rank {rank} got SIGTERM" in r.stdout, f"rank {rank} was sent SIGTERM")
+tl.check(3 <= elapsed < 60, f"took {elapsed:.1f} s")
+s = json.load(open(summary))
+tl.check(s["exit_status"] == 124 and s["origin"] == "tlaunch", f"summary-json: {s}")
+tl.check(s["meaning"] == "--time-limit reached" and "time limit of 3s" in s["reason"], f"summary-json: {s}")
+tl.check(s["failed_rank"] is None, f"no rank failed: {s}")
+job = re.search(r"job (tl-[0-9a-f]+)", r.stderr)
+tl.check(job is not None, "banner names the job")
+tl.check(tl.wait_until(lambda: not tl.processes_with_env("TLAUNCH_JOB_ID", job.group(1)), 10),
+         "no process of the job remains")
+
+# 2. A job that ends in time is not touched by its limit.
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--time-limit", "1:00:00", "--", "true"])
+tl.check(r.returncode == 0, f"a job within its limit: exit {r.returncode}: {r.stderr}")
+
+# 3. Values: a unit is required (srun reads minutes, mpirun seconds), and the range is checked.
+for bad, says in [("30", "a unit is missing"), ("0s", "from 1s to 365d"), ("10x", "unknown unit"),
+                  ("1:75", "go up to 59"), ("", "empty")]:
+    r = tl.run(["--time-limit", bad, "-p", "1", "--", "true"])
+    tl.check(r.returncode == 64, f"--time-limit {bad!r}: exit {r.returncode}")
+    tl.check(f"--time-limit {bad}: " in r.stderr and says in r.stderr, f"--time-limit {bad!r}: {r.stderr!r}")
+print("PASS")
