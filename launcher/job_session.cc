@@ -427,16 +427,6 @@ std::string JobSession::banner(const JobPlan& plan, const JobSpec& spec) {
                      (plan.ranks_source.empty() ? "" : " (" + plan.ranks_source + ")") + ", MASTER_ADDR " + plan.master_addr + ":" +
                      std::to_string(plan.master_port);
   if (plan.details.contains("fingerprint")) text += ", binding " + plan.details["fingerprint"].get<std::string>();
-<<<<<<< HEAD
-  if (!plan.loopback && !plan.network_summary.empty()) {
-    text += "\n" + plan.network_summary;
-    const size_t shown = std::min<size_t>(plan.network_nodes.size(), 4);
-    for (size_t i = 0; i < shown; ++i) text += plan.network_nodes[i];
-    if (plan.network_nodes.size() > shown)
-      text += "  ... (" + std::to_string(plan.nodes.size() - 4) + " more nodes: tlaunch --dry-run shows all)\n";
-    else
-      for (const auto& note : plan.network_notes) text += note;
-=======
   // Variables from DeepSpeed's environment files: named, since a forgotten ~/.deepspeed_env surprises.
   if (plan.details.contains("exports")) {
     std::string files;
@@ -452,20 +442,14 @@ std::string JobSession::banner(const JobPlan& plan, const JobSpec& spec) {
     if (count > 0)
       text += "\nenvironment files: " + files + " (" + std::to_string(count) + " variable(s); --dry-run lists them)";
   }
-  if (!plan.network_text.empty() && plan.network_text.rfind("network: loopback", 0) != 0) {
-    text += "\n";
-    size_t shown = 0, pos = 0;
-    while (pos < plan.network_text.size()) {
-      size_t nl = plan.network_text.find('\n', pos);
-      std::string line = plan.network_text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos + 1);
-      pos = nl == std::string::npos ? plan.network_text.size() : nl + 1;
-      if (line.rfind("  ", 0) == 0 && line.rfind("    ", 0) != 0 && line.rfind("  note:", 0) != 0 && ++shown > 4) {
-        text += "  ... (" + std::to_string(plan.nodes.size() - 4) + " more nodes: tlaunch --dry-run shows all)\n";
-        break;
-      }
-      if (shown <= 4) text += line;
-    }
->>>>>>> ds
+  if (!plan.loopback && !plan.network_summary.empty()) {
+    text += "\n" + plan.network_summary;
+    const size_t shown = std::min<size_t>(plan.network_nodes.size(), 4);
+    for (size_t i = 0; i < shown; ++i) text += plan.network_nodes[i];
+    if (plan.network_nodes.size() > shown)
+      text += "  ... (" + std::to_string(plan.nodes.size() - 4) + " more nodes: tlaunch --dry-run shows all)\n";
+    else
+      for (const auto& note : plan.network_notes) text += note;
   }
   if (spec.preflight != PreflightMode::off && !plan.preflight_text.empty() && (!plan.loopback || plan.preflight_news)) {
     if (text.back() != '\n') text += "\n";
@@ -681,13 +665,10 @@ void JobSession::tick() {
       fail(exitStatusFor(Errc::node_unreachable),
            (f.node_index >= 0 ? "could not start tlaunchd on node " + nodeLabel(f.node_index) + ": " : "") + f.message);
     }
-<<<<<<< HEAD
     if (teardown_at_ && now >= *teardown_at_) endEventGrace();
-=======
     if (cfg_.spec.time_limit_s > 0 && !failed_ && now - started_at_ >= std::chrono::seconds(cfg_.spec.time_limit_s))
       fail(exitStatusFor(Errc::time_limit), "time limit of " + formatDuration(cfg_.spec.time_limit_s) +
                                                 " reached (--time-limit): the job was stopped");
->>>>>>> ds
     if (lost_node_ && !failed_ && now >= lost_deadline_) fail(exitStatusFor(Errc::node_lost), *lost_node_, -1, {}, lost_node_name_);
     if (phase_ == Phase::connecting && now > phase_deadline_) {
       std::string missing;
