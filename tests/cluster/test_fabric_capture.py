@@ -154,7 +154,9 @@ def user_override(tl, vc, ws, sysfs):
           cj.describe(r))
 
     d = tl.run([*base, "--dry-run", "--", "/bin/true"])
-    lines = [line.strip() for line in d.stdout.splitlines() if line.strip().startswith("NCCL_SOCKET_IFNAME")]
+    # The per-node network lines (the "exported to every rank" list shows the -x value once more, as "(-x)").
+    lines = [line.strip() for line in d.stdout.splitlines()
+             if line.strip().startswith("NCCL_SOCKET_IFNAME") and not line.strip().endswith("(-x)")]
     both = [line for line in lines if line.startswith("NCCL_SOCKET_IFNAME==ib0") and "eth0 from -x" in line]
     check(d.returncode == 0 and len(lines) == 4 and len(both) == 4,
           "--dry-run shows, for each node, the planned NCCL_SOCKET_IFNAME==ib0 and the user's eth0 from -x",

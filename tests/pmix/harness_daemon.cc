@@ -119,6 +119,9 @@ class Daemon {
     if (auto ok = server_->registerJob(layout(job)); !ok) return fatal("registerJob: " + ok.error().message);
     std::vector<std::string> base_env;
     for (char** e = environ; *e; ++e) base_env.emplace_back(*e);
+    // What tlaunch's planner gives every rank of a direct launch (launcher/plan/rank_env_builder):
+    // Open MPI 4.1 must not look for mpirun's ORTE daemon.
+    base_env.emplace_back("OMPI_MCA_schizo=^orte");
     for (auto& e : o_.rank_env) base_env.push_back(e);
     for (int rank : o_.ranksOf(node_)) {
       std::vector<std::string> env = base_env;

@@ -67,7 +67,7 @@ TEST_CASE("env files win over the environment, -x wins over env files, the later
   CHECK(bad.error().message.starts_with("./.deepspeed_env:7: LOCAL_RANK differs per rank"));
 }
 
-TEST_CASE("--time-limit durations") {
+TEST_CASE("time limit durations (--time-limit)") {
   CHECK(*parseDuration("--time-limit", "90s") == 90);
   CHECK(*parseDuration("--time-limit", "10m") == 600);
   CHECK(*parseDuration("--time-limit", "1h30m") == 5400);

@@ -78,7 +78,7 @@ TEST_CASE("a GPU list sets the count when none is given, and the binding follows
   CHECK(envValue(r1, "UCX_NET_DEVICES") == "mlx5_3:1");
 }
 
-TEST_CASE("--exclude g1:0 keeps GPU 0 and its HCA unused") {
+TEST_CASE("an exclude list g1:0 keeps GPU 0 and its HCA unused") {
   auto plan = makePlan(gpuJob(), gpuNodes(1), context({{{}, {0}}}));
   REQUIRE(plan);
   CHECK(plan->ranks_per_node == 3);
@@ -111,7 +111,7 @@ TEST_CASE("GPU lists that do not fit the node are usage errors naming the node")
   CHECK(none_left.error().message == "--exclude leaves no GPU of g1 (it has 4)");
 }
 
-TEST_CASE("-p asks for ranks without GPUs: a GPU list then only counts") {
+TEST_CASE("ranks asked with -p are not GPU ranks: a GPU list then only counts") {
   JobSpec s = gpuJob();
   s.procs_per_node = 2;
   PlanContext c = context({{{1, 3}, {}}});

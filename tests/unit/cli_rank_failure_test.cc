@@ -34,7 +34,7 @@ RankFailure exitOf(int rank, int code) {
 
 }  // namespace
 
-TEST_CASE("--event-grace takes 0, milliseconds, seconds and minutes up to one minute") {
+TEST_CASE("the event grace takes 0, milliseconds, seconds and minutes up to one minute") {
   CHECK(parseEventGrace("0").value() == 0ms);
   CHECK(parseEventGrace("500ms").value() == 500ms);
   CHECK(parseEventGrace("2").value() == 2000ms);
