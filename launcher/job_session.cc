@@ -128,8 +128,12 @@ JobOutcome JobSession::run() {
     return {exitStatusFor(r.error().code), r.error().message, {}, -1};
   }
   // Output credit goes back to a daemon as its bytes leave the sink (on the sink's thread).
-  out_.setDrained([this](int source, size_t bytes) {
-    asio::post(io_, [this, source, bytes] { grantOutputCredit(source, bytes); });
+  // The gate closes when the session's loop ends: the sink's thread goes on writing (its
+  // destructor flushes) after the io_context and this session are gone.
+  auto gate = credit_gate_;
+  out_.setDrained([this, gate](int source, size_t bytes) {
+    std::lock_guard lk(gate->mu);
+    if (gate->open) asio::post(io_, [this, source, bytes] { grantOutputCredit(source, bytes); });
   });
   accept();
   watchSignals();
@@ -146,6 +150,11 @@ JobOutcome JobSession::run() {
   phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.connect_timeout_s);
   tick();
   io_.run();
+  {
+    std::lock_guard lk(credit_gate_->mu);
+    credit_gate_->open = false;
+  }
+  out_.setDrained({});
   starter_->stop(5000);  // daemons exit on their own after "shutdown"; this is for stragglers
   return outcome_;
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -115,6 +116,12 @@ class JobSession {
   SessionConfig cfg_;
   std::unique_ptr<DaemonStarter> starter_;
   OutputSink& out_;
+  // Lets the sink's writer thread post output credit only while the session's loop runs.
+  struct CreditGate {
+    std::mutex mu;
+    bool open = true;
+  };
+  std::shared_ptr<CreditGate> credit_gate_ = std::make_shared<CreditGate>();
   asio::ip::tcp::acceptor acceptor_;
   asio::signal_set signals_;
   asio::steady_timer tick_timer_;
