@@ -98,7 +98,7 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
     Error e = spawned.error();
     if (e.code == Errc::program_missing || e.code == Errc::program_not_executable)
       e.message = "program '" + launch.exe_path + "' cannot be executed for rank " + std::to_string(launch.rank) +
-                  e.message.substr(e.message.rfind(": "));
+                  ": " + e.message;
     return tl::unexpected<Error>(std::move(e));
   }
   RankProcess p;

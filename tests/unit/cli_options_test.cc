@@ -6,18 +6,14 @@
 #include <vector>
 
 #include "launcher/cli_options.h"
+#include "cli_test_support.h"
 #include "launcher/cli_values.h"
 
 using namespace tlaunch;
 
 namespace {
 
-ParsedCommandLine parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "tlaunch");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return parseCommandLine(static_cast<int>(argv.size()), argv.data());
-}
+using test::parse;
 
 bool refused(std::vector<std::string> args) {
   auto p = parse(std::move(args));

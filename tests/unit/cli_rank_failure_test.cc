@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "launcher/cli_options.h"
+#include "cli_test_support.h"
 #include "launcher/pmix_collectives.h"
 #include "launcher/rank_failure_policy.h"
 
@@ -16,12 +17,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-ParsedCommandLine parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "tlaunch");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return parseCommandLine(static_cast<int>(argv.size()), argv.data());
-}
+using test::parse;
 
 RankFailure exitOf(int rank, int code) {
   RankFailure f;
