@@ -390,6 +390,12 @@ void DaemonSession::frontendLost(const std::string& why) {
   shutdown(1);
 }
 
+void DaemonSession::stopOnSignal(int sig) {
+  // A control frame, so it leaves ahead of the exits of the ranks this signal is about to end.
+  if (!done_ && authenticated_ && conn_ && conn_->isOpen()) conn_->send({{"t", "signalled"}, {"sig", sig}});
+  shutdown(128 + sig);
+}
+
 void DaemonSession::shutdown(int code) {
   if (done_) return;
   done_ = true;

@@ -39,9 +39,10 @@ class DaemonSession {
   ~DaemonSession();
   void start();
   int exitCode() const { return exit_code_; }
-  // A signal to the daemon (srun ending its step, a user's kill): end the ranks, remove the
-  // job's files, then exit — the same bounded path as the frontend's shutdown.
-  void stopOnSignal(int sig) { shutdown(128 + sig); }
+  // A signal to the daemon (srun ending its step, scancel, a user's kill): tell the frontend
+  // first, then end the ranks, remove the job's files and exit — the same bounded path as the
+  // frontend's shutdown. Ranks that exit 0 on SIGTERM must not make the job look finished.
+  void stopOnSignal(int sig);
 
  private:
   void connect(int attempt);

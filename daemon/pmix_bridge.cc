@@ -45,6 +45,8 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   cb.abort = [send](int rank, int status, std::string message) {
     send({{"t", "abort"}, {"r", rank}, {"status", status}, {"message", message}});
   };
+  // The frontend waits --event-grace for the ranks' event handlers only when a rank uses PMIx.
+  cb.client_connected = [send](int rank) { send({{"t", "pmix_client"}, {"r", rank}}); };
   addPubsubCallbacks(cb, send);
   auto server = PmixServer::start(cfg, [&io](std::function<void()> f) { asio::post(io, std::move(f)); }, std::move(cb));
   if (!server) return tl::unexpected(server.error());

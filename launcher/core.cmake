@@ -20,7 +20,12 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_nccl.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_failures.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_session_accept.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_session_plan.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_session_pmix.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_session_controls.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_failure_policy.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/restart_policy.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/failure_cli.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_directory.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_collectives.cc

@@ -53,6 +53,8 @@ struct JobOutcome {
   int signal = 0;                        // the failed rank was killed by this signal
   Json phase_seconds = Json::object();   // launch phase → seconds (slowest node)
   std::vector<int> rank_exit_codes{};
+  bool node_lost = false;                // a daemon went away mid-job (failed_node names it)
+  Json restarts = Json::array();         // --max-restarts: one entry per restart (launcher/run_job.cc)
   Json nccl = nullptr;                   // --nccl-check: the report once every rank reported (nccl::JobCheck::toJson)    // per rank: exit status (128+N for signal N), -1 if it never ended; empty before ranks start
 };
 
@@ -73,6 +75,7 @@ class JobSession {
   void onPendingMessage(Pending* p, Json&& msg);
   void onLinkMessage(Link& link, Json&& msg);
   void onLinkClosed(Link& link, const std::string& reason);
+  void onDaemonSignalled(const Link& link, int sig);
   void onInventory(Link& link, Json&& inv);
   void inventoriesComplete();
   void noteTimings(const char* what, std::chrono::steady_clock::time_point since,
@@ -150,6 +153,7 @@ class JobSession {
   std::unique_ptr<CrossNodePreflight> cross_node_;  // RDMA write test, preflight's reachability
   JobOutcome outcome_;
   bool failed_ = false;
+  bool pmix_clients_ = false;  // a rank called PMIx_Init: --event-grace applies
   int interrupts_ = 0;
   int rejections_ = 0;
   std::optional<std::string> lost_node_;  // a daemon's connection closed: reported at lost_deadline_

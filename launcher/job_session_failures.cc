@@ -2,10 +2,21 @@
 // the ranks' handlers), the PMIx operations it can no longer join fail at once, and the job
 // ends after --event-grace, or goes on with --keep-going (launcher/rank_failure_policy.h).
 #include "launcher/job_session.h"
+#include "launcher/job_session_link.h"
+
+#include <signal.h>
+
+#include <cstring>
+
+#include "bootstrap/error_text.h"
+#include "launcher/cli_values.h"
 #include "launcher/pmix_collectives.h"
+#include "launcher/pmix_directory.h"
 #include "launcher/rank_failure_policy.h"
 
 namespace tlaunch {
+
+using Clock = std::chrono::steady_clock;
 
 void JobSession::onRankFailed(RankFailure f) {
   if (failed_ && !teardown_at_) return;  // teardown is under way: ranks die of it, no news
@@ -29,8 +40,9 @@ void JobSession::onRankFailed(RankFailure f) {
   }
   // The job ends, but the other ranks' event handlers get --event-grace first: the outcome is
   // recorded now, teardown waits for endEventGrace() (tick, or every rank gone already).
-  // Without PMIx (--pmix off) no rank can have a handler: nothing to wait for.
-  const auto grace = std::chrono::milliseconds(cfg_.spec.pmix ? cfg_.spec.event_grace_ms : 0);
+  // Without a rank that called PMIx_Init (--pmix off, or torch jobs that never do) no rank can
+  // have a handler: nothing to wait for, and a restart (--max-restarts) comes a second sooner.
+  const auto grace = std::chrono::milliseconds(cfg_.spec.pmix && pmix_clients_ ? cfg_.spec.event_grace_ms : 0);
   if ((grace.count() == 0 || (phase_ != Phase::running && phase_ != Phase::starting)) && outcome_.failed_rank < 0) {
     fail(f.exit_status, f.summary, f.rank, std::move(f.stderr_tail), f.node, f.signal);
     return;
@@ -57,6 +69,82 @@ void JobSession::failPmixOperationsOf(int rank) {
     broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
   fences_.clear();
   pmix_collectives_->onRankFailed(rank);
+}
+
+void JobSession::onRankExit(Link& link, const Json& msg) {
+  const int rank = static_cast<int>(getInt(msg, "r"));
+  const bool signaled = getBool(msg, "signaled");
+  const int code = static_cast<int>(getInt(msg, "code"));
+  const bool ours = getBool(msg, "ours");
+  if (rank >= 0 && static_cast<size_t>(rank) < outcome_.rank_exit_codes.size())
+    outcome_.rank_exit_codes[static_cast<size_t>(rank)] = signaled ? 128 + code : code;
+  pmix_directory_->onRankExit(rank);
+  if (ours || (!signaled && code == 0)) return;
+  std::vector<std::string> tail;
+  if (msg.contains("tail") && msg["tail"].is_array())
+    for (const auto& l : msg["tail"])
+      if (l.is_string()) tail.push_back(l.get<std::string>());
+  std::string what = signaled ? std::string("was killed by signal ") + std::to_string(code) + " (" + ::strsignal(code) + ")"
+                              : "exited with status " + std::to_string(code);
+  RankFailure f;
+  f.rank = rank;
+  f.node = link.name;
+  f.exit_status = signaled ? 128 + code : code;
+  f.signal = signaled ? code : 0;
+  f.summary = "rank " + std::to_string(rank) + " on node " + link.name + " " + what;
+  f.stderr_tail = std::move(tail);
+  onRankFailed(std::move(f));
+}
+
+void JobSession::onLinkClosed(Link& link, const std::string& reason) {
+  link.closed = true;
+  if (phase_ == Phase::finishing || phase_ == Phase::done) return;
+  if (phase_ == Phase::draining) {
+    if (allDrained())
+      finish();
+    return;
+  }
+  // Decide a moment later: when the starter (srun after scancel, ssh after a network drop) has
+  // its own explanation, it is the better one; tick() reports whichever comes first.
+  if (!lost_node_) {
+    lost_node_name_ = link.name;
+    lost_node_ = "lost node " + link.name + ": its tlaunchd went away (" + reason +
+                 "); the node may have died, or its daemon was killed";
+    lost_deadline_ = Clock::now() + std::chrono::milliseconds(300);
+  }
+}
+
+void JobSession::onDaemonSignalled(const Link& link, int sig) {
+  // The daemon ends its ranks now; some exit 0 on SIGTERM, which must not read as a finished job.
+  if (phase_ == Phase::finishing || phase_ == Phase::done || phase_ == Phase::draining) return;
+  const char* abbrev = sig > 0 && sig < NSIG ? ::sigabbrev_np(sig) : nullptr;
+  const std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+  fail(exitStatusFor(Errc::node_lost),
+       "node " + link.name + ": its tlaunchd received " + name +
+           " and ended its ranks (the Slurm job or step was cancelled or timed out, the node is shutting down, "
+           "or someone signalled the daemon)",
+       -1, {}, link.name);
+}
+
+void JobSession::fail(int exit_code, std::string summary, int rank, std::vector<std::string> tail, std::string node,
+                      int signal) {
+  if (failed_) {
+    endEventGrace();  // anything else that ends the job ends it now
+    return;
+  }
+  failed_ = true;
+  recordFailure(exit_code, std::move(summary), rank, std::move(tail), std::move(node), signal);
+  teardown();
+}
+
+void JobSession::recordFailure(int exit_code, std::string summary, int rank, std::vector<std::string> tail,
+                               std::string node, int signal) {
+  outcome_.exit_code = exit_code == 0 ? 1 : exit_code;
+  outcome_.summary = std::move(summary);
+  outcome_.failed_rank = rank;
+  outcome_.stderr_tail = std::move(tail);
+  outcome_.failed_node = std::move(node);
+  outcome_.signal = signal;
 }
 
 }  // namespace tlaunch

@@ -9,6 +9,7 @@ daemons read the real mlx4_0 (FDR, IPoIB ib0) sysfs capture and whose frontend r
 - every rank's fabric variables, exactly: MASTER_ADDR is node1's fabric address,
   NCCL_SOCKET_IFNAME==ib0, NCCL_IB_HCA==mlx4_0:1, GLOO_SOCKET_IFNAME=ib0, the Open MPI/PMIx subnets;
 - `-x NCCL_SOCKET_IFNAME=eth0` reaches the ranks, and --dry-run shows both values;
+- `--nccl-check strict`: NCCL on sockets (a replayed real log) ends the job with 78; NET/IB passes;
 - ib0 down on node3: the job refuses to start within 10 s, naming node3 and ib0.
 
 Needs root (exits 77, skipped, where a virtual cluster cannot be built). One cluster for all checks;
@@ -175,6 +176,35 @@ def user_override(tl, vc, ws, sysfs):
           json.dumps(entries))
 
 
+def nccl_check_strict(tl, vc, ws, sysfs):
+    """--nccl-check strict on a job planned on RDMA (the mlx4_0 capture, ib0): a fake rank replaying a
+    real NCCL log that fell back to sockets ends the job with 78 naming the fallback; one replaying
+    NET/IB with its bootstrap on ib0 passes with one report line."""
+    logs = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-logs"
+    found = {n: sorted(logs.glob(f"{n}-*.log")) for n in ("01", "02")}
+    check(all(len(v) == 1 for v in found.values()), f"NCCL log fixtures 01 and 02 in {logs}", str(found))
+    if not all(len(v) == 1 for v in found.values()):
+        return
+    copies = {}
+    for n, (log,) in found.items():  # where every node sees them, whatever the clone's path
+        copies[n] = ws.path(log.name)
+        Path(copies[n]).write_bytes(log.read_bytes())
+    base = ["--hosts", "node1,node2", "-p", "1", "--sysfs-root", sysfs, *SKIP_MEMLOCK, "--nccl-check", "strict", "--",
+            cj.PYTHON, ws.program("fake_nccl_rank.py")]
+    bad = tl.run([*base, copies["02"], "5"], timeout=120)
+    report = [line for line in bad.stderr.splitlines() if "nccl-check" in line]
+    check(bad.returncode == 78 and any("NET/Socket" in line for line in report)
+          and "--nccl-check strict:" in bad.stderr and bad.elapsed < 30,
+          f"--nccl-check strict, NCCL on sockets on a job planned on RDMA: exit 78 naming NET/Socket "
+          f"({bad.elapsed:.1f} s)", cj.describe(bad))
+    fc.nothing_left(check, "--nccl-check strict ended the job", bad.job)
+    good = tl.run([*base, copies["01"]], timeout=120)
+    report = [line for line in good.stderr.splitlines() if "nccl-check: " in line]
+    check(good.returncode == 0 and len(report) == 1 and "NET/IB" in report[0] and "WARNING" not in report[0],
+          "--nccl-check strict, NCCL on NET/IB bootstrapping on ib0: the job passes with one report line",
+          cj.describe(good))
+
+
 def fabric_link_down(tl, vc, ws, sysfs):
     down = vc.exec("node3", ["ip", "link", "set", "ib0", "down"], capture_output=True, text=True)
     check(down.returncode == 0, "ip link set ib0 down inside node3", down.stderr)
@@ -219,6 +249,7 @@ def main():
                       "are not checked", flush=True)
             steps += [("rank environment", lambda: rank_environment(tl, vc, ws, sysfs, caps)),
                       ("-x override", lambda: user_override(tl, vc, ws, sysfs)),
+                      ("--nccl-check strict", lambda: nccl_check_strict(tl, vc, ws, sysfs)),
                       ("ib0 down", lambda: fabric_link_down(tl, vc, ws, sysfs))]
             vc.run_steps(check, steps)
         print(f"cluster down in {vc.down_seconds:.1f} s", flush=True)

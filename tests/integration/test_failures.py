@@ -123,6 +123,25 @@ r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", "true"])
 tl.check(r.returncode == 0, f"next job: {r.stderr}")
 tl.check(not any(os.path.exists(d) for d in killed_dirs), f"the next job removed the dead daemon's {killed_dirs}")
 
+# 4b. A node's daemon sent SIGTERM (what scancel or a node shutdown does): its ranks exit 0 on
+# SIGTERM, yet the job must not look finished: it fails naming the node and the signal.
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
+lines = wait_ready(p, 4)
+job = ranks_job_id(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+daemons = [pid for pid in set(tl.processes_matching("--node-name\0local1")) & set(tl.processes_matching(f"--job-id\0{job}"))
+           if pid != p.pid]
+tl.check(daemons, "found the daemon of local1 (SIGTERM case)")
+for d in daemons:
+    os.kill(d, signal.SIGTERM)
+try:
+    out, err = p.communicate(timeout=15)
+except Exception:
+    os.killpg(p.pid, signal.SIGKILL)
+    tl.fail("job did not end after its daemon got SIGTERM")
+tl.check(p.returncode != 0, f"a daemon's SIGTERM fails the job (exit {p.returncode}): {err}")
+tl.check("node local1: its tlaunchd received SIGTERM" in err, f"summary names the node and the signal: {err}")
+tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
+
 # 5. tlaunch killed with SIGKILL: daemons and ranks die with it.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
 lines = wait_ready(p, 4)

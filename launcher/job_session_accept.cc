@@ -1,0 +1,161 @@
+// The frontend's listening socket: strangers get a challenge, 4 KiB frames and 5 s to prove the
+// job's secret; a daemon that does becomes a link, sealed from its welcome on.
+#include "launcher/job_session.h"
+#include "launcher/job_session_link.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/close_fds.h"
+#include "binding/preflight/preflight_report.h"
+#include "bootstrap/node_launch_json.h"
+#include "launcher/cli_values.h"
+#include "launcher/cross_node_preflight.h"
+#include "launcher/job_inspector.h"
+#include "launcher/nccl/nccl_job_check.h"
+#include "launcher/phase_timing.h"
+#include "launcher/pmix_collectives.h"
+#include "launcher/pmix_directory.h"
+#include "launcher/pmix_job_control.h"
+#include "launcher/plan/plan_preflight.h"
+#include "launcher/rank_failure_policy.h"
+#include "launcher/stdin_credit.h"
+#include "tlaunch/version.h"
+#include "bootstrap/error_text.h"
+
+namespace tlaunch {
+
+using Clock = std::chrono::steady_clock;
+
+void JobSession::accept() {
+  acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec) {
+      // Out of file descriptors (a flood of connections): make room, and try again a moment
+      // later instead of spinning on an accept that keeps failing.
+      if (ec == asio::error::no_descriptors || ec.value() == ENFILE) dropOldestPending();
+      accept_retry_.expires_after(std::chrono::milliseconds(100));
+      accept_retry_.async_wait([this](const asio::error_code& e) {
+        if (!e) accept();
+      });
+      return;
+    }
+    {
+      if (pending_.size() >= kMaxPendingConnections) dropOldestPending();
+      auto p = std::make_unique<Pending>();
+      p->conn = Connection::create(std::move(socket));  // 4 KiB frames until authenticated
+      p->nonce = randomBytes(kNonceBytes);
+      p->since = Clock::now();
+      Pending* raw = p.get();
+      pending_.push_back(std::move(p));
+      raw->conn->start([this, raw](Json&& m) { onPendingMessage(raw, std::move(m)); },
+                       [this, raw](const std::string&) {
+                         std::erase_if(pending_, [raw](const auto& q) { return q.get() == raw; });
+                       });
+      raw->conn->send({{"t", "challenge"}, {"proto", kProtocolVersion}, {"nonce", binary(raw->nonce)}});
+    }
+    accept();
+  });
+}
+
+void JobSession::onPendingMessage(Pending* p, Json&& msg) {
+  auto conn = p->conn;
+  auto drop = [this, p, conn](const std::string& why) {
+    // Said for the first few only: a stranger must not be able to flood the job's stderr.
+    if (++rejections_ <= kRejectionsShown)
+      out_.note("rejected a daemon connection from " + conn->peer() + ": " + why +
+                (rejections_ == kRejectionsShown ? " (further rejections are not shown)" : ""));
+    conn->close();
+    asio::post(io_, [this, p] { std::erase_if(pending_, [p](const auto& q) { return q.get() == p; }); });
+  };
+  if (getString(msg, "t") != "hello") return drop("expected a hello");
+  const std::string node = getString(msg, "node");
+  if (!constantTimeEquals(bytesOf(msg["mac"]), helloProof(cfg_.secret, p->nonce, bytesOf(msg["nonce"]), node))) {
+    return drop("it did not prove the job secret (authentication failed)");
+  }
+  // Authenticated: from here on a problem is the job's, not a stranger's.
+  Link* link = nullptr;
+  const long long idx = getInt(msg, "index", -1);
+  if (idx >= 0 && idx < static_cast<long long>(links_.size()) && links_[idx]->name == node) {
+    link = links_[idx].get();
+  } else {
+    for (auto& l : links_)
+      if (l->name == node) link = l.get();
+  }
+  if (!link && cfg_.unnamed_nodes > static_cast<int>(links_.size())) {
+    // srun chose the nodes: take them as they come; indices are fixed by name once all are in.
+    auto l = std::make_unique<Link>();
+    l->index = static_cast<int>(links_.size());
+    l->name = node;
+    link = l.get();
+    links_.push_back(std::move(l));
+  }
+  if (!link) return drop("unknown node '" + node + "'");
+  if (link->conn) return drop("node " + node + " connected twice");
+  if (getInt(msg, "proto") != kProtocolVersion || getString(msg, "version") != kVersion) {
+    conn->close();
+    fail(exitStatusFor(Errc::protocol),
+         "tlaunchd on node " + node + " is version " + getString(msg, "version", "?") + " (protocol " +
+             std::to_string(getInt(msg, "proto")) + "), but this tlaunch is " + kVersion + " (protocol " +
+             std::to_string(kProtocolVersion) + "); install the same tlaunch on every node or pass --daemon-path");
+    return;
+  }
+  const std::string server_nonce = p->nonce;
+  conn->setMaxFrameBytes(kAuthenticatedMaxFrameBytes);
+  conn->setDeadPeerTimeout(std::chrono::seconds(cfg_.spec.heartbeat_timeout_s));
+  link->conn = conn;
+  link->last_heard = Clock::now();
+  starter_->daemonConnected(link->index);
+  link->control_ip = conn->peer().substr(0, conn->peer().rfind(':'));
+  std::erase_if(pending_, [p](const auto& q) { return q.get() == p; });
+  conn->setHandlers([this, link](Json&& m) { onLinkMessage(*link, std::move(m)); },
+                    [this, link](const std::string& r) { onLinkClosed(*link, r); });
+  conn->setOutputHandler([this, link](const OutputRecord& r, OwnedBytes&& owned) {
+    link->last_heard = Clock::now();
+    if (inspector_) inspector_->noteOutput();
+    out_.write(link->index, r.rank, r.stream, r.kind, std::move(owned));
+  });
+  Json config = cfg_.daemon_config;
+  config["heartbeat_ms"] = 1000;
+  config["heartbeat_timeout_ms"] = cfg_.spec.heartbeat_timeout_s * 1000;
+  config["output_window"] = outputWindow();
+  // The welcome proves the secret and nothing more: the daemon reads it under the 4 KiB limit
+  // of a connection not yet authenticated. Every frame after the hello and the welcome is
+  // sealed under this connection's session keys, the configuration first.
+  const std::string client_nonce = bytesOf(msg["nonce"]);
+  conn->openFromNow(std::make_unique<FrameCipher>(cfg_.secret, server_nonce, client_nonce,
+                                                  FrameCipher::Direction::to_frontend));
+  conn->send({{"t", "welcome"}, {"mac", binary(welcomeProof(cfg_.secret, server_nonce, client_nonce))}});
+  conn->sealFromNow(std::make_unique<FrameCipher>(cfg_.secret, server_nonce, client_nonce,
+                                                  FrameCipher::Direction::to_daemon));
+  conn->send({{"t", "config"}, {"config", config}});
+}
+
+void JobSession::dropOldestPending() {
+  if (pending_.empty()) return;
+  auto conn = pending_.front()->conn;
+  pending_.erase(pending_.begin());
+  conn->close();
+}
+
+// Every daemon has confirmed the end of its ranks, or is gone (nothing left to wait for).
+
+Result<void> JobSession::listen() {
+  asio::error_code ec;
+  auto addr = asio::ip::make_address(cfg_.listen_address, ec);
+  if (ec) return tlaunch::fail(Errc::usage, "bad listen address " + cfg_.listen_address);
+  asio::ip::tcp::endpoint ep(addr, 0);
+  acceptor_.open(ep.protocol(), ec);
+  if (!ec) markCloseOnExec(acceptor_.native_handle());
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(ep, ec);
+  if (!ec) acceptor_.listen(1024, ec);
+  if (ec) return tlaunch::fail(Errc::io, "cannot listen on " + cfg_.listen_address + ": " + ec.message());
+  return {};
+}
+
+}  // namespace tlaunch

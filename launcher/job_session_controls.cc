@@ -1,0 +1,122 @@
+// What the user does to a running job: signals (Ctrl-C, SIGUSR1/2 forwarded, Ctrl-\\ for
+// stacks), `tlaunch stacks|status`, and --stdin forwarding under credit.
+#include "launcher/job_session.h"
+#include "launcher/job_session_link.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/close_fds.h"
+#include "binding/preflight/preflight_report.h"
+#include "bootstrap/node_launch_json.h"
+#include "launcher/cli_values.h"
+#include "launcher/cross_node_preflight.h"
+#include "launcher/job_inspector.h"
+#include "launcher/nccl/nccl_job_check.h"
+#include "launcher/phase_timing.h"
+#include "launcher/pmix_collectives.h"
+#include "launcher/pmix_directory.h"
+#include "launcher/pmix_job_control.h"
+#include "launcher/plan/plan_preflight.h"
+#include "launcher/rank_failure_policy.h"
+#include "launcher/stdin_credit.h"
+#include "tlaunch/version.h"
+#include "bootstrap/error_text.h"
+
+namespace tlaunch {
+
+using Clock = std::chrono::steady_clock;
+
+void JobSession::watchSignals() {
+  signals_.async_wait([this](const asio::error_code& ec, int sig) {
+    if (ec) return;
+    handleSignal(sig);
+    watchSignals();
+  });
+}
+
+void JobSession::handleSignal(int sig) {
+  if (sig == SIGUSR1 || sig == SIGUSR2) {
+    broadcast({{"t", "signal"}, {"sig", sig}});
+    return;
+  }
+  if (sig == SIGQUIT && inspector_) {
+    out_.note("got SIGQUIT: collecting the ranks' stacks (the job goes on)");
+    inspector_->stacks([this](std::string text) {
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      out_.note(text);
+    });
+    return;
+  }
+  if (sig == SIGQUIT) {  // --dry-run or `tlaunch preflight`: no ranks, and Ctrl-\ never ends a job
+    out_.note("got SIGQUIT: no ranks run here, so there are no stacks to collect (Ctrl-C ends tlaunch)");
+    return;
+  }
+  ++interrupts_;
+  if (interrupts_ == 1) {
+    out_.note(std::string("got ") + ::sigabbrev_np(sig) + ": ending the job (again to kill at once)");
+    fail(128 + sig, std::string("tlaunch was interrupted by SIG") + ::sigabbrev_np(sig));
+  } else {
+    broadcast({{"t", "signal"}, {"sig", SIGKILL}});
+  }
+}
+
+void JobSession::startInspector() {
+  if (cfg_.spec.dry_run || cfg_.spec.preflight_only) return;
+  JobInspector::Hooks hooks;
+  hooks.broadcast = [this](const Json& m) { broadcast(m); };
+  hooks.nodes = [this] {
+    std::vector<JobInspector::NodeView> v;
+    const auto now = Clock::now();
+    for (const auto& l : links_)
+      v.push_back({l->name, l->conn && l->conn->isOpen(), std::chrono::duration<double>(now - l->last_heard).count()});
+    return v;
+  };
+  hooks.print = [this](const std::string& text) { out_.note(text); };
+  inspector_ = std::make_unique<JobInspector>(io_, cfg_.plan_context.job_id, std::move(hooks), cfg_.spec.hang_timeout_s);
+  inspector_->openControlSocket();
+}
+
+void JobSession::forwardStdin() {
+  Link* target = nullptr;
+  for (size_t i = 0; i < plan_->nodes.size(); ++i)
+    for (const auto& r : plan_->nodes[i].ranks)
+      if (r.rank == cfg_.spec.stdin_rank) target = links_[i].get();
+  if (!target) return;
+  stdin_ = std::make_shared<StdinCredit>(kStdinWindow);
+  // A blocking reader thread: stdin may be a regular file, which epoll cannot watch. It reads
+  // only as far as the rank has taken what came before (its credit), so a rank that does not
+  // read its stdin holds tlaunch's reading back instead of growing a buffer on its node.
+  std::thread([this, target, rank = cfg_.spec.stdin_rank, credit = stdin_] {
+    std::vector<char> buf(65536);
+    for (;;) {
+      const size_t want = credit->take(buf.size());
+      if (want == 0) return;  // the session is over
+      ssize_t n = ::read(0, buf.data(), want);
+      if (n < 0 && errno == EINTR) {
+        credit->grant(want);
+        continue;
+      }
+      if (n <= 0) {
+        asio::post(io_, [target, rank] {  // behind the data, in the same (bulk) queue
+          if (target->conn && target->conn->isOpen())
+            target->conn->sendBulk(
+                std::make_shared<const std::string>(encodeFrame(encodeMessage({{"t", "stdin_eof"}, {"r", rank}}))));
+        });
+        return;
+      }
+      credit->grant(want - static_cast<size_t>(n));
+      asio::post(io_, [target, rank, data = std::string(buf.data(), static_cast<size_t>(n))] {
+        if (target->conn && target->conn->isOpen())
+          target->conn->sendBulk(std::make_shared<const std::string>(
+              encodeFrame(encodeMessage({{"t", "stdin"}, {"r", rank}, {"d", binary(data)}}))));
+      });
+    }
+  }).detach();
+}
+
+}  // namespace tlaunch

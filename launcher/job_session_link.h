@@ -1,0 +1,35 @@
+#pragma once
+// What JobSession's parts (launcher/job_session*.cc) share of one daemon's link and of a
+// connection not yet authenticated. Private to the session: include only from its files.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "bootstrap/connection.h"
+#include "launcher/job_session.h"
+
+namespace tlaunch {
+
+struct JobSession::Link {
+  int index = 0;
+  std::string name;
+  std::shared_ptr<Connection> conn;
+  Json inventory;
+  bool has_inventory = false;
+  bool prepared = false;
+  bool started = false;
+  bool all_exited = false;
+  bool drained = false;
+  bool closed = false;
+  std::string control_ip;
+  std::chrono::steady_clock::time_point last_heard;
+  std::chrono::steady_clock::time_point reported_at, prepared_at, started_at;  // for --verbose's phase timings
+};
+
+struct JobSession::Pending {
+  std::shared_ptr<Connection> conn;
+  std::string nonce;
+  std::chrono::steady_clock::time_point since;
+};
+
+}  // namespace tlaunch

@@ -1,0 +1,182 @@
+// From the daemons' inventories to running ranks: the cross-node preflight, the plan, the
+// banner, the prepare barrier and the start.
+#include "launcher/job_session.h"
+#include "launcher/job_session_link.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/close_fds.h"
+#include "binding/preflight/preflight_report.h"
+#include "bootstrap/node_launch_json.h"
+#include "launcher/cli_values.h"
+#include "launcher/cross_node_preflight.h"
+#include "launcher/job_inspector.h"
+#include "launcher/nccl/nccl_job_check.h"
+#include "launcher/phase_timing.h"
+#include "launcher/pmix_collectives.h"
+#include "launcher/pmix_directory.h"
+#include "launcher/pmix_job_control.h"
+#include "launcher/plan/plan_preflight.h"
+#include "launcher/rank_failure_policy.h"
+#include "launcher/stdin_credit.h"
+#include "tlaunch/version.h"
+#include "bootstrap/error_text.h"
+
+namespace tlaunch {
+
+using Clock = std::chrono::steady_clock;
+
+void JobSession::onInventory(Link& link, Json&& inv) {
+  link.reported_at = Clock::now();
+  link.inventory = std::move(inv);
+  link.has_inventory = true;
+  if (phase_ == Phase::connecting && static_cast<int>(links_.size()) >= cfg_.unnamed_nodes &&
+      std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->has_inventory; }))
+    inventoriesComplete();
+}
+
+void JobSession::noteTimings(const char* what, Clock::time_point since, Clock::time_point Link::*at) {
+  std::vector<std::pair<std::string, double>> times;
+  double slowest = 0;
+  for (const auto& l : links_) {
+    const double ms = std::chrono::duration<double, std::milli>((*l).*at - since).count();
+    slowest = std::max(slowest, ms);
+    times.emplace_back(l->name, ms);
+  }
+  outcome_.phase_seconds[what] = slowest / 1000.0;  // for --summary-json
+  if (cfg_.spec.verbose) out_.note(std::string(what) + ": " + phaseTimingSummary(std::move(times)));
+}
+
+void JobSession::inventoriesComplete() {
+  noteTimings("daemons reported", started_at_, &Link::reported_at);
+  if (cfg_.unnamed_nodes > 0) {
+    std::sort(links_.begin(), links_.end(), [](const auto& a, const auto& b) { return a->name < b->name; });
+    for (size_t i = 0; i < links_.size(); ++i) links_[i]->index = static_cast<int>(i);
+  }
+  // Before the plan, so that these results are part of the preflight verdict, the banner and
+  // --dry-run --json.
+  cross_node_ = std::make_unique<CrossNodePreflight>(cfg_.spec, cfg_.plan_context, cfg_.daemon_config, reports());
+  auto first = cross_node_->start();
+  if (cross_node_->done()) return planAndPrepare();
+  phase_ = Phase::testing_fabric;
+  phase_deadline_ = Clock::now() + std::chrono::seconds(60);
+  for (auto& m : first) links_[static_cast<size_t>(m.node)]->conn->send(m.msg);
+}
+
+void JobSession::onCrossNodeMessage(Link& link, const Json& msg) {
+  if (phase_ != Phase::testing_fabric || !cross_node_) return;
+  for (auto& m : cross_node_->onMessage(link.index, msg)) links_[static_cast<size_t>(m.node)]->conn->send(m.msg);
+  if (cross_node_->done()) planAndPrepare();
+}
+
+std::vector<NodeReport> JobSession::reports() const {
+  std::vector<NodeReport> out;
+  for (const auto& l : links_) out.push_back({l->index, l->name, l->inventory, l->control_ip});
+  return out;
+}
+
+void JobSession::planAndPrepare() {
+  const std::vector<NodeReport> reports = this->reports();
+  if (cross_node_) cfg_.plan_context.measured_preflight = cross_node_->items();
+  if (cfg_.spec.preflight_only) {
+    JobPlan checked;
+    auto verdict = evaluatePreflight(cfg_.spec, reports, checked, cfg_.plan_context.measured_preflight);
+    std::string text = cfg_.spec.json ? preflightToJson(checked.preflight_items).dump(2) + "\n"
+                                      : renderPreflightTable(checked.preflight_items) + "\n" +
+                                            "preflight: " + preflightSummary(checked.preflight_items) + "\n";
+    (void)!::write(1, text.data(), text.size());
+    if (!verdict) {
+      failed_ = true;
+      outcome_.exit_code = exitStatusFor(Errc::preflight);
+    }
+    finish();
+    return;
+  }
+  auto plan = makePlan(cfg_.spec, reports, cfg_.plan_context);
+  if (!plan) {
+    fail(exitStatusFor(plan.error().code),
+         describeError(plan.error()));
+    return;
+  }
+  plan_ = std::move(*plan);
+  for (const auto& w : plan_->warnings) out_.note("warning: " + w);
+  if (cfg_.spec.dry_run) {
+    std::string text = cfg_.spec.json ? planToJson(*plan_).dump(2) + "\n" : renderPlanText(*plan_);
+    (void)!::write(1, text.data(), text.size());
+    finish();
+    return;
+  }
+  if (!cfg_.spec.quiet) out_.note(banner(*plan_, cfg_.spec));
+  if (cfg_.spec.report_bindings) {
+    out_.note("binding manifest (fingerprint " + getString(plan_->details, "fingerprint") + "):\n" +
+              plan_->manifest_table);
+  }
+  for (const auto& n : plan_->nodes)
+    for (const auto& r : n.ranks) out_.setRankNode(r.rank, n.node_name);
+  outcome_.rank_exit_codes.assign(static_cast<size_t>(plan_->world_size), -1);
+  rank_failures_ = std::make_unique<RankFailurePolicy>(cfg_.spec.keep_going, plan_->world_size);
+  startNcclCheck();
+  if (auto r = out_.openFiles(plan_->world_size); !r) {
+    fail(exitStatusFor(r.error().code), r.error().message);
+    return;
+  }
+  phase_ = Phase::preparing;
+  phase_deadline_ = Clock::now() + std::chrono::seconds(30);
+  prepare_sent_at_ = Clock::now();
+  for (size_t i = 0; i < links_.size(); ++i)
+    links_[i]->conn->send({{"t", "prepare"}, {"launch", nodeLaunchToJson(plan_->nodes[i])}});
+}
+
+std::string JobSession::banner(const JobPlan& plan, const JobSpec& spec) {
+  // One line when all is well; the network decision per node (at most 4 shown) and any
+  // preflight warnings otherwise worth reading before GPU hours are spent.
+  std::string text = "job " + plan.job_id + ": " + std::to_string(plan.nodes.size()) + " node(s) x " +
+                     std::to_string(plan.ranks_per_node) + " rank(s)" +
+                     (plan.ranks_source.empty() ? "" : " (" + plan.ranks_source + ")") + ", MASTER_ADDR " + plan.master_addr + ":" +
+                     std::to_string(plan.master_port);
+  if (plan.details.contains("fingerprint")) text += ", binding " + plan.details["fingerprint"].get<std::string>();
+  // Variables from DeepSpeed's environment files: named, since a forgotten ~/.deepspeed_env surprises.
+  if (plan.details.contains("exports")) {
+    std::string files;
+    int count = 0;
+    for (const auto& e : plan.details["exports"]) {
+      const std::string src = e["source"].get<std::string>();
+      const auto colon = src.rfind(':');
+      if (src == "-x" || colon == std::string::npos) continue;
+      ++count;
+      const std::string file = src.substr(0, colon);
+      if (files.find(file) == std::string::npos) files += (files.empty() ? "" : ", ") + file;
+    }
+    if (count > 0)
+      text += "\nenvironment files: " + files + " (" + std::to_string(count) + " variable(s); --dry-run lists them)";
+  }
+  if (!plan.loopback && !plan.network_summary.empty()) {
+    text += "\n" + plan.network_summary;
+    const size_t shown = std::min<size_t>(plan.network_nodes.size(), 4);
+    for (size_t i = 0; i < shown; ++i) text += plan.network_nodes[i];
+    if (plan.network_nodes.size() > shown)
+      text += "  ... (" + std::to_string(plan.nodes.size() - 4) + " more nodes: tlaunch --dry-run shows all)\n";
+    else
+      for (const auto& note : plan.network_notes) text += note;
+  }
+  if (spec.preflight != PreflightMode::off && !plan.preflight_text.empty() && (!plan.loopback || plan.preflight_news)) {
+    if (text.back() != '\n') text += "\n";
+    text += plan.preflight_text;
+  }
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+void JobSession::startRanks() {
+  noteTimings("nodes prepared (program found, peers reached, PMIx up)", prepare_sent_at_, &Link::prepared_at);
+  start_sent_at_ = Clock::now();
+  phase_ = Phase::starting;
+  broadcast({{"t", "start"}});
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,105 @@
+// PMIx traffic at the frontend: fences of the whole job, direct modex, MPI_Abort, and the
+// messages sent to one node or to all.
+#include "launcher/job_session.h"
+#include "launcher/job_session_link.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/close_fds.h"
+#include "binding/preflight/preflight_report.h"
+#include "bootstrap/node_launch_json.h"
+#include "launcher/cli_values.h"
+#include "launcher/cross_node_preflight.h"
+#include "launcher/job_inspector.h"
+#include "launcher/nccl/nccl_job_check.h"
+#include "launcher/phase_timing.h"
+#include "launcher/pmix_collectives.h"
+#include "launcher/pmix_directory.h"
+#include "launcher/pmix_job_control.h"
+#include "launcher/plan/plan_preflight.h"
+#include "launcher/rank_failure_policy.h"
+#include "launcher/stdin_credit.h"
+#include "tlaunch/version.h"
+#include "bootstrap/error_text.h"
+
+namespace tlaunch {
+
+using Clock = std::chrono::steady_clock;
+
+void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) {
+  if (type == "abort") {
+    const int rank = static_cast<int>(getInt(msg, "r"));
+    const int status = static_cast<int>(getInt(msg, "status", 1));
+    std::string text = getString(msg, "message");
+    if (text == "N/A") text.clear();  // Open MPI's placeholder
+    RankFailure f;
+    f.rank = rank;
+    f.node = link.name;
+    f.exit_status = status == 0 ? 1 : status;
+    f.called_abort = true;
+    f.summary = "rank " + std::to_string(rank) + " on node " + link.name + " called MPI_Abort with status " +
+                std::to_string(status) + (text.empty() ? "" : ": " + text);
+    onRankFailed(std::move(f));
+    return;
+  }
+  if (type == "fence") {
+    // Every node contributes once per fence; the concatenation goes back to all of them.
+    const auto seq = static_cast<uint64_t>(getInt(msg, "seq"));
+    if (rank_failures_ && rank_failures_->anyFailed()) {  // a fence of the whole job: it has a failed rank
+      link.conn->send({{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
+      return;
+    }
+    Fence& f = fences_[seq];
+    if (f.blobs.empty()) {
+      f.blobs.resize(links_.size());
+      f.arrived.resize(links_.size());
+    }
+    const auto i = static_cast<size_t>(link.index);
+    if (i >= f.arrived.size() || f.arrived[i]) return;
+    f.arrived[i] = true;
+    f.blobs[i] = bytesOf(msg["d"]);
+    if (++f.count < links_.size()) return;
+    std::string all;
+    for (const auto& b : f.blobs) all += b;
+    fences_.erase(seq);
+    broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", true}, {"d", binary(all)}});
+    return;
+  }
+  if (type == "dmodex_req") {
+    // Ranks are node-major: the owner of rank r is node r / ranks_per_node.
+    const int rank = static_cast<int>(getInt(msg, "rank"));
+    const int owner = plan_ && plan_->ranks_per_node > 0 ? rank / plan_->ranks_per_node : -1;
+    const bool failed = rank_failures_ && rank_failures_->hasFailed(rank);  // it may never commit its data
+    if (owner < 0 || failed || owner >= static_cast<int>(links_.size()) || !links_[owner]->conn) {
+      link.conn->send({{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", false}, {"d", binary("")}});
+      return;
+    }
+    links_[owner]->conn->send({{"t", "dmodex_serve"}, {"from", link.index}, {"id", msg["id"]}, {"rank", rank}});
+    return;
+  }
+  if (type == "dmodex_resp") {
+    const auto to = getInt(msg, "to", -1);
+    if (to < 0 || to >= static_cast<long long>(links_.size()) || !links_[to]->conn) return;
+    links_[to]->conn->send({{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", getBool(msg, "ok")}, {"d", msg["d"]}});
+  }
+}
+
+void JobSession::sendToNode(int node, const Json& msg) {
+  if (node >= 0 && node < static_cast<int>(links_.size()) && links_[node]->conn) links_[node]->conn->send(msg);
+}
+
+// Ranks are node-major: the owner of rank r is node r / ranks_per_node.
+
+// Ranks are node-major: the owner of rank r is node r / ranks_per_node.
+int JobSession::nodeOfRank(int rank) const {
+  if (!plan_ || plan_->ranks_per_node <= 0 || rank < 0) return -1;
+  const int node = rank / plan_->ranks_per_node;
+  return node < static_cast<int>(links_.size()) ? node : -1;
+}
+
+}  // namespace tlaunch
