@@ -56,9 +56,9 @@ EnvList rankIdentityEnv(const RankIdentity& r, const JobIdentity& j) {
       {"CROSS_SIZE", s(r.num_nodes)},
       {"MASTER_ADDR", j.master_addr},
       {"MASTER_PORT", s(j.master_port)},
-      {"TORCHELASTIC_RUN_ID", j.job_id},
-      {"TORCHELASTIC_RESTART_COUNT", "0"},
-      {"TORCHELASTIC_MAX_RESTARTS", "0"},
+      {"TORCHELASTIC_RUN_ID", j.run_id.empty() ? j.job_id : j.run_id},
+      {"TORCHELASTIC_RESTART_COUNT", s(j.restart_count)},
+      {"TORCHELASTIC_MAX_RESTARTS", s(j.max_restarts)},
       // No agent store: rank 0 hosts torch's TCPStore on MASTER_ADDR:MASTER_PORT, as with a
       // plain init_process_group("env://").
       {"TORCHELASTIC_USE_AGENT_STORE", "False"},

@@ -22,6 +22,9 @@ struct JobIdentity {
   std::string job_id;
   std::string master_addr;  // an IP address, never a host name
   int master_port = 0;
+  std::string run_id;      // TORCHELASTIC_RUN_ID: the same in every attempt ("" : job_id)
+  int restart_count = 0;   // TORCHELASTIC_RESTART_COUNT: which attempt (--max-restarts)
+  int max_restarts = 0;
 };
 
 // Variables a user may not override (they define who the rank is).

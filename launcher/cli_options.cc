@@ -45,11 +45,10 @@ void addNodeOptions(CLI::App& app, JobSpec& s) {
       [&s](const std::string& v) {
         auto [lo, hi] = orThrow(parseNnodes(v));
         s.nodes = hi;
-        if (lo < hi)
-          std::cerr << "tlaunch: note: --nnodes " << v << " runs on " << hi
-                    << " nodes; tlaunch has no elastic restarts to make use of MIN\n";
+        s.min_nodes = lo;
       },
-      "torchrun's name: N, or MIN:MAX (runs on MAX nodes)")
+      "torchrun's name: N, or MIN:MAX (runs on MAX of the given nodes, the rest are spares; with fewer than MAX "
+      "left, on as many as there are if at least MIN, as with --max-restarts after a node is dropped)")
       ->type_name("N|MIN:MAX");
   app.add_option("-H,--hosts", s.hosts, "nodes: names, node[1-4] expressions, optional :slots, comma-separated");
   app.add_option("--hostfile", s.hostfile, "Open MPI/DeepSpeed ('host slots=8') or MPICH ('host:8') hostfile");

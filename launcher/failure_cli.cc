@@ -1,8 +1,14 @@
 #include "launcher/failure_cli.h"
 
+#include "bootstrap/error_text.h"
+#include "launcher/cli_values.h"
 #include "launcher/rank_failure_policy.h"
 
 namespace tlaunch {
+
+namespace {
+constexpr int kMaxRestarts = 1000;
+}  // namespace
 
 void addFailureOptions(CLI::App& app, JobSpec& s) {
   app.add_option_function<std::string>(
@@ -15,6 +21,18 @@ void addFailureOptions(CLI::App& app, JobSpec& s) {
          "when a rank fails, the other ranks' PMIx event handlers get this long before teardown (default 1s; "
          "0: at once)")
       ->type_name("DURATION");
+  app.add_option_function<std::string>(
+         "--max-restarts",
+         [&s](const std::string& v) {
+           auto n = parseBoundedInt("--max-restarts", v, 0, kMaxRestarts);
+           if (!n) throw CLI::ValidationError(describeError(n.error()));
+           s.max_restarts = *n;
+         },
+         "when a rank fails or a node is lost, end every rank and start the job again, up to N times "
+         "(TORCHELASTIC_RESTART_COUNT counts them; a lost node, or one whose rank failed twice in a row, is "
+         "replaced by a spare node, see --nnodes) [0-" +
+             std::to_string(kMaxRestarts) + "]")
+      ->type_name("N");
   auto* keep_going = app.add_flag("--keep-going", s.keep_going,
                                   "a failed rank does not end the job: the others run to their end, and tlaunch "
                                   "exits with the first failed rank's status (MPI_Abort still ends the job)");

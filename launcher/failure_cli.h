@@ -1,5 +1,6 @@
 #pragma once
-// The command line of a failed rank's consequences: --event-grace DURATION and --keep-going
+// The command line of a failed rank's consequences: --event-grace DURATION, --keep-going and
+// --max-restarts N
 // (kept out of cli_options.cc, which only calls this).
 #include <CLI/CLI.hpp>
 
@@ -7,9 +8,8 @@
 
 namespace tlaunch {
 
-// Adds both flags to a job's command line. --keep-going is refused together with a
-// --max-restarts given on the same command line (where that flag exists): a rank either
-// restarts or stays dead.
+// Adds the flags to a job's command line. --keep-going is refused together with
+// --max-restarts: a rank either restarts or stays dead.
 void addFailureOptions(CLI::App& app, JobSpec& s);
 
 }  // namespace tlaunch

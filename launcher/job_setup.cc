@@ -25,6 +25,9 @@ Result<void> validate(const JobSpec& spec) {
     return fail(Errc::usage, "--nproc-per-node " + spec.nproc_per_node_word + " and -n both given",
                 "-n counts ranks in all; --nproc-per-node " + spec.nproc_per_node_word + " counts them per node");
   if (spec.offline && !spec.dry_run) return fail(Errc::usage, "--offline only goes with --dry-run");
+  if (spec.max_restarts > 0 && spec.stdin_rank >= 0)
+    return fail(Errc::usage, "--stdin and --max-restarts cannot be combined",
+                "a restarted rank cannot be given again the input the failed attempt read: pass the input as a file");
   return {};
 }
 

@@ -78,6 +78,13 @@ struct JobSpec {
   int event_grace_ms = 1000;  // --event-grace: PMIx event handlers run this long before teardown
   bool keep_going = false;    // --keep-going: the other ranks run to their end
 
+  // Restarts (launcher/restart_policy.h)
+  int max_restarts = 0;  // --max-restarts: run the job again this many times after a failure
+  int min_nodes = 0;     // --nnodes MIN:MAX's MIN (0: -N nodes or none)
+  // Decided between attempts, not by a flag: which attempt this is, and the nodes left out.
+  int restart_count = 0;
+  std::vector<std::string> dropped_nodes;
+
   // ssh / Slurm
   int ssh_fanout = 64;
   std::vector<std::string> ssh_options;

@@ -1,5 +1,6 @@
 #include "launcher/launcher_choice.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "launcher/listen_address.h"
@@ -47,6 +48,14 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   src.slurm_tasks_as_slots = false;
   auto hosts = resolveNodes(src, env);
   if (!hosts) return tl::unexpected(hosts.error());
+  // Nodes a restart left out (launcher/restart_policy.h) are no longer candidates.
+  std::erase_if(*hosts, [&](const HostEntry& h) {
+    return std::find(spec.dropped_nodes.begin(), spec.dropped_nodes.end(), h.name) != spec.dropped_nodes.end();
+  });
+  JobSpec sized = spec;  // --nnodes MIN:MAX given fewer than MAX nodes: as many as there are
+  if (spec.min_nodes > 0 && !hosts->empty() && static_cast<int>(hosts->size()) < spec.nodes &&
+      static_cast<int>(hosts->size()) >= std::min(spec.min_nodes, spec.nodes))
+    sized.nodes = static_cast<int>(hosts->size());
   const NodeOrigin origin = nodeOrigin(src, env);
   std::vector<int> slots;
   for (const auto& h : *hosts) slots.push_back(usableSlots(h));
@@ -60,7 +69,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       slots_origin = "SLURM_NTASKS_PER_NODE";
     }
   }
-  auto layout = resolveRankLayout(spec, slots, slots_origin);
+  auto layout = resolveRankLayout(sized, slots, slots_origin);
   if (!layout) return tl::unexpected(layout.error());
   const int want_nodes = layout->nodes;
 
@@ -88,7 +97,12 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
                     "-N " + std::to_string(n) + ": --launcher local simulates at most " +
                         std::to_string(kMaxSimulatedNodes) + " nodes on this host",
                     "give real nodes with --hosts/--hostfile, or fewer nodes");
-      for (int i = 0; i < n; ++i) chosen.push_back(HostEntry{"local" + std::to_string(i), -1, {}, {}, {}});
+      // A simulated node a restart dropped is replaced by the next name, as a spare would be.
+      for (int i = 0; static_cast<int>(chosen.size()) < n; ++i) {
+        std::string name = "local" + std::to_string(i);
+        if (std::find(spec.dropped_nodes.begin(), spec.dropped_nodes.end(), name) == spec.dropped_nodes.end())
+          chosen.push_back(HostEntry{std::move(name), -1, {}, {}, {}});
+      }
     } else {
       auto sel = selectNodes(*hosts, want_nodes, layout->ranks_per_node);
       if (!sel) return tl::unexpected(sel.error());

@@ -82,7 +82,9 @@ Result<void> OutputSink::openFiles(int world_size) {
   for (int r = 0; r < world_size; ++r) {
     for (int s : {1, 2}) {
       const std::string name = "rank." + std::to_string(r) + (s == 1 ? ".out" : ".err");
-      const int fd = ::openat(dfd, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+      // A restarted job (--max-restarts) appends: the failed attempt's output stays readable.
+      const int mode = files_opened_ ? O_APPEND : O_TRUNC;
+      const int fd = ::openat(dfd, name.c_str(), O_WRONLY | O_CREAT | mode | O_NOFOLLOW | O_CLOEXEC, 0600);
       if (fd < 0) {
         const std::string why = std::strerror(errno);
         for (auto& [k, f] : item.files) ::close(f);
@@ -93,6 +95,7 @@ Result<void> OutputSink::openFiles(int world_size) {
     }
   }
   ::close(dfd);
+  files_opened_ = true;
   enqueue(std::move(item));
   return {};
 }
@@ -214,7 +217,10 @@ void OutputSink::handle(Item& item, std::vector<OutputFormatter::Write>& writes)
                         writes);
       break;
     case Item::Type::note: formatter_.note(item.data.view(), writes); break;
-    case Item::Type::files: files_ = std::move(item.files); break;
+    case Item::Type::files:
+      for (auto& [key, fd] : files_) ::close(fd);  // the previous attempt's, all written
+      files_ = std::move(item.files);
+      break;
     case Item::Type::flush: break;
   }
 }

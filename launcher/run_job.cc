@@ -8,11 +8,13 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <optional>
 
 #include "bootstrap/auth.h"
 #include "launcher/job_environment.h"
 #include "launcher/job_session.h"
 #include "launcher/job_setup.h"
+#include "launcher/restart_policy.h"
 #include "launcher/summary_json.h"
 #include "bootstrap/error_text.h"
 
@@ -78,24 +80,12 @@ int finishJob(const JobSpec& spec, const std::string& job_id, const JobOutcome& 
 
 }  // namespace
 
-int runJob(const JobSpec& input) {
-  const auto started = std::chrono::steady_clock::now();
-  const std::string job_id = "tl-" + hexEncode(randomBytes(5));
-  auto refuse = [&](const Error& e) {
-    printError(e);
-    JobOutcome o;
-    o.exit_code = exitStatusFor(e.code);
-    o.summary = e.message;
-    return finishJob(input, job_id, o, started);
-  };
-  if (auto p = checkSummaryPath(input.summary_json); !p) {
-    printError(p.error());
-    return exitStatusFor(p.error().code);
-  }
-  auto setup = setUpJob(input, currentEnvironment(), false);
-  if (!setup) return refuse(setup.error());
-  const JobSpec& spec = setup->spec;
-  LauncherChoice& choice = setup->choice;
+namespace {
+
+// One attempt of the job: its own id, secret, daemons and session. The sink outlives it.
+JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::string& run_id, OutputSink& out) {
+  const JobSpec& spec = setup.spec;
+  LauncherChoice& choice = setup.choice;
   SessionConfig cfg;
   cfg.spec = spec;
   cfg.nodes = choice.nodes;
@@ -105,12 +95,12 @@ int runJob(const JobSpec& input) {
   cfg.unnamed_nodes = choice.unnamed_nodes;
   cfg.starter_nodes = choice.starter_nodes;
   cfg.daemon_path = spec.daemon_path.empty() ? selfDirectory() + "/tlaunchd" : spec.daemon_path;
-  cfg.plan_context = setup->plan_context;
+  cfg.plan_context = setup.plan_context;
   cfg.plan_context.job_id = job_id;
+  cfg.plan_context.run_id = run_id;
+  cfg.plan_context.restart_count = spec.restart_count;
+  cfg.plan_context.max_restarts = spec.max_restarts;
   cfg.daemon_config = daemonConfig(spec, cfg.plan_context.user_env, choice.loopback_only);
-
-  ::signal(SIGPIPE, SIG_IGN);
-  OutputSink out(spec.tag, spec.output_dir);
   if (spec.verbose)
     out.note("job " + job_id + ": " +
              (cfg.unnamed_nodes > 0 ? std::to_string(cfg.unnamed_nodes) + " node(s) chosen by srun"
@@ -121,7 +111,81 @@ int runJob(const JobSpec& input) {
   JobSession session(io, std::move(cfg), std::move(choice.starter), out);
   JobOutcome outcome = session.run();
   printOutcome(out, job_id, outcome);
-  return finishJob(spec, job_id, outcome, started);
+  return outcome;
+}
+
+std::vector<std::string> nodeNames(const LauncherChoice& choice) {
+  std::vector<std::string> names;
+  for (const auto& n : choice.nodes) names.push_back(n.name);
+  return names;
+}
+
+}  // namespace
+
+int runJob(const JobSpec& input) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::string run_id = "tl-" + hexEncode(randomBytes(5));
+  auto refuse = [&](const Error& e) {
+    printError(e);
+    JobOutcome o;
+    o.exit_code = exitStatusFor(e.code);
+    o.summary = e.message;
+    return finishJob(input, run_id, o, started);
+  };
+  if (auto p = checkSummaryPath(input.summary_json); !p) {
+    printError(p.error());
+    return exitStatusFor(p.error().code);
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+  // --max-restarts: attempt after attempt, each a whole job of its own (new daemons, new
+  // secret, a job id "<run id>-r<N>"), on the nodes the restart policy leaves.
+  RestartPolicy restarts(input.max_restarts);
+  JobSpec attempt = input;
+  std::optional<OutputSink> out;
+  JobOutcome outcome;
+  Json history = Json::array();
+  std::vector<std::string> last_nodes;
+  RestartPolicy::Decision pending;  // the restart the next attempt is
+  std::string pending_cause;
+  for (;;) {
+    attempt.restart_count = restarts.restarts();
+    auto setup = setUpJob(attempt, currentEnvironment(), false);
+    if (!setup) {
+      if (!out) return refuse(setup.error());
+      out->note("cannot restart the job: " + describeError(setup.error()));
+      break;  // the outcome stays the failed attempt's
+    }
+    if (!out) out.emplace(setup->spec.tag, setup->spec.output_dir);
+    const std::vector<std::string> nodes = nodeNames(setup->choice);
+    if (attempt.restart_count > 0) {
+      out->note(describeRestart(attempt.restart_count, input.max_restarts, pending_cause, pending.drop, pending.reason,
+                                last_nodes, nodes));
+      history.push_back({{"restart", attempt.restart_count},
+                         {"cause", pending_cause},
+                         {"dropped", pending.drop.empty() ? Json(nullptr) : Json(pending.drop)},
+                         {"nodes", nodes},
+                         {"at_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}});
+    }
+    last_nodes = nodes;
+    const std::string job_id = attempt.restart_count == 0 ? run_id : run_id + "-r" + std::to_string(attempt.restart_count);
+    outcome = runAttempt(*setup, job_id, run_id, *out);
+    AttemptEnd end;
+    end.success = outcome.exit_code == 0;
+    end.node_lost = outcome.node_lost;
+    end.restartable = outcome.failed_rank >= 0 || outcome.node_lost;
+    end.failed_node = outcome.failed_node;
+    end.summary = outcome.summary;
+    pending = restarts.afterAttempt(end);
+    if (!pending.restart) {
+      if (!end.success && input.max_restarts > 0 && !pending.reason.empty()) out->note(pending.reason);
+      break;
+    }
+    pending_cause = outcome.summary;
+    if (!pending.drop.empty()) attempt.dropped_nodes.push_back(pending.drop);
+  }
+  outcome.restarts = std::move(history);
+  if (out) out->flush();
+  return finishJob(input, run_id, outcome, started);
 }
 
 }  // namespace tlaunch

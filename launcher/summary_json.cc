@@ -46,7 +46,9 @@ Json outcomeToJson(const std::string& job_id, const JobOutcome& o, double wall_s
             {"wall_seconds", wall_seconds},
             {"phase_seconds", o.phase_seconds.empty() ? Json(nullptr) : o.phase_seconds},
             {"rank_exit_codes", o.rank_exit_codes.empty() ? Json(nullptr) : Json(o.rank_exit_codes)},
-            {"nccl", o.nccl}};
+            {"nccl", o.nccl},
+            {"restarts", o.restarts.size()},
+            {"restart_history", o.restarts}};
   if (std::string(origin) == "tlaunch") j["meaning"] = meaningOf(o.exit_code);
   return j;
 }

@@ -4,7 +4,7 @@
 
 _tlaunch_options="--bind --chdir --check-reachability --connect-timeout --cpus-per-rank --daemon-path --dry-run
   --event-grace --exclude --expect-rate --export --gpus-per-node --hang-timeout --heartbeat-timeout --help --hostfile --hosts --include --json
-  --keep-going --kill-timeout --label --launcher --master-addr --master-port --mca --nccl-check --net --net-cidr --net-if --nnodes --nodes --np
+  --keep-going --kill-timeout --label --launcher --master-addr --master-port --max-restarts --mca --nccl-check --net --net-cidr --net-if --nnodes --nodes --np
   --npernode --nproc-per-node --ntasks-per-node --offline --output-dir --pmix --preflight --preflight-skip
   --preflight-strict --procs-per-node --quiet --report-bindings --slurm-args --ssh-connect-timeout --ssh-fanout
   --ssh-option --ssh-reuse --stdin --summary-json --sysfs-root --tag-output --time-limit --topology-xml --verbose --version"

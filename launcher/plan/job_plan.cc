@@ -52,7 +52,8 @@ Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& no
 // keep the user's value, from base_env; per-rank ones cannot be exported (forwardEnvironment
 // refuses them).
 void buildEnvironments(const NetworkChoice* network, const PlanContext& ctx, JobPlan& plan) {
-  const JobIdentity job{ctx.job_id, plan.master_addr, plan.master_port};
+  const JobIdentity job{ctx.job_id, plan.master_addr, plan.master_port, ctx.run_id, ctx.restart_count,
+                       ctx.max_restarts};
   UserEnv user = ctx.user_env;  // every name the user set, with its value
   for (const auto& name : ctx.user_set)
     if (!user.count(name)) user[name] = {envValue(ctx.base_env, name), "environment"};

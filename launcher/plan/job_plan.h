@@ -25,6 +25,9 @@ struct NodeReport {
 
 struct PlanContext {
   std::string job_id;
+  std::string run_id;      // the same in every attempt of a job that restarts ("": job_id)
+  int restart_count = 0;   // --max-restarts: this attempt's number, and the most there may be
+  int max_restarts = 0;
   std::string cwd;
   std::vector<std::string> base_env;   // forwarded environment with -x applied, "K=V"
   std::vector<std::string> user_set;   // names the user set explicitly (-x) or inherited: they win

@@ -8,11 +8,16 @@ eth0; ib0 is the job's network):
 - node3's control link (eth0) cut mid-job: the job ends within the heartbeat timeout (5 s here)
   naming node3, exit 69; nothing of the job is left on any node, node3 included (its daemon
   notices the dead connection at the TCP level and ends its ranks);
-- node3's other network (ib0) cut mid-job, which the ranks do not use: the job completes.
+- node3's other network (ib0) cut mid-job, which the ranks do not use: the job completes;
+- --max-restarts 1, a rank failing in the first attempt only: every rank runs again, exit 0;
+  --max-restarts 0: the rank's status, no restart;
+- --max-restarts 1 on 3 of the 4 nodes, node3's daemon killed mid-job: the job runs again on
+  node1, node2 and node4 (the spare) and completes.
 
 Links are restored after each case. Needs root (exits 77, skipped, where a cluster cannot be built).
 """
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -126,6 +131,53 @@ def cut_other_link(ws):
           f"exit {p.returncode}\n     stdout {out!r}\n     stderr {err[-1500:]!r}")
 
 
+def restart_on_spare(ws):
+    """--max-restarts with a spare node: 3 of the 4 nodes run, node3's daemon is killed mid-job,
+    the job runs again on node1, node2 and node4 (the spare) and completes."""
+    p = start(ws, ["-v", "--hosts", ",".join(vc.nodes), "-N", "3", "-p", "1", "--event-grace", "0",
+                   "--max-restarts", "1", "--", cj.PYTHON, ws.program("restart_rank.py"), "wait"])
+    lines = cj.wait_for_lines(p.stdout, 3, " ready", 120)
+    if lines is None:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        check(False, "restarts: the first attempt started 3 ranks", f"stdout {out!r} stderr {err!r}")
+        return
+    job = cj.job_id_of_pid(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+    jobs_seen.append(job)
+    daemons = [pid for pid in set(cj.tl.processes_matching("--node-name\0node3")) & set(cj.tl.processes_matching(job))
+               if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"tlaunchd")]
+    check(len(daemons) == 1, "restarts: found node3's tlaunchd", str(daemons))
+    t0 = time.monotonic()
+    for pid in daemons:
+        os.kill(pid, signal.SIGKILL)
+    out, err = finish(p, 90)
+    jobs_seen.extend(re.findall(r"job (tl-[0-9a-f]+-r\d+)", err))
+    ran = re.findall(r"\[(node\d):\d+\] rank \d+ attempt 1 ", out)
+    check(p.returncode == 0 and "node3 dropped (its daemon was lost); node4 added" in err
+          and sorted(ran) == ["node1", "node2", "node4"],
+          f"restarts: node3's daemon killed -> node3 dropped, node4 added, the job completes "
+          f"({time.monotonic() - t0:.1f} s)", f"exit {p.returncode}\n     stdout {out!r}\n     stderr {err[-2000:]!r}")
+    ok = cj.tl.wait_until(lambda: not any(cj.job_processes(j) for j in jobs_seen if j), 10)
+    check(ok, "restarts: nothing of either attempt left on any node",
+          "\n     ".join(q for j in jobs_seen if j for q in cj.job_processes(j)))
+
+
+def restart_after_failed_rank(ws):
+    """--max-restarts 1 over ssh, rank 1 failing in the first attempt only: the job runs again and
+    ends 0; with --max-restarts 0 the same job ends with the rank's status 3 and no restart."""
+    for restarts, want in (("1", 0), ("0", 3)):
+        p = start(ws, ["-v", "--hosts", ",".join(vc.nodes), "-p", "1", "--event-grace", "0", "--max-restarts", restarts,
+                       "--", cj.PYTHON, ws.program("restart_rank.py"), "fail-once"])
+        out, err = finish(p, 120)
+        jobs_seen.extend(re.findall(r"job (tl-[0-9a-f]+(?:-r\d+)?): ", err))
+        again = re.findall(r"\] rank \d+ attempt 1 ", out)
+        restarted = "restart 1 of 1 after rank 1 on node node2 exited with status 3" in err
+        check(p.returncode == want and (len(again) == 4 if want == 0 else not again) and restarted == (want == 0),
+              f"restarts: rank 1 fails once, --max-restarts {restarts}: exit {want}"
+              f"{', every rank runs again' if want == 0 else ', no restart'}",
+              f"exit {p.returncode}\n     stdout {out!r}\n     stderr {err[-2000:]!r}")
+
+
 def main():
     global vc
     skip_unless_possible(slurm=False)
@@ -136,7 +188,8 @@ def main():
         vc = cj.OwnVirtualCluster(n=4, slurm=False)
         with vc:
             print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
-            for step in (kill_ssh_client, cut_other_link, cut_control_link):
+            for step in (kill_ssh_client, cut_other_link, cut_control_link, restart_after_failed_rank,
+                         restart_on_spare):
                 step(ws)
         print(f"cluster down in {vc.down_seconds:.1f} s", flush=True)
     left = [p for job in jobs_seen if job for p in cj.job_processes(job)]

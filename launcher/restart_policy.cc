@@ -1,0 +1,52 @@
+#include "launcher/restart_policy.h"
+
+#include <algorithm>
+
+#include "tlaunch/strings.h"
+
+namespace tlaunch {
+
+RestartPolicy::Decision RestartPolicy::afterAttempt(const AttemptEnd& end) {
+  Decision d;
+  if (end.success) return d;
+  if (!end.restartable) {
+    d.reason = "not restarted: only a failed rank or a lost node restarts the job";
+    return d;
+  }
+  if (restarts_ >= max_restarts_) {
+    d.reason = max_restarts_ == 0 ? "" : "no restart left (--max-restarts " + std::to_string(max_restarts_) + ")";
+    return d;
+  }
+  d.restart = true;
+  ++restarts_;
+  const bool dropped_before =
+      std::find(dropped_.begin(), dropped_.end(), end.failed_node) != dropped_.end();
+  if (!end.failed_node.empty() && !dropped_before) {
+    if (end.node_lost) {
+      d.drop = end.failed_node;
+      d.reason = "its daemon was lost";
+    } else if (end.failed_node == last_failed_node_) {
+      d.drop = end.failed_node;
+      d.reason = "a rank failed there in two attempts in a row";
+    }
+  }
+  if (!d.drop.empty()) dropped_.push_back(d.drop);
+  // A node is dropped after two failures in a row; once dropped, the count starts again.
+  last_failed_node_ = end.node_lost || !d.drop.empty() ? std::string() : end.failed_node;
+  return d;
+}
+
+std::string describeRestart(int restart, int max_restarts, const std::string& cause, const std::string& dropped,
+                            const std::string& drop_reason, const std::vector<std::string>& before,
+                            const std::vector<std::string>& after) {
+  std::string text = "restart " + std::to_string(restart) + " of " + std::to_string(max_restarts) + " after " + cause;
+  std::vector<std::string> added;
+  for (const auto& n : after)
+    if (std::find(before.begin(), before.end(), n) == before.end()) added.push_back(n);
+  if (!dropped.empty()) text += "; " + dropped + " dropped (" + drop_reason + ")";
+  if (!added.empty()) text += "; " + joinStrings(added, ", ") + " added";
+  else if (!dropped.empty()) text += "; no spare node: " + std::to_string(after.size()) + " node(s) from now on";
+  return text;
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,124 @@
+"""--max-restarts with the local launcher (simulated nodes on this host), as a user checks it:
+- a rank that fails in the first attempt only: the job runs again and ends 0, the second
+  attempt's ranks see TORCHELASTIC_RESTART_COUNT=1 and the first attempt's TORCHELASTIC_RUN_ID,
+  one restart line names the cause, --summary-json counts the restart, --output-dir keeps both
+  attempts' output;
+- without --max-restarts the same job fails with the rank's status and nothing restarts;
+- a rank that always fails on the same node: that node is dropped after its second failure and
+  the next simulated node takes its place; the exit status is the last attempt's;
+- a node's daemon killed mid-job: the node is dropped at once, the job runs again and completes;
+- nothing of any attempt is left afterwards.
+The cluster test (tests/cluster/test_faults_cluster.py) does the lost node with a real spare."""
+import json
+import os
+import re
+import shutil
+import signal
+
+import tl
+
+RANK = tl.program("restart_rank.py")
+JOB = ["-v", "--launcher", "local", "-N", "2", "-p", "1", "--event-grace", "0"]
+
+
+def attempts(stdout):
+    """[(node, rank, attempt, run_id)] from restart_rank.py's lines."""
+    out = []
+    for line in stdout.splitlines():
+        m = re.fullmatch(r"\[([\w.-]+):(\d+)\] rank (\d+) attempt (\d+) of \d+ run (\S+) world \d+ pid \d+ ready", line)
+        if m:
+            out.append((m.group(1), int(m.group(3)), int(m.group(4)), m.group(5)))
+    return out
+
+
+def job_ids(stderr):
+    return list(dict.fromkeys(re.findall(r"tlaunch: job (tl-[0-9a-f]+(?:-r\d+)?): ", stderr)))
+
+
+def leftovers(ids):
+    return [p for j in ids for p in tl.processes_with_env("TLAUNCH_JOB_ID", j)]
+
+
+d = tl.tempdir()
+try:
+    # 1. Fails once, then succeeds.
+    summary = os.path.join(d, "summary.json")
+    outdir = os.path.join(d, "out")
+    r = tl.run(JOB + ["--max-restarts", "2", "--summary-json", summary, "--output-dir", outdir, "--",
+                      tl.PYTHON, RANK, "fail-once"])
+    tl.check(r.returncode == 0, f"fail-once with --max-restarts 2: exit {r.returncode}\n{r.stderr}")
+    seen = attempts(r.stdout)
+    tl.check(sorted((rank, a) for _, rank, a, _ in seen) == [(0, 0), (0, 1), (1, 0), (1, 1)],
+             f"each rank ran in attempts 0 and 1: {seen}\n{r.stdout}")
+    tl.check(len({run for *_, run in seen}) == 1, f"one TORCHELASTIC_RUN_ID in every attempt: {seen}")
+    restarts = [l for l in r.stderr.splitlines() if "restart 1 of 2 after" in l]
+    tl.check(len(restarts) == 1 and "rank 1 on node local1 exited with status 3" in restarts[0]
+             and "dropped" not in restarts[0], f"one restart line naming the cause: {r.stderr}")
+    tl.check("restart 2" not in r.stderr, f"a second restart: {r.stderr}")
+    with open(summary) as f:
+        s = json.load(f)
+    tl.check(s["exit_status"] == 0 and s["restarts"] == 1 and len(s["restart_history"]) == 1
+             and "exited with status 3" in s["restart_history"][0]["cause"], f"summary: {s}")
+    with open(os.path.join(outdir, "rank.1.out")) as f:
+        text = f.read()
+    tl.check("attempt 0" in text and "attempt 1" in text, f"--output-dir keeps both attempts: {text!r}")
+    ids = job_ids(r.stderr)
+    tl.check(len(ids) == 2 and ids[1] == ids[0] + "-r1", f"one job id per attempt: {ids}")
+    tl.check(tl.wait_until(lambda: not leftovers(ids), 10), f"leftovers: {leftovers(ids)}")
+
+    # 2. The default is no restart: the rank's status, no restart line.
+    r = tl.run(JOB + ["--", tl.PYTHON, RANK, "fail-once"])
+    tl.check(r.returncode == 3, f"no --max-restarts: exit {r.returncode}, want 3\n{r.stderr}")
+    tl.check("restart" not in r.stderr and len(attempts(r.stdout)) <= 2, f"restarted anyway: {r.stderr}")
+
+    # 3. Always failing on the node of rank 1: dropped after two failures in a row, replaced.
+    r = tl.run(JOB + ["--max-restarts", "2", "--", tl.PYTHON, RANK, "always"])
+    tl.check(r.returncode == 3, f"always failing: exit {r.returncode}, want 3 (the last attempt's)\n{r.stderr}")
+    lines = [l for l in r.stderr.splitlines() if re.search(r"restart \d of 2 after", l)]
+    tl.check(len(lines) == 2, f"two restart lines: {r.stderr}")
+    tl.check("dropped" not in lines[0], f"one failure drops nothing: {lines[0]}")
+    tl.check("local1 dropped (a rank failed there in two attempts in a row); local2 added" in lines[1],
+             f"the second failure drops local1 for local2: {lines[1]}")
+    seen = attempts(r.stdout)
+    tl.check(("local2", 1, 2, seen[0][3]) in seen, f"rank 1 ran on local2 in attempt 2: {seen}")
+    tl.check("no restart left (--max-restarts 2)" in r.stderr, f"says the restarts are spent: {r.stderr}")
+    ids = job_ids(r.stderr)
+    tl.check(tl.wait_until(lambda: not leftovers(ids), 10), f"leftovers: {leftovers(ids)}")
+
+    # 4. A node's daemon killed mid-job: dropped at once, the job runs again and completes.
+    p = tl.start(JOB + ["--heartbeat-timeout", "3", "--max-restarts", "1", "--", tl.PYTHON, RANK, "wait"])
+    ready = []
+    for line in p.stdout:
+        if " ready" in line:
+            ready.append(line)
+        if len(ready) == 2:
+            break
+    tl.check(len(ready) == 2, "both ranks of the first attempt started")
+    pid = int(re.search(r"pid (\d+)", ready[0]).group(1))
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        first_job = [kv.split(b"=", 1)[1].decode() for kv in f.read().split(b"\0") if kv.startswith(b"TLAUNCH_JOB_ID=")][0]
+    daemons = [q for q in set(tl.processes_matching("--node-name\0local1")) & set(tl.processes_matching(f"--job-id\0{first_job}"))
+               if q != p.pid]
+    tl.check(daemons, "found the daemon of local1")
+    for q in daemons:
+        os.kill(q, signal.SIGKILL)
+    try:
+        out, err = p.communicate(timeout=60)
+    except Exception:
+        os.killpg(p.pid, signal.SIGKILL)
+        tl.fail("the job did not end after its daemon was killed")
+    tl.check(p.returncode == 0, f"lost node, then a restart: exit {p.returncode}\n{err}")
+    tl.check("restart 1 of 1 after lost node local1" in err and "local1 dropped (its daemon was lost); local2 added" in err,
+             f"the restart line names the lost node and its replacement: {err}")
+    seen = attempts("".join(ready) + out)
+    tl.check(sorted((node, a) for node, _, a, _ in seen) == [("local0", 0), ("local0", 1), ("local1", 0), ("local2", 1)],
+             f"attempt 1 ran on local0 and local2: {seen}")
+    ids = job_ids(err)
+    tl.check(tl.wait_until(lambda: not leftovers(ids), 10), f"leftovers: {leftovers(ids)}")
+
+    # 5. Restarts refuse --stdin (the failed attempt's input cannot be read again).
+    r = tl.run(JOB + ["--max-restarts", "1", "--stdin", "0", "--", "true"])
+    tl.check(r.returncode == 64 and "--stdin and --max-restarts cannot be combined" in r.stderr, r.stderr)
+finally:
+    shutil.rmtree(d, ignore_errors=True)
+print("PASS")
