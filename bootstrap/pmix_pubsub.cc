@@ -8,7 +8,6 @@
 #include "bootstrap/pmix_server_impl.h"
 
 namespace tlaunch {
-namespace {
 
 int infoInt(const pmix_info_t& info) {
   const pmix_value_t& v = info.value;
@@ -24,6 +23,8 @@ int infoInt(const pmix_info_t& info) {
     default: return -1;
   }
 }
+
+namespace {
 
 // One key and value, packed for the frontend (which never looks inside).
 std::string packInfo(const pmix_info_t& info) {
@@ -133,7 +134,7 @@ pmix_status_t upConnectOrDisconnect(const pmix_proc_t procs[], size_t nprocs, co
     if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT)) timeout_s = infoInt(info[i]);
   OpReply reply{cbfunc, cbdata};
   return postToStrand([participants, reply, timeout_s](PmixServer::Impl& s, uint64_t gen) {
-    s.onCollective(gen, Kind, participants, {}, {{}, reply}, timeout_s);
+    s.onCollective(gen, Kind, participants, {}, {{}, reply, {}}, timeout_s);
   });
 }
 
@@ -253,10 +254,12 @@ void PmixServer::completeLookup(uint64_t request_id, PmixReply status, std::vect
   PMIX_PDATA_FREE(data, found.size());
 }
 
-void PmixServer::completeCollective(uint64_t request_id, PmixReply status, std::string all_blobs) {
+void PmixServer::completeCollective(uint64_t request_id, PmixReply status, std::string all_blobs,
+                                    uint64_t context_id) {
   Impl& s = *impl_;
   if (!s.job) return;
-  if (auto node = s.job->collectives.extract(request_id)) node.mapped()(pmixStatusOf(status), std::move(all_blobs));
+  if (auto node = s.job->collectives.extract(request_id))
+    node.mapped()(pmixStatusOf(status), std::move(all_blobs), context_id);
 }
 
 }  // namespace tlaunch

@@ -85,7 +85,7 @@ struct PmixUnpublish {
 
 // A collective among some ranks of the job (see Callbacks::collective).
 struct PmixCollective {
-  std::string kind;        // "connect", "disconnect", "fence"
+  std::string kind;        // "connect", "disconnect", "fence", "group_construct/NAME", "group_destruct/NAME"
   std::vector<int> ranks;  // sorted; {-1}: all
   std::string blob;        // this node's contribution (fences)
   int timeout_s = 0;       // PMIX_TIMEOUT: give up after this many seconds (0: never)
@@ -184,7 +184,8 @@ class PmixServer {
   void completePublish(uint64_t request_id, PmixReply status);
   void completeLookup(uint64_t request_id, PmixReply status, std::vector<PmixFound> found);
   void completeUnpublish(uint64_t request_id, PmixReply status);
-  void completeCollective(uint64_t request_id, PmixReply status, std::string all_blobs);
+  // context_id: the number the frontend gave this collective (a group's PMIX_GROUP_CONTEXT_ID).
+  void completeCollective(uint64_t request_id, PmixReply status, std::string all_blobs, uint64_t context_id = 0);
   void completeJobControl(uint64_t request_id, PmixReply status);
 
   // After every local rank has been reaped: fails outstanding fences and direct modex,

@@ -54,12 +54,24 @@ struct LookupReply {
   }
 };
 
-// A collective's completion: connect / disconnect answer a status, a fence answers data too.
+// A group operation's completion (pmix_groups.cc): for a construct, every node's endpoint
+// data and, when asked for, the context id the frontend gave the group.
+struct GroupReply {
+  pmix_info_cbfunc_t fn = nullptr;
+  void* cbdata = nullptr;
+  bool assign_context_id = false;
+  void operator()(pmix_status_t status, std::string data, uint64_t context_id) const;
+};
+
+// A collective's completion: connect / disconnect answer a status, a fence answers data too,
+// a group construct data and a context id.
 struct CollectiveReply {
   ModexReply modex;
   OpReply op;
-  void operator()(pmix_status_t status, std::string data) const {
+  GroupReply group;
+  void operator()(pmix_status_t status, std::string data, uint64_t context_id = 0) const {
     if (modex.fn) modex(status, std::move(data));
+    else if (group.fn) group(status, std::move(data), context_id);
     else op(status);
   }
 };
@@ -144,6 +156,10 @@ pmix_server_module_t makePmixModule();
 void addPubsubUpcalls(pmix_server_module_t& m);
 // Adds job_control for signal / kill / terminate (pmix_job_control.cc).
 void addJobControlUpcall(pmix_server_module_t& m);
+// Adds group for PMIx_Group_construct / destruct (pmix_groups.cc).
+void addGroupUpcall(pmix_server_module_t& m);
+// An integer-like pmix_info_t's value (-1 for other types), as clients send them (pmix_pubsub.cc).
+int infoInt(const pmix_info_t& info);
 // Every other upcall answers PMIX_ERR_NOT_SUPPORTED at once (pmix_unsupported.cc).
 void addUnsupportedUpcalls(pmix_server_module_t& m);
 

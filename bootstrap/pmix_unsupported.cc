@@ -65,11 +65,6 @@ pmix_status_t upPushStdin(const pmix_proc_t*, const pmix_proc_t[], size_t, const
   return PMIX_ERR_NOT_SUPPORTED;
 }
 
-pmix_status_t upGroup(pmix_group_operation_t, char[], const pmix_proc_t[], size_t, const pmix_info_t[], size_t,
-                      pmix_info_cbfunc_t, void*) {
-  return PMIX_ERR_NOT_SUPPORTED;
-}
-
 pmix_status_t upFabric(const pmix_proc_t*, pmix_fabric_operation_t, const pmix_info_t[], size_t,
                        pmix_info_cbfunc_t, void*) {
   return PMIX_ERR_NOT_SUPPORTED;
@@ -88,7 +83,6 @@ void addUnsupportedUpcalls(pmix_server_module_t& m) {
   m.validate_credential = upValidateCredential;
   m.iof_pull = upIofPull;
   m.push_stdin = upPushStdin;
-  m.group = upGroup;
   m.fabric = upFabric;
 }
 

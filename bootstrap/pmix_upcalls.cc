@@ -71,6 +71,7 @@ pmix_server_module_t makePmixModule() {
   m.direct_modex = upDirectModex;
   addPubsubUpcalls(m);
   addJobControlUpcall(m);
+  addGroupUpcall(m);
   addUnsupportedUpcalls(m);
   return m;
 }
@@ -91,7 +92,7 @@ void PmixServer::Impl::onFence(uint64_t gen, const std::vector<pmix_proc_t>& pro
   if (!job) return reply(PMIX_ERR_NOT_FOUND, {});
   // A fence over some ranks (Open MPI's MPI_Comm_disconnect) is not seen by every node, so it
   // cannot share the job-wide sequence numbers: it runs as a collective of its own.
-  if (!isWildcardFenceOf(procs, job->nspace)) return onCollective(gen, "fence", procs, std::move(blob), {reply, {}});
+  if (!isWildcardFenceOf(procs, job->nspace)) return onCollective(gen, "fence", procs, std::move(blob), {reply, {}, {}});
   const uint64_t seq = job->next_fence_seq++;
   if (auto early = job->early_completions.find(seq); early != job->early_completions.end()) {
     auto [status, all] = std::move(early->second);

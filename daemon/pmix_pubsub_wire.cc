@@ -1,5 +1,7 @@
 #include "daemon/pmix_pubsub_wire.h"
 
+#include <algorithm>
+
 namespace tlaunch {
 namespace {
 
@@ -55,7 +57,8 @@ void onPubsubMessage(PmixServer& server, const std::string& type, const Json& ms
   } else if (type == "jobctl_done") {
     server.completeJobControl(idOf(msg), replyOf(msg));
   } else if (type == "coll_done") {
-    server.completeCollective(idOf(msg), replyOf(msg), bytesOf(msg.contains("d") ? msg["d"] : Json()));
+    server.completeCollective(idOf(msg), replyOf(msg), bytesOf(msg.contains("d") ? msg["d"] : Json()),
+                              static_cast<uint64_t>(std::max(0LL, getInt(msg, "cid", 0))));
   }
 }
 

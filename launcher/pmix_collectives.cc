@@ -46,7 +46,11 @@ void PmixCollectives::onMessage(int node, const Json& msg) {
   if (round->ids.size() < nodes.size()) return;
   std::string all;
   for (const auto& [n, blob] : round->blobs) all += blob;
-  for (const auto& [n, rid] : round->ids) send_(n, {{"t", "coll_done"}, {"id", rid}, {"status", static_cast<int>(PmixReply::ok)}, {"d", binary(all)}});
+  // Every completed collective gets the next number: a group's context id, the same on each node.
+  const uint64_t context_id = next_context_id_++;
+  for (const auto& [n, rid] : round->ids)
+    send_(n, {{"t", "coll_done"}, {"id", rid}, {"status", static_cast<int>(PmixReply::ok)}, {"d", binary(all)},
+              {"cid", context_id}});
   queue.erase(round);
   if (queue.empty()) {
     rounds_.erase(key);

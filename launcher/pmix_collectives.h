@@ -1,7 +1,8 @@
 #pragma once
 // Collectives among some ranks of the job, at the frontend: PMIx_Connect / PMIx_Disconnect
-// (Open MPI's MPI_Comm_accept/connect and MPI_Comm_disconnect) and fences over a subset of the
-// ranks. Each node that hosts one of the ranks enters once ("coll"); when all of them have,
+// (Open MPI's MPI_Comm_accept/connect and MPI_Comm_disconnect), fences over a subset of the
+// ranks, and PMIx_Group_construct / destruct (each completed one numbered: the group's context
+// id). Each node that hosts one of the ranks enters once ("coll"); when all of them have,
 // each gets "coll_done" with its own request id and every node's blob, concatenated.
 // Collectives over the same ranks and kind complete in the order the nodes entered them. A
 // round whose earliest timeout (PMIX_TIMEOUT, from any node) passes fails with a timeout on the
@@ -47,6 +48,7 @@ class PmixCollectives {
   std::map<std::string, std::deque<Round>> rounds_;  // by kind and ranks
   std::map<std::string, std::vector<int>> ranks_of_;  // the ranks of each key in rounds_ ({-1}: all)
   std::set<int> failed_;
+  uint64_t next_context_id_ = 1;  // PMIX_GROUP_CONTEXT_ID of the next completed collective
 };
 
 }  // namespace tlaunch

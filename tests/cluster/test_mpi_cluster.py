@@ -77,6 +77,8 @@ class Job:
         self.abort = self._visible(os.environ["PMIX_MPI_ABORT"])
         accept_connect = os.environ.get("PMIX_MPI_ACCEPT_CONNECT")
         self.accept_connect = self._visible(accept_connect) if accept_connect else None
+        group = os.environ.get("PMIX_GROUP")
+        self.group = self._visible(group) if group else None
         self.traffic = ws.path("mpi_traffic.py")
         Path(self.traffic).write_text(MPI_TRAFFIC)
         self.env = {k: v for k, v in vc.environ().items() if not k.startswith(CLEAN_ENV_PREFIXES)}
@@ -203,6 +205,27 @@ def accept_connect(job, vc):
     nothing_left("MPI accept/connect", vc, r.job)
 
 
+def pmix_groups(job, vc):
+    """Issue 15: PMIx_Group_construct/destruct with a raw PMIx client, over ssh and inside salloc:
+    a group of the whole job and one of rank 0 (node1) and the last rank (the last node), each
+    with one context id on every member and a different one per group."""
+    world = len(vc.nodes) * RANKS_PER_NODE
+    last = str(world - 1)
+    for how, run in (("over ssh", lambda: job.tlaunch(["--", job.group])),
+                     ("inside salloc", lambda: job.run(["salloc", "-N", str(len(vc.nodes)), "-J", "tlc-pmix-group",
+                                                        job.ws.tlaunch, *cj.NET, "-p", str(RANKS_PER_NODE), "--",
+                                                        job.group]))):
+        r = run()
+        rows = dict(re.findall(r"pmix_group rank (\d+) (all \d+ pair \S+)$", r.stdout, re.M))
+        all_ids = {row.split()[1] for row in rows.values()}
+        pair_ids = {rows[k].split()[3] for k in ("0", last) if k in rows}
+        check(r.returncode == 0 and len(rows) == world and len(all_ids) == 1 and len(pair_ids) == 1
+              and all_ids != pair_ids,
+              f"PMIx groups {how}, {len(vc.nodes)} x {RANKS_PER_NODE}: the whole job and ranks 0 + {last}, one "
+              f"context id each on every member ({r.elapsed:.1f} s)", cj.describe(r))
+        nothing_left(f"PMIx groups {how}", vc, r.job)
+
+
 def hello_inside_salloc(job, vc):
     world = len(vc.nodes) * RANKS_PER_NODE
     r = job.run(["salloc", "-N", str(len(vc.nodes)), "-J", "tlc-mpi-hello", job.ws.tlaunch, *cj.NET, "-v",
@@ -317,6 +340,8 @@ def main():
                      ("MPI_Abort", lambda: mpi_abort(job, vc))]
             if job.accept_connect:
                 steps.append(("MPI accept/connect", lambda: accept_connect(job, vc)))
+            if job.group:
+                steps.append(("PMIx groups", lambda: pmix_groups(job, vc)))
             for name, step in steps:
                 ours, status = still_ours()
                 if not ours:

@@ -2,8 +2,9 @@
 ranges, first-read persistence) / unpublish, connect / disconnect and a two-rank fence across
 nodes with a raw PMIx client; MPI_Publish_name / MPI_Lookup_name and MPI_Comm_accept /
 MPI_Comm_connect between ranks on different nodes with Open MPI; PMIx_Job_control signalling
-and killing a rank on another node; and every PMIx API tlaunch does not implement failing at
-once, never hanging or crashing the client."""
+and killing a rank on another node; PMIx groups (construct/destruct with context ids) across
+nodes; and every PMIx API tlaunch does not implement failing at once, never hanging or crashing
+the client."""
 import os
 import re
 import time
@@ -14,7 +15,8 @@ PUBSUB = os.environ.get("PMIX_PUBSUB")
 UNSUPPORTED = os.environ.get("PMIX_UNSUPPORTED")
 ACCEPT_CONNECT = os.environ.get("PMIX_MPI_ACCEPT_CONNECT")
 JOB_CONTROL = os.environ.get("PMIX_JOB_CONTROL")
-if not (PUBSUB and UNSUPPORTED and ACCEPT_CONNECT and JOB_CONTROL and os.path.exists(ACCEPT_CONNECT)):
+GROUP = os.environ.get("PMIX_GROUP")
+if not (PUBSUB and UNSUPPORTED and ACCEPT_CONNECT and JOB_CONTROL and GROUP and os.path.exists(ACCEPT_CONNECT)):
     tl.skip("PMIx test programs were not built (mpicc / libpmix-dev missing)")
 
 TWO_NODES = ["--launcher", "local", "-N", "2", "-p", "2"]
@@ -27,6 +29,20 @@ tl.check(r.returncode == 0, f"pmix_pubsub: exit {r.returncode}")
 tl.check(sorted(l.split("] ", 1)[-1] for l in r.stdout.splitlines() if "pmix_pubsub rank" in l) ==
          [f"pmix_pubsub rank {i} ok" for i in range(4)], f"pmix_pubsub: {r.stdout!r}")
 tl.check(time.monotonic() - t0 < 45, "pmix_pubsub took too long")
+
+# Groups: one of the whole job and one of ranks 0 and 3 (on different nodes), each with one
+# context id on every member and a different one per group; a group with a stranger fails.
+t0 = time.monotonic()
+r = tl.run(TWO_NODES + ["--", GROUP], timeout=90)
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 0, f"pmix_group: exit {r.returncode}")
+rows = dict(re.findall(r"pmix_group rank (\d) (all \d+ pair \S+)$", r.stdout, re.M))
+tl.check(sorted(rows) == ["0", "1", "2", "3"], f"pmix_group: {rows}")
+all_ids = {row.split()[1] for row in rows.values()}
+pair_ids = {rows[k].split()[3] for k in ("0", "3")}
+tl.check(len(all_ids) == 1 and len(pair_ids) == 1 and all_ids != pair_ids and rows["1"].endswith("pair -"),
+         f"pmix_group: one context id per group, the same on every member: {rows}")
+tl.check(time.monotonic() - t0 < 30, "pmix_group took too long")
 
 # Open MPI 4.1: name service and an intercommunicator between rank 0 and rank 3.
 r = tl.run(TWO_NODES + ["--", ACCEPT_CONNECT], timeout=120)

@@ -138,8 +138,7 @@ int main(int argc, char** argv) {
   CALL("PMIx_Query_info", PMIx_Query_info(&q, 1, &results, &nresults));
   PMIX_QUERY_DESTRUCT(&q);
 
-  /* Not here: PMIx_Group_construct / destruct (with the group upcall refused, libpmix 4.2.2
-   * builds the group with a fence among its members, which tlaunch supports);
+  /* Not here: PMIx_Group_construct / destruct (supported: tests/pmix/pmix_group.c);
    * PMIx_Group_invite (the client library waits for the invitees' events, even past
    * PMIX_TIMEOUT; see README); PMIx_Group_join (only notifies the leader: succeeds). */
   CALL("PMIx_Group_destruct_unknown", PMIx_Group_destruct("tl.no.such.group", NULL, 0));
