@@ -11,6 +11,7 @@
 #include "binding/rdma/verbs_api.h"
 #include "bootstrap/auth.h"
 #include "bootstrap/close_fds.h"
+#include "bootstrap/inventory_codec.h"
 #include "bootstrap/node_launch_json.h"
 #include "daemon/inventory.h"
 #include "daemon/output_channel.h"
@@ -242,11 +243,11 @@ void DaemonSession::sendInventory(const Json& config) {
   req.gpus_required = static_cast<int>(getInt(config, "gpus_required", 0));
   if (auto it = config.find("expect_rate_gbps"); it != config.end() && it->is_number()) req.expect_rate_gbps = it->get<double>();
   if (auto it = config.find("user_env"); it != config.end() && it->is_object()) req.user_env = *it;
-  Json inv = collectInventory(req);
+  NodeInventory inv = collectInventory(req);
   asio::error_code ec;
   auto ep = probe_acceptor_.local_endpoint(ec);
-  inv["probe_port"] = ec ? 0 : ep.port();
-  conn_->send({{"t", "inventory"}, {"inv", std::move(inv)}});
+  inv.probe_port = ec ? 0 : ep.port();
+  conn_->send({{"t", "inventory"}, {"inv", inventoryToJson(inv)}});
 }
 
 void DaemonSession::heartbeat() {

@@ -10,15 +10,12 @@
 #include <random>
 
 #include "binding/fabric/fabric_discovery.h"
-#include "binding/fabric/fabric_json.h"
 #include "binding/topology/hwloc_topology.h"
 #include "binding/fabric/nccl_conf.h"
 #include "binding/preflight/preflight_host_facts.h"
-#include "binding/preflight/preflight_report.h"
 #include "daemon/preflight_runner.h"
 #include "binding/rdma/verbs_api.h"
 #include "binding/rdma/verbs_probe.h"
-#include "binding/topology/topology_json.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
@@ -66,16 +63,20 @@ int pickFreePort() {
   return 0;
 }
 
-Json collectInventory(const InventoryRequest& req) {
+NodeInventory collectInventory(const InventoryRequest& req) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  Json inv = {{"hostname", host}, {"node", req.node_name}, {"version", kVersion}, {"free_port", pickFreePort()}};
+  NodeInventory inv;
+  inv.hostname = host;
+  inv.node = req.node_name;
+  inv.version = kVersion;
+  inv.free_port = pickFreePort();
   auto topo = loadTopology(req.topology_xml);
-  if (topo) inv["topology"] = topologyToJson(*topo);
-  else inv["topology_error"] = topo.error().message;
+  if (topo) inv.topology = *topo;
+  else inv.topology_error = topo.error().message;
   auto fabric = discoverNodeFabric(req.sysfs_root);
-  if (fabric) inv["fabric"] = fabricToJson(*fabric);
-  else inv["fabric_error"] = fabric.error().message;
+  if (fabric) inv.fabric = *fabric;
+  else inv.fabric_error = fabric.error().message;
   if (req.preflight != "off" && fabric) {
     PreflightOptions o;
     o.node = req.node_name;
@@ -92,8 +93,8 @@ Json collectInventory(const InventoryRequest& req) {
     o.nccl_conf = readNcclConfFiles(conf_env ? conf_env : "", ncclUserHomeDir());
     VerbsProbe probe;
     auto api = makeIbverbsApi();
-    inv["preflight"] = preflightToJson(runNodePreflight(*fabric, o, *api, &probe));
-    inv["port_mtu"] = portMtus(probe);
+    inv.preflight = runNodePreflight(*fabric, o, *api, &probe);
+    inv.port_mtu = portMtus(probe);
   }
   return inv;
 }

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "bootstrap/message.h"
+#include "tlaunch/inventory.h"
 
 namespace tlaunch {
 
@@ -18,9 +19,9 @@ struct InventoryRequest {
   Json user_env = Json::object();  // the ranks' NCCL_* variables: name -> {value, source}
 };
 
-// Never fails as a whole: a part that cannot be read is reported as "<part>_error" so the
-// frontend can name the node and the reason.
-Json collectInventory(const InventoryRequest& req);
+// Never fails as a whole: a part that cannot be read is left out with its reason (topology_error,
+// fabric_error) so the frontend can name the node and the reason.
+NodeInventory collectInventory(const InventoryRequest& req);
 
 // A TCP port that was free on every local address a moment ago (bind to port 0, read, close).
 int pickFreePort();

@@ -31,10 +31,7 @@ std::vector<RdmaPairMessage> CrossNodePreflight::start() {
   if (spec_.preflight == PreflightMode::full && !spec_.offline) {
     std::vector<PairTestNode> nodes;
     for (const auto& r : reports_) {
-      NodeFabric fabric;
-      if (auto f = r.inventory.find("fabric"); f != r.inventory.end())
-        if (auto parsed = fabricFromJson(*f)) fabric = std::move(*parsed);
-      nodes.push_back({r.name, std::move(fabric)});
+      nodes.push_back({r.name, r.inventory.fabric.value_or(NodeFabric{})});
     }
     PairTestOptions options;
     if (spec_.net_mode == "tcp") options.skip_reason = "--net tcp: the job does not use RDMA";

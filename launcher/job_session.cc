@@ -145,7 +145,7 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
   if (t == "jobctl")
     return routeJobControl(link.index, msg, static_cast<int>(links_.size()), [this](int r) { return nodeOfRank(r); },
                            [this](int node, const Json& m) { sendToNode(node, m); });
-  if (t == "inventory") return onInventory(link, std::move(msg["inv"]));
+  if (t == "inventory") return onInventory(link, msg["inv"]);
   if (t.rfind("rdma_", 0) == 0 || t == "reached") return onCrossNodeMessage(link, msg);
   if (t == "prepared") {
     link.prepared = true;

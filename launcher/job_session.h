@@ -76,7 +76,7 @@ class JobSession {
   void onLinkMessage(Link& link, Json&& msg);
   void onLinkClosed(Link& link, const std::string& reason);
   void onDaemonSignalled(const Link& link, int sig);
-  void onInventory(Link& link, Json&& inv);
+  void onInventory(Link& link, const Json& inv);
   void inventoriesComplete();
   void noteTimings(const char* what, std::chrono::steady_clock::time_point since,
                    std::chrono::steady_clock::time_point Link::*at);

@@ -7,6 +7,7 @@
 
 #include "bootstrap/connection.h"
 #include "launcher/job_session.h"
+#include "tlaunch/inventory.h"
 
 namespace tlaunch {
 
@@ -14,7 +15,7 @@ struct JobSession::Link {
   int index = 0;
   std::string name;
   std::shared_ptr<Connection> conn;
-  Json inventory;
+  NodeInventory inventory;
   bool has_inventory = false;
   bool prepared = false;
   bool started = false;

@@ -2,6 +2,7 @@
 // banner, the prepare barrier and the start.
 #include "launcher/job_session.h"
 #include "launcher/job_session_link.h"
+#include "bootstrap/inventory_codec.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -31,9 +32,18 @@ namespace tlaunch {
 
 using Clock = std::chrono::steady_clock;
 
-void JobSession::onInventory(Link& link, Json&& inv) {
+void JobSession::onInventory(Link& link, const Json& inv) {
   link.reported_at = Clock::now();
-  link.inventory = std::move(inv);
+  // Decoded once, here: the planner reads typed fields, and a report it cannot read names its node.
+  auto decoded = inventoryFromJson(inv);
+  if (!decoded) {
+    fail(exitStatusFor(Errc::protocol),
+         "node " + link.name + " sent an inventory tlaunch cannot read: " + decoded.error().message +
+             "\n  -> check that every node runs the same tlaunchd version as this tlaunch",
+         -1, {}, link.name);
+    return;
+  }
+  link.inventory = std::move(*decoded);
   link.has_inventory = true;
   if (phase_ == Phase::connecting && static_cast<int>(links_.size()) >= cfg_.unnamed_nodes &&
       std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->has_inventory; }))

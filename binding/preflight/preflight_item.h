@@ -1,25 +1,14 @@
 #pragma once
-// One preflight finding, as data: daemons send lists of these to the frontend, which prints
-// them as a table or JSON and stops the job on any failure.
+// One preflight finding (the data: include/tlaunch/preflight_item.h) and what the checks ask
+// of a list of them.
 #include <string>
 #include <vector>
 
+#include "tlaunch/preflight_item.h"
+
 namespace tlaunch {
 
-enum class PreflightStatus { pass, warn, fail, skip };
-
 const char* preflightStatusName(PreflightStatus status);  // "pass", "warn", "fail", "skip"
-
-struct PreflightItem {
-  std::string check;   // stable id: "port_state", "memlock", ...
-  std::string node;
-  std::string device;  // "mlx4_0:1", "ib0" or ""
-  PreflightStatus status = PreflightStatus::pass;
-  std::string found;
-  std::string expected;
-  std::string fix;     // one line; empty when status is pass or skip
-  bool operator==(const PreflightItem&) const = default;
-};
 
 // True when no item failed.
 bool preflightPassed(const std::vector<PreflightItem>& items);

@@ -31,8 +31,7 @@ Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& no
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeReport& n = nodes[i];
     int g = 0, c = 0;
-    if (auto t = n.inventory.find("topology"); t != n.inventory.end())
-      if (auto topo = topologyFromJson(*t)) {
+    if (const auto& topo = n.inventory.topology) {
         g = static_cast<int>(topo->gpus.size());
         if (i < ctx.node_gpus.size() && ctx.node_gpus[i].given() && g > 0) {
           auto chosen = chooseNodeGpus(*topo, ctx.node_gpus[i], n.name);
@@ -114,7 +113,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   const std::string* user_addr = userValue(ctx, "MASTER_ADDR");
   const std::string* user_port = userValue(ctx, "MASTER_PORT");
   plan.master_addr = user_addr ? *user_addr : head.control_ip;
-  plan.master_port = user_port ? std::atoi(user_port->c_str()) : static_cast<int>(getInt(head.inventory, "free_port"));
+  plan.master_port = user_port ? std::atoi(user_port->c_str()) : head.inventory.free_port;
   if (plan.master_port <= 0 && !spec.offline && !user_port) {
     return fail(Errc::io, "node " + head.name + " found no free TCP port for MASTER_PORT");
   }

@@ -11,6 +11,7 @@
 #include "bootstrap/message.h"
 #include "launcher/job_spec.h"
 #include "launcher/plan/gpu_choice.h"
+#include "tlaunch/inventory.h"
 #include "tlaunch/node_launch.h"
 
 namespace tlaunch {
@@ -19,7 +20,7 @@ namespace tlaunch {
 struct NodeReport {
   int index = 0;
   std::string name;
-  Json inventory;           // the daemon's "inventory" message body
+  NodeInventory inventory;  // what its daemon reported, decoded
   std::string control_ip;   // the daemon's address as seen on its control connection
 };
 

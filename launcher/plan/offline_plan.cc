@@ -31,7 +31,12 @@ int runOfflineDryRun(const JobSpec& spec) {
   if (!setup) return report(setup.error());
   std::vector<NodeReport> nodes;
   for (const auto& t : setup->choice.nodes)
-    nodes.push_back({t.index, t.name, Json{{"topology", topologyToJson(*topo)}, {"free_port", 0}}, "(offline)"});
+  {
+    NodeInventory inv;
+    inv.node = t.name;
+    inv.topology = *topo;
+    nodes.push_back({t.index, t.name, std::move(inv), "(offline)"});
+  }
   PlanContext ctx = setup->plan_context;
   ctx.job_id = "tl-offline";
   auto plan = makePlan(setup->spec, nodes, ctx);

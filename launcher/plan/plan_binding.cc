@@ -28,13 +28,12 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeReport& n = nodes[i];
     NodeLaunch& nl = plan.nodes[i];
-    if (!n.inventory.contains("topology")) {
-      std::string why = getString(n.inventory, "topology_error", "no topology reported");
-      return fail(Errc::topology, "node " + n.name + ": " + why,
+    const auto& topo = n.inventory.topology;
+    if (!topo) {
+      const std::string& why = n.inventory.topology_error;
+      return fail(Errc::topology, "node " + n.name + ": " + (why.empty() ? "no topology reported" : why),
                   "check --topology-xml / HWLOC_XMLFILE on that node, or that hwloc works there (lstopo)");
     }
-    auto topo = topologyFromJson(n.inventory["topology"]);
-    if (!topo) return fail(Errc::protocol, "node " + n.name + " reported a malformed topology: " + topo.error().message);
     // A GPU list (--include node:0,1) on a GPU node: its ranks drive exactly those GPUs.
     BindingRequest node_req = req;
     std::vector<int> gpus;  // the list's GPUs, for planNodeBinding

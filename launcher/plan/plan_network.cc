@@ -29,9 +29,7 @@ std::string controlSubnet(const NodeFabric& fabric, const std::string& control_i
 RdmaPresence rdmaPresence(const std::vector<NodeReport>& nodes) {
   RdmaPresence p;
   for (const auto& n : nodes) {
-    auto f = n.inventory.find("fabric");
-    if (f == n.inventory.end()) continue;
-    auto fabric = fabricFromJson(*f);
+    const auto& fabric = n.inventory.fabric;
     if (!fabric) continue;
     if (fabric->devices.empty()) {
       ++p.without;
@@ -55,13 +53,12 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
   std::vector<NodeFabricInput> inputs;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeReport& n = nodes[i];
-    if (!n.inventory.contains("fabric")) {
+    if (!n.inventory.fabric) {
+      const std::string& why = n.inventory.fabric_error;
       return fail(Errc::fabric, "node " + n.name + " could not list its network interfaces: " +
-                                    getString(n.inventory, "fabric_error", "not reported"));
+                                    (why.empty() ? "not reported" : why));
     }
-    auto fabric = fabricFromJson(n.inventory["fabric"]);
-    if (!fabric) return fail(Errc::protocol, "node " + n.name + " sent a malformed fabric report");
-    NodeFabricInput in{n.name, std::move(*fabric), {}};
+    NodeFabricInput in{n.name, *n.inventory.fabric, {}};
     if (i < ctx.node_net_if.size()) in.net_if = ctx.node_net_if[i];
     inputs.push_back(std::move(in));
   }
@@ -161,7 +158,7 @@ std::vector<std::vector<ReachTarget>> reachabilityTargets(const JobSpec& spec, c
       const int j = (i + k) % count;
       const NodeReport& peer = nodes[static_cast<size_t>(j)];
       out[static_cast<size_t>(i)].push_back({peer.name, network ? network->nodes[static_cast<size_t>(j)].ipv4 : peer.control_ip,
-                                             static_cast<int>(getInt(peer.inventory, "probe_port"))});
+                                             peer.inventory.probe_port});
     }
   return out;
 }

@@ -15,21 +15,15 @@ std::vector<PreflightItem> collectPreflight(const std::vector<NodeReport>& nodes
   std::vector<PreflightItem> all;
   std::vector<CrossNodeInput> cross;
   for (const auto& n : nodes) {
-    if (auto it = n.inventory.find("preflight"); it != n.inventory.end()) {
-      auto items = preflightFromJson(*it);
-      if (items) all.insert(all.end(), items->begin(), items->end());
-      else all.push_back({"report", n.name, "", PreflightStatus::fail, "a malformed preflight report", "a report", "check that every node runs the same tlaunchd"});
-    } else if (n.inventory.contains("fabric_error")) {
-      all.push_back({"network interfaces", n.name, "", PreflightStatus::fail, getString(n.inventory, "fabric_error"),
+    if (const auto& items = n.inventory.preflight) {
+      all.insert(all.end(), items->begin(), items->end());
+    } else if (!n.inventory.fabric && !n.inventory.fabric_error.empty()) {
+      all.push_back({"network interfaces", n.name, "", PreflightStatus::fail, n.inventory.fabric_error,
                      "readable sysfs and interfaces", "check --sysfs-root and /sys on that node"});
     }
-    if (auto f = n.inventory.find("fabric"); f != n.inventory.end()) {
-      auto fabric = fabricFromJson(*f);
-      if (!fabric) continue;
-      CrossNodeInput in{n.name, std::move(*fabric), {}};
-      if (auto m = n.inventory.find("port_mtu"); m != n.inventory.end() && m->is_object())
-        for (auto e = m->begin(); e != m->end(); ++e)
-          if (e->is_number_integer()) in.port_mtu[e.key()] = e->get<int>();
+    if (const auto& fabric = n.inventory.fabric) {
+      CrossNodeInput in{n.name, *fabric, {}};
+      in.port_mtu = n.inventory.port_mtu;
       cross.push_back(std::move(in));
     }
   }

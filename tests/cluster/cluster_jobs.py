@@ -206,11 +206,7 @@ def daemons_of(job, node):
 
 
 def job_id_of_pid(pid):
-    with open(f"/proc/{pid}/environ", "rb") as f:
-        for kv in f.read().split(b"\0"):
-            if kv.startswith(b"TLAUNCH_JOB_ID="):
-                return kv.split(b"=", 1)[1].decode()
-    return None
+    return tl.job_of_rank(pid)
 
 
 def job_id_in(text):

@@ -40,13 +40,6 @@ def leftovers(job):
     return tl.processes_with_env("TLAUNCH_JOB_ID", job)
 
 
-def ranks_job_id(pid):
-    with open(f"/proc/{pid}/environ", "rb") as f:
-        for kv in f.read().split(b"\0"):
-            if kv.startswith(b"TLAUNCH_JOB_ID="):
-                return kv.split(b"=", 1)[1].decode()
-
-
 # 1. A rank that exits 3 ends the job with 3; the summary names rank, node, status and stderr.
 t0 = time.monotonic()
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--kill-timeout", "5", "--", tl.PYTHON, WAIT, "2", "3", "0.5"])
@@ -65,7 +58,7 @@ tl.check(job and not leftovers(job), "no process of the job remains")
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
 lines = wait_ready(p, 4)
 victim = int(re.search(r"rank 1 pid (\d+)", "".join(lines)).group(1))
-job = ranks_job_id(victim)
+job = tl.job_of_rank(victim)
 os.kill(victim, signal.SIGKILL)
 t0 = time.monotonic()
 try:
@@ -81,7 +74,7 @@ tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftover processes: {l
 # 3. SIGUSR1 reaches every rank; then SIGINT: every rank sees SIGTERM, tlaunch exits 130.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
 lines = wait_ready(p, 4)
-job = ranks_job_id(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
 os.kill(p.pid, signal.SIGUSR1)
 got = b""
 deadline = time.monotonic() + 30
@@ -101,18 +94,9 @@ tl.check(tl.wait_until(lambda: not leftovers(job), 10), "leftover processes afte
 # 4. A node's daemon killed: the job aborts naming the node, nothing remains.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
 lines = wait_ready(p, 4)
-job = ranks_job_id(int(re.search(r"pid (\d+)", lines[0]).group(1)))
-# This job's daemon only: under ctest -j another test's local1 runs beside it.
-daemons = [pid for pid in set(tl.processes_matching("--node-name\0local1")) & set(tl.processes_matching(f"--job-id\0{job}"))
-           if pid != p.pid]
-tl.check(daemons, "found the daemon of local1")
-for d in daemons:
-    os.kill(d, signal.SIGKILL)
-try:
-    out, err = p.communicate(timeout=15)
-except Exception:
-    os.killpg(p.pid, signal.SIGKILL)
-    tl.fail("job did not end after its daemon was killed")
+job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+tl.signal_daemon(job, "local1", signal.SIGKILL, p.pid)
+out, err = tl.communicate_or_fail(p, 15, "after its daemon was killed")
 tl.check(p.returncode != 0, "job failed")
 tl.check("lost node local1" in err, f"summary names the node: {err}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
@@ -127,17 +111,9 @@ tl.check(not any(os.path.exists(d) for d in killed_dirs), f"the next job removed
 # SIGTERM, yet the job must not look finished: it fails naming the node and the signal.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
 lines = wait_ready(p, 4)
-job = ranks_job_id(int(re.search(r"pid (\d+)", lines[0]).group(1)))
-daemons = [pid for pid in set(tl.processes_matching("--node-name\0local1")) & set(tl.processes_matching(f"--job-id\0{job}"))
-           if pid != p.pid]
-tl.check(daemons, "found the daemon of local1 (SIGTERM case)")
-for d in daemons:
-    os.kill(d, signal.SIGTERM)
-try:
-    out, err = p.communicate(timeout=15)
-except Exception:
-    os.killpg(p.pid, signal.SIGKILL)
-    tl.fail("job did not end after its daemon got SIGTERM")
+job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+tl.signal_daemon(job, "local1", signal.SIGTERM, p.pid)
+out, err = tl.communicate_or_fail(p, 15, "after its daemon got SIGTERM")
 tl.check(p.returncode != 0, f"a daemon's SIGTERM fails the job (exit {p.returncode}): {err}")
 tl.check("node local1: its tlaunchd received SIGTERM" in err, f"summary names the node and the signal: {err}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
@@ -145,7 +121,7 @@ tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(
 # 5. tlaunch killed with SIGKILL: daemons and ranks die with it.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
 lines = wait_ready(p, 4)
-job = ranks_job_id(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
 os.kill(p.pid, signal.SIGKILL)
 p.wait()
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers 10 s after SIGKILL of tlaunch: {leftovers(job)}")

@@ -94,19 +94,9 @@ try:
         if len(ready) == 2:
             break
     tl.check(len(ready) == 2, "both ranks of the first attempt started")
-    pid = int(re.search(r"pid (\d+)", ready[0]).group(1))
-    with open(f"/proc/{pid}/environ", "rb") as f:
-        first_job = [kv.split(b"=", 1)[1].decode() for kv in f.read().split(b"\0") if kv.startswith(b"TLAUNCH_JOB_ID=")][0]
-    daemons = [q for q in set(tl.processes_matching("--node-name\0local1")) & set(tl.processes_matching(f"--job-id\0{first_job}"))
-               if q != p.pid]
-    tl.check(daemons, "found the daemon of local1")
-    for q in daemons:
-        os.kill(q, signal.SIGKILL)
-    try:
-        out, err = p.communicate(timeout=60)
-    except Exception:
-        os.killpg(p.pid, signal.SIGKILL)
-        tl.fail("the job did not end after its daemon was killed")
+    first_job = tl.job_of_rank(int(re.search(r"pid (\d+)", ready[0]).group(1)))
+    tl.signal_daemon(first_job, "local1", signal.SIGKILL, p.pid)
+    out, err = tl.communicate_or_fail(p, 60, "after its daemon was killed")
     tl.check(p.returncode == 0, f"lost node, then a restart: exit {p.returncode}\n{err}")
     tl.check("restart 1 of 1 after lost node local1" in err and "local1 dropped (its daemon was lost); local2 added" in err,
              f"the restart line names the lost node and its replacement: {err}")

@@ -124,3 +124,31 @@ def listening_ports(pid):
         except OSError:
             pass
     return ports
+
+
+def job_of_rank(pid):
+    """TLAUNCH_JOB_ID of a rank, from its environment (None if it has none)."""
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        for kv in f.read().split(b"\0"):
+            if kv.startswith(b"TLAUNCH_JOB_ID="):
+                return kv.split(b"=", 1)[1].decode()
+    return None
+
+
+def signal_daemon(job, node, sig, frontend_pid):
+    """Sends sig to the tlaunchd of `node` in `job` (only this job's: under ctest -j another
+    test's simulated node of the same name may run beside it). Fails the test if there is none."""
+    daemons = [pid for pid in set(processes_matching(f"--node-name\0{node}")) & set(processes_matching(f"--job-id\0{job}"))
+               if pid != frontend_pid]
+    check(daemons, f"found the daemon of {node} in job {job}")
+    for pid in daemons:
+        os.kill(pid, sig)
+
+
+def communicate_or_fail(p, timeout, what):
+    """(stdout, stderr) of a started tlaunch; kills its group and fails the test if it does not end."""
+    try:
+        return p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        fail(f"the job did not end {what}")

@@ -19,9 +19,12 @@ std::vector<NodeReport> gpuNodes(int count) {
   auto topo = loadTopology(std::string(TLAUNCH_FIXTURES_DIR) + kJuwels);
   REQUIRE(topo);
   std::vector<NodeReport> nodes;
-  for (int i = 0; i < count; ++i)
-    nodes.push_back({i, "g" + std::to_string(i + 1), Json{{"topology", topologyToJson(*topo)}, {"free_port", 29500}},
-                     "127.0.0.1"});
+  for (int i = 0; i < count; ++i) {
+    NodeInventory inv;
+    inv.topology = *topo;
+    inv.free_port = 29500;
+    nodes.push_back({i, "g" + std::to_string(i + 1), std::move(inv), "127.0.0.1"});
+  }
   return nodes;
 }
 

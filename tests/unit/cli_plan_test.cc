@@ -11,6 +11,7 @@
 #include "binding/topology/topology_json.h"
 #include "fabric_test_builder.h"
 #include "fabric_test_support.h"
+#include "bootstrap/inventory_codec.h"
 #include "bootstrap/rank_env.h"
 #include "launcher/plan/job_plan.h"
 #include "launcher/job_setup.h"
@@ -42,7 +43,9 @@ NodeReport report(int index, const std::string& name, const NodeFabric& fabric, 
                   const char* topo = kCpuTopology) {
   Json inv = {{"topology", topology(topo)}, {"fabric", fabricToJson(fabric)}, {"free_port", 29500}};
   inv["preflight"] = preflightToJson(localPreflightChecks(fabric, preflightOptions(name)));
-  return {index, name, inv, control_ip};
+  auto decoded = inventoryFromJson(inv);  // through the wire codec, as the frontend receives it
+  REQUIRE(decoded);
+  return {index, name, *decoded, control_ip};
 }
 
 // Two Ethernet-only nodes: a data network listed first, the control network second.

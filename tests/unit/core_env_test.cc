@@ -14,10 +14,14 @@ using namespace tlaunch;
 
 namespace {
 // The inventory a daemon on this machine would send.
-Json inventory(int free_port, int probe_port = 0) {
+NodeInventory inventory(int free_port, int probe_port = 0) {
   auto topo = loadTopology("");
   REQUIRE(topo);
-  return Json{{"free_port", free_port}, {"probe_port", probe_port}, {"topology", topologyToJson(*topo)}};
+  NodeInventory inv;
+  inv.free_port = free_port;
+  inv.probe_port = probe_port;
+  inv.topology = *topo;
+  return inv;
 }
 std::string valueIn(const std::vector<std::string>& env, const std::string& k) { return envValue(env, k); }
 }  // namespace

@@ -431,7 +431,8 @@ std::vector<NodeReport> reportsWithFabric(int count) {
     NodeReport r;
     r.index = n;
     r.name = "node" + std::to_string(n + 1);
-    r.inventory = {{"fabric", fabricToJson(reportedFabric(n, 1, 100))}, {"probe_port", 4000 + n}};
+    r.inventory.fabric = reportedFabric(n, 1, 100);
+    r.inventory.probe_port = 4000 + n;
     reports.push_back(std::move(r));
   }
   return reports;

@@ -1,0 +1,94 @@
+#include "bootstrap/inventory_codec.h"
+
+#include "binding/fabric/fabric_json.h"
+#include "binding/preflight/preflight_report.h"
+#include "binding/topology/topology_json.h"
+
+namespace tlaunch {
+
+namespace {
+
+Result<std::string> stringField(const Json& j, const char* key, bool required) {
+  auto it = j.find(key);
+  if (it == j.end()) {
+    if (required) return fail(Errc::protocol, std::string("no '") + key + "'");
+    return std::string();
+  }
+  if (!it->is_string()) return fail(Errc::protocol, std::string("'") + key + "' is not a string");
+  return it->get<std::string>();
+}
+
+Result<int> portField(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return 0;
+  if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 65535)
+    return fail(Errc::protocol, std::string("'") + key + "' is not a port number");
+  return static_cast<int>(it->get<int64_t>());
+}
+
+}  // namespace
+
+Json inventoryToJson(const NodeInventory& inv) {
+  Json j = {{"hostname", inv.hostname},
+            {"node", inv.node},
+            {"version", inv.version},
+            {"free_port", inv.free_port},
+            {"probe_port", inv.probe_port}};
+  if (inv.topology) j["topology"] = topologyToJson(*inv.topology);
+  else j["topology_error"] = inv.topology_error;
+  if (inv.fabric) j["fabric"] = fabricToJson(*inv.fabric);
+  else j["fabric_error"] = inv.fabric_error;
+  if (inv.preflight) j["preflight"] = preflightToJson(*inv.preflight);
+  if (!inv.port_mtu.empty()) j["port_mtu"] = inv.port_mtu;
+  return j;
+}
+
+Result<NodeInventory> inventoryFromJson(const Json& j) {
+  if (!j.is_object()) return fail(Errc::protocol, "the inventory is not a map");
+  NodeInventory inv;
+  auto text = [&](const char* key, bool required, std::string& out) -> Result<void> {
+    auto v = stringField(j, key, required);
+    if (!v) return tl::unexpected(v.error());
+    out = std::move(*v);
+    return {};
+  };
+  for (auto r : {text("hostname", false, inv.hostname), text("node", false, inv.node),
+                 text("version", false, inv.version), text("topology_error", false, inv.topology_error),
+                 text("fabric_error", false, inv.fabric_error)})
+    if (!r) return tl::unexpected(r.error());
+  auto free_port = portField(j, "free_port");
+  if (!free_port) return tl::unexpected(free_port.error());
+  inv.free_port = *free_port;
+  auto probe_port = portField(j, "probe_port");
+  if (!probe_port) return tl::unexpected(probe_port.error());
+  inv.probe_port = *probe_port;
+  if (auto it = j.find("topology"); it != j.end()) {
+    auto t = topologyFromJson(*it);
+    if (!t) return fail(Errc::protocol, "a malformed topology: " + t.error().message);
+    inv.topology = std::move(*t);
+  } else if (inv.topology_error.empty()) {
+    inv.topology_error = "no topology reported";
+  }
+  if (auto it = j.find("fabric"); it != j.end()) {
+    auto f = fabricFromJson(*it);
+    if (!f) return fail(Errc::protocol, "a malformed fabric report: " + f.error().message);
+    inv.fabric = std::move(*f);
+  } else if (inv.fabric_error.empty()) {
+    inv.fabric_error = "not reported";
+  }
+  if (auto it = j.find("preflight"); it != j.end()) {
+    auto p = preflightFromJson(*it);
+    if (!p) return fail(Errc::protocol, "a malformed preflight report: " + p.error().message);
+    inv.preflight = std::move(*p);
+  }
+  if (auto it = j.find("port_mtu"); it != j.end()) {
+    if (!it->is_object()) return fail(Errc::protocol, "'port_mtu' is not a map");
+    for (const auto& [port, mtu] : it->items()) {
+      if (!mtu.is_number_integer()) return fail(Errc::protocol, "'port_mtu' of " + port + " is not a number");
+      inv.port_mtu[port] = mtu.get<int>();
+    }
+  }
+  return inv;
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,30 @@
+#pragma once
+// What a daemon reports about its node before the plan, in the one typed form that the daemon
+// fills (daemon/inventory) and the planner reads (launcher/plan). On the wire it is a CBOR map
+// (bootstrap/inventory_codec.h), decoded once, when it arrives.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tlaunch/fabric.h"
+#include "tlaunch/preflight_item.h"
+#include "tlaunch/topology.h"
+
+namespace tlaunch {
+
+struct NodeInventory {
+  std::string hostname;  // the node's own host name
+  std::string node;      // the name tlaunch gives it
+  std::string version;   // tlaunchd's
+  int free_port = 0;     // a free port below the ephemeral range, for MASTER_PORT (0: none found)
+  int probe_port = 0;    // where the daemon accepts the other daemons' reachability probes
+  std::optional<TopologySnapshot> topology;  // absent: topology_error says why
+  std::string topology_error;
+  std::optional<NodeFabric> fabric;  // absent: fabric_error says why
+  std::string fabric_error;
+  std::optional<std::vector<PreflightItem>> preflight;  // absent: --preflight off
+  std::map<std::string, int> port_mtu;                  // "mlx5_0:1" -> active MTU (libibverbs)
+};
+
+}  // namespace tlaunch

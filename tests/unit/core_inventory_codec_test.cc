@@ -1,0 +1,72 @@
+// The node inventory's wire codec (bootstrap/inventory_codec.h): what a daemon on this machine
+// reports survives the trip as CBOR, and a malformed report is refused naming the bad part.
+#include <catch2/catch.hpp>
+
+#include "binding/fabric/fabric_discovery.h"
+#include "binding/topology/hwloc_topology.h"
+#include "bootstrap/inventory_codec.h"
+#include "daemon/inventory.h"
+
+using namespace tlaunch;
+
+namespace {
+
+Result<NodeInventory> throughCbor(const Json& j) { return inventoryFromJson(Json::from_cbor(Json::to_cbor(j))); }
+
+}  // namespace
+
+TEST_CASE("inventory: this machine's report round-trips through CBOR, every part typed") {
+  InventoryRequest req;
+  req.node_name = "here";
+  req.preflight = "quick";
+  const NodeInventory sent = collectInventory(req);
+  REQUIRE(sent.topology);
+  REQUIRE(sent.fabric);
+  REQUIRE(sent.preflight);
+  auto got = throughCbor(inventoryToJson(sent));
+  REQUIRE(got);
+  CHECK(got->node == "here");
+  CHECK(got->hostname == sent.hostname);
+  CHECK(got->free_port == sent.free_port);
+  CHECK(*got->topology == *sent.topology);
+  CHECK(*got->fabric == *sent.fabric);
+  CHECK(*got->preflight == *sent.preflight);
+  CHECK(got->port_mtu == sent.port_mtu);
+  CHECK(inventoryToJson(*got) == inventoryToJson(sent));
+}
+
+TEST_CASE("inventory: parts a node could not read arrive as their reasons") {
+  NodeInventory inv;
+  inv.node = "n1";
+  inv.topology_error = "hwloc: cannot load topology.xml";
+  inv.fabric_error = "cannot read /sys/class/net";
+  auto got = throughCbor(inventoryToJson(inv));
+  REQUIRE(got);
+  CHECK_FALSE(got->topology);
+  CHECK(got->topology_error == "hwloc: cannot load topology.xml");
+  CHECK_FALSE(got->fabric);
+  CHECK(got->fabric_error == "cannot read /sys/class/net");
+  CHECK_FALSE(got->preflight);  // --preflight off
+}
+
+TEST_CASE("inventory: a malformed report is refused, naming the part") {
+  InventoryRequest req;
+  const Json good = inventoryToJson(collectInventory(req));
+  auto refused = [&](const char* key, const Json& value, const std::string& says) {
+    Json bad = good;
+    bad[key] = value;
+    auto r = inventoryFromJson(bad);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == Errc::protocol);
+    CHECK(r.error().message.find(says) != std::string::npos);
+  };
+  refused("free_port", "29500", "'free_port' is not a port number");
+  refused("probe_port", 70000, "'probe_port' is not a port number");
+  refused("hostname", 7, "'hostname' is not a string");
+  refused("topology", Json::array({1, 2}), "a malformed topology");
+  refused("fabric", Json::object({{"interfaces", 3}}), "a malformed fabric report");
+  refused("preflight", "all good", "a malformed preflight report");
+  refused("port_mtu", Json::object({{"mlx5_0:1", "4096"}}), "'port_mtu' of mlx5_0:1 is not a number");
+  CHECK_FALSE(inventoryFromJson(Json::array()));
+  CHECK_FALSE(inventoryFromJson(Json("inventory")));
+}
