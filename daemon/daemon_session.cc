@@ -11,11 +11,8 @@
 #include "binding/rdma/verbs_api.h"
 #include "bootstrap/auth.h"
 #include "bootstrap/close_fds.h"
-#include "bootstrap/inventory_codec.h"
 #include "bootstrap/node_launch_json.h"
-#include "daemon/inventory.h"
 #include "daemon/output_channel.h"
-#include "daemon/peer_probe.h"
 #include "daemon/rank_launches.h"
 #include "daemon/stack_collector.h"
 #include "tlaunch/version.h"
@@ -27,29 +24,6 @@ DaemonSession::DaemonSession(asio::io_context& io, DaemonOptions options)
 
 DaemonSession::~DaemonSession() = default;
 
-void DaemonSession::handleRdmaStage(Json&& msg) {
-  // The frontend sends a stage only after the previous one's reply; should one come early, it
-  // waits for the writes in flight rather than touch the endpoints beside them.
-  if (rdma_worker_.joinable()) rdma_worker_.join();
-  if (!rdma_agent_) {
-    verbs_ = makeIbverbsApi();
-    rdma_agent_ = std::make_unique<RdmaPairAgent>(*verbs_);
-  }
-  if (getString(msg, "t") != "rdma_write") {
-    conn_->send(rdma_agent_->handle(msg));
-    return;
-  }
-  // The writes poll for completions (up to their timeout when the path is broken): off the
-  // event loop, so that heartbeats and a teardown are still served. The frontend sends the
-  // next stage only after this reply.
-  rdma_worker_ = std::jthread([this, msg = std::move(msg)] {
-    Json reply = rdma_agent_->handle(msg);
-    asio::post(io_, [this, reply = std::move(reply)] {
-      if (conn_ && conn_->isOpen()) conn_->send(reply);
-    });
-  });
-}
-
 void DaemonSession::start() {
   // A listener for the other daemons' reachability probes (and, later, tree children).
   asio::error_code ec;
@@ -60,17 +34,6 @@ void DaemonSession::start() {
   if (ec) spdlog::warn("cannot open the reachability probe listener: {}", ec.message());
   else acceptProbes();
   connect(0);
-}
-
-void DaemonSession::acceptProbes() {
-  probe_acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket s) {
-    if (ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      asio::error_code ignore;
-      s.close(ignore);  // connecting was the whole test
-    }
-    acceptProbes();
-  });
 }
 
 void DaemonSession::connect(int attempt) {
@@ -230,26 +193,6 @@ void DaemonSession::handleConfig(const Json& msg) {
   sendInventory(config);
 }
 
-void DaemonSession::sendInventory(const Json& config) {
-  InventoryRequest req;
-  req.topology_xml = getString(config, "topology_xml");
-  req.sysfs_root = getString(config, "sysfs_root", "/");
-  // "{node}" in --sysfs-root stands for this node's name: per-node captures in tests.
-  for (size_t at; (at = req.sysfs_root.find("{node}")) != std::string::npos;)
-    req.sysfs_root.replace(at, 6, opts_.node_name);
-  req.node_name = opts_.node_name;
-  req.preflight = getString(config, "preflight", "quick");
-  req.expect_rdma = getBool(config, "expect_rdma", true);
-  req.gpus_required = static_cast<int>(getInt(config, "gpus_required", 0));
-  if (auto it = config.find("expect_rate_gbps"); it != config.end() && it->is_number()) req.expect_rate_gbps = it->get<double>();
-  if (auto it = config.find("user_env"); it != config.end() && it->is_object()) req.user_env = *it;
-  NodeInventory inv = collectInventory(req);
-  asio::error_code ec;
-  auto ep = probe_acceptor_.local_endpoint(ec);
-  inv.probe_port = ec ? 0 : ep.port();
-  conn_->send({{"t", "inventory"}, {"inv", inventoryToJson(inv)}});
-}
-
 void DaemonSession::heartbeat() {
   // Our pings tell the frontend we are alive. Its silence does not end the job: a frontend that
   // is stopped (Ctrl-Z) keeps its connection and its job; one whose host is gone is noticed by
@@ -260,25 +203,6 @@ void DaemonSession::heartbeat() {
   heartbeat_timer_.async_wait([this](const asio::error_code& ec) {
     if (!ec) heartbeat();
   });
-}
-
-Result<void> DaemonSession::probePeers() {
-  const auto& l = *launch_;
-  if (l.reach.empty()) return {};
-  std::string failures = describeProbeFailures(l.node_name, probeTargets(l.reach, std::chrono::seconds(5)));
-  if (!failures.empty())
-    return fail(Errc::fabric, failures, "check the fabric link (ip link / ibstat), the subnet and any firewall between the nodes");
-  return {};
-}
-
-void DaemonSession::handleReach(const Json& msg) {
-  // tlaunch preflight: the probes a job would make, answered as data.
-  Json results = Json::array();
-  auto targets = reachFromJson(msg.contains("targets") ? msg["targets"] : Json());
-  if (targets)
-    for (const auto& o : probeTargets(*targets, std::chrono::seconds(5)))
-      results.push_back({{"node", o.target.node}, {"addr", o.target.addr}, {"port", o.target.port}, {"error", o.error}});
-  conn_->send({{"t", "reached"}, {"results", std::move(results)}});
 }
 
 void DaemonSession::handlePrepare(const Json& msg) {

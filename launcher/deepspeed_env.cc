@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "launcher/text_file.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 
@@ -12,11 +13,7 @@ namespace {
 
 constexpr const char* kDefaultName = ".deepspeed_env";
 
-std::string trim(const std::string& s) {
-  const auto first = s.find_first_not_of(" \t\r");
-  if (first == std::string::npos) return "";
-  return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
-}
+std::string trim(const std::string& s) { return std::string(trimBlanks(s)); }
 
 bool validName(const std::string& n) {
   if (n.empty() || (n[0] >= '0' && n[0] <= '9')) return false;

@@ -5,27 +5,18 @@
 #include <set>
 
 #include "launcher/hostlist.h"
+#include "launcher/node_source_detail.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 
+using namespace node_source_detail;
+
 namespace {
+std::string_view trim(std::string_view s) { return trimBlanks(s); }
+}  // namespace
 
-constexpr int kMaxSlots = 1'000'000;
-
-std::string_view trim(std::string_view s) {
-  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
+namespace node_source_detail {
 
 std::optional<int> parseCount(std::string_view text, int min_value) {
   if (text.empty() || text.size() > 7) return std::nullopt;
@@ -100,6 +91,16 @@ Result<std::vector<HostEntry>> expandHostSpec(std::string_view spec, bool allow_
   return hosts;
 }
 
+std::string listNames(const std::vector<HostEntry>& hosts) {
+  std::vector<std::string> names;
+  for (const auto& h : hosts) names.push_back(h.name);
+  return compressHostlist(names);
+}
+
+}  // namespace node_source_detail
+
+namespace {
+
 // Removes blanks around '=' so "slots = 8" reads as "slots=8".
 std::string joinAroundEquals(std::string_view line) {
   std::string out;
@@ -132,74 +133,9 @@ std::vector<std::string_view> splitBlanks(std::string_view s) {
   return out;
 }
 
-// Names compare case-insensitively, as DNS does. An index, not a scan per name: --include with
-// a big expression against a big host list was quadratic (found by fuzzing).
-class HostIndex {
- public:
-  explicit HostIndex(const std::vector<HostEntry>& hosts) {
-    for (size_t i = 0; i < hosts.size(); ++i) index_.emplace(lower(hosts[i].name), i);  // the first one wins
-  }
-  std::optional<size_t> find(std::string_view name) const {
-    auto it = index_.find(lower(name));
-    return it == index_.end() ? std::nullopt : std::optional<size_t>(it->second);
-  }
-
- private:
-  std::map<std::string, size_t> index_;
-};
-
-std::string listNames(const std::vector<HostEntry>& hosts) {
-  std::vector<std::string> names;
-  for (const auto& h : hosts) names.push_back(h.name);
-  return compressHostlist(names);
-}
-
 const std::string kHostsHint = "write --hosts node1,node2:4,gpu[01-04]:8 (name or hostlist expression, optional :slots)";
 const std::string kHostfileHint =
     "write one host per line: 'node1 slots=8' (Open MPI / DeepSpeed) or 'node1:8' (MPICH); '#' starts a comment";
-const std::string kFilterHint = "write --include/--exclude as node1:0,1@node2 (host, optional slot indices, '@' between hosts)";
-
-struct FilterItem {
-  std::vector<HostEntry> hosts;  // names only
-  std::vector<int> slots;        // empty: the whole host
-};
-
-Result<std::vector<FilterItem>> parseFilter(std::string_view text, const std::string& flag) {
-  std::vector<FilterItem> items;
-  size_t names = 0;
-  // Once, not per entry: a long list would copy itself once per entry.
-  const std::string where = flag + " '" + std::string(text) + "': ";
-  for (std::string_view part : splitOutsideBrackets(text, '@')) {
-    part = trim(part);
-    if (part.empty()) return fail(Errc::usage, where + "empty entry between '@'", kFilterHint);
-    FilterItem item;
-    auto parts = splitOutsideBrackets(part, ':');
-    if (parts.size() > 2) return fail(Errc::usage, where + "more than one ':' in '" + std::string(part) + "'", kFilterHint);
-    auto hosts = expandHostSpec(trim(parts[0]), false, where, kFilterHint, namesLeft(names));
-    if (!hosts) return tl::unexpected(hosts.error());
-    names += hosts->size();
-    item.hosts = std::move(*hosts);
-    if (parts.size() == 2) {
-      for (std::string_view s : splitOutsideBrackets(parts[1], ',')) {
-        auto index = parseCount(trim(s), 0);
-        if (!index) {
-          return fail(Errc::usage, where + "slot index '" + std::string(trim(s)) + "' is not a number", kFilterHint);
-        }
-        item.slots.push_back(*index);
-      }
-    }
-    items.push_back(std::move(item));
-  }
-  return items;
-}
-
-std::vector<int> allSlots(const HostEntry& h) {
-  if (!h.only_slots.empty()) return h.only_slots;
-  std::vector<int> all;
-  for (int i = 0; i < h.slots; ++i) all.push_back(i);
-  return all;
-}
-
 }  // namespace
 
 int usableSlots(const HostEntry& host) {
@@ -286,7 +222,7 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
       if (eq == std::string_view::npos || eq == 0) {
         return bad("expected key=value after the host name, found '" + std::string(tokens[t]) + "'");
       }
-      std::string key = lower(tokens[t].substr(0, eq));
+      std::string key = asciiLower(tokens[t].substr(0, eq));
       const std::string value(tokens[t].substr(eq + 1));
       if (value.empty()) return bad("no value for '" + key + "'");
       if (key == "max-slots") key = "max_slots";
@@ -314,7 +250,7 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
     if (!expanded) return fail(Errc::usage, expanded.error().message + quoted, expanded.error().hint);
     for (auto& h : *expanded) {
       if (h.attrs.count("user") && attrs.count("user")) return bad("user given both as user@host and user=");
-      if (auto [it, fresh] = first_line.emplace(lower(h.name), line_no); !fresh) {
+      if (auto [it, fresh] = first_line.emplace(asciiLower(h.name), line_no); !fresh) {
         return bad(h.name + " is listed twice (first at line " + std::to_string(it->second) + ")",
                    "give each host once, with all its slots (" + h.name + " slots=8)");
       }
@@ -325,152 +261,6 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
   }
   if (hosts.empty()) {
     return fail(Errc::usage, "hostfile " + std::string(file_name) + " names no hosts", kHostfileHint);
-  }
-  return hosts;
-}
-
-Result<std::vector<HostEntry>> applyIncludeExclude(std::vector<HostEntry> hosts, std::string_view include,
-                                                   std::string_view exclude) {
-  include = trim(include);
-  exclude = trim(exclude);
-  if (include.empty() && exclude.empty()) return hosts;
-  if (!include.empty() && !exclude.empty()) {
-    return fail(Errc::usage, "--include and --exclude were both given", "use one of them");
-  }
-  const bool including = !include.empty();
-  const std::string flag = including ? "--include" : "--exclude";
-  auto items = parseFilter(including ? include : exclude, flag);
-  if (!items) return tl::unexpected(items.error());
-
-  const HostIndex index_of(hosts);
-  std::vector<bool> keep(hosts.size(), !including);
-  std::vector<std::set<int>> chosen(hosts.size());
-  for (const auto& item : *items) {
-    for (const auto& named : item.hosts) {
-      auto index = index_of.find(named.name);
-      if (!index) {
-        return fail(Errc::usage, flag + " names " + named.name + ", which is not among the nodes (" + listNames(hosts) + ")",
-                    "check the spelling, or add " + named.name + " to --hosts / the hostfile");
-      }
-      HostEntry& h = hosts[*index];
-      for (int s : item.slots) {
-        const int limit = h.slots;
-        if (limit >= 0 && s >= limit) {
-          return fail(Errc::usage,
-                      flag + " names slot " + std::to_string(s) + " of " + h.name + ", which has " +
-                          std::to_string(limit) + " slots (0-" + std::to_string(limit - 1) + ")",
-                      "use slot indices below the host's slot count");
-        }
-      }
-      if (including) {
-        keep[*index] = true;
-        chosen[*index].insert(item.slots.begin(), item.slots.end());
-        if (item.slots.empty()) chosen[*index].insert(-1);  // the whole host
-        continue;
-      }
-      if (item.slots.empty()) {
-        keep[*index] = false;
-        continue;
-      }
-      if (h.slots < 0 && h.only_slots.empty()) {  // the node's GPUs decide what is left (planning)
-        std::set<int> excluded(h.excluded_slots.begin(), h.excluded_slots.end());
-        excluded.insert(item.slots.begin(), item.slots.end());
-        h.excluded_slots.assign(excluded.begin(), excluded.end());
-        continue;
-      }
-      std::vector<int> left;
-      for (int s : allSlots(h)) {
-        if (std::find(item.slots.begin(), item.slots.end(), s) == item.slots.end()) left.push_back(s);
-      }
-      h.only_slots = std::move(left);
-      if (h.only_slots.empty()) keep[*index] = false;
-    }
-  }
-  std::vector<HostEntry> out;
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    if (!keep[i]) continue;
-    if (including && !chosen[i].count(-1)) hosts[i].only_slots.assign(chosen[i].begin(), chosen[i].end());
-    out.push_back(std::move(hosts[i]));
-  }
-  if (out.empty()) {
-    return fail(Errc::usage, flag + " '" + std::string(including ? include : exclude) + "' leaves no nodes",
-                "keep at least one node");
-  }
-  return out;
-}
-
-Result<std::vector<int>> parseSlurmTasksPerNode(std::string_view text) {
-  std::vector<int> counts;
-  const std::string where = "SLURM_TASKS_PER_NODE='" + std::string(text) + "': ";
-  const std::string hint = "expected a form like 2(x3),1; unset SLURM_TASKS_PER_NODE if it was set by hand";
-  for (std::string_view item : splitOutsideBrackets(text, ',')) {
-    item = trim(item);
-    int repeat = 1;
-    if (const size_t paren = item.find('('); paren != std::string_view::npos) {
-      std::string_view rep = item.substr(paren);
-      if (rep.size() < 4 || rep.substr(0, 2) != "(x" || rep.back() != ')') {
-        return fail(Errc::usage, where + "bad repeat '" + std::string(rep) + "'", hint);
-      }
-      auto r = parseCount(rep.substr(2, rep.size() - 3), 1);
-      if (!r) return fail(Errc::usage, where + "bad repeat '" + std::string(rep) + "'", hint);
-      repeat = *r;
-      item = item.substr(0, paren);
-    }
-    auto n = parseCount(item, 0);
-    if (!n) return fail(Errc::usage, where + "'" + std::string(item) + "' is not a task count", hint);
-    if (counts.size() + static_cast<size_t>(repeat) > static_cast<size_t>(kMaxSlots)) {
-      return fail(Errc::usage, where + "too many nodes", hint);
-    }
-    counts.insert(counts.end(), static_cast<size_t>(repeat), *n);
-  }
-  return counts;
-}
-
-namespace {
-const std::string* envValue(const std::map<std::string, std::string>& env, const char* name) {
-  auto it = env.find(name);
-  return it == env.end() || trim(it->second).empty() ? nullptr : &it->second;
-}
-const char* nodelistVariable(const std::map<std::string, std::string>& env) {
-  if (envValue(env, "SLURM_JOB_NODELIST")) return "SLURM_JOB_NODELIST";
-  if (envValue(env, "SLURM_NODELIST")) return "SLURM_NODELIST";
-  return nullptr;
-}
-}  // namespace
-
-bool insideSlurmAllocation(const std::map<std::string, std::string>& env) {
-  return (envValue(env, "SLURM_JOB_ID") || envValue(env, "SLURM_JOBID")) && nodelistVariable(env);
-}
-
-Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std::string>& env) {
-  const char* variable = nodelistVariable(env);
-  if (!variable) {
-    return fail(Errc::usage, "not inside a Slurm allocation: SLURM_JOB_NODELIST is not set",
-                "run under salloc/sbatch, or give --hosts / --hostfile");
-  }
-  const std::string& nodelist = *envValue(env, variable);
-  auto names = expandHostlist(nodelist);
-  if (!names) {
-    return fail(Errc::usage, std::string(variable) + ": " + names.error().message,
-                "this variable is set by Slurm; do not set it by hand");
-  }
-  std::vector<HostEntry> hosts;
-  for (auto& n : *names) {
-    if (auto bad = badHostName(n, false)) return fail(Errc::usage, std::string(variable) + ": " + *bad);
-    hosts.push_back(HostEntry{std::move(n), -1, {}, {}, {}});
-  }
-  if (const std::string* tasks = envValue(env, "SLURM_TASKS_PER_NODE")) {
-    auto counts = parseSlurmTasksPerNode(*tasks);
-    if (!counts) return tl::unexpected(counts.error());
-    if (counts->size() != hosts.size()) {
-      return fail(Errc::usage,
-                  "SLURM_TASKS_PER_NODE='" + *tasks + "' covers " + std::to_string(counts->size()) + " nodes but " +
-                      variable + " names " + std::to_string(hosts.size()),
-                  "these variables are set by Slurm; do not set them by hand");
-    }
-    for (size_t i = 0; i < hosts.size(); ++i) {
-      if ((*counts)[i] > 0) hosts[i].slots = (*counts)[i];
-    }
   }
   return hosts;
 }
@@ -518,7 +308,7 @@ Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
   if (!hosts) return hosts;
   std::set<std::string> seen;
   for (const auto& h : *hosts) {
-    if (!seen.insert(lower(h.name)).second) {
+    if (!seen.insert(asciiLower(h.name)).second) {
       return fail(Errc::usage, h.name + " is listed twice in " + describeOrigin(origin),
                   "give each node once; use slots (node:8) for more ranks on one node");
     }

@@ -4,17 +4,15 @@
 #include <map>
 #include <set>
 
+#include "tlaunch/strings.h"
+
 namespace tlaunch {
 
 namespace {
 
 bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+std::string_view trim(std::string_view s) { return trimBlanks(s); }
 
 // "Thread 3 (Thread 0x7f.. (LWP 12) "python3"):" -> 3; -1 if the line is no thread header.
 int threadNumber(std::string_view line) {

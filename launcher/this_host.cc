@@ -10,16 +10,13 @@
 #include <algorithm>
 #include <climits>
 
+#include "tlaunch/strings.h"
+
 namespace tlaunch {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
-}
+std::string lower(const std::string& s) { return asciiLower(s); }
 
 std::string shortName(const std::string& name) { return name.substr(0, name.find('.')); }
 

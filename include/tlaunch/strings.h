@@ -29,4 +29,20 @@ inline std::string hex32(std::uint32_t v) {
   return text;
 }
 
+// `s` without the blanks (space, tab, CR, LF) at either end.
+inline std::string_view trimBlanks(std::string_view s) {
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// ASCII letters lowered; every other byte as it is (host names compare case-insensitively).
+inline std::string asciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 }  // namespace tlaunch

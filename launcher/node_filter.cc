@@ -1,0 +1,153 @@
+// DeepSpeed's --include / --exclude ("node1:0,1@node2"): which of the given nodes, and which
+// of their slots (GPUs), a job uses.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "launcher/hostlist.h"
+#include "launcher/node_source.h"
+#include "launcher/node_source_detail.h"
+#include "tlaunch/strings.h"
+
+namespace tlaunch {
+
+using namespace node_source_detail;
+
+namespace {
+
+std::string_view trim(std::string_view s) { return trimBlanks(s); }
+
+// Names compare case-insensitively, as DNS does. An index, not a scan per name: --include with
+// a big expression against a big host list was quadratic (found by fuzzing).
+class HostIndex {
+ public:
+  explicit HostIndex(const std::vector<HostEntry>& hosts) {
+    for (size_t i = 0; i < hosts.size(); ++i) index_.emplace(asciiLower(hosts[i].name), i);  // the first one wins
+  }
+  std::optional<size_t> find(std::string_view name) const {
+    auto it = index_.find(asciiLower(name));
+    return it == index_.end() ? std::nullopt : std::optional<size_t>(it->second);
+  }
+
+ private:
+  std::map<std::string, size_t> index_;
+};
+
+const std::string kFilterHint = "write --include/--exclude as node1:0,1@node2 (host, optional slot indices, '@' between hosts)";
+
+
+struct FilterItem {
+  std::vector<HostEntry> hosts;  // names only
+  std::vector<int> slots;        // empty: the whole host
+};
+
+Result<std::vector<FilterItem>> parseFilter(std::string_view text, const std::string& flag) {
+  std::vector<FilterItem> items;
+  size_t names = 0;
+  // Once, not per entry: a long list would copy itself once per entry.
+  const std::string where = flag + " '" + std::string(text) + "': ";
+  for (std::string_view part : splitOutsideBrackets(text, '@')) {
+    part = trim(part);
+    if (part.empty()) return fail(Errc::usage, where + "empty entry between '@'", kFilterHint);
+    FilterItem item;
+    auto parts = splitOutsideBrackets(part, ':');
+    if (parts.size() > 2) return fail(Errc::usage, where + "more than one ':' in '" + std::string(part) + "'", kFilterHint);
+    auto hosts = expandHostSpec(trim(parts[0]), false, where, kFilterHint, namesLeft(names));
+    if (!hosts) return tl::unexpected(hosts.error());
+    names += hosts->size();
+    item.hosts = std::move(*hosts);
+    if (parts.size() == 2) {
+      for (std::string_view s : splitOutsideBrackets(parts[1], ',')) {
+        auto index = parseCount(trim(s), 0);
+        if (!index) {
+          return fail(Errc::usage, where + "slot index '" + std::string(trim(s)) + "' is not a number", kFilterHint);
+        }
+        item.slots.push_back(*index);
+      }
+    }
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+std::vector<int> allSlots(const HostEntry& h) {
+  if (!h.only_slots.empty()) return h.only_slots;
+  std::vector<int> all;
+  for (int i = 0; i < h.slots; ++i) all.push_back(i);
+  return all;
+}
+
+}  // namespace
+
+Result<std::vector<HostEntry>> applyIncludeExclude(std::vector<HostEntry> hosts, std::string_view include,
+                                                   std::string_view exclude) {
+  include = trim(include);
+  exclude = trim(exclude);
+  if (include.empty() && exclude.empty()) return hosts;
+  if (!include.empty() && !exclude.empty()) {
+    return fail(Errc::usage, "--include and --exclude were both given", "use one of them");
+  }
+  const bool including = !include.empty();
+  const std::string flag = including ? "--include" : "--exclude";
+  auto items = parseFilter(including ? include : exclude, flag);
+  if (!items) return tl::unexpected(items.error());
+
+  const HostIndex index_of(hosts);
+  std::vector<bool> keep(hosts.size(), !including);
+  std::vector<std::set<int>> chosen(hosts.size());
+  for (const auto& item : *items) {
+    for (const auto& named : item.hosts) {
+      auto index = index_of.find(named.name);
+      if (!index) {
+        return fail(Errc::usage, flag + " names " + named.name + ", which is not among the nodes (" + listNames(hosts) + ")",
+                    "check the spelling, or add " + named.name + " to --hosts / the hostfile");
+      }
+      HostEntry& h = hosts[*index];
+      for (int s : item.slots) {
+        const int limit = h.slots;
+        if (limit >= 0 && s >= limit) {
+          return fail(Errc::usage,
+                      flag + " names slot " + std::to_string(s) + " of " + h.name + ", which has " +
+                          std::to_string(limit) + " slots (0-" + std::to_string(limit - 1) + ")",
+                      "use slot indices below the host's slot count");
+        }
+      }
+      if (including) {
+        keep[*index] = true;
+        chosen[*index].insert(item.slots.begin(), item.slots.end());
+        if (item.slots.empty()) chosen[*index].insert(-1);  // the whole host
+        continue;
+      }
+      if (item.slots.empty()) {
+        keep[*index] = false;
+        continue;
+      }
+      if (h.slots < 0 && h.only_slots.empty()) {  // the node's GPUs decide what is left (planning)
+        std::set<int> excluded(h.excluded_slots.begin(), h.excluded_slots.end());
+        excluded.insert(item.slots.begin(), item.slots.end());
+        h.excluded_slots.assign(excluded.begin(), excluded.end());
+        continue;
+      }
+      std::vector<int> left;
+      for (int s : allSlots(h)) {
+        if (std::find(item.slots.begin(), item.slots.end(), s) == item.slots.end()) left.push_back(s);
+      }
+      h.only_slots = std::move(left);
+      if (h.only_slots.empty()) keep[*index] = false;
+    }
+  }
+  std::vector<HostEntry> out;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (!keep[i]) continue;
+    if (including && !chosen[i].count(-1)) hosts[i].only_slots.assign(chosen[i].begin(), chosen[i].end());
+    out.push_back(std::move(hosts[i]));
+  }
+  if (out.empty()) {
+    return fail(Errc::usage, flag + " '" + std::string(including ? include : exclude) + "' leaves no nodes",
+                "keep at least one node");
+  }
+  return out;
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,93 @@
+// The Slurm allocation as a node source: SLURM_JOB_NODELIST and SLURM_TASKS_PER_NODE.
+#include <map>
+
+#include "launcher/hostlist.h"
+#include "launcher/node_source.h"
+#include "launcher/node_source_detail.h"
+#include "tlaunch/strings.h"
+
+namespace tlaunch {
+
+using namespace node_source_detail;
+
+namespace {
+std::string_view trim(std::string_view s) { return trimBlanks(s); }
+}  // namespace
+
+Result<std::vector<int>> parseSlurmTasksPerNode(std::string_view text) {
+  std::vector<int> counts;
+  const std::string where = "SLURM_TASKS_PER_NODE='" + std::string(text) + "': ";
+  const std::string hint = "expected a form like 2(x3),1; unset SLURM_TASKS_PER_NODE if it was set by hand";
+  for (std::string_view item : splitOutsideBrackets(text, ',')) {
+    item = trim(item);
+    int repeat = 1;
+    if (const size_t paren = item.find('('); paren != std::string_view::npos) {
+      std::string_view rep = item.substr(paren);
+      if (rep.size() < 4 || rep.substr(0, 2) != "(x" || rep.back() != ')') {
+        return fail(Errc::usage, where + "bad repeat '" + std::string(rep) + "'", hint);
+      }
+      auto r = parseCount(rep.substr(2, rep.size() - 3), 1);
+      if (!r) return fail(Errc::usage, where + "bad repeat '" + std::string(rep) + "'", hint);
+      repeat = *r;
+      item = item.substr(0, paren);
+    }
+    auto n = parseCount(item, 0);
+    if (!n) return fail(Errc::usage, where + "'" + std::string(item) + "' is not a task count", hint);
+    if (counts.size() + static_cast<size_t>(repeat) > static_cast<size_t>(kMaxSlots)) {
+      return fail(Errc::usage, where + "too many nodes", hint);
+    }
+    counts.insert(counts.end(), static_cast<size_t>(repeat), *n);
+  }
+  return counts;
+}
+
+namespace {
+const std::string* envValue(const std::map<std::string, std::string>& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() || trim(it->second).empty() ? nullptr : &it->second;
+}
+const char* nodelistVariable(const std::map<std::string, std::string>& env) {
+  if (envValue(env, "SLURM_JOB_NODELIST")) return "SLURM_JOB_NODELIST";
+  if (envValue(env, "SLURM_NODELIST")) return "SLURM_NODELIST";
+  return nullptr;
+}
+}  // namespace
+
+bool insideSlurmAllocation(const std::map<std::string, std::string>& env) {
+  return (envValue(env, "SLURM_JOB_ID") || envValue(env, "SLURM_JOBID")) && nodelistVariable(env);
+}
+
+Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std::string>& env) {
+  const char* variable = nodelistVariable(env);
+  if (!variable) {
+    return fail(Errc::usage, "not inside a Slurm allocation: SLURM_JOB_NODELIST is not set",
+                "run under salloc/sbatch, or give --hosts / --hostfile");
+  }
+  const std::string& nodelist = *envValue(env, variable);
+  auto names = expandHostlist(nodelist);
+  if (!names) {
+    return fail(Errc::usage, std::string(variable) + ": " + names.error().message,
+                "this variable is set by Slurm; do not set it by hand");
+  }
+  std::vector<HostEntry> hosts;
+  for (auto& n : *names) {
+    if (auto bad = badHostName(n, false)) return fail(Errc::usage, std::string(variable) + ": " + *bad);
+    hosts.push_back(HostEntry{std::move(n), -1, {}, {}, {}});
+  }
+  if (const std::string* tasks = envValue(env, "SLURM_TASKS_PER_NODE")) {
+    auto counts = parseSlurmTasksPerNode(*tasks);
+    if (!counts) return tl::unexpected(counts.error());
+    if (counts->size() != hosts.size()) {
+      return fail(Errc::usage,
+                  "SLURM_TASKS_PER_NODE='" + *tasks + "' covers " + std::to_string(counts->size()) + " nodes but " +
+                      variable + " names " + std::to_string(hosts.size()),
+                  "these variables are set by Slurm; do not set them by hand");
+    }
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      if ((*counts)[i] > 0) hosts[i].slots = (*counts)[i];
+    }
+  }
+  return hosts;
+}
+
+}  // namespace tlaunch
