@@ -10,7 +10,15 @@ void JobSession::startNcclCheck() {
   const auto mode = nccl::parseCheckMode(cfg_.spec.nccl_check);
   if (!mode || *mode == nccl::CheckMode::off || !plan_) return;
   const Json network = plan_->details.contains("network") ? plan_->details["network"] : Json();
-  nccl_check_ = std::make_unique<nccl::JobCheck>(*mode, nccl::expectationFromNetwork(network), plan_->world_size);
+  nccl::Expectation expected = nccl::expectationFromNetwork(network);
+  // Each rank is held to its own node's interface (names may differ between nodes).
+  if (expected.ifnames.size() == plan_->nodes.size()) {
+    expected.rank_ifnames.assign(static_cast<size_t>(plan_->world_size), "");
+    for (size_t i = 0; i < plan_->nodes.size(); ++i)
+      for (const auto& r : plan_->nodes[i].ranks)
+        if (r.rank >= 0 && r.rank < plan_->world_size) expected.rank_ifnames[static_cast<size_t>(r.rank)] = expected.ifnames[i];
+  }
+  nccl_check_ = std::make_unique<nccl::JobCheck>(*mode, std::move(expected), plan_->world_size);
 }
 
 void JobSession::onNcclSummary(const Json& msg) {

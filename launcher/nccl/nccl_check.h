@@ -41,6 +41,9 @@ std::string rankLogPath(const std::string& job_dir, int rank);
 struct Expectation {
   bool rdma = false;                  // the plan chose a fabric with RDMA data ports
   std::vector<std::string> ifnames;   // the planned interface per node (bootstrap/OOB)
+  // The planned interface of each tlaunch rank (its node's), by rank: names may differ between
+  // nodes, so a rank is held to its own node's. Empty: any planned interface will do.
+  std::vector<std::string> rank_ifnames;
 };
 
 enum class Action { none, warn, fail };

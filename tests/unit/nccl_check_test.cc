@@ -49,37 +49,64 @@ TEST_CASE("nccl check: the user's own subsystems or file are kept") {
 
 TEST_CASE("nccl check: NET/IB on the planned interface passes") {
   auto report = reportOf("01");  // NET/IB on mlx4_0:1, bootstrap ib0
-  auto d = decide(report, {true, {"ib0"}}, CheckMode::strict);
+  auto d = decide(report, {true, {"ib0"}, {}}, CheckMode::strict);
   CHECK(d.action == Action::none);
   CHECK(d.reason.empty());
 }
 
 TEST_CASE("nccl check: a socket fallback on a job that expects RDMA warns, or fails when strict") {
   auto report = reportOf("02");  // NET/Socket: libibverbs missing
-  auto w = decide(report, {true, {}}, CheckMode::warn);
+  auto w = decide(report, {true, {}, {}}, CheckMode::warn);
   CHECK(w.action == Action::warn);
   CHECK(w.reason.find("NET/Socket") != std::string::npos);
   CHECK(w.reason.find(report.verdict) != std::string::npos);
-  CHECK(decide(report, {true, {}}, CheckMode::strict).action == Action::fail);
-  CHECK(decide(report, {true, {}}, CheckMode::off).action == Action::none);
+  CHECK(decide(report, {true, {}, {}}, CheckMode::strict).action == Action::fail);
+  CHECK(decide(report, {true, {}, {}}, CheckMode::off).action == Action::none);
 }
 
 TEST_CASE("nccl check: a job that does not expect RDMA only gets the report") {
   auto report = reportOf("02");
-  CHECK(decide(report, {false, {"eth0"}}, CheckMode::strict).action == Action::none);
+  CHECK(decide(report, {false, {"eth0"}, {}}, CheckMode::strict).action == Action::none);
 }
 
 TEST_CASE("nccl check: a bootstrap interface other than the planned one is named") {
   auto report = reportOf("01");  // bootstraps on ib0
-  auto d = decide(report, {true, {"ib1"}}, CheckMode::strict);
+  auto d = decide(report, {true, {"ib1"}, {}}, CheckMode::strict);
   CHECK(d.action == Action::fail);
   CHECK(d.reason.find("bootstraps on ib0, not the planned ib1") != std::string::npos);
+}
+
+TEST_CASE("nccl check: each rank is held to its own node's planned interface") {
+  // Fixture 01 as two daemons send it (both processes bootstrap on ib0), on a plan whose nodes
+  // name their fabric interface differently: ib0 on the first node, ib1 on the second.
+  std::vector<std::string> lines[2];
+  std::istringstream in(readFixture("01"));
+  std::string first;
+  for (std::string l; std::getline(in, l);) {
+    const auto colon = l.find(':');
+    if (colon == std::string::npos || l.find("NCCL") == std::string::npos) continue;
+    if (first.empty()) first = l.substr(0, colon);
+    lines[l.starts_with(first + ":") ? 0 : 1].push_back(l);
+  }
+  auto run = [&](std::vector<std::string> rank_ifnames) {
+    JobCheck check(CheckMode::strict, {true, {"ib0", "ib1"}, std::move(rank_ifnames)}, 2);
+    check.onSummary({{"t", "nccl"}, {"r", 0}, {"lines", lines[0]}});
+    REQUIRE(check.onSummary({{"t", "nccl"}, {"r", 1}, {"lines", lines[1]}}));
+    return check.decision();
+  };
+  const auto mixed = run({"ib0", "ib1"});
+  CHECK(mixed.action == Action::fail);
+  CHECK(mixed.reason.find("NCCL bootstraps off the planned interface: rank 1 on ib0 (its node's is ib1)") !=
+        std::string::npos);
+  CHECK(mixed.reason.find("rank 0") == std::string::npos);
+  CHECK(run({"ib0", "ib0"}).action == Action::none);  // both nodes planned on ib0
+  CHECK(run({}).action == Action::none);              // nodes unknown: any planned name passes
 }
 
 TEST_CASE("nccl check: RDMA through a net plugin (AWS Libfabric) counts as RDMA") {
   auto report = reportOf("04");  // EFA through aws-ofi-nccl
   REQUIRE(report.transport == Transport::plugin);
-  CHECK(decide(report, {true, {}}, CheckMode::strict).action == Action::none);
+  CHECK(decide(report, {true, {}, {}}, CheckMode::strict).action == Action::none);
 }
 
 TEST_CASE("nccl check: the plan's network section gives the expectation") {
@@ -100,7 +127,7 @@ TEST_CASE("nccl check: the frontend decides once every rank has reported, each r
     if (first.empty()) first = l.substr(0, colon);
     lines[l.starts_with(first + ":") ? 0 : 1].push_back(l);
   }
-  JobCheck check(CheckMode::strict, {true, {}}, 2);
+  JobCheck check(CheckMode::strict, {true, {}, {}}, 2);
   CHECK_FALSE(check.onSummary({{"t", "nccl"}, {"r", 0}, {"lines", lines[0]}}));
   CHECK_FALSE(check.onSummary({{"t", "nccl"}, {"r", 0}, {"lines", lines[0]}}));  // again: ignored
   CHECK_FALSE(check.onSummary({{"t", "nccl"}, {"r", 7}, {"lines", lines[1]}}));  // not a rank
