@@ -36,6 +36,8 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
     }
     // A GPU list (--include node:0,1) on a GPU node: its ranks drive exactly those GPUs.
     BindingRequest node_req = req;
+    // The last node of an uneven -n runs fewer ranks: its cores are split among those it runs.
+    if (!nl.ranks.empty()) node_req.ranks_per_node = static_cast<int>(nl.ranks.size());
     std::vector<int> gpus;  // the list's GPUs, for planNodeBinding
     const GpuList list = i < ctx.node_gpus.size() ? ctx.node_gpus[i] : GpuList{};
     std::string visible;  // CUDA_VISIBLE_DEVICES, set only when a list narrows the node's GPUs

@@ -304,3 +304,29 @@ TEST_CASE("RDMA present but broken is still refused: the recorded mlx4 capture w
   REQUIRE_FALSE(checked);
   CHECK(checked.error().code == Errc::preflight);
 }
+
+TEST_CASE("-n with an uneven last node: that node's ranks get its cores split among them only") {
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 1);
+    nodes.push_back(report(i, "node" + n, FabricBuilder().eth("eth0", "192.168.1." + n).build(), "192.168.1." + n));
+  }
+  JobSpec s = cpuJob();
+  s.procs_per_node = 2;
+  s.total_ranks = 3;
+  s.bind = "core";
+  auto plan = makePlan(s, nodes, context());
+  REQUIRE(plan);
+  REQUIRE(plan->world_size == 3);
+  REQUIRE(plan->nodes[1].ranks.size() == 1);
+  const auto& full = plan->nodes[0].ranks;
+  const auto& last = plan->nodes[1].ranks.front();
+  // Same topology on both nodes: the lone rank has what the two ranks of node1 have together.
+  std::vector<int> both = full[0].cpus;
+  both.insert(both.end(), full[1].cpus.begin(), full[1].cpus.end());
+  std::sort(both.begin(), both.end());
+  std::vector<int> alone = last.cpus;
+  std::sort(alone.begin(), alone.end());
+  CHECK(alone == both);
+  CHECK(full[0].cpus.size() == full[1].cpus.size());
+}
