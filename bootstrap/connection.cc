@@ -1,28 +1,20 @@
 #include "bootstrap/connection.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 
-#include "bootstrap/close_fds.h"
 
 namespace tlaunch {
 
 std::shared_ptr<Connection> Connection::create(asio::ip::tcp::socket socket, size_t max_frame_bytes) {
-  return std::shared_ptr<Connection>(new Connection(std::move(socket), max_frame_bytes));
+  return create(tcpByteStream(std::move(socket)), max_frame_bytes);
 }
 
-Connection::Connection(asio::ip::tcp::socket socket, size_t max_frame_bytes)
-    : socket_(std::move(socket)), decoder_(max_frame_bytes) {
-  if (socket_.is_open()) markCloseOnExec(socket_.native_handle());  // Asio does not
-  asio::error_code ec;
-  auto ep = socket_.remote_endpoint(ec);
-  peer_ = ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
-  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
-  socket_.set_option(asio::socket_base::keep_alive(true), ec);
+std::shared_ptr<Connection> Connection::create(std::unique_ptr<ByteStream> stream, size_t max_frame_bytes) {
+  return std::shared_ptr<Connection>(new Connection(std::move(stream), max_frame_bytes));
 }
+
+Connection::Connection(std::unique_ptr<ByteStream> stream, size_t max_frame_bytes)
+    : stream_(std::move(stream)), decoder_(max_frame_bytes), peer_(stream_->peer()) {}
 
 void Connection::start(MessageHandler on_message, CloseHandler on_close) {
   setHandlers(std::move(on_message), std::move(on_close));
@@ -36,7 +28,7 @@ void Connection::setHandlers(MessageHandler on_message, CloseHandler on_close) {
 
 void Connection::readSome() {
   auto self = shared_from_this();
-  socket_.async_read_some(asio::buffer(read_buf_), [self](const asio::error_code& ec, size_t n) {
+  stream_->readSome(asio::buffer(read_buf_), [self](const asio::error_code& ec, size_t n) {
     if (!self->open_) return;
     if (ec) {
       self->fail(ec == asio::error::eof ? "connection closed by peer" : ec.message());
@@ -100,17 +92,7 @@ void Connection::sendEncoded(Frame frame) { enqueue(control_queue_, std::move(fr
 
 void Connection::sendBulk(Frame frame) { enqueue(bulk_queue_, std::move(frame)); }
 
-void Connection::setDeadPeerTimeout(std::chrono::milliseconds timeout) {
-  const int fd = socket_.native_handle();
-  const int idle_s = std::max(1, static_cast<int>(timeout.count() / 3000));
-  const int interval_s = std::max(1, static_cast<int>(timeout.count() / 6000));
-  const int count = 4;
-  const auto user_timeout_ms = static_cast<unsigned>(timeout.count());
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
-}
+void Connection::setDeadPeerTimeout(std::chrono::milliseconds timeout) { stream_->setDeadPeerTimeout(timeout); }
 
 Connection::Frame Connection::sealedFrame(std::string_view payload) {
   std::string frame = sealer_->seal(payload, kFrameHeaderBytes);
@@ -121,11 +103,7 @@ Connection::Frame Connection::sealedFrame(std::string_view payload) {
 void Connection::writeNext() {
   if (control_queue_.empty() && bulk_queue_.empty()) {
     writing_ = false;
-    if (close_after_flush_) {
-      asio::error_code ec;
-      socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-      close();
-    }
+    if (close_after_flush_) close();
     return;
   }
   writing_ = true;
@@ -138,7 +116,7 @@ void Connection::writeNext() {
   // shared frame gets this connection's own sealed copy.
   Frame frame = out.seal ? sealedFrame(std::string_view(*out.frame).substr(kFrameHeaderBytes))
                          : std::move(out.frame);  // held by the handler: close() may clear the queues meanwhile
-  asio::async_write(socket_, asio::buffer(*frame), [self, frame, queued](const asio::error_code& ec, size_t) {
+  stream_->write(asio::buffer(*frame), [self, frame, queued](const asio::error_code& ec, size_t) {
     if (!self->open_) return;
     if (ec) {
       self->fail(ec.message());
@@ -165,8 +143,7 @@ void Connection::fail(const std::string& reason) {
 void Connection::close() {
   if (!open_) return;
   open_ = false;
-  asio::error_code ec;
-  socket_.close(ec);
+  stream_->close();
   control_queue_.clear();
   bulk_queue_.clear();
   queued_bytes_ = 0;

@@ -12,6 +12,7 @@
 
 #include <asio.hpp>
 
+#include "bootstrap/byte_stream.h"
 #include "bootstrap/frame_cipher.h"
 #include "bootstrap/frame_codec.h"
 #include "bootstrap/message.h"
@@ -30,6 +31,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Starts with the small pre-authentication frame limit; raise it with setMaxFrameBytes once
   // the peer has proved the job secret.
   static std::shared_ptr<Connection> create(asio::ip::tcp::socket socket,
+                                            size_t max_frame_bytes = kPreAuthMaxFrameBytes);
+  // Over any byte stream: an in-memory pipe runs a frontend and its daemons in one test process.
+  static std::shared_ptr<Connection> create(std::unique_ptr<ByteStream> stream,
                                             size_t max_frame_bytes = kPreAuthMaxFrameBytes);
   void setMaxFrameBytes(size_t n) { decoder_.setMaxFrameBytes(n); }
   // Frames sent from now on are sealed (bootstrap/frame_cipher.h); those queued before are not.
@@ -63,13 +67,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const std::string& peer() const { return peer_; }
 
  private:
-  Connection(asio::ip::tcp::socket socket, size_t max_frame_bytes);
+  Connection(std::unique_ptr<ByteStream> stream, size_t max_frame_bytes);
   void readSome();
   void writeNext();
   Frame sealedFrame(std::string_view payload);
   void fail(const std::string& reason);
 
-  asio::ip::tcp::socket socket_;
+  std::unique_ptr<ByteStream> stream_;
   FrameDecoder decoder_;
   std::array<char, 65536> read_buf_{};
   struct Outgoing {

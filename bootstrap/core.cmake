@@ -7,6 +7,7 @@ set(BOOTSTRAP_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/auth.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_env.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/frame_cipher.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/byte_stream.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/connection.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/node_launch_json.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tree_shape.cc

@@ -85,9 +85,8 @@ std::string JobSession::nodeLabel(int index) const {
 
 JobOutcome JobSession::run() {
   started_at_ = Clock::now();
-  if (auto r = listen(); !r) {
-    return {exitStatusFor(r.error().code), r.error().message, {}, -1};
-  }
+  if (!cfg_.in_memory)
+    if (auto r = listen(); !r) return {exitStatusFor(r.error().code), r.error().message, {}, -1};
   // Output credit goes back to a daemon as its bytes leave the sink (on the sink's thread).
   // The gate closes when the session's loop ends: the sink's thread goes on writing (its
   // destructor flushes) after the io_context and this session are gone.
@@ -96,12 +95,14 @@ JobOutcome JobSession::run() {
     std::lock_guard lk(gate->mu);
     if (gate->open) asio::post(io_, [this, source, bytes] { grantOutputCredit(source, bytes); });
   });
-  accept();
+  if (!cfg_.in_memory) {
+    accept();
+    startInspector();
+  }
   watchSignals();
-  startInspector();
   DaemonCommand cmd;
   cmd.daemon_path = cfg_.daemon_path;
-  const auto port = acceptor_.local_endpoint().port();
+  const auto port = cfg_.in_memory ? 0 : acceptor_.local_endpoint().port();
   const std::string& advertised = cfg_.advertise_address.empty() ? cfg_.listen_address : cfg_.advertise_address;
   const std::string host = advertised.find(':') != std::string::npos ? "[" + advertised + "]" : advertised;
   cmd.args = {"--connect", host + ":" + std::to_string(port), "--job-id", cfg_.plan_context.job_id};

@@ -40,6 +40,9 @@ struct SessionConfig {
   std::vector<NodeTarget> starter_nodes;  // what the starter starts, if not `nodes`
   std::string daemon_path;
   Json daemon_config;  // sent to every daemon in its welcome (topology_xml, sysfs_root, ...)
+  // Daemons come only through JobSession::adopt (in-memory tests): no TCP listener and no
+  // `tlaunch stacks` control socket.
+  bool in_memory = false;
 };
 
 // How the job ended, for the summary and the exit status.
@@ -64,6 +67,9 @@ class JobSession {
   ~JobSession();
   // Runs the job to its end; returns its outcome.
   JobOutcome run();
+  // A daemon's connection from elsewhere than the TCP listener (an in-memory pipe in tests):
+  // challenged and authenticated like any other.
+  void adopt(std::unique_ptr<ByteStream> stream);
 
  private:
   enum class Phase { connecting, testing_fabric, preparing, starting, running, draining, finishing, done };
@@ -72,6 +78,7 @@ class JobSession {
 
   Result<void> listen();
   void accept();
+  void challenge(std::shared_ptr<Connection> conn);
   void onPendingMessage(Pending* p, Json&& msg);
   void onLinkMessage(Link& link, Json&& msg);
   void onLinkClosed(Link& link, const std::string& reason);

@@ -44,22 +44,26 @@ void JobSession::accept() {
       });
       return;
     }
-    {
-      if (pending_.size() >= kMaxPendingConnections) dropOldestPending();
-      auto p = std::make_unique<Pending>();
-      p->conn = Connection::create(std::move(socket));  // 4 KiB frames until authenticated
-      p->nonce = randomBytes(kNonceBytes);
-      p->since = Clock::now();
-      Pending* raw = p.get();
-      pending_.push_back(std::move(p));
-      raw->conn->start([this, raw](Json&& m) { onPendingMessage(raw, std::move(m)); },
-                       [this, raw](const std::string&) {
-                         std::erase_if(pending_, [raw](const auto& q) { return q.get() == raw; });
-                       });
-      raw->conn->send({{"t", "challenge"}, {"proto", kProtocolVersion}, {"nonce", binary(raw->nonce)}});
-    }
+    challenge(Connection::create(std::move(socket)));  // 4 KiB frames until authenticated
     accept();
   });
+}
+
+void JobSession::adopt(std::unique_ptr<ByteStream> stream) { challenge(Connection::create(std::move(stream))); }
+
+void JobSession::challenge(std::shared_ptr<Connection> conn) {
+  if (pending_.size() >= kMaxPendingConnections) dropOldestPending();
+  auto p = std::make_unique<Pending>();
+  p->conn = std::move(conn);
+  p->nonce = randomBytes(kNonceBytes);
+  p->since = Clock::now();
+  Pending* raw = p.get();
+  pending_.push_back(std::move(p));
+  raw->conn->start([this, raw](Json&& m) { onPendingMessage(raw, std::move(m)); },
+                   [this, raw](const std::string&) {
+                     std::erase_if(pending_, [raw](const auto& q) { return q.get() == raw; });
+                   });
+  raw->conn->send({{"t", "challenge"}, {"proto", kProtocolVersion}, {"nonce", binary(raw->nonce)}});
 }
 
 void JobSession::onPendingMessage(Pending* p, Json&& msg) {

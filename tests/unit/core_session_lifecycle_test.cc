@@ -1,0 +1,336 @@
+// The frontend's job lifecycle in memory: the real JobSession with N scripted daemons on
+// in-memory pipes (bootstrap/byte_stream.h), in one process, with no socket and no process.
+// The daemons do the real handshake and sealing and report a typed inventory of a recorded
+// topology; each test scripts what they send after that and checks what a user would see:
+// the exit status, the summary, the failed rank and node.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "binding/topology/hwloc_topology.h"
+#include "bootstrap/auth.h"
+#include "bootstrap/connection.h"
+#include "bootstrap/inventory_codec.h"
+#include "launcher/job_session.h"
+#include "tlaunch/version.h"
+
+using namespace tlaunch;
+
+namespace {
+
+const char* kTopology = "/topologies/jsc-jureca-booster-jrc5001_XeonPhi7250F_2xhfi1-OPA_no-gpu_hwloc1.11-v1fmt.xml";
+
+// What a scripted daemon does at each step; by default it does what a healthy tlaunchd does.
+struct Script {
+  std::function<Json(Json inventory)> inventory = [](Json inv) { return inv; };  // what it reports
+  bool report = true;                            // false: closes instead of sending its inventory
+  Json prepare_answer = {{"t", "prepared"}};     // what it says to "prepare"
+  std::map<int, int> exit_codes;                 // rank -> status after "start" (absent: 0)
+  bool keep_running = false;                     // its ranks do not exit by themselves
+  std::function<void(class FakeDaemon&)> after_start;  // e.g. close the connection
+  bool ping = true;                              // heartbeats
+};
+
+class FakeDaemon {
+ public:
+  FakeDaemon(asio::io_context& io, std::unique_ptr<ByteStream> stream, std::string secret, NodeTarget node,
+             Script script)
+      : io_(io), secret_(std::move(secret)), node_(std::move(node)), script_(std::move(script)), ping_(io) {
+    conn_ = Connection::create(std::move(stream));
+    conn_->start([this](Json&& m) { onMessage(std::move(m)); }, [this](const std::string&) { ping_.cancel(); });
+  }
+  void send(const Json& msg) {
+    if (conn_->isOpen()) conn_->send(msg);
+  }
+  void close() {
+    ping_.cancel();
+    conn_->close();
+  }
+
+ private:
+  void onMessage(Json&& msg) {
+    const std::string t = getString(msg, "t");
+    if (t == "challenge") {
+      server_nonce_ = bytesOf(msg["nonce"]);
+      client_nonce_ = randomBytes(kNonceBytes);
+      conn_->send({{"t", "hello"}, {"proto", kProtocolVersion}, {"version", kVersion}, {"node", node_.name},
+                   {"index", node_.index}, {"hostname", node_.name}, {"nonce", binary(client_nonce_)},
+                   {"mac", binary(helloProof(secret_, server_nonce_, client_nonce_, node_.name))}});
+      conn_->sealFromNow(
+          std::make_unique<FrameCipher>(secret_, server_nonce_, client_nonce_, FrameCipher::Direction::to_frontend));
+    } else if (t == "welcome") {
+      REQUIRE(constantTimeEquals(bytesOf(msg["mac"]), welcomeProof(secret_, server_nonce_, client_nonce_)));
+      conn_->setMaxFrameBytes(kAuthenticatedMaxFrameBytes);
+      conn_->openFromNow(
+          std::make_unique<FrameCipher>(secret_, server_nonce_, client_nonce_, FrameCipher::Direction::to_daemon));
+    } else if (t == "config") {
+      if (!script_.report) return close();
+      auto topo = loadTopology(std::string(TLAUNCH_FIXTURES_DIR) + kTopology);
+      REQUIRE(topo);
+      NodeInventory inv;
+      inv.node = inv.hostname = node_.name;
+      inv.version = kVersion;
+      inv.free_port = 29500;
+      inv.topology = *topo;
+      inv.fabric_error = "not read (in-memory test)";
+      send({{"t", "inventory"}, {"inv", script_.inventory(inventoryToJson(inv))}});
+      if (script_.ping) pingLater();
+    } else if (t == "prepare") {
+      for (const auto& r : msg["launch"]["ranks"]) ranks_.push_back(static_cast<int>(getInt(r, "rank")));
+      send(script_.prepare_answer);
+    } else if (t == "start") {
+      running_ = true;
+      send({{"t", "started"}});
+      if (script_.after_start) script_.after_start(*this);
+      if (!script_.keep_running) exitAll(false);
+    } else if (t == "terminate") {
+      if (running_) exitAll(true);
+      send({{"t", "drained"}});
+    } else if (t == "shutdown") {
+      close();
+    }
+  }
+  void exitAll(bool ours) {
+    running_ = false;
+    for (int r : ranks_) {
+      auto it = script_.exit_codes.find(r);
+      send({{"t", "exit"}, {"r", r}, {"code", ours ? 15 : it == script_.exit_codes.end() ? 0 : it->second},
+            {"signaled", ours}, {"ours", ours}, {"tail", Json::array({"rank " + std::to_string(r) + " says goodbye"})}});
+    }
+    if (!ours) send({{"t", "all_exited"}});
+  }
+  void pingLater() {
+    ping_.expires_after(std::chrono::milliseconds(200));
+    ping_.async_wait([this](const asio::error_code& ec) {
+      if (ec || !conn_->isOpen()) return;
+      send({{"t", "ping"}});
+      pingLater();
+    });
+  }
+
+  asio::io_context& io_;
+  std::string secret_;
+  NodeTarget node_;
+  Script script_;
+  std::shared_ptr<Connection> conn_;
+  std::string server_nonce_, client_nonce_;
+  std::vector<int> ranks_;
+  bool running_ = false;  // from "start" until its ranks exit
+  asio::steady_timer ping_;
+};
+
+// Starts one scripted daemon per node, connected to the session through an in-memory pipe.
+class MemoryStarter final : public DaemonStarter {
+ public:
+  MemoryStarter(asio::io_context& io, std::function<Script(const NodeTarget&)> script_of)
+      : io_(io), script_of_(std::move(script_of)) {}
+  const char* name() const override { return "memory"; }
+  Result<void> start(const std::vector<NodeTarget>& nodes, const DaemonCommand&, const std::string& secret) override {
+    for (const auto& n : nodes) {
+      auto [frontend_end, daemon_end] = memoryBytePipe(io_, "frontend", "memory:" + n.name);
+      session->adopt(std::move(frontend_end));
+      daemons.push_back(std::make_unique<FakeDaemon>(io_, std::move(daemon_end), secret, n, script_of_(n)));
+    }
+    return {};
+  }
+  std::vector<StartFailure> poll() override { return {}; }
+  void stop(int) override {}
+
+  JobSession* session = nullptr;
+  std::vector<std::unique_ptr<FakeDaemon>> daemons;
+
+ private:
+  asio::io_context& io_;
+  std::function<Script(const NodeTarget&)> script_of_;
+};
+
+struct Run {
+  JobOutcome outcome;
+  double seconds = 0;
+};
+
+Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, std::function<void(JobSpec&)> tweak = {}) {
+  SessionConfig cfg;
+  cfg.in_memory = true;
+  cfg.spec.argv = {"true"};
+  cfg.spec.procs_per_node = 2;
+  cfg.spec.nodes = nodes;
+  cfg.spec.pmix = false;
+  cfg.spec.nccl_check = "off";
+  cfg.spec.preflight = PreflightMode::off;
+  cfg.spec.kill_timeout_s = 1;
+  cfg.spec.quiet = true;
+  cfg.spec.event_grace_ms = 0;
+  if (tweak) tweak(cfg.spec);
+  for (int i = 0; i < nodes; ++i) cfg.nodes.push_back({i, "n" + std::to_string(i), "", {}});
+  cfg.secret = randomBytes(32);
+  cfg.plan_context.job_id = "tl-memory";
+  cfg.plan_context.cwd = "/";
+  cfg.plan_context.loopback_only = true;
+  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  REQUIRE(devnull >= 0);
+  Run r;
+  {
+    asio::io_context io(1);
+    auto starter = std::make_unique<MemoryStarter>(io, std::move(script_of));
+    MemoryStarter* raw = starter.get();
+    OutputSink out(TagMode::full, "", devnull, devnull);
+    JobSession session(io, std::move(cfg), std::move(starter), out);
+    raw->session = &session;
+    const auto t0 = std::chrono::steady_clock::now();
+    r.outcome = session.run();
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  ::close(devnull);
+  return r;
+}
+
+bool says(const JobOutcome& o, const std::string& text) { return o.summary.find(text) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("in-memory pipe: bytes arrive in order, what was sent before a close is read, then eof") {
+  asio::io_context io(1);
+  auto [a, b] = memoryBytePipe(io, "a", "b");
+  CHECK(a->peer() == "b");
+  std::string got;
+  std::array<char, 4> buf{};
+  asio::error_code last;
+  std::function<void()> read = [&] {
+    b->readSome(asio::buffer(buf), [&](const asio::error_code& ec, size_t n) {
+      last = ec;
+      if (ec) return;
+      got.append(buf.data(), n);
+      read();
+    });
+  };
+  read();
+  const std::string first = "hello, ", second = "world";
+  int writes = 0;
+  a->write(asio::buffer(first), [&](const asio::error_code& ec, size_t n) { writes += !ec && n == first.size(); });
+  a->write(asio::buffer(second), [&](const asio::error_code& ec, size_t n) { writes += !ec && n == second.size(); });
+  a->close();
+  io.run();
+  CHECK(got == "hello, world");  // in 4-byte reads
+  CHECK(writes == 2);
+  CHECK(last == asio::error::eof);
+  asio::error_code after;
+  b->write(asio::buffer(first), [&](const asio::error_code& ec, size_t) { after = ec; });
+  io.restart();
+  io.run();
+  CHECK(after == asio::error::broken_pipe);
+}
+
+TEST_CASE("lifecycle in memory: every rank exits 0 -> the job ends 0, each rank's status recorded") {
+  auto r = runJob(3, [](const NodeTarget&) { return Script{}; });
+  CHECK(r.outcome.exit_code == 0);
+  CHECK(r.outcome.summary.empty());
+  CHECK(r.outcome.rank_exit_codes == std::vector<int>(6, 0));
+  CHECK(r.outcome.phase_seconds.contains("ranks started"));
+  CHECK(r.seconds < 10);
+}
+
+TEST_CASE("lifecycle in memory: a failed rank ends the job with its status, naming rank and node") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    if (n.name == "n1") s.exit_codes[3] = 7;
+    else s.keep_running = true;  // n0's ranks run until the teardown ends them
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 7);
+  CHECK(r.outcome.failed_rank == 3);
+  CHECK(r.outcome.failed_node == "n1");
+  CHECK(says(r.outcome, "rank 3 on node n1 exited with status 7"));
+  CHECK(r.outcome.stderr_tail == std::vector<std::string>{"rank 3 says goodbye"});
+  CHECK_FALSE(r.outcome.node_lost);
+}
+
+TEST_CASE("lifecycle in memory: a daemon lost while its ranks run ends the job naming it") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    s.keep_running = true;
+    if (n.name == "n1") s.after_start = [](FakeDaemon& d) { d.close(); };
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 69);
+  CHECK(r.outcome.node_lost);
+  CHECK(r.outcome.failed_node == "n1");
+  CHECK(says(r.outcome, "lost node n1"));
+}
+
+TEST_CASE("lifecycle in memory: a daemon that is signalled fails the job even if its ranks exit 0") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    s.keep_running = true;
+    if (n.name == "n0") s.after_start = [](FakeDaemon& d) { d.send({{"t", "signalled"}, {"sig", 15}}); };
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 69);
+  CHECK(says(r.outcome, "node n0: its tlaunchd received SIGTERM"));
+}
+
+TEST_CASE("lifecycle in memory: a daemon whose heartbeats stop is lost within the heartbeat timeout") {
+  auto r = runJob(
+      2,
+      [](const NodeTarget& n) {
+        Script s;
+        s.keep_running = true;
+        s.ping = n.name != "n1";
+        return s;
+      },
+      [](JobSpec& spec) { spec.heartbeat_timeout_s = 1; });
+  CHECK(r.outcome.exit_code == 69);
+  CHECK(says(r.outcome, "lost node n1"));
+  CHECK(says(r.outcome, "no heartbeat for 1 s"));
+  CHECK(r.seconds < 8);
+}
+
+TEST_CASE("lifecycle in memory: a daemon lost before it reported ends the job naming it") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    s.report = n.name != "n1";
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 69);
+  CHECK(says(r.outcome, "lost node n1"));
+  CHECK(r.outcome.rank_exit_codes.empty());  // no rank ever started
+}
+
+TEST_CASE("lifecycle in memory: an inventory the frontend cannot read ends the job naming the node and the part") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    if (n.name == "n0")
+      s.inventory = [](Json inv) {
+        inv["free_port"] = "29500";
+        return inv;
+      };
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 76);
+  CHECK(says(r.outcome, "node n0 sent an inventory tlaunch cannot read: 'free_port' is not a port number"));
+}
+
+TEST_CASE("lifecycle in memory: a node that cannot prepare (program missing) ends the job before any rank starts") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    if (n.name == "n1")
+      s.prepare_answer = {{"t", "prepare_failed"},
+                          {"code", static_cast<int>(Errc::program_missing)},
+                          {"message", "node n1: no program 'trian.py'"},
+                          {"hint", "check the path"}};
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 127);
+  CHECK(says(r.outcome, "node n1: no program 'trian.py'"));
+  CHECK_FALSE(r.outcome.phase_seconds.contains("ranks started"));  // the start was never sent
+  CHECK(std::none_of(r.outcome.rank_exit_codes.begin(), r.outcome.rank_exit_codes.end(), [](int c) { return c >= 0; }));
+}
