@@ -4,7 +4,9 @@ Each test script is one ctest test: it exits 0 on success, 1 on failure (with a 
 skip. Tests run real tlaunch jobs and look at what a user would see: output, exit status, and
 the processes left on the machine.
 """
+import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -97,8 +99,20 @@ def kill_leftovers(marker):
             pass
 
 
+_tempdirs = []
+
+
 def tempdir():
-    return tempfile.mkdtemp(prefix="tlaunch-test-")
+    """A new directory, removed when the test exits, passed or failed (tl.fail exits too)."""
+    d = tempfile.mkdtemp(prefix="tlaunch-test-")
+    _tempdirs.append(d)
+    return d
+
+
+@atexit.register
+def _remove_tempdirs():
+    for d in _tempdirs:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def listening_ports(pid):
