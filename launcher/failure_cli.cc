@@ -22,7 +22,7 @@ void addFailureOptions(CLI::App& app, JobSpec& s) {
          "0: at once)")
       ->type_name("DURATION");
   app.add_option_function<std::string>(
-         "--max-restarts",
+         "--max-restarts,--max_restarts",
          [&s](const std::string& v) {
            auto n = parseBoundedInt("--max-restarts", v, 0, kMaxRestarts);
            if (!n) throw CLI::ValidationError(describeError(n.error()));

@@ -9,6 +9,7 @@
 #   --node_rank $NODE_RANK           (none: node ranks follow the order of the nodes)
 #   --master_addr $MASTER_ADDR       (none: rank 0's address on the fabric; --master-addr to force)
 #   --master_port $MASTER_PORT       --master-port $MASTER_PORT (default: a port found free)
+#   --max_restarts N                 --max-restarts N (spares: more nodes given than --nnodes)
 #
 #   HOSTS=node[1-4] ./megatron_job.sh pretrain_gpt.py --tensor-model-parallel-size 2 ...
 #   HOSTFILE=hosts.txt ./megatron_job.sh pretrain_gpt.py ...

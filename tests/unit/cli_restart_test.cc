@@ -139,6 +139,7 @@ TEST_CASE("restarts: simulated nodes of the local launcher are replaced by the n
 
 TEST_CASE("restarts: --max-restarts is bounded, refused with --keep-going, and counts reach the ranks") {
   CHECK(test::parse({"--max-restarts", "3", "--", "true"}).spec.max_restarts == 3);
+  CHECK(test::parse({"--max_restarts", "2", "--", "true"}).spec.max_restarts == 2);  // torchrun's spelling
   for (auto args : {std::vector<std::string>{"--max-restarts", "1001", "--", "true"},
                     std::vector<std::string>{"--max-restarts", "-1", "--", "true"},
                     std::vector<std::string>{"--max-restarts", "1", "--keep-going", "--", "true"}}) {
