@@ -17,6 +17,7 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/cross_node_preflight.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/phase_timing.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/offline_plan.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_lifecycle.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_nccl.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_failures.cc

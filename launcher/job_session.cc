@@ -166,8 +166,7 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
     link.started = true;
     link.started_at = Clock::now();
     if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->started; }) &&
-        phase_ == Phase::starting) {
-      phase_ = Phase::running;
+        advance(JobEvent::all_started)) {
       noteTimings("ranks started", start_sent_at_, &Link::started_at);
       if (cfg_.spec.stdin_rank >= 0) forwardStdin();
     }
@@ -176,35 +175,37 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
   if (t == "all_exited") {
     link.all_exited = true;
     if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->all_exited; })) {
-      if (!failed_) finish();
+      if (!failed_) finish(JobEvent::all_exited);
       else if (teardown_at_) endEventGrace();  // nobody is left to read the event
     }
     return;
   }
   if (t == "drained") {
     link.drained = true;
-    if (phase_ == Phase::draining &&
-        allDrained())
-      finish();
+    if (phase_ == Phase::draining && allDrained()) finish(JobEvent::all_drained);
     return;
   }
+}
+
+bool JobSession::advance(JobEvent event) {
+  const auto next = nextPhase(phase_, event);
+  if (!next) return false;
+  phase_ = *next;
+  return true;
 }
 
 void JobSession::teardown() {
-  if (phase_ == Phase::starting || phase_ == Phase::running || phase_ == Phase::preparing) {
-    phase_ = Phase::draining;
-    phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.kill_timeout_s + 5);
-    broadcast({{"t", "terminate"}, {"grace_ms", cfg_.spec.kill_timeout_s * 1000}});
-    if (allDrained())
-      finish();
-    return;
-  }
-  if (phase_ != Phase::draining) finish();
+  const auto next = nextPhase(phase_, JobEvent::failed);
+  if (!next) return;  // already draining or finishing
+  if (*next == Phase::finishing) return finish(JobEvent::failed);
+  phase_ = *next;  // draining: end the ranks, collect their last output
+  phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.kill_timeout_s + 5);
+  broadcast({{"t", "terminate"}, {"grace_ms", cfg_.spec.kill_timeout_s * 1000}});
+  if (allDrained()) finish(JobEvent::all_drained);
 }
 
-void JobSession::finish() {
-  if (phase_ == Phase::finishing || phase_ == Phase::done) return;
-  phase_ = Phase::finishing;
+void JobSession::finish(JobEvent why) {
+  if (!advance(why)) return;
   for (auto& l : links_) {
     if (l->conn && l->conn->isOpen()) {
       l->conn->send({{"t", "shutdown"}});
@@ -244,8 +245,7 @@ void JobSession::tick() {
   });
   if (phase_ == Phase::finishing) {
     bool open = std::any_of(links_.begin(), links_.end(), [](const auto& l) { return l->conn && l->conn->isOpen(); });
-    if (!open || now > phase_deadline_) {
-      phase_ = Phase::done;
+    if ((!open || now > phase_deadline_) && advance(JobEvent::all_closed)) {
       signals_.cancel();
       io_.stop();
       return;
@@ -285,7 +285,7 @@ void JobSession::tick() {
         phase_deadline_ = now + std::chrono::seconds(1);  // a slow reader: the last lines are still coming
       } else {
         out_.note("some nodes did not confirm the end of their ranks; shutting their daemons down");
-        finish();
+        finish(JobEvent::all_drained);
       }
     }
     // Heartbeats: we ping every second; a daemon silent for too long is lost.

@@ -13,6 +13,7 @@
 
 #include "bootstrap/connection.h"
 #include "launcher/daemon_starter.h"
+#include "launcher/job_lifecycle.h"
 #include "launcher/plan/job_plan.h"
 #include "launcher/output_sink.h"
 
@@ -72,7 +73,7 @@ class JobSession {
   void adopt(std::unique_ptr<ByteStream> stream);
 
  private:
-  enum class Phase { connecting, testing_fabric, preparing, starting, running, draining, finishing, done };
+  using Phase = JobPhase;  // launcher/job_lifecycle.h: the phases and what moves the job between them
   struct Link;
   struct Pending;
 
@@ -106,7 +107,11 @@ class JobSession {
   void failPmixOperationsOf(int rank);
   void endEventGrace();  // the teardown a failed rank's --event-grace holds back starts now
   void teardown();
-  void finish();
+  // Moves the job along the lifecycle table; false, and nothing changes, when the event means
+  // nothing in the current phase.
+  bool advance(JobEvent event);
+  // To finishing, for `why` (the job is over, drained, or failed before any node prepared).
+  void finish(JobEvent why);
   void tick();
   void handleSignal(int sig);
   void watchSignals();

@@ -100,8 +100,7 @@ void JobSession::onLinkClosed(Link& link, const std::string& reason) {
   link.closed = true;
   if (phase_ == Phase::finishing || phase_ == Phase::done) return;
   if (phase_ == Phase::draining) {
-    if (allDrained())
-      finish();
+    if (allDrained()) finish(JobEvent::all_drained);
     return;
   }
   // Decide a moment later: when the starter (srun after scancel, ssh after a network drop) has

@@ -64,6 +64,7 @@ void JobSession::noteTimings(const char* what, Clock::time_point since, Clock::t
 
 void JobSession::inventoriesComplete() {
   noteTimings("daemons reported", started_at_, &Link::reported_at);
+  advance(JobEvent::all_reported);  // to testing_fabric
   if (cfg_.unnamed_nodes > 0) {
     std::sort(links_.begin(), links_.end(), [](const auto& a, const auto& b) { return a->name < b->name; });
     for (size_t i = 0; i < links_.size(); ++i) links_[i]->index = static_cast<int>(i);
@@ -73,7 +74,6 @@ void JobSession::inventoriesComplete() {
   cross_node_ = std::make_unique<CrossNodePreflight>(cfg_.spec, cfg_.plan_context, cfg_.daemon_config, reports());
   auto first = cross_node_->start();
   if (cross_node_->done()) return planAndPrepare();
-  phase_ = Phase::testing_fabric;
   phase_deadline_ = Clock::now() + std::chrono::seconds(60);
   for (auto& m : first) links_[static_cast<size_t>(m.node)]->conn->send(m.msg);
 }
@@ -104,7 +104,7 @@ void JobSession::planAndPrepare() {
       failed_ = true;
       outcome_.exit_code = exitStatusFor(Errc::preflight);
     }
-    finish();
+    finish(JobEvent::all_exited);  // the report was the job
     return;
   }
   auto plan = makePlan(cfg_.spec, reports, cfg_.plan_context);
@@ -118,7 +118,7 @@ void JobSession::planAndPrepare() {
   if (cfg_.spec.dry_run) {
     std::string text = cfg_.spec.json ? planToJson(*plan_).dump(2) + "\n" : renderPlanText(*plan_);
     (void)!::write(1, text.data(), text.size());
-    finish();
+    finish(JobEvent::all_exited);  // the plan was the job
     return;
   }
   if (!cfg_.spec.quiet) out_.note(banner(*plan_, cfg_.spec));
@@ -135,7 +135,7 @@ void JobSession::planAndPrepare() {
     fail(exitStatusFor(r.error().code), r.error().message);
     return;
   }
-  phase_ = Phase::preparing;
+  advance(JobEvent::planned);  // to preparing
   phase_deadline_ = Clock::now() + std::chrono::seconds(30);
   prepare_sent_at_ = Clock::now();
   for (size_t i = 0; i < links_.size(); ++i)
@@ -185,7 +185,7 @@ std::string JobSession::banner(const JobPlan& plan, const JobSpec& spec) {
 void JobSession::startRanks() {
   noteTimings("nodes prepared (program found, peers reached, PMIx up)", prepare_sent_at_, &Link::prepared_at);
   start_sent_at_ = Clock::now();
-  phase_ = Phase::starting;
+  advance(JobEvent::all_prepared);  // to starting
   broadcast({{"t", "start"}});
 }
 
