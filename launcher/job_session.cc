@@ -206,18 +206,18 @@ void JobSession::teardown() {
 
 void JobSession::finish(JobEvent why) {
   if (!advance(why)) return;
-  for (auto& l : links_) {
-    if (l->conn && l->conn->isOpen()) {
-      l->conn->send({{"t", "shutdown"}});
-      l->conn->closeAfterFlush();
-    }
-  }
+  // Each daemon ends its ranks' leftovers, removes the job's files, then closes its end: the
+  // connection stays open until then, so this wait covers the cleanup. Under Slurm that
+  // matters: once tlaunch stops, srun's step ends and slurmstepd kills what is still running.
+  for (auto& l : links_)
+    if (l->conn && l->conn->isOpen()) l->conn->send({{"t", "shutdown"}});
   for (auto& p : pending_) p->conn->close();
   if (inspector_) inspector_->close();
   asio::error_code ignore;
   acceptor_.close(ignore);
-  phase_deadline_ = Clock::now() + std::chrono::seconds(3);
-  // tick() stops the loop once every connection has closed (or at the deadline).
+  // A daemon's cleanup is bounded (2 s for the ranks' leftovers, 3 s for libpmix, 2 s to flush).
+  phase_deadline_ = Clock::now() + std::chrono::seconds(7);
+  // tick() stops the loop once every daemon has closed its connection (or at the deadline).
 }
 
 void JobSession::broadcast(const Json& msg) {
