@@ -47,7 +47,7 @@ bool unpackInto(const std::string& bytes, pmix_value_t* out) {
   pmix_data_buffer_t buf;
   PMIX_DATA_BUFFER_CONSTRUCT(&buf);
   pmix_byte_object_t bo;
-  bo.bytes = static_cast<char*>(malloc(bytes.size() ? bytes.size() : 1));  // the buffer takes it
+  bo.bytes = static_cast<char*>(malloc(bytes.empty() ? 1 : bytes.size()));  // the buffer takes it
   memcpy(bo.bytes, bytes.data(), bytes.size());
   bo.size = bytes.size();
   PMIx_Data_load(&buf, &bo);
@@ -234,7 +234,7 @@ void PmixServer::completeUnpublish(uint64_t request_id, PmixReply status) {
   if (auto node = s.job->unpublishes.extract(request_id)) node.mapped()(pmixStatusOf(status));
 }
 
-void PmixServer::completeLookup(uint64_t request_id, PmixReply status, std::vector<PmixFound> found) {
+void PmixServer::completeLookup(uint64_t request_id, PmixReply status, const std::vector<PmixFound>& found) {
   Impl& s = *impl_;
   if (!s.job) return;
   auto node = s.job->lookups.extract(request_id);
@@ -242,7 +242,9 @@ void PmixServer::completeLookup(uint64_t request_id, PmixReply status, std::vect
   if (status != PmixReply::ok || found.empty())
     return node.mapped()(status == PmixReply::ok ? PMIX_ERR_NOT_FOUND : pmixStatusOf(status));
   pmix_pdata_t* data = nullptr;
-  PMIX_PDATA_CREATE(data, found.size());
+  const size_t count = found.size();
+  PMIX_PDATA_CREATE(data, count);
+  if (data == nullptr) return node.mapped()(PMIX_ERR_NOMEM);
   size_t n = 0;
   for (const auto& f : found) {
     if (!unpackInto(f.value, &data[n].value)) continue;
@@ -251,7 +253,7 @@ void PmixServer::completeLookup(uint64_t request_id, PmixReply status, std::vect
     ++n;
   }
   node.mapped()(n ? PMIX_SUCCESS : PMIX_ERR_NOT_FOUND, n ? data : nullptr, n);
-  PMIX_PDATA_FREE(data, found.size());
+  PMIX_PDATA_FREE(data, count);
 }
 
 void PmixServer::completeCollective(uint64_t request_id, PmixReply status, std::string all_blobs,

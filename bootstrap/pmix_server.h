@@ -182,7 +182,7 @@ class PmixServer {
 
   // Answers to Callbacks::publish / lookup / unpublish / collective.
   void completePublish(uint64_t request_id, PmixReply status);
-  void completeLookup(uint64_t request_id, PmixReply status, std::vector<PmixFound> found);
+  void completeLookup(uint64_t request_id, PmixReply status, const std::vector<PmixFound>& found);
   void completeUnpublish(uint64_t request_id, PmixReply status);
   // context_id: the number the frontend gave this collective (a group's PMIX_GROUP_CONTEXT_ID).
   void completeCollective(uint64_t request_id, PmixReply status, std::string all_blobs, uint64_t context_id = 0);

@@ -19,9 +19,9 @@ namespace tlaunch {
 class NcclLogWatch {
  public:
   struct Limits {
-    std::size_t read_chunk = 64 * 1024;         // per file per poll
-    std::size_t max_bytes = 8 * 1024 * 1024;    // parsed per rank, in all: then give up
-    std::size_t max_summary = 32 * 1024;        // kept lines sent to the frontend
+    std::size_t read_chunk = std::size_t{64} << 10;   // per file per poll
+    std::size_t max_bytes = std::size_t{8} << 20;     // parsed per rank, in all: then give up
+    std::size_t max_summary = std::size_t{32} << 10;  // kept lines sent to the frontend
     std::size_t max_line = 4096;                // a longer line is cut
   };
 

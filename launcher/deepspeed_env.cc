@@ -74,8 +74,7 @@ Result<std::vector<EnvFileEntry>> readDeepspeedEnvFiles(const std::map<std::stri
   const auto candidates = deepspeedEnvFileCandidates(env);
   std::vector<EnvFileEntry> out;
   bool found = false;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const std::string& path = candidates[i];
+  for (const std::string& path : candidates) {
     if (!isFile(path)) continue;
     found = true;
     auto text = readTextFile(path, "DeepSpeed environment file");

@@ -11,7 +11,8 @@ namespace tlaunch {
 enum class LauncherKind { automatic, local, ssh, slurm };
 enum class PreflightMode { off, quick, full };
 
-struct JobSpec {
+// Grouped by topic for the reader, not by size for the compiler: one per job.
+struct JobSpec {  // NOLINT(clang-analyzer-optin.performance.Padding)
   std::vector<std::string> argv;  // the program and its arguments
   int nodes = 0;                  // -N (0: all nodes resolved, or 1)
   int procs_per_node = 0;         // -p

@@ -72,12 +72,14 @@ bool isCommEntryPoint(const std::string& f) {
 // gdb's frames (innermost first) -> the thread's stack, outermost first.
 Stack normalise(const std::vector<std::string>& native_innermost_first, const std::vector<std::string>& py_innermost_first) {
   Stack s;
-  for (auto it = native_innermost_first.rbegin(); it != native_innermost_first.rend(); ++it) {
-    if (isStartupFrame(*it) || (!s.empty() && s.back() == *it)) continue;
-    s.push_back(*it);
-    if (isCommEntryPoint(*it)) break;
+  // Outermost first: from the end. (clang 14 cannot compile libstdc++ 12's views::reverse.)
+  for (size_t i = native_innermost_first.size(); i-- > 0;) {
+    const std::string& frame = native_innermost_first[i];
+    if (isStartupFrame(frame) || (!s.empty() && s.back() == frame)) continue;
+    s.push_back(frame);
+    if (isCommEntryPoint(frame)) break;
   }
-  for (auto it = py_innermost_first.rbegin(); it != py_innermost_first.rend(); ++it) s.push_back(*it);
+  s.insert(s.end(), py_innermost_first.rbegin(), py_innermost_first.rend());
   return s;
 }
 

@@ -21,7 +21,7 @@ struct RankStacks {
 using Stack = std::vector<std::string>;
 
 // The threads of one gdb output, each outermost first; Python frames (`py-bt`) as "py:name".
-std::vector<Stack> parseGdbStacks(std::string_view gdb_output);
+std::vector<Stack> parseGdbStacks(std::string_view text);
 
 // "0-4, 6-7, 9": sorted, duplicates ignored.
 std::string formatRankRanges(std::vector<int> ranks);

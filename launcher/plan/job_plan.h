@@ -68,7 +68,7 @@ struct JobPlan {  // NOLINT(bugprone-exception-escape): clang-tidy 14 cannot see
   std::vector<NodeGpus> node_gpus;  // per node
 };
 
-Result<JobPlan> makePlan(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx);
+Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& nodes, const PlanContext& ctx);
 
 // --dry-run output.
 std::string renderPlanText(const JobPlan& plan);
