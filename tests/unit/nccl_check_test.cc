@@ -79,15 +79,7 @@ TEST_CASE("nccl check: a bootstrap interface other than the planned one is named
 TEST_CASE("nccl check: each rank is held to its own node's planned interface") {
   // Fixture 01 as two daemons send it (both processes bootstrap on ib0), on a plan whose nodes
   // name their fabric interface differently: ib0 on the first node, ib1 on the second.
-  std::vector<std::string> lines[2];
-  std::istringstream in(readFixture("01"));
-  std::string first;
-  for (std::string l; std::getline(in, l);) {
-    const auto colon = l.find(':');
-    if (colon == std::string::npos || l.find("NCCL") == std::string::npos) continue;
-    if (first.empty()) first = l.substr(0, colon);
-    lines[l.starts_with(first + ":") ? 0 : 1].push_back(l);
-  }
+  const auto lines = linesOfTwoProcesses("01");
   auto run = [&](std::vector<std::string> rank_ifnames) {
     JobCheck check(CheckMode::strict, {true, {"ib0", "ib1"}, std::move(rank_ifnames)}, 2);
     check.onSummary({{"t", "nccl"}, {"r", 0}, {"lines", lines[0]}});
@@ -118,15 +110,7 @@ TEST_CASE("nccl check: the plan's network section gives the expectation") {
 
 TEST_CASE("nccl check: the frontend decides once every rank has reported, each rank once") {
   // Fixture 02 as two daemons would send it: each rank's lines.
-  std::vector<std::string> lines[2];
-  std::istringstream in(readFixture("02"));
-  std::string first;
-  for (std::string l; std::getline(in, l);) {
-    const auto colon = l.find(':');
-    if (colon == std::string::npos || l.find("NCCL") == std::string::npos) continue;
-    if (first.empty()) first = l.substr(0, colon);
-    lines[l.starts_with(first + ":") ? 0 : 1].push_back(l);
-  }
+  const auto lines = linesOfTwoProcesses("02");
   JobCheck check(CheckMode::strict, {true, {}, {}}, 2);
   CHECK_FALSE(check.onSummary({{"t", "nccl"}, {"r", 0}, {"lines", lines[0]}}));
   CHECK_FALSE(check.onSummary({{"t", "nccl"}, {"r", 0}, {"lines", lines[0]}}));  // again: ignored

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -42,6 +43,20 @@ inline NcclReport reportOfText(const std::string& text) {
 }
 
 inline NcclReport reportOf(const std::string& number) { return reportOfText(readFixture(number)); }
+
+// A two-process fixture as two daemons send it: each process's NCCL lines, the first host first.
+inline std::array<std::vector<std::string>, 2> linesOfTwoProcesses(const std::string& number) {
+  std::array<std::vector<std::string>, 2> lines;
+  std::istringstream in(readFixture(number));
+  std::string first;
+  for (std::string l; std::getline(in, l);) {
+    const auto colon = l.find(':');
+    if (colon == std::string::npos || l.find("NCCL") == std::string::npos) continue;
+    if (first.empty()) first = l.substr(0, colon);
+    lines[l.starts_with(first + ":") ? 0 : 1].push_back(l);
+  }
+  return lines;
+}
 
 inline const RankReport& rankIn(const NcclReport& report, int rank) {
   auto it = std::find_if(report.ranks.begin(), report.ranks.end(), [&](const RankReport& r) { return r.rank == rank; });
