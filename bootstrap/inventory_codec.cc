@@ -56,12 +56,11 @@ Result<NodeInventory> inventoryFromJson(const Json& j) {
                  text("version", false, inv.version), text("topology_error", false, inv.topology_error),
                  text("fabric_error", false, inv.fabric_error)})
     if (!r) return tl::unexpected(r.error());
-  auto free_port = portField(j, "free_port");
-  if (!free_port) return tl::unexpected(free_port.error());
-  inv.free_port = *free_port;
-  auto probe_port = portField(j, "probe_port");
-  if (!probe_port) return tl::unexpected(probe_port.error());
-  inv.probe_port = *probe_port;
+  for (auto [key, out] : {std::pair{"free_port", &inv.free_port}, std::pair{"probe_port", &inv.probe_port}}) {
+    auto port = portField(j, key);
+    if (!port) return tl::unexpected(port.error());
+    *out = *port;
+  }
   if (auto it = j.find("topology"); it != j.end()) {
     auto t = topologyFromJson(*it);
     if (!t) return fail(Errc::protocol, "a malformed topology: " + t.error().message);

@@ -57,7 +57,7 @@ pmix_status_t upGroup(pmix_group_operation_t op, char grp[], const pmix_proc_t p
 
 void GroupReply::operator()(pmix_status_t status, std::string data, uint64_t context_id) const {
   if (!fn) return;
-  const size_t count = (status == PMIX_SUCCESS && assign_context_id ? 1 : 0) + (status == PMIX_SUCCESS && !data.empty() ? 1 : 0);
+  const size_t count = status != PMIX_SUCCESS ? 0 : (assign_context_id ? 1 : 0) + (data.empty() ? 0 : 1);
   if (count == 0) {
     fn(status, nullptr, 0, cbdata, nullptr, nullptr);
     return;

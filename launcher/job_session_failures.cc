@@ -115,7 +115,7 @@ void JobSession::onLinkClosed(Link& link, const std::string& reason) {
 
 void JobSession::onDaemonSignalled(const Link& link, int sig) {
   // The daemon ends its ranks now; some exit 0 on SIGTERM, which must not read as a finished job.
-  if (phase_ == Phase::finishing || phase_ == Phase::done || phase_ == Phase::draining) return;
+  if (!nextPhase(phase_, JobEvent::failed)) return;  // already draining or finishing
   const char* abbrev = sig > 0 && sig < NSIG ? ::sigabbrev_np(sig) : nullptr;
   const std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
   fail(exitStatusFor(Errc::node_lost),

@@ -49,9 +49,10 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   auto hosts = resolveNodes(src, env);
   if (!hosts) return tl::unexpected(hosts.error());
   // Nodes a restart left out (launcher/restart_policy.h) are no longer candidates.
-  std::erase_if(*hosts, [&](const HostEntry& h) {
-    return std::find(spec.dropped_nodes.begin(), spec.dropped_nodes.end(), h.name) != spec.dropped_nodes.end();
-  });
+  const auto dropped = [&spec](const std::string& name) {
+    return std::find(spec.dropped_nodes.begin(), spec.dropped_nodes.end(), name) != spec.dropped_nodes.end();
+  };
+  std::erase_if(*hosts, [&](const HostEntry& h) { return dropped(h.name); });
   JobSpec sized = spec;  // --nnodes MIN:MAX given fewer than MAX nodes: as many as there are
   if (spec.min_nodes > 0 && !hosts->empty() && static_cast<int>(hosts->size()) < spec.nodes &&
       static_cast<int>(hosts->size()) >= std::min(spec.min_nodes, spec.nodes))
@@ -100,8 +101,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       // A simulated node a restart dropped is replaced by the next name, as a spare would be.
       for (int i = 0; static_cast<int>(chosen.size()) < n; ++i) {
         std::string name = "local" + std::to_string(i);
-        if (std::find(spec.dropped_nodes.begin(), spec.dropped_nodes.end(), name) == spec.dropped_nodes.end())
-          chosen.push_back(HostEntry{std::move(name), -1, {}, {}, {}});
+        if (!dropped(name)) chosen.push_back(HostEntry{std::move(name), -1, {}, {}, {}});
       }
     } else {
       auto sel = selectNodes(*hosts, want_nodes, layout->ranks_per_node);
