@@ -9,6 +9,7 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/split_starter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/gpu_choice.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/job_plan.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/plan/plan_render.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/plan_binding.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/rank_env_builder.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/plan_network.cc

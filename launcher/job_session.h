@@ -92,7 +92,6 @@ class JobSession {
   std::vector<NodeReport> reports() const;
   void planAndPrepare();
   void startRanks();
-  static std::string banner(const JobPlan& plan, const JobSpec& spec);
   void onRankExit(Link& link, const Json& msg);
   void onPmixMessage(Link& link, const std::string& type, Json&& msg);
   void sendToNode(int node, const Json& msg);

@@ -9,8 +9,7 @@ namespace tlaunch {
 void JobSession::startNcclCheck() {
   const auto mode = nccl::parseCheckMode(cfg_.spec.nccl_check);
   if (!mode || *mode == nccl::CheckMode::off || !plan_) return;
-  const Json network = plan_->details.contains("network") ? plan_->details["network"] : Json();
-  nccl::Expectation expected = nccl::expectationFromNetwork(network);
+  nccl::Expectation expected = nccl::expectationFromNetwork(plan_->network ? &*plan_->network : nullptr);
   // Each rank is held to its own node's interface (names may differ between nodes).
   if (expected.ifnames.size() == plan_->nodes.size()) {
     expected.rank_ifnames.assign(static_cast<size_t>(plan_->world_size), "");

@@ -18,6 +18,8 @@
 #include "launcher/cross_node_preflight.h"
 #include "launcher/job_inspector.h"
 #include "launcher/nccl/nccl_job_check.h"
+#include "launcher/plan/plan_render.h"
+#include "binding/topology/binding_manifest.h"
 #include "launcher/phase_timing.h"
 #include "launcher/pmix_collectives.h"
 #include "launcher/pmix_directory.h"
@@ -121,10 +123,9 @@ void JobSession::planAndPrepare() {
     finish(JobEvent::all_exited);  // the plan was the job
     return;
   }
-  if (!cfg_.spec.quiet) out_.note(banner(*plan_, cfg_.spec));
+  if (!cfg_.spec.quiet) out_.note(renderBanner(*plan_, cfg_.spec));
   if (cfg_.spec.report_bindings) {
-    out_.note("binding manifest (fingerprint " + getString(plan_->details, "fingerprint") + "):\n" +
-              plan_->manifest_table);
+    out_.note("binding manifest (fingerprint " + plan_->fingerprint + "):\n" + renderManifestTable(plan_->manifest));
   }
   for (const auto& n : plan_->nodes)
     for (const auto& r : n.ranks) out_.setRankNode(r.rank, n.node_name);
@@ -140,46 +141,6 @@ void JobSession::planAndPrepare() {
   prepare_sent_at_ = Clock::now();
   for (size_t i = 0; i < links_.size(); ++i)
     links_[i]->conn->send({{"t", "prepare"}, {"launch", nodeLaunchToJson(plan_->nodes[i])}});
-}
-
-std::string JobSession::banner(const JobPlan& plan, const JobSpec& spec) {
-  // One line when all is well; the network decision per node (at most 4 shown) and any
-  // preflight warnings otherwise worth reading before GPU hours are spent.
-  std::string text = "job " + plan.job_id + ": " + std::to_string(plan.nodes.size()) + " node(s) x " +
-                     std::to_string(plan.ranks_per_node) + " rank(s)" +
-                     (plan.ranks_source.empty() ? "" : " (" + plan.ranks_source + ")") + ", MASTER_ADDR " + plan.master_addr + ":" +
-                     std::to_string(plan.master_port);
-  if (plan.details.contains("fingerprint")) text += ", binding " + plan.details["fingerprint"].get<std::string>();
-  // Variables from DeepSpeed's environment files: named, since a forgotten ~/.deepspeed_env surprises.
-  if (plan.details.contains("exports")) {
-    std::string files;
-    int count = 0;
-    for (const auto& e : plan.details["exports"]) {
-      const std::string src = e["source"].get<std::string>();
-      const auto colon = src.rfind(':');
-      if (src == "-x" || colon == std::string::npos) continue;
-      ++count;
-      const std::string file = src.substr(0, colon);
-      if (files.find(file) == std::string::npos) files += (files.empty() ? "" : ", ") + file;
-    }
-    if (count > 0)
-      text += "\nenvironment files: " + files + " (" + std::to_string(count) + " variable(s); --dry-run lists them)";
-  }
-  if (!plan.loopback && !plan.network_summary.empty()) {
-    text += "\n" + plan.network_summary;
-    const size_t shown = std::min<size_t>(plan.network_nodes.size(), 4);
-    for (size_t i = 0; i < shown; ++i) text += plan.network_nodes[i];
-    if (plan.network_nodes.size() > shown)
-      text += "  ... (" + std::to_string(plan.nodes.size() - 4) + " more nodes: tlaunch --dry-run shows all)\n";
-    else
-      for (const auto& note : plan.network_notes) text += note;
-  }
-  if (spec.preflight != PreflightMode::off && !plan.preflight_text.empty() && (!plan.loopback || plan.preflight_news)) {
-    if (text.back() != '\n') text += "\n";
-    text += plan.preflight_text;
-  }
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  return text;
 }
 
 void JobSession::startRanks() {

@@ -4,13 +4,11 @@
 
 namespace tlaunch::nccl {
 
-Expectation expectationFromNetwork(const nlohmann::json& network) {
+Expectation expectationFromNetwork(const NetworkChoice* network) {
   Expectation e;
-  if (!network.is_object()) return e;
-  e.rdma = network.value("rdma", false);
-  if (auto nodes = network.find("nodes"); nodes != network.end() && nodes->is_array())
-    for (const auto& n : *nodes)
-      if (n.is_object() && n.contains("ifname") && n["ifname"].is_string()) e.ifnames.push_back(n["ifname"]);
+  if (network == nullptr) return e;
+  e.rdma = network->rdma;
+  for (const auto& n : network->nodes) e.ifnames.push_back(n.ifname);
   return e;
 }
 

@@ -7,13 +7,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "binding/fabric/network_choice.h"
 #include "launcher/nccl/nccl_check.h"
 #include "launcher/nccl/nccl_state.h"
 
 namespace tlaunch::nccl {
 
-// From the plan's network section (plan.details["network"]): RDMA expected, interfaces chosen.
-Expectation expectationFromNetwork(const nlohmann::json& network);
+// From the plan's network choice: RDMA expected, each node's interface. nullptr (loopback, no
+// network chosen): nothing expected.
+Expectation expectationFromNetwork(const NetworkChoice* network);
 
 class JobCheck {
  public:

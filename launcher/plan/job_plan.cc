@@ -183,89 +183,11 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     }
   }
   // What the user exported (-x, --mca, --master-*, DeepSpeed's env files), for --dry-run.
-  Json exports = Json::array();
   for (const auto& [name, v] : ctx.user_env)
-    if (v.source != "environment") exports.push_back({{"name", name}, {"value", v.value}, {"source", v.source}});
-  if (!exports.empty()) plan.details["exports"] = exports;
+    if (v.source != "environment") plan.exports.push_back({name, v.value, v.source});
   if (*network) applyNetworkEnv(**network, ctx, plan);
-  else {
-    plan.loopback = true;
-    plan.network_text = plan.network_summary = "network: loopback (every node is this host)\n";
-  }
   buildEnvironments(*network ? &**network : nullptr, ctx, plan);
   return plan;
-}
-
-namespace {
-
-// "K=V" entries as an object; a later entry for the same name wins, as in the rank's environment.
-Json envObject(const std::vector<std::string>& env) {
-  Json out = Json::object();
-  for (const auto& kv : env) {
-    const size_t eq = kv.find('=');
-    out[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
-  }
-  return out;
-}
-
-// What tlaunchd adds to every rank's environment at fork time (rank_env_builder.h), and
-// MASTER_PORT when no node chose it yet (--offline).
-Json addedAtFork(const JobPlan& plan) {
-  Json out = Json::array();
-  for (const auto& v : daemonAddedVariables()) out.push_back({{"name", v.name}, {"why", v.why}});
-  if (plan.master_port == 0)
-    out.push_back({{"name", "MASTER_PORT"}, {"why", "to be decided: a free port on rank 0's node, chosen when it reports"}});
-  return out;
-}
-
-}  // namespace
-
-Json planToJson(const JobPlan& plan) {
-  Json nodes = Json::array();
-  for (const auto& n : plan.nodes) {
-    Json ranks = Json::array();
-    for (const auto& r : n.ranks)
-      ranks.push_back({{"rank", r.rank}, {"local_rank", r.local_rank}, {"env", envObject(r.env)}});
-    // A rank's environment: base_env (inherited and -x), its env over it, then env_added_at_fork.
-    nodes.push_back({{"node", n.node_name}, {"base_env", envObject(n.base_env)}, {"ranks", ranks}});
-  }
-  Json j = {{"job_id", plan.job_id},
-            {"world_size", plan.world_size},
-            {"ranks_per_node", plan.ranks_per_node},
-            {"ranks_per_node_from", plan.ranks_source},
-            {"master_addr", plan.master_addr},
-            {"master_port", plan.master_port},
-            {"nodes", nodes},
-            {"env_added_at_fork", addedAtFork(plan)},
-            {"warnings", plan.warnings}};
-  for (auto it = plan.details.begin(); it != plan.details.end(); ++it) j[it.key()] = it.value();
-  return j;
-}
-
-std::string renderPlanText(const JobPlan& plan) {
-  std::string out = "job " + plan.job_id + ": " + std::to_string(plan.nodes.size()) + " node(s) x " +
-                    std::to_string(plan.ranks_per_node) + " rank(s)" +
-                    (plan.nodes.empty() || static_cast<int>(plan.nodes.back().ranks.size()) == plan.ranks_per_node
-                         ? ""
-                         : " (" + std::to_string(plan.nodes.back().ranks.size()) + " on the last)") +
-                    ", world size " + std::to_string(plan.world_size) +
-                    "\nranks per node: " + std::to_string(plan.ranks_per_node) + " (" + plan.ranks_source + ")" +
-                    "\nMASTER_ADDR=" + plan.master_addr + " MASTER_PORT=" + std::to_string(plan.master_port) + "\n";
-  if (plan.details.contains("exports")) {
-    out += "exported to every rank (yours win over tlaunch's values):\n";
-    for (const auto& e : plan.details["exports"])
-      out += "    " + e["name"].get<std::string>() + "=" + e["value"].get<std::string>() + "  (" +
-             e["source"].get<std::string>() + ")\n";
-  }
-  for (const auto& n : plan.nodes) {
-    out += "node " + n.node_name + ": ranks ";
-    out += std::to_string(n.ranks.front().rank) + "-" + std::to_string(n.ranks.back().rank) + "\n";
-  }
-  out += plan.network_text + plan.preflight_text;
-  if (plan.details.contains("fingerprint"))
-    out += "binding (fingerprint " + plan.details["fingerprint"].get<std::string>() + "):\n" + plan.manifest_table;
-  for (const auto& w : plan.warnings) out += "warning: " + w + "\n";
-  return out;
 }
 
 }  // namespace tlaunch

@@ -1,12 +1,15 @@
 #pragma once
 // The plan: a pure function of (what the user asked, what the nodes reported) → exactly what
 // every daemon runs. Same inputs give the same plan, byte for byte.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "binding/preflight/preflight_item.h"
 #include "binding/topology/binding_manifest.h"
+#include "binding/fabric/fabric_env.h"
+#include "binding/fabric/network_choice.h"
 #include "binding/fabric/user_env.h"
 #include "bootstrap/message.h"
 #include "launcher/job_spec.h"
@@ -41,7 +44,16 @@ struct PlanContext {
   std::string ranks_source;            // why this many ranks per node ("-p 2", "slots=8 in --hostfile")
 };
 
-struct JobPlan {  // NOLINT(bugprone-exception-escape): clang-tidy 14 cannot see json's noexcept move
+// A variable the user exported (-x, --mca, --master-*, DeepSpeed's environment files).
+struct ExportedVar {
+  std::string name;
+  std::string value;
+  std::string source;  // "-x", "--mca", "/home/u/.deepspeed_env:3"
+};
+
+// Typed throughout: the banner, --dry-run (text and --json) and the NCCL check render or read
+// these fields (launcher/plan/plan_render.h); nothing is parsed back from display text.
+struct JobPlan {
   std::string job_id;
   int world_size = 0;
   int ranks_per_node = 0;
@@ -50,17 +62,13 @@ struct JobPlan {  // NOLINT(bugprone-exception-escape): clang-tidy 14 cannot see
   int master_port = 0;
   std::vector<NodeLaunch> nodes;
   std::vector<std::string> warnings;
-  Json details;  // the parts --dry-run shows (network, binding manifest, preflight)
-  std::string manifest_table;  // --report-bindings
-  std::string network_text;    // the per-node network decision for --dry-run: the fields below, joined
-  bool loopback = false;                // no network chosen: every node is this host
-  std::string network_summary;          // "network: ... on <cidr>, MASTER_ADDR ...\n"
-  std::vector<std::string> network_nodes;  // per node: its interface line and its variables
-  std::vector<std::string> network_notes;  // "  note: ...\n"
-  std::string preflight_text;  // table of non-passing checks, or the one-line summary
-  bool preflight_news = false; // preflight_text is a table: some check warned or failed
+  std::vector<ExportedVar> exports;
+  std::optional<NetworkChoice> network;  // none: every node is this host (loopback)
+  // Per node: the fabric variables of its first rank, with who wins (the user or the choice).
+  std::vector<std::vector<EnvSetting>> network_env;
   std::vector<PreflightItem> preflight_items;
   std::vector<ManifestRow> manifest;  // the binding: one row per rank, by rank
+  std::string fingerprint;            // of the manifest ("" when no node was bound)
   struct NodeGpus {
     bool gpu_ranks = false;    // the node's ranks drive GPUs
     std::string visible_gpus;  // CUDA_VISIBLE_DEVICES when a GPU list narrows them, else ""
@@ -70,8 +78,5 @@ struct JobPlan {  // NOLINT(bugprone-exception-escape): clang-tidy 14 cannot see
 
 Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& nodes, const PlanContext& ctx);
 
-// --dry-run output.
-std::string renderPlanText(const JobPlan& plan);
-Json planToJson(const JobPlan& plan);
 
 }  // namespace tlaunch

@@ -8,6 +8,7 @@
 #include "binding/topology/topology_json.h"
 #include "launcher/job_environment.h"
 #include "launcher/plan/job_plan.h"
+#include "launcher/plan/plan_render.h"
 #include "launcher/job_setup.h"
 #include "bootstrap/error_text.h"
 

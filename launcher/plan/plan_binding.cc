@@ -79,9 +79,7 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
     }
   }
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
-  plan.details["ranks"] = manifestToJson(rows);
-  plan.details["fingerprint"] = manifestFingerprint(rows);
-  plan.manifest_table = renderManifestTable(rows);
+  plan.fingerprint = manifestFingerprint(rows);
   plan.manifest = std::move(rows);
   return {};
 }

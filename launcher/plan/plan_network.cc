@@ -1,7 +1,6 @@
 #include "launcher/plan/plan_network.h"
 
 #include "binding/fabric/fabric_env.h"
-#include "binding/fabric/fabric_json.h"
 #include "binding/fabric/ipv4_net.h"
 
 namespace tlaunch {
@@ -104,47 +103,18 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
 }
 
 void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPlan& plan) {
-  Json per_node = Json::array();
-  plan.network_summary = "network: " + std::string(netKindName(choice.kind)) + " on " + choice.cidr +
-                         (choice.rdma ? " (RDMA)" : "") + ", MASTER_ADDR " + choice.master_addr + "\n";
+  plan.network_env.assign(plan.nodes.size(), {});
   for (size_t i = 0; i < plan.nodes.size() && i < choice.nodes.size(); ++i) {
-    const NodeNetChoice& nc = choice.nodes[i];
-    Json node_env = Json::array();
-    std::string shown;
-    // Shown for the node's first rank (UCX_NET_DEVICES differs per rank: its nearest HCA); the
+    // Kept for the node's first rank (UCX_NET_DEVICES differs per rank: its nearest HCA); the
     // ranks' variables themselves come from the rank environment builder.
-    if (!plan.nodes[i].ranks.empty()) {
-      const int first = plan.nodes[i].ranks.front().rank;
-      std::string hca;
-      for (const auto& row : plan.manifest)
-        if (row.rank == first && row.binding.hca) hca = *row.binding.hca;
-      for (const auto& s : fabricEnv(choice, i, ctx.user_env, hca)) {
-        node_env.push_back({{"name", s.name},
-                            {"value", s.value},
-                            {"source", s.source},
-                            {"overridden_by_user", s.overridden_by_user},
-                            {"user_value", s.user_value},
-                            {"user_source", s.user_source},
-                            {"effective", s.effective()}});
-        shown += "    " + s.name + "=" + s.value;
-        if (s.overridden_by_user)
-          shown += "  (yours wins: " + (s.user_value.empty() ? "unset" : s.user_value) + " from " + s.user_source + ")";
-        if (!s.conflict.empty()) shown += "  WARNING: " + s.conflict;
-        shown += "\n";
-      }
-    }
-    plan.network_nodes.push_back("  " + nc.node + ": " + nc.ifname + " " + nc.ipv4 + "/" + std::to_string(nc.prefix) +
-                                 (nc.port.empty() ? "" : " on " + nc.port) +
-                                 (nc.hca_ports.empty() ? "" : ", data ports " + joinHcaPorts(nc)) + "\n" + shown);
-    per_node.push_back({{"node", nc.node}, {"env", node_env}});
+    if (plan.nodes[i].ranks.empty()) continue;
+    const int first = plan.nodes[i].ranks.front().rank;
+    std::string hca;
+    for (const auto& row : plan.manifest)
+      if (row.rank == first && row.binding.hca) hca = *row.binding.hca;
+    plan.network_env[i] = fabricEnv(choice, i, ctx.user_env, hca);
   }
-  for (const auto& note : choice.notes) plan.network_notes.push_back("  note: " + note + "\n");
-  plan.network_text = plan.network_summary;
-  for (const auto& n : plan.network_nodes) plan.network_text += n;
-  for (const auto& n : plan.network_notes) plan.network_text += n;
-  Json j = networkChoiceToJson(choice);
-  j["env"] = per_node;
-  plan.details["network"] = j;
+  plan.network = choice;
 }
 
 std::vector<std::vector<ReachTarget>> reachabilityTargets(const JobSpec& spec, const std::vector<NodeReport>& nodes,

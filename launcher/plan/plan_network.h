@@ -23,8 +23,8 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
 // --net auto on a cluster where no node has an RDMA device: the job runs over TCP (not refused).
 bool plainEthernet(const JobSpec& spec, const RdmaPresence& rdma);
 
-// The network section of plan.details and plan.network_text: each node's interface and the
-// fabric variables of its first rank (after planBindings: its HCA is in plan.manifest).
+// plan.network and plan.network_env: the choice and the fabric variables of each node's first
+// rank (after planBindings: its HCA is in plan.manifest).
 void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPlan& plan);
 
 // The peers each node probes before any rank starts (--check-reachability): the next node

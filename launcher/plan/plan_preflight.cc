@@ -35,6 +35,17 @@ std::vector<PreflightItem> collectPreflight(const std::vector<NodeReport>& nodes
   return all;
 }
 
+std::vector<PreflightItem> notablePreflight(const std::vector<PreflightItem>& items) {
+  std::set<std::string> notable_nodes;
+  for (const auto& i : items)
+    if (i.status == PreflightStatus::warn || i.status == PreflightStatus::fail) notable_nodes.insert(i.node);
+  std::vector<PreflightItem> notable;
+  // Every check of a node that has something to say, so its counts are right.
+  for (const auto& i : items)
+    if (notable_nodes.count(i.node) && i.status != PreflightStatus::skip) notable.push_back(i);
+  return notable;
+}
+
 Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport>& nodes, JobPlan& plan,
                                const std::vector<PreflightItem>& measured) {
   if (spec.preflight == PreflightMode::off) return {};
@@ -57,24 +68,15 @@ Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport
       i.status = PreflightStatus::skip;
     }
   }
-  plan.details["preflight"] = preflightToJson(items);
-  std::vector<PreflightItem> notable;
-  std::set<std::string> failed_nodes, notable_nodes;
+  std::set<std::string> failed_nodes;
   for (const auto& i : items)
-    if (i.status == PreflightStatus::warn || i.status == PreflightStatus::fail) notable_nodes.insert(i.node);
-  for (const auto& i : items) {
-    // Every check of a node that has something to say, so its counts are right.
-    if (notable_nodes.count(i.node) && i.status != PreflightStatus::skip) notable.push_back(i);
     if (i.status == PreflightStatus::fail || (spec.preflight_strict && i.status == PreflightStatus::warn))
       failed_nodes.insert(i.node.empty() ? "all nodes" : i.node);
-  }
   plan.preflight_items = items;
-  plan.preflight_news = !notable.empty();
-  plan.preflight_text = notable.empty() ? "preflight: " + preflightSummary(items) + "\n" : renderPreflightTable(notable);
   if (failed_nodes.empty()) return {};
   std::string names;
   for (const auto& n : failed_nodes) names += (names.empty() ? "" : ", ") + n;
-  return fail(Errc::preflight, "preflight failed on " + names + "; no rank was started\n" + renderPreflightTable(notable),
+  return fail(Errc::preflight, "preflight failed on " + names + "; no rank was started\n" + renderPreflightTable(notablePreflight(items)),
               "fix what the table says, leave the node out (--exclude), or skip the checks with --preflight=off");
 }
 

@@ -11,8 +11,11 @@ namespace tlaunch {
 // cross-node tests, e.g. the RDMA write test between neighbours).
 std::vector<PreflightItem> collectPreflight(const std::vector<NodeReport>& nodes,
                                             const std::vector<PreflightItem>& measured = {});
-// Fills plan.details["preflight"] and plan.preflight_text; an error (Errc::preflight) when a
-// check failed, or warned with --preflight-strict.
+// Fills plan.preflight_items; an error (Errc::preflight) when a check failed, or warned with
+// --preflight-strict.
+// The checks worth showing: every non-skipped check of each node where one warned or failed.
+std::vector<PreflightItem> notablePreflight(const std::vector<PreflightItem>& items);
+
 Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport>& nodes, JobPlan& plan,
                                const std::vector<PreflightItem>& measured = {});
 

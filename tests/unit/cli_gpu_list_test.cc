@@ -8,6 +8,7 @@
 #include "bootstrap/rank_env.h"
 #include "launcher/job_setup.h"
 #include "launcher/plan/job_plan.h"
+#include "launcher/plan/plan_render.h"
 
 using namespace tlaunch;
 
@@ -48,7 +49,8 @@ PlanContext context(std::vector<GpuList> lists) {
 // The manifest's column `key` for the ranks in order.
 std::vector<std::string> column(const JobPlan& plan, const char* key) {
   std::vector<std::string> out;
-  for (const auto& row : plan.details["ranks"]) out.push_back(row[key].is_string() ? row[key].get<std::string>() : row[key].dump());
+  const Json all = planToJson(plan);
+  for (const auto& row : all["ranks"]) out.push_back(row[key].is_string() ? row[key].get<std::string>() : row[key].dump());
   return out;
 }
 

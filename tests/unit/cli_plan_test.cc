@@ -14,6 +14,7 @@
 #include "bootstrap/inventory_codec.h"
 #include "bootstrap/rank_env.h"
 #include "launcher/plan/job_plan.h"
+#include "launcher/plan/plan_render.h"
 #include "launcher/job_setup.h"
 #include "launcher/plan/plan_preflight.h"
 
@@ -87,8 +88,9 @@ TEST_CASE("no RDMA on any node: TCP on the daemons' control network and RDMA che
   auto plan = makePlan(cpuJob(), plainNodes(), context());
   REQUIRE(plan);
   CHECK(plan->master_addr == "192.168.1.1");
-  CHECK(plan->details["network"]["cidr"] == "192.168.1.0/24");
-  CHECK(plan->network_text.find("no RDMA device on any node: the job runs over TCP on 192.168.1.0/24 (the daemons' "
+  REQUIRE(plan->network);
+  CHECK(plan->network->cidr == "192.168.1.0/24");
+  CHECK(renderNetwork(*plan).find("no RDMA device on any node: the job runs over TCP on 192.168.1.0/24 (the daemons' "
                                 "control network)") != std::string::npos);
   const PreflightItem* dev = item(*plan, "rdma_devices", "node1");
   REQUIRE(dev);
@@ -165,7 +167,7 @@ TEST_CASE("the user's MASTER_ADDR and MASTER_PORT win over tlaunch's as the dry 
         CHECK(kv.rfind("MASTER_ADDR=", 0) != 0);
         CHECK(kv.rfind("MASTER_PORT=", 0) != 0);
       }
-  CHECK(plan->network_text.find("MASTER_ADDR=192.168.1.1  (yours wins: 10.9.9.9 from -x)") != std::string::npos);
+  CHECK(renderNetwork(*plan).find("MASTER_ADDR=192.168.1.1  (yours wins: 10.9.9.9 from -x)") != std::string::npos);
   CHECK(renderPlanText(*plan).find("MASTER_ADDR=10.9.9.9 MASTER_PORT=12345") != std::string::npos);
   bool warned = false;
   for (const auto& w : plan->warnings)

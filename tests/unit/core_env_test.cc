@@ -8,6 +8,7 @@
 #include "daemon/rank_launches.h"
 #include "launcher/job_environment.h"
 #include "launcher/plan/job_plan.h"
+#include "launcher/plan/plan_render.h"
 #include "tlaunch/result.h"
 
 using namespace tlaunch;

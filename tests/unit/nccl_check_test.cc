@@ -101,11 +101,17 @@ TEST_CASE("nccl check: RDMA through a net plugin (AWS Libfabric) counts as RDMA"
   CHECK(decide(report, {true, {}, {}}, CheckMode::strict).action == Action::none);
 }
 
-TEST_CASE("nccl check: the plan's network section gives the expectation") {
-  auto e = expectationFromNetwork(nlohmann::json{{"rdma", true}, {"nodes", {{{"ifname", "ib0"}}, {{"ifname", "ib1"}}}}});
+TEST_CASE("nccl check: the plan's network choice gives the expectation") {
+  tlaunch::NetworkChoice choice;
+  choice.rdma = true;
+  choice.nodes.resize(2);
+  choice.nodes[0].ifname = "ib0";
+  choice.nodes[1].ifname = "ib1";
+  auto e = expectationFromNetwork(&choice);
   CHECK(e.rdma);
   CHECK(e.ifnames == std::vector<std::string>{"ib0", "ib1"});
-  CHECK_FALSE(expectationFromNetwork(nlohmann::json()).rdma);  // loopback: no network section
+  CHECK_FALSE(expectationFromNetwork(nullptr).rdma);  // loopback: no network chosen
+  CHECK(expectationFromNetwork(nullptr).ifnames.empty());
 }
 
 TEST_CASE("nccl check: the frontend decides once every rank has reported, each rank once") {
