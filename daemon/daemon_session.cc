@@ -83,49 +83,7 @@ void DaemonSession::onMessage(Json&& msg) {
     frontendLost("protocol error");
     return;
   }
-  if (t == "ping") return;
-  if (t == "credit") {
-    if (output_) output_->credit(static_cast<size_t>(std::max(0LL, getInt(msg, "n"))));
-    return;
-  }
-  if (t == "config") return handleConfig(msg);
-  if (t == "prepare") return handlePrepare(msg);
-  if (t == "start") return handleStart();
-  if (t == "signal") {
-    if (ranks_) {
-      const int sig = static_cast<int>(getInt(msg, "sig", SIGTERM));
-      if (msg.contains("ranks") && msg["ranks"].is_array()) {  // PMIx_Job_control of some ranks
-        for (const auto& r : msg["ranks"])
-          if (r.is_number_integer()) ranks_->signalRank(r.get<int>(), sig);
-      } else {
-        ranks_->signalAll(sig, /*whole_group=*/sig == SIGKILL);
-      }
-    }
-    return;
-  }
-  if (t == "terminate") return handleTerminate(msg);
-  if (t == "stacks") return handleStacks(msg);
-  if (t == "status") return handleStatus(msg);
-  if (t == "stdin") {
-    if (ranks_) ranks_->writeStdin(static_cast<int>(getInt(msg, "r")), bytesOf(msg["d"]));
-    return;
-  }
-  if (t == "stdin_eof") {
-    if (ranks_) ranks_->closeStdin(static_cast<int>(getInt(msg, "r")));
-    return;
-  }
-  if (t == "fence_done" || t == "dmodex_serve" || t == "dmodex_done" || t == "pub_done" || t == "lookup_done" ||
-      t == "unpub_done" || t == "coll_done" || t == "jobctl_done" || t == "rank_failed") {
-    if (pmix_) pmix_->onMessage(t, msg);
-    return;
-  }
-  if (t == "shutdown") {
-    shutdown(0);
-    return;
-  }
-  if (isRdmaStage(t)) return handleRdmaStage(std::move(msg));
-  if (t == "reach") return handleReach(msg);
-  spdlog::warn("ignoring unknown message '{}' from the frontend", t);
+  if (!router_.route(std::move(msg))) spdlog::warn("ignoring unknown message '{}' from the frontend", t);
 }
 
 void DaemonSession::handleChallenge(const Json& msg) {

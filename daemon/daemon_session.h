@@ -11,6 +11,7 @@
 #include <asio.hpp>
 
 #include "bootstrap/connection.h"
+#include "bootstrap/message_router.h"
 #include "daemon/nccl_watch_set.h"
 #include "daemon/pmix_bridge.h"
 #include "daemon/rank_status.h"
@@ -46,7 +47,10 @@ class DaemonSession {
 
  private:
   void connect(int attempt);
+  using Router = MessageRouter<>;
+  Router makeRouter();  // daemon/daemon_session_routes.cc: every frontend-to-daemon message
   void onMessage(Json&& msg);
+  void handleSignalRanks(const Json& msg);
   void onClose(const std::string& reason);
   void handleChallenge(const Json& msg);
   void handleWelcome(const Json& msg);
@@ -70,6 +74,7 @@ class DaemonSession {
 
   asio::io_context& io_;
   DaemonOptions opts_;
+  const Router router_ = makeRouter();
   std::shared_ptr<Connection> conn_;
   asio::ip::tcp::acceptor probe_acceptor_;
   std::string server_nonce_, client_nonce_;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "bootstrap/spawn.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
@@ -38,19 +39,17 @@ std::string joinPath(const std::string& dir, const std::string& name) {
 
 Result<std::string> resolveProgram(const std::string& program, const std::string& path, const std::string& cwd,
                                    const std::string& node_name) {
-  if (program.empty()) return fail(Errc::usage, "no program given", "put the program after '--'");
+  if (program.empty()) return diagnostic(Errc::usage, "program-not-given");
   int err = 0;
   if (program.find('/') != std::string::npos) {
     std::string full = program[0] == '/' ? program : joinPath(cwd, program);
     if (isExecutableFile(full, err)) return program;
     if (err == ENOENT || err == ENOTDIR) {
-      return fail(Errc::program_missing, "program '" + program + "' does not exist on node " + node_name +
-                                             (program[0] == '/' ? "" : " (in " + cwd + ")"),
-                  "check the path, or that the file system holding it is mounted on that node");
+      return diagnostic(Errc::program_missing, "program-path-missing",
+                        {{"program", program}, {"node", node_name}, {"where", program[0] == '/' ? "" : " (in " + cwd + ")"}});
     }
-    return fail(Errc::program_not_executable,
-                "program '" + program + "' on node " + node_name + " cannot be executed: " + std::strerror(err),
-                "chmod +x it, or run it through its interpreter (e.g. python3 " + program + ")");
+    return diagnostic(Errc::program_not_executable, "program-path-not-executable",
+                      {{"program", program}, {"node", node_name}, {"reason", std::strerror(err)}});
   }
   bool saw_non_exec = false;
   size_t start = 0;
@@ -65,12 +64,10 @@ Result<std::string> resolveProgram(const std::string& program, const std::string
     start = colon + 1;
   }
   if (saw_non_exec) {
-    return fail(Errc::program_not_executable,
-                "program '" + program + "' was found on node " + node_name + " but is not executable",
-                "chmod +x it");
+    return diagnostic(Errc::program_not_executable, "program-found-not-executable",
+                      {{"program", program}, {"node", node_name}});
   }
-  return fail(Errc::program_missing, "program '" + program + "' not found on node " + node_name + " (PATH=" + path + ")",
-              "install it there, give its full path, or pass PATH with -x PATH");
+  return diagnostic(Errc::program_missing, "program-not-in-path", {{"program", program}, {"node", node_name}, {"path", path}});
 }
 
 namespace {

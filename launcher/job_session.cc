@@ -31,8 +31,6 @@
 
 namespace tlaunch {
 
-using Clock = std::chrono::steady_clock;
-
 JobSession::JobSession(asio::io_context& io, SessionConfig config, std::unique_ptr<DaemonStarter> starter,
                        OutputSink& out)
     : io_(io),
@@ -119,72 +117,6 @@ JobOutcome JobSession::run() {
   out_.setDrained({});
   starter_->stop(5000);  // daemons exit on their own after "shutdown"; this is for stragglers
   return outcome_;
-}
-
-void JobSession::onLinkMessage(Link& link, Json&& msg) {
-  link.last_heard = Clock::now();
-  const std::string t = msg["t"].get<std::string>();
-  if (t == "ping") return;
-  if (t == "stdin_credit") {
-    if (stdin_) stdin_->grant(static_cast<size_t>(std::max(0LL, getInt(msg, "n"))));
-    return;
-  }
-  if (t == "exit") return onRankExit(link, msg);
-  if (t == "signalled") return onDaemonSignalled(link, static_cast<int>(getInt(msg, "sig", 0)));
-  if (t == "nccl") return onNcclSummary(msg);
-  if (t == "pmix_client") {
-    pmix_clients_ = true;
-    return;
-  }
-  if (t == "stacks_report" || t == "status_report") {
-    if (inspector_) inspector_->onReport(link.index, std::move(msg));
-    return;
-  }
-  if (t == "fence" || t == "dmodex_req" || t == "dmodex_resp" || t == "abort") return onPmixMessage(link, t, std::move(msg));
-  if (t == "pub" || t == "lookup" || t == "unpub") return pmix_directory_->onMessage(link.index, t, msg);
-  if (t == "coll") return pmix_collectives_->onMessage(link.index, msg);
-  if (t == "jobctl")
-    return routeJobControl(link.index, msg, static_cast<int>(links_.size()), [this](int r) { return nodeOfRank(r); },
-                           [this](int node, const Json& m) { sendToNode(node, m); });
-  if (t == "inventory") return onInventory(link, msg["inv"]);
-  if (t.rfind("rdma_", 0) == 0 || t == "reached") return onCrossNodeMessage(link, msg);
-  if (t == "prepared") {
-    link.prepared = true;
-    link.prepared_at = Clock::now();
-    if (phase_ == Phase::preparing &&
-        std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->prepared; }))
-      startRanks();
-    return;
-  }
-  if (t == "prepare_failed" || t == "start_failed") {
-    auto code = static_cast<Errc>(getInt(msg, "code", static_cast<int>(Errc::internal)));
-    fail(exitStatusFor(code), describeError({code, getString(msg, "message"), getString(msg, "hint")}));
-    return;
-  }
-  if (t == "started") {
-    if (cfg_.spec.verbose && msg.contains("containment")) out_.note("node " + link.name + ": " + getString(msg, "containment"));
-    link.started = true;
-    link.started_at = Clock::now();
-    if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->started; }) &&
-        advance(JobEvent::all_started)) {
-      noteTimings("ranks started", start_sent_at_, &Link::started_at);
-      if (cfg_.spec.stdin_rank >= 0) forwardStdin();
-    }
-    return;
-  }
-  if (t == "all_exited") {
-    link.all_exited = true;
-    if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->all_exited; })) {
-      if (!failed_) finish(JobEvent::all_exited);
-      else if (teardown_at_) endEventGrace();  // nobody is left to read the event
-    }
-    return;
-  }
-  if (t == "drained") {
-    link.drained = true;
-    if (phase_ == Phase::draining && allDrained()) finish(JobEvent::all_drained);
-    return;
-  }
 }
 
 bool JobSession::advance(JobEvent event) {

@@ -12,6 +12,7 @@
 #include <asio.hpp>
 
 #include "bootstrap/connection.h"
+#include "bootstrap/message_router.h"
 #include "launcher/daemon_starter.h"
 #include "launcher/job_lifecycle.h"
 #include "launcher/plan/job_plan.h"
@@ -81,7 +82,12 @@ class JobSession {
   void accept();
   void challenge(std::shared_ptr<Connection> conn);
   void onPendingMessage(Pending* p, Json&& msg);
+  using Router = MessageRouter<Link&>;
+  Router makeRouter();  // launcher/job_session_routes.cc: every daemon-to-frontend message
   void onLinkMessage(Link& link, Json&& msg);
+  void onPrepared(Link& link);
+  void onStarted(Link& link, const Json& msg);
+  void onAllExited(Link& link);
   void onLinkClosed(Link& link, const std::string& reason);
   void onDaemonSignalled(const Link& link, int sig);
   void onInventory(Link& link, const Json& inv);
@@ -130,6 +136,7 @@ class JobSession {
   SessionConfig cfg_;
   std::unique_ptr<DaemonStarter> starter_;
   OutputSink& out_;
+  const Router router_ = makeRouter();
   // Lets the sink's writer thread post output credit only while the session's loop runs.
   struct CreditGate {
     std::mutex mu;

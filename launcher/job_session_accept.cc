@@ -29,8 +29,6 @@
 
 namespace tlaunch {
 
-using Clock = std::chrono::steady_clock;
-
 void JobSession::accept() {
   acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;

@@ -29,8 +29,6 @@
 
 namespace tlaunch {
 
-using Clock = std::chrono::steady_clock;
-
 void JobSession::watchSignals() {
   signals_.async_wait([this](const asio::error_code& ec, int sig) {
     if (ec) return;

@@ -13,10 +13,9 @@
 #include "launcher/pmix_collectives.h"
 #include "launcher/pmix_directory.h"
 #include "launcher/rank_failure_policy.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
-
-using Clock = std::chrono::steady_clock;
 
 void JobSession::onRankFailed(RankFailure f) {
   if (failed_ && !teardown_at_) return;  // teardown is under way: ranks die of it, no news
@@ -107,8 +106,7 @@ void JobSession::onLinkClosed(Link& link, const std::string& reason) {
   // its own explanation, it is the better one; tick() reports whichever comes first.
   if (!lost_node_) {
     lost_node_name_ = link.name;
-    lost_node_ = "lost node " + link.name + ": its tlaunchd went away (" + reason +
-                 "); the node may have died, or its daemon was killed";
+    lost_node_ = diagnosticError(Errc::node_lost, "node-lost", {{"node", link.name}, {"reason", reason}}).message;
     lost_deadline_ = Clock::now() + std::chrono::milliseconds(300);
   }
 }
@@ -119,10 +117,8 @@ void JobSession::onDaemonSignalled(const Link& link, int sig) {
   const char* abbrev = sig > 0 && sig < NSIG ? ::sigabbrev_np(sig) : nullptr;
   const std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
   fail(exitStatusFor(Errc::node_lost),
-       "node " + link.name + ": its tlaunchd received " + name +
-           " and ended its ranks (the Slurm job or step was cancelled or timed out, the node is shutting down, "
-           "or someone signalled the daemon)",
-       -1, {}, link.name);
+       diagnosticError(Errc::node_lost, "daemon-signalled", {{"node", link.name}, {"signal", name}}).message, -1, {},
+       link.name);
 }
 
 void JobSession::fail(int exit_code, std::string summary, int rank, std::vector<std::string> tail, std::string node,

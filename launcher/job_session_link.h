@@ -11,6 +11,8 @@
 
 namespace tlaunch {
 
+using Clock = std::chrono::steady_clock;  // the session's deadlines and timings
+
 struct JobSession::Link {
   int index = 0;
   std::string name;

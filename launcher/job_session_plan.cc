@@ -32,8 +32,6 @@
 
 namespace tlaunch {
 
-using Clock = std::chrono::steady_clock;
-
 void JobSession::onInventory(Link& link, const Json& inv) {
   link.reported_at = Clock::now();
   // Decoded once, here: the planner reads typed fields, and a report it cannot read names its node.

@@ -29,8 +29,6 @@
 
 namespace tlaunch {
 
-using Clock = std::chrono::steady_clock;
-
 void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) {
   if (type == "abort") {
     const int rank = static_cast<int>(getInt(msg, "r"));

@@ -7,6 +7,7 @@
 #include "launcher/hostlist.h"
 #include "launcher/node_source_detail.h"
 #include "tlaunch/strings.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
@@ -260,7 +261,7 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
     }
   }
   if (hosts.empty()) {
-    return fail(Errc::usage, "hostfile " + std::string(file_name) + " names no hosts", kHostfileHint);
+    return diagnostic(Errc::usage, "hostfile-no-hosts", {{"file", std::string(file_name)}, {"hint", kHostfileHint}});
   }
   return hosts;
 }
@@ -285,7 +286,7 @@ const char* describeOrigin(NodeOrigin origin) {
 Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
                                             const std::map<std::string, std::string>& env) {
   if (!trim(options.hosts).empty() && !options.hostfile_name.empty()) {
-    return fail(Errc::usage, "--hosts and --hostfile were both given", "use one of them; --include/--exclude select from either");
+    return diagnostic(Errc::usage, "hosts-and-hostfile");
   }
   Result<std::vector<HostEntry>> hosts;
   const NodeOrigin origin = nodeOrigin(options, env);
@@ -300,8 +301,7 @@ Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
       break;
     case NodeOrigin::none:
       if (!trim(options.include).empty() || !trim(options.exclude).empty()) {
-        return fail(Errc::usage, "--include/--exclude select among nodes, but no nodes were given",
-                    "give --hosts or --hostfile, or run inside a Slurm allocation");
+        return diagnostic(Errc::usage, "select-without-nodes");
       }
       return std::vector<HostEntry>{};
   }
@@ -309,8 +309,7 @@ Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
   std::set<std::string> seen;
   for (const auto& h : *hosts) {
     if (!seen.insert(asciiLower(h.name)).second) {
-      return fail(Errc::usage, h.name + " is listed twice in " + describeOrigin(origin),
-                  "give each node once; use slots (node:8) for more ranks on one node");
+      return diagnostic(Errc::usage, "node-listed-twice", {{"node", h.name}, {"origin", describeOrigin(origin)}});
     }
   }
   return applyIncludeExclude(std::move(*hosts), options.include, options.exclude);
@@ -319,17 +318,17 @@ Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
 Result<std::vector<HostEntry>> selectNodes(const std::vector<HostEntry>& hosts, int requested_nodes,
                                            int ranks_per_node) {
   if (requested_nodes < 0) {
-    return fail(Errc::usage, "-N " + std::to_string(requested_nodes) + " is not a node count", "give -N 1 or more");
+    return diagnostic(Errc::usage, "node-count-invalid", {{"count", std::to_string(requested_nodes)}});
   }
   if (ranks_per_node < 0) {
-    return fail(Errc::usage, "ranks per node " + std::to_string(ranks_per_node) + " is negative", "give -p/-g 1 or more");
+    return diagnostic(Errc::usage, "ranks-per-node-negative", {{"count", std::to_string(ranks_per_node)}});
   }
   if (hosts.empty()) return hosts;
   if (static_cast<size_t>(requested_nodes) > hosts.size()) {
-    return fail(Errc::usage,
-                "-N " + std::to_string(requested_nodes) + " asks for " + std::to_string(requested_nodes) +
-                    " nodes, but only " + std::to_string(hosts.size()) + " are available (" + listNames(hosts) + ")",
-                "ask for at most " + std::to_string(hosts.size()) + " nodes, or add hosts");
+    return diagnostic(Errc::usage, "nodes-short",
+                      {{"asked", std::to_string(requested_nodes)},
+                       {"available", std::to_string(hosts.size())},
+                       {"names", listNames(hosts)}});
   }
   const size_t count = requested_nodes == 0 ? hosts.size() : static_cast<size_t>(requested_nodes);
   std::vector<HostEntry> chosen(hosts.begin(), hosts.begin() + static_cast<long>(count));
@@ -339,13 +338,8 @@ Result<std::vector<HostEntry>> selectNodes(const std::vector<HostEntry>& hosts, 
       if (usable < 0 || usable >= ranks_per_node) continue;
       const std::string what = h.only_slots.empty() ? std::to_string(usable) + (usable == 1 ? " slot" : " slots")
                                                     : std::to_string(usable) + " usable slots after --include/--exclude";
-      return fail(Errc::usage,
-                  h.name + " has " + what + ", fewer than the " + std::to_string(ranks_per_node) +
-                      " ranks per node asked for (-p/-g " + std::to_string(ranks_per_node) + ")",
-                  "lower -p/-g, give " + h.name + " " + std::to_string(ranks_per_node) +
-                      " slots (hostfile '" + h.name + " slots=" + std::to_string(ranks_per_node) +
-                      "', --hosts " + h.name + ":" + std::to_string(ranks_per_node) +
-                      ", or Slurm --ntasks-per-node), or leave it out");
+      return diagnostic(Errc::usage, "slots-short",
+                        {{"node", h.name}, {"slots", what}, {"asked", std::to_string(ranks_per_node)}});
     }
   }
   return chosen;

@@ -11,6 +11,7 @@
 
 #include "launcher/shell_quote.h"
 #include "launcher/starter_support.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
@@ -218,12 +219,11 @@ Result<void> SshStarter::start(const std::vector<NodeTarget>& nodes, const Daemo
                                const std::string& secret) {
   if (!launches_.empty()) return fail(Errc::internal, "SshStarter::start called twice");
   if (options_.fanout < 1) {
-    return fail(Errc::usage, "--ssh-fanout must be at least 1 (got " + std::to_string(options_.fanout) + ")");
+    return diagnostic(Errc::usage, "ssh-fanout-invalid", {{"fanout", std::to_string(options_.fanout)}});
   }
   const char* path = std::getenv("PATH");
   if (!programInPath(options_.ssh_program, path ? path : "")) {
-    return fail(Errc::usage, "cannot run " + options_.ssh_program + ": not found in PATH on this host",
-                "install the OpenSSH client (openssh-client), or use --launcher slurm inside an allocation");
+    return diagnostic(Errc::usage, "ssh-missing", {{"ssh", options_.ssh_program}});
   }
   std::string control_dir;
   if (options_.reuse_connections) {

@@ -1,16 +1,11 @@
 #include "binding/fabric/fabric_discovery.h"
 
 #include <fcntl.h>
-#include <ifaddrs.h>
-#include <linux/if_packet.h>
-#include <net/if.h>
 #include <netinet/in.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -358,46 +353,6 @@ Result<NodeFabric> discoverFabric(const std::string& sysfsRoot, const std::vecto
   matchIpoib(fabric, deviceReal, netFacts);
   matchRoce(fabric, deviceReal, netFacts);
   return fabric;
-}
-
-Result<std::vector<LiveInterface>> listLiveInterfaces() {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0)
-    return fail(Errc::io, std::string("getifaddrs failed: ") + std::strerror(errno));
-  std::map<std::string, LiveInterface> byName;
-  for (ifaddrs* a = list; a; a = a->ifa_next) {
-    LiveInterface& iface = byName[a->ifa_name];
-    iface.name = a->ifa_name;
-    iface.up = (a->ifa_flags & IFF_UP) != 0;
-    iface.running = (a->ifa_flags & IFF_RUNNING) != 0;
-    iface.loopback = (a->ifa_flags & IFF_LOOPBACK) != 0;
-    if (!a->ifa_addr) continue;
-    if (a->ifa_addr->sa_family == AF_PACKET) {
-      iface.type = reinterpret_cast<const sockaddr_ll*>(a->ifa_addr)->sll_hatype;
-    } else if (a->ifa_addr->sa_family == AF_INET) {
-      auto addr = ntohl(reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr);
-      int prefix = 32;
-      if (a->ifa_netmask)
-        prefix = std::popcount(ntohl(reinterpret_cast<const sockaddr_in*>(a->ifa_netmask)->sin_addr.s_addr));
-      iface.ipv4.push_back(Ipv4Address{formatIpv4(addr), prefix});
-    }
-  }
-  freeifaddrs(list);
-
-  int sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  std::vector<LiveInterface> result;
-  for (auto& [name, iface] : byName) {
-    if (sock >= 0) {
-      ifreq request{};
-      std::strncpy(request.ifr_name, name.c_str(), IFNAMSIZ - 1);
-      if (::ioctl(sock, SIOCGIFMTU, &request) == 0) iface.mtu = request.ifr_mtu;
-    }
-    result.push_back(std::move(iface));
-  }
-  if (sock >= 0) ::close(sock);
-  std::sort(result.begin(), result.end(),
-            [](const LiveInterface& a, const LiveInterface& b) { return naturalLess(a.name, b.name); });
-  return result;
 }
 
 Result<NodeFabric> discoverNodeFabric(const std::string& sysfsRoot) {

@@ -7,6 +7,7 @@
 #include "binding/preflight/cross_node_checks.h"
 #include "binding/preflight/preflight_report.h"
 #include "launcher/plan/plan_network.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
@@ -76,8 +77,8 @@ Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport
   if (failed_nodes.empty()) return {};
   std::string names;
   for (const auto& n : failed_nodes) names += (names.empty() ? "" : ", ") + n;
-  return fail(Errc::preflight, "preflight failed on " + names + "; no rank was started\n" + renderPreflightTable(notablePreflight(items)),
-              "fix what the table says, leave the node out (--exclude), or skip the checks with --preflight=off");
+  return diagnostic(Errc::preflight, "preflight-failed",
+                    {{"nodes", names}, {"table", renderPreflightTable(notablePreflight(items))}});
 }
 
 }  // namespace tlaunch

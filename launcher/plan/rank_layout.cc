@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "launcher/cli_values.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
@@ -25,10 +26,8 @@ RankLayout fill(int n, int p, std::string source) {
 Result<RankLayout> checked(RankLayout l, int node_count) {
   if (node_count > 0 && l.ranks_per_node > 0 &&
       static_cast<long long>(node_count) * l.ranks_per_node > kMaxWorldSize)
-    return fail(Errc::usage,
-                num(node_count) + " nodes x " + num(l.ranks_per_node) + " ranks is more than " + num(kMaxWorldSize) +
-                    " ranks",
-                "tlaunch plans at most " + num(kMaxWorldSize) + " ranks per job");
+    return diagnostic(Errc::usage, "world-too-large",
+                      {{"nodes", num(node_count)}, {"per_node", num(l.ranks_per_node)}, {"max", num(kMaxWorldSize)}});
   return l;
 }
 
@@ -40,19 +39,17 @@ Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots
     const std::string flag = spec.gpus_per_node > 0 ? "-g" : "-p";
     RankLayout l = fill(n, given, "-n " + num(n) + " / " + flag + " " + num(given));
     if (spec.nodes > 0 && spec.nodes != l.nodes)
-      return fail(Errc::usage,
-                  "-n " + num(n) + " with " + flag + " " + num(given) + " makes " + num(l.nodes) + " nodes, but -N " +
-                      num(spec.nodes) + " was given",
-                  "give two of -n, -N and -p/-g");
+      return diagnostic(Errc::usage, "ranks-nodes-mismatch",
+                        {{"total", num(n)}, {"flag", flag}, {"per_node", num(given)}, {"made", num(l.nodes)},
+                         {"nodes", num(spec.nodes)}});
     return checked(l, l.nodes);
   }
   if (spec.nodes > 0) {
     RankLayout l = fill(n, ceilDiv(n, spec.nodes), "-n " + num(n) + " over -N " + num(spec.nodes));
     if (l.nodes != spec.nodes)
-      return fail(Errc::usage,
-                  "-n " + num(n) + " over -N " + num(spec.nodes) + " leaves " + num(spec.nodes - l.nodes) +
-                      " node(s) without a rank (" + num(l.ranks_per_node) + " per node on " + num(l.nodes) + ")",
-                  "give -N " + num(l.nodes) + ", or -n a multiple of " + num(spec.nodes));
+      return diagnostic(Errc::usage, "ranks-leave-nodes-empty",
+                        {{"total", num(n)}, {"nodes", num(spec.nodes)}, {"empty", num(spec.nodes - l.nodes)},
+                         {"per_node", num(l.ranks_per_node)}, {"used", num(l.nodes)}});
     return checked(l, l.nodes);
   }
   if (avail == 0) return checked(fill(n, n, "-n " + num(n) + " on one node"), 1);  // this host
@@ -60,16 +57,14 @@ Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots
     const int s = slots.front();
     RankLayout l = fill(n, std::min(n, s), "-n " + num(n) + " filling slots=" + num(s) + " (" + origin + ")");
     if (l.nodes > avail)
-      return fail(Errc::usage,
-                  "-n " + num(n) + " needs " + num(l.nodes) + " nodes of " + num(s) + " slots, but " + origin +
-                      " gives " + num(avail),
-                  "add nodes, or give -p to run more ranks per node than its slots");
+      return diagnostic(Errc::usage, "ranks-exceed-slots",
+                        {{"total", num(n)}, {"needed", num(l.nodes)}, {"slots", num(s)}, {"origin", origin},
+                         {"available", num(avail)}});
     for (int i = 0; i < l.nodes; ++i)
       if (slots[static_cast<size_t>(i)] != s)
-        return fail(Errc::usage,
-                    "-n " + num(n) + ": the nodes' slots differ (" + num(s) + " and " +
-                        num(slots[static_cast<size_t>(i)]) + " in " + origin + ")",
-                    "tlaunch runs the same number of ranks on every full node: give -p N (and -N)");
+        return diagnostic(Errc::usage, "ranks-slots-differ",
+                          {{"total", num(n)}, {"first", num(s)}, {"other", num(slots[static_cast<size_t>(i)])},
+                           {"origin", origin}});
     return l;
   }
   // No slots known: one rank per node up to the node count, else spread evenly.
@@ -96,9 +91,7 @@ Result<RankLayout> resolveRankLayout(const JobSpec& spec, const std::vector<int>
     if (slots[i] > 0) known.push_back(slots[i]);
   if (known.empty()) return l;  // one per GPU, else 1: when planning
   if (known.size() != used || std::any_of(known.begin(), known.end(), [&](int s) { return s != known.front(); }))
-    return fail(Errc::usage,
-                "the nodes' slots in " + slots_origin + " differ, so they cannot say how many ranks each node runs",
-                "tlaunch runs the same number of ranks on every node: give -p N (CPU ranks) or -g N (one per GPU)");
+    return diagnostic(Errc::usage, "slots-differ", {{"origin", slots_origin}});
   l.ranks_per_node = known.front();
   l.source = "slots=" + num(known.front()) + " in " + slots_origin;
   return checked(l, node_count);
@@ -110,10 +103,12 @@ Result<std::string> applyRankDefault(JobSpec& spec, const std::vector<int>& gpus
   auto same = [&](const std::vector<int>& counts, const char* what) -> Result<int> {
     for (size_t i = 1; i < counts.size(); ++i)
       if (counts[i] != counts.front())
-        return fail(Errc::usage,
-                    "nodes differ in " + std::string(what) + " (" + names.front() + " " + num(counts.front()) + ", " +
-                        names[i] + " " + num(counts[i]) + "), so one rank per " + what + " differs between nodes",
-                    "tlaunch runs the same number of ranks on every node: give -p N or -g N");
+        return diagnostic(Errc::usage, "nodes-differ-per-rank-unit",
+                          {{"what", what},
+                           {"first_node", names.front()},
+                           {"first_count", num(counts.front())},
+                           {"other_node", names[i]},
+                           {"other_count", num(counts[i])}});
     return counts.empty() ? 0 : counts.front();
   };
   const bool any_gpu = std::any_of(gpus.begin(), gpus.end(), [](int g) { return g > 0; });
@@ -124,8 +119,7 @@ Result<std::string> applyRankDefault(JobSpec& spec, const std::vector<int>& gpus
     return "--nproc-per-node " + word + ": one per core (" + num(spec.procs_per_node) + ")";
   }
   if (word == "gpu" && !any_gpu)
-    return fail(Errc::usage, "--nproc-per-node gpu: no GPU on " + (names.empty() ? std::string("the nodes") : names.front()),
-                "give --nproc-per-node N (or -p N) for CPU ranks");
+    return diagnostic(Errc::usage, "no-gpu-for-gpu-ranks", {{"node", names.empty() ? std::string("the nodes") : names.front()}});
   if (any_gpu) {
     auto g = same(gpus, "GPUs");
     if (!g) return tl::unexpected(g.error());

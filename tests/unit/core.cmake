@@ -20,4 +20,6 @@ tlaunch_add_unit_test(NAME core_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_spawn_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_inventory_codec_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_session_lifecycle_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_message_router_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_diagnostics_test.cc
   LIBS tlaunch_launcher tlaunch_daemon)

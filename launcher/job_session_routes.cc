@@ -1,0 +1,91 @@
+// What the frontend does with each message a daemon sends, as one table (bootstrap/
+// message_router.h): the types the protocol defines from daemon to frontend, and their handlers.
+#include <algorithm>
+
+#include "bootstrap/error_text.h"
+#include "launcher/job_inspector.h"
+#include "launcher/job_session.h"
+#include "launcher/job_session_link.h"
+#include "launcher/pmix_collectives.h"
+#include "launcher/pmix_directory.h"
+#include "launcher/pmix_job_control.h"
+#include "launcher/stdin_credit.h"
+
+namespace tlaunch {
+
+JobSession::Router JobSession::makeRouter() {
+  Router r;
+  r.on("ping", [](const std::string&, Json&&, Link&) {});  // last_heard is enough
+  r.on("stdin_credit", [this](const std::string&, Json&& m, Link&) {
+    if (stdin_) stdin_->grant(static_cast<size_t>(std::max(0LL, getInt(m, "n"))));
+  });
+  // The job's course: inventory, the cross-node tests, prepare, start, exits, drain.
+  r.on("inventory", [this](const std::string&, Json&& m, Link& l) { onInventory(l, m["inv"]); });
+  r.on("reached", [this](const std::string&, Json&& m, Link& l) { onCrossNodeMessage(l, m); });
+  r.onPrefix("rdma_", [this](const std::string&, Json&& m, Link& l) { onCrossNodeMessage(l, m); });
+  r.on("prepared", [this](const std::string&, Json&&, Link& l) { onPrepared(l); });
+  r.on({"prepare_failed", "start_failed"}, [this](const std::string&, Json&& m, Link&) {
+    const auto code = static_cast<Errc>(getInt(m, "code", static_cast<int>(Errc::internal)));
+    fail(exitStatusFor(code), describeError({code, getString(m, "message"), getString(m, "hint")}));
+  });
+  r.on("started", [this](const std::string&, Json&& m, Link& l) { onStarted(l, m); });
+  r.on("exit", [this](const std::string&, Json&& m, Link& l) { onRankExit(l, m); });
+  r.on("all_exited", [this](const std::string&, Json&&, Link& l) { onAllExited(l); });
+  r.on("drained", [this](const std::string&, Json&&, Link& l) {
+    l.drained = true;
+    if (phase_ == Phase::draining && allDrained()) finish(JobEvent::all_drained);
+  });
+  r.on("signalled", [this](const std::string&, Json&& m, Link& l) {
+    onDaemonSignalled(l, static_cast<int>(getInt(m, "sig", 0)));
+  });
+  // Reports: --nccl-check, `tlaunch stacks` / `tlaunch status`, PMIx clients.
+  r.on("nccl", [this](const std::string&, Json&& m, Link&) { onNcclSummary(m); });
+  r.on({"stacks_report", "status_report"}, [this](const std::string&, Json&& m, Link& l) {
+    if (inspector_) inspector_->onReport(l.index, std::move(m));
+  });
+  r.on("pmix_client", [this](const std::string&, Json&&, Link&) { pmix_clients_ = true; });
+  // PMIx across nodes: fences, direct modex, abort, publish/lookup, collectives, job control.
+  r.on({"fence", "dmodex_req", "dmodex_resp", "abort"},
+       [this](const std::string& t, Json&& m, Link& l) { onPmixMessage(l, t, std::move(m)); });
+  r.on({"pub", "lookup", "unpub"},
+       [this](const std::string& t, Json&& m, Link& l) { pmix_directory_->onMessage(l.index, t, m); });
+  r.on("coll", [this](const std::string&, Json&& m, Link& l) { pmix_collectives_->onMessage(l.index, m); });
+  r.on("jobctl", [this](const std::string&, Json&& m, Link& l) {
+    routeJobControl(l.index, m, static_cast<int>(links_.size()), [this](int rank) { return nodeOfRank(rank); },
+                    [this](int node, const Json& out) { sendToNode(node, out); });
+  });
+  return r;
+}
+
+void JobSession::onLinkMessage(Link& link, Json&& msg) {
+  link.last_heard = Clock::now();
+  // A type this frontend does not know (a newer daemon's report) is not worth ending a job for.
+  (void)router_.route(std::move(msg), link);
+}
+
+void JobSession::onPrepared(Link& link) {
+  link.prepared = true;
+  link.prepared_at = Clock::now();
+  if (phase_ == Phase::preparing && std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->prepared; }))
+    startRanks();
+}
+
+void JobSession::onStarted(Link& link, const Json& msg) {
+  if (cfg_.spec.verbose && msg.contains("containment")) out_.note("node " + link.name + ": " + getString(msg, "containment"));
+  link.started = true;
+  link.started_at = Clock::now();
+  if (std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->started; }) &&
+      advance(JobEvent::all_started)) {
+    noteTimings("ranks started", start_sent_at_, &Link::started_at);
+    if (cfg_.spec.stdin_rank >= 0) forwardStdin();
+  }
+}
+
+void JobSession::onAllExited(Link& link) {
+  link.all_exited = true;
+  if (!std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->all_exited; })) return;
+  if (!failed_) finish(JobEvent::all_exited);
+  else if (teardown_at_) endEventGrace();  // nobody is left to read the event
+}
+
+}  // namespace tlaunch
