@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "launcher/job_environment.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
@@ -16,18 +17,16 @@ std::string currentDirectory() {
 
 Result<void> validate(const JobSpec& spec) {
   if (spec.argv.empty())
-    return fail(Errc::usage, "no program given", "usage: tlaunch [options] -- program [args...]");
+    return diagnostic(Errc::usage, "command-missing");
   if (spec.procs_per_node > 0 && spec.gpus_per_node > 0)
-    return fail(Errc::usage, "-p and -g both given", "use -g N for one rank per GPU, or -p N for ranks without GPUs");
+    return diagnostic(Errc::usage, "procs-and-gpus");
   if (!spec.nproc_per_node_word.empty() && spec.gpus_per_node > 0)
-    return fail(Errc::usage, "--nproc-per-node " + spec.nproc_per_node_word + " and -g both given", "use one of them");
+    return diagnostic(Errc::usage, "nproc-word-and-gpus", {{"word", spec.nproc_per_node_word}});
   if (!spec.nproc_per_node_word.empty() && spec.total_ranks > 0)
-    return fail(Errc::usage, "--nproc-per-node " + spec.nproc_per_node_word + " and -n both given",
-                "-n counts ranks in all; --nproc-per-node " + spec.nproc_per_node_word + " counts them per node");
-  if (spec.offline && !spec.dry_run) return fail(Errc::usage, "--offline only goes with --dry-run");
+    return diagnostic(Errc::usage, "nproc-word-and-total", {{"word", spec.nproc_per_node_word}});
+  if (spec.offline && !spec.dry_run) return diagnostic(Errc::usage, "offline-without-dry-run");
   if (spec.max_restarts > 0 && spec.stdin_rank >= 0)
-    return fail(Errc::usage, "--stdin and --max-restarts cannot be combined",
-                "a restarted rank cannot be given again the input the failed attempt read: pass the input as a file");
+    return diagnostic(Errc::usage, "stdin-and-restarts");
   return {};
 }
 

@@ -11,6 +11,7 @@
 #include "launcher/ssh_starter.h"
 #include "launcher/text_file.h"
 #include "launcher/this_host.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
@@ -88,16 +89,12 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       // Simulated nodes on this host: local0, local1, ...
       int n = want_nodes > 0 ? want_nodes : 1;
       if (spec.launcher != LauncherKind::local && n > 1)
-        return fail(Errc::usage, "-N " + std::to_string(n) + " needs " + std::to_string(n) + " nodes, but none were given",
-                    "pass --hosts/--hostfile, run inside a Slurm allocation, or add --launcher local to simulate "
-                    "nodes on this host");
+        return diagnostic(Errc::usage, "nodes-none-given", {{"count", std::to_string(n)}});
       // Each simulated node is a daemon process on this host: beyond this it is a fork bomb, not a test.
       constexpr int kMaxSimulatedNodes = 1024;
       if (n > kMaxSimulatedNodes)
-        return fail(Errc::usage,
-                    "-N " + std::to_string(n) + ": --launcher local simulates at most " +
-                        std::to_string(kMaxSimulatedNodes) + " nodes on this host",
-                    "give real nodes with --hosts/--hostfile, or fewer nodes");
+        return diagnostic(Errc::usage, "simulated-nodes-too-many",
+                          {{"count", std::to_string(n)}, {"max", std::to_string(kMaxSimulatedNodes)}});
       // A simulated node a restart dropped is replaced by the next name, as a spare would be.
       for (int i = 0; static_cast<int>(chosen.size()) < n; ++i) {
         std::string name = "local" + std::to_string(i);
@@ -119,12 +116,11 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     return choice;
   }
   if (kind == LauncherKind::ssh && hosts->empty())
-    return fail(Errc::usage, "--launcher ssh needs nodes", "give --hosts or --hostfile");
+    return diagnostic(Errc::usage, "ssh-needs-nodes");
   std::vector<HostEntry> chosen;
   if (kind == LauncherKind::slurm && hosts->empty()) {
     if (!insideSlurmAllocation(env) && want_nodes <= 0)
-      return fail(Errc::usage, "--launcher slurm outside an allocation needs -N",
-                  "e.g. tlaunch --launcher slurm -N 4 -p 2 --slurm-args='-p debug' -- prog");
+      return diagnostic(Errc::usage, "slurm-needs-node-count");
   } else {
     auto sel = selectNodes(*hosts, want_nodes, layout->ranks_per_node);
     if (!sel) return tl::unexpected(sel.error());

@@ -9,6 +9,7 @@
 #include "launcher/node_source.h"
 #include "launcher/node_source_detail.h"
 #include "tlaunch/strings.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
@@ -86,7 +87,7 @@ Result<std::vector<HostEntry>> applyIncludeExclude(std::vector<HostEntry> hosts,
   exclude = trim(exclude);
   if (include.empty() && exclude.empty()) return hosts;
   if (!include.empty() && !exclude.empty()) {
-    return fail(Errc::usage, "--include and --exclude were both given", "use one of them");
+    return diagnostic(Errc::usage, "include-and-exclude");
   }
   const bool including = !include.empty();
   const std::string flag = including ? "--include" : "--exclude";
@@ -100,17 +101,19 @@ Result<std::vector<HostEntry>> applyIncludeExclude(std::vector<HostEntry> hosts,
     for (const auto& named : item.hosts) {
       auto index = index_of.find(named.name);
       if (!index) {
-        return fail(Errc::usage, flag + " names " + named.name + ", which is not among the nodes (" + listNames(hosts) + ")",
-                    "check the spelling, or add " + named.name + " to --hosts / the hostfile");
+        return diagnostic(Errc::usage, "filter-names-unknown-node",
+                          {{"flag", flag}, {"node", named.name}, {"names", listNames(hosts)}});
       }
       HostEntry& h = hosts[*index];
       for (int s : item.slots) {
         const int limit = h.slots;
         if (limit >= 0 && s >= limit) {
-          return fail(Errc::usage,
-                      flag + " names slot " + std::to_string(s) + " of " + h.name + ", which has " +
-                          std::to_string(limit) + " slots (0-" + std::to_string(limit - 1) + ")",
-                      "use slot indices below the host's slot count");
+          return diagnostic(Errc::usage, "filter-slot-out-of-range",
+                            {{"flag", flag},
+                             {"slot", std::to_string(s)},
+                             {"node", h.name},
+                             {"slots", std::to_string(limit)},
+                             {"last", std::to_string(limit - 1)}});
         }
       }
       if (including) {
@@ -144,8 +147,8 @@ Result<std::vector<HostEntry>> applyIncludeExclude(std::vector<HostEntry> hosts,
     out.push_back(std::move(hosts[i]));
   }
   if (out.empty()) {
-    return fail(Errc::usage, flag + " '" + std::string(including ? include : exclude) + "' leaves no nodes",
-                "keep at least one node");
+    return diagnostic(Errc::usage, "filter-leaves-no-nodes",
+                      {{"flag", flag}, {"filter", std::string(including ? include : exclude)}});
   }
   return out;
 }

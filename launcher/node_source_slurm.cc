@@ -5,6 +5,7 @@
 #include "launcher/node_source.h"
 #include "launcher/node_source_detail.h"
 #include "tlaunch/strings.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
@@ -60,8 +61,7 @@ bool insideSlurmAllocation(const std::map<std::string, std::string>& env) {
 Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std::string>& env) {
   const char* variable = nodelistVariable(env);
   if (!variable) {
-    return fail(Errc::usage, "not inside a Slurm allocation: SLURM_JOB_NODELIST is not set",
-                "run under salloc/sbatch, or give --hosts / --hostfile");
+    return diagnostic(Errc::usage, "slurm-not-in-allocation");
   }
   const std::string& nodelist = *envValue(env, variable);
   auto names = expandHostlist(nodelist);
@@ -78,10 +78,11 @@ Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std
     auto counts = parseSlurmTasksPerNode(*tasks);
     if (!counts) return tl::unexpected(counts.error());
     if (counts->size() != hosts.size()) {
-      return fail(Errc::usage,
-                  "SLURM_TASKS_PER_NODE='" + *tasks + "' covers " + std::to_string(counts->size()) + " nodes but " +
-                      variable + " names " + std::to_string(hosts.size()),
-                  "these variables are set by Slurm; do not set them by hand");
+      return diagnostic(Errc::usage, "slurm-tasks-mismatch",
+                        {{"tasks", *tasks},
+                         {"covered", std::to_string(counts->size())},
+                         {"variable", std::string(variable)},
+                         {"named", std::to_string(hosts.size())}});
     }
     for (size_t i = 0; i < hosts.size(); ++i) {
       if ((*counts)[i] > 0) hosts[i].slots = (*counts)[i];

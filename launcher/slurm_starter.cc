@@ -9,6 +9,7 @@
 #include "launcher/shell_quote.h"
 #include "launcher/starter_support.h"
 #include "tlaunch/strings.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
@@ -30,7 +31,7 @@ Result<std::vector<std::string>> buildSrunArgv(const SlurmStarterOptions& option
     std::string list;
     for (const auto& t : nodes) {
       if (t.name.find_first_of(", \t\n") != std::string::npos || t.name.front() == '-') {
-        return fail(Errc::usage, "node name '" + t.name + "' cannot be given to srun --nodelist");
+        return diagnostic(Errc::usage, "srun-bad-node-name", {{"node", t.name}});
       }
       list += (list.empty() ? "" : ",") + t.name;
     }
@@ -159,13 +160,12 @@ Result<void> SlurmStarter::start(const std::vector<NodeTarget>& nodes, const Dae
   if (started_) return fail(Errc::internal, "SlurmStarter::start called twice");
   const char* path = std::getenv("PATH");
   if (!programInPath(options_.srun_program, path ? path : "")) {
-    return fail(Errc::usage, "cannot run " + options_.srun_program + ": not found in PATH on this host",
-                "run tlaunch where Slurm's client commands are installed, or use --launcher ssh");
+    return diagnostic(Errc::usage, "srun-missing", {{"srun", options_.srun_program}});
   }
   auto argv = buildSrunArgv(options_, nodes, command);
   if (!argv) return tl::unexpected(argv.error());
   auto process = ChildProcess::spawn(*argv, secretLine(secret));
-  if (!process) return fail(Errc::node_unreachable, "could not run srun: " + process.error().message);
+  if (!process) return diagnostic(Errc::node_unreachable, "srun-failed", {{"reason", process.error().message}});
   process_ = std::move(*process);
   nodes_ = nodes;
   connected_.assign(nodes.size(), false);

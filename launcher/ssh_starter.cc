@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 #include "launcher/shell_quote.h"
@@ -117,92 +119,67 @@ Result<std::vector<std::string>> buildSshArgv(const SshStarterOptions& options, 
   return argv;
 }
 
+namespace {
+
+// ssh's exit status 255 (its own errors): what its stderr says → the catalogue's explanation.
+struct SshCause {
+  std::array<std::string_view, 5> any_of;  // any of these in ssh's stderr (unused entries empty)
+  const char* topic;
+};
+constexpr SshCause kSshCauses[] = {
+    {{"Could not resolve hostname"}, "ssh-unresolved"},
+    // Before "Host key verification failed": a changed key prints both.
+    {{"REMOTE HOST IDENTIFICATION HAS CHANGED", "has changed and you have requested strict"}, "ssh-host-key-changed"},
+    {{"Host key verification failed", "host key is known for"}, "ssh-host-key-unknown"},
+    {{"Permission denied", "Too many authentication failures"}, "ssh-auth-refused"},
+    {{"Connection refused"}, "ssh-connection-refused"},
+    {{"timed out"}, "ssh-timed-out"},
+    {{"No route to host", "Network is unreachable"}, "ssh-no-route"},
+    {{"Connection closed by", "Connection reset by", "kex_exchange_identification", "ssh_exchange_identification"},
+     "ssh-closed-before-login"},
+    {{"ControlPath too long", "too long for Unix domain socket"}, "ssh-control-path-long"},
+    {{"Bad configuration option", "command-line line", "unknown option", "illegal option", "usage: ssh"},
+     "ssh-bad-command-line"},
+    {{"Bad owner or permissions"}, "ssh-unsafe-permissions"},
+};
+
+std::string sshCauseTopic(const std::string& stderr_text) {
+  for (const auto& cause : kSshCauses)
+    for (std::string_view text : cause.any_of)
+      if (!text.empty() && contains(stderr_text, text)) return cause.topic;
+  return "ssh-status-255";
+}
+
+}  // namespace
+
 std::string explainSshFailure(const std::string& node, int exit_status, const std::string& stderr_text,
                               const std::string& daemon_path) {
   const std::string said = quoteToolOutput("ssh", stderr_text);
   const std::string& e = stderr_text;
-  auto with = [&](const std::string& text) { return text + said; };
-
+  auto explain = [&](const Error& err) { return err.message + said; };
   if (exit_status < 0) {
-    return with(node + ": ssh was killed by signal " + std::to_string(-exit_status) + " (" + ::strsignal(-exit_status) +
-                ") before the daemon connected");
+    return explain(diagnosticError(Errc::node_unreachable, "ssh-killed",
+                                   {{"node", node}, {"signal", std::to_string(-exit_status)}, {"name", ::strsignal(-exit_status)}}));
   }
-  if (exit_status == 127) {
-    if (contains(e, "error while loading shared libraries")) {
-      return with("tlaunchd at " + daemon_path + " on " + node +
-                  " cannot start: a shared library it needs is missing there. Install tlaunch's runtime "
-                  "dependencies on " + node + " (the same packages as on this host), or pass --daemon-path to a build "
-                  "that runs there");
-    }
-    if (contains(e, "version `") && contains(e, "not found")) {
-      return with("tlaunchd at " + daemon_path + " on " + node +
-                  " was built for a newer system than " + node + " has (library version missing). Install a tlaunch "
-                  "built for " + node + ", or pass --daemon-path");
-    }
-    return with("tlaunchd not found at " + daemon_path + " on " + node + ": install tlaunch there or pass --daemon-path");
+  if (exit_status == 127) {  // the remote shell could not run tlaunchd
+    const char* topic = contains(e, "error while loading shared libraries")      ? "daemon-library-missing"
+                        : contains(e, "version `") && contains(e, "not found") ? "daemon-too-new"
+                                                                                : "daemon-missing";
+    // topics: daemon-library-missing daemon-too-new daemon-missing
+    return explain(diagnosticError(Errc::node_unreachable, topic, {{"node", node}, {"daemon", daemon_path}}));
   }
   if (exit_status == 126) {
-    return with("tlaunchd at " + daemon_path + " on " + node +
-                " cannot be executed (not an executable file for that machine, or no permission): check the file "
-                "there, or pass --daemon-path");
+    return explain(
+        diagnosticError(Errc::node_unreachable, "daemon-not-executable", {{"node", node}, {"daemon", daemon_path}}));
   }
   if (exit_status == 255) {
-    if (contains(e, "Could not resolve hostname")) {
-      return with(node + ": the host name does not resolve on this host. Check its spelling in --hosts / the "
-                  "hostfile, or DNS and /etc/hosts here");
-    }
-    if (contains(e, "REMOTE HOST IDENTIFICATION HAS CHANGED") || contains(e, "has changed and you have requested strict")) {
-      return with(node + ": ssh refused to connect because the host key of " + node +
-                  " has CHANGED since it was recorded in known_hosts. If the node was reinstalled, remove the old key "
-                  "with `ssh-keygen -R " + node + "` and connect once by hand; otherwise ask your administrator");
-    }
-    if (contains(e, "Host key verification failed") || contains(e, "host key is known for")) {
-      return with(node + ": host key verification failed: " + node +
-                  " is not in known_hosts and ssh runs in batch mode, so it cannot ask. Connect once by hand "
-                  "(ssh " + node + " true) to accept its key, or have your administrator distribute known_hosts");
-    }
-    if (contains(e, "Permission denied") || contains(e, "Too many authentication failures")) {
-      return with(node + ": ssh authentication was refused. tlaunch needs ssh without a password prompt: set up a "
-                  "key (ssh-copy-id " + node + ") or an agent, and check that `ssh -o BatchMode=yes " + node +
-                  " true` works");
-    }
-    if (contains(e, "Connection refused")) {
-      return with(node + ": connection refused: no ssh server is listening on " + node +
-                  " (or on that port). Check that sshd runs there and the port in your ssh config");
-    }
-    if (contains(e, "timed out")) {
-      return with(node + ": the ssh connection timed out: " + node +
-                  " is down, or a firewall drops the traffic. If the network is only slow, raise the connect timeout");
-    }
-    if (contains(e, "No route to host") || contains(e, "Network is unreachable")) {
-      return with(node + ": no route to " + node + ": the node is down or not reachable from this host's network");
-    }
-    if (contains(e, "Connection closed by") || contains(e, "Connection reset by") ||
-        contains(e, "kex_exchange_identification") || contains(e, "ssh_exchange_identification")) {
-      return with(node + ": the ssh server on " + node +
-                  " closed the connection before login (too many connections at once — sshd's MaxStartups — or "
-                  "it refuses this host). Try a lower --ssh-fanout, or check sshd's log there");
-    }
-    if (contains(e, "ControlPath too long") || contains(e, "too long for Unix domain socket")) {
-      return with(node + ": ssh's connection-reuse socket path is too long. Pass --ssh-reuse=off or set a shorter "
-                  "XDG_RUNTIME_DIR");
-    }
-    if (contains(e, "Bad configuration option") || contains(e, "command-line line") ||
-        contains(e, "unknown option") || contains(e, "illegal option") || contains(e, "usage: ssh")) {
-      return with(node + ": ssh rejected its command line: check the --ssh-option values");
-    }
-    if (contains(e, "Bad owner or permissions")) {
-      return with(node + ": ssh refused to use a config or key file with unsafe permissions: fix them (chmod 600) "
-                  "and retry");
-    }
-    return with(node + ": ssh failed with status 255 (an ssh error, or tlaunchd there was killed by a signal or "
-                "exited with 255)");
+    // topics: ssh-unresolved ssh-host-key-changed ssh-host-key-unknown ssh-auth-refused ssh-connection-refused
+    // topics: ssh-timed-out ssh-no-route ssh-closed-before-login ssh-control-path-long ssh-bad-command-line
+    // topics: ssh-unsafe-permissions ssh-status-255
+    return explain(diagnosticError(Errc::node_unreachable, sshCauseTopic(e), {{"node", node}}));
   }
-  if (exit_status == 0) {
-    return with("tlaunchd on " + node + " exited with status 0 before it connected to this frontend");
-  }
-  return with("tlaunchd on " + node + " exited with status " + std::to_string(exit_status) +
-              " before it connected to this frontend");
+  return explain(diagnosticError(Errc::node_unreachable, "daemon-exited-early",
+                                 {{"node", node}, {"status", std::to_string(exit_status)}}));
 }
 
 SshStarter::SshStarter(SshStarterOptions options) : options_(std::move(options)) {}

@@ -44,8 +44,10 @@ try:
     # 1. Fails once, then succeeds.
     summary = os.path.join(d, "summary.json")
     outdir = os.path.join(d, "out")
+    markers = os.path.join(d, "markers")
+    os.mkdir(markers)
     r = tl.run(JOB + ["--max-restarts", "2", "--summary-json", summary, "--output-dir", outdir, "--",
-                      tl.PYTHON, RANK, "fail-once"])
+                      tl.PYTHON, RANK, "fail-once", markers])
     tl.check(r.returncode == 0, f"fail-once with --max-restarts 2: exit {r.returncode}\n{r.stderr}")
     seen = attempts(r.stdout)
     tl.check(sorted((rank, a) for _, rank, a, _ in seen) == [(0, 0), (0, 1), (1, 0), (1, 1)],

@@ -3,7 +3,9 @@
 
 Fails, naming file:line, when a call names a topic the catalogue lacks, when a call's arguments
 are not exactly the topic's {placeholders} (a missing one would reach a user as "{node}"), or
-when a topic is used nowhere (dead text). Run by ctest as unit.diagnostics_catalogue."""
+when a topic is used nowhere (dead text). A call whose topic is chosen at run time lists the
+topics it may name in comments right above it ("// topics: a b c"); each is checked against the
+call's arguments. Run by ctest as unit.diagnostics_catalogue."""
 import pathlib
 import re
 import sys
@@ -56,34 +58,42 @@ def main():
                 where = f"{path.relative_to(ROOT)}:{src.count(chr(10), 0, m.start()) + 1}"
                 rest = call_text(src, m.end())
                 topic = re.match(r'"([^"]+)"', rest)
-                if not topic:
-                    problems.append(f"{where}: the topic must be a string literal")
-                    continue
-                name = topic.group(1)
-                used.add(name)
-                if name not in known:
-                    problems.append(f"{where}: no topic [{name}] in the catalogue")
-                    continue
-                given = set(re.findall(r'\{\s*"(\w+)"\s*,', rest[topic.end() :]))
-                if given != known[name]:
-                    missing, extra = known[name] - given, given - known[name]
-                    problems.append(
-                        f"{where}: [{name}] "
-                        + "; ".join(
-                            s
-                            for s in (
-                                f"placeholders not filled: {sorted(missing)}" if missing else "",
-                                f"arguments the text does not use: {sorted(extra)}" if extra else "",
-                            )
-                            if s
-                        )
-                    )
+                if topic:
+                    names, args = [topic.group(1)], rest[topic.end() :]
+                else:
+                    names, args = listed_topics(src, m.start()), rest
+                    if not names:
+                        problems.append(f"{where}: a topic chosen at run time needs '// topics: ...' above the call")
+                for name in names:
+                    check_call(where, name, args, known, used, problems)
     for name in sorted(set(known) - used):
         problems.append(f"{CATALOGUE.relative_to(ROOT)}: topic [{name}] is used nowhere")
     for p in problems:
         print(p)
     print(f"{len(known)} topics, {len(used)} used, {len(problems)} problem(s)")
     return 1 if problems else 0
+
+
+def listed_topics(src, call_start):
+    """The topics named in the '// topics:' comment lines right above the call's line."""
+    lines = src[:call_start].split("\n")[:-1]
+    names = []
+    while lines and lines[-1].strip().startswith("// topics:"):
+        names = lines.pop().strip()[len("// topics:") :].split() + names
+    return names
+
+
+def check_call(where, name, args, known, used, problems):
+    used.add(name)
+    if name not in known:
+        problems.append(f"{where}: no topic [{name}] in the catalogue")
+        return
+    given = set(re.findall(r'\{\s*"(\w+)"\s*,', args))
+    missing, extra = known[name] - given, given - known[name]
+    if missing:
+        problems.append(f"{where}: [{name}] placeholders not filled: {sorted(missing)}")
+    if extra:
+        problems.append(f"{where}: [{name}] arguments the text does not use: {sorted(extra)}")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@
 #   fail-once  rank 1 exits 3 in attempt 0, every rank exits 0 in later attempts
 #   always     rank 1 exits 3 in every attempt
 #   wait       in attempt 0 every rank waits (for its node to be lost), later attempts exit 0
+# With a directory as argv[2] (ranks on one host), each rank leaves a marker there once it has
+# printed, and rank 1 fails only after rank 0 of the same attempt has printed: the test can then
+# expect every rank's line of a failed attempt, however slowly the ranks start.
 import os
 import sys
 import time
@@ -12,7 +15,21 @@ rank = int(os.environ["RANK"])
 attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
 print(f"rank {rank} attempt {attempt} of {os.environ['TORCHELASTIC_MAX_RESTARTS']} run "
       f"{os.environ['TORCHELASTIC_RUN_ID']} world {os.environ['WORLD_SIZE']} pid {os.getpid()} ready", flush=True)
+markers = sys.argv[2] if len(sys.argv) > 2 else None
+if markers:
+    open(os.path.join(markers, f"rank{rank}-attempt{attempt}"), "w").close()
+
+
+def wait_for_rank0():
+    deadline = time.monotonic() + 30
+    while markers and not os.path.exists(os.path.join(markers, f"rank0-attempt{attempt}")):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+
+
 if mode == "fail-once" and rank == 1 and attempt == 0:
+    wait_for_rank0()
     sys.exit(3)
 if mode == "always" and rank == 1:
     sys.exit(3)

@@ -1,0 +1,132 @@
+#include "tests/scale/sim_daemons.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/connection.h"
+#include "bootstrap/frame_cipher.h"
+#include "bootstrap/inventory_codec.h"
+#include "bootstrap/message.h"
+#include "tlaunch/version.h"
+
+namespace tlaunch::scale {
+
+using Clock = std::chrono::steady_clock;
+
+// One simulated tlaunchd: the daemon's side of the protocol, reduced to what a healthy node
+// says at each step (daemon/daemon_session*.cc is the real one).
+class SimDaemons::Daemon {
+ public:
+  Daemon(SimDaemons& owner, int index) : owner_(owner), index_(index), name_("n" + std::to_string(index)), ping_(owner.io_) {}
+
+  void connect() {
+    auto socket = std::make_shared<asio::ip::tcp::socket>(owner_.io_);
+    const asio::ip::tcp::endpoint at(asio::ip::make_address(owner_.opts_.host), static_cast<uint16_t>(owner_.opts_.port));
+    socket->async_connect(at, [this, socket](const asio::error_code& ec) {
+      if (ec) return failed("connect: " + ec.message());
+      conn_ = Connection::create(std::move(*socket));
+      conn_->start([this](Json&& m) { onMessage(std::move(m)); }, [this](const std::string& why) {
+        if (!done_) failed(why);
+      });
+    });
+  }
+
+ private:
+  void onMessage(Json&& msg) {
+    const std::string t = getString(msg, "t");
+    const std::string& secret = owner_.opts_.secret;
+    if (t == "challenge") {
+      server_nonce_ = bytesOf(msg["nonce"]);
+      client_nonce_ = randomBytes(kNonceBytes);
+      conn_->send({{"t", "hello"}, {"proto", kProtocolVersion}, {"version", kVersion}, {"node", name_},
+                   {"index", index_}, {"hostname", name_}, {"nonce", binary(client_nonce_)},
+                   {"mac", binary(helloProof(secret, server_nonce_, client_nonce_, name_))}});
+      conn_->sealFromNow(std::make_unique<FrameCipher>(secret, server_nonce_, client_nonce_,
+                                                       FrameCipher::Direction::to_frontend));
+    } else if (t == "welcome") {
+      if (!constantTimeEquals(bytesOf(msg["mac"]), welcomeProof(secret, server_nonce_, client_nonce_)))
+        return failed("the frontend's welcome did not prove the secret");
+      conn_->setMaxFrameBytes(kAuthenticatedMaxFrameBytes);
+      conn_->openFromNow(std::make_unique<FrameCipher>(secret, server_nonce_, client_nonce_,
+                                                       FrameCipher::Direction::to_daemon));
+      mark(&SimMilestones::authenticated);
+    } else if (t == "config") {
+      NodeInventory inv = owner_.inventory_;
+      inv.node = inv.hostname = name_;
+      send({{"t", "inventory"}, {"inv", inventoryToJson(inv)}});
+      pingLater();
+    } else if (t == "prepare") {
+      mark(&SimMilestones::prepare);
+      for (const auto& r : msg["launch"]["ranks"]) ranks_.push_back(static_cast<int>(getInt(r, "rank")));
+      send({{"t", "prepared"}});
+    } else if (t == "start") {
+      mark(&SimMilestones::start);
+      send({{"t", "started"}});
+      // Every rank's modex contribution, as this node's PMIx server would send it.
+      const size_t bytes = static_cast<size_t>(owner_.opts_.fence_bytes) * ranks_.size();
+      send({{"t", "fence"}, {"seq", 1}, {"collect", true}, {"d", binary(std::string(bytes, static_cast<char>('a' + index_ % 26)))}});
+    } else if (t == "fence_done") {
+      mark(&SimMilestones::fence_done);
+      if (!getBool(msg, "ok")) return failed("the fence failed");
+      // Every node runs as many ranks as this one in the harness's jobs.
+      const size_t expected =
+          static_cast<size_t>(owner_.opts_.fence_bytes) * ranks_.size() * static_cast<size_t>(owner_.opts_.total_nodes);
+      if (bytesOf(msg["d"]).size() != expected) return failed("the fence did not return every rank's contribution");
+      for (int r : ranks_) send({{"t", "exit"}, {"r", r}, {"code", 0}, {"signaled", false}, {"ours", false}, {"tail", Json::array()}});
+      send({{"t", "all_exited"}});
+    } else if (t == "terminate") {
+      send({{"t", "drained"}});
+    } else if (t == "shutdown") {
+      mark(&SimMilestones::shutdown);
+      done_ = true;
+      ping_.cancel();
+      conn_->closeAfterFlush();
+    }
+  }
+
+  void send(const Json& msg) {
+    if (conn_ && conn_->isOpen()) conn_->send(msg);
+  }
+  void mark(Clock::time_point SimMilestones::*at) {
+    auto& t = owner_.milestones_.*at;
+    t = std::max(t, Clock::now());
+  }
+  void pingLater() {
+    ping_.expires_after(std::chrono::seconds(1));
+    ping_.async_wait([this](const asio::error_code& ec) {
+      if (ec || done_) return;
+      send({{"t", "ping"}});
+      pingLater();
+    });
+  }
+  void failed(const std::string& why) {
+    if (done_) return;
+    done_ = true;
+    ++owner_.failures_;
+    ping_.cancel();
+    if (conn_) conn_->close();
+    std::fprintf(stderr, "sim daemon %s: %s\n", name_.c_str(), why.c_str());
+  }
+
+  SimDaemons& owner_;
+  int index_;
+  std::string name_;
+  std::shared_ptr<Connection> conn_;
+  std::string server_nonce_, client_nonce_;
+  std::vector<int> ranks_;
+  asio::steady_timer ping_;
+  bool done_ = false;
+};
+
+SimDaemons::SimDaemons(asio::io_context& io, SimOptions options, NodeInventory inventory)
+    : io_(io), opts_(std::move(options)), inventory_(std::move(inventory)) {}
+
+SimDaemons::~SimDaemons() = default;
+
+void SimDaemons::start() {
+  for (int i = 0; i < opts_.nodes; ++i) daemons_.push_back(std::make_unique<Daemon>(*this, opts_.first_node + i));
+  for (auto& d : daemons_) d->connect();
+}
+
+}  // namespace tlaunch::scale
