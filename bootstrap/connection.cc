@@ -28,13 +28,13 @@ void Connection::setHandlers(MessageHandler on_message, CloseHandler on_close) {
 
 void Connection::readSome() {
   auto self = shared_from_this();
-  stream_->readSome(asio::buffer(read_buf_), [self](const asio::error_code& ec, size_t n) {
+  stream_->readSome(asio::buffer(read_buf_.get(), kReadBufferBytes), [self](const asio::error_code& ec, size_t n) {
     if (!self->open_) return;
     if (ec) {
       self->fail(ec == asio::error::eof ? "connection closed by peer" : ec.message());
       return;
     }
-    self->decoder_.feed(self->read_buf_.data(), n);
+    self->decoder_.feed(self->read_buf_.get(), n);
     for (;;) {
       auto view = self->decoder_.nextView();
       if (!view) {

@@ -75,7 +75,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::unique_ptr<ByteStream> stream_;
   FrameDecoder decoder_;
-  std::array<char, 65536> read_buf_{};
+  // Not zeroed: a connection touches only the pages its reads fill (most control messages fit
+  // in one), so a frontend with thousands of daemons does not clear 64 KiB for each.
+  static constexpr size_t kReadBufferBytes = 65536;
+  std::unique_ptr<char[]> read_buf_ = std::make_unique_for_overwrite<char[]>(kReadBufferBytes);
   struct Outgoing {
     Frame frame;
     bool seal = false;

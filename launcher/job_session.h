@@ -124,6 +124,7 @@ class JobSession {
   size_t outputWindow() const;
   void grantOutputCredit(int source, size_t bytes);
   void dropOldestPending();
+  size_t pendingLimit() const;  // connections not yet authenticated, before the oldest is dropped
   static constexpr size_t kMaxPendingConnections = 256;
   static constexpr auto kPendingAuthTimeout = std::chrono::seconds(5);
   static constexpr size_t kStdinWindow = 1u << 20;

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -50,7 +51,7 @@ void JobSession::accept() {
 void JobSession::adopt(std::unique_ptr<ByteStream> stream) { challenge(Connection::create(std::move(stream))); }
 
 void JobSession::challenge(std::shared_ptr<Connection> conn) {
-  if (pending_.size() >= kMaxPendingConnections) dropOldestPending();
+  if (pending_.size() >= pendingLimit()) dropOldestPending();
   auto p = std::make_unique<Pending>();
   p->conn = std::move(conn);
   p->nonce = randomBytes(kNonceBytes);
@@ -135,6 +136,17 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   conn->sealFromNow(std::make_unique<FrameCipher>(cfg_.secret, server_nonce, client_nonce,
                                                   FrameCipher::Direction::to_daemon));
   conn->send({{"t", "config"}, {"config", config}});
+}
+
+size_t JobSession::pendingLimit() const {
+  // Every daemon not yet authenticated may be connecting at this moment (one srun step starts
+  // them all at once), plus room for strangers; a flood of strangers must open more than that
+  // before a daemon's connection is the oldest one dropped, and each of theirs times out.
+  const size_t expected = std::max(cfg_.nodes.size(), static_cast<size_t>(std::max(0, cfg_.unnamed_nodes)));
+  const auto connected =
+      static_cast<size_t>(std::count_if(links_.begin(), links_.end(), [](const auto& l) { return l->conn != nullptr; }));
+  const size_t missing = expected > connected ? expected - connected : 0;
+  return kMaxPendingConnections + missing;
 }
 
 void JobSession::dropOldestPending() {

@@ -3,8 +3,9 @@
 // few event-driven processes of this same program (--sim). tests/scale/scale_bench.py runs it
 // and prints the result; it is not a tool for users.
 //
-//   tlaunch_scale --nodes N --ranks-per-node R [--fence-bytes B] [--sim-processes P] [--topology XML]
-//   tlaunch_scale --sim --connect HOST:PORT --first I --count C --total N --fence-bytes B --topology XML --report FILE
+//   tlaunch_scale --nodes N --ranks-per-node R [--fence-bytes B] [--fences K] [--sim-processes P] [--topology XML]
+//   tlaunch_scale --sim --connect HOST:PORT --first I --count C --total N --fence-bytes B --fences K
+//                 --topology XML --report FILE
 //
 // The frontend prints one JSON object on stdout: wall time, its own CPU time and peak RSS
 // (getrusage of this process only: the simulated daemons are its children), the phase times
@@ -78,6 +79,7 @@ int runSim(const Args& a) {
   o.nodes = a.num("count", 0);
   o.total_nodes = a.num("total", o.nodes);
   o.fence_bytes = a.num("fence-bytes", 64);
+  o.fences = std::max(1, a.num("fences", 1));
   if (!std::getline(std::cin, o.secret)) return 2;
   auto topo = loadTopology(a.get("topology"));
   if (!topo) {
@@ -96,6 +98,7 @@ int runSim(const Args& a) {
   const auto& m = sims.milestones();
   std::ofstream(a.get("report")) << "{\"authenticated\":" << sinceEpochUs(m.authenticated)
                                  << ",\"prepare\":" << sinceEpochUs(m.prepare) << ",\"start\":" << sinceEpochUs(m.start)
+                                 << ",\"first_fence_done\":" << sinceEpochUs(m.first_fence_done)
                                  << ",\"fence_done\":" << sinceEpochUs(m.fence_done)
                                  << ",\"shutdown\":" << sinceEpochUs(m.shutdown) << ",\"failures\":" << sims.failures()
                                  << "}\n";
@@ -124,7 +127,7 @@ class SimStarter final : public DaemonStarter {
       reports_.push_back(report);
       auto child = ChildProcess::spawn({std::string(self, static_cast<size_t>(len)), "--sim", "--connect", connect, "--first",
                                         std::to_string(first), "--count", std::to_string(count), "--total",
-                                        std::to_string(n), "--fence-bytes", args_.get("fence-bytes", "64"),
+                                        std::to_string(n), "--fence-bytes", args_.get("fence-bytes", "64"), "--fences", args_.get("fences", "1"),
                                         "--topology", args_.get("topology"), "--report", report},
                                        secret + "\n");
       if (!child) return tl::unexpected(child.error());

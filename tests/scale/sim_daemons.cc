@@ -63,16 +63,17 @@ class SimDaemons::Daemon {
     } else if (t == "start") {
       mark(&SimMilestones::start);
       send({{"t", "started"}});
-      // Every rank's modex contribution, as this node's PMIx server would send it.
-      const size_t bytes = static_cast<size_t>(owner_.opts_.fence_bytes) * ranks_.size();
-      send({{"t", "fence"}, {"seq", 1}, {"collect", true}, {"d", binary(std::string(bytes, static_cast<char>('a' + index_ % 26)))}});
+      fence();
     } else if (t == "fence_done") {
-      mark(&SimMilestones::fence_done);
+      if (getInt(msg, "seq") != fence_seq_) return failed("a fence_done for another fence");
+      if (fence_seq_ == 1) mark(&SimMilestones::first_fence_done);
       if (!getBool(msg, "ok")) return failed("the fence failed");
       // Every node runs as many ranks as this one in the harness's jobs.
       const size_t expected =
           static_cast<size_t>(owner_.opts_.fence_bytes) * ranks_.size() * static_cast<size_t>(owner_.opts_.total_nodes);
       if (bytesOf(msg["d"]).size() != expected) return failed("the fence did not return every rank's contribution");
+      if (fence_seq_ < owner_.opts_.fences) return fence();
+      mark(&SimMilestones::fence_done);
       for (int r : ranks_) send({{"t", "exit"}, {"r", r}, {"code", 0}, {"signaled", false}, {"ours", false}, {"tail", Json::array()}});
       send({{"t", "all_exited"}});
     } else if (t == "terminate") {
@@ -83,6 +84,14 @@ class SimDaemons::Daemon {
       ping_.cancel();
       conn_->closeAfterFlush();
     }
+  }
+
+  // Every rank's modex contribution, as this node's PMIx server would send it.
+  void fence() {
+    ++fence_seq_;
+    const size_t bytes = static_cast<size_t>(owner_.opts_.fence_bytes) * ranks_.size();
+    send({{"t", "fence"}, {"seq", fence_seq_}, {"collect", true},
+          {"d", binary(std::string(bytes, static_cast<char>('a' + index_ % 26)))}});
   }
 
   void send(const Json& msg) {
@@ -115,6 +124,7 @@ class SimDaemons::Daemon {
   std::shared_ptr<Connection> conn_;
   std::string server_nonce_, client_nonce_;
   std::vector<int> ranks_;
+  int fence_seq_ = 0;
   asio::steady_timer ping_;
   bool done_ = false;
 };

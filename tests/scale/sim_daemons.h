@@ -24,12 +24,13 @@ struct SimOptions {
   int nodes = 0;
   int total_nodes = 0;   // in the whole job: the fence returns every node's contribution
   int fence_bytes = 64;  // per rank
+  int fences = 1;        // one after another, as a program's MPI_Init and barriers do
 };
 
 // When the last of this process's daemons reached each point (steady_clock, shared by the
 // processes of one machine), for the harness's per-phase table.
 struct SimMilestones {
-  std::chrono::steady_clock::time_point authenticated, prepare, start, fence_done, shutdown;
+  std::chrono::steady_clock::time_point authenticated, prepare, start, first_fence_done, fence_done, shutdown;
 };
 
 class SimDaemons {

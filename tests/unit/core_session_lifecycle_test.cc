@@ -334,3 +334,13 @@ TEST_CASE("lifecycle in memory: a node that cannot prepare (program missing) end
   CHECK_FALSE(r.outcome.phase_seconds.contains("ranks started"));  // the start was never sent
   CHECK(std::none_of(r.outcome.rank_exit_codes.begin(), r.outcome.rank_exit_codes.end(), [](int c) { return c >= 0; }));
 }
+
+TEST_CASE("lifecycle in memory: 300 daemons connecting at once are all let in (one srun step starts them together)") {
+  // Every connection arrives before any daemon says hello: the frontend must hold them all
+  // while they authenticate, not drop the oldest as it would a flood of strangers.
+  auto r = runJob(300, [](const NodeTarget&) { return Script{}; });
+  INFO(r.outcome.summary);
+  CHECK(r.outcome.exit_code == 0);
+  CHECK(r.outcome.summary.empty());
+  CHECK(r.outcome.rank_exit_codes.size() == 600);
+}
