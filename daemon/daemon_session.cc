@@ -20,7 +20,7 @@
 namespace tlaunch {
 
 DaemonSession::DaemonSession(asio::io_context& io, DaemonOptions options)
-    : io_(io), opts_(std::move(options)), probe_acceptor_(io), heartbeat_timer_(io), exit_timer_(io) {}
+    : io_(io), opts_(std::move(options)), probe_acceptor_(io), heartbeat_timer_(io), exit_timer_(io), challenge_timer_(io) {}
 
 DaemonSession::~DaemonSession() = default;
 
@@ -71,6 +71,28 @@ void DaemonSession::connect(int attempt) {
     }
     conn_ = Connection::create(std::move(*sock));
     conn_->start([this](Json&& m) { onMessage(std::move(m)); }, [this](const std::string& r) { onClose(r); });
+    awaitChallenge();
+  });
+}
+
+void DaemonSession::awaitChallenge() {
+  // The frontend speaks first. When thousands of daemons connect at once its listen queue can
+  // overflow; the kernel then drops the connection's last handshake packet (with SYN cookies
+  // nothing retransmits it), and this side looks connected while the frontend never saw it.
+  // Connect again rather than wait for a challenge that cannot come.
+  challenge_timer_.expires_after(kChallengeTimeout);
+  challenge_timer_.async_wait([this](const asio::error_code& ec) {
+    if (ec || !server_nonce_.empty() || done_) return;
+    if (++challenge_retries_ > kChallengeRetries) {
+      spdlog::error("the frontend at {}:{} accepted the connection but never sent its challenge ({} tries)",
+                    opts_.connect_host, opts_.connect_port, kChallengeRetries + 1);
+      shutdown(69);
+      return;
+    }
+    spdlog::warn("no challenge from the frontend within {} s of connecting; connecting again",
+                 std::chrono::duration_cast<std::chrono::seconds>(kChallengeTimeout).count());
+    conn_->close();
+    connect(0);
   });
 }
 
@@ -87,6 +109,7 @@ void DaemonSession::onMessage(Json&& msg) {
 }
 
 void DaemonSession::handleChallenge(const Json& msg) {
+  challenge_timer_.cancel();
   if (getInt(msg, "proto") != kProtocolVersion) {
     conn_->send({{"t", "hello"}, {"proto", kProtocolVersion}, {"version", kVersion}, {"node", opts_.node_name},
                  {"error", "protocol mismatch"}});
@@ -284,6 +307,7 @@ void DaemonSession::shutdown(int code) {
   done_ = true;
   exit_code_ = code;
   heartbeat_timer_.cancel();
+  challenge_timer_.cancel();
   asio::error_code ignore;
   probe_acceptor_.close(ignore);
   if (ranks_ && !ranks_->allExited()) ranks_->killAll();

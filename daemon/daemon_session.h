@@ -47,6 +47,7 @@ class DaemonSession {
 
  private:
   void connect(int attempt);
+  void awaitChallenge();  // reconnects when an accepted connection never gets the challenge
   using Router = MessageRouter<>;
   Router makeRouter();  // daemon/daemon_session_routes.cc: every frontend-to-daemon message
   void onMessage(Json&& msg);
@@ -89,6 +90,10 @@ class DaemonSession {
   RankStatusSampler status_sampler_;
   asio::steady_timer heartbeat_timer_;
   asio::steady_timer exit_timer_;
+  asio::steady_timer challenge_timer_;
+  static constexpr std::chrono::seconds kChallengeTimeout{10};
+  static constexpr int kChallengeRetries = 5;
+  int challenge_retries_ = 0;
   std::chrono::milliseconds heartbeat_interval_{1000};
   bool draining_ = false;
   bool lost_ = false;

@@ -26,6 +26,8 @@
 #include "launcher/plan/plan_preflight.h"
 #include "launcher/rank_failure_policy.h"
 #include "launcher/stdin_credit.h"
+#include "tlaunch/diagnostics.h"
+#include "tlaunch/strings.h"
 #include "tlaunch/version.h"
 #include "bootstrap/error_text.h"
 
@@ -200,12 +202,16 @@ void JobSession::tick() {
       outcome_.node_lost = true;
     }
     if (phase_ == Phase::connecting && now > phase_deadline_) {
-      std::string missing;
+      std::vector<std::string> missing;
       for (const auto& l : links_)
-        if (!l->has_inventory) missing += (missing.empty() ? "" : ", ") + l->name;
+        if (!l->has_inventory) missing.push_back(l->name);
       fail(exitStatusFor(Errc::node_unreachable),
-           "these nodes' daemons did not connect within " + std::to_string(cfg_.spec.connect_timeout_s) + " s: " + missing +
-               "\n  -> check that they can reach this host (" + cfg_.listen_address + ") and that tlaunchd runs there");
+           describeError(diagnosticError(Errc::node_unreachable, "daemons-did-not-connect",
+                                         {{"count", std::to_string(missing.size())},
+                                          {"total", std::to_string(links_.size())},
+                                          {"seconds", std::to_string(cfg_.spec.connect_timeout_s)},
+                                          {"nodes", joinSome(missing)},
+                                          {"address", cfg_.listen_address}})));
     } else if (phase_ == Phase::testing_fabric && now > phase_deadline_) {
       fail(exitStatusFor(Errc::node_unreachable),
            "the cross-node preflight did not finish within 60 s; still waiting for " + cross_node_->waitingFor() +

@@ -80,6 +80,8 @@ class JobSession {
 
   Result<void> listen();
   void accept();
+  void acceptQueued();  // the connections already waiting, without going round the loop
+  static constexpr int kAcceptBurst = 256;
   void challenge(std::shared_ptr<Connection> conn);
   void onPendingMessage(Pending* p, Json&& msg);
   using Router = MessageRouter<Link&>;

@@ -44,8 +44,23 @@ void JobSession::accept() {
       return;
     }
     challenge(Connection::create(std::move(socket)));  // 4 KiB frames until authenticated
+    acceptQueued();
     accept();
   });
+}
+
+void JobSession::acceptQueued() {
+  // One srun step starts every daemon at once: take what the kernel has queued now, not one
+  // connection per turn of the loop, so that its listen queue does not overflow (an overflowed
+  // handshake leaves a daemon waiting for a challenge that never comes; it reconnects after
+  // 10 s, see DaemonSession::awaitChallenge).
+  asio::error_code ec;
+  acceptor_.non_blocking(true, ec);
+  for (int i = 0; i < kAcceptBurst && !ec; ++i) {
+    asio::ip::tcp::socket socket(io_);
+    acceptor_.accept(socket, ec);
+    if (!ec) challenge(Connection::create(std::move(socket)));
+  }
 }
 
 void JobSession::adopt(std::unique_ptr<ByteStream> stream) { challenge(Connection::create(std::move(stream))); }
@@ -167,7 +182,8 @@ Result<void> JobSession::listen() {
   if (!ec) markCloseOnExec(acceptor_.native_handle());
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(ep, ec);
-  if (!ec) acceptor_.listen(1024, ec);
+  // As deep as the system allows (net.core.somaxconn): daemons of one srun step connect at once.
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return tlaunch::fail(Errc::io, "cannot listen on " + cfg_.listen_address + ": " + ec.message());
   return {};
 }

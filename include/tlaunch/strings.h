@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace tlaunch {
 
@@ -19,6 +20,15 @@ std::string joinStrings(const Range& items, std::string_view sep = ", ") {
     if constexpr (std::is_arithmetic_v<std::decay_t<decltype(item)>>) out += std::to_string(item);
     else out += item;
   }
+  return out;
+}
+
+// "n0, n1, n2 and 3997 more": at most `shown` names of a list that may name thousands of nodes
+// (a message naming every one of 4,000 nodes helps nobody).
+inline std::string joinSome(const std::vector<std::string>& items, std::size_t shown = 10) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < shown; ++i) out += (i == 0 ? "" : ", ") + items[i];
+  if (items.size() > shown) out += " and " + std::to_string(items.size() - shown) + " more";
   return out;
 }
 

@@ -183,7 +183,7 @@ int runFrontend(const Args& a) {
   cfg.spec.connect_timeout_s = 120;
   cfg.listen_address = "127.0.0.1";
   for (int i = 0; i < nodes; ++i) cfg.nodes.push_back({i, "n" + std::to_string(i), "", {}});
-  cfg.secret = randomBytes(32);
+  cfg.secret = newJobSecret();  // one line, as tlaunchd reads it from stdin
   cfg.plan_context.job_id = "tl-scale";
   cfg.plan_context.cwd = "/";
   cfg.plan_context.loopback_only = true;
@@ -196,7 +196,7 @@ int runFrontend(const Args& a) {
   const auto t0 = Clock::now();
   {
     asio::io_context io(1);
-    OutputSink out(TagMode::full, "", devnull, devnull);
+    OutputSink out(TagMode::full, "", devnull, 2);  // the frontend's notes (rejections, warnings) on stderr
     JobSession session(io, std::move(cfg), std::move(starter), out);
     outcome = session.run();
   }

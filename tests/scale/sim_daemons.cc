@@ -29,6 +29,15 @@ class SimDaemons::Daemon {
       conn_->start([this](Json&& m) { onMessage(std::move(m)); }, [this](const std::string& why) {
         if (!done_) failed(why);
       });
+      // As tlaunchd does (DaemonSession::awaitChallenge): an accepted connection whose
+      // challenge never comes was lost in an overflowed listen queue; connect again.
+      ping_.expires_after(std::chrono::seconds(10));
+      ping_.async_wait([this](const asio::error_code& e) {
+        if (e || done_ || !server_nonce_.empty()) return;
+        if (++reconnects_ > 5) return failed("no challenge after 6 connections");
+        conn_->close();
+        connect();
+      });
     });
   }
 
@@ -37,6 +46,7 @@ class SimDaemons::Daemon {
     const std::string t = getString(msg, "t");
     const std::string& secret = owner_.opts_.secret;
     if (t == "challenge") {
+      ping_.cancel();
       server_nonce_ = bytesOf(msg["nonce"]);
       client_nonce_ = randomBytes(kNonceBytes);
       conn_->send({{"t", "hello"}, {"proto", kProtocolVersion}, {"version", kVersion}, {"node", name_},
@@ -125,6 +135,7 @@ class SimDaemons::Daemon {
   std::string server_nonce_, client_nonce_;
   std::vector<int> ranks_;
   int fence_seq_ = 0;
+  int reconnects_ = 0;
   asio::steady_timer ping_;
   bool done_ = false;
 };

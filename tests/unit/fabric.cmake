@@ -18,4 +18,5 @@ tlaunch_add_unit_test(NAME preflight_tests
 tlaunch_add_unit_test(NAME preflight_pair_tests
   SOURCES
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/preflight_pair_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/preflight_pair_fabric_test.cc
   LIBS tlaunch_launcher tlaunch_daemon)
