@@ -1,4 +1,5 @@
 #include "bootstrap/auth.h"
+#include "tlaunch/strings.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -19,18 +20,7 @@ std::string randomBytes(size_t n) {
   return out;
 }
 
-std::string hexEncode(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 15]);
-  }
-  return out;
-}
-
-std::string newJobSecret() { return hexEncode(randomBytes(32)); }
+std::string newJobSecret() { return hexBytes(randomBytes(32)); }
 
 std::string hmacSha256(std::string_view key, std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];

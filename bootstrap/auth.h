@@ -12,7 +12,6 @@ inline constexpr size_t kNonceBytes = 32;
 
 std::string randomBytes(size_t n);          // from OpenSSL's CSPRNG; aborts if it fails
 std::string newJobSecret();                 // 64 hex characters
-std::string hexEncode(std::string_view bytes);
 std::string hmacSha256(std::string_view key, std::string_view data);  // 32 raw bytes
 bool constantTimeEquals(std::string_view a, std::string_view b);
 

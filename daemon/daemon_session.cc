@@ -92,6 +92,7 @@ void DaemonSession::awaitChallenge() {
     spdlog::warn("no challenge from the frontend within {} s of connecting; connecting again",
                  std::chrono::duration_cast<std::chrono::seconds>(kChallengeTimeout).count());
     conn_->close();
+    server_nonce_.clear();
     connect(0);
   });
 }
@@ -280,6 +281,18 @@ void DaemonSession::handleTerminate(const Json& msg) {
 
 void DaemonSession::onClose(const std::string& reason) {
   if (done_) return;
+  if (!authenticated_ && challenge_retries_ < kChallengeRetries) {
+    // Closed before we could prove the secret: the frontend makes room among connections not
+    // yet authenticated when strangers flood its port, and ours may have been the oldest.
+    // Nothing of the job is lost yet: connect again (a frontend that is gone refuses it).
+    ++challenge_retries_;
+    spdlog::warn("the frontend closed the connection before authentication ({}); connecting again", reason);
+    challenge_timer_.cancel();
+    server_nonce_.clear();
+    conn_->close();
+    connect(0);
+    return;
+  }
   frontendLost(reason);
 }
 

@@ -107,9 +107,12 @@ void RankSupervisor::rememberStderr(Rank& r, std::string_view lines) {
 
 void RankSupervisor::watchExit(Rank& r) {
   if (!r.pidfd) {
-    // No pidfd (very old kernel): poll.
-    auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(50));
-    t->async_wait([this, &r, t](const asio::error_code&) {
+    // No pidfd (very old kernel): poll. The timer is the rank's: destroying the supervisor
+    // cancels it, and an aborted wait touches nothing.
+    if (!r.exit_poll) r.exit_poll = std::make_unique<asio::steady_timer>(io_);
+    r.exit_poll->expires_after(std::chrono::milliseconds(50));
+    r.exit_poll->async_wait([this, &r](const asio::error_code& ec) {
+      if (ec == asio::error::operation_aborted) return;
       int st = 0;
       if (::waitpid(r.pid, &st, WNOHANG) == r.pid) {
         r.wait_status = st;

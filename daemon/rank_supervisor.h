@@ -94,6 +94,7 @@ class RankSupervisor {
     std::deque<std::string> tail;
     std::chrono::steady_clock::time_point last_output;
     std::unique_ptr<asio::steady_timer> linger;  // reaped but a descendant holds the pipes open
+    std::unique_ptr<asio::steady_timer> exit_poll;  // without a pidfd: polls waitpid
   };
   void readStream(Rank& r, int which);
   void watchExit(Rank& r);

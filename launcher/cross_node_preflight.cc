@@ -6,16 +6,11 @@
 #include "bootstrap/node_launch_json.h"
 #include "launcher/plan/plan_network.h"
 #include "launcher/plan/plan_preflight.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 
 namespace {
-
-std::string joined(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
-  return out;
-}
 
 }  // namespace
 
@@ -108,21 +103,21 @@ void CrossNodePreflight::onReached(int node, const Json& msg) {
   PreflightItem item{"reachability", reports_[static_cast<size_t>(node)].name, "", PreflightStatus::pass, "",
                      "a TCP connection to each probed node's fabric address", ""};
   if (failures.empty()) {
-    item.found = "reached " + (reached.size() <= 3 ? joined(reached) : std::to_string(reached.size()) + " nodes");
+    item.found = "reached " + (reached.size() <= 3 ? joinStrings(reached) : std::to_string(reached.size()) + " nodes");
   } else {
     item.status = PreflightStatus::fail;
-    item.found = "cannot reach " + joined(failures);
+    item.found = "cannot reach " + joinStrings(failures);
     item.fix = "check the fabric link (ip link / ibstat), the subnet and any firewall between the nodes";
   }
   items_.push_back(std::move(item));
 }
 
 std::string CrossNodePreflight::waitingFor() const {
-  if (stage_ == Stage::rdma_pairs && pairs_) return "the RDMA write test (" + joined(pairs_->waitingFor()) + ")";
+  if (stage_ == Stage::rdma_pairs && pairs_) return "the RDMA write test (" + joinStrings(pairs_->waitingFor()) + ")";
   std::vector<std::string> names;
   for (size_t i = 0; i < reach_waiting_.size(); ++i)
     if (reach_waiting_[i]) names.push_back(reports_[i].name);
-  return "the reachability probes (" + joined(names) + ")";
+  return "the reachability probes (" + joinStrings(names) + ")";
 }
 
 }  // namespace tlaunch

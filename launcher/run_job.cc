@@ -17,6 +17,7 @@
 #include "launcher/restart_policy.h"
 #include "launcher/summary_json.h"
 #include "bootstrap/error_text.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 
@@ -124,7 +125,7 @@ std::vector<std::string> nodeNames(const LauncherChoice& choice) {
 
 int runJob(const JobSpec& input) {
   const auto started = std::chrono::steady_clock::now();
-  const std::string run_id = "tl-" + hexEncode(randomBytes(5));
+  const std::string run_id = "tl-" + hexBytes(randomBytes(5));
   auto refuse = [&](const Error& e) {
     printError(e);
     JobOutcome o;

@@ -1,4 +1,5 @@
 #include "launcher/starter_support.h"
+#include "tlaunch/strings.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -6,12 +7,6 @@
 namespace tlaunch {
 
 namespace {
-std::string_view trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
 std::vector<std::string_view> lines(std::string_view text) {
   std::vector<std::string_view> out;
   size_t pos = 0;
@@ -28,7 +23,7 @@ std::vector<std::string_view> lines(std::string_view text) {
 std::vector<std::string> meaningfulLines(std::string_view stderr_text, size_t max_lines) {
   std::vector<std::string> kept;
   for (std::string_view line : lines(stderr_text)) {
-    line = trimmed(line);
+    line = trimBlanks(line);
     if (line.empty() || line.front() == '@') continue;
     if (line.rfind("Warning: Permanently added", 0) == 0) continue;
     kept.emplace_back(line);
@@ -47,7 +42,7 @@ std::string quoteToolOutput(std::string_view tool, std::string_view stderr_text,
 
 std::string lineContaining(std::string_view text, std::string_view needle) {
   for (std::string_view line : lines(text)) {
-    if (line.find(needle) != std::string_view::npos) return std::string(trimmed(line));
+    if (line.find(needle) != std::string_view::npos) return std::string(trimBlanks(line));
   }
   return {};
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "binding/topology/cpu_list.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 namespace {
@@ -80,13 +81,7 @@ std::string manifestFingerprint(const std::vector<ManifestRow>& rows) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < 8 && i < len; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
-  }
-  return out;
+  return hexBytes(std::string_view(reinterpret_cast<const char*>(digest), std::min(len, 8u)));
 }
 
 }  // namespace tlaunch

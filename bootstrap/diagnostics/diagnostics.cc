@@ -1,5 +1,7 @@
 #include "tlaunch/diagnostics.h"
 
+#include "tlaunch/strings.h"
+
 #include <cstdlib>
 #include <cstdio>
 
@@ -10,11 +12,6 @@ extern const char kCatalogueText[];
 }  // namespace detail
 
 namespace {
-
-std::string_view trimRight(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 void appendLine(std::string& to, std::string_view line) {
   if (!to.empty()) to += '\n';
@@ -61,7 +58,7 @@ Result<std::map<std::string, DiagnosticText, std::less<>>> parseCatalogue(std::s
   while (!text.empty()) {
     ++line_no;
     const size_t nl = text.find('\n');
-    std::string_view line = trimRight(text.substr(0, nl));
+    std::string_view line = trimRightBlanks(text.substr(0, nl));
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     if (line.size() > 2 && line.front() == '[' && line.back() == ']') {
       if (auto r = closeTopic(); !r) return tl::unexpected(r.error());

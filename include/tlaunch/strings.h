@@ -39,6 +39,24 @@ inline std::string hex32(std::uint32_t v) {
   return text;
 }
 
+// "0a1b..": bytes as lower-case hex, two digits each (secrets, digests).
+inline std::string hexBytes(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  }
+  return out;
+}
+
+// `s` without the blanks (space, tab, CR, LF) at its end.
+inline std::string_view trimRightBlanks(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  return s;
+}
+
 // `s` without the blanks (space, tab, CR, LF) at either end.
 inline std::string_view trimBlanks(std::string_view s) {
   const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };

@@ -2,16 +2,11 @@
 
 #include "binding/fabric/fabric_env.h"
 #include "binding/fabric/ipv4_net.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 
 namespace {
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
 
 // The subnet of the address a node's daemon reached the frontend from (its control
 // connection), as that node's interfaces say; "" when none carries it.
@@ -86,7 +81,7 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
     Error e = choice.error();
     e.code = e.code == Errc::usage ? Errc::usage : Errc::fabric;
     if (opts.mode == NetMode::fabric && rdma.with > 0 && rdma.without > 0) {
-      e.message += "\nRDMA devices on " + joined(rdma.with_names) + " but none on " + joined(rdma.without_names) +
+      e.message += "\nRDMA devices on " + joinStrings(rdma.with_names) + " but none on " + joinStrings(rdma.without_names) +
                    ": the ranks of one job need the same fabric";
       e.hint = "leave the nodes without RDMA out (--exclude), fix their HCA driver, or --net tcp for plain sockets";
     }

@@ -43,14 +43,14 @@ tl.check(a["ranks"] == b["ranks"], "same inputs, same manifest")
 
 fixtures = os.environ.get("TLAUNCH_FIXTURES_DIR", os.path.join(os.path.dirname(__file__), "../fixtures"))
 xml = os.path.join(fixtures, "topologies", "llnl-ipa20_dell-xe8640_2xXeon8480_4xH100-SXM_4xmlx5-IB_hwloc2.12.xml")
-if os.path.exists(xml):
-    r = tl.run(["-g", "4", "--dry-run", "--offline", "--json", "--topology-xml", xml, "--hosts", "n1,n2", "--", "true"])
-    tl.check(r.returncode == 0, f"offline dry-run: {r.stderr}")
-    plan = json.loads(r.stdout)
-    tl.check(len(plan["ranks"]) == 8 and plan["ranks"][0]["gpu_busid"] == "0000:4e:00.0", "GPU per rank from the XML")
-    tl.check("not applied" in r.stderr, "a recorded topology is planned, not applied (said once)")
-    r = tl.run(["-g", "8", "--dry-run", "--offline", "--topology-xml", xml, "--hosts", "n1", "--", "true"])
-    tl.check(r.returncode == 78 and "4 GPUs" in r.stderr and "8" in r.stderr, f"-g 8 on 4 GPUs: {r.stderr}")
+tl.check(os.path.exists(xml), f"missing fixture {xml}")
+r = tl.run(["-g", "4", "--dry-run", "--offline", "--json", "--topology-xml", xml, "--hosts", "n1,n2", "--", "true"])
+tl.check(r.returncode == 0, f"offline dry-run: {r.stderr}")
+plan = json.loads(r.stdout)
+tl.check(len(plan["ranks"]) == 8 and plan["ranks"][0]["gpu_busid"] == "0000:4e:00.0", "GPU per rank from the XML")
+tl.check("not applied" in r.stderr, "a recorded topology is planned, not applied (said once)")
+r = tl.run(["-g", "8", "--dry-run", "--offline", "--topology-xml", xml, "--hosts", "n1", "--", "true"])
+tl.check(r.returncode == 78 and "4 GPUs" in r.stderr and "8" in r.stderr, f"-g 8 on 4 GPUs: {r.stderr}")
 
 # --include/--exclude GPU lists choose the GPUs, and the binding follows them. JUWELS Booster:
 # each A100 has its own NUMA node and, under the same PCIe switch, its own HCA (mlx5_0..3).

@@ -22,4 +22,6 @@ tlaunch_add_unit_test(NAME core_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_session_lifecycle_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_message_router_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_diagnostics_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_rank_supervisor_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_daemon_session_test.cc
   LIBS tlaunch_launcher tlaunch_daemon)

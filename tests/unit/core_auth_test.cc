@@ -1,11 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include "bootstrap/auth.h"
+#include "tlaunch/strings.h"
 
 using namespace tlaunch;
 
 TEST_CASE("auth: HMAC-SHA256 matches RFC 4231 test case 2", "[auth]") {
-  REQUIRE(hexEncode(hmacSha256("Jefe", "what do ya want for nothing?")) ==
+  REQUIRE(hexBytes(hmacSha256("Jefe", "what do ya want for nothing?")) ==
           "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }
 

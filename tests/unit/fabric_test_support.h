@@ -42,7 +42,7 @@ inline const char* kMlx4Tarball = "sysfs/hwloc-linux_32em64t-2n8c+1mic_mlx4_0-ib
 inline const char* kQibTarball = "sysfs/hwloc-linux_40intel64-2g2n4c_qib0-ib0.sysfs.tar.bz2";
 
 // Extracts a capture into `into` and returns its root (the directory holding sys/), or nullopt
-// when the fixture is missing (the caller skips with a message).
+// when the fixture is missing (the caller fails the test, naming it).
 inline std::optional<fs::path> extractCapture(const char* tarball, const fs::path& into) {
   fs::path file = fs::path(fixturesDir()) / tarball;
   if (!fs::exists(file)) return std::nullopt;

@@ -1,0 +1,150 @@
+// tlaunchd's DaemonSession against a scripted frontend on a real TCP socket in this process: it
+// proves the secret, refuses a frontend that cannot, reports this machine's inventory as the
+// typed codec reads it, and exits 0 when told to shut down.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/connection.h"
+#include "bootstrap/frame_cipher.h"
+#include "bootstrap/inventory_codec.h"
+#include "daemon/daemon_session.h"
+#include "tlaunch/version.h"
+
+using namespace tlaunch;
+
+namespace {
+
+// The frontend's side of the handshake (launcher/job_session_accept.cc), scripted.
+class ScriptedFrontend {
+ public:
+  // drop_first: the first connection is closed unanswered, as the frontend drops the oldest
+  // connection not yet authenticated when strangers flood its port.
+  ScriptedFrontend(asio::io_context& io, std::string secret, bool prove_secret, bool drop_first = false)
+      : io_(io), acceptor_(io, {asio::ip::make_address("127.0.0.1"), 0}), secret_(std::move(secret)),
+        prove_(prove_secret), drop_first_(drop_first) {
+    accept();
+  }
+  int port() const { return acceptor_.local_endpoint().port(); }
+
+  bool hello_proved = false;
+  std::optional<NodeInventory> inventory;
+  std::string inventory_error;
+  bool closed = false;
+  int connections = 0;
+
+ private:
+  void accept() {
+    acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+      if (ec) return;
+      if (++connections == 1 && drop_first_) {
+        socket.close();
+        return accept();
+      }
+      conn_ = Connection::create(std::move(socket));
+      conn_->start([this](Json&& m) { onMessage(std::move(m)); }, [this](const std::string&) { closed = true; });
+      nonce_ = randomBytes(kNonceBytes);
+      conn_->send({{"t", "challenge"}, {"proto", kProtocolVersion}, {"nonce", binary(nonce_)}});
+    });
+  }
+
+  void onMessage(Json&& msg) {
+    const std::string t = getString(msg, "t");
+    if (t == "hello") {
+      const std::string client_nonce = bytesOf(msg["nonce"]);
+      hello_proved = constantTimeEquals(bytesOf(msg["mac"]),
+                                        helloProof(secret_, nonce_, client_nonce, getString(msg, "node")));
+      conn_->setMaxFrameBytes(kAuthenticatedMaxFrameBytes);
+      conn_->openFromNow(std::make_unique<FrameCipher>(secret_, nonce_, client_nonce, FrameCipher::Direction::to_frontend));
+      const std::string proof = prove_ ? welcomeProof(secret_, nonce_, client_nonce) : std::string(32, 'x');
+      conn_->send({{"t", "welcome"}, {"mac", binary(proof)}});
+      conn_->sealFromNow(std::make_unique<FrameCipher>(secret_, nonce_, client_nonce, FrameCipher::Direction::to_daemon));
+      conn_->send({{"t", "config"}, {"config", Json::object()}});
+    } else if (t == "inventory") {
+      auto inv = inventoryFromJson(msg["inv"]);
+      if (inv) inventory = std::move(*inv);
+      else inventory_error = inv.error().message;
+      conn_->send({{"t", "shutdown"}});
+    }
+  }
+
+  asio::io_context& io_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::string secret_;
+  bool prove_;
+  bool drop_first_;
+  std::shared_ptr<Connection> conn_;
+  std::string nonce_;
+};
+
+int runDaemon(asio::io_context& io, DaemonSession& d, std::chrono::seconds limit) {
+  d.start();
+  io.run_for(limit);
+  return d.exitCode();
+}
+
+DaemonOptions optionsFor(int port, const std::string& secret) {
+  DaemonOptions o;
+  o.connect_host = "127.0.0.1";
+  o.connect_port = port;
+  o.node_index = 0;
+  o.node_name = "n0";
+  o.job_id = "tl-daemon-unit";
+  o.secret = secret;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("daemon session: proves the secret, reports this machine's inventory, exits 0 on shutdown") {
+  asio::io_context io(1);
+  const std::string secret = newJobSecret();
+  ScriptedFrontend fe(io, secret, true);
+  DaemonSession d(io, optionsFor(fe.port(), secret));
+  const int code = runDaemon(io, d, std::chrono::seconds(60));
+  CHECK(fe.hello_proved);
+  INFO(fe.inventory_error);
+  REQUIRE(fe.inventory);
+  CHECK(fe.inventory->node == "n0");
+  REQUIRE(fe.inventory->topology);  // hwloc read this machine
+  CHECK(fe.inventory->topology->numa_nodes.size() >= 1);
+  CHECK(code == 0);
+  CHECK(io.stopped());  // nothing of the daemon left running on the loop
+}
+
+TEST_CASE("daemon session: a frontend that cannot prove the secret gets no inventory, and the daemon exits non-zero") {
+  asio::io_context io(1);
+  const std::string secret = newJobSecret();
+  ScriptedFrontend fe(io, secret, false);
+  DaemonSession d(io, optionsFor(fe.port(), secret));
+  const int code = runDaemon(io, d, std::chrono::seconds(30));
+  CHECK(fe.hello_proved);  // the daemon proved itself first
+  CHECK_FALSE(fe.inventory);
+  CHECK(code != 0);
+}
+
+TEST_CASE("daemon session: a daemon with another secret is not believed, and reports nothing") {
+  asio::io_context io(1);
+  ScriptedFrontend fe(io, newJobSecret(), true);
+  DaemonSession d(io, optionsFor(fe.port(), newJobSecret()));
+  (void)runDaemon(io, d, std::chrono::seconds(30));
+  CHECK_FALSE(fe.hello_proved);
+  CHECK_FALSE(fe.inventory);
+}
+
+TEST_CASE("daemon session: a connection the frontend drops before authentication is made again, and the job goes on") {
+  asio::io_context io(1);
+  const std::string secret = newJobSecret();
+  ScriptedFrontend fe(io, secret, true, /*drop_first=*/true);
+  DaemonSession d(io, optionsFor(fe.port(), secret));
+  const int code = runDaemon(io, d, std::chrono::seconds(60));
+  CHECK(fe.connections == 2);
+  REQUIRE(fe.inventory);
+  CHECK(fe.inventory->node == "n0");
+  CHECK(code == 0);
+}

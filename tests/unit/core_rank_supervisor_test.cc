@@ -1,0 +1,138 @@
+// The daemon's RankSupervisor with real processes (/bin/sh ranks): output relayed per stream as
+// whole lines, exit statuses and signals reported after the output, the stderr tail kept, a
+// teardown that ends ranks ignoring SIGTERM, and a supervisor destroyed while its reads and
+// exit watches are pending (ASan sees any use after free).
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "daemon/rank_supervisor.h"
+
+using namespace tlaunch;
+
+namespace {
+
+RankLaunch shRank(int rank, const std::string& script) {
+  RankLaunch l;
+  l.rank = rank;
+  l.exe_path = "/bin/sh";
+  l.argv = {"sh", "-c", script};
+  l.env = {"PATH=/usr/bin:/bin", "R=" + std::to_string(rank)};
+  l.cwd = "/";
+  return l;
+}
+
+struct Seen {
+  std::map<int, std::vector<std::string>> out, err;  // by rank
+  std::map<int, RankExit> exits;
+  std::vector<std::string> order;  // "out:R" / "exit:R": output must come before the exit
+  int all_exited = 0;
+};
+
+RankSupervisor::Events record(Seen& s) {
+  RankSupervisor::Events e;
+  e.output = [&s](int rank, int stream, OutputKind, std::string_view bytes) {
+    (stream == 1 ? s.out : s.err)[rank].emplace_back(bytes);
+    s.order.push_back("out:" + std::to_string(rank));
+  };
+  e.stdin_written = [](int, size_t) {};
+  e.exited = [&s](const RankExit& x) {
+    s.exits[x.rank] = x;
+    s.order.push_back("exit:" + std::to_string(x.rank));
+  };
+  e.all_exited = [&s] { ++s.all_exited; };
+  return e;
+}
+
+void runUntil(asio::io_context& io, const std::function<bool()>& done, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    io.run_for(std::chrono::milliseconds(20));
+    io.restart();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("rank supervisor: each rank's lines on its own stream, then its exit status, then all exited once") {
+  asio::io_context io(1);
+  Seen s;
+  RankSupervisor sup(io, record(s), "test-rs-1");
+  REQUIRE(sup.start({shRank(0, "echo out-$R; echo err-$R >&2; exit 0"),
+                     shRank(1, "echo out-$R; echo err-$R >&2; echo second >&2; exit 3")}));
+  runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
+  REQUIRE(s.all_exited == 1);
+  CHECK(s.out[0] == std::vector<std::string>{"out-0\n"});
+  CHECK(s.err[0] == std::vector<std::string>{"err-0\n"});
+  CHECK(s.out[1] == std::vector<std::string>{"out-1\n"});
+  CHECK(s.exits[0].code == 0);
+  CHECK_FALSE(s.exits[0].signaled);
+  CHECK(s.exits[1].code == 3);
+  CHECK(s.exits[1].stderr_tail == std::vector<std::string>{"err-1", "second"});
+  CHECK_FALSE(s.exits[1].killed_by_us);
+  for (int r : {0, 1}) {  // every output of a rank before its exit
+    const auto exit_at = std::find(s.order.begin(), s.order.end(), "exit:" + std::to_string(r));
+    CHECK(std::find(exit_at, s.order.end(), "out:" + std::to_string(r)) == s.order.end());
+  }
+  CHECK(sup.allExited());
+  CHECK(sup.alive() == 0);
+}
+
+TEST_CASE("rank supervisor: a rank killed by a signal is reported with the signal") {
+  asio::io_context io(1);
+  Seen s;
+  RankSupervisor sup(io, record(s), "test-rs-2");
+  REQUIRE(sup.start({shRank(0, "kill -9 $$")}));
+  runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
+  REQUIRE(s.exits.count(0));
+  CHECK(s.exits[0].signaled);
+  CHECK(s.exits[0].code == SIGKILL);
+  CHECK_FALSE(s.exits[0].killed_by_us);
+}
+
+TEST_CASE("rank supervisor: terminate ends a rank that ignores SIGTERM after the grace, marked as ours") {
+  asio::io_context io(1);
+  Seen s;
+  RankSupervisor sup(io, record(s), "test-rs-3");
+  REQUIRE(sup.start({shRank(0, "trap '' TERM; echo ready; while :; do sleep 1; done"), shRank(1, "exec sleep 100")}));
+  runUntil(io, [&] { return !s.out[0].empty(); }, std::chrono::seconds(20));
+  REQUIRE(s.out[0] == std::vector<std::string>{"ready\n"});
+  const auto t0 = std::chrono::steady_clock::now();
+  sup.terminate(std::chrono::milliseconds(300));
+  runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
+  REQUIRE(s.all_exited == 1);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  CHECK(s.exits[0].signaled);
+  CHECK(s.exits[0].code == SIGKILL);  // it ignored SIGTERM
+  CHECK(s.exits[0].killed_by_us);
+  CHECK(s.exits[1].signaled);
+  CHECK(s.exits[1].code == SIGTERM);
+  CHECK(s.exits[1].killed_by_us);
+}
+
+TEST_CASE("rank supervisor: destroyed while ranks run and their reads are pending, it ends them and touches nothing after") {
+  asio::io_context io(1);
+  Seen s;
+  std::vector<pid_t> pids;
+  {
+    RankSupervisor sup(io, record(s), "test-rs-4");
+    REQUIRE(sup.start({shRank(0, "exec sleep 100"), shRank(1, "exec sleep 100")}));
+    io.run_for(std::chrono::milliseconds(50));
+    io.restart();
+    for (const auto& v : sup.view()) pids.push_back(v.pid);
+    sup.killAll();
+  }
+  io.run_for(std::chrono::milliseconds(200));  // the aborted handlers run now: none may touch a rank
+  REQUIRE(pids.size() == 2);
+  for (pid_t p : pids) CHECK((::kill(p, 0) != 0 || ::waitpid(p, nullptr, WNOHANG) == p));
+  CHECK(s.exits.empty());  // nothing reported from a destroyed supervisor
+}
