@@ -12,6 +12,7 @@
 #include <asio.hpp>
 
 #include "bootstrap/connection.h"
+#include "bootstrap/fence_collector.h"
 #include "bootstrap/message_router.h"
 #include "launcher/daemon_starter.h"
 #include "launcher/job_lifecycle.h"
@@ -156,12 +157,7 @@ class JobSession {
   std::vector<std::unique_ptr<Pending>> pending_;
   Phase phase_ = Phase::connecting;
   std::optional<JobPlan> plan_;
-  struct Fence {
-    std::vector<std::string> blobs;
-    std::vector<bool> arrived;
-    size_t count = 0;
-  };
-  std::map<uint64_t, Fence> fences_;  // PMIx fences in progress, by sequence number
+  FenceCollector<uint64_t> fences_;  // PMIx fences in progress, by sequence number
   std::unique_ptr<PmixDirectory> pmix_directory_;      // PMIx publish / lookup store
   std::unique_ptr<PmixCollectives> pmix_collectives_;  // PMIx connect / disconnect / subset fences
   std::unique_ptr<JobInspector> inspector_;  // stacks, status, --hang-timeout

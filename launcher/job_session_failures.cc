@@ -64,9 +64,8 @@ void JobSession::endEventGrace() {
 // fences of the whole job (each node's next one fails too, see onPmixMessage) and collectives
 // that include it.
 void JobSession::failPmixOperationsOf(int rank) {
-  for (const auto& [seq, fence] : fences_)
+  for (const auto seq : fences_.abandonAll())
     broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
-  fences_.clear();
   pmix_collectives_->onRankFailed(rank);
 }
 

@@ -52,20 +52,8 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
       link.conn->send({{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
       return;
     }
-    Fence& f = fences_[seq];
-    if (f.blobs.empty()) {
-      f.blobs.resize(links_.size());
-      f.arrived.resize(links_.size());
-    }
-    const auto i = static_cast<size_t>(link.index);
-    if (i >= f.arrived.size() || f.arrived[i]) return;
-    f.arrived[i] = true;
-    f.blobs[i] = bytesOf(msg["d"]);
-    if (++f.count < links_.size()) return;
-    std::string all;
-    for (const auto& b : f.blobs) all += b;
-    fences_.erase(seq);
-    broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", true}, {"d", binary(all)}});
+    auto all = fences_.contribute(seq, static_cast<size_t>(link.index), links_.size(), bytesOf(msg["d"]));
+    if (all) broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", true}, {"d", binary(*all)}});
     return;
   }
   if (type == "dmodex_req") {

@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "bootstrap/fence_collector.h"
 #include "harness_options.h"
 #include "harness_wire.h"
 
@@ -67,16 +68,12 @@ class Frontend {
   void onMessage(int node, Msg m) {
     switch (m.type) {
       case MsgType::fence_contrib: {
-        auto& slot = fences_[{m.job, m.a}];
-        slot.resize(o_.nodes);
-        slot[node] = std::move(m.payload);
-        for (auto& c : slot)
-          if (!c) return;
-        std::string all;
-        for (auto& c : slot) all += *c;
-        fences_.erase({m.job, m.a});
+        // The frontend's own gathering (bootstrap/fence_collector.h), keyed by job and fence.
+        auto all = fences_.contribute({m.job, m.a}, static_cast<size_t>(node), static_cast<size_t>(o_.nodes),
+                                      std::move(m.payload));
+        if (!all) break;
         ++fences_done_[m.job];
-        for (auto& ch : channels_) ch->send({MsgType::fence_done, m.job, m.a, 1, 0, all});
+        for (auto& ch : channels_) ch->send({MsgType::fence_done, m.job, m.a, 1, 0, *all});
         break;
       }
       case MsgType::dmdx_request: {
@@ -205,7 +202,7 @@ class Frontend {
   std::vector<std::unique_ptr<Channel>> channels_;
   asio::signal_set sigchld_;
   asio::steady_timer timer_;
-  std::map<std::pair<uint64_t, uint64_t>, std::vector<std::optional<std::string>>> fences_;
+  tlaunch::FenceCollector<std::pair<uint64_t, uint64_t>> fences_;  // by (job, fence)
   std::map<uint64_t, int> fences_done_, dmodex_;
   std::vector<std::optional<std::pair<int, std::string>>> results_;
   std::vector<bool> closed_;

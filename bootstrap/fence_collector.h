@@ -1,0 +1,56 @@
+#pragma once
+// Fences of a whole job across nodes (pure): every node contributes once per fence; when the
+// last contribution arrives, all of them in node order are the fence's result, which goes back
+// to every node. The frontend routes PMIx fences through it (launcher/job_session_pmix.cc), and
+// so does the PMIx test harness (tests/pmix/harness_frontend.cc), so the harness tests the same
+// gathering; a tree's interior daemons would combine their subtree's share the same way.
+// Key: the fence's sequence number, or (job, sequence) where one frontend serves several jobs.
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tlaunch {
+
+template <class Key>
+class FenceCollector {
+ public:
+  // `node`'s contribution to fence `key` of a job on `nodes` nodes. Returns the concatenation,
+  // in node order, when this was the last one missing, and forgets the fence; nullopt before,
+  // and for a node out of range or contributing twice (a confused or hostile peer: ignored).
+  std::optional<std::string> contribute(const Key& key, std::size_t node, std::size_t nodes, std::string data) {
+    if (node >= nodes) return std::nullopt;
+    Fence& f = fences_[key];
+    if (f.parts.empty()) f.parts.resize(nodes);
+    if (node >= f.parts.size() || f.parts[node]) return std::nullopt;
+    f.parts[node] = std::move(data);
+    if (++f.arrived < f.parts.size()) return std::nullopt;
+    std::string all;
+    std::size_t size = 0;
+    for (const auto& p : f.parts) size += p->size();
+    all.reserve(size);
+    for (const auto& p : f.parts) all += *p;
+    fences_.erase(key);
+    return all;
+  }
+
+  // The fences in progress (to fail them when a node or rank is lost), then none.
+  std::vector<Key> abandonAll() {
+    std::vector<Key> keys;
+    for (const auto& [k, f] : fences_) keys.push_back(k);
+    fences_.clear();
+    return keys;
+  }
+
+  std::size_t inProgress() const { return fences_.size(); }
+
+ private:
+  struct Fence {
+    std::vector<std::optional<std::string>> parts;
+    std::size_t arrived = 0;
+  };
+  std::map<Key, Fence> fences_;
+};
+
+}  // namespace tlaunch
