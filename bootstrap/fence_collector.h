@@ -19,12 +19,12 @@ class FenceCollector {
   // `node`'s contribution to fence `key` of a job on `nodes` nodes. Returns the concatenation,
   // in node order, when this was the last one missing, and forgets the fence; nullopt before,
   // and for a node out of range or contributing twice (a confused or hostile peer: ignored).
-  std::optional<std::string> contribute(const Key& key, std::size_t node, std::size_t nodes, std::string data) {
+  std::optional<std::string> contribute(const Key& key, std::size_t node, std::size_t nodes, const std::string& data) {
     if (node >= nodes) return std::nullopt;
     Fence& f = fences_[key];
     if (f.parts.empty()) f.parts.resize(nodes);
     if (node >= f.parts.size() || f.parts[node]) return std::nullopt;
-    f.parts[node] = std::move(data);
+    f.parts[node] = data;
     if (++f.arrived < f.parts.size()) return std::nullopt;
     std::string all;
     std::size_t size = 0;

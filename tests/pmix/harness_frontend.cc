@@ -70,7 +70,7 @@ class Frontend {
       case MsgType::fence_contrib: {
         // The frontend's own gathering (bootstrap/fence_collector.h), keyed by job and fence.
         auto all = fences_.contribute({m.job, m.a}, static_cast<size_t>(node), static_cast<size_t>(o_.nodes),
-                                      std::move(m.payload));
+                                      m.payload);
         if (!all) break;
         ++fences_done_[m.job];
         for (auto& ch : channels_) ch->send({MsgType::fence_done, m.job, m.a, 1, 0, *all});
