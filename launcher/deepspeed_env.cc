@@ -6,6 +6,7 @@
 
 #include "launcher/text_file.h"
 #include "tlaunch/strings.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
@@ -85,10 +86,9 @@ Result<std::vector<EnvFileEntry>> readDeepspeedEnvFiles(const std::map<std::stri
   }
   auto named = env.find("DS_ENV_FILE");
   if (!found && named != env.end() && !named->second.empty())
-    return fail(Errc::usage,
-                "DS_ENV_FILE=" + named->second + ": no such file" +
-                    (named->second.front() == '/' ? "" : " in the home directory or the current one"),
-                "create it, or unset DS_ENV_FILE");
+    return diagnostic(Errc::usage, "ds-env-file-missing",
+                      {{"file", named->second},
+                       {"where", named->second.front() == '/' ? "" : " in the home directory or the current one"}});
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "bootstrap/rank_env.h"
+#include "tlaunch/diagnostics.h"
 
 extern char** environ;
 
@@ -71,12 +72,11 @@ Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std:
     auto eq = x.find('=');
     std::string name = x.substr(0, eq);
     if (name.empty() || name.find_first_of(" \t\n") != std::string::npos)
-      return fail(Errc::usage, "-x '" + x + "': expected VAR or VAR=VALUE");
+      return diagnostic(Errc::usage, "export-malformed", {{"arg", x}});
     if (eq == std::string::npos) {
       auto it = env.find(name);
       if (it == env.end())
-        return fail(Errc::usage, "-x " + name + ": " + name + " is not set in this environment",
-                    "set it, or give a value with -x " + name + "=VALUE");
+        return diagnostic(Errc::usage, "export-unset", {{"name", name}});
       out[name] = it->second;
     } else {
       out[name] = x.substr(eq + 1);

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "binding/fabric/fabric_discovery.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
@@ -20,8 +21,7 @@ Result<std::string> sourceAddressToward(const std::string& host) {
   hints.ai_socktype = SOCK_DGRAM;
   addrinfo* res = nullptr;
   if (int rc = ::getaddrinfo(host.c_str(), "9", &hints, &res); rc != 0 || !res) {
-    return fail(Errc::node_unreachable, "node " + host + " does not resolve: " + ::gai_strerror(rc),
-                "check the name (/etc/hosts, DNS) or use its address");
+    return diagnostic(Errc::node_unreachable, "node-unresolved", {{"node", host}, {"reason", ::gai_strerror(rc)}});
   }
   sockaddr_in target{};
   std::memcpy(&target, res->ai_addr, sizeof target);
@@ -35,8 +35,7 @@ Result<std::string> sourceAddressToward(const std::string& host) {
   if (rc == 0) rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
   ::close(fd);
   if (rc != 0) {
-    return fail(Errc::node_unreachable, "no route from this host to node " + host + ": " + std::strerror(err),
-                "check the network between this host and the node");
+    return diagnostic(Errc::node_unreachable, "node-no-route", {{"node", host}, {"reason", std::strerror(err)}});
   }
   char buf[INET_ADDRSTRLEN] = {};
   ::inet_ntop(AF_INET, &local.sin_addr, buf, sizeof buf);

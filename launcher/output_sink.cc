@@ -1,4 +1,5 @@
 #include "launcher/output_sink.h"
+#include "tlaunch/diagnostics.h"
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
@@ -64,18 +65,19 @@ void OutputSink::setDrained(std::function<void(int, size_t)> drained) {
 Result<void> OutputSink::openFiles(int world_size) {
   if (dir_.empty()) return {};
   if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST)
-    return fail(Errc::usage, "cannot create --output-dir " + dir_ + ": " + std::strerror(errno));
+    return diagnostic(Errc::usage, "output-dir-create", {{"dir", dir_}, {"reason", std::strerror(errno)}});
   // The directory itself, not a symlink in its place, and ours: files of another user's
   // directory could be read or replaced by them.
   const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0)
-    return fail(Errc::usage, "cannot use --output-dir " + dir_ + ": " + std::strerror(errno) +
-                                 (errno == ELOOP || errno == ENOTDIR ? " (a symbolic link or not a directory)" : ""));
+    return diagnostic(Errc::usage, "output-dir-unusable",
+                      {{"dir", dir_},
+                       {"reason", std::strerror(errno)},
+                       {"detail", errno == ELOOP || errno == ENOTDIR ? " (a symbolic link or not a directory)" : ""}});
   struct stat st {};
   if (::fstat(dfd, &st) != 0 || st.st_uid != ::geteuid()) {
     ::close(dfd);
-    return fail(Errc::usage, "--output-dir " + dir_ + " belongs to another user (uid " + std::to_string(st.st_uid) + ")",
-                "choose a directory of your own");
+    return diagnostic(Errc::usage, "output-dir-foreign", {{"dir", dir_}, {"uid", std::to_string(st.st_uid)}});
   }
   Item item;
   item.type = Item::Type::files;
@@ -89,7 +91,7 @@ Result<void> OutputSink::openFiles(int world_size) {
         const std::string why = std::strerror(errno);
         for (auto& [k, f] : item.files) ::close(f);
         ::close(dfd);
-        return fail(Errc::usage, "cannot write " + dir_ + "/" + name + ": " + why);
+        return diagnostic(Errc::usage, "output-file-unwritable", {{"path", dir_ + "/" + name}, {"reason", why}});
       }
       item.files[{r, s}] = fd;
     }

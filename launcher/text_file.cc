@@ -1,4 +1,5 @@
 #include "launcher/text_file.h"
+#include "tlaunch/diagnostics.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -11,8 +12,8 @@ Result<std::string> readTextFile(const std::string& path, std::string_view what)
   constexpr size_t kMaxBytes = 64u << 20;
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "re"), &std::fclose);
   if (!file) {
-    return fail(Errc::usage, "cannot read " + std::string(what) + " " + path + ": " + std::strerror(errno),
-                "check the path and its permissions");
+    return diagnostic(Errc::usage, "file-unreadable",
+                      {{"what", std::string(what)}, {"path", path}, {"reason", std::strerror(errno)}});
   }
   std::string content;
   char buf[65536];
@@ -20,7 +21,7 @@ Result<std::string> readTextFile(const std::string& path, std::string_view what)
   while ((n = std::fread(buf, 1, sizeof buf, file.get())) > 0) {
     content.append(buf, n);
     if (content.size() > kMaxBytes) {
-      return fail(Errc::usage, std::string(what) + " " + path + " is larger than 64 MiB", "is this the right file?");
+      return diagnostic(Errc::usage, "file-too-large", {{"what", std::string(what)}, {"path", path}});
     }
   }
   if (std::ferror(file.get())) {
