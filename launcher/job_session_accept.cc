@@ -54,8 +54,7 @@ void JobSession::acceptQueued() {
   // connection per turn of the loop, so that its listen queue does not overflow (an overflowed
   // handshake leaves a daemon waiting for a challenge that never comes; it reconnects after
   // 10 s, see DaemonSession::awaitChallenge).
-  asio::error_code ec;
-  acceptor_.non_blocking(true, ec);
+  asio::error_code ec;  // the acceptor is non-blocking since listen(): an empty queue ends the loop
   for (int i = 0; i < kAcceptBurst && !ec; ++i) {
     asio::ip::tcp::socket socket(io_);
     acceptor_.accept(socket, ec);
@@ -184,6 +183,7 @@ Result<void> JobSession::listen() {
   if (!ec) acceptor_.bind(ep, ec);
   // As deep as the system allows (net.core.somaxconn): daemons of one srun step connect at once.
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) acceptor_.non_blocking(true, ec);  // for acceptQueued(); asynchronous accepts are unaffected
   if (ec) return tlaunch::fail(Errc::io, "cannot listen on " + cfg_.listen_address + ": " + ec.message());
   return {};
 }

@@ -116,10 +116,18 @@ std::string renderNetwork(const JobPlan& plan) {
   return out + networkNotes(*plan.network);
 }
 
+namespace {
+
+// The table of the checks worth reading (`notable`), or the one-line summary when there are none.
+std::string preflightText(const JobPlan& plan, const std::vector<PreflightItem>& notable) {
+  return notable.empty() ? "preflight: " + preflightSummary(plan.preflight_items) + "\n" : renderPreflightTable(notable);
+}
+
+}  // namespace
+
 std::string renderPreflight(const JobPlan& plan) {
   if (plan.preflight_items.empty()) return "";
-  const auto notable = notablePreflight(plan.preflight_items);
-  return notable.empty() ? "preflight: " + preflightSummary(plan.preflight_items) + "\n" : renderPreflightTable(notable);
+  return preflightText(plan, notablePreflight(plan.preflight_items));
 }
 
 Json planToJson(const JobPlan& plan) {
@@ -192,10 +200,10 @@ std::string renderBanner(const JobPlan& plan, const JobSpec& spec) {
     else
       text += networkNotes(*plan.network);
   }
-  const bool preflight_news = !notablePreflight(plan.preflight_items).empty();
-  if (spec.preflight != PreflightMode::off && !plan.preflight_items.empty() && (plan.network || preflight_news)) {
+  const auto notable = notablePreflight(plan.preflight_items);  // once: it decides and it is shown
+  if (spec.preflight != PreflightMode::off && !plan.preflight_items.empty() && (plan.network || !notable.empty())) {
     if (text.back() != '\n') text += "\n";
-    text += renderPreflight(plan);
+    text += preflightText(plan, notable);
   }
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
