@@ -33,6 +33,20 @@ std::vector<int> TreeShape::subtreeOf(int node) const {
   return out;
 }
 
+bool TreeShape::isInSubtree(int node, int root) const {
+  if (node < 0 || node >= nodes || root >= nodes) return false;
+  for (int n = node; n >= root; n = parentOf(n))  // parents have smaller numbers
+    if (n == root) return true;
+  return root == -1;
+}
+
+int TreeShape::childToward(int from, int node) const {
+  if (node < 0 || node >= nodes || node == from) return -2;
+  for (int n = node; n >= 0; n = parentOf(n))
+    if (parentOf(n) == from) return n;
+  return -2;
+}
+
 int TreeShape::depth() const {
   int d = 0;
   long long covered = 0, level = 1;

@@ -3,10 +3,10 @@
 // fan-out k, numbered in breadth-first order so that node i's parent and children follow from
 // arithmetic alone. Pure.
 //
-// Today every daemon connects to the frontend directly (k >= number of nodes: a star), which
-// is what the session implements. The plan hands each daemon its parent from here, so that
-// routing through a parent daemon — broadcasts down, gathers (fence blobs, exits) combined per
-// subtree on the way up — can be switched on without changing who talks to whom.
+// --tree-radix k: every daemon first proves itself to the frontend, then (when the job has more
+// nodes than k) attaches to its parent here and the frontend talks only to its k children;
+// messages for a deeper node travel down the parents, a node's reports travel up them
+// (launcher/job_session_tree.cc, daemon/tree_children.h).
 #include <vector>
 
 namespace tlaunch {
@@ -20,6 +20,10 @@ struct TreeShape {
   std::vector<int> childrenOf(int node) const;  // node -1: the frontend's children
   std::vector<int> subtreeOf(int node) const;   // node and everything below it, ascending
   int depth() const;                            // levels of daemons below the frontend
+  // Whether `node` is `root` or below it.
+  bool isInSubtree(int node, int root) const;
+  // The child of `from` (-1: the frontend) whose subtree holds `node`; -2 when none does.
+  int childToward(int from, int node) const;
 };
 
 }  // namespace tlaunch

@@ -15,17 +15,20 @@
 #include "daemon/output_channel.h"
 #include "daemon/rank_launches.h"
 #include "daemon/stack_collector.h"
+#include "daemon/tree_children.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
 
 DaemonSession::DaemonSession(asio::io_context& io, DaemonOptions options)
-    : io_(io), opts_(std::move(options)), probe_acceptor_(io), heartbeat_timer_(io), exit_timer_(io), challenge_timer_(io) {}
+    : io_(io), opts_(std::move(options)), probe_acceptor_(io), heartbeat_timer_(io), exit_timer_(io), challenge_timer_(io),
+      attach_timer_(io) {}
 
 DaemonSession::~DaemonSession() = default;
 
 void DaemonSession::start() {
-  // A listener for the other daemons' reachability probes (and, later, tree children).
+  // A listener for the other daemons' reachability probes and for tree children.
+  startTreeListener();
   asio::error_code ec;
   probe_acceptor_.open(asio::ip::tcp::v4(), ec);
   if (!ec) markCloseOnExec(probe_acceptor_.native_handle());
@@ -106,6 +109,7 @@ void DaemonSession::onMessage(Json&& msg) {
     frontendLost("protocol error");
     return;
   }
+  if (relayDown(msg)) return;
   if (!router_.route(std::move(msg))) spdlog::warn("ignoring unknown message '{}' from the frontend", t);
 }
 
@@ -120,20 +124,24 @@ void DaemonSession::handleChallenge(const Json& msg) {
   }
   server_nonce_ = bytesOf(msg["nonce"]);
   client_nonce_ = randomBytes(kNonceBytes);
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  conn_->send({{"t", "hello"},
-               {"proto", kProtocolVersion},
-               {"version", kVersion},
-               {"node", opts_.node_name},
-               {"index", opts_.node_index},
-               {"hostname", host},
-               {"pid", ::getpid()},
-               {"nonce", binary(client_nonce_)},
-               {"mac", binary(helloProof(opts_.secret, server_nonce_, client_nonce_, opts_.node_name))}});
+  conn_->send(helloMessage(server_nonce_, client_nonce_));
   // Everything after the hello is sealed (bootstrap/frame_cipher.h).
   conn_->sealFromNow(std::make_unique<FrameCipher>(opts_.secret, server_nonce_, client_nonce_,
                                                    FrameCipher::Direction::to_frontend));
+}
+
+Json DaemonSession::helloMessage(const std::string& server_nonce, const std::string& client_nonce) const {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return {{"t", "hello"},
+          {"proto", kProtocolVersion},
+          {"version", kVersion},
+          {"node", opts_.node_name},
+          {"index", opts_.node_index},
+          {"hostname", host},
+          {"pid", ::getpid()},
+          {"nonce", binary(client_nonce)},
+          {"mac", binary(helloProof(opts_.secret, server_nonce, client_nonce, opts_.node_name))}};
 }
 
 void DaemonSession::handleWelcome(const Json& msg) {
@@ -158,6 +166,8 @@ void DaemonSession::handleConfig(const Json& msg) {
   const auto dead_peer = std::chrono::milliseconds(
       std::clamp<long long>(getInt(config, "heartbeat_timeout_ms", 15000), 1000, 3'600'000));
   conn_->setDeadPeerTimeout(dead_peer);
+  dead_peer_timeout_ = dead_peer;
+  tree_->setDeadPeerTimeout(dead_peer);
   OutputChannel::Limits limits;
   limits.window = static_cast<size_t>(std::clamp<long long>(getInt(config, "output_window", 4 << 20), 64 << 10, 64 << 20));
   output_ = std::make_unique<OutputChannel>(
@@ -181,6 +191,7 @@ void DaemonSession::heartbeat() {
   // TCP (keepalive, TCP_USER_TIMEOUT: setDeadPeerTimeout), and then the connection closes.
   if (done_) return;
   if (conn_ && conn_->isOpen()) conn_->send({{"t", "ping"}});
+  tree_->checkLiveness(dead_peer_timeout_);
   heartbeat_timer_.expires_after(heartbeat_interval_);
   heartbeat_timer_.async_wait([this](const asio::error_code& ec) {
     if (!ec) heartbeat();
@@ -203,9 +214,7 @@ void DaemonSession::handlePrepare(const Json& msg) {
   if (!exe) return reply_error(exe.error());
   if (auto r = probePeers(); !r) return reply_error(r.error());
   if (launch_->pmix.enabled && !pmix_) {
-    auto bridge = PmixBridge::start(io_, *launch_, [this](const Json& m) {
-      if (conn_ && conn_->isOpen()) conn_->send(m);
-    });
+    auto bridge = PmixBridge::start(io_, *launch_, [this](const Json& m) { sendOwn(m); });
     if (!bridge) {
       Error e = bridge.error();
       e.message = "node " + launch_->node_name + ": the PMIx server did not start: " + e.message;
@@ -301,6 +310,7 @@ void DaemonSession::frontendLost(const std::string& why) {
   lost_ = true;
   spdlog::error("lost the frontend ({}); ending this node's ranks", why);
   if (conn_) conn_->close();
+  tree_->closeAll();  // the nodes below lose their way to the frontend too: they end theirs now
   if (ranks_ && !ranks_->allExited()) {
     int grace = launch_ ? std::min(launch_->kill_timeout_ms, 2000) : 2000;
     ranks_->terminate(std::chrono::milliseconds(grace));
@@ -321,6 +331,8 @@ void DaemonSession::shutdown(int code) {
   exit_code_ = code;
   heartbeat_timer_.cancel();
   challenge_timer_.cancel();
+  attach_timer_.cancel();
+  tree_->expectEnd();
   asio::error_code ignore;
   probe_acceptor_.close(ignore);
   if (ranks_ && !ranks_->allExited()) ranks_->killAll();
@@ -332,14 +344,27 @@ void DaemonSession::shutdown(int code) {
       ranks_.reset();
       nccl_.reset();  // its timer, and the per-rank NCCL logs
       pmix_.reset();
-      if (conn_ && conn_->isOpen()) conn_->closeAfterFlush();
-      waitForFlush(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+      // The nodes below clean up as this one did; the frontend's wait for the tree covers
+      // theirs only while this connection stays open.
+      awaitChildren(std::chrono::steady_clock::now() + std::chrono::seconds(4), [this] {
+        tree_->closeAll();
+        if (conn_ && conn_->isOpen()) conn_->closeAfterFlush();
+        waitForFlush(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+      });
     };
     if (!ranks_) return finish();
     // What the ranks started and left running (a setsid'ed server) ends with the job. The
     // frontend waits ~3 s for our exit, so the grace here is short.
     const int grace_ms = launch_ ? std::min(launch_->kill_timeout_ms, 2000) : 2000;
     ranks_->sweepLeftovers(std::chrono::milliseconds(grace_ms), finish);
+  });
+}
+
+void DaemonSession::awaitChildren(std::chrono::steady_clock::time_point deadline, std::function<void()> then) {
+  if (tree_->openChildren() == 0 || std::chrono::steady_clock::now() >= deadline) return then();
+  exit_timer_.expires_after(std::chrono::milliseconds(10));
+  exit_timer_.async_wait([this, deadline, then = std::move(then)](const asio::error_code&) mutable {
+    awaitChildren(deadline, std::move(then));
   });
 }
 

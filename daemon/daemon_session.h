@@ -16,6 +16,7 @@
 #include "daemon/pmix_bridge.h"
 #include "daemon/rank_status.h"
 #include "daemon/rank_supervisor.h"
+#include "daemon/subtree_fence.h"
 #include "tlaunch/node_launch.h"
 
 namespace tlaunch {
@@ -23,6 +24,7 @@ namespace tlaunch {
 class OutputChannel;
 class StackCollector;
 class RdmaPairAgent;
+class TreeChildren;
 class VerbsApi;
 
 struct DaemonOptions {
@@ -69,6 +71,16 @@ class DaemonSession {
   void handleRdmaStage(Json&& msg);
   void handleReach(const Json& msg);
   Result<void> probePeers();
+  Json helloMessage(const std::string& server_nonce, const std::string& client_nonce) const;
+  // The control tree (daemon_session_tree.cc).
+  void startTreeListener();
+  void handleTree(const Json& msg);
+  void attachToParent(const std::string& host, int port, const std::string& parent_name);
+  void switchToParent();
+  bool relayDown(Json& msg);  // true: the message was for a node below this one, and went on
+  void sendUp(Json&& msg, bool bulk);
+  void sendOwn(const Json& msg);  // this node's PMIx server's messages (fences gather the subtree's)
+  void awaitChildren(std::chrono::steady_clock::time_point deadline, std::function<void()> then);
   // `tlaunch stacks` / `tlaunch status` (daemon_inspect.cc).
   void handleStacks(const Json& msg);
   void handleStatus(const Json& msg);
@@ -91,6 +103,14 @@ class DaemonSession {
   asio::steady_timer heartbeat_timer_;
   asio::steady_timer exit_timer_;
   asio::steady_timer challenge_timer_;
+  asio::steady_timer attach_timer_;
+  std::unique_ptr<TreeChildren> tree_;      // children's connections: before conn_ goes
+  std::shared_ptr<Connection> parent_;      // the tree parent, while attaching
+  std::shared_ptr<Connection> leaving_;     // the direct connection, until the frontend closes it
+  std::string parent_client_nonce_;
+  SubtreeFence subtree_fence_;  // fences of the whole job: this node's share and its children's
+  bool attaching_ = false;
+  std::chrono::milliseconds dead_peer_timeout_{15000};
   static constexpr std::chrono::seconds kChallengeTimeout{10};
   static constexpr int kChallengeRetries = 5;
   int challenge_retries_ = 0;

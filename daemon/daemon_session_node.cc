@@ -2,6 +2,7 @@
 // listener for the other daemons' reachability probes and those probes, and the stages of the
 // cross-node RDMA write test (on a worker thread, so heartbeats and teardown are still served).
 #include "daemon/daemon_session.h"
+#include "daemon/tree_children.h"
 
 #include <spdlog/spdlog.h>
 
@@ -41,10 +42,7 @@ void DaemonSession::handleRdmaStage(Json&& msg) {
 void DaemonSession::acceptProbes() {
   probe_acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket s) {
     if (ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      asio::error_code ignore;
-      s.close(ignore);  // connecting was the whole test
-    }
+    if (!ec) tree_->adopt(std::move(s));  // a child, or a probe (connecting was its whole test)
     acceptProbes();
   });
 }

@@ -24,6 +24,7 @@ DaemonSession::Router DaemonSession::makeRouter() {
   });
   // The job's course.
   r.on("config", [this](Type, Json&& m) { handleConfig(m); });
+  r.on("tree", [this](Type, Json&& m) { handleTree(m); });
   r.on("reach", [this](Type, Json&& m) { handleReach(m); });
   r.onPrefix("rdma_", [this](Type t, Json&& m) {
     if (isRdmaStage(t)) handleRdmaStage(std::move(m));

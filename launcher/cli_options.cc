@@ -118,6 +118,9 @@ void addControlOptions(CLI::App& app, JobSpec& s, bool job) {
   app.add_option("--daemon-path", s.daemon_path, "tlaunchd on the nodes (default: next to this tlaunch)");
   app.add_flag("-v,--verbose", s.verbose, "say what tlaunch does");
   if (!job) return;
+  addCount(app, "--tree-radix", "--tree-radix", s.tree_radix, 0, kMaxNodes,
+           "the frontend talks to at most this many daemons, each daemon to at most this many below it "
+           "(default 64; 0: every daemon talks to the frontend)");
   app.add_option_function<std::string>(
          "--time-limit", [&s](const std::string& v) { s.time_limit_s = orThrow(parseDuration("--time-limit", v)); },
          "end the job like a failure (exit 124) once it has run this long since tlaunch started: 90s, 10m, 1h30m, "

@@ -22,6 +22,7 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_nccl.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_routes.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_session_tree.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_failures.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_accept.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_plan.cc

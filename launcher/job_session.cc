@@ -71,12 +71,11 @@ size_t JobSession::outputWindow() const {
 
 void JobSession::grantOutputCredit(int source, size_t bytes) {
   if (source < 0 || source >= static_cast<int>(links_.size())) return;
-  auto& conn = links_[static_cast<size_t>(source)]->conn;
-  if (conn && conn->isOpen()) conn->send({{"t", "credit"}, {"n", bytes}});
+  sendToNode(source, {{"t", "credit"}, {"n", bytes}});
 }
 
 bool JobSession::allDrained() const {
-  return std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->drained || l->closed || !l->conn; });
+  return std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->drained || l->closed || (!l->conn && !l->routed); });
 }
 
 std::string JobSession::nodeLabel(int index) const {
@@ -143,8 +142,7 @@ void JobSession::finish(JobEvent why) {
   // Each daemon ends its ranks' leftovers, removes the job's files, then closes its end: the
   // connection stays open until then, so this wait covers the cleanup. Under Slurm that
   // matters: once tlaunch stops, srun's step ends and slurmstepd kills what is still running.
-  for (auto& l : links_)
-    if (l->conn && l->conn->isOpen()) l->conn->send({{"t", "shutdown"}});
+  broadcast({{"t", "shutdown"}});
   for (auto& p : pending_) p->conn->close();
   if (inspector_) inspector_->close();
   asio::error_code ignore;
@@ -155,7 +153,13 @@ void JobSession::finish(JobEvent why) {
 }
 
 void JobSession::broadcast(const Json& msg) {
-  auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));
+  // Once each to the frontend's direct children; in a tree they pass it on ("@all").
+  Json tagged;
+  if (tree_) {
+    tagged = msg;
+    tagged["@all"] = true;
+  }
+  auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(tree_ ? tagged : msg)));
   for (auto& l : links_)
     if (l->conn && l->conn->isOpen()) l->conn->sendEncoded(frame);
 }
@@ -186,7 +190,9 @@ void JobSession::tick() {
     }
   } else {
     for (const auto& f : starter_->poll()) {
-      if (f.node_index >= 0 && f.node_index < static_cast<int>(links_.size()) && links_[f.node_index]->conn) continue;  // exited after connecting: the link tells
+      if (f.node_index >= 0 && f.node_index < static_cast<int>(links_.size()) &&
+          (links_[f.node_index]->conn || links_[f.node_index]->routed))
+        continue;  // exited after connecting: the link tells
       const bool named = f.node_index >= 0 && !failed_;
       fail(exitStatusFor(Errc::node_unreachable),
            (f.node_index >= 0 ? "could not start tlaunchd on node " + nodeLabel(f.node_index) + ": " : "") + f.message,
@@ -212,6 +218,14 @@ void JobSession::tick() {
                                           {"seconds", std::to_string(cfg_.spec.connect_timeout_s)},
                                           {"nodes", joinSome(missing)},
                                           {"address", cfg_.listen_address}})));
+    } else if (phase_ == Phase::testing_fabric && tree_waiting_ > 0 && now > phase_deadline_) {
+      std::vector<std::string> waiting;
+      for (const auto& l : links_)
+        if (l->conn && !l->routed && tree_->parentOf(l->index) >= 0) waiting.push_back(l->name);
+      fail(exitStatusFor(Errc::node_unreachable),
+           describeError(diagnosticError(Errc::node_unreachable, "tree-not-wired",
+                                         {{"seconds", std::to_string(kTreeWiringTimeout.count())},
+                                          {"nodes", joinSome(waiting)}})));
     } else if (phase_ == Phase::testing_fabric && now > phase_deadline_) {
       fail(exitStatusFor(Errc::node_unreachable),
            "the cross-node preflight did not finish within 60 s; still waiting for " + cross_node_->waitingFor() +

@@ -14,6 +14,7 @@
 #include "bootstrap/connection.h"
 #include "bootstrap/fence_collector.h"
 #include "bootstrap/message_router.h"
+#include "bootstrap/tree_shape.h"
 #include "launcher/daemon_starter.h"
 #include "launcher/job_lifecycle.h"
 #include "launcher/plan/job_plan.h"
@@ -104,6 +105,19 @@ class JobSession {
   void onRankExit(Link& link, const Json& msg);
   void onPmixMessage(Link& link, const std::string& type, Json&& msg);
   void sendToNode(int node, const Json& msg);
+  // The control tree (launcher/job_session_tree.cc).
+  bool wireTree();  // false: a star (the radix covers every node), nothing to wait for
+  void onAttached(Link& link, bool attached, const std::string& reason);
+  void checkAcrossNodes();  // after the inventories (and the tree): the cross-node preflight, then the plan
+  int routeOf(int node) const;      // the frontend's direct child that carries messages to `node`
+  bool carriedBy(int node, int via) const;  // `node` is `via` or reaches the frontend through it
+  bool reachable(int node) const;   // its route is open and the node is not lost
+  std::vector<int> routedBelow(int node) const;  // the nodes that reach the frontend through `node`
+  void sendRouted(int node, const Json& msg, bool bulk);
+  int outputSource(const Link& link, int rank);  // the node a rank's output on `link` is from; -1: none
+  void onChildLost(Link& parent, const Json& msg);
+  std::string lostNodeText(const Link& link, const std::string& reason);  // marks its subtree lost too
+  static constexpr auto kTreeWiringTimeout = std::chrono::seconds(30);
   int nodeOfRank(int rank) const;
   void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {},
             std::string node = {}, int signal = 0);
@@ -155,6 +169,9 @@ class JobSession {
   std::chrono::steady_clock::time_point last_tick_{};
   std::vector<std::unique_ptr<Link>> links_;
   std::vector<std::unique_ptr<Pending>> pending_;
+  std::optional<TreeShape> tree_;  // once the tree is wired (or being wired); none: a star
+  int tree_waiting_ = 0;           // nodes yet to say whether they attached to their parent
+  std::chrono::steady_clock::time_point tree_started_at_;
   Phase phase_ = Phase::connecting;
   std::optional<JobPlan> plan_;
   FenceCollector<uint64_t> fences_;  // PMIx fences in progress, by sequence number

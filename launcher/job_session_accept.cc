@@ -134,7 +134,8 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   conn->setOutputHandler([this, link](const OutputRecord& r, OwnedBytes&& owned) {
     link->last_heard = Clock::now();
     if (inspector_) inspector_->noteOutput();
-    out_.write(link->index, r.rank, r.stream, r.kind, std::move(owned));
+    const int source = outputSource(*link, r.rank);
+    if (source >= 0) out_.write(source, r.rank, r.stream, r.kind, std::move(owned));
   });
   Json config = cfg_.daemon_config;
   config["heartbeat_ms"] = 1000;
@@ -158,7 +159,7 @@ size_t JobSession::pendingLimit() const {
   // before a daemon's connection is the oldest one dropped, and each of theirs times out.
   const size_t expected = std::max(cfg_.nodes.size(), static_cast<size_t>(std::max(0, cfg_.unnamed_nodes)));
   const auto connected =
-      static_cast<size_t>(std::count_if(links_.begin(), links_.end(), [](const auto& l) { return l->conn != nullptr; }));
+      static_cast<size_t>(std::count_if(links_.begin(), links_.end(), [](const auto& l) { return l->conn != nullptr || l->routed; }));
   const size_t missing = expected > connected ? expected - connected : 0;
   return kMaxPendingConnections + missing;
 }

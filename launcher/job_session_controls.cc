@@ -71,7 +71,7 @@ void JobSession::startInspector() {
     std::vector<JobInspector::NodeView> v;
     const auto now = Clock::now();
     for (const auto& l : links_)
-      v.push_back({l->name, l->conn && l->conn->isOpen(), std::chrono::duration<double>(now - l->last_heard).count()});
+      v.push_back({l->name, reachable(l->index), std::chrono::duration<double>(now - l->last_heard).count()});
     return v;
   };
   hooks.print = [this](const std::string& text) { out_.note(text); };
@@ -100,18 +100,14 @@ void JobSession::forwardStdin() {
         continue;
       }
       if (n <= 0) {
-        asio::post(io_, [target, rank] {  // behind the data, in the same (bulk) queue
-          if (target->conn && target->conn->isOpen())
-            target->conn->sendBulk(
-                std::make_shared<const std::string>(encodeFrame(encodeMessage({{"t", "stdin_eof"}, {"r", rank}}))));
+        asio::post(io_, [this, target, rank] {  // behind the data, in the same (bulk) queue
+          sendRouted(target->index, {{"t", "stdin_eof"}, {"r", rank}}, true);
         });
         return;
       }
       credit->grant(want - static_cast<size_t>(n));
-      asio::post(io_, [target, rank, data = std::string(buf.data(), static_cast<size_t>(n))] {
-        if (target->conn && target->conn->isOpen())
-          target->conn->sendBulk(std::make_shared<const std::string>(
-              encodeFrame(encodeMessage({{"t", "stdin"}, {"r", rank}, {"d", binary(data)}}))));
+      asio::post(io_, [this, target, rank, data = std::string(buf.data(), static_cast<size_t>(n))] {
+        sendRouted(target->index, {{"t", "stdin"}, {"r", rank}, {"d", binary(data)}}, true);
       });
     }
   }).detach();

@@ -24,6 +24,7 @@ struct JobSession::Link {
   bool all_exited = false;
   bool drained = false;
   bool closed = false;
+  bool routed = false;  // attached to its tree parent: conn is null, messages go through the parent
   std::string control_ip;
   std::chrono::steady_clock::time_point last_heard;
   std::chrono::steady_clock::time_point reported_at, prepared_at, started_at;  // for --verbose's phase timings

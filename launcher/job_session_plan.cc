@@ -69,18 +69,23 @@ void JobSession::inventoriesComplete() {
     std::sort(links_.begin(), links_.end(), [](const auto& a, const auto& b) { return a->name < b->name; });
     for (size_t i = 0; i < links_.size(); ++i) links_[i]->index = static_cast<int>(i);
   }
+  if (wireTree()) return;  // goes on in checkAcrossNodes() once every node has its place
+  checkAcrossNodes();
+}
+
+void JobSession::checkAcrossNodes() {
   // Before the plan, so that these results are part of the preflight verdict, the banner and
   // --dry-run --json.
   cross_node_ = std::make_unique<CrossNodePreflight>(cfg_.spec, cfg_.plan_context, cfg_.daemon_config, reports());
   auto first = cross_node_->start();
   if (cross_node_->done()) return planAndPrepare();
   phase_deadline_ = Clock::now() + std::chrono::seconds(60);
-  for (auto& m : first) links_[static_cast<size_t>(m.node)]->conn->send(m.msg);
+  for (auto& m : first) sendToNode(m.node, m.msg);
 }
 
 void JobSession::onCrossNodeMessage(Link& link, const Json& msg) {
   if (phase_ != Phase::testing_fabric || !cross_node_) return;
-  for (auto& m : cross_node_->onMessage(link.index, msg)) links_[static_cast<size_t>(m.node)]->conn->send(m.msg);
+  for (auto& m : cross_node_->onMessage(link.index, msg)) sendToNode(m.node, m.msg);
   if (cross_node_->done()) planAndPrepare();
 }
 
@@ -138,7 +143,7 @@ void JobSession::planAndPrepare() {
   phase_deadline_ = Clock::now() + std::chrono::seconds(30);
   prepare_sent_at_ = Clock::now();
   for (size_t i = 0; i < links_.size(); ++i)
-    links_[i]->conn->send({{"t", "prepare"}, {"launch", nodeLaunchToJson(plan_->nodes[i])}});
+    sendToNode(static_cast<int>(i), {{"t", "prepare"}, {"launch", nodeLaunchToJson(plan_->nodes[i])}});
 }
 
 void JobSession::startRanks() {

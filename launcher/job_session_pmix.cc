@@ -46,14 +46,27 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     return;
   }
   if (type == "fence") {
-    // Every node contributes once per fence; the concatenation goes back to all of them.
+    // Every node contributes once per fence; the concatenation goes back to all of them. An
+    // interior daemon of the tree sends its subtree's parts in one message (daemon/subtree_fence.h).
     const auto seq = static_cast<uint64_t>(getInt(msg, "seq"));
-    if (rank_failures_ && rank_failures_->anyFailed()) {  // a fence of the whole job: it has a failed rank
-      link.conn->send({{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
-      return;
+    std::vector<std::pair<int, std::string>> parts;
+    if (auto it = msg.find("parts"); it != msg.end() && it->is_array()) {
+      for (const auto& p : *it) {
+        if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer()) continue;
+        const int node = p[0].get<int>();
+        if (carriedBy(node, link.index)) parts.emplace_back(node, bytesOf(p[1]));
+      }
+    } else {
+      parts.emplace_back(link.index, bytesOf(msg["d"]));
     }
-    auto all = fences_.contribute(seq, static_cast<size_t>(link.index), links_.size(), bytesOf(msg["d"]));
-    if (all) broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", true}, {"d", binary(*all)}});
+    for (auto& [node, data] : parts) {
+      if (rank_failures_ && rank_failures_->anyFailed()) {  // a fence of the whole job: it has a failed rank
+        sendToNode(node, {{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
+        continue;
+      }
+      auto all = fences_.contribute(seq, static_cast<size_t>(node), links_.size(), data);
+      if (all) broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", true}, {"d", binary(*all)}});
+    }
     return;
   }
   if (type == "dmodex_req") {
@@ -61,25 +74,19 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     const int rank = static_cast<int>(getInt(msg, "rank"));
     const int owner = plan_ && plan_->ranks_per_node > 0 ? rank / plan_->ranks_per_node : -1;
     const bool failed = rank_failures_ && rank_failures_->hasFailed(rank);  // it may never commit its data
-    if (owner < 0 || failed || owner >= static_cast<int>(links_.size()) || !links_[owner]->conn) {
-      link.conn->send({{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", false}, {"d", binary("")}});
+    if (owner < 0 || failed || owner >= static_cast<int>(links_.size()) || !reachable(owner)) {
+      sendToNode(link.index, {{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", false}, {"d", binary("")}});
       return;
     }
-    links_[owner]->conn->send({{"t", "dmodex_serve"}, {"from", link.index}, {"id", msg["id"]}, {"rank", rank}});
+    sendToNode(owner, {{"t", "dmodex_serve"}, {"from", link.index}, {"id", msg["id"]}, {"rank", rank}});
     return;
   }
   if (type == "dmodex_resp") {
     const auto to = getInt(msg, "to", -1);
-    if (to < 0 || to >= static_cast<long long>(links_.size()) || !links_[to]->conn) return;
-    links_[to]->conn->send({{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", getBool(msg, "ok")}, {"d", msg["d"]}});
+    if (to < 0 || to >= static_cast<long long>(links_.size())) return;
+    sendToNode(static_cast<int>(to), {{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", getBool(msg, "ok")}, {"d", msg["d"]}});
   }
 }
-
-void JobSession::sendToNode(int node, const Json& msg) {
-  if (node >= 0 && node < static_cast<int>(links_.size()) && links_[node]->conn) links_[node]->conn->send(msg);
-}
-
-// Ranks are node-major: the owner of rank r is node r / ranks_per_node.
 
 // Ranks are node-major: the owner of rank r is node r / ranks_per_node.
 int JobSession::nodeOfRank(int rank) const {

@@ -21,6 +21,10 @@ JobSession::Router JobSession::makeRouter() {
   });
   // The job's course: inventory, the cross-node tests, prepare, start, exits, drain.
   r.on("inventory", [this](const std::string&, Json&& m, Link& l) { onInventory(l, m["inv"]); });
+  // The control tree: a node attached to its parent (or could not), a parent lost a child.
+  r.on("attached", [this](const std::string&, Json&&, Link& l) { onAttached(l, true, {}); });
+  r.on("attach_failed", [this](const std::string&, Json&& m, Link& l) { onAttached(l, false, getString(m, "reason")); });
+  r.on("child_lost", [this](const std::string&, Json&& m, Link& l) { onChildLost(l, m); });
   r.on("reached", [this](const std::string&, Json&& m, Link& l) { onCrossNodeMessage(l, m); });
   r.onPrefix("rdma_", [this](const std::string&, Json&& m, Link& l) { onCrossNodeMessage(l, m); });
   r.on("prepared", [this](const std::string&, Json&&, Link& l) { onPrepared(l); });
@@ -55,12 +59,6 @@ JobSession::Router JobSession::makeRouter() {
                     [this](int node, const Json& out) { sendToNode(node, out); });
   });
   return r;
-}
-
-void JobSession::onLinkMessage(Link& link, Json&& msg) {
-  link.last_heard = Clock::now();
-  // A type this frontend does not know (a newer daemon's report) is not worth ending a job for.
-  (void)router_.route(std::move(msg), link);
 }
 
 void JobSession::onPrepared(Link& link) {

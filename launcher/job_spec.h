@@ -40,6 +40,9 @@ struct JobSpec {  // NOLINT(clang-analyzer-optin.performance.Padding)
   int kill_timeout_s = 10;
   int connect_timeout_s = 60;
   int heartbeat_timeout_s = 15;
+  // --tree-radix: the frontend talks to at most this many daemons; the others attach below them
+  // (bootstrap/tree_shape.h). 0: every daemon talks to the frontend (a star).
+  int tree_radix = 64;
   std::string nccl_check = "warn";  // --nccl-check off|warn|strict (launcher/nccl/nccl_check.h)
   int time_limit_s = 0;        // --time-limit: end the job like a failure after this long (0: none)
   int hang_timeout_s = 0;      // --hang-timeout: collect stacks once after this much silence (0: off)

@@ -7,7 +7,7 @@ _tlaunch_options="--bind --chdir --check-reachability --connect-timeout --cpus-p
   --keep-going --kill-timeout --label --launcher --master-addr --master-port --max-restarts --mca --nccl-check --net --net-cidr --net-if --nnodes --nodes --np
   --npernode --nproc-per-node --ntasks-per-node --offline --output-dir --pmix --preflight --preflight-skip
   --preflight-strict --procs-per-node --quiet --report-bindings --slurm-args --ssh-connect-timeout --ssh-fanout
-  --ssh-option --ssh-reuse --stdin --summary-json --sysfs-root --tag-output --time-limit --topology-xml --verbose --version"
+  --ssh-option --ssh-reuse --stdin --summary-json --sysfs-root --tag-output --time-limit --topology-xml --tree-radix --verbose --version"
 _tlaunch_preflight_options="--check-reachability --connect-timeout --daemon-path --exclude --expect-rate
   --gpus-per-node --heartbeat-timeout --help --hostfile --hosts --include --json --launcher --level --net --net-cidr
   --net-if --nnodes --nodes --preflight --preflight-skip --preflight-strict --slurm-args --ssh-connect-timeout
@@ -41,7 +41,7 @@ _tlaunch_values() {
     -N | --nodes | -p | --procs-per-node | -g | --gpus-per-node | --cpus-per-rank | --stdin | --kill-timeout | \
       --connect-timeout | --heartbeat-timeout | --hang-timeout | --event-grace | --ssh-fanout | --ssh-connect-timeout | --expect-rate | \
       --net-if | --net-cidr | --ssh-option | --slurm-args | -x | --export | -n | --np | --nnodes | --ntasks-per-node | \
-      --npernode | --master-addr | --master-port | --mca | --time-limit) COMPREPLY=() ;;
+      --npernode | --master-addr | --master-port | --mca | --time-limit | --tree-radix) COMPREPLY=() ;;
     *) return 1 ;;
   esac
   return 0

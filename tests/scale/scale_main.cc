@@ -3,7 +3,8 @@
 // few event-driven processes of this same program (--sim). tests/scale/scale_bench.py runs it
 // and prints the result; it is not a tool for users.
 //
-//   tlaunch_scale --nodes N --ranks-per-node R [--fence-bytes B] [--fences K] [--sim-processes P] [--topology XML]
+//   tlaunch_scale --nodes N --ranks-per-node R [--fence-bytes B] [--fences K] [--tree-radix K] [--sim-processes P]
+//                 [--topology XML]
 //   tlaunch_scale --sim --connect HOST:PORT --first I --count C --total N --fence-bytes B --fences K
 //                 --topology XML --report FILE
 //
@@ -180,6 +181,7 @@ int runFrontend(const Args& a) {
   cfg.spec.preflight = PreflightMode::off;
   cfg.spec.quiet = true;
   cfg.spec.event_grace_ms = 0;
+  cfg.spec.tree_radix = a.num("tree-radix", JobSpec{}.tree_radix);  // 0: a star
   cfg.spec.connect_timeout_s = 120;
   cfg.listen_address = "127.0.0.1";
   for (int i = 0; i < nodes; ++i) cfg.nodes.push_back({i, "n" + std::to_string(i), "", {}});

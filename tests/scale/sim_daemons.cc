@@ -8,6 +8,8 @@
 #include "bootstrap/frame_cipher.h"
 #include "bootstrap/inventory_codec.h"
 #include "bootstrap/message.h"
+#include "daemon/subtree_fence.h"
+#include "daemon/tree_children.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch::scale {
@@ -18,7 +20,37 @@ using Clock = std::chrono::steady_clock;
 // says at each step (daemon/daemon_session*.cc is the real one).
 class SimDaemons::Daemon {
  public:
-  Daemon(SimDaemons& owner, int index) : owner_(owner), index_(index), name_("n" + std::to_string(index)), ping_(owner.io_) {}
+  Daemon(SimDaemons& owner, int index)
+      : owner_(owner), index_(index), name_("n" + std::to_string(index)), ping_(owner.io_), acceptor_(owner.io_) {}
+
+  // The listener a tree parent takes its children on (the real daemon's probe listener), and
+  // the real interior logic behind it (daemon/tree_children.h).
+  void listen() {
+    TreeChildren::Hooks hooks;
+    hooks.up = [this](Json&& m, bool bulk) {
+      if (!conn_ || !conn_->isOpen()) return;
+      if (getString(m, "t") == "fence") {  // as DaemonSession::sendUp: a child's share joins ours
+        const int child = static_cast<int>(getInt(m, kSourceTag, -1));
+        m.erase(kSourceTag);
+        if (auto combined = subtree_fence_.add(m, child, 1 + tree_->openChildren())) conn_->send(*combined);
+        return;
+      }
+      auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(m)));
+      bulk ? conn_->sendBulk(std::move(frame)) : conn_->sendEncoded(std::move(frame));
+    };
+    hooks.up_output = [this](Connection::Frame f) {
+      if (conn_ && conn_->isOpen()) conn_->sendBulk(std::move(f));
+    };
+    hooks.lost = [this](int node, const std::string& why) {
+      send({{"t", "child_lost"}, {"node", node}, {"reason", why}});
+    };
+    tree_ = std::make_unique<TreeChildren>(owner_.io_, owner_.opts_.secret, std::move(hooks));
+    const asio::ip::tcp::endpoint any(asio::ip::make_address(owner_.opts_.host), 0);
+    acceptor_.open(any.protocol());
+    acceptor_.bind(any);
+    acceptor_.listen(asio::socket_base::max_listen_connections);
+    acceptChildren();
+  }
 
   void connect() {
     auto socket = std::make_shared<asio::ip::tcp::socket>(owner_.io_);
@@ -42,8 +74,26 @@ class SimDaemons::Daemon {
   }
 
  private:
+  void acceptChildren() {
+    acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket s) {
+      if (ec == asio::error::operation_aborted || done_) return;
+      if (!ec) tree_->adopt(std::move(s));
+      acceptChildren();
+    });
+  }
+
   void onMessage(Json&& msg) {
     const std::string t = getString(msg, "t");
+    // Down the tree first, as DaemonSession::relayDown does.
+    if (auto it = msg.find(kDestinationTag); it != msg.end() && it->get<int>() != index_) {
+      if (!tree_->sendToward(it->get<int>(), std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))),
+                             travelsAsBulkDown(t)))
+        failed("a message for a node not below this one");
+      return;
+    }
+    if (t == "fence_done") subtree_fence_.forget(static_cast<uint64_t>(getInt(msg, "seq")));
+    if (msg.contains(kEveryNodeTag))
+      tree_->sendAll(std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))), travelsAsBulkDown(t));
     const std::string& secret = owner_.opts_.secret;
     if (t == "challenge") {
       ping_.cancel();
@@ -64,8 +114,15 @@ class SimDaemons::Daemon {
     } else if (t == "config") {
       NodeInventory inv = owner_.inventory_;
       inv.node = inv.hostname = name_;
+      inv.probe_port = acceptor_.local_endpoint().port();
       send({{"t", "inventory"}, {"inv", inventoryToJson(inv)}});
       pingLater();
+    } else if (t == "tree") {
+      std::map<int, std::string> children;
+      for (const auto& [k, v] : msg["children"].items()) children[std::stoi(k)] = v.get<std::string>();
+      tree_->place(index_, TreeShape{static_cast<int>(getInt(msg, "nodes")), static_cast<int>(getInt(msg, "radix"))},
+                   std::move(children));
+      if (msg.contains("parent")) attach(static_cast<uint16_t>(getInt(msg["parent"], "port")));
     } else if (t == "prepare") {
       mark(&SimMilestones::prepare);
       for (const auto& r : msg["launch"]["ranks"]) ranks_.push_back(static_cast<int>(getInt(r, "rank")));
@@ -92,16 +149,68 @@ class SimDaemons::Daemon {
       mark(&SimMilestones::shutdown);
       done_ = true;
       ping_.cancel();
-      conn_->closeAfterFlush();
+      tree_->expectEnd();
+      asio::error_code ignore;
+      acceptor_.close(ignore);
+      awaitChildrenThenClose();
     }
+  }
+
+  void awaitChildrenThenClose() {  // as the real daemon does: the frontend's wait covers the subtree
+    if (tree_->openChildren() == 0) {
+      conn_->closeAfterFlush();
+      return;
+    }
+    ping_.expires_after(std::chrono::milliseconds(10));
+    ping_.async_wait([this](const asio::error_code&) { awaitChildrenThenClose(); });
+  }
+
+  // DaemonSession::attachToParent, reduced: the frontend's handshake again with the parent.
+  void attach(uint16_t port) {
+    auto socket = std::make_shared<asio::ip::tcp::socket>(owner_.io_);
+    const asio::ip::tcp::endpoint at(asio::ip::make_address(owner_.opts_.host), port);
+    socket->async_connect(at, [this, socket](const asio::error_code& ec) {
+      if (ec) return send({{"t", "attach_failed"}, {"reason", ec.message()}});
+      parent_ = Connection::create(std::move(*socket));
+      parent_->start(
+          [this](Json&& m) {
+            const std::string& secret = owner_.opts_.secret;
+            if (getString(m, "t") == "challenge") {
+              parent_nonce_ = bytesOf(m["nonce"]);
+              parent_client_nonce_ = randomBytes(kNonceBytes);
+              parent_->send({{"t", "hello"}, {"proto", kProtocolVersion}, {"version", kVersion}, {"node", name_},
+                             {"index", index_}, {"nonce", binary(parent_client_nonce_)},
+                             {"mac", binary(helloProof(secret, parent_nonce_, parent_client_nonce_, name_))}});
+              parent_->sealFromNow(std::make_unique<FrameCipher>(secret, parent_nonce_, parent_client_nonce_,
+                                                                 FrameCipher::Direction::to_frontend));
+              return;
+            }
+            if (!constantTimeEquals(bytesOf(m["mac"]), welcomeProof(secret, parent_nonce_, parent_client_nonce_)))
+              return failed("the parent's welcome did not prove the secret");
+            parent_->setMaxFrameBytes(kAuthenticatedMaxFrameBytes);
+            parent_->openFromNow(std::make_unique<FrameCipher>(secret, parent_nonce_, parent_client_nonce_,
+                                                               FrameCipher::Direction::to_daemon));
+            auto direct = conn_;
+            conn_ = std::move(parent_);
+            conn_->setHandlers([this](Json&& x) { onMessage(std::move(x)); }, [this](const std::string& why) {
+              if (!done_) failed("parent: " + why);
+            });
+            direct->setHandlers([this](Json&& x) { onMessage(std::move(x)); }, [](const std::string&) {});
+            direct->send({{"t", "attached"}});
+            leaving_ = direct;
+          },
+          [this](const std::string& why) { failed("attaching: " + why); });
+    });
   }
 
   // Every rank's modex contribution, as this node's PMIx server would send it.
   void fence() {
     ++fence_seq_;
     const size_t bytes = static_cast<size_t>(owner_.opts_.fence_bytes) * ranks_.size();
-    send({{"t", "fence"}, {"seq", fence_seq_}, {"collect", true},
-          {"d", binary(std::string(bytes, static_cast<char>('a' + index_ % 26)))}});
+    const Json mine = {{"t", "fence"}, {"seq", fence_seq_}, {"collect", true},
+                       {"d", binary(std::string(bytes, static_cast<char>('a' + index_ % 26)))}};
+    if (tree_->openChildren() == 0) return send(mine);
+    if (auto combined = subtree_fence_.add(mine, index_, 1 + tree_->openChildren())) send(*combined);
   }
 
   void send(const Json& msg) {
@@ -125,6 +234,7 @@ class SimDaemons::Daemon {
     ++owner_.failures_;
     ping_.cancel();
     if (conn_) conn_->close();
+    if (tree_) tree_->closeAll();
     std::fprintf(stderr, "sim daemon %s: %s\n", name_.c_str(), why.c_str());
   }
 
@@ -132,11 +242,15 @@ class SimDaemons::Daemon {
   int index_;
   std::string name_;
   std::shared_ptr<Connection> conn_;
-  std::string server_nonce_, client_nonce_;
+  std::shared_ptr<Connection> parent_, leaving_;  // attaching to the tree parent; the direct link, closing
+  std::string server_nonce_, client_nonce_, parent_nonce_, parent_client_nonce_;
   std::vector<int> ranks_;
   int fence_seq_ = 0;
   int reconnects_ = 0;
   asio::steady_timer ping_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::unique_ptr<TreeChildren> tree_;
+  SubtreeFence subtree_fence_;
   bool done_ = false;
 };
 
@@ -147,7 +261,10 @@ SimDaemons::~SimDaemons() = default;
 
 void SimDaemons::start() {
   for (int i = 0; i < opts_.nodes; ++i) daemons_.push_back(std::make_unique<Daemon>(*this, opts_.first_node + i));
-  for (auto& d : daemons_) d->connect();
+  for (auto& d : daemons_) {
+    d->listen();
+    d->connect();
+  }
 }
 
 }  // namespace tlaunch::scale

@@ -170,6 +170,7 @@ Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, std::f
   cfg.spec.kill_timeout_s = 1;
   cfg.spec.quiet = true;
   cfg.spec.event_grace_ms = 0;
+  cfg.spec.tree_radix = 0;  // the scripted daemons cannot be tree parents: a star at any size
   if (tweak) tweak(cfg.spec);
   for (int i = 0; i < nodes; ++i) cfg.nodes.push_back({i, "n" + std::to_string(i), "", {}});
   cfg.secret = randomBytes(32);

@@ -35,3 +35,29 @@ TEST_CASE("tree: the frontend talks to k daemons, 1000 nodes are 2 levels at k=3
   REQUIRE(t.parentOf(32) == 0);
   REQUIRE(t.parentOf(31) == -1);
 }
+
+TEST_CASE("tree: routing finds the child on the way to a node, and nothing outside the subtree", "[tree]") {
+  for (int k : {2, 3, 32}) {
+    TreeShape t{200, k};
+    for (int v = -1; v < t.nodes; ++v) {
+      const auto sub = t.subtreeOf(v);
+      const std::set<int> in(sub.begin(), sub.end());
+      for (int x = 0; x < t.nodes; ++x) {
+        REQUIRE(t.isInSubtree(x, v) == (in.count(x) == 1));
+        const int c = t.childToward(v, x);
+        if (x == v || !in.count(x)) {
+          REQUIRE(c == -2);
+        } else {
+          REQUIRE(t.parentOf(c) == v);
+          REQUIRE(t.isInSubtree(x, c));
+        }
+      }
+    }
+  }
+  TreeShape t{7, 2};  // 0,1 under the frontend; 2,3 under 0; 4,5 under 1; 6 under 2
+  REQUIRE(t.childToward(-1, 6) == 0);
+  REQUIRE(t.childToward(0, 6) == 2);
+  REQUIRE(t.childToward(1, 6) == -2);
+  REQUIRE_FALSE(t.isInSubtree(7, -1));
+  REQUIRE_FALSE(t.isInSubtree(-1, 0));
+}

@@ -1,0 +1,176 @@
+#include "daemon/tree_children.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/frame_cipher.h"
+#include "bootstrap/output_record.h"
+#include "tlaunch/version.h"
+
+namespace tlaunch {
+
+bool travelsBehindOutput(const std::string& type) {
+  return type == "exit" || type == "all_exited" || type == "drained";
+}
+
+bool travelsAsBulkDown(const std::string& type) { return type == "stdin" || type == "stdin_eof"; }
+
+struct TreeChildren::Child {
+  std::shared_ptr<Connection> conn;
+  std::string nonce;  // ours, in the challenge
+  std::string client_nonce;
+  std::string name;
+  int index = -1;
+  bool proved = false;   // the hello proved the job secret
+  bool child = false;    // ... and the node is one of ours: messages flow
+  std::chrono::steady_clock::time_point since, last_heard;
+};
+
+TreeChildren::TreeChildren(asio::io_context& io, std::string secret, Hooks hooks)
+    : io_(io), secret_(std::move(secret)), hooks_(std::move(hooks)) {}
+
+TreeChildren::~TreeChildren() { closeAll(); }
+
+void TreeChildren::adopt(asio::ip::tcp::socket socket) {
+  const auto unplaced = std::count_if(children_.begin(), children_.end(), [](const auto& c) { return !c->child; });
+  if (static_cast<size_t>(unplaced) >= kMaxUnplaced) {  // a flood: the oldest stranger goes
+    for (auto& c : children_)
+      if (!c->child) {
+        drop(c.get());
+        break;
+      }
+  }
+  auto c = std::make_unique<Child>();
+  c->conn = Connection::create(std::move(socket));  // 4 KiB frames until the proof
+  c->nonce = randomBytes(kNonceBytes);
+  c->since = c->last_heard = std::chrono::steady_clock::now();
+  Child* raw = c.get();
+  children_.push_back(std::move(c));
+  raw->conn->start([this, raw](Json&& m) { raw->proved ? onChildMessage(*raw, std::move(m)) : onHello(*raw, std::move(m)); },
+                   [this, raw](const std::string& reason) {
+                     if (raw->child && !ending_ && hooks_.lost) hooks_.lost(raw->index, reason);
+                     asio::post(io_, [this, raw] { drop(raw); });
+                   });
+  raw->conn->send({{"t", "challenge"}, {"proto", kProtocolVersion}, {"nonce", binary(raw->nonce)}});
+}
+
+void TreeChildren::onHello(Child& c, Json&& msg) {
+  const std::string node = getString(msg, "node");
+  if (getString(msg, "t") != "hello" ||
+      !constantTimeEquals(bytesOf(msg["mac"]), helloProof(secret_, c.nonce, bytesOf(msg["nonce"]), node))) {
+    spdlog::warn("rejected a connection from {} on the tree listener: it did not prove the job secret", c.conn->peer());
+    c.conn->close();
+    asio::post(io_, [this, p = &c] { drop(p); });
+    return;
+  }
+  c.proved = true;
+  c.name = node;
+  c.index = static_cast<int>(getInt(msg, "index", -1));
+  c.client_nonce = bytesOf(msg["nonce"]);
+  // Everything after the hello is sealed, as between a daemon and the frontend.
+  c.conn->openFromNow(
+      std::make_unique<FrameCipher>(secret_, c.nonce, c.client_nonce, FrameCipher::Direction::to_frontend));
+  if (placed_) accepted(c);  // else held until place()
+}
+
+void TreeChildren::accepted(Child& c) {
+  auto it = expected_.find(c.index);
+  if (it == expected_.end() || it->second != c.name || childAt(c.index)) {
+    spdlog::warn("node {} (index {}) asked to be a tree child of this node, which does not expect it", c.name, c.index);
+    c.conn->close();
+    asio::post(io_, [this, p = &c] { drop(p); });
+    return;
+  }
+  c.child = true;
+  c.last_heard = std::chrono::steady_clock::now();
+  c.conn->setMaxFrameBytes(kAuthenticatedMaxFrameBytes);
+  c.conn->setDeadPeerTimeout(dead_peer_);
+  c.conn->setOutputHandler([this, p = &c](const OutputRecord& r, OwnedBytes&&) {
+    p->last_heard = std::chrono::steady_clock::now();
+    hooks_.up_output(std::make_shared<const std::string>(encodeOutputFrame(r.rank, r.stream, r.bytes, r.kind)));
+  });
+  c.conn->send({{"t", "welcome"}, {"mac", binary(welcomeProof(secret_, c.nonce, c.client_nonce))}});
+  c.conn->sealFromNow(
+      std::make_unique<FrameCipher>(secret_, c.nonce, c.client_nonce, FrameCipher::Direction::to_daemon));
+}
+
+void TreeChildren::place(int self, TreeShape shape, std::map<int, std::string> children) {
+  placed_ = true;
+  self_ = self;
+  shape_ = shape;
+  expected_ = std::move(children);
+  std::vector<Child*> held;
+  for (auto& c : children_)
+    if (c->proved && !c->child) held.push_back(c.get());
+  for (Child* c : held) accepted(*c);
+}
+
+void TreeChildren::onChildMessage(Child& c, Json&& msg) {
+  c.last_heard = std::chrono::steady_clock::now();
+  if (!c.child) return;  // proved, but not yet placed: nothing of it may travel
+  const std::string type = getString(msg, "t");
+  if (type == "ping") return;  // liveness of this link only: not carried up
+  if (auto it = msg.find(kSourceTag); it != msg.end()) {
+    // A grandchild's message, tagged by its parent: it must come from the subtree it claims.
+    const int source = it->is_number_integer() ? it->get<int>() : -1;
+    if (!shape_.isInSubtree(source, c.index)) {
+      spdlog::warn("node {} relayed a message from node {}, which is not below it; dropped", c.name, source);
+      return;
+    }
+  } else {
+    msg[kSourceTag] = c.index;
+  }
+  hooks_.up(std::move(msg), travelsBehindOutput(type));
+}
+
+TreeChildren::Child* TreeChildren::childAt(int index) {
+  for (auto& c : children_)
+    if (c->child && c->index == index) return c.get();
+  return nullptr;
+}
+
+bool TreeChildren::sendToward(int node, const Connection::Frame& frame, bool bulk) {
+  Child* c = childAt(shape_.childToward(self_, node));
+  if (!c || !c->conn->isOpen()) return false;
+  bulk ? c->conn->sendBulk(frame) : c->conn->sendEncoded(frame);
+  return true;
+}
+
+void TreeChildren::sendAll(const Connection::Frame& frame, bool bulk) {
+  for (auto& c : children_)
+    if (c->child && c->conn->isOpen()) bulk ? c->conn->sendBulk(frame) : c->conn->sendEncoded(frame);
+}
+
+void TreeChildren::checkLiveness(std::chrono::milliseconds timeout) {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<Child*> gone;
+  for (auto& c : children_) {
+    if (c->child ? now - c->last_heard > timeout : now - c->since > kAuthTimeout) gone.push_back(c.get());
+  }
+  for (Child* c : gone) {
+    c->conn->close();
+    if (c->child && !ending_ && hooks_.lost)
+      hooks_.lost(c->index, "no heartbeat for " + std::to_string(timeout.count() / 1000) + " s");
+    drop(c);
+  }
+}
+
+size_t TreeChildren::openChildren() const {
+  return static_cast<size_t>(
+      std::count_if(children_.begin(), children_.end(), [](const auto& c) { return c->child && c->conn->isOpen(); }));
+}
+
+void TreeChildren::closeAll() {
+  for (auto& c : children_) c->conn->close();
+  children_.clear();
+}
+
+void TreeChildren::drop(Child* c) {
+  for (auto& p : children_)
+    if (p.get() == c) p->conn->close();
+  std::erase_if(children_, [c](const auto& p) { return p.get() == c; });
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,85 @@
+#pragma once
+// An interior daemon's side of the control tree (bootstrap/tree_shape.h). Its children connect
+// to the node's listener and prove the job secret exactly as daemons do to the frontend (a
+// challenge, the hello's proof, the welcome's, sealed frames after); this daemon then carries
+// the frontend's messages down to the subtree they are addressed to, and its subtree's
+// messages and rank output up, each tagged with the node it came from. A child that goes
+// silent or away is reported up as lost: the frontend decides what that ends.
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "bootstrap/connection.h"
+#include "bootstrap/tree_shape.h"
+
+namespace tlaunch {
+
+// Where a message from the subtree travels in this daemon's upstream connection: the ones that
+// must stay behind the rank output before them (exits, the end of the ranks) go with the output.
+bool travelsBehindOutput(const std::string& type);
+// Downstream, the frontend's stdin data goes in the bulk queue (control frames pass it).
+bool travelsAsBulkDown(const std::string& type);
+
+// The tags a relayed message carries: who it is from (upwards) and for (downwards); "@all" is
+// for every node below.
+inline constexpr const char* kSourceTag = "@src";
+inline constexpr const char* kDestinationTag = "@dst";
+inline constexpr const char* kEveryNodeTag = "@all";
+
+class TreeChildren {
+ public:
+  struct Hooks {
+    std::function<void(Json&& msg, bool bulk)> up;                     // a message of the subtree
+    std::function<void(Connection::Frame frame)> up_output;            // a rank output record
+    std::function<void(int node, const std::string& reason)> lost;     // a child went away
+  };
+  TreeChildren(asio::io_context& io, std::string secret, Hooks hooks);
+  ~TreeChildren();
+
+  // A connection on the node's listener: a child, or a reachability probe (which just closes).
+  void adopt(asio::ip::tcp::socket socket);
+  // This node's place in the tree, from the frontend: children connecting before it are held.
+  void place(int self, TreeShape shape, std::map<int, std::string> children);
+  void setDeadPeerTimeout(std::chrono::milliseconds timeout) { dead_peer_ = timeout; }
+
+  // Down: to the child whose subtree holds `node` (false when none of ours does), or to all.
+  bool sendToward(int node, const Connection::Frame& frame, bool bulk);
+  void sendAll(const Connection::Frame& frame, bool bulk);
+
+  // Children silent for longer than `timeout` are closed and reported lost; strangers that
+  // have not proved the secret within kAuthTimeout are dropped.
+  void checkLiveness(std::chrono::milliseconds timeout);
+  // The job is ending: a child that closes now has finished, it is not lost.
+  void expectEnd() { ending_ = true; }
+  size_t openChildren() const;
+  void closeAll();
+
+ private:
+  struct Child;
+  void onHello(Child& c, Json&& msg);
+  void accepted(Child& c);  // proved the secret and belongs here: a child from now on
+  void onChildMessage(Child& c, Json&& msg);
+  void drop(Child* c);
+  Child* childAt(int index);
+
+  static constexpr auto kAuthTimeout = std::chrono::seconds(5);
+  static constexpr size_t kMaxUnplaced = 256;  // connections waiting for their proof or our place
+
+  asio::io_context& io_;
+  std::string secret_;
+  Hooks hooks_;
+  std::vector<std::unique_ptr<Child>> children_;
+  bool placed_ = false;
+  int self_ = -1;
+  TreeShape shape_{};
+  std::map<int, std::string> expected_;  // index -> node name, once placed
+  std::chrono::milliseconds dead_peer_{15000};
+  bool ending_ = false;
+};
+
+}  // namespace tlaunch

@@ -1,0 +1,168 @@
+// The control tree at the frontend (bootstrap/tree_shape.h, --tree-radix). Every daemon first
+// proves itself here and reports its inventory; then, when the job has more nodes than the
+// radix, each node below the frontend's own children is told its parent and attaches to it
+// (daemon/daemon_session_tree.cc), and the frontend closes its direct connection. From then on
+// a message for a node goes down its parents ("@dst"), a broadcast goes once to each direct
+// child ("@all"), and a node's messages come up tagged with their origin ("@src").
+#include "launcher/job_session.h"
+#include "launcher/job_session_link.h"
+
+#include "tlaunch/diagnostics.h"
+#include "tlaunch/strings.h"
+
+namespace tlaunch {
+
+bool JobSession::wireTree() {
+  const int n = static_cast<int>(links_.size());
+  const int k = cfg_.spec.tree_radix;
+  if (k <= 0 || n <= k || cfg_.spec.dry_run || cfg_.spec.preflight_only) return false;
+  tree_ = TreeShape{n, k};
+  tree_waiting_ = 0;
+  for (int i = 0; i < n; ++i) {
+    Json children = Json::object();
+    for (int c : tree_->childrenOf(i)) children[std::to_string(c)] = links_[static_cast<size_t>(c)]->name;
+    Json m = {{"t", "tree"}, {"index", i}, {"nodes", n}, {"radix", k}, {"children", std::move(children)}};
+    if (const int p = tree_->parentOf(i); p >= 0) {
+      const Link& parent = *links_[static_cast<size_t>(p)];
+      m["parent"] = {{"name", parent.name}, {"host", parent.control_ip}, {"port", parent.inventory.probe_port}};
+      ++tree_waiting_;
+    }
+    links_[static_cast<size_t>(i)]->conn->send(m);
+  }
+  tree_started_at_ = Clock::now();
+  phase_deadline_ = tree_started_at_ + kTreeWiringTimeout;
+  return true;
+}
+
+void JobSession::onAttached(Link& link, bool attached, const std::string& reason) {
+  if (!tree_ || tree_waiting_ <= 0 || !link.conn || link.routed) return;  // not asked to, or answered already
+  if (attached) {
+    link.routed = true;
+    auto direct = std::move(link.conn);
+    direct->closeAfterFlush();  // its close handler is not called: the node is not lost
+  } else {
+    // It stays connected here, and still carries its own children (they attach to it).
+    const int p = tree_->parentOf(link.index);
+    out_.note("node " + link.name + " could not attach to its parent " + nodeLabel(p) + " in the control tree (" +
+              reason + "); it stays connected to tlaunch directly");
+  }
+  if (--tree_waiting_ > 0) return;
+  if (cfg_.spec.verbose) {
+    const auto direct = std::count_if(links_.begin(), links_.end(), [](const auto& l) { return !l->routed; });
+    out_.note("control tree: tlaunch talks to " + std::to_string(direct) + " of " + std::to_string(links_.size()) +
+              " daemons (radix " + std::to_string(tree_->fanout) + ", depth " + std::to_string(tree_->depth()) +
+              "), in place after " +
+              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - tree_started_at_).count()) +
+              " ms");
+  }
+  checkAcrossNodes();
+}
+
+int JobSession::routeOf(int node) const {
+  if (node < 0 || node >= static_cast<int>(links_.size())) return -1;
+  int a = node;
+  while (a >= 0 && links_[static_cast<size_t>(a)]->routed) a = tree_->parentOf(a);
+  return a;
+}
+
+bool JobSession::carriedBy(int node, int via) const {
+  if (node < 0 || node >= static_cast<int>(links_.size())) return false;
+  int a = node;
+  while (a != via && a >= 0 && links_[static_cast<size_t>(a)]->routed) a = tree_->parentOf(a);
+  return a == via;
+}
+
+bool JobSession::reachable(int node) const {
+  const int via = routeOf(node);
+  if (via < 0 || links_[static_cast<size_t>(node)]->closed) return false;
+  const auto& conn = links_[static_cast<size_t>(via)]->conn;
+  return conn && conn->isOpen();
+}
+
+std::vector<int> JobSession::routedBelow(int node) const {
+  std::vector<int> out;
+  if (!tree_) return out;
+  for (int n = 0; n < static_cast<int>(links_.size()); ++n) {
+    int a = n;
+    while (a >= 0 && a != node && links_[static_cast<size_t>(a)]->routed) a = tree_->parentOf(a);
+    if (a == node && n != node) out.push_back(n);
+  }
+  return out;
+}
+
+void JobSession::sendToNode(int node, const Json& msg) { sendRouted(node, msg, false); }
+
+void JobSession::sendRouted(int node, const Json& msg, bool bulk) {
+  if (!reachable(node)) return;
+  const int via = routeOf(node);
+  Connection::Frame frame;
+  if (via == node) {
+    frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));
+  } else {
+    Json addressed = msg;
+    addressed["@dst"] = node;
+    frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(addressed)));
+  }
+  auto& conn = links_[static_cast<size_t>(via)]->conn;
+  bulk ? conn->sendBulk(std::move(frame)) : conn->sendEncoded(std::move(frame));
+}
+
+void JobSession::onLinkMessage(Link& link, Json&& msg) {
+  const auto now = Clock::now();
+  link.last_heard = now;
+  auto it = msg.find("@src");
+  if (it == msg.end()) {
+    // A type this frontend does not know (a newer daemon's report) is not worth ending a job for.
+    (void)router_.route(std::move(msg), link);
+    return;
+  }
+  // From a node below this one: it must be routed through it.
+  const int source = it->is_number_integer() ? it->get<int>() : -1;
+  if (source == link.index || routeOf(source) != link.index) {
+    if (++rejections_ <= kRejectionsShown)
+      out_.note("node " + link.name + " relayed a message from node " + std::to_string(source) +
+                ", which is not below it in the control tree; dropped");
+    return;
+  }
+  Link& origin = *links_[static_cast<size_t>(source)];
+  origin.last_heard = now;
+  (void)router_.route(std::move(msg), origin);
+}
+
+int JobSession::outputSource(const Link& link, int rank) {
+  if (!tree_) return link.index;
+  const int node = nodeOfRank(rank);
+  if (node == link.index) return node;
+  if (node < 0 || routeOf(node) != link.index) return -1;
+  links_[static_cast<size_t>(node)]->last_heard = Clock::now();
+  return node;
+}
+
+void JobSession::onChildLost(Link& parent, const Json& msg) {
+  const auto node = getInt(msg, "node", -1);
+  if (!tree_ || node < 0 || node >= static_cast<long long>(links_.size()) ||
+      tree_->parentOf(static_cast<int>(node)) != parent.index)
+    return;
+  Link& child = *links_[static_cast<size_t>(node)];
+  if (child.routed && !child.closed) onLinkClosed(child, getString(msg, "reason", "its parent lost it"));
+}
+
+std::string JobSession::lostNodeText(const Link& link, const std::string& reason) {
+  // The nodes below it in the tree reached tlaunch through it: they end their ranks, and the
+  // job cannot go on without them either.
+  std::vector<std::string> below;
+  for (int n : routedBelow(link.index)) {
+    auto& l = *links_[static_cast<size_t>(n)];
+    l.closed = true;
+    below.push_back(l.name);
+  }
+  if (below.empty()) return diagnosticError(Errc::node_lost, "node-lost", {{"node", link.name}, {"reason", reason}}).message;
+  return diagnosticError(Errc::node_lost, "node-lost-subtree",
+                         {{"node", link.name},
+                          {"reason", reason},
+                          {"count", std::to_string(below.size())},
+                          {"nodes", joinSome(below)}})
+      .message;
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,230 @@
+// An interior daemon's children (daemon/tree_children.h) over real loopback TCP, each child's
+// side of the handshake scripted as tlaunchd does it: only a node that proves the job secret
+// and that the frontend placed below this one becomes a child; its messages go up tagged with
+// its number, a relayed one only from its own subtree; messages go down to the right child;
+// a child that goes away is reported lost, unless the job is ending. And the subtree's fence
+// share (daemon/subtree_fence.h).
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/connection.h"
+#include "bootstrap/frame_cipher.h"
+#include "bootstrap/frame_codec.h"
+#include "bootstrap/output_record.h"
+#include "daemon/subtree_fence.h"
+#include "daemon/tree_children.h"
+#include "tlaunch/version.h"
+
+using namespace tlaunch;
+
+namespace {
+
+const std::string kSecret(64, 'a');
+
+// A child daemon's side: connect, answer the challenge with a proof for `name`/`index`, check
+// the welcome, then exchange sealed messages.
+class ScriptedChild {
+ public:
+  ScriptedChild(asio::io_context& io, int port, std::string name, int index, std::string secret = kSecret)
+      : name_(std::move(name)), index_(index), secret_(std::move(secret)) {
+    asio::ip::tcp::socket s(io);
+    s.connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+    conn_ = Connection::create(std::move(s));
+    conn_->start([this](Json&& m) { onMessage(std::move(m)); }, [this](const std::string&) { closed = true; });
+  }
+  void send(const Json& m) { conn_->send(m); }
+  void sendOutput(int rank, const std::string& text) {
+    conn_->sendBulk(std::make_shared<const std::string>(encodeOutputFrame(rank, 1, text)));
+  }
+  void close() { conn_->close(); }
+
+  bool welcomed = false;
+  bool closed = false;
+  std::vector<Json> received;
+
+ private:
+  void onMessage(Json&& m) {
+    const std::string t = getString(m, "t");
+    if (t == "challenge") {
+      nonce_ = bytesOf(m["nonce"]);
+      client_nonce_ = randomBytes(kNonceBytes);
+      conn_->send({{"t", "hello"}, {"proto", kProtocolVersion}, {"node", name_}, {"index", index_},
+                   {"nonce", binary(client_nonce_)},
+                   {"mac", binary(helloProof(secret_, nonce_, client_nonce_, name_))}});
+      conn_->sealFromNow(
+          std::make_unique<FrameCipher>(secret_, nonce_, client_nonce_, FrameCipher::Direction::to_frontend));
+    } else if (t == "welcome") {
+      welcomed = constantTimeEquals(bytesOf(m["mac"]), welcomeProof(secret_, nonce_, client_nonce_));
+      conn_->setMaxFrameBytes(kAuthenticatedMaxFrameBytes);
+      conn_->openFromNow(
+          std::make_unique<FrameCipher>(secret_, nonce_, client_nonce_, FrameCipher::Direction::to_daemon));
+    } else {
+      received.push_back(std::move(m));
+    }
+  }
+  std::shared_ptr<Connection> conn_;
+  std::string name_;
+  int index_;
+  std::string secret_, nonce_, client_nonce_;
+};
+
+// Node 0 of a 7-node radix-2 tree: children 2 ("n2", below it 6) and 3 ("n3").
+struct Parent {
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor{io, {asio::ip::make_address("127.0.0.1"), 0}};
+  std::vector<Json> up;
+  std::vector<std::string> output;
+  std::vector<std::pair<int, std::string>> lost;
+  TreeChildren children{io, kSecret, hooks()};
+
+  Parent() { accept(); }
+  TreeChildren::Hooks hooks() {
+    TreeChildren::Hooks h;
+    h.up = [this](Json&& m, bool) { up.push_back(std::move(m)); };
+    h.up_output = [this](Connection::Frame f) { output.push_back(*f); };
+    h.lost = [this](int node, const std::string& why) { lost.emplace_back(node, why); };
+    return h;
+  }
+  void accept() {
+    acceptor.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket s) {
+      if (ec) return;
+      children.adopt(std::move(s));
+      accept();
+    });
+  }
+  void place() { children.place(0, TreeShape{7, 2}, {{2, "n2"}, {3, "n3"}}); }
+  int port() const { return acceptor.local_endpoint().port(); }
+  template <class Pred>
+  bool runUntil(Pred done, std::chrono::milliseconds limit = std::chrono::seconds(5)) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!done() && std::chrono::steady_clock::now() < until) io.run_for(std::chrono::milliseconds(5));
+    return done();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("tree children: a placed child that proves the secret carries messages both ways") {
+  Parent p;
+  p.place();
+  ScriptedChild c(p.io, p.port(), "n2", 2);
+  REQUIRE(p.runUntil([&] { return c.welcomed; }));
+  c.send({{"t", "ping"}});  // this link's liveness only: not carried up
+  c.send({{"t", "exit"}, {"r", 5}});
+  c.sendOutput(5, "hello\n");
+  REQUIRE(p.runUntil([&] { return p.up.size() == 1 && p.output.size() == 1; }));
+  CHECK(getString(p.up[0], "t") == "exit");
+  CHECK(p.up[0][kSourceTag] == 2);
+  auto record = decodeOutputRecord(std::string_view(p.output[0]).substr(kFrameHeaderBytes));
+  REQUIRE(record);
+  CHECK(record->rank == 5);
+  CHECK(record->bytes == "hello\n");
+
+  // Down: a message for node 6 goes to child 2 (its parent); one for node 1 has no way here.
+  auto frame = [](const Json& m) { return std::make_shared<const std::string>(encodeFrame(encodeMessage(m))); };
+  CHECK(p.children.sendToward(6, frame({{"t", "credit"}, {kDestinationTag, 6}}), false));
+  CHECK_FALSE(p.children.sendToward(1, frame({{"t", "credit"}, {kDestinationTag, 1}}), false));
+  p.children.sendAll(frame({{"t", "ping"}, {kEveryNodeTag, true}}), false);
+  REQUIRE(p.runUntil([&] { return c.received.size() == 2; }));
+  CHECK(c.received[0][kDestinationTag] == 6);
+  CHECK(getString(c.received[1], "t") == "ping");
+}
+
+TEST_CASE("tree children: a relayed message must come from the child's own subtree") {
+  Parent p;
+  p.place();
+  ScriptedChild c(p.io, p.port(), "n2", 2);
+  REQUIRE(p.runUntil([&] { return c.welcomed; }));
+  c.send({{"t", "exit"}, {kSourceTag, 4}});  // node 4 is below node 1, not below node 2
+  c.send({{"t", "exit"}, {kSourceTag, 6}});  // node 6 is node 2's child
+  REQUIRE(p.runUntil([&] { return !p.up.empty(); }));
+  p.runUntil([] { return false; }, std::chrono::milliseconds(100));
+  REQUIRE(p.up.size() == 1);
+  CHECK(p.up[0][kSourceTag] == 6);
+}
+
+TEST_CASE("tree children: strangers, nodes placed elsewhere and impostors are turned away") {
+  Parent p;
+  p.place();
+  ScriptedChild wrong_secret(p.io, p.port(), "n2", 2, std::string(64, 'b'));
+  ScriptedChild not_ours(p.io, p.port(), "n4", 4);      // proves the secret, but belongs below node 1
+  ScriptedChild misnamed(p.io, p.port(), "n9", 3);      // index 3 is n3
+  REQUIRE(p.runUntil([&] { return wrong_secret.closed && not_ours.closed && misnamed.closed; }));
+  CHECK_FALSE(wrong_secret.welcomed);
+  CHECK_FALSE(not_ours.welcomed);
+  CHECK_FALSE(misnamed.welcomed);
+  CHECK(p.children.openChildren() == 0);
+  CHECK(p.lost.empty());  // never children: nothing to report
+  // The real n3 still gets in, once.
+  ScriptedChild n3(p.io, p.port(), "n3", 3);
+  ScriptedChild twice(p.io, p.port(), "n3", 3);
+  REQUIRE(p.runUntil([&] { return (n3.welcomed && twice.closed) || (twice.welcomed && n3.closed); }));
+  CHECK(p.children.openChildren() == 1);
+}
+
+TEST_CASE("tree children: a child that connects before the frontend placed its parent waits for it") {
+  Parent p;
+  ScriptedChild c(p.io, p.port(), "n3", 3);
+  p.runUntil([] { return false; }, std::chrono::milliseconds(200));
+  CHECK_FALSE(c.welcomed);
+  p.place();
+  REQUIRE(p.runUntil([&] { return c.welcomed; }));
+}
+
+TEST_CASE("tree children: a child that goes away is lost, unless the job is ending") {
+  Parent p;
+  p.place();
+  ScriptedChild a(p.io, p.port(), "n2", 2);
+  ScriptedChild b(p.io, p.port(), "n3", 3);
+  REQUIRE(p.runUntil([&] { return a.welcomed && b.welcomed; }));
+  a.close();
+  REQUIRE(p.runUntil([&] { return !p.lost.empty(); }));
+  CHECK(p.lost[0].first == 2);
+  p.children.expectEnd();
+  b.close();
+  REQUIRE(p.runUntil([&] { return p.children.openChildren() == 0; }));
+  CHECK(p.lost.size() == 1);
+}
+
+TEST_CASE("tree children: a silent child is closed and reported after the heartbeat timeout") {
+  Parent p;
+  p.place();
+  ScriptedChild a(p.io, p.port(), "n2", 2);
+  REQUIRE(p.runUntil([&] { return a.welcomed; }));
+  p.runUntil([] { return false; }, std::chrono::milliseconds(60));
+  p.children.checkLiveness(std::chrono::milliseconds(50));
+  REQUIRE(p.lost.size() == 1);
+  CHECK(p.lost[0].first == 2);
+  CHECK(p.lost[0].second.find("no heartbeat") != std::string::npos);
+  REQUIRE(p.runUntil([&] { return a.closed; }));
+}
+
+TEST_CASE("subtree fence: this node's share and each child's leave as one message with every part") {
+  SubtreeFence f;
+  const Json own = {{"t", "fence"}, {"seq", 4}, {"collect", true}, {"d", binary("AA")}};
+  const Json leaf = {{"t", "fence"}, {"seq", 4}, {"collect", true}, {"d", binary("BB")}};
+  const Json subtree = {{"t", "fence"},
+                        {"seq", 4},
+                        {"collect", true},
+                        {"parts", Json::array({Json::array({3, binary("CC")}), Json::array({7, binary("DD")})})}};
+  CHECK_FALSE(f.add(own, 0, 3));
+  CHECK_FALSE(f.add(leaf, 2, 3));
+  CHECK(f.inProgress() == 1);
+  auto combined = f.add(subtree, 3, 3);
+  REQUIRE(combined);
+  CHECK(getInt(*combined, "seq") == 4);
+  std::map<int, std::string> parts;
+  for (const auto& p : (*combined)["parts"]) parts[p[0].get<int>()] = bytesOf(p[1]);
+  CHECK(parts == std::map<int, std::string>{{0, "AA"}, {2, "BB"}, {3, "CC"}, {7, "DD"}});
+  CHECK(f.inProgress() == 0);
+  // A fence that ends without us (a failed rank) is forgotten.
+  CHECK_FALSE(f.add(own, 0, 2));
+  f.forget(4);
+  CHECK(f.inProgress() == 0);
+}
