@@ -56,7 +56,8 @@ void JobInspector::onReport(int node, Json&& msg) {
 
 void JobInspector::tick(bool ranks_running, bool output_held_back) {
   const auto now = Clock::now();
-  const auto nodes = hooks_.nodes();
+  // Every 50 ms: the nodes' view (a copy of every name) only while a request waits for them.
+  const auto nodes = requests_.empty() ? std::vector<NodeView>{} : hooks_.nodes();
   std::vector<uint64_t> due;
   for (auto& [id, r] : requests_) {
     // A daemon that went away will not answer.

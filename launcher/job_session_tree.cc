@@ -39,7 +39,11 @@ void JobSession::onAttached(Link& link, bool attached, const std::string& reason
   if (attached) {
     link.routed = true;
     auto direct = std::move(link.conn);
-    direct->closeAfterFlush();  // its close handler is not called: the node is not lost
+    // What is still queued leaves, then the connection closes; nothing it reads or how it ends
+    // concerns the job any more (the node is not lost).
+    direct->setHandlers([](Json&&) {}, [](const std::string&) {});
+    direct->setOutputHandler([](const OutputRecord&, OwnedBytes&&) {});
+    direct->closeAfterFlush();
   } else {
     // It stays connected here, and still carries its own children (they attach to it).
     const int p = tree_->parentOf(link.index);

@@ -6,6 +6,8 @@ so node1 is an interior daemon that carries their messages, output and exits. As
 - an ssh launch, 4 x 2 ranks: every rank's line arrives tagged with its node, -v says the tree is
   in place with tlaunch talking to 2 of 4 daemons, exit 0;
 - a rank failing on node4 (below node1): the job exits with its status and names rank and node;
+- node3 unable to reach node1 (a prohibit route on the management network): it stays connected to
+  tlaunch directly, tlaunch says so, the job runs on every node;
 - the MPI hello (PMIx fences, direct modex) over ssh and inside `salloc -N 4` (where srun starts the
   daemons and the frontend places them once they are in): every rank ok;
 - node1's tlaunchd killed mid-job (an interior daemon): the job ends (exit 69) naming node1 and the
@@ -66,6 +68,25 @@ def ssh_launch(ws):
           "radix 2: -v says tlaunch talks to 2 of the 4 daemons", r.stderr[-1500:])
     if r.job:
         nothing_left("radix 2 over ssh", r.job)
+
+
+def parent_unreachable(ws):
+    """node3 cannot reach node1 (its parent) over the management network: it stays connected to
+    tlaunch directly, tlaunch says so, and the job runs on every node."""
+    route = ["ip", "route", "add", "prohibit", f"{vc.mgmt_ip('node1')}/32"]
+    vc.exec("node3", route, check=True)
+    try:
+        r = run(ws, ["-v", *hosts(), "-p", "1", "--", "/bin/sh", "-c", "echo rank $RANK on $(hostname)"])
+    finally:
+        vc.exec("node3", ["ip", "route", "del", "prohibit", f"{vc.mgmt_ip('node1')}/32"], check=True)
+    lines = sorted(l for l in r.stdout.splitlines() if " rank " in l)
+    want = sorted(f"[{node}:{i}] rank {i} on {node}" for i, node in enumerate(vc.nodes))
+    check(r.returncode == 0 and lines == want and
+          "node node3 could not attach to its parent node1 in the control tree" in r.stderr and
+          "it stays connected to tlaunch directly" in r.stderr and
+          "control tree: tlaunch talks to 3 of 4 daemons" in r.stderr,
+          "node3 cannot reach its parent node1: tlaunch says so, node3 stays direct, every rank runs, exit 0",
+          f"exit {r.returncode}\n     stdout {r.stdout!r}\n     stderr {r.stderr[-1500:]!r}")
 
 
 def rank_failure(ws):
@@ -151,6 +172,7 @@ def main():
             print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
             ssh_launch(ws)
             rank_failure(ws)
+            parent_unreachable(ws)
             if hello_program and os.path.exists(hello_program):
                 hello = hello_program
                 if str(Path(hello).resolve()).startswith(cj.NODE_PRIVATE):

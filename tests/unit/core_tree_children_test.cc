@@ -87,7 +87,7 @@ struct Parent {
   TreeChildren::Hooks hooks() {
     TreeChildren::Hooks h;
     h.up = [this](Json&& m, bool) { up.push_back(std::move(m)); };
-    h.up_output = [this](Connection::Frame f) { output.push_back(*f); };
+    h.up_output = [this](const Connection::Frame& f) { output.push_back(*f); };
     h.lost = [this](int node, const std::string& why) { lost.emplace_back(node, why); };
     return h;
   }
