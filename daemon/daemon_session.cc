@@ -192,6 +192,7 @@ void DaemonSession::heartbeat() {
   if (done_) return;
   if (conn_ && conn_->isOpen()) conn_->send({{"t", "ping"}});
   tree_->checkLiveness(dead_peer_timeout_);
+  pollSpawned();
   heartbeat_timer_.expires_after(heartbeat_interval_);
   heartbeat_timer_.async_wait([this](const asio::error_code& ec) {
     if (!ec) heartbeat();
@@ -348,6 +349,7 @@ void DaemonSession::shutdown(int code) {
       // theirs only while this connection stays open.
       awaitChildren(std::chrono::steady_clock::now() + std::chrono::seconds(4), [this] {
         tree_->closeAll();
+        if (spawner_) spawner_->stop(500);  // their daemons are gone: their ssh sessions end
         if (conn_ && conn_->isOpen()) conn_->closeAfterFlush();
         waitForFlush(std::chrono::steady_clock::now() + std::chrono::seconds(2));
       });

@@ -17,6 +17,7 @@
 #include "daemon/rank_status.h"
 #include "daemon/rank_supervisor.h"
 #include "daemon/subtree_fence.h"
+#include "launcher/daemon_starter.h"
 #include "tlaunch/node_launch.h"
 
 namespace tlaunch {
@@ -81,6 +82,9 @@ class DaemonSession {
   void sendUp(Json&& msg, bool bulk);
   void sendOwn(const Json& msg);  // this node's PMIx server's messages (fences gather the subtree's)
   void awaitChildren(std::chrono::steady_clock::time_point deadline, std::function<void()> then);
+  // Tree spawn (daemon_session_spawn.cc): this node starts its children's daemons over ssh.
+  void spawnChildren(const Json& spawn);
+  void pollSpawned();
   // `tlaunch stacks` / `tlaunch status` (daemon_inspect.cc).
   void handleStacks(const Json& msg);
   void handleStatus(const Json& msg);
@@ -108,7 +112,8 @@ class DaemonSession {
   std::shared_ptr<Connection> parent_;      // the tree parent, while attaching
   std::shared_ptr<Connection> leaving_;     // the direct connection, until the frontend closes it
   std::string parent_client_nonce_;
-  SubtreeFence subtree_fence_;  // fences of the whole job: this node's share and its children's
+  SubtreeFence subtree_fence_;
+  std::unique_ptr<DaemonStarter> spawner_;  // ssh to this node's tree children (tree spawn)  // fences of the whole job: this node's share and its children's
   bool attaching_ = false;
   std::chrono::milliseconds dead_peer_timeout_{15000};
   static constexpr std::chrono::seconds kChallengeTimeout{10};

@@ -18,6 +18,10 @@ void DaemonSession::startTreeListener() {
   hooks.up_output = [this](Connection::Frame f) {
     if (conn_ && conn_->isOpen()) conn_->sendBulk(std::move(f));
   };
+  hooks.joined = [this](int node, const std::string& ip) {
+    if (spawner_) spawner_->daemonConnected(node);
+    sendUp({{"t", "child_joined"}, {"node", node}, {"ip", ip}}, false);
+  };
   hooks.lost = [this](int node, const std::string& reason) {
     spdlog::warn("lost tree child node {} ({})", node, reason);
     sendUp({{"t", "child_lost"}, {"node", node}, {"reason", reason}}, false);
@@ -75,6 +79,7 @@ void DaemonSession::handleTree(const Json& msg) {
     for (const auto& [k, v] : it->items())
       if (v.is_string()) children[std::atoi(k.c_str())] = v.get<std::string>();
   tree_->place(index, shape, std::move(children));
+  if (auto it = msg.find("spawn"); it != msg.end() && it->is_object()) spawnChildren(*it);
   if (auto it = msg.find("parent"); it != msg.end() && it->is_object())
     attachToParent(getString(*it, "host"), static_cast<int>(getInt(*it, "port")), getString(*it, "name"));
 }

@@ -94,6 +94,7 @@ void TreeChildren::accepted(Child& c) {
   c.conn->send({{"t", "welcome"}, {"mac", binary(welcomeProof(secret_, c.nonce, c.client_nonce))}});
   c.conn->sealFromNow(
       std::make_unique<FrameCipher>(secret_, c.nonce, c.client_nonce, FrameCipher::Direction::to_daemon));
+  if (hooks_.joined) hooks_.joined(c.index, c.conn->peer().substr(0, c.conn->peer().rfind(':')));
 }
 
 void TreeChildren::place(int self, TreeShape shape, std::map<int, std::string> children) {

@@ -37,6 +37,7 @@ class TreeChildren {
     std::function<void(Json&& msg, bool bulk)> up;                     // a message of the subtree
     std::function<void(Connection::Frame frame)> up_output;            // a rank output record
     std::function<void(int node, const std::string& reason)> lost;     // a child went away
+    std::function<void(int node, const std::string& ip)> joined;      // a child proved itself here
   };
   TreeChildren(asio::io_context& io, std::string secret, Hooks hooks);
   ~TreeChildren();

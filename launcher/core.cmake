@@ -1,5 +1,4 @@
 set(LAUNCHER_CORE_SOURCES
-  ${CMAKE_CURRENT_SOURCE_DIR}/child_process.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/cli_options.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/cli_values.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/rank_layout.cc
@@ -23,6 +22,7 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_nccl.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_routes.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_tree.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_session_spawn.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_failures.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_accept.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_plan.cc

@@ -99,13 +99,8 @@ JobOutcome JobSession::run() {
     startInspector();
   }
   watchSignals();
-  DaemonCommand cmd;
-  cmd.daemon_path = cfg_.daemon_path;
-  const auto port = cfg_.in_memory ? 0 : acceptor_.local_endpoint().port();
-  const std::string& advertised = cfg_.advertise_address.empty() ? cfg_.listen_address : cfg_.advertise_address;
-  const std::string host = advertised.find(':') != std::string::npos ? "[" + advertised + "]" : advertised;
-  cmd.args = {"--connect", host + ":" + std::to_string(port), "--job-id", cfg_.plan_context.job_id};
-  if (auto r = starter_->start(cfg_.starter_nodes.empty() ? cfg_.nodes : cfg_.starter_nodes, cmd, cfg_.secret); !r) {
+  if (spawnsTree()) tree_ = TreeShape{static_cast<int>(links_.size()), cfg_.spec.tree_radix};
+  if (auto r = starter_->start(nodesToStart(), daemonCommand(), cfg_.secret); !r) {
     fail(exitStatusFor(r.error().code), r.error().message);
   }
   phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.connect_timeout_s);
@@ -117,6 +112,7 @@ JobOutcome JobSession::run() {
   }
   out_.setDrained({});
   starter_->stop(5000);  // daemons exit on their own after "shutdown"; this is for stragglers
+  for (auto& s : fallback_starters_) s->stop(1000);
   return outcome_;
 }
 
@@ -189,7 +185,10 @@ void JobSession::tick() {
       return;
     }
   } else {
-    for (const auto& f : starter_->poll()) {
+    std::vector<StartFailure> failures = starter_->poll();
+    for (auto& s : fallback_starters_)
+      for (auto& f : s->poll()) failures.push_back(std::move(f));
+    for (const auto& f : failures) {
       if (f.node_index >= 0 && f.node_index < static_cast<int>(links_.size()) &&
           (links_[f.node_index]->conn || links_[f.node_index]->routed))
         continue;  // exited after connecting: the link tells

@@ -16,6 +16,7 @@
 #include "bootstrap/message_router.h"
 #include "bootstrap/tree_shape.h"
 #include "launcher/daemon_starter.h"
+#include "launcher/ssh_starter.h"
 #include "launcher/job_lifecycle.h"
 #include "launcher/plan/job_plan.h"
 #include "launcher/output_sink.h"
@@ -42,6 +43,9 @@ struct SessionConfig {
   std::string advertise_address;             // given to daemons if not listen_address
   int unnamed_nodes = 0;  // srun picks nodes: accept this many by name, ordered by name
   std::vector<NodeTarget> starter_nodes;  // what the starter starts, if not `nodes`
+  // Over ssh, with more nodes than --tree-radix: the frontend starts its direct children only,
+  // and each daemon starts its own children over ssh with these options (tree spawn).
+  std::optional<SshStarterOptions> tree_spawn;
   std::string daemon_path;
   Json daemon_config;  // sent to every daemon in its welcome (topology_xml, sysfs_root, ...)
   // Daemons come only through JobSession::adopt (in-memory tests): no TCP listener and no
@@ -116,6 +120,15 @@ class JobSession {
   void sendRouted(int node, const Json& msg, bool bulk);
   int outputSource(const Link& link, int rank);  // the node a rank's output on `link` is from; -1: none
   void onChildLost(Link& parent, const Json& msg);
+  // Tree spawn (launcher/job_session_spawn.cc).
+  bool spawnsTree() const;  // decided at start: daemons start their children over ssh
+  std::vector<NodeTarget> nodesToStart() const;  // what the frontend's own starter starts
+  Json daemonConfigFor(const Link& link) const;  // the "config" a daemon gets once authenticated
+  void placeInTree(Link& link);  // tree spawn: its place, and the children it starts over ssh
+  void onChildJoined(Link& parent, const Json& msg);
+  void onSpawnFailed(Link& parent, const Json& msg);
+  DaemonCommand daemonCommand() const;  // tlaunchd's command line, connecting to this frontend
+  std::vector<std::unique_ptr<DaemonStarter>> fallback_starters_;  // nodes their parent could not start
   std::string lostNodeText(const Link& link, const std::string& reason);  // marks its subtree lost too
   static constexpr auto kTreeWiringTimeout = std::chrono::seconds(30);
   int nodeOfRank(int rank) const;

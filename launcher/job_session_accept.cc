@@ -127,6 +127,7 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   link->conn = conn;
   link->last_heard = Clock::now();
   starter_->daemonConnected(link->index);
+  for (auto& s : fallback_starters_) s->daemonConnected(link->index);
   link->control_ip = conn->peer().substr(0, conn->peer().rfind(':'));
   std::erase_if(pending_, [p](const auto& q) { return q.get() == p; });
   conn->setHandlers([this, link](Json&& m) { onLinkMessage(*link, std::move(m)); },
@@ -137,10 +138,6 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
     const int source = outputSource(*link, r.rank);
     if (source >= 0) out_.write(source, r.rank, r.stream, r.kind, std::move(owned));
   });
-  Json config = cfg_.daemon_config;
-  config["heartbeat_ms"] = 1000;
-  config["heartbeat_timeout_ms"] = cfg_.spec.heartbeat_timeout_s * 1000;
-  config["output_window"] = outputWindow();
   // The welcome proves the secret and nothing more: the daemon reads it under the 4 KiB limit
   // of a connection not yet authenticated. Every frame after the hello and the welcome is
   // sealed under this connection's session keys, the configuration first.
@@ -150,7 +147,16 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   conn->send({{"t", "welcome"}, {"mac", binary(welcomeProof(cfg_.secret, server_nonce, client_nonce))}});
   conn->sealFromNow(std::make_unique<FrameCipher>(cfg_.secret, server_nonce, client_nonce,
                                                   FrameCipher::Direction::to_daemon));
-  conn->send({{"t", "config"}, {"config", config}});
+  conn->send({{"t", "config"}, {"config", daemonConfigFor(*link)}});
+  if (tree_) placeInTree(*link);  // tree spawn: it starts its children now
+}
+
+Json JobSession::daemonConfigFor(const Link&) const {
+  Json config = cfg_.daemon_config;
+  config["heartbeat_ms"] = 1000;
+  config["heartbeat_timeout_ms"] = cfg_.spec.heartbeat_timeout_s * 1000;
+  config["output_window"] = outputWindow();
+  return config;
 }
 
 size_t JobSession::pendingLimit() const {

@@ -25,6 +25,8 @@ JobSession::Router JobSession::makeRouter() {
   r.on("attached", [this](const std::string&, Json&&, Link& l) { onAttached(l, true, {}); });
   r.on("attach_failed", [this](const std::string&, Json&& m, Link& l) { onAttached(l, false, getString(m, "reason")); });
   r.on("child_lost", [this](const std::string&, Json&& m, Link& l) { onChildLost(l, m); });
+  r.on("child_joined", [this](const std::string&, Json&& m, Link& l) { onChildJoined(l, m); });
+  r.on("spawn_failed", [this](const std::string&, Json&& m, Link& l) { onSpawnFailed(l, m); });
   r.on("reached", [this](const std::string&, Json&& m, Link& l) { onCrossNodeMessage(l, m); });
   r.onPrefix("rdma_", [this](const std::string&, Json&& m, Link& l) { onCrossNodeMessage(l, m); });
   r.on("prepared", [this](const std::string&, Json&&, Link& l) { onPrepared(l); });

@@ -15,6 +15,7 @@ namespace tlaunch {
 bool JobSession::wireTree() {
   const int n = static_cast<int>(links_.size());
   const int k = cfg_.spec.tree_radix;
+  if (tree_) return false;  // spawned as a tree: every node is in its place already
   if (k <= 0 || n <= k || cfg_.spec.dry_run || cfg_.spec.preflight_only) return false;
   tree_ = TreeShape{n, k};
   tree_waiting_ = 0;

@@ -148,10 +148,12 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       is_local.push_back(n.host == n.name && isThisHost(n.name));
       any_local = any_local || is_local.back();
     }
-    if (any_local)
+    if (any_local) {
       choice.starter = std::make_unique<SplitStarter>(std::move(is_local), std::make_unique<SshStarter>(std::move(o)));
-    else
+    } else {
+      choice.tree_spawn = o;  // a daemon starts its tree children the same way
       choice.starter = std::make_unique<SshStarter>(std::move(o));
+    }
   } else {
     SlurmStarterOptions o;
     o.slurm_args = spec.slurm_args;

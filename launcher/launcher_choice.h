@@ -3,10 +3,12 @@
 // line and the environment.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "launcher/daemon_starter.h"
+#include "launcher/ssh_starter.h"
 #include "launcher/job_spec.h"
 #include "launcher/plan/gpu_choice.h"
 #include "launcher/plan/rank_layout.h"
@@ -23,6 +25,8 @@ struct LauncherChoice {
   bool loopback_only = false;     // local launcher: every node is this host
   int unnamed_nodes = 0;
   std::vector<NodeTarget> starter_nodes;  // with unnamed_nodes: placeholders for the starter
+  // Over ssh: daemons start their tree children over ssh with these options (tree spawn).
+  std::optional<SshStarterOptions> tree_spawn;
   RankLayout layout;                      // nodes x ranks per node, and why
 };
 

@@ -95,6 +95,7 @@ JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::str
   cfg.advertise_address = choice.advertise_address;
   cfg.unnamed_nodes = choice.unnamed_nodes;
   cfg.starter_nodes = choice.starter_nodes;
+  cfg.tree_spawn = choice.tree_spawn;
   cfg.daemon_path = spec.daemon_path.empty() ? selfDirectory() + "/tlaunchd" : spec.daemon_path;
   cfg.plan_context = setup.plan_context;
   cfg.plan_context.job_id = job_id;

@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """The control tree (issue 14) on a 4-node virtual cluster with sshd and Slurm, at --tree-radix 2:
-tlaunch talks to node1 and node2 only; node3 and node4 attach to node1 (bootstrap/tree_shape.h),
-so node1 is an interior daemon that carries their messages, output and exits. As a user sees it:
+tlaunch talks to node1 and node2 only; node3 and node4 are below node1 (bootstrap/tree_shape.h),
+so node1 is an interior daemon that carries their messages, output and exits. Over ssh tlaunch
+starts node1's and node2's daemons and node1 starts node3's and node4's over ssh (tree spawn);
+inside salloc srun starts all four and node3 and node4 attach to node1. As a user sees it:
 
 - an ssh launch, 4 x 2 ranks: every rank's line arrives tagged with its node, -v says the tree is
   in place with tlaunch talking to 2 of 4 daemons, exit 0;
 - a rank failing on node4 (below node1): the job exits with its status and names rank and node;
-- node3 unable to reach node1 (a prohibit route on the management network): it stays connected to
-  tlaunch directly, tlaunch says so, the job runs on every node;
+- node3 unable to reach node1 (a prohibit route on the management network): over ssh node1 cannot
+  start node3's daemon and tlaunch starts it instead; inside salloc node3 cannot attach to node1
+  and stays connected to tlaunch; either way tlaunch says so and the job runs on every node;
 - the MPI hello (PMIx fences, direct modex) over ssh and inside `salloc -N 4` (where srun starts the
   daemons and the frontend places them once they are in): every rank ok;
 - node1's tlaunchd killed mid-job (an interior daemon): the job ends (exit 69) naming node1 and the
@@ -64,29 +67,47 @@ def ssh_launch(ws):
                   ((i, vc.nodes[i // 2]) for i in range(8)))
     check(r.returncode == 0 and lines == want, "radix 2 over ssh: 8 ranks, each line tagged with its node, exit 0",
           f"exit {r.returncode}\n     stdout {r.stdout!r}\n     stderr {r.stderr[-1500:]!r}")
-    check("control tree: tlaunch talks to 2 of 4 daemons (radix 2" in r.stderr,
-          "radix 2: -v says tlaunch talks to 2 of the 4 daemons", r.stderr[-1500:])
+    check("control tree: tlaunch talks to 2 of 4 daemons (radix 2" in r.stderr and
+          "the others were started over ssh by the daemon above them" in r.stderr,
+          "radix 2 over ssh: -v says tlaunch talks to 2 of the 4 daemons, node1 started the others", r.stderr[-1500:])
     if r.job:
         nothing_left("radix 2 over ssh", r.job)
 
 
 def parent_unreachable(ws):
-    """node3 cannot reach node1 (its parent) over the management network: it stays connected to
-    tlaunch directly, tlaunch says so, and the job runs on every node."""
+    """node3 cannot reach node1 (its parent) over the management network. Over ssh node1 cannot
+    start node3's daemon (tree spawn): tlaunch starts it itself; inside salloc node3 cannot attach
+    to node1: it stays connected to tlaunch. Either way tlaunch says so, and every rank runs."""
     route = ["ip", "route", "add", "prohibit", f"{vc.mgmt_ip('node1')}/32"]
     vc.exec("node3", route, check=True)
+    program = ["--", "/bin/sh", "-c", "echo rank $RANK on $(hostname)"]
     try:
-        r = run(ws, ["-v", *hosts(), "-p", "1", "--", "/bin/sh", "-c", "echo rank $RANK on $(hostname)"])
+        r = run(ws, ["-v", *hosts(), "-p", "1", *program])
+        argv = ["salloc", "-N", "4", "--", ws.tlaunch, *cj.NET, *TREE, "-v", "-p", "1", *program]
+        s = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                           timeout=TIMEOUT, cwd=ws.dir, env=vc.environ())
+        if cj.job_id_in(s.stderr):
+            jobs_seen.append(cj.job_id_in(s.stderr))
     finally:
         vc.exec("node3", ["ip", "route", "del", "prohibit", f"{vc.mgmt_ip('node1')}/32"], check=True)
-    lines = sorted(l for l in r.stdout.splitlines() if " rank " in l)
     want = sorted(f"[{node}:{i}] rank {i} on {node}" for i, node in enumerate(vc.nodes))
+
+    def notes(err):
+        return [l for l in err.splitlines() if "control tree" in l or "could not" in l]
+    lines = sorted(l for l in r.stdout.splitlines() if " rank " in l)
     check(r.returncode == 0 and lines == want and
-          "node node3 could not attach to its parent node1 in the control tree" in r.stderr and
-          "it stays connected to tlaunch directly" in r.stderr and
+          "node node1 could not start tlaunchd on node3 over ssh" in r.stderr and
+          "tlaunch starts it and talks to it directly" in r.stderr and
           "control tree: tlaunch talks to 3 of 4 daemons" in r.stderr,
-          "node3 cannot reach its parent node1: tlaunch says so, node3 stays direct, every rank runs, exit 0",
-          f"exit {r.returncode}\n     stdout {r.stdout!r}\n     stderr {r.stderr[-1500:]!r}")
+          "over ssh, node1 cannot start node3: tlaunch starts it, says so with -v, every rank runs, exit 0",
+          f"exit {r.returncode}\n     stdout {r.stdout!r}\n     notes {notes(r.stderr)!r}")
+    lines = sorted(l for l in s.stdout.splitlines() if " rank " in l)
+    check(s.returncode == 0 and lines == want and
+          "node node3 could not attach to its parent node1 in the control tree" in s.stderr and
+          "it stays connected to tlaunch directly" in s.stderr and
+          "control tree: tlaunch talks to 3 of 4 daemons" in s.stderr,
+          "inside salloc, node3 cannot attach to node1: tlaunch says so, node3 stays direct, every rank runs, exit 0",
+          f"exit {s.returncode}\n     stdout {s.stdout!r}\n     notes {notes(s.stderr)!r}\n     {s.stderr[-800:]!r}")
 
 
 def rank_failure(ws):

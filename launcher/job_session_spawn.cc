@@ -1,0 +1,103 @@
+// Tree spawn over ssh (--tree-radix, the ssh launcher): the frontend starts the daemons of its
+// own children only; each daemon, once placed, starts its children's daemons over ssh itself,
+// pointing them at its own listener (daemon/daemon_session_spawn.cc). A child proves the secret
+// to its parent, the parent says "child_joined", and the frontend sends the child its
+// configuration down the tree; the child's inventory comes up it. A node whose parent cannot
+// start it (no ssh from node to node, a refused key) is started by the frontend instead and
+// connects to it directly, said with -v.
+#include "launcher/job_session.h"
+#include "launcher/job_session_link.h"
+
+#include "launcher/ssh_starter.h"
+
+namespace tlaunch {
+
+bool JobSession::spawnsTree() const {
+  const int k = cfg_.spec.tree_radix;
+  return cfg_.tree_spawn && k > 0 && static_cast<int>(links_.size()) > k && cfg_.unnamed_nodes == 0 &&
+         cfg_.starter_nodes.empty();
+}
+
+std::vector<NodeTarget> JobSession::nodesToStart() const {
+  if (!tree_) return cfg_.starter_nodes.empty() ? cfg_.nodes : cfg_.starter_nodes;
+  std::vector<NodeTarget> direct;
+  for (const auto& n : cfg_.nodes)
+    if (tree_->parentOf(n.index) < 0) direct.push_back(n);
+  return direct;
+}
+
+DaemonCommand JobSession::daemonCommand() const {
+  DaemonCommand cmd;
+  cmd.daemon_path = cfg_.daemon_path;
+  const auto port = cfg_.in_memory ? 0 : acceptor_.local_endpoint().port();
+  const std::string& advertised = cfg_.advertise_address.empty() ? cfg_.listen_address : cfg_.advertise_address;
+  const std::string host = advertised.find(':') != std::string::npos ? "[" + advertised + "]" : advertised;
+  cmd.args = {"--connect", host + ":" + std::to_string(port), "--job-id", cfg_.plan_context.job_id};
+  return cmd;
+}
+
+void JobSession::placeInTree(Link& link) {
+  const auto children = tree_->childrenOf(link.index);
+  Json names = Json::object();
+  Json targets = Json::array();
+  for (int c : children) {
+    const NodeTarget& n = cfg_.nodes[static_cast<size_t>(c)];
+    names[std::to_string(c)] = n.name;
+    // Started by the frontend already (its parent could not): the parent only expects it.
+    if (links_[static_cast<size_t>(c)]->conn) continue;
+    targets.push_back({{"index", n.index}, {"name", n.name}, {"host", n.host}});
+  }
+  Json m = {{"t", "tree"},
+            {"index", link.index},
+            {"nodes", tree_->nodes},
+            {"radix", tree_->fanout},
+            {"children", std::move(names)}};
+  if (!targets.empty()) {
+    const auto& o = *cfg_.tree_spawn;
+    m["spawn"] = {{"targets", std::move(targets)},
+                  {"daemon_path", cfg_.daemon_path},
+                  {"job_id", cfg_.plan_context.job_id},
+                  {"host", link.control_ip},  // where the children reach this node: as tlaunch does
+                  {"ssh_options", o.ssh_options},
+                  {"connect_timeout_s", o.connect_timeout_s},
+                  {"fanout", o.fanout},
+                  {"reuse", o.reuse_connections}};
+  }
+  sendToNode(link.index, m);
+}
+
+void JobSession::onChildJoined(Link& parent, const Json& msg) {
+  const auto node = getInt(msg, "node", -1);
+  if (!tree_ || node < 0 || node >= static_cast<long long>(links_.size()) ||
+      tree_->parentOf(static_cast<int>(node)) != parent.index)
+    return;
+  Link& child = *links_[static_cast<size_t>(node)];
+  if (child.conn || child.routed) return;  // started by the frontend after all, or joined already
+  child.routed = true;
+  child.last_heard = Clock::now();
+  child.control_ip = getString(msg, "ip");
+  sendToNode(child.index, {{"t", "config"}, {"config", daemonConfigFor(child)}});
+  placeInTree(child);
+}
+
+void JobSession::onSpawnFailed(Link& parent, const Json& msg) {
+  const auto node = getInt(msg, "node", -1);
+  if (!tree_ || node < 0 || node >= static_cast<long long>(links_.size()) ||
+      tree_->parentOf(static_cast<int>(node)) != parent.index)
+    return;
+  Link& child = *links_[static_cast<size_t>(node)];
+  if (child.conn || child.routed || failed_) return;
+  const std::string why = getString(msg, "message");
+  if (cfg_.spec.verbose)
+    out_.note("node " + parent.name + " could not start tlaunchd on " + child.name + " over ssh (" + why +
+              "); tlaunch starts it and talks to it directly");
+  auto starter = std::make_unique<SshStarter>(*cfg_.tree_spawn);
+  if (auto r = starter->start({cfg_.nodes[static_cast<size_t>(node)]}, daemonCommand(), cfg_.secret); !r) {
+    fail(exitStatusFor(r.error().code), "could not start tlaunchd on node " + child.name + ": " + r.error().message,
+         -1, {}, child.name);
+    return;
+  }
+  fallback_starters_.push_back(std::move(starter));
+}
+
+}  // namespace tlaunch
