@@ -108,7 +108,7 @@ class JobSession {
   void startRanks();
   void onRankExit(Link& link, const Json& msg);
   void onPmixMessage(Link& link, const std::string& type, Json&& msg);
-  void sendToNode(int node, const Json& msg);
+  void sendToNode(int node, Json msg);  // by value: a node below gets it with "@dst" added
   // The control tree (launcher/job_session_tree.cc).
   bool wireTree();  // false: a star (the radix covers every node), nothing to wait for
   void onAttached(Link& link, bool attached, const std::string& reason);
@@ -117,7 +117,7 @@ class JobSession {
   bool carriedBy(int node, int via) const;  // `node` is `via` or reaches the frontend through it
   bool reachable(int node) const;   // its route is open and the node is not lost
   std::vector<int> routedBelow(int node) const;  // the nodes that reach the frontend through `node`
-  void sendRouted(int node, const Json& msg, bool bulk);
+  void sendRouted(int node, Json msg, bool bulk);
   int outputSource(const Link& link, int rank);  // the node a rank's output on `link` is from; -1: none
   void onChildLost(Link& parent, const Json& msg);
   // Tree spawn (launcher/job_session_spawn.cc).

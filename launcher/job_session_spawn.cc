@@ -63,7 +63,7 @@ void JobSession::placeInTree(Link& link) {
                   {"fanout", o.fanout},
                   {"reuse", o.reuse_connections}};
   }
-  sendToNode(link.index, m);
+  sendToNode(link.index, std::move(m));
 }
 
 void JobSession::onChildJoined(Link& parent, const Json& msg) {

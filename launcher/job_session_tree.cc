@@ -95,19 +95,13 @@ std::vector<int> JobSession::routedBelow(int node) const {
   return out;
 }
 
-void JobSession::sendToNode(int node, const Json& msg) { sendRouted(node, msg, false); }
+void JobSession::sendToNode(int node, Json msg) { sendRouted(node, std::move(msg), false); }
 
-void JobSession::sendRouted(int node, const Json& msg, bool bulk) {
+void JobSession::sendRouted(int node, Json msg, bool bulk) {
   if (!reachable(node)) return;
   const int via = routeOf(node);
-  Connection::Frame frame;
-  if (via == node) {
-    frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));
-  } else {
-    Json addressed = msg;
-    addressed["@dst"] = node;
-    frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(addressed)));
-  }
+  if (via != node) msg["@dst"] = node;
+  auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));
   auto& conn = links_[static_cast<size_t>(via)]->conn;
   bulk ? conn->sendBulk(std::move(frame)) : conn->sendEncoded(std::move(frame));
 }

@@ -35,7 +35,7 @@ MILESTONES = [
 
 def run_once(exe, args):
     cmd = [str(exe), "--nodes", str(args.nodes), "--ranks-per-node", str(args.ranks_per_node),
-           "--fence-bytes", str(args.fence_bytes), "--fences", str(args.fences), "--tree-radix", str(args.tree_radix), "--sim-processes", str(args.sim_processes),
+           "--fence-bytes", str(args.fence_bytes), "--fences", str(args.fences), "--tree-radix", str(args.tree_radix), "--spawn", "1" if args.spawn else "0", "--sim-processes", str(args.sim_processes),
            "--topology", str(args.topology)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
@@ -61,6 +61,8 @@ def main():
     ap.add_argument("--fence-bytes", type=int, default=64)
     ap.add_argument("--fences", type=int, default=1, help="fences one after another (the last K-1 are timed)")
     ap.add_argument("--tree-radix", type=int, default=64, help="tlaunch's --tree-radix (0: a star)")
+    ap.add_argument("--spawn", action="store_true",
+                    help="tree spawn, as over ssh: the frontend starts its direct children, each daemon its own")
     ap.add_argument("--sim-processes", type=int, default=2)
     ap.add_argument("--topology", default=str(DEFAULT_TOPOLOGY))
     ap.add_argument("--runs", type=int, default=1)
@@ -86,6 +88,8 @@ def main():
         return statistics.median(values) if values else None
 
     shape = "a star" if args.tree_radix == 0 or args.tree_radix >= args.nodes else f"a tree of radix {args.tree_radix}"
+    if shape != "a star":
+        shape += ", spawned" if args.spawn else ", attached after reporting"
     print(f"{args.nodes} nodes x {args.ranks_per_node} ranks ({shape}), {args.fence_bytes} B per rank in the fence, "
           f"{args.sim_processes} simulated-daemon processes, {args.runs} run(s), medians")
     print(f"{'ms from start':>14}  phase")

@@ -3,8 +3,8 @@
 // few event-driven processes of this same program (--sim). tests/scale/scale_bench.py runs it
 // and prints the result; it is not a tool for users.
 //
-//   tlaunch_scale --nodes N --ranks-per-node R [--fence-bytes B] [--fences K] [--tree-radix K] [--sim-processes P]
-//                 [--topology XML]
+//   tlaunch_scale --nodes N --ranks-per-node R [--fence-bytes B] [--fences K] [--tree-radix K] [--spawn 1]
+//                 [--sim-processes P] [--topology XML]
 //   tlaunch_scale --sim --connect HOST:PORT --first I --count C --total N --fence-bytes B --fences K
 //                 --topology XML --report FILE
 //
@@ -81,6 +81,11 @@ int runSim(const Args& a) {
   o.total_nodes = a.num("total", o.nodes);
   o.fence_bytes = a.num("fence-bytes", 64);
   o.fences = std::max(1, a.num("fences", 1));
+  o.spawn = a.num("spawn", 0) != 0;
+  o.radix = a.num("radix", 0);
+  o.process = a.num("process", 0);
+  o.processes = std::max(1, a.num("processes", 1));
+  if (o.spawn) o.nodes = 0;  // whole subtrees, chosen in SimDaemons::start
   if (!std::getline(std::cin, o.secret)) return 2;
   auto topo = loadTopology(a.get("topology"));
   if (!topo) {
@@ -117,8 +122,11 @@ class SimStarter final : public DaemonStarter {
     std::string connect;
     for (size_t i = 0; i + 1 < command.args.size(); ++i)
       if (command.args[i] == "--connect") connect = command.args[i + 1];
-    const int n = static_cast<int>(nodes.size());
-    const int procs = std::clamp(args_.num("sim-processes", 2), 1, n);
+    // With tree spawn `nodes` are the frontend's direct children only; the processes simulate
+    // every node, each whole subtrees.
+    const int n = args_.num("nodes", 16);
+    const bool spawn = static_cast<int>(nodes.size()) < n;
+    const int procs = std::clamp(args_.num("sim-processes", 2), 1, static_cast<int>(nodes.size()));
     char self[4096] = {};
     const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0) return fail(Errc::io, "cannot find this program's path");
@@ -128,7 +136,9 @@ class SimStarter final : public DaemonStarter {
       reports_.push_back(report);
       auto child = ChildProcess::spawn({std::string(self, static_cast<size_t>(len)), "--sim", "--connect", connect, "--first",
                                         std::to_string(first), "--count", std::to_string(count), "--total",
-                                        std::to_string(n), "--fence-bytes", args_.get("fence-bytes", "64"), "--fences", args_.get("fences", "1"),
+                                        std::to_string(n), "--spawn", spawn ? "1" : "0", "--radix",
+                                        args_.get("tree-radix", "64"), "--process", std::to_string(p), "--processes",
+                                        std::to_string(procs), "--fence-bytes", args_.get("fence-bytes", "64"), "--fences", args_.get("fences", "1"),
                                         "--topology", args_.get("topology"), "--report", report},
                                        secret + "\n");
       if (!child) return tl::unexpected(child.error());
@@ -182,6 +192,7 @@ int runFrontend(const Args& a) {
   cfg.spec.quiet = true;
   cfg.spec.event_grace_ms = 0;
   cfg.spec.tree_radix = a.num("tree-radix", JobSpec{}.tree_radix);  // 0: a star
+  if (a.num("spawn", 0) != 0) cfg.tree_spawn = SshStarterOptions{};  // daemons start their children
   cfg.spec.connect_timeout_s = 120;
   cfg.listen_address = "127.0.0.1";
   for (int i = 0; i < nodes; ++i) cfg.nodes.push_back({i, "n" + std::to_string(i), "", {}});

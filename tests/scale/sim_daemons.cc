@@ -41,6 +41,9 @@ class SimDaemons::Daemon {
     hooks.up_output = [this](Connection::Frame f) {
       if (conn_ && conn_->isOpen()) conn_->sendBulk(std::move(f));
     };
+    hooks.joined = [this](int node, const std::string& ip) {
+      send({{"t", "child_joined"}, {"node", node}, {"ip", ip}});
+    };
     hooks.lost = [this](int node, const std::string& why) {
       send({{"t", "child_lost"}, {"node", node}, {"reason", why}});
     };
@@ -52,9 +55,14 @@ class SimDaemons::Daemon {
     acceptChildren();
   }
 
-  void connect() {
+  int index() const { return index_; }
+  int listenerPort() const { return acceptor_.local_endpoint().port(); }
+
+  // To the frontend, or (tree spawn) to the parent that started this daemon.
+  void connect(int port) {
+    port_ = port;
     auto socket = std::make_shared<asio::ip::tcp::socket>(owner_.io_);
-    const asio::ip::tcp::endpoint at(asio::ip::make_address(owner_.opts_.host), static_cast<uint16_t>(owner_.opts_.port));
+    const asio::ip::tcp::endpoint at(asio::ip::make_address(owner_.opts_.host), static_cast<uint16_t>(port));
     socket->async_connect(at, [this, socket](const asio::error_code& ec) {
       if (ec) return failed("connect: " + ec.message());
       conn_ = Connection::create(std::move(*socket));
@@ -68,7 +76,7 @@ class SimDaemons::Daemon {
         if (e || done_ || !server_nonce_.empty()) return;
         if (++reconnects_ > 5) return failed("no challenge after 6 connections");
         conn_->close();
-        connect();
+        connect(port_);
       });
     });
   }
@@ -123,6 +131,9 @@ class SimDaemons::Daemon {
       tree_->place(index_, TreeShape{static_cast<int>(getInt(msg, "nodes")), static_cast<int>(getInt(msg, "radix"))},
                    std::move(children));
       if (msg.contains("parent")) attach(static_cast<uint16_t>(getInt(msg["parent"], "port")));
+      if (msg.contains("spawn"))
+        for (const auto& target : msg["spawn"]["targets"])
+          owner_.spawnChild(static_cast<int>(getInt(target, "index")), listenerPort());
     } else if (t == "prepare") {
       mark(&SimMilestones::prepare);
       for (const auto& r : msg["launch"]["ranks"]) ranks_.push_back(static_cast<int>(getInt(r, "rank")));
@@ -246,6 +257,7 @@ class SimDaemons::Daemon {
   std::string server_nonce_, client_nonce_, parent_nonce_, parent_client_nonce_;
   std::vector<int> ranks_;
   int fence_seq_ = 0;
+  int port_ = 0;
   int reconnects_ = 0;
   asio::steady_timer ping_;
   asio::ip::tcp::acceptor acceptor_;
@@ -260,11 +272,30 @@ SimDaemons::SimDaemons(asio::io_context& io, SimOptions options, NodeInventory i
 SimDaemons::~SimDaemons() = default;
 
 void SimDaemons::start() {
+  if (opts_.spawn) {
+    const TreeShape shape{opts_.total_nodes, opts_.radix};
+    for (int i = 0; i < opts_.total_nodes; ++i) {
+      int top = i;
+      while (shape.parentOf(top) >= 0) top = shape.parentOf(top);
+      if (top % opts_.processes == opts_.process) daemons_.push_back(std::make_unique<Daemon>(*this, i));
+    }
+    for (auto& d : daemons_) d->listen();
+    for (auto& d : daemons_)
+      if (shape.parentOf(d->index()) < 0) d->connect(opts_.port);
+    return;
+  }
   for (int i = 0; i < opts_.nodes; ++i) daemons_.push_back(std::make_unique<Daemon>(*this, opts_.first_node + i));
   for (auto& d : daemons_) {
     d->listen();
-    d->connect();
+    d->connect(opts_.port);
   }
+}
+
+void SimDaemons::spawnChild(int node, int parent_port) {
+  for (auto& d : daemons_)
+    if (d->index() == node) return d->connect(parent_port);
+  std::fprintf(stderr, "sim: asked to start node %d, which another process simulates\n", node);
+  ++failures_;
 }
 
 }  // namespace tlaunch::scale

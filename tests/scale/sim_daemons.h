@@ -25,6 +25,12 @@ struct SimOptions {
   int total_nodes = 0;   // in the whole job: the fence returns every node's contribution
   int fence_bytes = 64;  // per rank
   int fences = 1;        // one after another, as a program's MPI_Init and barriers do
+  // Tree spawn: the frontend starts only its direct children; a daemon told to start its
+  // children connects them (simulated ssh) to its own listener. This process then simulates
+  // whole subtrees: the nodes whose top-level ancestor is `process` modulo `processes`.
+  bool spawn = false;
+  int radix = 0;
+  int process = 0, processes = 1;
 };
 
 // When the last of this process's daemons reached each point (steady_clock, shared by the
@@ -37,7 +43,8 @@ class SimDaemons {
  public:
   SimDaemons(asio::io_context& io, SimOptions options, NodeInventory inventory);
   ~SimDaemons();
-  void start();  // connects every daemon; they run on `io`
+  void start();  // connects every daemon (the direct ones with spawn); they run on `io`
+  void spawnChild(int node, int parent_port);  // a parent daemon "starts" node over ssh
   int failures() const { return failures_; }  // daemons that could not finish the job
   const SimMilestones& milestones() const { return milestones_; }
 
