@@ -55,7 +55,7 @@ void DaemonSession::connect(int attempt) {
     start = comma + 1;
   }
   if (endpoints.empty()) {
-    spdlog::error("cannot resolve the frontend address:{}", unresolved);
+    spdlog::error("cannot resolve the address of {}:{}", upstreamName(), unresolved);
     shutdown(69);
     return;
   }
@@ -67,7 +67,7 @@ void DaemonSession::connect(int attempt) {
         t->async_wait([this, t, attempt](const asio::error_code&) { connect(attempt + 1); });
         return;
       }
-      spdlog::error("cannot connect to the frontend at {}:{}: {}", opts_.connect_host, opts_.connect_port,
+      spdlog::error("cannot connect to {} at {}:{}: {}", upstreamName(), opts_.connect_host, opts_.connect_port,
                     cec.message());
       shutdown(69);
       return;
@@ -76,6 +76,10 @@ void DaemonSession::connect(int attempt) {
     conn_->start([this](Json&& m) { onMessage(std::move(m)); }, [this](const std::string& r) { onClose(r); });
     awaitChallenge();
   });
+}
+
+std::string DaemonSession::upstreamName() const {
+  return opts_.tree_parent.empty() ? "the frontend" : "node " + opts_.tree_parent + " (its parent in tlaunch's control tree)";
 }
 
 void DaemonSession::awaitChallenge() {
@@ -87,7 +91,7 @@ void DaemonSession::awaitChallenge() {
   challenge_timer_.async_wait([this](const asio::error_code& ec) {
     if (ec || !server_nonce_.empty() || done_) return;
     if (++challenge_retries_ > kChallengeRetries) {
-      spdlog::error("the frontend at {}:{} accepted the connection but never sent its challenge ({} tries)",
+      spdlog::error("{} at {}:{} accepted the connection but never sent its challenge ({} tries)", upstreamName(),
                     opts_.connect_host, opts_.connect_port, kChallengeRetries + 1);
       shutdown(69);
       return;

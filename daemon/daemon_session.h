@@ -35,6 +35,7 @@ struct DaemonOptions {
   std::string node_name;   // empty: SLURMD_NODENAME, else the host name
   std::string job_id;
   std::string secret;
+  std::string tree_parent;  // tree spawn: the node whose daemon started this one, and whom --connect names
 };
 
 class DaemonSession {
@@ -50,6 +51,7 @@ class DaemonSession {
 
  private:
   void connect(int attempt);
+  std::string upstreamName() const;  // "the frontend", or "node N (its parent in the control tree)"
   void awaitChallenge();  // reconnects when an accepted connection never gets the challenge
   using Router = MessageRouter<>;
   Router makeRouter();  // daemon/daemon_session_routes.cc: every frontend-to-daemon message

@@ -31,13 +31,14 @@ void DaemonSession::spawnChildren(const Json& spawn) {
   SshStarterOptions o;
   o.connect_timeout_s = static_cast<int>(getInt(spawn, "connect_timeout_s", o.connect_timeout_s));
   o.fanout = static_cast<int>(getInt(spawn, "fanout", o.fanout));
-  o.reuse_connections = getBool(spawn, "reuse", o.reuse_connections);
+  o.reuse_connections = getBool(spawn, "reuse", false);
   if (auto it = spawn.find("ssh_options"); it != spawn.end() && it->is_array())
     for (const auto& v : *it)
       if (v.is_string()) o.ssh_options.push_back(v.get<std::string>());
   DaemonCommand cmd;
   cmd.daemon_path = getString(spawn, "daemon_path");
-  cmd.args = {"--connect", host + ":" + std::to_string(listener.port()), "--job-id", getString(spawn, "job_id")};
+  cmd.args = {"--connect", host + ":" + std::to_string(listener.port()), "--job-id", getString(spawn, "job_id"),
+              "--tree-parent", opts_.node_name};
   auto starter = std::make_unique<SshStarter>(std::move(o));
   if (auto r = starter->start(targets, cmd, opts_.secret); !r) {
     for (const auto& t : targets) report(t.index, r.error().message);

@@ -32,6 +32,7 @@ int runDaemon(int argc, char** argv) {
   app.add_option("--node-index", opts.node_index, "this node's index in the job");
   app.add_option("--node-name", opts.node_name, "this node's name in the job");
   app.add_option("--job-id", opts.job_id, "job id");
+  app.add_option("--tree-parent", opts.tree_parent, "started by this node's daemon (tree spawn): --connect is its listener");
   app.add_flag("--version", show_version, "print the version and exit");
   try {
     app.parse(argc, argv);

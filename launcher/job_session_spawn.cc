@@ -61,7 +61,8 @@ void JobSession::placeInTree(Link& link) {
                   {"ssh_options", o.ssh_options},
                   {"connect_timeout_s", o.connect_timeout_s},
                   {"fanout", o.fanout},
-                  {"reuse", o.reuse_connections}};
+                  // No ControlPersist master left behind on a compute node after the job.
+                  {"reuse", false}};
   }
   sendToNode(link.index, std::move(m));
 }
