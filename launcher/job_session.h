@@ -120,6 +120,7 @@ class JobSession {
   void sendRouted(int node, Json msg, bool bulk);
   int outputSource(const Link& link, int rank);  // the node a rank's output on `link` is from; -1: none
   void onChildLost(Link& parent, const Json& msg);
+  Link* childNamedIn(const Link& parent, const Json& msg);  // msg's "node", if a child of parent
   // Tree spawn (launcher/job_session_spawn.cc).
   bool spawnsTree() const;  // decided at start: daemons start their children over ssh
   std::vector<NodeTarget> nodesToStart() const;  // what the frontend's own starter starts

@@ -68,11 +68,9 @@ void JobSession::placeInTree(Link& link) {
 }
 
 void JobSession::onChildJoined(Link& parent, const Json& msg) {
-  const auto node = getInt(msg, "node", -1);
-  if (!tree_ || node < 0 || node >= static_cast<long long>(links_.size()) ||
-      tree_->parentOf(static_cast<int>(node)) != parent.index)
-    return;
-  Link& child = *links_[static_cast<size_t>(node)];
+  Link* found = childNamedIn(parent, msg);
+  if (!found) return;
+  Link& child = *found;
   if (child.conn || child.routed) return;  // started by the frontend after all, or joined already
   child.routed = true;
   child.last_heard = Clock::now();
@@ -82,18 +80,16 @@ void JobSession::onChildJoined(Link& parent, const Json& msg) {
 }
 
 void JobSession::onSpawnFailed(Link& parent, const Json& msg) {
-  const auto node = getInt(msg, "node", -1);
-  if (!tree_ || node < 0 || node >= static_cast<long long>(links_.size()) ||
-      tree_->parentOf(static_cast<int>(node)) != parent.index)
-    return;
-  Link& child = *links_[static_cast<size_t>(node)];
+  Link* found = childNamedIn(parent, msg);
+  if (!found) return;
+  Link& child = *found;
   if (child.conn || child.routed || failed_) return;
   const std::string why = getString(msg, "message");
   if (cfg_.spec.verbose)
     out_.note("node " + parent.name + " could not start tlaunchd on " + child.name + " over ssh (" + why +
               "); tlaunch starts it and talks to it directly");
   auto starter = std::make_unique<SshStarter>(*cfg_.tree_spawn);
-  if (auto r = starter->start({cfg_.nodes[static_cast<size_t>(node)]}, daemonCommand(), cfg_.secret); !r) {
+  if (auto r = starter->start({cfg_.nodes[static_cast<size_t>(child.index)]}, daemonCommand(), cfg_.secret); !r) {
     fail(exitStatusFor(r.error().code), "could not start tlaunchd on node " + child.name + ": " + r.error().message,
          -1, {}, child.name);
     return;

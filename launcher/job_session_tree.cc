@@ -137,12 +137,18 @@ int JobSession::outputSource(const Link& link, int rank) {
   return node;
 }
 
-void JobSession::onChildLost(Link& parent, const Json& msg) {
+JobSession::Link* JobSession::childNamedIn(const Link& parent, const Json& msg) {
   const auto node = getInt(msg, "node", -1);
   if (!tree_ || node < 0 || node >= static_cast<long long>(links_.size()) ||
       tree_->parentOf(static_cast<int>(node)) != parent.index)
-    return;
-  Link& child = *links_[static_cast<size_t>(node)];
+    return nullptr;
+  return links_[static_cast<size_t>(node)].get();
+}
+
+void JobSession::onChildLost(Link& parent, const Json& msg) {
+  Link* found = childNamedIn(parent, msg);
+  if (!found) return;
+  Link& child = *found;
   if (child.routed && !child.closed) onLinkClosed(child, getString(msg, "reason", "its parent lost it"));
 }
 
