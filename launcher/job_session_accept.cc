@@ -112,7 +112,7 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
     links_.push_back(std::move(l));
   }
   if (!link) return drop("unknown node '" + node + "'");
-  if (link->conn) return drop("node " + node + " connected twice");
+  if (link->conn || link->routed) return drop("node " + node + " connected twice");
   if (getInt(msg, "proto") != kProtocolVersion || getString(msg, "version") != kVersion) {
     conn->close();
     fail(exitStatusFor(Errc::protocol),
