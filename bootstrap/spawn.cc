@@ -104,8 +104,10 @@ Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec) {
       ::_exit(127);
     };
     ::setpgid(0, 0);
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) die(errno);
-    if (::getppid() != parent) ::_exit(137);  // the parent died before we got here
+    if (spec.dies_with_parent) {
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) die(errno);
+      if (::getppid() != parent) ::_exit(137);  // the parent died before we got here
+    }
     // Into the job's cgroup before anything runs: whatever the child starts is born inside it.
     if (spec.cgroup_procs_fd >= 0) (void)!::write(spec.cgroup_procs_fd, "0", 1);
     restoreUserNofile(user_nofile);

@@ -34,6 +34,7 @@ struct SpawnSpec {
   const void* pre_exec_context = nullptr;
   int cgroup_procs_fd = -1;      // a cgroup.procs open for writing: the child joins it first
   bool allow_parent_ptrace = false;  // PR_SET_PTRACER(parent): `tlaunch stacks` under Yama
+  bool dies_with_parent = true;  // false: no death signal (the daemon's cgroup watcher outlives it)
 };
 
 struct SpawnedProcess {

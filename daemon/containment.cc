@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "bootstrap/spawn.h"
 #include "daemon/descendants.h"
 
 namespace tlaunch {
@@ -31,6 +32,7 @@ Containment::Containment(asio::io_context& io, const std::string& cgroup_name, s
   const char* forced = std::getenv("TLAUNCH_CONTAINMENT");
   if (forced && std::string(forced) == "subreaper") why_not = "TLAUNCH_CONTAINMENT=subreaper";
   else cgroup_ = JobCgroup::create(cgroup_name, why_not);
+  if (cgroup_) startCgroupWatcher();
   description_ = cgroup_ ? "containment: cgroup v2 " + cgroup_->path() + " (cgroup.kill at teardown)"
                          : "containment: child subreaper, descendants found in /proc (no per-job cgroup: " + why_not + ")";
   sigset_t chld;
@@ -49,8 +51,11 @@ Containment::Containment(asio::io_context& io, const std::string& cgroup_name, s
 Containment::~Containment() {
   asio::error_code ignore;
   sigchld_.close(ignore);
-  reap_timer_.cancel();
-  sweep_timer_.cancel();
+  try {  // asio's cancel() throws on a failing epoll_ctl: the killing below must happen regardless
+    reap_timer_.cancel();
+    sweep_timer_.cancel();
+  } catch (...) {
+  }
   try {
     const auto give_up = std::chrono::steady_clock::now() + kLastBound;
     for (;;) {
@@ -61,13 +66,36 @@ Containment::~Containment() {
     }
   } catch (...) {  // out of memory listing /proc: the cgroup (if any) still kills below
   }
-  cgroup_.reset();
+  try {
+    cgroup_.reset();  // cgroup.kill, then rmdir
+  } catch (...) {
+  }
+  if (watcher_stdin_ >= 0) ::close(watcher_stdin_);  // the watcher finds the cgroup gone, and exits
+}
+
+void Containment::startCgroupWatcher() {
+  char self[4096] = {};
+  const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) return;
+  SpawnSpec spec;
+  spec.exe = std::string(self, static_cast<size_t>(len));
+  spec.argv = {"tlaunchd", "--watch-cgroup", cgroup_->path()};
+  spec.env = environmentWith({});
+  spec.stdin_mode = SpawnSpec::Stdin::pipe;
+  spec.stdout_pipe = false;
+  spec.stderr_pipe = false;
+  spec.dies_with_parent = false;  // its whole point is to outlive a daemon killed with SIGKILL
+  auto watcher = spawnProcess(spec);
+  if (!watcher) return;  // then the next daemon on this node cleans up after a kill -9 (JobCgroup::create)
+  watcher_pid_ = watcher->pid;
+  watcher_stdin_ = watcher->stdin_fd;
+  if (watcher->pidfd >= 0) ::close(watcher->pidfd);
 }
 
 std::set<pid_t> Containment::jobPids(bool include_zombies) const {
   std::set<pid_t> pids;
   for (const auto& p : descendantsOf(::getpid(), listProcesses()))
-    if (include_zombies || p.state != 'Z') pids.insert(p.pid);
+    if ((include_zombies || p.state != 'Z') && p.pid != watcher_pid_) pids.insert(p.pid);
   if (cgroup_)
     for (pid_t pid : cgroup_->members()) pids.insert(pid);
   return pids;

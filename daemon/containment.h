@@ -55,6 +55,9 @@ class Containment {
   asio::io_context& io_;
   std::function<bool(pid_t)> is_rank_;
   std::unique_ptr<JobCgroup> cgroup_;
+  void startCgroupWatcher();
+  pid_t watcher_pid_ = -1;   // `tlaunchd --watch-cgroup`: ends the cgroup if this daemon is killed
+  int watcher_stdin_ = -1;   // its stdin: closes when this process ends, however it ends
   std::string description_;
   asio::posix::stream_descriptor sigchld_;  // a signalfd for SIGCHLD
   asio::steady_timer reap_timer_;           // where there is no signalfd: poll

@@ -1,6 +1,7 @@
 #include "daemon/job_cgroup.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,14 +70,29 @@ void removeStaleCgroups(const std::string& parent) {
     if (owner > 0 && processStartTime(static_cast<pid_t>(owner)) != start) stale.push_back(path);
   }
   ::closedir(dir);
-  for (const auto& path : stale) {
-    if (populatedAt(path)) writeSmallFile(path + "/cgroup.kill", "1");
-    for (int i = 0; i < 50 && populatedAt(path); ++i) ::usleep(20000);
-    ::rmdir(path.c_str());
-  }
+  for (const auto& path : stale) killAndRemoveCgroup(path);
 }
 
 }  // namespace
+
+void killAndRemoveCgroup(const std::string& path) {
+  if (populatedAt(path)) writeSmallFile(path + "/cgroup.kill", "1");
+  for (int i = 0; i < 50 && populatedAt(path); ++i) ::usleep(20000);
+  ::rmdir(path.c_str());
+}
+
+int watchCgroupForParent(const std::string& path) {
+  // Only the end of the daemon ends this wait: its end of our stdin closes however it exits.
+  ::signal(SIGHUP, SIG_IGN);
+  ::signal(SIGINT, SIG_IGN);
+  char byte = 0;
+  for (;;) {
+    const ssize_t n = ::read(0, &byte, 1);
+    if (n == 0 || (n < 0 && errno != EINTR)) break;
+  }
+  killAndRemoveCgroup(path);  // gone already after a clean teardown: nothing to do
+  return 0;
+}
 
 std::string ownCgroupV2Dir() {
   std::string rel;

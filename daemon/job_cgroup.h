@@ -41,4 +41,12 @@ class JobCgroup {
 // /proc/self/mountinfo.
 std::string ownCgroupV2Dir();
 
+// cgroup.kill, a bounded wait for the members to go, rmdir.
+void killAndRemoveCgroup(const std::string& path);
+
+// `tlaunchd --watch-cgroup PATH`: a daemon killed with SIGKILL (the OOM killer, kill -9) cannot
+// end its job's processes; this watcher, its child with no death signal, waits for the daemon's
+// end of its stdin to close and then does. After a clean teardown the cgroup is gone already.
+int watchCgroupForParent(const std::string& path);
+
 }  // namespace tlaunch

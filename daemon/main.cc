@@ -16,6 +16,7 @@
 #include "daemon/containment.h"
 #include "bootstrap/asan_default_options.h"
 #include "daemon/daemon_session.h"
+#include "daemon/job_cgroup.h"
 #include "tlaunch/version.h"
 
 namespace {
@@ -34,11 +35,14 @@ int runDaemon(int argc, char** argv) {
   app.add_option("--job-id", opts.job_id, "job id");
   app.add_option("--tree-parent", opts.tree_parent, "started by this node's daemon (tree spawn): --connect is its listener");
   app.add_flag("--version", show_version, "print the version and exit");
+  std::string watch_cgroup;
+  app.add_option("--watch-cgroup", watch_cgroup, "(internal) end this job cgroup once the daemon that started us is gone");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (!watch_cgroup.empty()) return tlaunch::watchCgroupForParent(watch_cgroup);
   if (show_version) {
     std::cout << "tlaunchd " << tlaunch::kVersion << " protocol " << tlaunch::kProtocolVersion << "\n";
     return 0;

@@ -1,6 +1,6 @@
 """Containment and process hygiene as a user sees them: whatever a rank starts (setsid, a double
 fork, a child deaf to SIGTERM) ends with the job, on success and on failure, with the per-job
-cgroup and with the subreaper fallback; orphans' zombies are reaped while the job runs; a rank
+cgroup and with the subreaper fallback, and with the cgroup even when the daemon is killed -9; orphans' zombies are reaped while the job runs; a rank
 that ignores SIGTERM is killed after --kill-timeout; ranks get the user's RLIMIT_NOFILE soft
 limit while the daemon runs at the hard limit; tlaunch and tlaunchd are not dumpable, ranks are."""
 import os
@@ -55,45 +55,73 @@ for label, env_extra in (("default", {}), ("subreaper", {"TLAUNCH_CONTAINMENT": 
             m = re.match(r"cgroup v2 (\S+)", note)
             tl.check(not m or not os.path.exists(m.group(1)), f"the job's cgroup was removed: {note}")
 
-# 1b. With a per-job cgroup, even a daemon killed with -9 leaves nothing for long: the next
-# job's daemon kills what is left in the dead daemon's cgroup and removes it.
-marker = "tlaunch-contain-" + uuid.uuid4().hex
-p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "-v", "--", tl.PYTHON, LEAVE, marker, "0", "60"])
-try:
-    deadline = time.monotonic() + 60
-    out = b""
-    while b"ready" not in out and time.monotonic() < deadline:
-        if select.select([p.stdout], [], [], 1)[0]:
-            out += os.read(p.stdout.fileno(), 4096)
-    tl.check(b"ready" in out, "the rank started")
-    daemons = []
+# 1b. With a per-job cgroup, even a daemon killed with -9 (the OOM killer) leaves nothing: its
+# watcher (`tlaunchd --watch-cgroup`, a child with no death signal) ends the job's cgroup as soon
+# as the daemon is gone. Should the watcher be killed too, the next job's daemon on the node ends
+# what is left in the dead daemon's cgroup and removes it.
+def children_of(pid):
+    found = []
     for d in os.listdir("/proc"):
         try:
             with open(f"/proc/{d}/stat") as f:
-                if int(f.read().rsplit(")", 1)[1].split()[1]) == p.pid:
-                    daemons.append(int(d))
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(d))
         except (OSError, ValueError, IndexError):
             pass
-    tl.check(daemons, "found the job's tlaunchd")
-    for d in daemons:
-        os.kill(d, 9)
-    _, killed_err = p.communicate(timeout=30)
-finally:
-    if p.poll() is None:
-        os.killpg(p.pid, 9)
-        p.wait()
-killed_in_cgroup = any("cgroup v2" in n for _, n in containment_notes(killed_err))
-print("daemon killed -9 while its job ran in a cgroup:", killed_in_cgroup)
-if killed_in_cgroup:
-    tl.check(survivors(marker), "kill -9 of a daemon leaves its ranks' detached children (else this tests nothing)")
-r, _, left = run_leaving(0, {})
-tl.check(r.returncode == 0 and not left, f"the next job: {r.stderr}")
-if killed_in_cgroup:
-    tl.check(tl.wait_until(lambda: not survivors(marker), 10),
-             f"what the ranks of a daemon killed -9 left in its cgroup ended with the next job: {survivors(marker)}")
-else:
-    print("no per-job cgroup here: what a daemon killed -9 leaves is not tracked (the subreaper died with it)")
-tl.kill_leftovers(marker)
+    return found
+
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
+for kill_watcher in (False, True):
+    marker = "tlaunch-contain-" + uuid.uuid4().hex
+    p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "-v", "--", tl.PYTHON, LEAVE, marker, "0", "60"])
+    try:
+        deadline = time.monotonic() + 60
+        out = b""
+        while b"ready" not in out and time.monotonic() < deadline:
+            if select.select([p.stdout], [], [], 1)[0]:
+                out += os.read(p.stdout.fileno(), 4096)
+        tl.check(b"ready" in out, "the rank started")
+        daemons = children_of(p.pid)
+        tl.check(daemons, "found the job's tlaunchd")
+        watchers = [w for d in daemons for w in children_of(d) if b"--watch-cgroup" in cmdline(w)]
+        if kill_watcher:
+            for w in watchers:
+                os.kill(w, 9)
+        for d in daemons:
+            os.kill(d, 9)
+        t0 = time.monotonic()
+        _, killed_err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, 9)
+            p.wait()
+    killed_in_cgroup = any("cgroup v2" in n for _, n in containment_notes(killed_err))
+    print("daemon killed -9 while its job ran in a cgroup:", killed_in_cgroup, "its watcher killed too:", kill_watcher)
+    if not killed_in_cgroup:
+        print("no per-job cgroup here: what a daemon killed -9 leaves is not tracked (the subreaper died with it)")
+        tl.kill_leftovers(marker)
+        break
+    tl.check(len(watchers) == 1, f"the daemon has one cgroup watcher: {watchers}")
+    if not kill_watcher:
+        gone = tl.wait_until(lambda: not survivors(marker), 10)
+        tl.check(gone, f"kill -9 of the daemon: its watcher ended what the ranks left, within 10 s: {survivors(marker)}")
+        print(f"what the ranks left ended {time.monotonic() - t0:.1f} s after the daemon was killed")
+        tl.check(tl.wait_until(lambda: not any(cmdline(w) for w in watchers), 10), "the watcher exited afterwards")
+    else:
+        tl.check(survivors(marker), "kill -9 of daemon and watcher leaves the ranks' detached children (else this tests nothing)")
+        r, _, left = run_leaving(0, {})
+        tl.check(r.returncode == 0 and not left, f"the next job: {r.stderr}")
+        tl.check(tl.wait_until(lambda: not survivors(marker), 10),
+                 f"what the ranks of a daemon killed -9 left in its cgroup ended with the next job: {survivors(marker)}")
+    tl.kill_leftovers(marker)
 
 # 1c. tlaunch itself killed with -9: its daemons end, and with them everything of the job.
 for env_extra in ({}, {"TLAUNCH_CONTAINMENT": "subreaper"}):
