@@ -159,4 +159,10 @@ Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec) {
   return p;
 }
 
+std::string thisExecutable() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
 }  // namespace tlaunch

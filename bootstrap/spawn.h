@@ -47,6 +47,9 @@ struct SpawnedProcess {
 // Errc::program_not_executable (fork/pipe failures: Errc::io).
 Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec);
 
+// This program's own path (/proc/self/exe), "" where it cannot be read.
+std::string thisExecutable();
+
 // The current environment with `overrides` ("K=V") replacing or adding variables.
 std::vector<std::string> environmentWith(const std::vector<std::string>& overrides);
 

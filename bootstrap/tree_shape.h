@@ -11,6 +11,12 @@
 
 namespace tlaunch {
 
+// The tags a routed message carries: who it is from (upwards) and for (downwards); "@all" is
+// for every node below.
+inline constexpr const char* kSourceTag = "@src";
+inline constexpr const char* kDestinationTag = "@dst";
+inline constexpr const char* kEveryNodeTag = "@all";
+
 struct TreeShape {
   int nodes = 0;    // daemons
   int fanout = 32;  // children per tree vertex (the frontend included)

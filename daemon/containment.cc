@@ -74,11 +74,9 @@ Containment::~Containment() {
 }
 
 void Containment::startCgroupWatcher() {
-  char self[4096] = {};
-  const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0) return;
   SpawnSpec spec;
-  spec.exe = std::string(self, static_cast<size_t>(len));
+  spec.exe = thisExecutable();
+  if (spec.exe.empty()) return;
   spec.argv = {"tlaunchd", "--watch-cgroup", cgroup_->path()};
   spec.env = environmentWith({});
   spec.stdin_mode = SpawnSpec::Stdin::pipe;

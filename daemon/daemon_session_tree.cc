@@ -32,9 +32,7 @@ void DaemonSession::startTreeListener() {
 void DaemonSession::sendUp(Json&& msg, bool bulk) {
   if (!conn_ || !conn_->isOpen()) return;
   if (getString(msg, "t") == "fence") {  // a child's subtree share: it joins ours
-    const int child = static_cast<int>(getInt(msg, kSourceTag, -1));
-    msg.erase(kSourceTag);
-    if (auto combined = subtree_fence_.add(msg, child, 1 + tree_->openChildren())) conn_->send(*combined);
+    if (auto combined = subtree_fence_.addRelayed(std::move(msg), 1 + tree_->openChildren())) conn_->send(*combined);
     return;
   }
   auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));

@@ -1,5 +1,7 @@
 #include "daemon/subtree_fence.h"
 
+#include "bootstrap/tree_shape.h"
+
 namespace tlaunch {
 
 std::optional<Json> SubtreeFence::add(const Json& msg, int node, std::size_t expected) {
@@ -15,6 +17,12 @@ std::optional<Json> SubtreeFence::add(const Json& msg, int node, std::size_t exp
   Json combined = {{"t", "fence"}, {"seq", seq}, {"collect", g.collect}, {"parts", std::move(g.parts)}};
   fences_.erase(seq);
   return combined;
+}
+
+std::optional<Json> SubtreeFence::addRelayed(Json msg, std::size_t expected) {
+  const int child = static_cast<int>(getInt(msg, kSourceTag, -1));
+  msg.erase(kSourceTag);  // the combined message is this daemon's own: its parent tags it
+  return add(msg, child, expected);
 }
 
 }  // namespace tlaunch

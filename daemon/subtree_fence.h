@@ -21,6 +21,8 @@ class SubtreeFence {
   // `msg` came from `node` (this daemon's own, or a child's); `expected`: contributions this
   // daemon waits for (itself and each child). The combined message once the last is in.
   std::optional<Json> add(const Json& msg, int node, std::size_t expected);
+  // A child's share as TreeChildren relays it (tagged with the child's number).
+  std::optional<Json> addRelayed(Json msg, std::size_t expected);
   // The fence ended without us (a failed rank): forget what was gathered.
   void forget(uint64_t seq) { fences_.erase(seq); }
   std::size_t inProgress() const { return fences_.size(); }

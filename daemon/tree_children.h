@@ -25,12 +25,6 @@ bool travelsBehindOutput(const std::string& type);
 // Downstream, the frontend's stdin data goes in the bulk queue (control frames pass it).
 bool travelsAsBulkDown(const std::string& type);
 
-// The tags a relayed message carries: who it is from (upwards) and for (downwards); "@all" is
-// for every node below.
-inline constexpr const char* kSourceTag = "@src";
-inline constexpr const char* kDestinationTag = "@dst";
-inline constexpr const char* kEveryNodeTag = "@all";
-
 class TreeChildren {
  public:
   struct Hooks {

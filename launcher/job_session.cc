@@ -148,14 +148,10 @@ void JobSession::finish(JobEvent why) {
   // tick() stops the loop once every daemon has closed its connection (or at the deadline).
 }
 
-void JobSession::broadcast(const Json& msg) {
+void JobSession::broadcast(Json msg) {
   // Once each to the frontend's direct children; in a tree they pass it on ("@all").
-  Json tagged;
-  if (tree_) {
-    tagged = msg;
-    tagged["@all"] = true;
-  }
-  auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(tree_ ? tagged : msg)));
+  if (tree_) msg[kEveryNodeTag] = true;
+  auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));
   for (auto& l : links_)
     if (l->conn && l->conn->isOpen()) l->conn->sendEncoded(frame);
 }

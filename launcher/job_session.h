@@ -116,6 +116,9 @@ class JobSession {
   int routeOf(int node) const;      // the frontend's direct child that carries messages to `node`
   bool carriedBy(int node, int via) const;  // `node` is `via` or reaches the frontend through it
   bool reachable(int node) const;   // its route is open and the node is not lost
+  Connection* openRouteTo(int node) const;  // the open connection toward `node`; null: unreachable
+  Json treeMessage(int index) const;        // a node's place: index, shape, its children's names
+  void noteTreeShape(const std::string& how);  // -v: how many daemons tlaunch talks to
   std::vector<int> routedBelow(int node) const;  // the nodes that reach the frontend through `node`
   void sendRouted(int node, Json msg, bool bulk);
   int outputSource(const Link& link, int rank);  // the node a rank's output on `link` is from; -1: none
@@ -130,7 +133,8 @@ class JobSession {
   void onSpawnFailed(Link& parent, const Json& msg);
   DaemonCommand daemonCommand() const;  // tlaunchd's command line, connecting to this frontend
   std::vector<std::unique_ptr<DaemonStarter>> fallback_starters_;  // nodes their parent could not start
-  std::string lostNodeText(const Link& link, const std::string& reason);  // marks its subtree lost too
+  std::vector<std::string> closeRoutedBelow(const Link& link);  // marks lost the nodes it carried; their names
+  std::string lostNodeText(const Link& link, const std::string& reason, const std::vector<std::string>& below) const;
   static constexpr auto kTreeWiringTimeout = std::chrono::seconds(30);
   int nodeOfRank(int rank) const;
   void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {},
@@ -160,7 +164,7 @@ class JobSession {
   static constexpr auto kPendingAuthTimeout = std::chrono::seconds(5);
   static constexpr size_t kStdinWindow = 1u << 20;
   static constexpr int kRejectionsShown = 10;
-  void broadcast(const Json& msg);
+  void broadcast(Json msg);  // by value: tagged in place (a fence's result can be megabytes)
   std::string nodeLabel(int index) const;
   bool allDrained() const;
 

@@ -96,7 +96,7 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
 
 void JobSession::onLinkClosed(Link& link, const std::string& reason) {
   link.closed = true;
-  std::string lost = lostNodeText(link, reason);  // the nodes below it in the tree are lost with it
+  const auto below = closeRoutedBelow(link);  // lost with it
   if (phase_ == Phase::finishing || phase_ == Phase::done) return;
   if (phase_ == Phase::draining) {
     if (allDrained()) finish(JobEvent::all_drained);
@@ -106,7 +106,7 @@ void JobSession::onLinkClosed(Link& link, const std::string& reason) {
   // its own explanation, it is the better one; tick() reports whichever comes first.
   if (!lost_node_) {
     lost_node_name_ = link.name;
-    lost_node_ = std::move(lost);
+    lost_node_ = lostNodeText(link, reason, below);
     lost_deadline_ = Clock::now() + std::chrono::milliseconds(300);
   }
 }

@@ -69,12 +69,7 @@ void JobSession::inventoriesComplete() {
     std::sort(links_.begin(), links_.end(), [](const auto& a, const auto& b) { return a->name < b->name; });
     for (size_t i = 0; i < links_.size(); ++i) links_[i]->index = static_cast<int>(i);
   }
-  if (tree_ && cfg_.spec.verbose) {  // spawned as a tree
-    const auto direct = std::count_if(links_.begin(), links_.end(), [](const auto& l) { return !l->routed; });
-    out_.note("control tree: tlaunch talks to " + std::to_string(direct) + " of " + std::to_string(links_.size()) +
-              " daemons (radix " + std::to_string(tree_->fanout) + ", depth " + std::to_string(tree_->depth()) +
-              "); the others were started over ssh by the daemon above them");
-  }
+  if (tree_) noteTreeShape("the others were started over ssh by the daemon above them");  // spawned as a tree
   if (wireTree()) return;  // goes on in checkAcrossNodes() once every node has its place
   checkAcrossNodes();
 }

@@ -37,21 +37,14 @@ DaemonCommand JobSession::daemonCommand() const {
 }
 
 void JobSession::placeInTree(Link& link) {
-  const auto children = tree_->childrenOf(link.index);
-  Json names = Json::object();
   Json targets = Json::array();
-  for (int c : children) {
+  for (int c : tree_->childrenOf(link.index)) {
     const NodeTarget& n = cfg_.nodes[static_cast<size_t>(c)];
-    names[std::to_string(c)] = n.name;
     // Started by the frontend already (its parent could not): the parent only expects it.
     if (links_[static_cast<size_t>(c)]->conn) continue;
     targets.push_back({{"index", n.index}, {"name", n.name}, {"host", n.host}});
   }
-  Json m = {{"t", "tree"},
-            {"index", link.index},
-            {"nodes", tree_->nodes},
-            {"radix", tree_->fanout},
-            {"children", std::move(names)}};
+  Json m = treeMessage(link.index);
   if (!targets.empty()) {
     const auto& o = *cfg_.tree_spawn;
     m["spawn"] = {{"targets", std::move(targets)},

@@ -20,9 +20,7 @@ bool JobSession::wireTree() {
   tree_ = TreeShape{n, k};
   tree_waiting_ = 0;
   for (int i = 0; i < n; ++i) {
-    Json children = Json::object();
-    for (int c : tree_->childrenOf(i)) children[std::to_string(c)] = links_[static_cast<size_t>(c)]->name;
-    Json m = {{"t", "tree"}, {"index", i}, {"nodes", n}, {"radix", k}, {"children", std::move(children)}};
+    Json m = treeMessage(i);
     if (const int p = tree_->parentOf(i); p >= 0) {
       const Link& parent = *links_[static_cast<size_t>(p)];
       m["parent"] = {{"name", parent.name}, {"host", parent.control_ip}, {"port", parent.inventory.probe_port}};
@@ -52,15 +50,24 @@ void JobSession::onAttached(Link& link, bool attached, const std::string& reason
               reason + "); it stays connected to tlaunch directly");
   }
   if (--tree_waiting_ > 0) return;
-  if (cfg_.spec.verbose) {
-    const auto direct = std::count_if(links_.begin(), links_.end(), [](const auto& l) { return !l->routed; });
-    out_.note("control tree: tlaunch talks to " + std::to_string(direct) + " of " + std::to_string(links_.size()) +
-              " daemons (radix " + std::to_string(tree_->fanout) + ", depth " + std::to_string(tree_->depth()) +
-              "), in place after " +
-              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - tree_started_at_).count()) +
-              " ms");
-  }
+  noteTreeShape("in place after " +
+                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - tree_started_at_).count()) +
+                " ms");
   checkAcrossNodes();
+}
+
+Json JobSession::treeMessage(int index) const {
+  Json names = Json::object();
+  for (int c : tree_->childrenOf(index)) names[std::to_string(c)] = links_[static_cast<size_t>(c)]->name;
+  return {{"t", "tree"}, {"index", index}, {"nodes", tree_->nodes}, {"radix", tree_->fanout}, {"children", std::move(names)}};
+}
+
+void JobSession::noteTreeShape(const std::string& how) {
+  if (!cfg_.spec.verbose) return;
+  const auto direct = std::count_if(links_.begin(), links_.end(), [](const auto& l) { return !l->routed; });
+  out_.note("control tree: tlaunch talks to " + std::to_string(direct) + " of " + std::to_string(links_.size()) +
+            " daemons (radix " + std::to_string(tree_->fanout) + ", depth " + std::to_string(tree_->depth()) + "); " +
+            how);
 }
 
 int JobSession::routeOf(int node) const {
@@ -77,12 +84,14 @@ bool JobSession::carriedBy(int node, int via) const {
   return a == via;
 }
 
-bool JobSession::reachable(int node) const {
+Connection* JobSession::openRouteTo(int node) const {
   const int via = routeOf(node);
-  if (via < 0 || links_[static_cast<size_t>(node)]->closed) return false;
+  if (via < 0 || links_[static_cast<size_t>(node)]->closed) return nullptr;
   const auto& conn = links_[static_cast<size_t>(via)]->conn;
-  return conn && conn->isOpen();
+  return conn && conn->isOpen() ? conn.get() : nullptr;
 }
+
+bool JobSession::reachable(int node) const { return openRouteTo(node) != nullptr; }
 
 std::vector<int> JobSession::routedBelow(int node) const {
   std::vector<int> out;
@@ -98,18 +107,17 @@ std::vector<int> JobSession::routedBelow(int node) const {
 void JobSession::sendToNode(int node, Json msg) { sendRouted(node, std::move(msg), false); }
 
 void JobSession::sendRouted(int node, Json msg, bool bulk) {
-  if (!reachable(node)) return;
-  const int via = routeOf(node);
-  if (via != node) msg["@dst"] = node;
+  Connection* conn = openRouteTo(node);
+  if (!conn) return;
+  if (conn != links_[static_cast<size_t>(node)]->conn.get()) msg[kDestinationTag] = node;
   auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));
-  auto& conn = links_[static_cast<size_t>(via)]->conn;
   bulk ? conn->sendBulk(std::move(frame)) : conn->sendEncoded(std::move(frame));
 }
 
 void JobSession::onLinkMessage(Link& link, Json&& msg) {
   const auto now = Clock::now();
   link.last_heard = now;
-  auto it = msg.find("@src");
+  auto it = msg.find(kSourceTag);
   if (it == msg.end()) {
     // A type this frontend does not know (a newer daemon's report) is not worth ending a job for.
     (void)router_.route(std::move(msg), link);
@@ -152,7 +160,7 @@ void JobSession::onChildLost(Link& parent, const Json& msg) {
   if (child.routed && !child.closed) onLinkClosed(child, getString(msg, "reason", "its parent lost it"));
 }
 
-std::string JobSession::lostNodeText(const Link& link, const std::string& reason) {
+std::vector<std::string> JobSession::closeRoutedBelow(const Link& link) {
   // The nodes below it in the tree reached tlaunch through it: they end their ranks, and the
   // job cannot go on without them either.
   std::vector<std::string> below;
@@ -161,6 +169,11 @@ std::string JobSession::lostNodeText(const Link& link, const std::string& reason
     l.closed = true;
     below.push_back(l.name);
   }
+  return below;
+}
+
+std::string JobSession::lostNodeText(const Link& link, const std::string& reason,
+                                     const std::vector<std::string>& below) const {
   if (below.empty()) return diagnosticError(Errc::node_lost, "node-lost", {{"node", link.name}, {"reason", reason}}).message;
   return diagnosticError(Errc::node_lost, "node-lost-subtree",
                          {{"node", link.name},

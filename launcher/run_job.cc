@@ -17,6 +17,7 @@
 #include "launcher/restart_policy.h"
 #include "launcher/summary_json.h"
 #include "bootstrap/error_text.h"
+#include "bootstrap/spawn.h"
 #include "tlaunch/strings.h"
 
 namespace tlaunch {
@@ -24,11 +25,8 @@ namespace tlaunch {
 namespace {
 
 std::string selfDirectory() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.rfind('/'));
+  const std::string p = thisExecutable();
+  return p.empty() ? "." : p.substr(0, p.rfind('/'));
 }
 
 void printOutcome(OutputSink& out, const std::string& job_id, const JobOutcome& o) {

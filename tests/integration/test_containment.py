@@ -83,12 +83,7 @@ for kill_watcher in (False, True):
     marker = "tlaunch-contain-" + uuid.uuid4().hex
     p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "-v", "--", tl.PYTHON, LEAVE, marker, "0", "60"])
     try:
-        deadline = time.monotonic() + 60
-        out = b""
-        while b"ready" not in out and time.monotonic() < deadline:
-            if select.select([p.stdout], [], [], 1)[0]:
-                out += os.read(p.stdout.fileno(), 4096)
-        tl.check(b"ready" in out, "the rank started")
+        tl.check(b"ready" in tl.read_until(p, b"ready"), "the rank started")
         daemons = children_of(p.pid)
         tl.check(daemons, "found the job's tlaunchd")
         watchers = [w for d in daemons for w in children_of(d) if b"--watch-cgroup" in cmdline(w)]
@@ -146,12 +141,7 @@ for env_extra in ({}, {"TLAUNCH_CONTAINMENT": "subreaper"}):
 marker = "tlaunch-contain-" + uuid.uuid4().hex
 p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--", tl.PYTHON, LEAVE, marker, "0", "4"])
 try:
-    deadline = time.monotonic() + 60
-    buf = b""
-    while b"ready" not in buf and time.monotonic() < deadline:
-        if select.select([p.stdout], [], [], 1)[0]:
-            buf += os.read(p.stdout.fileno(), 4096)
-    tl.check(b"ready" in buf, "the rank started")
+    tl.check(b"ready" in tl.read_until(p, b"ready"), "the rank started")
     time.sleep(1.5)  # the short-lived orphan (0.3 s) is gone by now
     stats = {}
     for d in os.listdir("/proc"):
@@ -230,12 +220,7 @@ if prefix:
     p = subprocess.Popen(prefix + [tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "--", tl.PYTHON, WAIT],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/tmp", start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        buf = b""
-        while b"ready" not in buf and time.monotonic() < deadline:
-            if select.select([p.stdout], [], [], 1)[0]:
-                buf += os.read(p.stdout.fileno(), 4096)
-        tl.check(b"ready" in buf, "the job started")
+        tl.check(b"ready" in tl.read_until(p, b"ready"), "the job started")
         tl.check(os.stat(f"/proc/{p.pid}/environ").st_uid == 0, "tlaunch is not dumpable")
     finally:
         os.killpg(p.pid, 2)

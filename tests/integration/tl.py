@@ -6,6 +6,7 @@ the processes left on the machine.
 """
 import atexit
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -89,6 +90,19 @@ def wait_until(pred, timeout, interval=0.05):
             return True
         time.sleep(interval)
     return pred()
+
+
+def read_until(p, marker, timeout=60):
+    """What p printed on stdout (bytes) up to and including `marker`, or all of it at the timeout."""
+    deadline = time.monotonic() + timeout
+    out = b""
+    while marker not in out and time.monotonic() < deadline:
+        if select.select([p.stdout], [], [], 1)[0]:
+            chunk = os.read(p.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            out += chunk
+    return out
 
 
 def kill_leftovers(marker):

@@ -27,6 +27,7 @@
 
 #include "binding/topology/hwloc_topology.h"
 #include "bootstrap/auth.h"
+#include "bootstrap/spawn.h"
 #include "launcher/child_process.h"
 #include "launcher/job_session.h"
 #include "tests/scale/sim_daemons.h"
@@ -127,14 +128,13 @@ class SimStarter final : public DaemonStarter {
     const int n = args_.num("nodes", 16);
     const bool spawn = static_cast<int>(nodes.size()) < n;
     const int procs = std::clamp(args_.num("sim-processes", 2), 1, static_cast<int>(nodes.size()));
-    char self[4096] = {};
-    const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return fail(Errc::io, "cannot find this program's path");
+    const std::string self = thisExecutable();
+    if (self.empty()) return fail(Errc::io, "cannot find this program's path");
     for (int p = 0; p < procs; ++p) {
       const int first = n * p / procs, count = n * (p + 1) / procs - first;
       const std::string report = report_dir_ + "/sim" + std::to_string(p) + ".json";
       reports_.push_back(report);
-      auto child = ChildProcess::spawn({std::string(self, static_cast<size_t>(len)), "--sim", "--connect", connect, "--first",
+      auto child = ChildProcess::spawn({self, "--sim", "--connect", connect, "--first",
                                         std::to_string(first), "--count", std::to_string(count), "--total",
                                         std::to_string(n), "--spawn", spawn ? "1" : "0", "--radix",
                                         args_.get("tree-radix", "64"), "--process", std::to_string(p), "--processes",

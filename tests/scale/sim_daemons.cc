@@ -30,9 +30,7 @@ class SimDaemons::Daemon {
     hooks.up = [this](Json&& m, bool bulk) {
       if (!conn_ || !conn_->isOpen()) return;
       if (getString(m, "t") == "fence") {  // as DaemonSession::sendUp: a child's share joins ours
-        const int child = static_cast<int>(getInt(m, kSourceTag, -1));
-        m.erase(kSourceTag);
-        if (auto combined = subtree_fence_.add(m, child, 1 + tree_->openChildren())) conn_->send(*combined);
+        if (auto combined = subtree_fence_.addRelayed(std::move(m), 1 + tree_->openChildren())) conn_->send(*combined);
         return;
       }
       auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(m)));
