@@ -61,6 +61,8 @@ Result<NodeInventory> inventoryFromJson(const Json& j) {
     if (!port) return tl::unexpected(port.error());
     *out = *port;
   }
+  if (auto it = j.find("cached_s"); it != j.end() && it->is_number_integer())
+    inv.cached_age_s = static_cast<int>(std::clamp<int64_t>(it->get<int64_t>(), 0, 86'400));
   if (auto it = j.find("topology"); it != j.end()) {
     auto t = topologyFromJson(*it);
     if (!t) return fail(Errc::protocol, "a malformed topology: " + t.error().message);

@@ -26,4 +26,6 @@ set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/job_cgroup.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/containment.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_pubsub_wire.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/warm_keeper.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/inventory_cache.cc
 )

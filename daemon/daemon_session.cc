@@ -137,15 +137,17 @@ void DaemonSession::handleChallenge(const Json& msg) {
 Json DaemonSession::helloMessage(const std::string& server_nonce, const std::string& client_nonce) const {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  return {{"t", "hello"},
-          {"proto", kProtocolVersion},
-          {"version", kVersion},
-          {"node", opts_.node_name},
-          {"index", opts_.node_index},
-          {"hostname", host},
-          {"pid", ::getpid()},
-          {"nonce", binary(client_nonce)},
-          {"mac", binary(helloProof(opts_.secret, server_nonce, client_nonce, opts_.node_name))}};
+  Json hello = {{"t", "hello"},
+                {"proto", kProtocolVersion},
+                {"version", kVersion},
+                {"node", opts_.node_name},
+                {"index", opts_.node_index},
+                {"hostname", host},
+                {"pid", ::getpid()},
+                {"nonce", binary(client_nonce)},
+                {"mac", binary(helloProof(opts_.secret, server_nonce, client_nonce, opts_.node_name))}};
+  if (opts_.keeper_port > 0) hello["keeper"] = {{"port", opts_.keeper_port}, {"pid", opts_.keeper_pid}};
+  return hello;
 }
 
 void DaemonSession::handleWelcome(const Json& msg) {

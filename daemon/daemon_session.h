@@ -36,6 +36,11 @@ struct DaemonOptions {
   std::string job_id;
   std::string secret;
   std::string tree_parent;  // tree spawn: the node whose daemon started this one, and whom --connect names
+  // --keep-for: the warm-daemon keeper this daemon started (daemon/warm_keeper.h), said in the hello.
+  int keeper_port = 0;
+  long long keeper_pid = 0;
+  int keeper_lifeline_fd = -1;  // held, never read: closes with this process
+  std::string inventory_cache;  // started by a keeper: its inventory cache (daemon/inventory_cache.h)
 };
 
 class DaemonSession {

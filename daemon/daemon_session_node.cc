@@ -12,6 +12,7 @@
 #include "bootstrap/inventory_codec.h"
 #include "bootstrap/node_launch_json.h"
 #include "daemon/inventory.h"
+#include "daemon/inventory_cache.h"
 #include "daemon/peer_probe.h"
 
 namespace tlaunch {
@@ -60,11 +61,25 @@ void DaemonSession::sendInventory(const Json& config) {
   req.gpus_required = static_cast<int>(getInt(config, "gpus_required", 0));
   if (auto it = config.find("expect_rate_gbps"); it != config.end() && it->is_number()) req.expect_rate_gbps = it->get<double>();
   if (auto it = config.find("user_env"); it != config.end() && it->is_object()) req.user_env = *it;
-  NodeInventory inv = collectInventory(req);
   asio::error_code ec;
   auto ep = probe_acceptor_.local_endpoint(ec);
-  inv.probe_port = ec ? 0 : ep.port();
-  conn_->send({{"t", "inventory"}, {"inv", inventoryToJson(inv)}});
+  const int probe_port = ec ? 0 : ep.port();
+  const Json cache_key = opts_.inventory_cache.empty() ? Json() : inventoryCacheKey(req);
+  if (!opts_.inventory_cache.empty()) {
+    if (auto cached = loadCachedInventory(opts_.inventory_cache, cache_key)) {
+      Json inv = std::move(cached->inventory);
+      inv["free_port"] = pickFreePort();  // a port free a minute ago may be taken now
+      inv["probe_port"] = probe_port;
+      inv["cached_s"] = cached->age_s;
+      conn_->send({{"t", "inventory"}, {"inv", std::move(inv)}});
+      return;
+    }
+  }
+  NodeInventory inv = collectInventory(req);
+  inv.probe_port = probe_port;
+  Json j = inventoryToJson(inv);
+  if (!opts_.inventory_cache.empty()) storeCachedInventory(opts_.inventory_cache, cache_key, j);
+  conn_->send({{"t", "inventory"}, {"inv", std::move(j)}});
 }
 
 Result<void> DaemonSession::probePeers() {

@@ -17,14 +17,13 @@
 #include "bootstrap/asan_default_options.h"
 #include "daemon/daemon_session.h"
 #include "daemon/job_cgroup.h"
+#include "daemon/warm_keeper.h"
 #include "tlaunch/version.h"
 
 namespace {
 
 int runDaemon(int argc, char** argv) {
   tlaunch::hardenProcess();
-  // Whatever a rank starts re-parents to us, not to init, when its parent exits (containment.h).
-  const bool subreaper = tlaunch::Containment::prepareProcess();
   tlaunch::DaemonOptions opts;
   std::string connect;
   bool show_version = false;
@@ -37,12 +36,19 @@ int runDaemon(int argc, char** argv) {
   app.add_flag("--version", show_version, "print the version and exit");
   std::string watch_cgroup;
   app.add_option("--watch-cgroup", watch_cgroup, "(internal) end this job cgroup once the daemon that started us is gone");
+  int keep_for = 0;
+  bool keeper = false;
+  app.add_option("--keep-for", keep_for, "keep this node warm for SECONDS after the job (tlaunch --keep-daemons)")
+      ->check(CLI::Range(1, 7 * 86'400));
+  app.add_option("--inventory-cache", opts.inventory_cache, "(internal) a warm node's last inventory (set by its keeper)");
+  app.add_flag("--keeper", keeper, "(internal) be the keeper of a warm node (daemon/warm_keeper.h)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   if (!watch_cgroup.empty()) return tlaunch::watchCgroupForParent(watch_cgroup);
+  if (keeper) return tlaunch::runWarmKeeper(keep_for);
   if (show_version) {
     std::cout << "tlaunchd " << tlaunch::kVersion << " protocol " << tlaunch::kProtocolVersion << "\n";
     return 0;
@@ -58,7 +64,6 @@ int runDaemon(int argc, char** argv) {
     }
   }
   spdlog::set_pattern("tlaunchd[" + opts.node_name + "]: %^%l%$: %v");
-  if (!subreaper) spdlog::warn("cannot become a child subreaper; processes the ranks detach may outlive the job");
   auto colon = connect.rfind(':');
   if (colon == std::string::npos) {
     spdlog::error("--connect HOST:PORT is required (tlaunchd is started by tlaunch)");
@@ -72,6 +77,26 @@ int runDaemon(int argc, char** argv) {
     spdlog::error("no job secret on stdin (tlaunchd is started by tlaunch)");
     return 64;
   }
+  // --keep-for: the user's secret for warm daemons follows the job secret. The keeper starts
+  // before this process becomes a subreaper, so it is no descendant of ours to clean up.
+  if (keep_for > 0) {
+    std::string user_secret;
+    if (!std::getline(std::cin, user_secret) || user_secret.empty()) {
+      spdlog::error("--keep-for without the user's secret on stdin (tlaunchd is started by tlaunch)");
+      return 64;
+    }
+    if (auto k = tlaunch::startWarmKeeper(keep_for, user_secret)) {
+      opts.keeper_port = k->port;
+      opts.keeper_pid = k->pid;
+      opts.keeper_lifeline_fd = k->lifeline_fd;
+      opts.inventory_cache = k->inventory_cache;
+    } else {
+      spdlog::warn("this node will not stay warm after the job: {}", k.error().message);
+    }
+  }
+  // Whatever a rank starts re-parents to us, not to init, when its parent exits (containment.h).
+  if (!tlaunch::Containment::prepareProcess())
+    spdlog::warn("cannot become a child subreaper; processes the ranks detach may outlive the job");
   signal(SIGPIPE, SIG_IGN);
   // Jobs must not outlive us, nor we the job: a daemon whose parent (tlaunch, sshd, slurmstepd)
   // dies is killed. The control connection closing is the main signal; this is the backstop.

@@ -201,6 +201,16 @@ void addLaunchOptions(CLI::App& app, JobSpec& s, bool job) {
   app.add_option("--slurm-args", s.slurm_args, "extra srun arguments, e.g. --slurm-args='-p gpu -t 30'");
   if (!job) return;
   app.add_option_function<std::string>(
+         "--keep-daemons",
+         [&s](const std::string& v) {
+           s.keep_daemons_s = v == "0" ? 0 : orThrow(parseDuration("--keep-daemons", v));
+           if (s.keep_daemons_s > kMaxKeepDaemonsSeconds)
+             throw CLI::ValidationError("--keep-daemons " + v + ": at most " + formatDuration(kMaxKeepDaemonsSeconds));
+         },
+         "keep the nodes' daemons this long after the job (e.g. 10m) for the next launch on them; 0 ends them; "
+         "'tlaunch stop-daemons' ends them all")
+      ->type_name("DURATION");
+  app.add_option_function<std::string>(
          "--pmix", [&s](const std::string& v) { s.pmix = v != "off"; }, "PMIx server for MPI ranks: on (default), off")
       ->check(CLI::IsMember({"on", "off"}));
 }
@@ -279,6 +289,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   addPreflightOptions(app, s, true);
   addLaunchOptions(app, s, true);
   const auto inspect = addInspectSubcommands(app, s);
+  auto* stop_daemons = app.add_subcommand("stop-daemons", "end the warm daemons that --keep-daemons left");
   auto* topo = app.add_subcommand("topo", "print this node's GPU/HCA/NUMA map and the rank pairing");
   topo->add_option("--topology-xml", s.topology_xml, "hwloc XML topology to show instead of the live machine");
   // The same declarations as a job's: a node, launcher, network or check means the same in both.
@@ -324,6 +335,10 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
       (!preflight->parsed() || preflight->get_option("--check-reachability")->count() == 0))
     s.check_reachability = "all";
   if (topo->parsed()) out.command = Subcommand::topo;
+  if (stop_daemons->parsed()) {
+    out.command = Subcommand::stop_daemons;
+    return out;
+  }
   if (inspect.stacks->parsed() || inspect.status->parsed()) {
     out.command = inspect.stacks->parsed() ? Subcommand::stacks : Subcommand::status;
     return out;

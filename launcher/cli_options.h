@@ -7,7 +7,7 @@
 
 namespace tlaunch {
 
-enum class Subcommand { run, topo, preflight, stacks, status };
+enum class Subcommand { run, topo, preflight, stacks, status, stop_daemons };
 
 struct ParsedCommandLine {
   Subcommand command = Subcommand::run;

@@ -15,6 +15,7 @@ inline constexpr int kMaxNodes = 100'000;
 inline constexpr int kMaxRanksPerNode = 4096;
 inline constexpr int kMaxWorldSize = 1'000'000;
 inline constexpr int kMaxSeconds = 86'400;  // timeouts: at most a day
+inline constexpr int kMaxKeepDaemonsSeconds = 7 * 86'400;  // --keep-daemons: a week (tlaunchd --keep-for agrees)
 inline constexpr int kMaxSshFanout = 10'000;
 inline constexpr int kMaxCpusPerRank = 65'536;
 inline constexpr double kMaxRateGbps = 100'000;

@@ -6,6 +6,10 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/output_format.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/local_starter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/split_starter.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/warm_starter.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/warm_registry.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/keeper_client.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/warm_daemons_cli.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/gpu_choice.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/job_plan.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/plan_render.cc

@@ -31,6 +31,12 @@ struct StartFailure {
   std::string message;  // ssh's / srun's own words (last stderr lines) and exit status
 };
 
+// Something a starter wants the user to know that is not a failure.
+struct StarterNote {
+  bool verbose_only = true;  // said with -v only
+  std::string text;
+};
+
 class DaemonStarter {
  public:
   virtual ~DaemonStarter() = default;
@@ -45,6 +51,11 @@ class DaemonStarter {
   // The daemon of node `node_index` authenticated: its starter process (ssh) no longer counts
   // against the fan-out, and its later clean exit is not a failure.
   virtual void daemonConnected(int /*node_index*/) {}
+  // The daemon of node `node_index` started a warm-daemon keeper (tlaunch --keep-daemons) at
+  // `host`:`port` (its address as the frontend saw it), pid `pid` there.
+  virtual void daemonKeeps(int /*node_index*/, const std::string& /*host*/, int /*port*/, long long /*pid*/) {}
+  // Notes since the last call (after start(), and on the poll timer).
+  virtual std::vector<StarterNote> takeNotes() { return {}; }
   // Ends whatever is still running (ssh clients, the srun step), waiting at most `grace_ms`
   // before SIGKILL. Called once at job end, after the daemons were told to exit.
   virtual void stop(int grace_ms) = 0;

@@ -103,6 +103,7 @@ JobOutcome JobSession::run() {
   if (auto r = starter_->start(nodesToStart(), daemonCommand(), cfg_.secret); !r) {
     fail(exitStatusFor(r.error().code), r.error().message);
   }
+  sayStarterNotes();
   phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.connect_timeout_s);
   tick();
   io_.run();
@@ -114,6 +115,11 @@ JobOutcome JobSession::run() {
   starter_->stop(5000);  // daemons exit on their own after "shutdown"; this is for stragglers
   for (auto& s : fallback_starters_) s->stop(1000);
   return outcome_;
+}
+
+void JobSession::sayStarterNotes() {
+  for (const auto& n : starter_->takeNotes())
+    if (!n.verbose_only || cfg_.spec.verbose) out_.note(n.text);
 }
 
 bool JobSession::advance(JobEvent event) {
@@ -182,6 +188,7 @@ void JobSession::tick() {
     }
   } else {
     std::vector<StartFailure> failures = starter_->poll();
+    sayStarterNotes();
     for (auto& s : fallback_starters_)
       for (auto& f : s->poll()) failures.push_back(std::move(f));
     for (const auto& f : failures) {

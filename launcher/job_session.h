@@ -153,6 +153,8 @@ class JobSession {
   // To finishing, for `why` (the job is over, drained, or failed before any node prepared).
   void finish(JobEvent why);
   void tick();
+  void sayStarterNotes();        // what the starter wants said (warm daemons reused, ...)
+  void noteCachedInventories();  // -v: warm nodes that sent their last inventory and preflight again
   void handleSignal(int sig);
   void watchSignals();
   void forwardStdin();

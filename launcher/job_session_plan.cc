@@ -62,8 +62,21 @@ void JobSession::noteTimings(const char* what, Clock::time_point since, Clock::t
   if (cfg_.spec.verbose) out_.note(std::string(what) + ": " + phaseTimingSummary(std::move(times)));
 }
 
+void JobSession::noteCachedInventories() {
+  int cached = 0, oldest = 0;
+  for (const auto& l : links_) {
+    if (l->inventory.cached_age_s < 0) continue;
+    ++cached;
+    oldest = std::max(oldest, l->inventory.cached_age_s);
+  }
+  if (cached > 0 && cfg_.spec.verbose)
+    out_.note("inventory and preflight of " + std::to_string(cached) + " warm node" + (cached == 1 ? "" : "s") +
+              " taken up to " + std::to_string(oldest) + " s ago (a warm node checks itself again after 60 s)");
+}
+
 void JobSession::inventoriesComplete() {
   noteTimings("daemons reported", started_at_, &Link::reported_at);
+  noteCachedInventories();
   advance(JobEvent::all_reported);  // to testing_fabric
   if (cfg_.unnamed_nodes > 0) {
     std::sort(links_.begin(), links_.end(), [](const auto& a, const auto& b) { return a->name < b->name; });

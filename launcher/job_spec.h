@@ -93,6 +93,8 @@ struct JobSpec {  // NOLINT(clang-analyzer-optin.performance.Padding)
   int ssh_fanout = 64;
   std::vector<std::string> ssh_options;
   bool ssh_reuse = true;
+  // --keep-daemons: -1 not given, 0 end reused warm daemons after the job, N seconds to keep them.
+  int keep_daemons_s = -1;
   int ssh_connect_timeout_s = 10;
   std::string slurm_args;
 

@@ -9,6 +9,7 @@
 #include "launcher/slurm_starter.h"
 #include "launcher/split_starter.h"
 #include "launcher/ssh_starter.h"
+#include "launcher/warm_starter.h"
 #include "launcher/text_file.h"
 #include "launcher/this_host.h"
 #include "tlaunch/diagnostics.h"
@@ -29,6 +30,19 @@ std::vector<std::string> netIfOf(const HostEntry& h) {
   }
   return out;
 }
+// The user's warm daemons, where this launch makes or may reuse some: --keep-daemons N creates
+// the secret (and fails loudly when it cannot); otherwise any usable registry with entries.
+Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const std::map<std::string, std::string>& env) {
+  const bool keeping = spec.keep_daemons_s > 0;
+  auto registry = WarmRegistry::open(env, keeping);
+  if (!registry) {
+    if (keeping || spec.keep_daemons_s == 0) return tl::unexpected(registry.error());
+    return std::optional<WarmRegistry>{};  // never asked for: a broken cache dir is not this job's problem
+  }
+  if (!keeping && (registry->secret().empty() || registry->all().empty())) return std::optional<WarmRegistry>{};
+  return std::optional<WarmRegistry>{std::move(*registry)};
+}
+
 }  // namespace
 
 Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env,
@@ -81,6 +95,10 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
            : (origin == NodeOrigin::hosts || origin == NodeOrigin::hostfile) ? LauncherKind::ssh
                                                                              : LauncherKind::local;
   }
+  // Warm daemons replace ssh sessions; srun and a local fork have nothing as slow to save.
+  if (spec.keep_daemons_s > 0 && kind != LauncherKind::ssh && !resolve_only)
+    return diagnostic(Errc::usage, "keep-daemons-needs-ssh",
+                      {{"launcher", kind == LauncherKind::slurm ? "srun (Slurm)" : "the local launcher"}});
   LauncherChoice choice;
   choice.layout = *layout;
   if (kind == LauncherKind::local) {
@@ -148,11 +166,17 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       is_local.push_back(n.host == n.name && isThisHost(n.name));
       any_local = any_local || is_local.back();
     }
+    auto warm = warmRegistryFor(spec, env);
+    if (!warm) return tl::unexpected(warm.error());
+    std::unique_ptr<DaemonStarter> remote = std::make_unique<SshStarter>(o);
+    // With warm daemons the frontend starts every daemon (by keeper or ssh), and the tree forms
+    // by attaching, as under srun: a keeper is no ssh client for tree spawn.
+    if (*warm) remote = std::make_unique<WarmStarter>(WarmOptions{spec.keep_daemons_s}, std::move(**warm), std::move(remote));
     if (any_local) {
-      choice.starter = std::make_unique<SplitStarter>(std::move(is_local), std::make_unique<SshStarter>(std::move(o)));
+      choice.starter = std::make_unique<SplitStarter>(std::move(is_local), std::move(remote));
     } else {
-      choice.tree_spawn = o;  // a daemon starts its tree children the same way
-      choice.starter = std::make_unique<SshStarter>(std::move(o));
+      if (!*warm) choice.tree_spawn = o;  // a daemon starts its tree children the same way
+      choice.starter = std::move(remote);
     }
   } else {
     SlurmStarterOptions o;

@@ -8,6 +8,7 @@
 #include "launcher/nccl/nccl_report_command.h"
 #include "launcher/plan/offline_plan.h"
 #include "launcher/run_job.h"
+#include "launcher/warm_daemons_cli.h"
 
 int main(int argc, char** argv) {
   tlaunch::hardenProcess();
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
     case tlaunch::Subcommand::preflight: return tlaunch::runJob(parsed.spec);
     case tlaunch::Subcommand::stacks: return tlaunch::runControlCommand("stacks", parsed.spec.control_job);
     case tlaunch::Subcommand::status: return tlaunch::runControlCommand("status", parsed.spec.control_job);
+    case tlaunch::Subcommand::stop_daemons: return tlaunch::runStopDaemons();
   }
   return 70;
 }

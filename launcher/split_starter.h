@@ -17,6 +17,10 @@ class SplitStarter : public DaemonStarter {
                      const std::string& secret) override;
   std::vector<StartFailure> poll() override;
   void daemonConnected(int node_index) override;
+  void daemonKeeps(int node_index, const std::string& host, int port, long long pid) override {
+    remote_->daemonKeeps(node_index, host, port, pid);
+  }
+  std::vector<StarterNote> takeNotes() override { return remote_->takeNotes(); }
   void stop(int grace_ms) override;
 
  private:

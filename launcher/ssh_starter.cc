@@ -44,29 +44,29 @@ std::string defaultSshControlDir(const std::map<std::string, std::string>& env, 
   return "/tmp/tlaunch-ssh-" + std::to_string(uid);
 }
 
-Result<void> ensurePrivateDir(const std::string& path) {
-  if (path.empty() || path.front() != '/') return fail(Errc::usage, "ssh control dir '" + path + "' is not an absolute path");
+Result<void> ensurePrivateDir(const std::string& path, const std::string& what, const std::string& fix) {
+  if (path.empty() || path.front() != '/') return fail(Errc::usage, what + " '" + path + "' is not an absolute path");
   // Parents are created 0700 too (they are under the user's own home or runtime dir).
   for (size_t slash = path.find('/', 1); ; slash = path.find('/', slash + 1)) {
     const std::string part = path.substr(0, slash);
     if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
-      return fail(Errc::io, "cannot create ssh control dir " + part + ": " + std::strerror(errno),
-                  "pass --ssh-reuse=off, or fix the directory's permissions");
+      return fail(Errc::io, "cannot create " + what + " " + part + ": " + std::strerror(errno),
+                  fix + ", or fix the directory's permissions");
     }
     if (slash == std::string::npos) break;
   }
   struct stat st{};
   if (::lstat(path.c_str(), &st) != 0) {
-    return fail(Errc::io, "cannot inspect ssh control dir " + path + ": " + std::strerror(errno));
+    return fail(Errc::io, "cannot inspect " + what + " " + path + ": " + std::strerror(errno));
   }
-  const std::string hint = "remove or fix " + path + ", or pass --ssh-reuse=off";
-  if (S_ISLNK(st.st_mode)) return fail(Errc::io, "ssh control dir " + path + " is a symbolic link", hint);
-  if (!S_ISDIR(st.st_mode)) return fail(Errc::io, "ssh control dir " + path + " is not a directory", hint);
+  const std::string hint = "remove or fix " + path + ", or " + fix;
+  if (S_ISLNK(st.st_mode)) return fail(Errc::io, what + " " + path + " is a symbolic link", hint);
+  if (!S_ISDIR(st.st_mode)) return fail(Errc::io, what + " " + path + " is not a directory", hint);
   if (st.st_uid != ::geteuid()) {
-    return fail(Errc::io, "ssh control dir " + path + " belongs to another user (uid " + std::to_string(st.st_uid) + ")", hint);
+    return fail(Errc::io, what + " " + path + " belongs to another user (uid " + std::to_string(st.st_uid) + ")", hint);
   }
   if ((st.st_mode & 077) != 0 && ::chmod(path.c_str(), 0700) != 0) {
-    return fail(Errc::io, "ssh control dir " + path + " is open to other users and chmod failed: " + std::strerror(errno), hint);
+    return fail(Errc::io, what + " " + path + " is open to other users and chmod failed: " + std::strerror(errno), hint);
   }
   return {};
 }

@@ -38,8 +38,10 @@ struct SshStarterOptions {
 std::string defaultSshControlDir(const std::map<std::string, std::string>& env, uid_t uid);
 
 // Creates `path` (and parents) if needed and checks it is a directory owned by the user,
-// not a symlink, with no group/other access (tightens it to 0700 if it is ours).
-Result<void> ensurePrivateDir(const std::string& path);
+// not a symlink, with no group/other access (tightens it to 0700 if it is ours). `what` names it
+// in errors, `fix` is the way around it offered to the user.
+Result<void> ensurePrivateDir(const std::string& path, const std::string& what = "ssh control dir",
+                              const std::string& fix = "pass --ssh-reuse=off");
 
 // --ssh-option values → ssh arguments.
 Result<std::vector<std::string>> sshOptionArgs(const std::vector<std::string>& ssh_options);

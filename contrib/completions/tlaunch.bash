@@ -4,7 +4,7 @@
 
 _tlaunch_options="--bind --chdir --check-reachability --connect-timeout --cpus-per-rank --daemon-path --dry-run
   --event-grace --exclude --expect-rate --export --gpus-per-node --hang-timeout --heartbeat-timeout --help --hostfile --hosts --include --json
-  --keep-going --kill-timeout --label --launcher --master-addr --master-port --max-restarts --mca --nccl-check --net --net-cidr --net-if --nnodes --nodes --np
+  --keep-daemons --keep-going --kill-timeout --label --launcher --master-addr --master-port --max-restarts --mca --nccl-check --net --net-cidr --net-if --nnodes --nodes --np
   --npernode --nproc-per-node --ntasks-per-node --offline --output-dir --pmix --preflight --preflight-skip
   --preflight-strict --procs-per-node --quiet --report-bindings --slurm-args --ssh-connect-timeout --ssh-fanout
   --ssh-option --ssh-reuse --stdin --summary-json --sysfs-root --tag-output --time-limit --topology-xml --tree-radix --verbose --version"
@@ -15,6 +15,7 @@ _tlaunch_preflight_options="--check-reachability --connect-timeout --daemon-path
 _tlaunch_topo_options="--help --topology-xml"
 _tlaunch_stacks_options="--help"
 _tlaunch_status_options="--help"
+_tlaunch_stop_daemons_options="--help"
 _tlaunch_nccl_report_options="--help --json"
 _tlaunch_checks="rdma_devices port_state lid rate netdev roce_gid verbs_devices uverbs memlock gpus gpudirect nccl_env
   nccl_socket_ifname verbs_port verbs_selftest cross_rails cross_rate cross_mtu cross_subnets rdma_pair reachability
@@ -41,7 +42,7 @@ _tlaunch_values() {
     -N | --nodes | -p | --procs-per-node | -g | --gpus-per-node | --cpus-per-rank | --stdin | --kill-timeout | \
       --connect-timeout | --heartbeat-timeout | --hang-timeout | --event-grace | --ssh-fanout | --ssh-connect-timeout | --expect-rate | \
       --net-if | --net-cidr | --ssh-option | --slurm-args | -x | --export | -n | --np | --nnodes | --ntasks-per-node | \
-      --npernode | --master-addr | --master-port | --mca | --time-limit | --tree-radix) COMPREPLY=() ;;
+      --npernode | --master-addr | --master-port | --mca | --time-limit | --tree-radix | --keep-daemons) COMPREPLY=() ;;
     *) return 1 ;;
   esac
   return 0
@@ -58,7 +59,7 @@ _tlaunch() {
       return
     fi
     if [[ $word != -* ]] && ! _tlaunch_values "${COMP_WORDS[i - 1]}" "" 2>/dev/null; then
-      if [[ -z $sub && ($word == preflight || $word == topo || $word == stacks || $word == status || ($word == nccl-report && $i == 1)) ]]; then
+      if [[ -z $sub && ($word == preflight || $word == topo || $word == stacks || $word == status || $word == stop-daemons || ($word == nccl-report && $i == 1)) ]]; then
         sub=$word
       else
         _tlaunch_program "$i"
@@ -73,6 +74,7 @@ _tlaunch() {
     topo) options=$_tlaunch_topo_options ;;
     stacks) options=$_tlaunch_stacks_options ;;
     status) options=$_tlaunch_status_options ;;
+    stop-daemons) options=$_tlaunch_stop_daemons_options ;;
     nccl-report)  # NCCL logs to read
       [[ $cur != -* ]] && COMPREPLY=($(compgen -f -- "$cur")) && return
       options=$_tlaunch_nccl_report_options
@@ -81,7 +83,7 @@ _tlaunch() {
   if [[ $cur == -* || -n $sub ]]; then
     COMPREPLY=($(compgen -W "$options" -- "$cur"))
   else
-    COMPREPLY=($(compgen -W "$options preflight topo stacks status$( ((COMP_CWORD == 1)) && echo " nccl-report")" -- "$cur") \
+    COMPREPLY=($(compgen -W "$options preflight topo stacks status stop-daemons$( ((COMP_CWORD == 1)) && echo " nccl-report")" -- "$cur") \
       $(compgen -c -- "$cur"))
   fi
 }

@@ -19,6 +19,7 @@ struct NodeInventory {
   std::string version;   // tlaunchd's
   int free_port = 0;     // a free port below the ephemeral range, for MASTER_PORT (0: none found)
   int probe_port = 0;    // where the daemon accepts the other daemons' reachability probes
+  int cached_age_s = -1;  // a warm node's inventory and preflight taken this long ago (-1: just now)
   std::optional<TopologySnapshot> topology;  // absent: topology_error says why
   std::string topology_error;
   std::optional<NodeFabric> fabric;  // absent: fabric_error says why

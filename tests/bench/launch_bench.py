@@ -7,6 +7,7 @@ On one 4-node virtual cluster (contrib/vcluster) it takes the median wall time o
 8 ranks (2 per node) of /bin/true and of `/usr/bin/python3 -c 'print(1)'`, under
 - tlaunch --launcher ssh from node1, with ssh connection reuse (default) and without, and with
   reuse but --preflight off (the virtual nodes have no RDMA: tlaunch runs with --net tcp --net-if ib0);
+- the same with warm daemons (--keep-daemons 10m: the warm-up run leaves them, the timed runs reuse them);
 - Open MPI's mpirun --hostfile from node1 (ssh);
 - tlaunch --launcher slurm (also with --preflight off) and srun -N4 -n8, both inside
   `salloc -N4 --ntasks-per-node=2`,
@@ -212,6 +213,11 @@ def cluster_rows(args, ws, tlaunch, rows):
             ssh_cmds.append({"name": f"{key}/{prog}", **extra,
                              "argv": [tlaunch, *net, "--launcher", "ssh", *opts, "--hosts", "node[1-4]", "-p", "2",
                                       "--", *argv]})
+        # Warm daemons: the warm-up run leaves them, every timed run reuses them (a private HOME
+        # holds their registry; the row ends them afterwards).
+        ssh_cmds.append({"name": f"tlaunch-ssh-warm/{prog}", **extra,
+                         "argv": ["env", f"HOME={ws.path('warm-home')}", tlaunch, *net, "--launcher", "ssh",
+                                  "--keep-daemons", "10m", "--hosts", "node[1-4]", "-p", "2", "--", *argv]})
         ssh_cmds.append({"name": f"mpirun/{prog}", **extra,
                          "argv": ["mpirun", "--allow-run-as-root", "--oversubscribe", "-mca", "plm_rsh_agent", "ssh",
                                   "--hostfile", ws.path("hostfile"), "-np", "8", *argv]})
@@ -223,7 +229,12 @@ def cluster_rows(args, ws, tlaunch, rows):
     with cj.OwnVirtualCluster(n=4, slurm=True) as vc:
         print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
         node_env = {k: v for k, v in vc.environ().items() if not k.startswith("OMPI_")}
-        rows.update(run_inner(vc.exec_argv("node1", []), ssh_cmds, args, ws.dir, node_env, "node1"))
+        Path(ws.path("warm-home")).mkdir(mode=0o700, exist_ok=True)
+        try:
+            rows.update(run_inner(vc.exec_argv("node1", []), ssh_cmds, args, ws.dir, node_env, "node1"))
+        finally:
+            subprocess.run(vc.exec_argv("node1", ["env", f"HOME={ws.path('warm-home')}", tlaunch, "stop-daemons"]),
+                           capture_output=True, timeout=60)
         print("ssh rows done", flush=True)
         rows.update(run_inner(["salloc", "-N4", "--ntasks-per-node=2", "-J", "launch-bench"], slurm_cmds, args,
                               ws.dir, vc.environ(), "salloc"))
@@ -239,6 +250,7 @@ def print_table(args, rows, total_bytes, tp):
         ("tlaunch --launcher ssh (from node1, no reuse)", "tlaunch-ssh-reuse-off"),
         ("  same, ssh reuse, --preflight off", "tlaunch-ssh-reuse-on-nopf"),
         ("  same, ssh reuse, --preflight full", "tlaunch-ssh-reuse-on-full"),
+        ("  same, warm daemons (--keep-daemons 10m)", "tlaunch-ssh-warm"),
         ("mpirun --hostfile (ssh, from node1)", "mpirun"),
         ("tlaunch --launcher slurm (inside salloc)", "tlaunch-slurm"),
         ("  same, --preflight off", "tlaunch-slurm-nopf"),
@@ -249,6 +261,8 @@ def print_table(args, rows, total_bytes, tp):
         print(f"{label:<44} {fmt(med[key]['true']):>9} {fmt(med[key]['python']):>9}")
     for label, a, b in [("ratio tlaunch-ssh (reuse) / mpirun", "tlaunch-ssh-reuse-on", "mpirun"),
                         ("ratio tlaunch-ssh (no reuse) / mpirun", "tlaunch-ssh-reuse-off", "mpirun"),
+                        ("ratio tlaunch-ssh (warm daemons) / mpirun", "tlaunch-ssh-warm", "mpirun"),
+                        ("ratio tlaunch-ssh (warm daemons) / srun", "tlaunch-ssh-warm", "srun"),
                         ("ratio tlaunch-slurm / srun", "tlaunch-slurm", "srun")]:
         print(f"{label:<44} {ratio(med[a]['true'], med[b]['true']):>9} "
               f"{ratio(med[a]['python'], med[b]['python']):>9}")

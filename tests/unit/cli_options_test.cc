@@ -47,6 +47,16 @@ TEST_CASE("numbers out of range are usage errors and not crashes or overflows") 
   CHECK(ok.spec.stdin_rank == 0);
 }
 
+TEST_CASE("keep-daemons takes a duration with units, 0, and at most a week") {
+  CHECK(parse({"--keep-daemons", "10m", "--", "true"}).spec.keep_daemons_s == 600);
+  CHECK(parse({"--keep-daemons", "0", "--", "true"}).spec.keep_daemons_s == 0);
+  CHECK(parse({"--", "true"}).spec.keep_daemons_s == -1);
+  CHECK(refused({"--keep-daemons", "10", "--", "true"}));  // minutes or seconds? say which
+  CHECK(refused({"--keep-daemons", "8d", "--", "true"}));
+  CHECK(refused({"--keep-daemons", "-1m", "--", "true"}));
+  CHECK(parse({"stop-daemons"}).command == Subcommand::stop_daemons);
+}
+
 TEST_CASE("bounded values say the bound") {
   auto r = parseBoundedInt("-p/--procs-per-node", "100000000", 1, kMaxRanksPerNode);
   REQUIRE_FALSE(r);

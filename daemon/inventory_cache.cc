@@ -1,0 +1,59 @@
+#include "daemon/inventory_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "tlaunch/version.h"
+
+namespace tlaunch {
+
+namespace {
+
+long long epochSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+constexpr size_t kMaxCacheBytes = 64u << 20;
+
+}  // namespace
+
+Json inventoryCacheKey(const InventoryRequest& req) {
+  return {{"node", req.node_name},         {"topology_xml", req.topology_xml},   {"sysfs_root", req.sysfs_root},
+          {"preflight", req.preflight},    {"expect_rdma", req.expect_rdma},     {"rate", req.expect_rate_gbps},
+          {"gpus", req.gpus_required},     {"user_env", req.user_env},           {"version", kVersion}};
+}
+
+std::optional<CachedInventory> loadCachedInventory(const std::string& path, const Json& key) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st{};
+  std::string bytes;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+      static_cast<size_t>(st.st_size) <= kMaxCacheBytes) {
+    bytes.resize(static_cast<size_t>(st.st_size));
+    if (::read(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) bytes.clear();
+  }
+  ::close(fd);
+  auto j = decodeMessage(bytes);
+  if (!j || !j->contains("inv") || !(*j)["inv"].is_object() || !j->contains("key") || (*j)["key"] != key)
+    return std::nullopt;
+  const long long age = epochSeconds() - getInt(*j, "at");
+  if (age < 0 || age >= kInventoryCacheTtl.count()) return std::nullopt;
+  return CachedInventory{std::move((*j)["inv"]), age};
+}
+
+void storeCachedInventory(const std::string& path, const Json& key, const Json& inventory) {
+  const std::string bytes = encodeMessage({{"t", "inventory_cache"}, {"key", key}, {"at", epochSeconds()}, {"inv", inventory}});
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const bool ok = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+}
+
+}  // namespace tlaunch

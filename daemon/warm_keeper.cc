@@ -1,0 +1,394 @@
+#include "daemon/warm_keeper.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <list>
+#include <map>
+#include <memory>
+
+#include <asio.hpp>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/connection.h"
+#include "bootstrap/keeper_protocol.h"
+#include "bootstrap/spawn.h"
+#include "launcher/starter_support.h"
+#include "tlaunch/version.h"
+
+namespace tlaunch {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One line from a descriptor, byte by byte: nothing past the newline may be consumed (the
+// keeper's stdin stays open as the lifeline after the secret).
+std::string readLine(int fd) {
+  std::string line;
+  char c = 0;
+  while (line.size() < 4096) {
+    const ssize_t n = ::read(fd, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || c == '\n') break;
+    line += c;
+  }
+  return line;
+}
+
+bool writeAll(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string realPath(const std::string& path) {
+  char resolved[PATH_MAX];
+  return ::realpath(path.c_str(), resolved) ? std::string(resolved) : path;
+}
+
+long long epochSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+class Keeper {
+ public:
+  Keeper(asio::io_context& io, int listen_fd, std::string secret, int keep_s, std::string inventory_cache)
+      : inventory_cache_(std::move(inventory_cache)),
+        io_(io), acceptor_(io), lifeline_(io, ::dup(0)), signals_(io, SIGCHLD, SIGTERM, SIGINT), expiry_(io),
+        sweep_(io), secret_(std::move(secret)), keep_s_(keep_s), own_exe_(thisExecutable()), since_(epochSeconds()) {
+    acceptor_.assign(asio::ip::tcp::v4(), listen_fd);
+  }
+
+  void start() {
+    accept();
+    watchLifeline();
+    watchSignals();
+    sweep();
+  }
+
+ private:
+  struct Client {
+    std::shared_ptr<Connection> conn;
+    std::string nonce;
+    bool authenticated = false;
+    Clock::time_point since;
+  };
+  struct Job {
+    std::shared_ptr<Connection> conn;  // the client that asked for it, while it listens
+    int stdin_fd = -1;                 // the daemon's stdin: held open while it runs
+    std::unique_ptr<asio::posix::stream_descriptor> err;
+    std::array<char, 4096> buf{};
+    bool exited = false, err_closed = false;
+    int status = 0;
+  };
+
+  void accept() {
+    acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket s) {
+      if (ec == asio::error::operation_aborted) return;
+      if (!ec) challenge(std::move(s));
+      accept();
+    });
+  }
+
+  void challenge(asio::ip::tcp::socket socket) {
+    // Strangers wait at most kKeeperHandshakeTimeoutMs; beyond 64 at once, the oldest goes.
+    size_t waiting = 0;
+    for (const auto& c : clients_) waiting += c->authenticated ? 0 : 1;
+    if (waiting >= 64) dropOldestStranger();
+    auto client = std::make_shared<Client>();
+    client->conn = Connection::create(std::move(socket));
+    client->nonce = randomBytes(kNonceBytes);
+    client->since = Clock::now();
+    clients_.push_back(client);
+    Client* raw = client.get();
+    client->conn->start([this, raw](Json&& m) { onMessage(*raw, std::move(m)); },
+                        [this, raw](const std::string&) { forget(raw); });
+    client->conn->send({{"t", "challenge"}, {"proto", kProtocolVersion}, {"nonce", binary(client->nonce)}});
+  }
+
+  void dropOldestStranger() {
+    for (auto it = clients_.begin(); it != clients_.end(); ++it) {
+      if ((*it)->authenticated) continue;
+      (*it)->conn->close();
+      clients_.erase(it);
+      return;
+    }
+  }
+
+  void forget(Client* c) {
+    asio::post(io_, [this, c] { clients_.remove_if([c](const auto& p) { return p.get() == c; }); });
+  }
+
+  void onMessage(Client& c, Json&& msg) {
+    const std::string t = getString(msg, "t");
+    if (!c.authenticated) {
+      const std::string client_nonce = bytesOf(msg["nonce"]);
+      if (t != "hello" ||
+          !constantTimeEquals(bytesOf(msg["mac"]), helloProof(secret_, c.nonce, client_nonce, kKeeperPeerName))) {
+        c.conn->close();  // another user's secret, or not tlaunch at all: nothing to say to it
+        forget(&c);
+        return;
+      }
+      c.authenticated = true;
+      c.conn->setMaxFrameBytes(1u << 20);
+      c.conn->openFromNow(std::make_unique<FrameCipher>(secret_, c.nonce, client_nonce, FrameCipher::Direction::to_frontend));
+      c.conn->send({{"t", "welcome"}, {"mac", binary(welcomeProof(secret_, c.nonce, client_nonce))}});
+      c.conn->sealFromNow(std::make_unique<FrameCipher>(secret_, c.nonce, client_nonce, FrameCipher::Direction::to_daemon));
+      return;
+    }
+    if (t == "start") return startJob(c, msg);
+    if (t == "stop") {
+      keep_s_ = 0;
+      c.conn->send({{"t", "stopping"}, {"jobs", jobs_.size()}});
+      c.conn->closeAfterFlush();
+      forget(&c);
+      checkIdle();
+      return;
+    }
+    c.conn->send({{"t", "refused"}, {"why", "unknown request '" + t + "'"}});
+  }
+
+  void refuse(Client& c, const std::string& why, bool retire) {
+    c.conn->send({{"t", "refused"}, {"why", why}});
+    c.conn->closeAfterFlush();
+    forget(&c);
+    // Another tlaunch, or another tlaunchd, took over this node: this keeper has had its day.
+    if (retire) {
+      keep_s_ = 0;
+      checkIdle();
+    }
+  }
+
+  void startJob(Client& c, const Json& msg) {
+    if (getString(msg, "version") != kVersion)
+      return refuse(c, std::string("this warm daemon is tlaunchd ") + kVersion, true);
+    if (own_exe_.empty() || own_exe_ != realPath(getString(msg, "daemon")))
+      return refuse(c, "this warm daemon runs " + (own_exe_.empty() ? std::string("an unknown tlaunchd") : own_exe_) +
+                           " (replaced since, or another --daemon-path)", true);
+    const Json& args = msg.contains("args") ? msg["args"] : Json();
+    const std::string job_secret = getString(msg, "secret");
+    if (!args.is_array() || args.size() > 64 || job_secret.empty() || job_secret.find('\n') != std::string::npos)
+      return refuse(c, "malformed start request", false);
+    SpawnSpec spec;
+    spec.exe = own_exe_;
+    spec.argv = {"tlaunchd"};
+    for (const auto& a : args) {
+      if (!a.is_string()) return refuse(c, "malformed start request", false);
+      spec.argv.push_back(a.get<std::string>());
+    }
+    if (!inventory_cache_.empty()) spec.argv.insert(spec.argv.end(), {"--inventory-cache", inventory_cache_});
+    spec.env = environmentWith({});
+    spec.stdin_mode = SpawnSpec::Stdin::pipe;
+    spec.stdout_pipe = false;  // /dev/null, like ours
+    auto spawned = spawnProcess(spec);
+    if (!spawned) return refuse(c, "could not start tlaunchd: " + spawned.error().message, false);
+    if (spawned->pidfd >= 0) ::close(spawned->pidfd);
+    if (msg.contains("keep_s") && msg["keep_s"].is_number_integer())
+      keep_s_ = static_cast<int>(std::max<long long>(0, msg["keep_s"].get<long long>()));
+    auto job = std::make_unique<Job>();
+    job->conn = c.conn;
+    job->stdin_fd = spawned->stdin_fd;
+    writeAll(job->stdin_fd, job_secret + "\n");
+    job->err = std::make_unique<asio::posix::stream_descriptor>(io_, spawned->stderr_fd);
+    Job* raw = job.get();
+    jobs_[spawned->pid] = std::move(job);
+    expiry_.cancel();
+    c.conn->send({{"t", "started"}, {"pid", spawned->pid}, {"since", since_}});
+    readStderr(spawned->pid, *raw);
+  }
+
+  void readStderr(pid_t pid, Job& job) {
+    job.err->async_read_some(asio::buffer(job.buf), [this, pid, &job](const asio::error_code& ec, size_t n) {
+      if (ec == asio::error::operation_aborted) return;
+      if (ec) {
+        job.err_closed = true;
+        return maybeFinish(pid);
+      }
+      if (job.conn && job.conn->isOpen())
+        job.conn->send({{"t", "stderr"}, {"data", binary(std::string_view(job.buf.data(), n))}});
+      readStderr(pid, job);
+    });
+  }
+
+  // A job is over for us once its daemon exited and its stderr is read to the end.
+  void maybeFinish(pid_t pid) {
+    auto it = jobs_.find(pid);
+    if (it == jobs_.end() || !it->second->exited || !it->second->err_closed) return;
+    Job& job = *it->second;
+    if (job.conn && job.conn->isOpen()) {
+      job.conn->send({{"t", "exited"}, {"status", job.status}});
+      job.conn->closeAfterFlush();
+    }
+    ::close(job.stdin_fd);
+    jobs_.erase(it);
+    checkIdle();
+  }
+
+  void watchSignals() {
+    signals_.async_wait([this](const asio::error_code& ec, int sig) {
+      if (ec) return;
+      if (sig != SIGCHLD) return io_.stop();  // stopped by hand: the daemons it started live on
+      int status = 0;
+      for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
+        auto it = jobs_.find(pid);
+        if (it == jobs_.end()) continue;
+        it->second->exited = true;
+        it->second->status = exitCodeOf(status);
+        maybeFinish(pid);
+      }
+      watchSignals();
+    });
+  }
+
+  // Our stdin is the starting daemon's pipe: it closes when that daemon ends.
+  void watchLifeline() {
+    lifeline_.async_read_some(asio::buffer(lifeline_buf_), [this](const asio::error_code& ec, size_t) {
+      if (ec == asio::error::operation_aborted) return;
+      if (!ec) return watchLifeline();
+      parent_alive_ = false;
+      checkIdle();
+    });
+  }
+
+  void checkIdle() {
+    if (parent_alive_ || !jobs_.empty()) return;
+    if (keep_s_ <= 0) {
+      io_.stop();
+      return;
+    }
+    expiry_.expires_after(std::chrono::seconds(keep_s_));
+    expiry_.async_wait([this](const asio::error_code& ec) {
+      if (!ec && !parent_alive_ && jobs_.empty()) io_.stop();
+    });
+  }
+
+  void sweep() {
+    const auto now = Clock::now();
+    for (auto it = clients_.begin(); it != clients_.end();) {
+      if (!(*it)->authenticated && now - (*it)->since > std::chrono::milliseconds(kKeeperHandshakeTimeoutMs)) {
+        (*it)->conn->close();
+        it = clients_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    sweep_.expires_after(std::chrono::seconds(1));
+    sweep_.async_wait([this](const asio::error_code& ec) {
+      if (!ec) sweep();
+    });
+  }
+
+  std::string inventory_cache_;
+  asio::io_context& io_;
+  asio::ip::tcp::acceptor acceptor_;
+  asio::posix::stream_descriptor lifeline_;
+  std::array<char, 64> lifeline_buf_{};
+  asio::signal_set signals_;
+  asio::steady_timer expiry_;
+  asio::steady_timer sweep_;
+  std::string secret_;
+  int keep_s_;
+  std::string own_exe_;
+  long long since_;
+  bool parent_alive_ = true;
+  std::list<std::shared_ptr<Client>> clients_;
+  std::map<pid_t, std::unique_ptr<Job>> jobs_;
+};
+
+}  // namespace
+
+Result<StartedKeeper> startWarmKeeper(int keep_s, const std::string& user_secret) {
+  SpawnSpec spec;
+  spec.exe = thisExecutable();
+  if (spec.exe.empty()) return fail(Errc::io, "cannot find this tlaunchd's own path (/proc/self/exe)");
+  spec.argv = {"tlaunchd", "--keeper", "--keep-for", std::to_string(keep_s)};
+  spec.env = environmentWith({});
+  spec.stdin_mode = SpawnSpec::Stdin::pipe;
+  spec.stderr_pipe = false;
+  spec.dies_with_parent = false;  // the whole point: it outlives this daemon
+  auto spawned = spawnProcess(spec);
+  if (!spawned) return tl::unexpected(spawned.error());
+  if (spawned->pidfd >= 0) ::close(spawned->pidfd);
+  writeAll(spawned->stdin_fd, user_secret + "\n");
+  pollfd p{spawned->stdout_fd, POLLIN, 0};
+  std::string line;
+  if (::poll(&p, 1, 5000) == 1) line = readLine(spawned->stdout_fd);
+  ::close(spawned->stdout_fd);
+  int status = 0;
+  if (line.empty()) ::kill(spawned->pid, SIGKILL);
+  ::waitpid(spawned->pid, &status, 0);  // it exits once its detached copy runs
+  StartedKeeper k;
+  char cache[4096] = {};
+  const int fields = std::sscanf(line.c_str(), "%d %lld %4095s", &k.port, &k.pid, cache);
+  k.inventory_cache = fields == 3 ? cache : "";
+  if (fields < 2 || k.port <= 0) {
+    ::close(spawned->stdin_fd);
+    return fail(Errc::io, "the warm-daemon keeper did not start (it said '" + line + "')");
+  }
+  k.lifeline_fd = spawned->stdin_fd;
+  return k;
+}
+
+int runWarmKeeper(int keep_s) {
+  ::signal(SIGHUP, SIG_IGN);
+  ::signal(SIGPIPE, SIG_IGN);
+  const std::string secret = readLine(0);
+  if (secret.empty()) return 64;
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 64) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::fprintf(stdout, "error %s\n", std::strerror(errno));
+    return 71;
+  }
+  // The node's last inventory, for the daemons it starts (daemon/inventory_cache.h).
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string cache_dir = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/tlaunch-keeper-XXXXXX";
+  if (!::mkdtemp(cache_dir.data())) cache_dir.clear();
+  const std::string cache = cache_dir.empty() ? "" : cache_dir + "/inventory";
+  const pid_t child = ::fork();
+  if (child < 0) return 71;
+  if (child > 0) {  // the starting daemon reaps us and reads where the keeper listens
+    std::fprintf(stdout, "%d %d %s\n", ntohs(addr.sin_port), child, cache.c_str());
+    std::fflush(stdout);
+    ::_exit(0);
+  }
+  ::setsid();
+  if (::chdir("/") != 0) return 71;
+  const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd >= 0) {
+    ::dup2(null_fd, 1);
+    ::dup2(null_fd, 2);
+    ::close(null_fd);
+  }
+  {
+    asio::io_context io(1);
+    Keeper keeper(io, fd, secret, keep_s, cache);
+    keeper.start();
+    io.run();
+  }
+  if (!cache_dir.empty()) {
+    ::unlink(cache.c_str());
+    ::rmdir(cache_dir.c_str());
+  }
+  return 0;
+}
+
+}  // namespace tlaunch

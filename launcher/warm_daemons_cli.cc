@@ -1,0 +1,65 @@
+#include "launcher/warm_daemons_cli.h"
+
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/error_text.h"
+#include "launcher/keeper_client.h"
+#include "launcher/warm_registry.h"
+
+extern char** environ;
+
+namespace tlaunch {
+
+int runStopDaemons() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  auto registry = WarmRegistry::open(env, false);
+  if (!registry) {
+    printError(registry.error());
+    return exitStatusFor(registry.error().code);
+  }
+  const auto entries = registry->all();
+  if (entries.empty() || registry->secret().empty()) {
+    std::cout << "tlaunch: no warm daemons\n";
+    return 0;
+  }
+  std::vector<std::unique_ptr<KeeperCall>> calls;
+  std::vector<KeeperCall*> raw;
+  for (const auto& e : entries) {
+    calls.push_back(std::make_unique<KeeperCall>(e.host, e.port, registry->secret(), Json{{"t", "stop"}}));
+    raw.push_back(calls.back().get());
+  }
+  KeeperCall::runAll(raw, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  int stopped = 0;
+  bool refused = false;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    const KeeperCall& c = *calls[i];
+    if (c.replied() && getString(c.reply(), "t") == "stopping") {
+      ++stopped;
+      const long long jobs = getInt(c.reply(), "jobs");
+      if (jobs > 0)
+        std::cout << "tlaunch: node " << e.node << ": its warm daemon ends once its " << jobs << " running job"
+                  << (jobs == 1 ? "" : "s") << " end\n";
+      registry->remove(e.node);
+      continue;
+    }
+    // A keeper that refuses our secret is not ours: keep its entry out of the way all the same.
+    refused = refused || c.error().find("secret") != std::string::npos;
+    std::cerr << "tlaunch: node " << e.node << ": no warm daemon of yours answered at " << e.host << ":" << e.port
+              << " (" << (c.replied() ? getString(c.reply(), "why") : c.error()) << ")\n";
+    registry->remove(e.node);
+  }
+  std::cout << "tlaunch: stopped warm daemons on " << stopped << " node" << (stopped == 1 ? "" : "s") << "\n";
+  return refused ? exitStatusFor(Errc::protocol) : 0;
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,166 @@
+#include "launcher/warm_registry.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/message.h"
+#include "launcher/ssh_starter.h"
+#include "launcher/text_file.h"
+
+namespace tlaunch {
+
+namespace {
+
+constexpr const char* kEntryPrefix = "node-";
+constexpr const char* kFix = "pass --keep-daemons 0";
+
+std::string homeDirectory(const std::map<std::string, std::string>& env) {
+  if (auto it = env.find("HOME"); it != env.end() && !it->second.empty()) return it->second;
+  const passwd* pw = ::getpwuid(::geteuid());
+  return pw && pw->pw_dir ? pw->pw_dir : "";
+}
+
+// Node names are host names; anything else in one is escaped so it stays one file name.
+std::string fileNameOf(const std::string& node) {
+  std::string out = kEntryPrefix;
+  for (unsigned char c : node) {
+    if (std::isalnum(c) || c == '.' || c == '-' || c == '_') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out + ".json";
+}
+
+Result<std::string> readSecret(const std::string& path, bool create) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) {
+    if (!create) return std::string();
+    const std::string secret = newJobSecret();
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return fail(Errc::io, "cannot create " + path + ": " + std::strerror(errno), kFix);
+    const std::string line = secret + "\n";
+    const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    ::close(fd);
+    if (!ok) return fail(Errc::io, "cannot write " + path + ": " + std::strerror(errno), kFix);
+    return secret;
+  }
+  if (fd < 0) return fail(Errc::io, "cannot open " + path + ": " + std::strerror(errno), "remove it, or " + std::string(kFix));
+  struct stat st{};
+  const bool statted = ::fstat(fd, &st) == 0;
+  std::string text(128, '\0');
+  const ssize_t n = statted ? ::read(fd, text.data(), text.size()) : -1;
+  ::close(fd);
+  const std::string hint = "remove " + path + " (a new one is made), or " + kFix;
+  if (!statted || !S_ISREG(st.st_mode)) return fail(Errc::io, path + " is not a regular file", hint);
+  if (st.st_uid != ::geteuid())
+    return fail(Errc::io, path + " belongs to another user (uid " + std::to_string(st.st_uid) + ")", hint);
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 0777));
+    return fail(Errc::io, path + " can be read by other users (mode " + mode + ")",
+                "chmod 600 " + path + ", or remove it (a new one is made)");
+  }
+  text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.size() < 32 || text.find_first_of("\n\r") != std::string::npos) return fail(Errc::io, path + " holds no secret", hint);
+  return text;
+}
+
+}  // namespace
+
+long long epochNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Result<WarmRegistry> WarmRegistry::open(const std::map<std::string, std::string>& env, bool create_secret) {
+  const std::string home = homeDirectory(env);
+  if (home.empty() || home.front() != '/')
+    return fail(Errc::usage, "warm daemons need a home directory (HOME is not set)", kFix);
+  return openAt(home + "/.cache/tlaunch/daemons", create_secret);
+}
+
+Result<WarmRegistry> WarmRegistry::openAt(const std::string& dir, bool create_secret) {
+  if (auto ok = ensurePrivateDir(dir, "warm-daemon directory", kFix); !ok) return tl::unexpected(ok.error());
+  auto secret = readSecret(dir + "/secret", create_secret);
+  if (!secret) return tl::unexpected(secret.error());
+  WarmRegistry r;
+  r.dir_ = dir;
+  r.secret_ = std::move(*secret);
+  return r;
+}
+
+std::string WarmRegistry::pathOf(const std::string& node) const { return dir_ + "/" + fileNameOf(node); }
+
+std::optional<WarmEntry> WarmRegistry::find(const std::string& node, long long now) const {
+  auto text = readTextFile(pathOf(node), "warm-daemon entry");
+  if (!text) return std::nullopt;
+  Json j = Json::parse(*text, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  WarmEntry e;
+  e.node = getString(j, "node");
+  e.host = getString(j, "host");
+  e.port = static_cast<int>(getInt(j, "port"));
+  e.pid = getInt(j, "pid");
+  e.since = getInt(j, "since");
+  e.expires = getInt(j, "expires");
+  e.keep_s = static_cast<int>(getInt(j, "keep_s"));
+  if (e.node != node || e.host.empty() || e.port <= 0 || e.port > 65535 || e.expires <= now) {
+    remove(node);
+    return std::nullopt;
+  }
+  return e;
+}
+
+std::vector<WarmEntry> WarmRegistry::all() const {
+  std::vector<std::string> nodes;
+  if (DIR* d = ::opendir(dir_.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.rfind(kEntryPrefix, 0) != 0 || name.size() < 11 || name.substr(name.size() - 5) != ".json") continue;
+      auto text = readTextFile(dir_ + "/" + name, "warm-daemon entry");
+      if (!text) continue;
+      Json j = Json::parse(*text, nullptr, false);
+      if (j.is_object()) nodes.push_back(getString(j, "node"));
+    }
+    ::closedir(d);
+  }
+  std::vector<WarmEntry> out;
+  const long long now = epochNow();
+  for (const auto& n : nodes)
+    if (auto e = find(n, now)) out.push_back(*e);
+  return out;
+}
+
+Result<void> WarmRegistry::save(const WarmEntry& e) const {
+  const Json j = {{"node", e.node}, {"host", e.host},       {"port", e.port},    {"pid", e.pid},
+                  {"since", e.since}, {"expires", e.expires}, {"keep_s", e.keep_s}};
+  const std::string path = pathOf(e.node);
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return fail(Errc::io, "cannot write " + tmp + ": " + std::strerror(errno));
+  const std::string text = j.dump() + "\n";
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return fail(Errc::io, "cannot write " + path + ": " + std::strerror(errno));
+  }
+  return {};
+}
+
+void WarmRegistry::remove(const std::string& node) const { ::unlink(pathOf(node).c_str()); }
+
+}  // namespace tlaunch

@@ -1,0 +1,51 @@
+#pragma once
+// Where the frontend remembers its warm daemons (tlaunch --keep-daemons): one small JSON file
+// per node under ~/.cache/tlaunch/daemons, and the user's secret that the keepers accept, in a
+// 0600 file beside them. The directory is checked like the ssh control directory (ours, not a
+// symlink, no group/other access); the secret file must be a regular file of ours that nobody
+// else can read, or tlaunch refuses to use it rather than hand a job to whoever could.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tlaunch/result.h"
+
+namespace tlaunch {
+
+struct WarmEntry {
+  std::string node;       // as the user named it
+  std::string host;       // the keeper's address: the one its node reached the frontend from
+  int port = 0;
+  long long pid = 0;      // on that node
+  long long since = 0;    // epoch seconds when the keeper started
+  long long expires = 0;  // epoch seconds: it has exited by then
+  int keep_s = 0;         // how long it stays after each job
+};
+
+class WarmRegistry {
+ public:
+  // $HOME/.cache/tlaunch/daemons (HOME from `env`, else the password database). The secret is
+  // created on first use when `create_secret`; without it a missing secret is an empty one.
+  static Result<WarmRegistry> open(const std::map<std::string, std::string>& env, bool create_secret);
+  // For tests: any directory, checked the same way.
+  static Result<WarmRegistry> openAt(const std::string& dir, bool create_secret);
+
+  const std::string& dir() const { return dir_; }
+  const std::string& secret() const { return secret_; }
+  // The node's keeper, unless none was saved or it has expired by `now` (epoch seconds; an
+  // expired entry is removed).
+  std::optional<WarmEntry> find(const std::string& node, long long now) const;
+  std::vector<WarmEntry> all() const;
+  Result<void> save(const WarmEntry& entry) const;
+  void remove(const std::string& node) const;
+
+ private:
+  std::string pathOf(const std::string& node) const;
+  std::string dir_;
+  std::string secret_;
+};
+
+long long epochNow();
+
+}  // namespace tlaunch

@@ -1,0 +1,150 @@
+#include "launcher/warm_starter.h"
+
+#include <algorithm>
+
+#include "launcher/cli_values.h"
+#include "launcher/starter_support.h"
+#include "tlaunch/version.h"
+
+namespace tlaunch {
+
+namespace {
+
+constexpr size_t kStderrTailBytes = 8192;
+
+std::vector<std::string> perNodeArgs(const DaemonCommand& command, const NodeTarget& node) {
+  std::vector<std::string> args = command.args;
+  args.insert(args.end(), {"--node-index", std::to_string(node.index), "--node-name", node.name});
+  return args;
+}
+
+}  // namespace
+
+WarmStarter::WarmStarter(WarmOptions options, WarmRegistry registry, std::unique_ptr<DaemonStarter> cold)
+    : options_(options), registry_(std::move(registry)), cold_(std::move(cold)) {}
+
+Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
+                                const std::string& secret) {
+  const long long now = epochNow();
+  std::vector<NodeTarget> cold;
+  std::vector<WarmNode> tries;
+  for (const auto& n : nodes) {
+    auto entry = registry_.secret().empty() ? std::nullopt : registry_.find(n.name, now);
+    if (!entry) {
+      cold.push_back(n);
+      continue;
+    }
+    Json request = {{"t", "start"},
+                    {"args", perNodeArgs(command, n)},
+                    {"secret", secret},
+                    {"daemon", command.daemon_path},
+                    {"version", kVersion}};
+    if (options_.keep_s >= 0) request["keep_s"] = options_.keep_s;
+    WarmNode w;
+    w.node = n;
+    w.entry = *entry;
+    w.call = std::make_unique<KeeperCall>(entry->host, entry->port, registry_.secret(), std::move(request));
+    tries.push_back(std::move(w));
+  }
+  std::vector<KeeperCall*> calls;
+  for (auto& w : tries) calls.push_back(w.call.get());
+  KeeperCall::runAll(calls, std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.keeper_timeout_ms));
+  long long oldest = now;
+  for (auto& w : tries) {
+    const bool started = w.call->replied() && getString(w.call->reply(), "t") == "started";
+    if (started) {
+      oldest = std::min(oldest, getInt(w.call->reply(), "since", now));
+      warm_.push_back(std::move(w));
+      continue;
+    }
+    const std::string why = w.call->replied() ? getString(w.call->reply(), "why", "it refused") : w.call->error();
+    notes_.push_back({true, "node " + w.node.name + ": its warm daemon (" + w.entry.host + ":" +
+                                std::to_string(w.entry.port) + ") cannot be used: " + why + "; starting it over ssh"});
+    registry_.remove(w.node.name);
+    cold.push_back(w.node);
+  }
+  if (!warm_.empty())
+    notes_.push_back({false, "reused daemons on " + std::to_string(warm_.size()) + " node" + (warm_.size() == 1 ? "" : "s") +
+                                 " (started " + formatDuration(static_cast<int>(std::max(1LL, now - oldest))) + " ago)"});
+  if (cold.empty()) return {};
+  std::sort(cold.begin(), cold.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
+  for (const auto& n : cold) cold_names_[n.index] = n.name;
+  if (options_.keep_s <= 0) return cold_->start(cold, command, secret);
+  // The daemon reads the user's secret for its keeper from the line after the job secret.
+  DaemonCommand keeping = command;
+  keeping.args.insert(keeping.args.end(), {"--keep-for", std::to_string(options_.keep_s)});
+  return cold_->start(cold, keeping, secretLine(secret) + registry_.secret());
+}
+
+std::vector<StartFailure> WarmStarter::poll() {
+  std::vector<StartFailure> failures = cold_->poll();
+  // Read on after the daemon connected too: what it says on stderr must not pile up in its keeper.
+  for (auto& w : warm_) {
+    if (w.reported) continue;
+    for (const Json& m : w.call->receive()) {
+      const std::string t = getString(m, "t");
+      if (t == "stderr") {
+        w.stderr_tail += bytesOf(m["data"]);
+        if (w.stderr_tail.size() > kStderrTailBytes) w.stderr_tail.erase(0, w.stderr_tail.size() - kStderrTailBytes);
+      } else if (t == "exited" && !w.reported) {
+        w.reported = true;
+        if (!w.connected)
+          failures.push_back({w.node.index, "tlaunchd, started by the warm daemon on " + w.node.name +
+                                                ", exited with status " + std::to_string(getInt(m, "status")) +
+                                                " before it connected" + quoteToolOutput("tlaunchd", w.stderr_tail)});
+      }
+    }
+    if (!w.reported && w.call->closed()) {
+      w.reported = true;
+      if (!w.connected)
+        failures.push_back({w.node.index, "the warm daemon on " + w.node.name + " went away before its tlaunchd connected" +
+                                              (w.call->error().empty() ? "" : ": " + w.call->error())});
+    }
+  }
+  return failures;
+}
+
+void WarmStarter::daemonConnected(int node_index) {
+  for (auto& w : warm_)
+    if (w.node.index == node_index) w.connected = true;
+  cold_->daemonConnected(node_index);
+}
+
+void WarmStarter::daemonKeeps(int node_index, const std::string& host, int port, long long pid) {
+  auto it = cold_names_.find(node_index);
+  if (it != cold_names_.end() && options_.keep_s > 0) kept_[node_index] = {it->second, host, port, pid};
+}
+
+std::vector<StarterNote> WarmStarter::takeNotes() {
+  std::vector<StarterNote> out;
+  out.swap(notes_);
+  return out;
+}
+
+void WarmStarter::stop(int grace_ms) {
+  cold_->stop(grace_ms);
+  if (stopped_) return;
+  stopped_ = true;
+  saveRegistry();
+  warm_.clear();  // closes the keepers' connections
+}
+
+// Best effort: an entry not written only costs the next launch an ssh session.
+void WarmStarter::saveRegistry() {
+  const long long now = epochNow();
+  for (const auto& [index, k] : kept_) {
+    (void)registry_.save({k.node, k.host, k.port, k.pid, now, now + options_.keep_s, options_.keep_s});
+  }
+  for (const auto& w : warm_) {
+    if (options_.keep_s == 0) {
+      registry_.remove(w.node.name);
+      continue;
+    }
+    WarmEntry e = w.entry;
+    if (options_.keep_s > 0) e.keep_s = options_.keep_s;
+    e.expires = now + e.keep_s;
+    (void)registry_.save(e);
+  }
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,108 @@
+// Where the frontend remembers its warm daemons (launcher/warm_registry.h): a private directory,
+// a secret nobody else can read (refused otherwise, never silently used), one entry per node.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "launcher/warm_registry.h"
+
+namespace fs = std::filesystem;
+using namespace tlaunch;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string templ = (fs::temp_directory_path() / "tlaunch-warm-XXXXXX").string();
+    REQUIRE(::mkdtemp(templ.data()) != nullptr);
+    path = templ;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+unsigned modeOf(const fs::path& p) {
+  struct stat st{};
+  REQUIRE(::lstat(p.c_str(), &st) == 0);
+  return st.st_mode & 0777;
+}
+
+}  // namespace
+
+TEST_CASE("warm registry: a private directory and a 0600 secret, made once and kept", "[hosts][warm]") {
+  TempDir tmp;
+  const fs::path dir = tmp.path / "cache" / "daemons";
+  auto none = WarmRegistry::openAt(dir.string(), false);
+  REQUIRE(none);
+  CHECK(none->secret().empty());  // nothing made unless asked
+  CHECK_FALSE(fs::exists(dir / "secret"));
+  auto made = WarmRegistry::openAt(dir.string(), true);
+  REQUIRE(made);
+  CHECK(made->secret().size() == 64);
+  CHECK(modeOf(dir) == 0700);
+  CHECK(modeOf(dir / "secret") == 0600);
+  auto again = WarmRegistry::openAt(dir.string(), true);
+  REQUIRE(again);
+  CHECK(again->secret() == made->secret());
+}
+
+TEST_CASE("warm registry: a secret others could read or that is not ours is refused, saying how to fix it",
+          "[hosts][warm]") {
+  TempDir tmp;
+  const fs::path dir = tmp.path / "daemons";
+  REQUIRE(WarmRegistry::openAt(dir.string(), true));
+  ::chmod((dir / "secret").c_str(), 0644);
+  auto open = WarmRegistry::openAt(dir.string(), true);
+  REQUIRE_FALSE(open);
+  CHECK_THAT(open.error().message, Catch::Contains("can be read by other users (mode 0644)"));
+  CHECK_THAT(open.error().hint, Catch::Contains("chmod 600"));
+
+  fs::remove(dir / "secret");
+  std::ofstream(tmp.path / "elsewhere") << std::string(64, 'a') << "\n";
+  fs::create_symlink(tmp.path / "elsewhere", dir / "secret");
+  auto link = WarmRegistry::openAt(dir.string(), true);
+  REQUIRE_FALSE(link);
+  CHECK_THAT(link.error().message, Catch::Contains(dir.string() + "/secret"));
+
+  fs::remove(dir / "secret");
+  { std::ofstream(dir / "secret") << "short\n"; }
+  ::chmod((dir / "secret").c_str(), 0600);
+  auto junk = WarmRegistry::openAt(dir.string(), true);
+  REQUIRE_FALSE(junk);
+  CHECK_THAT(junk.error().message, Catch::Contains("holds no secret"));
+
+  fs::remove(dir / "secret");
+  ::chmod(dir.c_str(), 0755);
+  REQUIRE(WarmRegistry::openAt(dir.string(), true));  // our own directory is tightened
+  CHECK(modeOf(dir) == 0700);
+}
+
+TEST_CASE("warm registry: entries per node; an expired or malformed one is forgotten", "[hosts][warm]") {
+  TempDir tmp;
+  auto reg = WarmRegistry::openAt((tmp.path / "d").string(), true);
+  REQUIRE(reg);
+  const long long now = 1'000'000;
+  REQUIRE(reg->save({"node1", "10.0.0.1", 40001, 123, now - 60, now + 600, 600}));
+  REQUIRE(reg->save({"node2", "10.0.0.2", 40002, 124, now - 60, now - 1, 600}));
+  // A node name is one file name whatever it holds: nothing lands outside the directory.
+  REQUIRE(reg->save({"../evil/x", "10.0.0.3", 40003, 125, now, now + 600, 600}));
+  CHECK_FALSE(fs::exists(tmp.path / "evil"));
+  auto one = reg->find("node1", now);
+  REQUIRE(one);
+  CHECK(one->host == "10.0.0.1");
+  CHECK(one->port == 40001);
+  CHECK(one->keep_s == 600);
+  CHECK_FALSE(reg->find("node2", now));  // expired: gone, and its file with it
+  CHECK_FALSE(fs::exists(tmp.path / "d" / "node-node2.json"));
+  CHECK(reg->find("../evil/x", now));
+  { std::ofstream(tmp.path / "d" / "node-node3.json") << "{not json"; }
+  CHECK_FALSE(reg->find("node3", now));
+  reg->remove("node1");
+  CHECK_FALSE(reg->find("node1", now));
+}
