@@ -146,7 +146,10 @@ Json DaemonSession::helloMessage(const std::string& server_nonce, const std::str
                 {"pid", ::getpid()},
                 {"nonce", binary(client_nonce)},
                 {"mac", binary(helloProof(opts_.secret, server_nonce, client_nonce, opts_.node_name))}};
-  if (opts_.keeper_port > 0) hello["keeper"] = {{"port", opts_.keeper_port}, {"pid", opts_.keeper_pid}};
+  if (opts_.keeper_port > 0)
+    hello["keeper"] = {{"port", opts_.keeper_port}, {"pid", opts_.keeper_pid}, {"since", opts_.keeper_since}};
+  else if (!opts_.keeper_error.empty())
+    hello["keeper"] = {{"error", opts_.keeper_error.substr(0, 512)}};
   return hello;
 }
 

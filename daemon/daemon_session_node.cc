@@ -64,8 +64,9 @@ void DaemonSession::sendInventory(const Json& config) {
   asio::error_code ec;
   auto ep = probe_acceptor_.local_endpoint(ec);
   const int probe_port = ec ? 0 : ep.port();
-  const Json cache_key = opts_.inventory_cache.empty() ? Json() : inventoryCacheKey(req);
-  if (!opts_.inventory_cache.empty()) {
+  const bool use_cache = !opts_.inventory_cache.empty() && !getBool(config, "fresh_inventory");
+  const Json cache_key = use_cache ? inventoryCacheKey(req) : Json();
+  if (use_cache) {
     if (auto cached = loadCachedInventory(opts_.inventory_cache, cache_key)) {
       Json inv = std::move(cached->inventory);
       inv["free_port"] = pickFreePort();  // a port free a minute ago may be taken now
@@ -78,7 +79,7 @@ void DaemonSession::sendInventory(const Json& config) {
   NodeInventory inv = collectInventory(req);
   inv.probe_port = probe_port;
   Json j = inventoryToJson(inv);
-  if (!opts_.inventory_cache.empty()) storeCachedInventory(opts_.inventory_cache, cache_key, j);
+  if (use_cache && worthCaching(inv)) storeCachedInventory(opts_.inventory_cache, cache_key, j);
   conn_->send({{"t", "inventory"}, {"inv", std::move(j)}});
 }
 

@@ -4,9 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
+#include "binding/fabric/nccl_conf.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
@@ -21,10 +24,41 @@ constexpr size_t kMaxCacheBytes = 64u << 20;
 
 }  // namespace
 
+// A file's identity for the key: a changed file (a fixed nccl.conf, a new topology XML) is a miss.
+Json fileStamp(const std::string& path) {
+  struct stat st{};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) return nullptr;
+  return Json::array({static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),
+                      static_cast<long long>(st.st_mtim.tv_nsec), static_cast<long long>(st.st_ino)});
+}
+
+std::string envOr(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
 Json inventoryCacheKey(const InventoryRequest& req) {
-  return {{"node", req.node_name},         {"topology_xml", req.topology_xml},   {"sysfs_root", req.sysfs_root},
-          {"preflight", req.preflight},    {"expect_rdma", req.expect_rdma},     {"rate", req.expect_rate_gbps},
-          {"gpus", req.gpus_required},     {"user_env", req.user_env},           {"version", kVersion}};
+  const std::string nccl_conf = envOr("NCCL_CONF_FILE");
+  return {{"node", req.node_name},
+          {"topology_xml", req.topology_xml},
+          {"topology_file", fileStamp(req.topology_xml)},
+          {"hwloc_xmlfile", envOr("HWLOC_XMLFILE")},
+          {"sysfs_root", req.sysfs_root},
+          {"preflight", req.preflight},
+          {"expect_rdma", req.expect_rdma},
+          {"rate", req.expect_rate_gbps},
+          {"gpus", req.gpus_required},
+          {"user_env", req.user_env},
+          {"nccl_conf", {nccl_conf, fileStamp(nccl_conf), fileStamp(ncclUserHomeDir() + "/.nccl.conf"),
+                         fileStamp("/etc/nccl.conf")}},
+          {"version", kVersion}};
+}
+
+bool worthCaching(const NodeInventory& inv) {
+  if (!inv.topology_error.empty() || !inv.fabric_error.empty()) return false;
+  if (!inv.preflight) return true;
+  return std::none_of(inv.preflight->begin(), inv.preflight->end(),
+                      [](const PreflightItem& i) { return i.status == PreflightStatus::fail; });
 }
 
 std::optional<CachedInventory> loadCachedInventory(const std::string& path, const Json& key) {

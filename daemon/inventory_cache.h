@@ -4,7 +4,7 @@
 // was taken for, less than kInventoryCacheTtl ago, sends that inventory and preflight again (with
 // a fresh free port) instead of loading the topology and probing the devices once more: the
 // edit-run loop pays them once a minute, not on every run. A stale, foreign or malformed file is
-// ignored and replaced.
+// ignored and replaced. `tlaunch preflight` always checks afresh.
 #include <chrono>
 #include <optional>
 #include <string>
@@ -16,8 +16,11 @@ namespace tlaunch {
 
 inline constexpr std::chrono::seconds kInventoryCacheTtl{60};
 
-// What the inventory depends on that a job chooses (the same machine is implied by the file).
+// What the inventory depends on: what the job chooses, and the files the preflight reads (the
+// same machine is implied by the file's place).
 Json inventoryCacheKey(const InventoryRequest& req);
+// A node that failed a check is checked again next time: the user is likely fixing it.
+bool worthCaching(const NodeInventory& inv);
 
 struct CachedInventory {
   Json inventory;  // inventoryToJson's form

@@ -88,10 +88,12 @@ int runDaemon(int argc, char** argv) {
     if (auto k = tlaunch::startWarmKeeper(keep_for, user_secret)) {
       opts.keeper_port = k->port;
       opts.keeper_pid = k->pid;
+      opts.keeper_since = k->since;
       opts.keeper_lifeline_fd = k->lifeline_fd;
       opts.inventory_cache = k->inventory_cache;
     } else {
       spdlog::warn("this node will not stay warm after the job: {}", k.error().message);
+      opts.keeper_error = k.error().message;
     }
   }
   // Whatever a rank starts re-parents to us, not to init, when its parent exits (containment.h).

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -56,9 +57,30 @@ bool writeAll(int fd, const std::string& bytes) {
   return true;
 }
 
-std::string realPath(const std::string& path) {
+constexpr long long kMaxKeepSeconds = 7 * 86'400;  // as tlaunch --keep-daemons
+
+// The daemon path as the node's login shell would find it: a bare name in PATH, a relative path
+// from the home directory (where ssh starts), then every symlink resolved.
+std::string resolveDaemonPath(const std::string& path) {
+  std::string p = path;
+  if (p.find('/') == std::string::npos) {
+    const char* search = std::getenv("PATH");
+    std::string dirs = search ? search : "";
+    for (size_t start = 0; start <= dirs.size();) {
+      const size_t end = std::min(dirs.find(':', start), dirs.size());
+      const std::string candidate = dirs.substr(start, end - start) + "/" + path;
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        p = candidate;
+        break;
+      }
+      start = end + 1;
+    }
+  } else if (p.front() != '/') {
+    const char* home = std::getenv("HOME");
+    p = std::string(home ? home : "") + "/" + p;
+  }
   char resolved[PATH_MAX];
-  return ::realpath(path.c_str(), resolved) ? std::string(resolved) : path;
+  return ::realpath(p.c_str(), resolved) ? std::string(resolved) : p;
 }
 
 long long epochSeconds() {
@@ -67,10 +89,10 @@ long long epochSeconds() {
 
 class Keeper {
  public:
-  Keeper(asio::io_context& io, int listen_fd, std::string secret, int keep_s, std::string inventory_cache)
+  Keeper(asio::io_context& io, int listen_fd, std::string secret, int keep_s, long long since, std::string inventory_cache)
       : inventory_cache_(std::move(inventory_cache)),
         io_(io), acceptor_(io), lifeline_(io, ::dup(0)), signals_(io, SIGCHLD, SIGTERM, SIGINT), expiry_(io),
-        sweep_(io), secret_(std::move(secret)), keep_s_(keep_s), own_exe_(thisExecutable()), since_(epochSeconds()) {
+        sweep_(io), accept_backoff_(io), secret_(std::move(secret)), keep_s_(keep_s), own_exe_(thisExecutable()), since_(since) {
     acceptor_.assign(asio::ip::tcp::v4(), listen_fd);
   }
 
@@ -100,8 +122,15 @@ class Keeper {
   void accept() {
     acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket s) {
       if (ec == asio::error::operation_aborted) return;
-      if (!ec) challenge(std::move(s));
-      accept();
+      if (!ec) {
+        challenge(std::move(s));
+        return accept();
+      }
+      // Out of descriptors (EMFILE) and the like: wait a little instead of spinning.
+      accept_backoff_.expires_after(std::chrono::milliseconds(100));
+      accept_backoff_.async_wait([this](const asio::error_code& e) {
+        if (!e) accept();
+      });
     });
   }
 
@@ -115,9 +144,15 @@ class Keeper {
     client->nonce = randomBytes(kNonceBytes);
     client->since = Clock::now();
     clients_.push_back(client);
-    Client* raw = client.get();
-    client->conn->start([this, raw](Json&& m) { onMessage(*raw, std::move(m)); },
-                        [this, raw](const std::string&) { forget(raw); });
+    // The handlers hold the client weakly: a connection flushing its last words outlives it.
+    std::weak_ptr<Client> weak = client;
+    client->conn->start(
+        [this, weak](Json&& m) {
+          if (auto c = weak.lock()) onMessage(*c, std::move(m));
+        },
+        [this, weak](const std::string&) {
+          if (auto c = weak.lock()) forget(c.get());
+        });
     client->conn->send({{"t", "challenge"}, {"proto", kProtocolVersion}, {"nonce", binary(client->nonce)}});
   }
 
@@ -132,6 +167,10 @@ class Keeper {
 
   void forget(Client* c) {
     asio::post(io_, [this, c] { clients_.remove_if([c](const auto& p) { return p.get() == c; }); });
+  }
+  void forgetConnection(const std::shared_ptr<Connection>& conn) {
+    for (const auto& c : clients_)
+      if (c->conn == conn) forget(c.get());
   }
 
   void onMessage(Client& c, Json&& msg) {
@@ -153,6 +192,8 @@ class Keeper {
     }
     if (t == "start") return startJob(c, msg);
     if (t == "stop") {
+      if (getInt(msg, "keeper_pid") != ::getpid() || getInt(msg, "keeper_since") != since_)
+        return refuse(c, "this is another warm daemon than the one tlaunch noted", false);
       keep_s_ = 0;
       c.conn->send({{"t", "stopping"}, {"jobs", jobs_.size()}});
       c.conn->closeAfterFlush();
@@ -175,11 +216,16 @@ class Keeper {
   }
 
   void startJob(Client& c, const Json& msg) {
+    // The keeper the frontend wrote down, not another of this user's that took over its port.
+    if (getInt(msg, "keeper_pid") != ::getpid() || getInt(msg, "keeper_since") != since_)
+      return refuse(c, "this is another warm daemon than the one tlaunch noted (pid " + std::to_string(::getpid()) + ")",
+                    false);
     if (getString(msg, "version") != kVersion)
-      return refuse(c, std::string("this warm daemon is tlaunchd ") + kVersion, true);
-    if (own_exe_.empty() || own_exe_ != realPath(getString(msg, "daemon")))
+      return refuse(c, std::string("this warm daemon runs tlaunchd ") + kVersion + ", this tlaunch is " +
+                           getString(msg, "version", "?"), true);
+    if (own_exe_.empty() || own_exe_ != resolveDaemonPath(getString(msg, "daemon")))
       return refuse(c, "this warm daemon runs " + (own_exe_.empty() ? std::string("an unknown tlaunchd") : own_exe_) +
-                           " (replaced since, or another --daemon-path)", true);
+                           ", not " + getString(msg, "daemon") + " (replaced since, or another --daemon-path)", true);
     const Json& args = msg.contains("args") ? msg["args"] : Json();
     const std::string job_secret = getString(msg, "secret");
     if (!args.is_array() || args.size() > 64 || job_secret.empty() || job_secret.find('\n') != std::string::npos)
@@ -199,7 +245,7 @@ class Keeper {
     if (!spawned) return refuse(c, "could not start tlaunchd: " + spawned.error().message, false);
     if (spawned->pidfd >= 0) ::close(spawned->pidfd);
     if (msg.contains("keep_s") && msg["keep_s"].is_number_integer())
-      keep_s_ = static_cast<int>(std::max<long long>(0, msg["keep_s"].get<long long>()));
+      keep_s_ = static_cast<int>(std::clamp<long long>(getInt(msg, "keep_s"), 0, kMaxKeepSeconds));
     auto job = std::make_unique<Job>();
     job->conn = c.conn;
     job->stdin_fd = spawned->stdin_fd;
@@ -234,6 +280,7 @@ class Keeper {
       job.conn->send({{"t", "exited"}, {"status", job.status}});
       job.conn->closeAfterFlush();
     }
+    if (job.conn) forgetConnection(job.conn);
     ::close(job.stdin_fd);
     jobs_.erase(it);
     checkIdle();
@@ -242,7 +289,9 @@ class Keeper {
   void watchSignals() {
     signals_.async_wait([this](const asio::error_code& ec, int sig) {
       if (ec) return;
-      if (sig != SIGCHLD) return io_.stop();  // stopped by hand: the daemons it started live on
+      // Stopped by hand: the daemons it started have proved themselves to their frontend and
+      // cleared their death signal by now, so they live on, as with `stop`.
+      if (sig != SIGCHLD) return io_.stop();
       int status = 0;
       for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
         auto it = jobs_.find(pid);
@@ -267,11 +316,8 @@ class Keeper {
 
   void checkIdle() {
     if (parent_alive_ || !jobs_.empty()) return;
-    if (keep_s_ <= 0) {
-      io_.stop();
-      return;
-    }
-    expiry_.expires_after(std::chrono::seconds(keep_s_));
+    // Ending now still lets a last reply ("stopping", "refused") leave first.
+    expiry_.expires_after(keep_s_ <= 0 ? std::chrono::milliseconds(200) : std::chrono::milliseconds(keep_s_ * 1000LL));
     expiry_.async_wait([this](const asio::error_code& ec) {
       if (!ec && !parent_alive_ && jobs_.empty()) io_.stop();
     });
@@ -301,6 +347,7 @@ class Keeper {
   asio::signal_set signals_;
   asio::steady_timer expiry_;
   asio::steady_timer sweep_;
+  asio::steady_timer accept_backoff_;
   std::string secret_;
   int keep_s_;
   std::string own_exe_;
@@ -333,10 +380,10 @@ Result<StartedKeeper> startWarmKeeper(int keep_s, const std::string& user_secret
   if (line.empty()) ::kill(spawned->pid, SIGKILL);
   ::waitpid(spawned->pid, &status, 0);  // it exits once its detached copy runs
   StartedKeeper k;
-  char cache[4096] = {};
-  const int fields = std::sscanf(line.c_str(), "%d %lld %4095s", &k.port, &k.pid, cache);
-  k.inventory_cache = fields == 3 ? cache : "";
-  if (fields < 2 || k.port <= 0) {
+  int consumed = 0;
+  const int fields = std::sscanf(line.c_str(), "%d %lld %lld %n", &k.port, &k.pid, &k.since, &consumed);
+  if (fields == 3 && consumed > 0) k.inventory_cache = line.substr(static_cast<size_t>(consumed));  // may hold spaces
+  if (fields < 3 || k.port <= 0) {
     ::close(spawned->stdin_fd);
     return fail(Errc::io, "the warm-daemon keeper did not start (it said '" + line + "')");
   }
@@ -363,10 +410,11 @@ int runWarmKeeper(int keep_s) {
   std::string cache_dir = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/tlaunch-keeper-XXXXXX";
   if (!::mkdtemp(cache_dir.data())) cache_dir.clear();
   const std::string cache = cache_dir.empty() ? "" : cache_dir + "/inventory";
+  const long long since = epochSeconds();
   const pid_t child = ::fork();
   if (child < 0) return 71;
   if (child > 0) {  // the starting daemon reaps us and reads where the keeper listens
-    std::fprintf(stdout, "%d %d %s\n", ntohs(addr.sin_port), child, cache.c_str());
+    std::fprintf(stdout, "%d %d %lld %s\n", ntohs(addr.sin_port), child, since, cache.c_str());
     std::fflush(stdout);
     ::_exit(0);
   }
@@ -380,7 +428,7 @@ int runWarmKeeper(int keep_s) {
   }
   {
     asio::io_context io(1);
-    Keeper keeper(io, fd, secret, keep_s, cache);
+    Keeper keeper(io, fd, secret, keep_s, since, cache);
     keeper.start();
     io.run();
   }

@@ -13,6 +13,7 @@ namespace tlaunch {
 struct StartedKeeper {
   int port = 0;          // where it listens (every IPv4 address of the node)
   long long pid = 0;     // the detached keeper's pid
+  long long since = 0;   // when it started (epoch seconds): with the pid, what tlaunch asks for by name
   int lifeline_fd = -1;  // ours to hold: it closes when this daemon ends, however it ends
   std::string inventory_cache;  // the keeper's inventory cache: this daemon fills it first
 };

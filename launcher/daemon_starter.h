@@ -31,6 +31,14 @@ struct StartFailure {
   std::string message;  // ssh's / srun's own words (last stderr lines) and exit status
 };
 
+// Where a node's warm-daemon keeper listens, and who it is (daemon/warm_keeper.h).
+struct KeeperAddress {
+  std::string host;     // the node's address as the frontend saw its daemon connect
+  int port = 0;
+  long long pid = 0;    // on that node
+  long long since = 0;  // when it started, by its clock (epoch seconds)
+};
+
 // Something a starter wants the user to know that is not a failure.
 struct StarterNote {
   bool verbose_only = true;  // said with -v only
@@ -51,9 +59,8 @@ class DaemonStarter {
   // The daemon of node `node_index` authenticated: its starter process (ssh) no longer counts
   // against the fan-out, and its later clean exit is not a failure.
   virtual void daemonConnected(int /*node_index*/) {}
-  // The daemon of node `node_index` started a warm-daemon keeper (tlaunch --keep-daemons) at
-  // `host`:`port` (its address as the frontend saw it), pid `pid` there.
-  virtual void daemonKeeps(int /*node_index*/, const std::string& /*host*/, int /*port*/, long long /*pid*/) {}
+  // The daemon of node `node_index` started a warm-daemon keeper (tlaunch --keep-daemons).
+  virtual void daemonKeeps(int /*node_index*/, const KeeperAddress& /*keeper*/) {}
   // Notes since the last call (after start(), and on the poll timer).
   virtual std::vector<StarterNote> takeNotes() { return {}; }
   // Ends whatever is still running (ssh clients, the srun step), waiting at most `grace_ms`

@@ -129,8 +129,13 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   starter_->daemonConnected(link->index);
   for (auto& s : fallback_starters_) s->daemonConnected(link->index);
   link->control_ip = conn->peer().substr(0, conn->peer().rfind(':'));
-  if (const auto k = msg.find("keeper"); k != msg.end() && k->is_object())
-    starter_->daemonKeeps(link->index, link->control_ip, static_cast<int>(getInt(*k, "port")), getInt(*k, "pid"));
+  if (const auto k = msg.find("keeper"); k != msg.end() && k->is_object()) {
+    if (k->contains("error"))
+      out_.note("node " + node + " will not stay warm after the job (--keep-daemons): " + getString(*k, "error"));
+    else
+      starter_->daemonKeeps(link->index, {link->control_ip, static_cast<int>(getInt(*k, "port")), getInt(*k, "pid"),
+                                          getInt(*k, "since")});
+  }
   std::erase_if(pending_, [p](const auto& q) { return q.get() == p; });
   conn->setHandlers([this, link](Json&& m) { onLinkMessage(*link, std::move(m)); },
                     [this, link](const std::string& r) { onLinkClosed(*link, r); });

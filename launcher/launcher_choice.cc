@@ -31,15 +31,22 @@ std::vector<std::string> netIfOf(const HostEntry& h) {
   return out;
 }
 // The user's warm daemons, where this launch makes or may reuse some: --keep-daemons N creates
-// the secret (and fails loudly when it cannot); otherwise any usable registry with entries.
-Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const std::map<std::string, std::string>& env) {
+// the secret (and fails loudly when it cannot); otherwise only where one of the job's nodes has
+// a keeper (warm daemons turn tree spawn off: no job should lose it for another job's nodes).
+Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const std::map<std::string, std::string>& env,
+                                                    const std::vector<NodeTarget>& nodes) {
   const bool keeping = spec.keep_daemons_s > 0;
   auto registry = WarmRegistry::open(env, keeping);
   if (!registry) {
     if (keeping || spec.keep_daemons_s == 0) return tl::unexpected(registry.error());
     return std::optional<WarmRegistry>{};  // never asked for: a broken cache dir is not this job's problem
   }
-  if (!keeping && (registry->secret().empty() || registry->all().empty())) return std::optional<WarmRegistry>{};
+  if (!keeping) {
+    const long long now = epochNow();
+    const bool any = !registry->secret().empty() &&
+                     std::any_of(nodes.begin(), nodes.end(), [&](const NodeTarget& n) { return registry->find(n.name, now); });
+    if (!any) return std::optional<WarmRegistry>{};
+  }
   return std::optional<WarmRegistry>{std::move(*registry)};
 }
 
@@ -166,7 +173,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       is_local.push_back(n.host == n.name && isThisHost(n.name));
       any_local = any_local || is_local.back();
     }
-    auto warm = warmRegistryFor(spec, env);
+    auto warm = warmRegistryFor(spec, env, choice.nodes);
     if (!warm) return tl::unexpected(warm.error());
     std::unique_ptr<DaemonStarter> remote = std::make_unique<SshStarter>(o);
     // With warm daemons the frontend starts every daemon (by keeper or ssh), and the tree forms

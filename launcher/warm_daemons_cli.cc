@@ -34,7 +34,8 @@ int runStopDaemons() {
   std::vector<std::unique_ptr<KeeperCall>> calls;
   std::vector<KeeperCall*> raw;
   for (const auto& e : entries) {
-    calls.push_back(std::make_unique<KeeperCall>(e.host, e.port, registry->secret(), Json{{"t", "stop"}}));
+    calls.push_back(std::make_unique<KeeperCall>(
+        e.host, e.port, registry->secret(), Json{{"t", "stop"}, {"keeper_pid", e.pid}, {"keeper_since", e.since}}));
     raw.push_back(calls.back().get());
   }
   KeeperCall::runAll(raw, std::chrono::steady_clock::now() + std::chrono::seconds(5));
@@ -47,8 +48,8 @@ int runStopDaemons() {
       ++stopped;
       const long long jobs = getInt(c.reply(), "jobs");
       if (jobs > 0)
-        std::cout << "tlaunch: node " << e.node << ": its warm daemon ends once its " << jobs << " running job"
-                  << (jobs == 1 ? "" : "s") << " end\n";
+        std::cout << "tlaunch: node " << e.node << ": its warm daemon ends once its " << jobs
+                  << (jobs == 1 ? " running job ends\n" : " running jobs end\n");
       registry->remove(e.node);
       continue;
     }

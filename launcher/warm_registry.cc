@@ -48,14 +48,19 @@ Result<std::string> readSecret(const std::string& path, bool create) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT) {
     if (!create) return std::string();
-    const std::string secret = newJobSecret();
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return fail(Errc::io, "cannot create " + path + ": " + std::strerror(errno), kFix);
-    const std::string line = secret + "\n";
-    const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-    ::close(fd);
-    if (!ok) return fail(Errc::io, "cannot write " + path + ": " + std::strerror(errno), kFix);
-    return secret;
+    // Written whole under another name, then linked into place: a tlaunch starting at the same
+    // moment either wins the link or reads the winner's complete file.
+    const std::string tmp = path + ".new" + std::to_string(::getpid());
+    const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0) return fail(Errc::io, "cannot create " + tmp + ": " + std::strerror(errno), kFix);
+    const std::string line = newJobSecret() + "\n";
+    const bool ok = ::write(out, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    ::close(out);
+    const bool linked = ok && (::link(tmp.c_str(), path.c_str()) == 0 || errno == EEXIST);
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    if (!linked) return fail(Errc::io, "cannot create " + path + ": " + std::strerror(err), kFix);
+    return readSecret(path, false);
   }
   if (fd < 0) return fail(Errc::io, "cannot open " + path + ": " + std::strerror(errno), "remove it, or " + std::string(kFix));
   struct stat st{};
@@ -111,6 +116,7 @@ std::optional<WarmEntry> WarmRegistry::find(const std::string& node, long long n
   if (!j.is_object()) return std::nullopt;
   WarmEntry e;
   e.node = getString(j, "node");
+  e.destination = getString(j, "destination");
   e.host = getString(j, "host");
   e.port = static_cast<int>(getInt(j, "port"));
   e.pid = getInt(j, "pid");
@@ -145,8 +151,8 @@ std::vector<WarmEntry> WarmRegistry::all() const {
 }
 
 Result<void> WarmRegistry::save(const WarmEntry& e) const {
-  const Json j = {{"node", e.node}, {"host", e.host},       {"port", e.port},    {"pid", e.pid},
-                  {"since", e.since}, {"expires", e.expires}, {"keep_s", e.keep_s}};
+  const Json j = {{"node", e.node},   {"destination", e.destination}, {"host", e.host},     {"port", e.port},
+                  {"pid", e.pid},     {"since", e.since},             {"expires", e.expires}, {"keep_s", e.keep_s}};
   const std::string path = pathOf(e.node);
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);

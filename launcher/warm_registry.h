@@ -15,6 +15,7 @@ namespace tlaunch {
 
 struct WarmEntry {
   std::string node;       // as the user named it
+  std::string destination;  // what ssh connected to (user@host forms), to notice a name that moved
   std::string host;       // the keeper's address: the one its node reached the frontend from
   int port = 0;
   long long pid = 0;      // on that node

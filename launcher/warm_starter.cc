@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "launcher/cli_values.h"
+#include "launcher/cli_values.h"  // formatDuration, kMaxKeepDaemonsSeconds
 #include "launcher/starter_support.h"
 #include "tlaunch/version.h"
 
@@ -12,6 +12,8 @@ namespace {
 
 constexpr size_t kStderrTailBytes = 8192;
 
+std::string destinationOf(const NodeTarget& node) { return node.host.empty() ? node.name : node.host; }
+
 std::vector<std::string> perNodeArgs(const DaemonCommand& command, const NodeTarget& node) {
   std::vector<std::string> args = command.args;
   args.insert(args.end(), {"--node-index", std::to_string(node.index), "--node-name", node.name});
@@ -19,6 +21,19 @@ std::vector<std::string> perNodeArgs(const DaemonCommand& command, const NodeTar
 }
 
 }  // namespace
+
+WarmEntry WarmStarter::entryOf(const Kept& k, long long expires, int keep_s) {
+  WarmEntry e;
+  e.node = k.node;
+  e.destination = k.destination;
+  e.host = k.keeper.host;
+  e.port = k.keeper.port;
+  e.pid = k.keeper.pid;
+  e.since = k.keeper.since;
+  e.expires = expires;
+  e.keep_s = keep_s;
+  return e;
+}
 
 WarmStarter::WarmStarter(WarmOptions options, WarmRegistry registry, std::unique_ptr<DaemonStarter> cold)
     : options_(options), registry_(std::move(registry)), cold_(std::move(cold)) {}
@@ -30,6 +45,11 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
   std::vector<WarmNode> tries;
   for (const auto& n : nodes) {
     auto entry = registry_.secret().empty() ? std::nullopt : registry_.find(n.name, now);
+    // The name now means another host (a changed hostfile, or a home shared between clusters).
+    if (entry && entry->destination != destinationOf(n)) {
+      registry_.remove(n.name);
+      entry.reset();
+    }
     if (!entry) {
       cold.push_back(n);
       continue;
@@ -38,7 +58,9 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
                     {"args", perNodeArgs(command, n)},
                     {"secret", secret},
                     {"daemon", command.daemon_path},
-                    {"version", kVersion}};
+                    {"version", kVersion},
+                    {"keeper_pid", entry->pid},
+                    {"keeper_since", entry->since}};
     if (options_.keep_s >= 0) request["keep_s"] = options_.keep_s;
     WarmNode w;
     w.node = n;
@@ -68,7 +90,7 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
                                  " (started " + formatDuration(static_cast<int>(std::max(1LL, now - oldest))) + " ago)"});
   if (cold.empty()) return {};
   std::sort(cold.begin(), cold.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
-  for (const auto& n : cold) cold_names_[n.index] = n.name;
+  for (const auto& n : cold) cold_nodes_[n.index] = n;
   if (options_.keep_s <= 0) return cold_->start(cold, command, secret);
   // The daemon reads the user's secret for its keeper from the line after the job secret.
   DaemonCommand keeping = command;
@@ -110,9 +132,14 @@ void WarmStarter::daemonConnected(int node_index) {
   cold_->daemonConnected(node_index);
 }
 
-void WarmStarter::daemonKeeps(int node_index, const std::string& host, int port, long long pid) {
-  auto it = cold_names_.find(node_index);
-  if (it != cold_names_.end() && options_.keep_s > 0) kept_[node_index] = {it->second, host, port, pid};
+void WarmStarter::daemonKeeps(int node_index, const KeeperAddress& keeper) {
+  auto it = cold_nodes_.find(node_index);
+  if (it == cold_nodes_.end() || options_.keep_s <= 0) return;
+  Kept k{it->second.name, destinationOf(it->second), keeper};
+  // Written down now, so that `tlaunch stop-daemons` finds it even if this tlaunch is killed;
+  // until the job's end says when it expires, it may live that long after any job.
+  (void)registry_.save(entryOf(k, epochNow() + options_.keep_s + kMaxKeepDaemonsSeconds, options_.keep_s));
+  kept_[node_index] = std::move(k);
 }
 
 std::vector<StarterNote> WarmStarter::takeNotes() {
@@ -132,9 +159,7 @@ void WarmStarter::stop(int grace_ms) {
 // Best effort: an entry not written only costs the next launch an ssh session.
 void WarmStarter::saveRegistry() {
   const long long now = epochNow();
-  for (const auto& [index, k] : kept_) {
-    (void)registry_.save({k.node, k.host, k.port, k.pid, now, now + options_.keep_s, options_.keep_s});
-  }
+  for (const auto& [index, k] : kept_) (void)registry_.save(entryOf(k, now + options_.keep_s, options_.keep_s));
   for (const auto& w : warm_) {
     if (options_.keep_s == 0) {
       registry_.remove(w.node.name);

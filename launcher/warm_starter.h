@@ -29,7 +29,7 @@ class WarmStarter final : public DaemonStarter {
                      const std::string& secret) override;
   std::vector<StartFailure> poll() override;
   void daemonConnected(int node_index) override;
-  void daemonKeeps(int node_index, const std::string& host, int port, long long pid) override;
+  void daemonKeeps(int node_index, const KeeperAddress& keeper) override;
   std::vector<StarterNote> takeNotes() override;
   void stop(int grace_ms) override;
 
@@ -43,17 +43,17 @@ class WarmStarter final : public DaemonStarter {
     std::string stderr_tail;
   };
   struct Kept {
-    std::string node, host;
-    int port = 0;
-    long long pid = 0;
+    std::string node, destination;
+    KeeperAddress keeper;
   };
   void saveRegistry();
+  static WarmEntry entryOf(const Kept& k, long long expires, int keep_s);
 
   WarmOptions options_;
   WarmRegistry registry_;
   std::unique_ptr<DaemonStarter> cold_;
   std::vector<WarmNode> warm_;
-  std::map<int, std::string> cold_names_;  // node index -> name, of nodes started cold
+  std::map<int, NodeTarget> cold_nodes_;  // by index: the nodes started cold
   std::map<int, Kept> kept_;               // cold nodes whose daemon started a keeper
   std::vector<StarterNote> notes_;
   bool stopped_ = false;

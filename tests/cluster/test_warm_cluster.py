@@ -13,6 +13,7 @@ sees it, with tlaunch's cache (HOME) in a directory of the test's own:
 - another user (uid 65534) holding the keepers' addresses but not the secret cannot use them:
   `tlaunch stop-daemons` as that user is refused (exit 76), the keepers stay;
 - `--keep-daemons 0` on node3: reused once, and its keeper is gone after the job;
+- a registry entry naming another keeper than the one at its address (pid): not used, ssh instead;
 - `--keep-daemons 3s` on node1: its keeper exits by itself a few seconds after the job;
 - another tlaunchd (--daemon-path) on node4: its keeper refuses, node4 is started over ssh (-v says
   why), the keeper retires;
@@ -163,7 +164,19 @@ def scenario(ws, home):
           "--keep-daemons 0 on node3: reused once, then its keeper is gone within 10 s and forgotten",
           f"exit {r.returncode}\n     stderr {r.stderr[-1500:]!r}")
 
-    node1 = registry(home)["node1"]["pid"]
+    # Whoever answers at the noted address must be the keeper tlaunch noted (its pid and start
+    # time), not another of the user's that took over the port: otherwise ssh, and it stays.
+    entry = Path(home, ".cache/tlaunch/daemons/node-node1.json")
+    noted = entry.read_text()
+    node1 = json.loads(noted)["pid"]
+    entry.write_text(json.dumps({**json.loads(noted), "pid": node1 + 100000}))
+    r = run(ws, home, ["-v", "--hosts", "node1", "-p", "1", "--", *GRANDPARENT])
+    check(r.returncode == 0 and "another warm daemon than the one tlaunch noted" in r.stderr and
+          parents(r.stdout).get("node1") != node1 and alive(node1),
+          "a keeper other than the noted one (pid) is not used: node1 started over ssh, -v says why, exit 0",
+          f"exit {r.returncode}\n     stderr {r.stderr[-1500:]!r}")
+    entry.write_text(noted)
+
     r = run(ws, home, ["--keep-daemons", "3s", "--hosts", "node1", "-p", "1", "--", "true"])
     still = alive(node1)
     check(r.returncode == 0 and still and cj.tl.wait_until(lambda: not alive(node1), 15),
