@@ -214,6 +214,10 @@ void DaemonSession::handlePrepare(const Json& msg) {
     conn_->send({{"t", "prepare_failed"}, {"code", static_cast<int>(e.code)}, {"message", e.message}, {"hint", e.hint}});
   };
   if (!launch) return reply_error(launch.error());
+  if (launch->pmix.enabled && launch->pmix.node_names.empty()) {
+    if (pmix_geometry_.is_null()) return reply_error(Error{Errc::protocol, "the job's geometry did not arrive before its launch", ""});
+    if (auto g = applyPmixGeometry(pmix_geometry_, launch->pmix); !g) return reply_error(g.error());
+  }
   launch_ = std::move(*launch);
   if (access(launch_->cwd.c_str(), X_OK) != 0) {
     return reply_error(Error{Errc::usage,

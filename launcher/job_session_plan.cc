@@ -156,6 +156,8 @@ void JobSession::planAndPrepare() {
   advance(JobEvent::planned);  // to preparing
   phase_deadline_ = Clock::now() + std::chrono::seconds(30);
   prepare_sent_at_ = Clock::now();
+  // Once per link (and per tree hop), before any node's launch that needs it.
+  if (plan_->pmix.enabled) broadcast({{"t", "geometry"}, {"pmix", pmixGeometryToJson(plan_->pmix)}});
   for (size_t i = 0; i < links_.size(); ++i)
     sendToNode(static_cast<int>(i), {{"t", "prepare"}, {"launch", nodeLaunchToJson(plan_->nodes[i])}});
 }

@@ -177,10 +177,13 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     }
     // MPI's TCP traffic follows the network choice; simulated nodes on this host talk over lo.
     pmix.tcp_if_include = *network ? (*network)->cidr : "lo";
+    // Each node gets its place; the geometry is the plan's, sent once (JobPlan::pmix).
     for (size_t i = 0; i < plan.nodes.size(); ++i) {
-      plan.nodes[i].pmix = pmix;
+      plan.nodes[i].pmix.enabled = true;
+      plan.nodes[i].pmix.tcp_if_include = pmix.tcp_if_include;
       plan.nodes[i].pmix.this_node = static_cast<int>(i);
     }
+    plan.pmix = std::move(pmix);
   }
   // What the user exported (-x, --mca, --master-*, DeepSpeed's env files), for --dry-run.
   for (const auto& [name, v] : ctx.user_env)

@@ -61,6 +61,7 @@ struct JobPlan {
   std::string master_addr;
   int master_port = 0;
   std::vector<NodeLaunch> nodes;
+  PmixSpec pmix;  // the job's PMIx geometry (every node's name and ranks), once: not in `nodes`
   std::vector<std::string> warnings;
   std::vector<ExportedVar> exports;
   std::optional<NetworkChoice> network;  // none: every node is this host (loopback)

@@ -186,7 +186,7 @@ int runFrontend(const Args& a) {
   cfg.spec.argv = {"true"};
   cfg.spec.procs_per_node = per_node;
   cfg.spec.nodes = nodes;
-  cfg.spec.pmix = false;
+  cfg.spec.pmix = a.num("pmix", 1) != 0;  // as a user's job: every node learns the job's geometry
   cfg.spec.nccl_check = "off";
   cfg.spec.preflight = PreflightMode::off;
   cfg.spec.quiet = true;

@@ -132,8 +132,15 @@ class SimDaemons::Daemon {
       if (msg.contains("spawn"))
         for (const auto& target : msg["spawn"]["targets"])
           owner_.spawnChild(static_cast<int>(getInt(target, "index")), listenerPort());
+    } else if (t == "geometry") {
+      // As a daemon does with PMIx on: the job's geometry arrives once, before the launch.
+      const Json& names = msg["pmix"]["node_names"];
+      if (!names.is_array() || static_cast<int>(names.size()) != owner_.opts_.total_nodes)
+        return failed("the job's geometry does not name every node");
+      has_geometry_ = true;
     } else if (t == "prepare") {
       mark(&SimMilestones::prepare);
+      if (getBool(msg["launch"]["pmix"], "enabled") && !has_geometry_) return failed("a launch before the job's geometry");
       for (const auto& r : msg["launch"]["ranks"]) ranks_.push_back(static_cast<int>(getInt(r, "rank")));
       send({{"t", "prepared"}});
     } else if (t == "start") {
@@ -262,6 +269,7 @@ class SimDaemons::Daemon {
   std::unique_ptr<TreeChildren> tree_;
   SubtreeFence subtree_fence_;
   bool done_ = false;
+  bool has_geometry_ = false;
 };
 
 SimDaemons::SimDaemons(asio::io_context& io, SimOptions options, NodeInventory inventory)

@@ -278,7 +278,9 @@ TEST_CASE("total ranks with an uneven last node: node-major and each node's own 
   CHECK(envValue(last.env, "LOCAL_WORLD_SIZE") == "1");
   CHECK(envValue(last.env, "WORLD_SIZE") == "3");
   CHECK(envValue(plan->nodes[0].ranks[1].env, "LOCAL_WORLD_SIZE") == "2");
-  CHECK(plan->nodes[1].pmix.ranks_by_node[1] == std::vector<int>{2});
+  CHECK(plan->pmix.ranks_by_node[1] == std::vector<int>{2});
+  CHECK(plan->nodes[1].pmix.this_node == 1);
+  CHECK(plan->nodes[1].pmix.node_names.empty());  // the geometry is the plan's, sent once
   CHECK(renderPlanText(*plan).find("2 node(s) x 2 rank(s) (1 on the last), world size 3") != std::string::npos);
   s.total_ranks = 5;  // does not fit 2 nodes of 2
   CHECK_FALSE(makePlan(s, plainNodes(), context()));
