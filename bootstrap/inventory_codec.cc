@@ -3,6 +3,7 @@
 #include "binding/fabric/fabric_json.h"
 #include "binding/preflight/preflight_report.h"
 #include "binding/topology/topology_json.h"
+#include "bootstrap/bounded_cbor.h"
 
 namespace tlaunch {
 
@@ -28,13 +29,29 @@ Result<int> portField(const Json& j, const char* key) {
 
 }  // namespace
 
+Result<TopologySnapshot> TopologyDecodeCache::decode(std::string_view cbor) {
+  const std::string key(cbor);
+  if (auto it = seen_.find(key); it != seen_.end()) return it->second;
+  auto j = parseBoundedCbor(cbor);
+  if (!j) return tl::unexpected(j.error());
+  auto t = topologyFromJson(*j);
+  if (!t) return t;
+  ++parsed_;
+  if (seen_.size() < kMaxEntries) seen_.emplace(key, *t);
+  return t;
+}
+
 Json inventoryToJson(const NodeInventory& inv) {
   Json j = {{"hostname", inv.hostname},
             {"node", inv.node},
             {"version", inv.version},
             {"free_port", inv.free_port},
             {"probe_port", inv.probe_port}};
-  if (inv.topology) j["topology"] = topologyToJson(*inv.topology);
+  if (inv.topology) {
+    std::vector<std::uint8_t> cbor;
+    Json::to_cbor(topologyToJson(*inv.topology), cbor);
+    j["topology_cbor"] = Json::binary(std::move(cbor));
+  }
   else j["topology_error"] = inv.topology_error;
   if (inv.fabric) j["fabric"] = fabricToJson(*inv.fabric);
   else j["fabric_error"] = inv.fabric_error;
@@ -43,7 +60,7 @@ Json inventoryToJson(const NodeInventory& inv) {
   return j;
 }
 
-Result<NodeInventory> inventoryFromJson(const Json& j) {
+Result<NodeInventory> inventoryFromJson(const Json& j, TopologyDecodeCache* cache) {
   if (!j.is_object()) return fail(Errc::protocol, "the inventory is not a map");
   NodeInventory inv;
   auto text = [&](const char* key, bool required, std::string& out) -> Result<void> {
@@ -63,8 +80,16 @@ Result<NodeInventory> inventoryFromJson(const Json& j) {
   }
   if (auto it = j.find("cached_s"); it != j.end() && it->is_number_integer())
     inv.cached_age_s = static_cast<int>(std::clamp<int64_t>(it->get<int64_t>(), 0, 86'400));
-  if (auto it = j.find("topology"); it != j.end()) {
-    auto t = topologyFromJson(*it);
+  if (auto it = j.find("topology_cbor"); it != j.end()) {
+    if (!it->is_binary()) return fail(Errc::protocol, "a malformed topology: not a byte string");
+    const auto& bytes = it->get_binary();
+    const std::string_view cbor(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    TopologyDecodeCache one_off;
+    auto t = (cache ? *cache : one_off).decode(cbor);
+    if (!t) return fail(Errc::protocol, "a malformed topology: " + t.error().message);
+    inv.topology = std::move(*t);
+  } else if (auto it2 = j.find("topology"); it2 != j.end()) {
+    auto t = topologyFromJson(*it2);
     if (!t) return fail(Errc::protocol, "a malformed topology: " + t.error().message);
     inv.topology = std::move(*t);
   } else if (inv.topology_error.empty()) {

@@ -1,5 +1,10 @@
 #include "bootstrap/node_launch_json.h"
 
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
 namespace tlaunch {
 
 Json reachToJson(const std::vector<ReachTarget>& reach) {
@@ -19,25 +24,105 @@ Result<std::vector<ReachTarget>> reachFromJson(const Json& j) {
   return out;
 }
 
-Json nodeLaunchToJson(const NodeLaunch& n) {
+namespace {
+
+using EnvSet = std::unordered_set<std::string_view>;
+
+EnvSet setOf(const std::vector<std::string>& env) { return EnvSet(env.begin(), env.end()); }
+
+// The entries of `env` that every other list in `lists` has too, in `env`'s order.
+std::vector<std::string> commonEntries(const std::vector<std::string>& env,
+                                       const std::vector<const std::vector<std::string>*>& lists) {
+  // One small index of the candidates, looked up once per entry of each list: 32,000 ranks of
+  // 30 variables cost a million lookups, not 32,000 hash sets built and dropped.
+  std::unordered_map<std::string_view, size_t> candidate;
+  for (size_t i = 0; i < env.size(); ++i) candidate.emplace(env[i], i);
+  std::vector<bool> keep(env.size(), true), seen(env.size());
+  for (const auto* list : lists) {
+    std::fill(seen.begin(), seen.end(), false);
+    for (const auto& kv : *list)
+      if (auto it = candidate.find(kv); it != candidate.end()) seen[it->second] = true;
+    for (size_t i = 0; i < env.size(); ++i) keep[i] = keep[i] && seen[i];
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < env.size(); ++i)
+    if (keep[i]) out.push_back(env[i]);
+  return out;
+}
+
+std::vector<std::string> without(const std::vector<std::string>& env, const EnvSet& drop) {
+  std::vector<std::string> out;
+  for (const auto& kv : env)
+    if (!drop.count(kv)) out.push_back(kv);
+  return out;
+}
+
+}  // namespace
+
+SharedLaunch sharedLaunchOf(const std::vector<NodeLaunch>& nodes) {
+  SharedLaunch s;
+  if (nodes.empty()) return s;
+  s.has_base_env = std::all_of(nodes.begin(), nodes.end(), [&](const NodeLaunch& n) { return n.base_env == nodes[0].base_env; });
+  if (s.has_base_env) s.base_env = nodes[0].base_env;
+  std::vector<const std::vector<std::string>*> envs;
+  for (const auto& n : nodes)
+    for (const auto& r : n.ranks) envs.push_back(&r.env);
+  if (!envs.empty()) s.rank_env = commonEntries(*envs.front(), envs);
+  return s;
+}
+
+Json sharedLaunchToJson(const SharedLaunch& s) {
+  Json j = {{"rank_env", s.rank_env}};
+  if (s.has_base_env) j["base_env"] = s.base_env;
+  return j;
+}
+
+Result<SharedLaunch> sharedLaunchFromJson(const Json& j) {
+  try {
+    SharedLaunch s;
+    s.rank_env = j.at("rank_env").get<std::vector<std::string>>();
+    if (auto b = j.find("base_env"); b != j.end()) {
+      s.base_env = b->get<std::vector<std::string>>();
+      s.has_base_env = true;
+    }
+    return s;
+  } catch (const Json::exception& e) {
+    return fail(Errc::protocol, std::string("malformed shared launch: ") + e.what());
+  }
+}
+
+Json nodeLaunchToJson(const NodeLaunch& n, const SharedLaunch* shared) {
+  // What the job shares is left out; what this node's ranks share is said once for the node.
+  EnvSet drop = shared ? setOf(shared->rank_env) : EnvSet{};
+  std::vector<const std::vector<std::string>*> envs;
+  for (const auto& r : n.ranks) envs.push_back(&r.env);
+  std::vector<std::string> node_env;
+  if (!envs.empty())
+    for (auto& kv : commonEntries(*envs.front(), envs))
+      if (!drop.count(kv)) node_env.push_back(std::move(kv));
+  for (const auto& kv : node_env) drop.insert(kv);
   Json ranks = Json::array();
   for (const auto& r : n.ranks)
-    ranks.push_back({{"rank", r.rank}, {"local_rank", r.local_rank}, {"env", r.env}, {"cpus", r.cpus},
+    ranks.push_back({{"rank", r.rank}, {"local_rank", r.local_rank}, {"env", without(r.env, drop)}, {"cpus", r.cpus},
                      {"mem_nodes", r.mem_nodes}});
   Json pmix = {{"enabled", n.pmix.enabled}, {"this_node", n.pmix.this_node}, {"tcp_if_include", n.pmix.tcp_if_include}};
   // The job's geometry travels once per job ("geometry"), not in each of N nodes' launches.
   if (!n.pmix.node_names.empty()) pmix["geometry"] = pmixGeometryToJson(n.pmix);
-  return {{"job_id", n.job_id},
-          {"node_name", n.node_name},
-          {"argv", n.argv},
-          {"cwd", n.cwd},
-          {"base_env", n.base_env},
-          {"ranks", ranks},
-          {"apply_binding", n.apply_binding},
-          {"stdin_rank", n.stdin_rank},
-          {"kill_timeout_ms", n.kill_timeout_ms},
-          {"reach", reachToJson(n.reach)},
-          {"pmix", std::move(pmix)}};
+  Json j = {{"job_id", n.job_id},
+            {"node_name", n.node_name},
+            {"argv", n.argv},
+            {"cwd", n.cwd},
+            {"node_env", std::move(node_env)},
+            {"ranks", ranks},
+            {"apply_binding", n.apply_binding},
+            {"stdin_rank", n.stdin_rank},
+            {"kill_timeout_ms", n.kill_timeout_ms},
+            {"reach", reachToJson(n.reach)},
+            {"pmix", std::move(pmix)}};
+  if (shared) j["rank_env_shared"] = true;
+  if (shared && shared->has_base_env && n.base_env == shared->base_env) j["base_env_shared"] = true;
+  else j["base_env"] = n.base_env;
+  return j;
 }
 
 Json pmixGeometryToJson(const PmixSpec& p) {
@@ -89,7 +174,7 @@ Result<void> applyPmixGeometry(const Json& j, PmixSpec& p) {
   }
 }
 
-Result<NodeLaunch> nodeLaunchFromJson(const Json& j) {
+Result<NodeLaunch> nodeLaunchFromJson(const Json& j, const SharedLaunch* shared) {
   // A peer's message: any type mismatch is a protocol error, not an exception escaping.
   try {
     NodeLaunch n;
@@ -97,12 +182,18 @@ Result<NodeLaunch> nodeLaunchFromJson(const Json& j) {
     n.node_name = j.at("node_name").get<std::string>();
     n.argv = j.at("argv").get<std::vector<std::string>>();
     n.cwd = j.at("cwd").get<std::string>();
-    n.base_env = j.at("base_env").get<std::vector<std::string>>();
+    const bool base_shared = j.value("base_env_shared", false), rank_shared = j.value("rank_env_shared", false);
+    if ((base_shared || rank_shared) && (!shared || (base_shared && !shared->has_base_env)))
+      return fail(Errc::protocol, "a launch that refers to the job's shared part, which did not arrive before it");
+    n.base_env = base_shared ? shared->base_env : j.at("base_env").get<std::vector<std::string>>();
+    std::vector<std::string> common = rank_shared ? shared->rank_env : std::vector<std::string>{};
+    for (auto& kv : j.value("node_env", std::vector<std::string>{})) common.push_back(std::move(kv));
     for (const auto& r : j.at("ranks")) {
       RankSpec s;
       s.rank = r.at("rank").get<int>();
       s.local_rank = r.at("local_rank").get<int>();
-      s.env = r.at("env").get<std::vector<std::string>>();
+      s.env = common;
+      for (auto& kv : r.at("env").get<std::vector<std::string>>()) s.env.push_back(std::move(kv));
       s.cpus = r.at("cpus").get<std::vector<int>>();
       s.mem_nodes = r.at("mem_nodes").get<std::vector<int>>();
       n.ranks.push_back(std::move(s));

@@ -209,14 +209,22 @@ void DaemonSession::heartbeat() {
 }
 
 void DaemonSession::handlePrepare(const Json& msg) {
-  auto launch = nodeLaunchFromJson(msg.contains("launch") ? msg["launch"] : Json());
   auto reply_error = [&](const Error& e) {
     conn_->send({{"t", "prepare_failed"}, {"code", static_cast<int>(e.code)}, {"message", e.message}, {"hint", e.hint}});
   };
+  // The job's shared part ("job") came before this launch, once for every node.
+  std::optional<SharedLaunch> shared;
+  if (job_shared_.contains("launch")) {
+    auto s = sharedLaunchFromJson(job_shared_["launch"]);
+    if (!s) return reply_error(s.error());
+    shared = std::move(*s);
+  }
+  auto launch = nodeLaunchFromJson(msg.contains("launch") ? msg["launch"] : Json(), shared ? &*shared : nullptr);
   if (!launch) return reply_error(launch.error());
   if (launch->pmix.enabled && launch->pmix.node_names.empty()) {
-    if (pmix_geometry_.is_null()) return reply_error(Error{Errc::protocol, "the job's geometry did not arrive before its launch", ""});
-    if (auto g = applyPmixGeometry(pmix_geometry_, launch->pmix); !g) return reply_error(g.error());
+    if (!job_shared_.contains("pmix"))
+      return reply_error(Error{Errc::protocol, "the job's geometry did not arrive before its launch", ""});
+    if (auto g = applyPmixGeometry(job_shared_["pmix"], launch->pmix); !g) return reply_error(g.error());
   }
   launch_ = std::move(*launch);
   if (access(launch_->cwd.c_str(), X_OK) != 0) {

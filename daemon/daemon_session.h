@@ -106,7 +106,7 @@ class DaemonSession {
   std::string server_nonce_, client_nonce_;
   bool authenticated_ = false;
   std::optional<NodeLaunch> launch_;
-  Json pmix_geometry_;  // the job's PMIx geometry ("geometry", once per job), for the launch
+  Json job_shared_ = Json::object();  // "job": what every node's launch shares, and the PMIx geometry
   std::unique_ptr<OutputChannel> output_;  // from the config on; outlives ranks_
   std::string nccl_check_ = "off";      // --nccl-check, from the config
   std::unique_ptr<NcclWatchSet> nccl_;  // before ranks_ too: their output feeds it

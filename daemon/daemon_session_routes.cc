@@ -30,7 +30,7 @@ DaemonSession::Router DaemonSession::makeRouter() {
     if (isRdmaStage(t)) handleRdmaStage(std::move(m));
     else spdlog::warn("ignoring unknown message '{}' from the frontend", t);
   });
-  r.on("geometry", [this](Type, Json&& m) { pmix_geometry_ = std::move(m["pmix"]); });
+  r.on("job", [this](Type, Json&& m) { job_shared_ = std::move(m); });
   r.on("prepare", [this](Type, Json&& m) { handlePrepare(m); });
   r.on("start", [this](Type, Json&&) { handleStart(); });
   r.on("signal", [this](Type, Json&& m) { handleSignalRanks(m); });

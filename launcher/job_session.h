@@ -17,6 +17,7 @@
 #include "bootstrap/tree_shape.h"
 #include "launcher/daemon_starter.h"
 #include "launcher/ssh_starter.h"
+#include "bootstrap/inventory_codec.h"
 #include "launcher/job_lifecycle.h"
 #include "launcher/plan/job_plan.h"
 #include "launcher/output_sink.h"
@@ -188,6 +189,7 @@ class JobSession {
   std::shared_ptr<StdinCredit> stdin_;  // shared with the stdin reader thread
   std::chrono::steady_clock::time_point last_tick_{};
   std::vector<std::unique_ptr<Link>> links_;
+  TopologyDecodeCache topologies_;  // identical machines' topologies parsed once
   std::vector<std::unique_ptr<Pending>> pending_;
   std::optional<TreeShape> tree_;  // once the tree is wired (or being wired); none: a star
   int tree_waiting_ = 0;           // nodes yet to say whether they attached to their parent

@@ -35,7 +35,7 @@ namespace tlaunch {
 void JobSession::onInventory(Link& link, const Json& inv) {
   link.reported_at = Clock::now();
   // Decoded once, here: the planner reads typed fields, and a report it cannot read names its node.
-  auto decoded = inventoryFromJson(inv);
+  auto decoded = inventoryFromJson(inv, &topologies_);
   if (!decoded) {
     fail(exitStatusFor(Errc::protocol),
          "node " + link.name + " sent an inventory tlaunch cannot read: " + decoded.error().message +
@@ -156,10 +156,14 @@ void JobSession::planAndPrepare() {
   advance(JobEvent::planned);  // to preparing
   phase_deadline_ = Clock::now() + std::chrono::seconds(30);
   prepare_sent_at_ = Clock::now();
-  // Once per link (and per tree hop), before any node's launch that needs it.
-  if (plan_->pmix.enabled) broadcast({{"t", "geometry"}, {"pmix", pmixGeometryToJson(plan_->pmix)}});
+  // What every node's launch shares goes once per link (and per tree hop), before the launches:
+  // sent in each of N launches it would be O(N) per node, O(N^2) through the frontend.
+  const SharedLaunch shared = sharedLaunchOf(plan_->nodes);
+  Json job = {{"t", "job"}, {"launch", sharedLaunchToJson(shared)}};
+  if (plan_->pmix.enabled) job["pmix"] = pmixGeometryToJson(plan_->pmix);
+  broadcast(std::move(job));
   for (size_t i = 0; i < links_.size(); ++i)
-    sendToNode(static_cast<int>(i), {{"t", "prepare"}, {"launch", nodeLaunchToJson(plan_->nodes[i])}});
+    sendToNode(static_cast<int>(i), {{"t", "prepare"}, {"launch", nodeLaunchToJson(plan_->nodes[i], &shared)}});
 }
 
 void JobSession::startRanks() {

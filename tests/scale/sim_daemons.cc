@@ -132,7 +132,7 @@ class SimDaemons::Daemon {
       if (msg.contains("spawn"))
         for (const auto& target : msg["spawn"]["targets"])
           owner_.spawnChild(static_cast<int>(getInt(target, "index")), listenerPort());
-    } else if (t == "geometry") {
+    } else if (t == "job") {
       // As a daemon does with PMIx on: the job's geometry arrives once, before the launch.
       const Json& names = msg["pmix"]["node_names"];
       if (!names.is_array() || static_cast<int>(names.size()) != owner_.opts_.total_nodes)

@@ -35,6 +35,31 @@ TEST_CASE("inventory: this machine's report round-trips through CBOR, every part
   CHECK(inventoryToJson(*got) == inventoryToJson(sent));
 }
 
+TEST_CASE("inventory: identical machines' topologies are parsed once; a malformed one is refused") {
+  InventoryRequest req;
+  req.node_name = "here";
+  req.preflight = "off";
+  NodeInventory a = collectInventory(req);
+  REQUIRE(a.topology);
+  NodeInventory b = a;
+  b.node = "there";
+  TopologyDecodeCache cache;
+  auto got_a = inventoryFromJson(Json::from_cbor(Json::to_cbor(inventoryToJson(a))), &cache);
+  auto got_b = inventoryFromJson(Json::from_cbor(Json::to_cbor(inventoryToJson(b))), &cache);
+  REQUIRE(got_a);
+  REQUIRE(got_b);
+  CHECK(*got_a->topology == *a.topology);
+  CHECK(*got_b->topology == *a.topology);
+  CHECK(cache.parsed() == 1);
+  Json bad = inventoryToJson(a);
+  bad["topology_cbor"] = binary("\x81\x81\x81");  // truncated CBOR
+  auto refused_bad = inventoryFromJson(bad, &cache);
+  REQUIRE_FALSE(refused_bad);
+  CHECK_THAT(refused_bad.error().message, Catch::Contains("a malformed topology"));
+  bad["topology_cbor"] = "not bytes";
+  CHECK_FALSE(inventoryFromJson(bad, &cache));
+}
+
 TEST_CASE("inventory: parts a node could not read arrive as their reasons") {
   NodeInventory inv;
   inv.node = "n1";
@@ -54,6 +79,7 @@ TEST_CASE("inventory: a malformed report is refused, naming the part") {
   const Json good = inventoryToJson(collectInventory(req));
   auto refused = [&](const char* key, const Json& value, const std::string& says) {
     Json bad = good;
+    if (std::string(key) == "topology") bad.erase("topology_cbor");  // the map form, read when no bytes come
     bad[key] = value;
     auto r = inventoryFromJson(bad);
     REQUIRE_FALSE(r);
@@ -64,6 +90,7 @@ TEST_CASE("inventory: a malformed report is refused, naming the part") {
   refused("probe_port", 70000, "'probe_port' is not a port number");
   refused("hostname", 7, "'hostname' is not a string");
   refused("topology", Json::array({1, 2}), "a malformed topology");
+  refused("topology_cbor", Json::array({1, 2}), "a malformed topology");
   refused("fabric", Json::object({{"interfaces", 3}}), "a malformed fabric report");
   refused("preflight", "all good", "a malformed preflight report");
   refused("port_mtu", Json::object({{"mlx5_0:1", "4096"}}), "'port_mtu' of mlx5_0:1 is not a number");
