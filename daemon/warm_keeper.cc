@@ -57,7 +57,7 @@ bool writeAll(int fd, const std::string& bytes) {
   return true;
 }
 
-constexpr long long kMaxKeepSeconds = 7 * 86'400;  // as tlaunch --keep-daemons
+constexpr long long kMaxKeepSeconds = 7LL * 86'400;  // as tlaunch --keep-daemons
 
 // The daemon path as the node's login shell would find it: a bare name in PATH, a relative path
 // from the home directory (where ssh starts), then every symlink resolved.

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include "fabric_test_support.h"  // TempDir
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -12,21 +14,9 @@
 
 namespace fs = std::filesystem;
 using namespace tlaunch;
+using tlaunch::testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "tlaunch-invcache-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 InventoryRequest request() {
   InventoryRequest r;
@@ -39,7 +29,7 @@ InventoryRequest request() {
 
 TEST_CASE("inventory cache: the same request within the TTL gets the stored inventory", "[core][warm]") {
   TempDir tmp;
-  const std::string file = (tmp.path / "inventory").string();
+  const std::string file = (tmp.path() / "inventory").string();
   const Json inv = {{"hostname", "node1"}, {"free_port", 20001}};
   const Json key = inventoryCacheKey(request());
   CHECK_FALSE(loadCachedInventory(file, key));  // nothing yet
@@ -63,9 +53,9 @@ TEST_CASE("inventory cache: the same request within the TTL gets the stored inve
 
 TEST_CASE("inventory cache: a changed topology file or an old or foreign entry is a miss", "[core][warm]") {
   TempDir tmp;
-  const std::string file = (tmp.path / "inventory").string();
+  const std::string file = (tmp.path() / "inventory").string();
   InventoryRequest r = request();
-  r.topology_xml = (tmp.path / "topo.xml").string();
+  r.topology_xml = (tmp.path() / "topo.xml").string();
   { std::ofstream(r.topology_xml) << "<topology/>"; }
   const Json key = inventoryCacheKey(r);
   storeCachedInventory(file, key, {{"hostname", "node1"}});
@@ -84,7 +74,7 @@ TEST_CASE("inventory cache: a changed topology file or an old or foreign entry i
   { std::ofstream(file, std::ios::binary) << "\xff\x00junk"; }
   CHECK_FALSE(loadCachedInventory(file, key));
   fs::remove(file);
-  fs::create_symlink(tmp.path / "topo.xml", file);
+  fs::create_symlink(tmp.path() / "topo.xml", file);
   CHECK_FALSE(loadCachedInventory(file, key));
 }
 

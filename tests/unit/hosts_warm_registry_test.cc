@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include "fabric_test_support.h"  // TempDir
 #include <filesystem>
 #include <fstream>
 
@@ -11,21 +13,9 @@
 
 namespace fs = std::filesystem;
 using namespace tlaunch;
+using tlaunch::testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "tlaunch-warm-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 unsigned modeOf(const fs::path& p) {
   struct stat st{};
@@ -37,7 +27,7 @@ unsigned modeOf(const fs::path& p) {
 
 TEST_CASE("warm registry: a private directory and a 0600 secret, made once and kept", "[hosts][warm]") {
   TempDir tmp;
-  const fs::path dir = tmp.path / "cache" / "daemons";
+  const fs::path dir = tmp.path() / "cache" / "daemons";
   auto none = WarmRegistry::openAt(dir.string(), false);
   REQUIRE(none);
   CHECK(none->secret().empty());  // nothing made unless asked
@@ -55,7 +45,7 @@ TEST_CASE("warm registry: a private directory and a 0600 secret, made once and k
 TEST_CASE("warm registry: a secret others could read or that is not ours is refused, saying how to fix it",
           "[hosts][warm]") {
   TempDir tmp;
-  const fs::path dir = tmp.path / "daemons";
+  const fs::path dir = tmp.path() / "daemons";
   REQUIRE(WarmRegistry::openAt(dir.string(), true));
   ::chmod((dir / "secret").c_str(), 0644);
   auto open = WarmRegistry::openAt(dir.string(), true);
@@ -64,8 +54,8 @@ TEST_CASE("warm registry: a secret others could read or that is not ours is refu
   CHECK_THAT(open.error().hint, Catch::Contains("chmod 600"));
 
   fs::remove(dir / "secret");
-  std::ofstream(tmp.path / "elsewhere") << std::string(64, 'a') << "\n";
-  fs::create_symlink(tmp.path / "elsewhere", dir / "secret");
+  std::ofstream(tmp.path() / "elsewhere") << std::string(64, 'a') << "\n";
+  fs::create_symlink(tmp.path() / "elsewhere", dir / "secret");
   auto link = WarmRegistry::openAt(dir.string(), true);
   REQUIRE_FALSE(link);
   CHECK_THAT(link.error().message, Catch::Contains(dir.string() + "/secret"));
@@ -85,14 +75,14 @@ TEST_CASE("warm registry: a secret others could read or that is not ours is refu
 
 TEST_CASE("warm registry: entries per node; an expired or malformed one is forgotten", "[hosts][warm]") {
   TempDir tmp;
-  auto reg = WarmRegistry::openAt((tmp.path / "d").string(), true);
+  auto reg = WarmRegistry::openAt((tmp.path() / "d").string(), true);
   REQUIRE(reg);
   const long long now = 1'000'000;
   REQUIRE(reg->save({"node1", "node1", "10.0.0.1", 40001, 123, now - 60, now + 600, 600}));
   REQUIRE(reg->save({"node2", "node2", "10.0.0.2", 40002, 124, now - 60, now - 1, 600}));
   // A node name is one file name whatever it holds: nothing lands outside the directory.
   REQUIRE(reg->save({"../evil/x", "x", "10.0.0.3", 40003, 125, now, now + 600, 600}));
-  CHECK_FALSE(fs::exists(tmp.path / "evil"));
+  CHECK_FALSE(fs::exists(tmp.path() / "evil"));
   auto one = reg->find("node1", now);
   REQUIRE(one);
   CHECK(one->host == "10.0.0.1");
@@ -102,9 +92,9 @@ TEST_CASE("warm registry: entries per node; an expired or malformed one is forgo
   CHECK(one->pid == 123);
   CHECK(one->since == now - 60);
   CHECK_FALSE(reg->find("node2", now));  // expired: gone, and its file with it
-  CHECK_FALSE(fs::exists(tmp.path / "d" / "node-node2.json"));
+  CHECK_FALSE(fs::exists(tmp.path() / "d" / "node-node2.json"));
   CHECK(reg->find("../evil/x", now));
-  { std::ofstream(tmp.path / "d" / "node-node3.json") << "{not json"; }
+  { std::ofstream(tmp.path() / "d" / "node-node3.json") << "{not json"; }
   CHECK_FALSE(reg->find("node3", now));
   reg->remove("node1");
   CHECK_FALSE(reg->find("node1", now));
