@@ -9,7 +9,7 @@ using namespace tlaunch::testing;
 TEST_CASE("four nodes: each writes to the next over the control plane, every pair passes") {
   FakeCluster cluster(4);
   auto agents = agentsFor(cluster);
-  RdmaPairCoordinator coordinator(reportedNodes(4, 1, 1.0), smallTest());
+  RdmaPairCoordinator coordinator(reportedNodes(4, 1, 1.0), passingTest());
   runPairTest(coordinator, agents);
   auto items = coordinator.items();
   REQUIRE(items.size() == 4);
@@ -32,7 +32,7 @@ TEST_CASE("two nodes with two rails: both directions, rail by rail, on RoCE too"
   for (bool roce : {false, true}) {
     FakeCluster cluster(2, 2, roce);
     auto agents = agentsFor(cluster);
-    RdmaPairCoordinator coordinator(reportedNodes(2, 2, 1.0, roce), smallTest());
+    RdmaPairCoordinator coordinator(reportedNodes(2, 2, 1.0, roce), passingTest());
     runPairTest(coordinator, agents);
     auto items = coordinator.items();
     REQUIRE(items.size() == 4);
