@@ -12,7 +12,14 @@
 //   keeper -> client  {"t":"started", "pid":P, "since":EPOCH} | {"t":"refused", "why":TEXT}
 //   keeper -> client  {"t":"stderr", "data":BYTES}... then {"t":"exited", "status":S}
 //   client -> keeper  {"t":"stop"}  ->  {"t":"stopping", "jobs":N}: it exits once they end
+#include <chrono>
+
 namespace tlaunch {
+
+// Wall-clock seconds: the keepers' start times, the registry's expiries, the inventory cache's age.
+inline long long epochSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 inline constexpr const char* kKeeperPeerName = "tlaunch-warm-daemon-client";
 // A client that has not proved the secret within this long is dropped.

@@ -10,15 +10,12 @@
 #include <string>
 
 #include "binding/fabric/nccl_conf.h"
+#include "bootstrap/keeper_protocol.h"  // epochSeconds
 #include "tlaunch/version.h"
 
 namespace tlaunch {
 
 namespace {
-
-long long epochSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 constexpr size_t kMaxCacheBytes = 64u << 20;
 

@@ -83,10 +83,6 @@ std::string resolveDaemonPath(const std::string& path) {
   return ::realpath(p.c_str(), resolved) ? std::string(resolved) : p;
 }
 
-long long epochSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 class Keeper {
  public:
   Keeper(asio::io_context& io, int listen_fd, std::string secret, int keep_s, long long since, std::string inventory_cache)

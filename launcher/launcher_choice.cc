@@ -42,7 +42,7 @@ Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const s
     return std::optional<WarmRegistry>{};  // never asked for: a broken cache dir is not this job's problem
   }
   if (!keeping) {
-    const long long now = epochNow();
+    const long long now = epochSeconds();
     const bool any = !registry->secret().empty() &&
                      std::any_of(nodes.begin(), nodes.end(), [&](const NodeTarget& n) { return registry->find(n.name, now); });
     if (!any) return std::optional<WarmRegistry>{};

@@ -7,21 +7,14 @@
 #include <vector>
 
 #include "bootstrap/error_text.h"
+#include "launcher/job_environment.h"  // currentEnvironment
 #include "launcher/keeper_client.h"
 #include "launcher/warm_registry.h"
-
-extern char** environ;
 
 namespace tlaunch {
 
 int runStopDaemons() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string kv = *e;
-    const auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  auto registry = WarmRegistry::open(env, false);
+  auto registry = WarmRegistry::open(currentEnvironment(), false);
   if (!registry) {
     printError(registry.error());
     return exitStatusFor(registry.error().code);

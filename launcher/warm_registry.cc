@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "bootstrap/auth.h"
+#include "bootstrap/keeper_protocol.h"  // epochSeconds
 #include "bootstrap/message.h"
 #include "launcher/ssh_starter.h"
 #include "launcher/text_file.h"
@@ -86,10 +87,6 @@ Result<std::string> readSecret(const std::string& path, bool create) {
 
 }  // namespace
 
-long long epochNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 Result<WarmRegistry> WarmRegistry::open(const std::map<std::string, std::string>& env, bool create_secret) {
   const std::string home = homeDirectory(env);
   if (home.empty() || home.front() != '/')
@@ -144,7 +141,7 @@ std::vector<WarmEntry> WarmRegistry::all() const {
     ::closedir(d);
   }
   std::vector<WarmEntry> out;
-  const long long now = epochNow();
+  const long long now = epochSeconds();
   for (const auto& n : nodes)
     if (auto e = find(n, now)) out.push_back(*e);
   return out;

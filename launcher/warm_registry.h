@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/keeper_protocol.h"  // epochSeconds
 #include "tlaunch/result.h"
 
 namespace tlaunch {
@@ -46,7 +47,5 @@ class WarmRegistry {
   std::string dir_;
   std::string secret_;
 };
-
-long long epochNow();
 
 }  // namespace tlaunch

@@ -40,7 +40,7 @@ WarmStarter::WarmStarter(WarmOptions options, WarmRegistry registry, std::unique
 
 Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
                                 const std::string& secret) {
-  const long long now = epochNow();
+  const long long now = epochSeconds();
   std::vector<NodeTarget> cold;
   std::vector<WarmNode> tries;
   for (const auto& n : nodes) {
@@ -138,7 +138,7 @@ void WarmStarter::daemonKeeps(int node_index, const KeeperAddress& keeper) {
   Kept k{it->second.name, destinationOf(it->second), keeper};
   // Written down now, so that `tlaunch stop-daemons` finds it even if this tlaunch is killed;
   // until the job's end says when it expires, it may live that long after any job.
-  (void)registry_.save(entryOf(k, epochNow() + options_.keep_s + kMaxKeepDaemonsSeconds, options_.keep_s));
+  (void)registry_.save(entryOf(k, epochSeconds() + options_.keep_s + kMaxKeepDaemonsSeconds, options_.keep_s));
   kept_[node_index] = std::move(k);
 }
 
@@ -158,7 +158,7 @@ void WarmStarter::stop(int grace_ms) {
 
 // Best effort: an entry not written only costs the next launch an ssh session.
 void WarmStarter::saveRegistry() {
-  const long long now = epochNow();
+  const long long now = epochSeconds();
   for (const auto& [index, k] : kept_) (void)registry_.save(entryOf(k, now + options_.keep_s, options_.keep_s));
   for (const auto& w : warm_) {
     if (options_.keep_s == 0) {
