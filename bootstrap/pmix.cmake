@@ -10,5 +10,6 @@ set(BOOTSTRAP_PMIX_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_unsupported.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_job_control.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_groups.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/pmix_spawn.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_events.cc
 )

@@ -8,9 +8,8 @@ namespace tlaunch {
 
 void PmixServer::notifyRankFailed(int rank, bool aborted, int exit_status) {
   Impl& s = *impl_;
-  if (!s.job || rank < 0 || rank >= static_cast<int>(s.job->geometry.job_size)) return;
   pmix_proc_t failed;
-  PMIX_PROC_LOAD(&failed, s.job->nspace, static_cast<pmix_rank_t>(rank));
+  if (!s.job || !s.procOf(rank, failed)) return;
   pmix_info_t info[2];
   PMIX_INFO_LOAD(&info[0], PMIX_EVENT_AFFECTED_PROC, &failed, PMIX_PROC);
   PMIX_INFO_LOAD(&info[1], PMIX_EXIT_CODE, &exit_status, PMIX_INT);
@@ -26,9 +25,8 @@ void PmixServer::notifyRankFailed(int rank, bool aborted, int exit_status) {
 
 void PmixServer::forgetFailedRank(int rank) {
   Impl& s = *impl_;
-  if (!s.job || s.wedged || rank < 0 || !s.job->geometry.isLocal(rank)) return;
   pmix_proc_t proc;
-  PMIX_PROC_LOAD(&proc, s.job->nspace, static_cast<pmix_rank_t>(rank));
+  if (!s.job || s.wedged || !s.isLocal(rank) || !s.procOf(rank, proc)) return;
   // Asynchronous; its answer carries nothing we need (deregisterJob later removes the rest).
   PMIx_server_deregister_client(&proc, [](pmix_status_t, void*) {}, nullptr);
 }

@@ -38,7 +38,7 @@ pmix_status_t upJobControl(const pmix_proc_t* requestor, const pmix_proc_t targe
   }
   if (signal == 0) return PMIX_ERR_BAD_PARAM;
   std::vector<pmix_proc_t> procs(targets, targets + ntargets);
-  const pmix_rank_t requester = requestor->rank;
+  const pmix_proc_t requester = *requestor;
   InfoReply reply{cbfunc, cbdata};
   return postToStrand([requester, procs, signal, reply](PmixServer::Impl& s, uint64_t gen) {
     s.onJobControl(gen, requester, procs, signal, reply);
@@ -49,25 +49,31 @@ pmix_status_t upJobControl(const pmix_proc_t* requestor, const pmix_proc_t targe
 
 void addJobControlUpcall(pmix_server_module_t& m) { m.job_control = upJobControl; }
 
-void PmixServer::Impl::onJobControl(uint64_t gen, pmix_rank_t requester, const std::vector<pmix_proc_t>& targets,
+void PmixServer::Impl::onJobControl(uint64_t gen, pmix_proc_t requester, const std::vector<pmix_proc_t>& targets,
                                     int signal, InfoReply reply) {
   if (isStale(gen)) return;
   if (!job) return reply(PMIX_ERR_NOT_FOUND);
   if (!callbacks.job_control) return reply(PMIX_ERR_NOT_SUPPORTED);
+  const int from = numberOf(requester);
+  if (from < 0) return reply(PMIX_ERR_NOT_FOUND);
   std::vector<int> ranks;
-  if (targets.empty()) ranks = {-1};  // PMIx: no targets means the requester's namespace
+  if (targets.empty()) {  // PMIx: no targets means the requester's namespace
+    pmix_proc_t all = requester;
+    all.rank = PMIX_RANK_WILDCARD;
+    (void)numbersOf(all, ranks);
+  }
   for (const auto& p : targets) {
-    if (!PMIX_CHECK_NSPACE(p.nspace, job->nspace)) return reply(PMIX_ERR_NOT_SUPPORTED);
-    if (p.rank == PMIX_RANK_WILDCARD) {
+    std::vector<int> numbers;
+    if (!numbersOf(p, numbers)) return reply(knowsNamespace(p.nspace) ? PMIX_ERR_BAD_PARAM : PMIX_ERR_NOT_SUPPORTED);
+    if (numbers == std::vector<int>{-1}) {
       ranks = {-1};
       break;
     }
-    if (p.rank >= job->geometry.job_size) return reply(PMIX_ERR_BAD_PARAM);
-    ranks.push_back(static_cast<int>(p.rank));
+    ranks.insert(ranks.end(), numbers.begin(), numbers.end());
   }
   const uint64_t id = job->next_op_id++;
   job->job_controls.emplace(id, reply);
-  callbacks.job_control(id, static_cast<int>(requester), std::move(ranks), signal);
+  callbacks.job_control(id, from, std::move(ranks), signal);
 }
 
 void PmixServer::completeJobControl(uint64_t request_id, PmixReply status) {

@@ -42,7 +42,13 @@ Result<PmixJobGeometry> planPmixJob(const PmixJobLayout& layout) {
   if (layout.ranks_by_node.size() != layout.node_names.size())
     return fail(Errc::internal, "PMIx job layout: " + std::to_string(layout.node_names.size()) + " node names but " +
                                     std::to_string(layout.ranks_by_node.size()) + " rank lists");
-  if (layout.this_node < 0 || static_cast<size_t>(layout.this_node) >= layout.node_names.size())
+  // A spawned namespace is registered on every node of the job, also where none of its ranks run.
+  const bool spawned = !layout.parent_nspace.empty();
+  if (!layout.node_ids.empty() && layout.node_ids.size() != layout.node_names.size())
+    return fail(Errc::internal, "PMIx job layout: " + std::to_string(layout.node_ids.size()) + " node ids for " +
+                                    std::to_string(layout.node_names.size()) + " nodes");
+  if ((layout.this_node < 0 && !(spawned && layout.this_node == -1)) ||
+      layout.this_node >= static_cast<int>(layout.node_names.size()))
     return fail(Errc::internal, "PMIx job layout: this_node " + std::to_string(layout.this_node) + " is not a node index");
   if (auto ok = checkDir(layout.job_tmpdir, "job_tmpdir"); !ok) return tl::unexpected(ok.error());
   if (!layout.shm_dir.empty())
@@ -99,7 +105,10 @@ Result<PmixJobGeometry> planPmixJob(const PmixJobLayout& layout) {
     g.node_list += layout.node_names[n];
     g.ppn_list += joinStrings(ranks, ",");
   }
-  g.local_ranks = layout.ranks_by_node[layout.this_node];
+  if (!layout.appnum_of_rank.empty() && layout.appnum_of_rank.size() != total)
+    return fail(Errc::internal, "PMIx job layout: " + std::to_string(layout.appnum_of_rank.size()) +
+                                    " app numbers for " + std::to_string(total) + " ranks");
+  if (layout.this_node >= 0) g.local_ranks = layout.ranks_by_node[static_cast<size_t>(layout.this_node)];
   g.local_peers = joinStrings(g.local_ranks, ",");
   return g;
 }

@@ -44,6 +44,11 @@ void PmixInfoList::addRank(const char* key, pmix_rank_t value) {
 void PmixInfoList::addBool(const char* key, bool value) {
   (void)PMIx_Info_load(append(), key, &value, PMIX_BOOL);
 }
+void PmixInfoList::addProc(const char* key, const std::string& nspace, pmix_rank_t rank) {
+  pmix_proc_t proc;
+  PMIX_PROC_LOAD(&proc, nspace.c_str(), rank);
+  (void)PMIx_Info_load(append(), key, &proc, PMIX_PROC);
+}
 void PmixInfoList::addRegex(const char* key, const char* regex) {
   (void)PMIx_Info_load(append(), key, regex, PMIX_REGEX);
 }
@@ -73,16 +78,21 @@ Result<std::string> generate(pmix_status_t (*fn)(const char*, char**), const std
 // Everything a rank may ask about another rank. RANK must come first in a PROC_DATA array.
 PmixInfoList procData(const PmixJobLayout& layout, const PmixJobGeometry& g, uint32_t rank) {
   uint32_t node = g.node_of_rank[rank];
+  // Apps (MPI_Comm_spawn_multiple) take consecutive ranks: an app's leader is its first rank.
+  const uint32_t app = layout.appnum_of_rank.empty() ? 0 : layout.appnum_of_rank[rank];
+  uint32_t leader = rank;
+  while (leader > 0 && !layout.appnum_of_rank.empty() && layout.appnum_of_rank[leader - 1] == app) --leader;
+  if (layout.appnum_of_rank.empty()) leader = 0;
   PmixInfoList p;
   p.addRank(PMIX_RANK, rank);
-  p.addUint32(PMIX_APPNUM, 0);
-  p.addRank(PMIX_APPLDR, 0);
+  p.addUint32(PMIX_APPNUM, app);
+  p.addRank(PMIX_APPLDR, leader);
   p.addRank(PMIX_GLOBAL_RANK, rank);
-  p.addRank(PMIX_APP_RANK, rank);
+  p.addRank(PMIX_APP_RANK, rank - leader);
   // Any PROC_DATA switches off libpmix's derivation of these from the maps, so always send them.
   p.addUint16(PMIX_LOCAL_RANK, g.local_rank_of_rank[rank]);
   p.addUint16(PMIX_NODE_RANK, g.local_rank_of_rank[rank]);
-  p.addUint32(PMIX_NODEID, node);
+  p.addUint32(PMIX_NODEID, layout.node_ids.empty() ? node : layout.node_ids[node]);
   p.addString(PMIX_HOSTNAME, layout.node_names[node]);
   return p;
 }
@@ -106,15 +116,17 @@ Result<PmixInfoList> buildJobInfo(const PmixJobLayout& layout, const PmixJobGeom
   info.addUint32(PMIX_MAX_PROCS, g.job_size);
   info.addUint32(PMIX_NUM_NODES, num_nodes);
   info.addString(PMIX_JOBID, layout.nspace);
-  info.addBool(PMIX_SPAWNED, false);
+  const bool spawned = !layout.parent_nspace.empty();
+  info.addBool(PMIX_SPAWNED, spawned);
+  if (spawned) info.addProc(PMIX_PARENT_ID, layout.parent_nspace, layout.parent_rank);
   info.addString(PMIX_TMPDIR, layout.job_tmpdir);
   info.addString(PMIX_NSDIR, layout.job_tmpdir);
   info.addBool(PMIX_TDIR_RMCLEAN, true);  // we remove job_tmpdir; Open MPI leaves files there
   // This node.
   info.addUint32(PMIX_LOCAL_SIZE, local_size);
   info.addUint32(PMIX_NODE_SIZE, local_size);
-  info.addString(PMIX_LOCAL_PEERS, g.local_peers);
-  info.addRank(PMIX_LOCALLDR, static_cast<pmix_rank_t>(g.local_ranks.front()));
+  if (!g.local_peers.empty()) info.addString(PMIX_LOCAL_PEERS, g.local_peers);
+  if (!g.local_ranks.empty()) info.addRank(PMIX_LOCALLDR, static_cast<pmix_rank_t>(g.local_ranks.front()));
   // Every rank.
   for (uint32_t r = 0; r < g.job_size; ++r) {
     PmixInfoList p = procData(layout, g, r);

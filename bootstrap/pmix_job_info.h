@@ -30,6 +30,7 @@ class PmixInfoList {
   void addUint16(const char* key, uint16_t value);
   void addRank(const char* key, pmix_rank_t value);
   void addBool(const char* key, bool value);
+  void addProc(const char* key, const std::string& nspace, pmix_rank_t rank);
   void addRegex(const char* key, const char* regex);  // PMIX_REGEX: as Slurm and PRRTE pass maps
   void addArray(const char* key, PmixInfoList& array);  // PMIX_DATA_ARRAY of PMIX_INFO (deep copy)
 

@@ -85,8 +85,9 @@ pmix_status_t upPublish(const pmix_proc_t* proc, const pmix_info_t info[], size_
     }
   }
   OpReply reply{cbfunc, cbdata};
-  return postToStrand([req = std::move(req), reply](PmixServer::Impl& s, uint64_t gen) mutable {
-    s.onPublish(gen, std::move(req), reply);
+  const pmix_proc_t from = *proc;
+  return postToStrand([from, req = std::move(req), reply](PmixServer::Impl& s, uint64_t gen) mutable {
+    s.onPublish(gen, from, std::move(req), reply);
   });
 }
 
@@ -107,8 +108,9 @@ pmix_status_t upLookup(const pmix_proc_t* proc, char** keys, const pmix_info_t i
     }
   }
   LookupReply reply{cbfunc, cbdata};
-  return postToStrand([req = std::move(req), reply](PmixServer::Impl& s, uint64_t gen) mutable {
-    s.onLookup(gen, std::move(req), reply);
+  const pmix_proc_t from = *proc;
+  return postToStrand([from, req = std::move(req), reply](PmixServer::Impl& s, uint64_t gen) mutable {
+    s.onLookup(gen, from, std::move(req), reply);
   });
 }
 
@@ -120,8 +122,9 @@ pmix_status_t upUnpublish(const pmix_proc_t* proc, char** keys, const pmix_info_
   for (size_t i = 0; i < ninfo; ++i)
     if (PMIX_CHECK_KEY(&info[i], PMIX_RANGE)) req.range = infoInt(info[i]);
   OpReply reply{cbfunc, cbdata};
-  return postToStrand([req = std::move(req), reply](PmixServer::Impl& s, uint64_t gen) mutable {
-    s.onUnpublish(gen, std::move(req), reply);
+  const pmix_proc_t from = *proc;
+  return postToStrand([from, req = std::move(req), reply](PmixServer::Impl& s, uint64_t gen) mutable {
+    s.onUnpublish(gen, from, std::move(req), reply);
   });
 }
 
@@ -166,30 +169,33 @@ void addPubsubUpcalls(pmix_server_module_t& m) {
 
 // ---- strand side ----------------------------------------------------------------------------
 
-void PmixServer::Impl::onPublish(uint64_t gen, PmixPublish request, OpReply reply) {
+void PmixServer::Impl::onPublish(uint64_t gen, pmix_proc_t from, PmixPublish request, OpReply reply) {
   if (isStale(gen)) return;
   if (!job) return reply(PMIX_ERR_NOT_FOUND);
   if (!callbacks.publish) return reply(PMIX_ERR_NOT_SUPPORTED);
+  if ((request.rank = numberOf(from)) < 0) return reply(PMIX_ERR_NOT_FOUND);
   if (request.values.empty()) return reply(PMIX_ERR_BAD_PARAM);
   const uint64_t id = job->next_op_id++;
   job->publishes.emplace(id, reply);
   callbacks.publish(id, std::move(request));
 }
 
-void PmixServer::Impl::onLookup(uint64_t gen, PmixLookup request, LookupReply reply) {
+void PmixServer::Impl::onLookup(uint64_t gen, pmix_proc_t from, PmixLookup request, LookupReply reply) {
   if (isStale(gen)) return;
   if (!job) return reply(PMIX_ERR_NOT_FOUND);
   if (!callbacks.lookup) return reply(PMIX_ERR_NOT_SUPPORTED);
+  if ((request.rank = numberOf(from)) < 0) return reply(PMIX_ERR_NOT_FOUND);
   if (request.keys.empty()) return reply(PMIX_ERR_BAD_PARAM);
   const uint64_t id = job->next_op_id++;
   job->lookups.emplace(id, reply);
   callbacks.lookup(id, std::move(request));
 }
 
-void PmixServer::Impl::onUnpublish(uint64_t gen, PmixUnpublish request, OpReply reply) {
+void PmixServer::Impl::onUnpublish(uint64_t gen, pmix_proc_t from, PmixUnpublish request, OpReply reply) {
   if (isStale(gen)) return;
   if (!job) return reply(PMIX_ERR_NOT_FOUND);
   if (!callbacks.unpublish) return reply(PMIX_ERR_NOT_SUPPORTED);
+  if ((request.rank = numberOf(from)) < 0) return reply(PMIX_ERR_NOT_FOUND);
   const uint64_t id = job->next_op_id++;
   job->unpublishes.emplace(id, reply);
   callbacks.unpublish(id, std::move(request));
@@ -199,17 +205,21 @@ void PmixServer::Impl::onCollective(uint64_t gen, std::string kind, const std::v
                                     std::string blob, CollectiveReply reply, int timeout_s) {
   if (isStale(gen)) return;
   if (!job) return reply(PMIX_ERR_NOT_FOUND, {});
-  // Only this job's ranks: tlaunch runs one namespace per job (no spawn), so any other
-  // namespace is unknown here and everywhere.
+  // The job's ranks and those of namespaces it spawned. The job's wildcard is {-1} (all of
+  // it), spelled out only when procs of a spawned namespace take part too.
   std::vector<int> ranks;
+  bool whole_job = false;
   for (const auto& p : procs) {
-    if (!PMIX_CHECK_NSPACE(p.nspace, job->nspace)) return reply(PMIX_ERR_NOT_SUPPORTED, {});
-    if (p.rank == PMIX_RANK_WILDCARD) {
-      ranks = {-1};
-      break;
-    }
-    if (p.rank >= job->geometry.job_size) return reply(PMIX_ERR_BAD_PARAM, {});
-    ranks.push_back(static_cast<int>(p.rank));
+    std::vector<int> numbers;
+    if (!numbersOf(p, numbers)) return reply(knowsNamespace(p.nspace) ? PMIX_ERR_BAD_PARAM : PMIX_ERR_NOT_SUPPORTED, {});
+    if (numbers == std::vector<int>{-1}) whole_job = true;
+    else ranks.insert(ranks.end(), numbers.begin(), numbers.end());
+  }
+  const auto job_size = static_cast<int>(job->geometry.job_size);
+  if (whole_job && std::all_of(ranks.begin(), ranks.end(), [job_size](int r) { return r < job_size; })) {
+    ranks = {-1};
+  } else if (whole_job) {
+    for (int r = 0; r < job_size; ++r) ranks.push_back(r);
   }
   if (ranks.empty()) return reply(PMIX_ERR_BAD_PARAM, {});
   if (!callbacks.collective) return reply(PMIX_ERR_NOT_SUPPORTED, {});
@@ -247,8 +257,7 @@ void PmixServer::completeLookup(uint64_t request_id, PmixReply status, const std
   if (data == nullptr) return node.mapped()(PMIX_ERR_NOMEM);
   size_t n = 0;
   for (const auto& f : found) {
-    if (!unpackInto(f.value, &data[n].value)) continue;
-    PMIX_LOAD_PROCID(&data[n].proc, s.job->nspace, static_cast<pmix_rank_t>(f.publisher));
+    if (!unpackInto(f.value, &data[n].value) || !s.procOf(f.publisher, data[n].proc)) continue;
     PMIX_LOAD_KEY(data[n].key, f.key.c_str());
     ++n;
   }

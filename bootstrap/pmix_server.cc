@@ -25,45 +25,6 @@ std::string pmixError(const char* call, pmix_status_t rc) {
   return std::string(call) + " failed: " + PMIx_Error_string(rc);
 }
 
-// Waits for a libpmix op_cbfunc, at most `bound`. On timeout the waiter stays alive for the
-// late callback (it owns a reference), and the caller must treat libpmix as wedged.
-class BoundedOp {
- public:
-  // `start(cbfunc, cbdata)` issues the call and returns its immediate status.
-  template <class Start>
-  static std::optional<pmix_status_t> run(Start&& start, std::chrono::milliseconds bound) {
-    auto state = std::make_shared<State>();
-    auto* ref = new std::shared_ptr<State>(state);
-    pmix_status_t rc = start(&BoundedOp::done, static_cast<void*>(ref));
-    if (rc != PMIX_SUCCESS) {  // the callback will not run
-      delete ref;
-      return rc == PMIX_OPERATION_SUCCEEDED ? PMIX_SUCCESS : rc;
-    }
-    std::unique_lock lock(state->mutex);
-    if (!state->cv.wait_for(lock, bound, [&] { return state->finished; })) return std::nullopt;
-    return state->status;
-  }
-
- private:
-  struct State {
-    std::mutex mutex;
-    std::condition_variable cv;
-    bool finished = false;
-    pmix_status_t status = PMIX_SUCCESS;
-  };
-  static void done(pmix_status_t status, void* cbdata) {
-    auto* ref = static_cast<std::shared_ptr<State>*>(cbdata);
-    std::shared_ptr<State> state = std::move(*ref);
-    delete ref;
-    {
-      std::lock_guard lock(state->mutex);
-      state->finished = true;
-      state->status = status;
-    }
-    state->cv.notify_all();
-  }
-};
-
 // A daemon started by `srun --mpi=pmix` (or inside such a step) inherits that step's PMIx
 // client variables; PMIX_SECURITY_MODE=munge among them makes PMIx_server_init half-fail
 // (later calls return PMIX_ERR_INIT). Then: deterministic security without munge, and no
@@ -95,6 +56,39 @@ std::string defaultShmDir(const PmixJobLayout& layout) {
 }
 
 }  // namespace
+
+Result<void> PmixServer::Impl::registerNamespace(const pmix_nspace_t nspace, int nlocal, PmixInfoList&& info) {
+  if (wedged) return fail(Errc::internal, "PMIx on " + where() + ": libpmix stopped answering", "restart the daemon");
+  auto rc = BoundedPmixOp::run(
+      [&](pmix_op_cbfunc_t cb, void* cbd) {
+        return PMIx_server_register_nspace(nspace, nlocal, info.data(), info.size(), cb, cbd);
+      },
+      config.op_bound);
+  if (!rc) {
+    new PmixInfoList(std::move(info));  // libpmix may still read it: leak it on purpose
+    wedged = true;
+    return fail(Errc::internal, "PMIx on " + where() + ": PMIx_server_register_nspace(" + std::string(nspace) +
+                                    ") did not complete in time");
+  }
+  if (*rc != PMIX_SUCCESS)
+    return fail(Errc::internal, "PMIx on " + where() + ": " + pmixError("PMIx_server_register_nspace", *rc));
+  return {};
+}
+
+Result<void> PmixServer::Impl::deregisterNamespace(const pmix_nspace_t nspace, std::chrono::milliseconds bound) {
+  if (wedged) return {};  // nothing more can be asked of libpmix; the caller removes the files
+  auto rc = BoundedPmixOp::run(
+      [&](pmix_op_cbfunc_t cb, void* cbd) {
+        PMIx_server_deregister_nspace(nspace, cb, cbd);
+        return PMIX_SUCCESS;
+      },
+      bound);
+  if (rc) return {};
+  wedged = true;
+  return fail(Errc::internal, "PMIx on " + where() + ": PMIx_server_deregister_nspace(" + std::string(nspace) +
+                                  ") did not complete in time; libpmix is stuck",
+              "restart the daemon before the next job");
+}
 
 // ---- public API -----------------------------------------------------------------------------
 
@@ -200,21 +194,9 @@ Result<void> PmixServer::registerJob(const PmixJobLayout& layout) {
   }
 
   const auto nlocal = static_cast<int>(job->geometry.local_ranks.size());
-  auto rc = BoundedOp::run(
-      [&](pmix_op_cbfunc_t cb, void* cbd) {
-        return PMIx_server_register_nspace(job->nspace, nlocal, info->data(), info->size(), cb, cbd);
-      },
-      s.config.op_bound);
-  if (!rc) {
-    new PmixInfoList(std::move(*info));  // libpmix may still read it: leak it on purpose
-    s.wedged = true;
+  if (auto registered = s.registerNamespace(job->nspace, nlocal, std::move(*info)); !registered) {
     removeDirs();
-    return fail(Errc::internal, "PMIx on " + where + ": PMIx_server_register_nspace(" + layout.nspace +
-                                    ") did not complete in time");
-  }
-  if (*rc != PMIX_SUCCESS) {
-    removeDirs();
-    return fail(Errc::internal, "PMIx on " + where + ": " + pmixError("PMIx_server_register_nspace", *rc));
+    return registered;
   }
   s.generation++;
   s.job = std::move(job);
@@ -224,7 +206,7 @@ Result<void> PmixServer::registerJob(const PmixJobLayout& layout) {
   for (int rank : s.job->geometry.local_ranks) {
     pmix_proc_t proc;
     PMIX_PROC_LOAD(&proc, s.job->nspace, static_cast<pmix_rank_t>(rank));
-    auto crc = BoundedOp::run(
+    auto crc = BoundedPmixOp::run(
         [&](pmix_op_cbfunc_t cb, void* cbd) {
           return PMIx_server_register_client(&proc, s.config.uid, s.config.gid, nullptr, cb, cbd);
         },
@@ -241,15 +223,14 @@ Result<void> PmixServer::registerJob(const PmixJobLayout& layout) {
 
 Result<void> PmixServer::setupFork(int rank, std::vector<std::string>& env) {
   Impl& s = *impl_;
-  if (!s.job || rank < 0 || !s.job->geometry.isLocal(rank))
+  pmix_proc_t proc;
+  if (!s.job || !s.isLocal(rank) || !s.procOf(rank, proc))
     return fail(Errc::internal, "PMIx on " + s.where() + ": rank " + std::to_string(rank) + " is not registered here");
   dropInheritedPmixVars(env);
 
   // PMIx_server_setup_fork appends to / replaces in a malloc'ed NULL-terminated array.
   char** envp = static_cast<char**>(calloc(env.size() + 1, sizeof(char*)));
   for (size_t i = 0; i < env.size(); ++i) envp[i] = strdup(env[i].c_str());
-  pmix_proc_t proc;
-  PMIX_PROC_LOAD(&proc, s.job->nspace, static_cast<pmix_rank_t>(rank));
   pmix_status_t rc = PMIx_server_setup_fork(&proc, &envp);
   env.clear();
   for (char** p = envp; p && *p; ++p) {
@@ -299,7 +280,8 @@ void PmixServer::serveDirectModex(int rank, std::function<void(bool ok, std::str
     s.held_serves.emplace_back(rank, std::move(reply));
     return;
   }
-  if (rank < 0 || !s.job->geometry.isLocal(rank)) {
+  pmix_proc_t proc;
+  if (!s.isLocal(rank) || !s.procOf(rank, proc)) {
     s.post([reply = std::move(reply)] { reply(false, {}); });
     return;
   }
@@ -308,8 +290,6 @@ void PmixServer::serveDirectModex(int rank, std::function<void(bool ok, std::str
     std::function<void(bool, std::string)> reply;
   };
   auto* req = new Request{impl_, std::move(reply)};
-  pmix_proc_t proc;
-  PMIX_PROC_LOAD(&proc, s.job->nspace, static_cast<pmix_rank_t>(rank));
   // The response runs on libpmix's thread, possibly much later (once the rank has committed).
   auto done = [](pmix_status_t status, char* data, size_t size, void* cbdata) {
     std::unique_ptr<Request> r(static_cast<Request*>(cbdata));
@@ -347,22 +327,11 @@ Result<void> PmixServer::deregisterJob(std::chrono::milliseconds bound) {
   std::unique_ptr<Impl::Job> job = std::move(s.job);
   s.generation++;
 
+  // Namespaces the job spawned first, then the job's.
   Result<void> result;
-  if (!s.wedged) {
-    // Also removes the job's clients (PMIx_server_deregister_client is for exceptions only).
-    auto rc = BoundedOp::run(
-        [&](pmix_op_cbfunc_t cb, void* cbd) {
-          PMIx_server_deregister_nspace(job->nspace, cb, cbd);
-          return PMIX_SUCCESS;
-        },
-        bound);
-    if (!rc) {
-      s.wedged = true;
-      result = fail(Errc::internal, "PMIx on " + s.where() + ": PMIx_server_deregister_nspace(" +
-                                        job->layout.nspace + ") did not complete in time; libpmix is stuck",
-                    "restart the daemon before the next job");
-    }
-  }
+  for (const auto& spawned : job->spawned)
+    if (result) result = s.deregisterNamespace(spawned->nspace, bound);
+  if (result) result = s.deregisterNamespace(job->nspace, bound);
   const bool tmp_gone = removeTree(job->layout.job_tmpdir);
   const bool shm_gone = removeTree(job->shm_dir);
   if (result && (!tmp_gone || !shm_gone))

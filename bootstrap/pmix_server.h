@@ -53,6 +53,27 @@ struct PmixJobLayout {
   // OMPI_MCA_btl_tcp_if_include: interface names or subnets ("ib0", "10.1.0.0/16"), comma
   // separated; empty: Open MPI's choice. A /32 is refused (Open MPI 4.1 then matches everything).
   std::string tcp_if_include;
+  // A namespace started by PMIx_Spawn (registerSpawned): its ranks 0..M-1 live on some of the
+  // job's nodes; node_names lists only those.
+  std::string parent_nspace;   // non-empty: spawned by parent_rank of this namespace (PMIX_PARENT_ID)
+  uint32_t parent_rank = 0;
+  std::vector<uint32_t> node_ids;        // PMIX_NODEID of each node_names entry (empty: its index)
+  std::vector<uint32_t> appnum_of_rank;  // PMIX_APPNUM of each rank (empty: all app 0)
+};
+
+// PMIx_Spawn from a local rank (MPI_Comm_spawn): the apps to start in a new namespace.
+struct PmixSpawnApp {
+  std::string cmd;
+  std::vector<std::string> argv;  // argv[0] included
+  std::vector<std::string> env;   // "K=V" the caller adds (Open MPI: its parent port)
+  std::string cwd;                // PMIX_WDIR; empty: the job's
+  int maxprocs = 1;
+  std::vector<std::string> hosts;  // PMIX_HOST / PMIX_ADD_HOST (comma lists split); empty: any node
+};
+struct PmixSpawnRequest {
+  int requester = 0;  // tlaunch's number for the calling proc (see PmixServer)
+  std::vector<PmixSpawnApp> apps;
+  std::vector<std::string> hosts;  // job-level PMIX_HOST, for apps without their own
 };
 
 // Publish / lookup / unpublish (PMIx_Publish & co., MPI_Publish_name): the data lives at the
@@ -132,6 +153,9 @@ class PmixServer {
     // `signal` to them and answer completeJobControl(request_id, ...). Other directives are
     // refused before they get here.
     std::function<void(uint64_t request_id, int requester, std::vector<int> ranks, int signal)> job_control;
+    // PMIx_Spawn: place and start the apps, registerSpawned on every node, then answer with
+    // completeSpawn(request_id, ...). Empty: PMIX_ERR_NOT_SUPPORTED at once.
+    std::function<void(uint64_t request_id, PmixSpawnRequest)> spawn;
   };
 
   // PMIx_server_init; fails if a server was started before in this process. Edits this process's
@@ -142,10 +166,22 @@ class PmixServer {
   static Result<std::unique_ptr<PmixServer>> start(const PmixServerConfig& config, Post post,
                                                    Callbacks callbacks);
 
+  // Procs are numbered for the control plane: the job's ranks are 0..N-1, and the ranks of a
+  // namespace started by PMIx_Spawn follow at the base the frontend gave it (base + rank). Every
+  // `rank` in Callbacks and in the calls below is such a number.
+
   // register_nspace + register_client (with config uid/gid) for every local rank. Call before
   // forking any rank. One job at a time; deregisterJob before registering the next. Held
   // serveDirectModex requests are served once it succeeds.
   Result<void> registerJob(const PmixJobLayout& layout);
+
+  // A namespace started by PMIx_Spawn while the job runs, on every node of the job (so that
+  // connect, get and fences across namespaces know it), with its ranks numbered from `base`.
+  // layout.this_node is -1 on a node that hosts none of its ranks. Its directories live in the
+  // job's and go with it.
+  Result<void> registerSpawned(const PmixJobLayout& layout, int base);
+  // The answer to Callbacks::spawn: the new namespace's name, or why it failed.
+  void completeSpawn(uint64_t request_id, PmixReply status, const std::string& nspace);
 
   // Adds what only this node knows at fork time to `env` ("K=V" strings): PMIx_server_setup_fork's
   // variables and the vader backing directory (Open MPI's other settings are planned). Inherited

@@ -5,6 +5,9 @@
 #include <pmix_server.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <optional>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "bootstrap/pmix_job_geometry.h"
+#include "bootstrap/pmix_job_info.h"
 #include "bootstrap/pmix_server.h"
 
 namespace tlaunch {
@@ -84,7 +88,21 @@ struct InfoReply {
   }
 };
 
+// PMIx_Spawn's answer: the new namespace, or the status of its failure.
+struct SpawnReply {
+  pmix_spawn_cbfunc_t fn = nullptr;
+  void* cbdata = nullptr;
+  void operator()(pmix_status_t status, const std::string& nspace = {}) const;
+};
+
 struct PmixServer::Impl {
+  // A namespace started by PMIx_Spawn (pmix_spawn.cc), its procs numbered from `base`.
+  struct Spawned {
+    PmixJobLayout layout;
+    PmixJobGeometry geometry;
+    pmix_nspace_t nspace;
+    int base = 0;
+  };
   struct Job {
     PmixJobLayout layout;
     PmixJobGeometry geometry;
@@ -101,6 +119,8 @@ struct PmixServer::Impl {
     std::map<uint64_t, LookupReply> lookups;
     std::map<uint64_t, CollectiveReply> collectives;
     std::map<uint64_t, InfoReply> job_controls;
+    std::map<uint64_t, SpawnReply> spawns;
+    std::vector<std::unique_ptr<Spawned>> spawned;
   };
 
   PmixServerConfig config;
@@ -115,21 +135,38 @@ struct PmixServer::Impl {
   // serveDirectModex calls that arrived before registerJob.
   std::vector<std::pair<int, std::function<void(bool, std::string)>>> held_serves;
 
+  // Procs <-> the control plane's numbers (see PmixServer; pmix_spawn.cc). -1 / false: a
+  // namespace this node does not know, or a rank outside it.
+  int numberOf(const pmix_proc_t& proc) const;
+  // A proc's numbers, a wildcard expanded to its namespace ({-1} for the whole job).
+  bool numbersOf(const pmix_proc_t& proc, std::vector<int>& out) const;
+  bool procOf(int number, pmix_proc_t& out) const;
+  bool isLocal(int number) const;
+  bool knowsNamespace(const pmix_nspace_t nspace) const;
+
   // Strand side of the upcalls.
+  void onSpawn(uint64_t gen, pmix_proc_t requester, PmixSpawnRequest request, SpawnReply reply);
   void onFence(uint64_t gen, const std::vector<pmix_proc_t>& procs, bool collect, std::string blob, ModexReply reply);
   void onDirectModex(uint64_t gen, pmix_proc_t proc, ModexReply reply);
-  void onAbort(uint64_t gen, pmix_rank_t rank, int status, std::string message, OpReply reply);
-  void onClientFinalized(uint64_t gen, pmix_rank_t rank, OpReply reply);
-  void onClientConnected(uint64_t gen, pmix_rank_t rank, OpReply reply);
-  void onPublish(uint64_t gen, PmixPublish request, OpReply reply);
-  void onLookup(uint64_t gen, PmixLookup request, LookupReply reply);
-  void onUnpublish(uint64_t gen, PmixUnpublish request, OpReply reply);
+  void onAbort(uint64_t gen, pmix_proc_t proc, int status, std::string message, OpReply reply);
+  void onClientFinalized(uint64_t gen, pmix_proc_t proc, OpReply reply);
+  void onClientConnected(uint64_t gen, pmix_proc_t proc, OpReply reply);
+  // The requests' `rank` is still the proc's rank in its namespace; these number it.
+  void onPublish(uint64_t gen, pmix_proc_t from, PmixPublish request, OpReply reply);
+  void onLookup(uint64_t gen, pmix_proc_t from, PmixLookup request, LookupReply reply);
+  void onUnpublish(uint64_t gen, pmix_proc_t from, PmixUnpublish request, OpReply reply);
   // procs: the collective's participants as libpmix gave them.
   void onCollective(uint64_t gen, std::string kind, const std::vector<pmix_proc_t>& procs, std::string blob,
                     CollectiveReply reply, int timeout_s = 0);
   // targets as libpmix gave them (none: the requester's whole namespace).
-  void onJobControl(uint64_t gen, pmix_rank_t requester, const std::vector<pmix_proc_t>& targets, int signal,
+  void onJobControl(uint64_t gen, pmix_proc_t requester, const std::vector<pmix_proc_t>& targets, int signal,
                     InfoReply reply);
+
+  // PMIx_server_register_nspace within config.op_bound; past it libpmix counts as wedged and
+  // `info` is leaked (libpmix may still read it). Errors name the namespace.
+  Result<void> registerNamespace(const pmix_nspace_t nspace, int nlocal, PmixInfoList&& info);
+  // PMIx_server_deregister_nspace (its clients go with it) within `bound`; past it, wedged.
+  Result<void> deregisterNamespace(const pmix_nspace_t nspace, std::chrono::milliseconds bound);
 
   bool isStale(uint64_t gen) const { return gen != generation.load(); }
   void failOutstanding(pmix_status_t status);
@@ -138,6 +175,45 @@ struct PmixServer::Impl {
 
 // The libpmix status a control-plane answer stands for (pmix_pubsub.cc).
 pmix_status_t pmixStatusOf(PmixReply r);
+
+// Waits for a libpmix op_cbfunc, at most `bound`. On timeout the waiter stays alive for the
+// late callback (it owns a reference), and the caller must treat libpmix as wedged.
+class BoundedPmixOp {
+ public:
+  // `start(cbfunc, cbdata)` issues the call and returns its immediate status.
+  template <class Start>
+  static std::optional<pmix_status_t> run(Start&& start, std::chrono::milliseconds bound) {
+    auto state = std::make_shared<State>();
+    auto* ref = new std::shared_ptr<State>(state);
+    pmix_status_t rc = start(&BoundedPmixOp::done, static_cast<void*>(ref));
+    if (rc != PMIX_SUCCESS) {  // the callback will not run
+      delete ref;
+      return rc == PMIX_OPERATION_SUCCEEDED ? PMIX_SUCCESS : rc;
+    }
+    std::unique_lock lock(state->mutex);
+    if (!state->cv.wait_for(lock, bound, [&] { return state->finished; })) return std::nullopt;
+    return state->status;
+  }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool finished = false;
+    pmix_status_t status = PMIX_SUCCESS;
+  };
+  static void done(pmix_status_t status, void* cbdata) {
+    auto* ref = static_cast<std::shared_ptr<State>*>(cbdata);
+    std::shared_ptr<State> state = std::move(*ref);
+    delete ref;
+    {
+      std::lock_guard lock(state->mutex);
+      state->finished = true;
+      state->status = status;
+    }
+    state->cv.notify_all();
+  }
+};
 
 // libpmix calls its module functions without any context pointer, so the one server of this
 // process is found here. Guarded because upcalls run on libpmix's thread.
@@ -160,6 +236,8 @@ void addJobControlUpcall(pmix_server_module_t& m);
 void addGroupUpcall(pmix_server_module_t& m);
 // An integer-like pmix_info_t's value (-1 for other types), as clients send them (pmix_pubsub.cc).
 int infoInt(const pmix_info_t& info);
+// Adds spawn for PMIx_Spawn (pmix_spawn.cc).
+void addSpawnUpcall(pmix_server_module_t& m);
 // Every other upcall answers PMIX_ERR_NOT_SUPPORTED at once (pmix_unsupported.cc).
 void addUnsupportedUpcalls(pmix_server_module_t& m);
 

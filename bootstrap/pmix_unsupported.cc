@@ -11,11 +11,6 @@
 namespace tlaunch {
 namespace {
 
-pmix_status_t upSpawn(const pmix_proc_t*, const pmix_info_t[], size_t, const pmix_app_t[], size_t,
-                      pmix_spawn_cbfunc_t, void*) {
-  return PMIX_ERR_NOT_SUPPORTED;
-}
-
 pmix_status_t upNotifyEvent(pmix_status_t, const pmix_proc_t*, pmix_data_range_t, pmix_info_t[], size_t,
                             pmix_op_cbfunc_t, void*) {
   return PMIX_ERR_NOT_SUPPORTED;
@@ -73,7 +68,6 @@ pmix_status_t upFabric(const pmix_proc_t*, pmix_fabric_operation_t, const pmix_i
 }  // namespace
 
 void addUnsupportedUpcalls(pmix_server_module_t& m) {
-  m.spawn = upSpawn;
   m.notify_event = upNotifyEvent;
   m.query = upQuery;
   m.log = upLog;

@@ -36,27 +36,27 @@ pmix_status_t upDirectModex(const pmix_proc_t* proc, const pmix_info_t[], size_t
 pmix_status_t upAbort(const pmix_proc_t* proc, void*, int status, const char msg[], pmix_proc_t[], size_t,
                       pmix_op_cbfunc_t cbfunc, void* cbdata) {
   // The procs to terminate are ignored: the daemon ends the whole job, as for any failed rank.
-  pmix_rank_t rank = proc->rank;
+  pmix_proc_t from = *proc;
   std::string message = msg ? msg : "";
   OpReply reply{cbfunc, cbdata};
-  return postToStrand([rank, status, message, reply](PmixServer::Impl& s, uint64_t gen) {
-    s.onAbort(gen, rank, status, message, reply);
+  return postToStrand([from, status, message, reply](PmixServer::Impl& s, uint64_t gen) {
+    s.onAbort(gen, from, status, message, reply);
   });
 }
 
 pmix_status_t upClientFinalized(const pmix_proc_t* proc, void*, pmix_op_cbfunc_t cbfunc, void* cbdata) {
-  pmix_rank_t rank = proc->rank;
+  pmix_proc_t from = *proc;
   OpReply reply{cbfunc, cbdata};
-  return postToStrand([rank, reply](PmixServer::Impl& s, uint64_t gen) { s.onClientFinalized(gen, rank, reply); });
+  return postToStrand([from, reply](PmixServer::Impl& s, uint64_t gen) { s.onClientFinalized(gen, from, reply); });
 }
 
 // libpmix 4.2.2 passes cbfunc == NULL here and drops the client on any status other than
 // PMIX_SUCCESS / PMIX_OPERATION_SUCCEEDED.
 pmix_status_t upClientConnected(const pmix_proc_t* proc, void*, pmix_op_cbfunc_t cbfunc, void* cbdata) {
-  pmix_rank_t rank = proc->rank;
+  pmix_proc_t from = *proc;
   OpReply reply{cbfunc, cbdata};
   pmix_status_t rc =
-      postToStrand([rank, reply](PmixServer::Impl& s, uint64_t gen) { s.onClientConnected(gen, rank, reply); });
+      postToStrand([from, reply](PmixServer::Impl& s, uint64_t gen) { s.onClientConnected(gen, from, reply); });
   return rc == PMIX_SUCCESS || cbfunc ? rc : PMIX_SUCCESS;
 }
 
@@ -72,6 +72,7 @@ pmix_server_module_t makePmixModule() {
   addPubsubUpcalls(m);
   addJobControlUpcall(m);
   addGroupUpcall(m);
+  addSpawnUpcall(m);
   addUnsupportedUpcalls(m);
   return m;
 }
@@ -106,28 +107,28 @@ void PmixServer::Impl::onFence(uint64_t gen, const std::vector<pmix_proc_t>& pro
 
 void PmixServer::Impl::onDirectModex(uint64_t gen, pmix_proc_t proc, ModexReply reply) {
   if (isStale(gen)) return;
-  if (!job || !PMIX_CHECK_NSPACE(proc.nspace, job->nspace) || proc.rank >= job->geometry.job_size)
-    return reply(PMIX_ERR_NOT_FOUND, {});
+  const int target = job ? numberOf(proc) : -1;
+  if (target < 0) return reply(PMIX_ERR_NOT_FOUND, {});
   const uint64_t id = job->next_request_id++;
   job->modex_requests.emplace(id, reply);
-  if (callbacks.direct_modex_request) callbacks.direct_modex_request(id, static_cast<int>(proc.rank));
+  if (callbacks.direct_modex_request) callbacks.direct_modex_request(id, target);
 }
 
-void PmixServer::Impl::onAbort(uint64_t gen, pmix_rank_t rank, int status, std::string message, OpReply reply) {
+void PmixServer::Impl::onAbort(uint64_t gen, pmix_proc_t proc, int status, std::string message, OpReply reply) {
   if (isStale(gen)) return;
-  if (callbacks.abort) callbacks.abort(static_cast<int>(rank), status, std::move(message));
+  if (const int rank = numberOf(proc); rank >= 0 && callbacks.abort) callbacks.abort(rank, status, std::move(message));
   reply(PMIX_SUCCESS);  // releases the client, which then exits with `status`
 }
 
-void PmixServer::Impl::onClientFinalized(uint64_t gen, pmix_rank_t rank, OpReply reply) {
+void PmixServer::Impl::onClientFinalized(uint64_t gen, pmix_proc_t proc, OpReply reply) {
   if (isStale(gen)) return;
-  if (callbacks.client_finalized) callbacks.client_finalized(static_cast<int>(rank));
+  if (const int rank = numberOf(proc); rank >= 0 && callbacks.client_finalized) callbacks.client_finalized(rank);
   reply(PMIX_SUCCESS);  // the client blocks in PMIx_Finalize until this
 }
 
-void PmixServer::Impl::onClientConnected(uint64_t gen, pmix_rank_t rank, OpReply reply) {
+void PmixServer::Impl::onClientConnected(uint64_t gen, pmix_proc_t proc, OpReply reply) {
   if (isStale(gen)) return;
-  if (callbacks.client_connected) callbacks.client_connected(static_cast<int>(rank));
+  if (const int rank = numberOf(proc); rank >= 0 && callbacks.client_connected) callbacks.client_connected(rank);
   reply(PMIX_SUCCESS);
 }
 
@@ -140,6 +141,7 @@ void PmixServer::Impl::failOutstanding(pmix_status_t status) {
   auto lookups = std::exchange(job->lookups, {});
   auto collectives = std::exchange(job->collectives, {});
   auto job_controls = std::exchange(job->job_controls, {});
+  auto spawns = std::exchange(job->spawns, {});
   job->fences.clear();
   job->modex_requests.clear();
   for (auto& [seq, reply] : fences) reply(status, {});
@@ -149,6 +151,7 @@ void PmixServer::Impl::failOutstanding(pmix_status_t status) {
   for (auto& [id, reply] : lookups) reply(status);
   for (auto& [id, reply] : collectives) reply(status, {});
   for (auto& [id, reply] : job_controls) reply(status);
+  for (auto& [id, reply] : spawns) reply(status);
 }
 
 }  // namespace tlaunch

@@ -16,6 +16,7 @@ set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_routes.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_tree.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_spawn.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_pmix_spawn.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tree_children.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/subtree_fence.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/stack_collector.cc

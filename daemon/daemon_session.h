@@ -3,6 +3,7 @@
 // the node's inventory, prepare and run the ranks it is given, relay their output and exits,
 // and tear everything down when told to, or when the frontend disappears.
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,6 +95,11 @@ class DaemonSession {
   // Tree spawn (daemon_session_spawn.cc): this node starts its children's daemons over ssh.
   void spawnChildren(const Json& spawn);
   void pollSpawned();
+  // PMIx_Spawn's processes (daemon_session_pmix_spawn.cc): register the namespace and
+  // prepare this node's share, start it when every node is ready.
+  void handlePmixSpawnJob(const Json& msg);
+  void handlePmixSpawnStart(const Json& msg);
+  std::map<int, std::vector<RankLaunch>> spawn_launches_;  // by spawn number, until started or cancelled
   // `tlaunch stacks` / `tlaunch status` (daemon_inspect.cc).
   void handleStacks(const Json& msg);
   void handleStatus(const Json& msg);

@@ -48,6 +48,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   // The frontend waits --event-grace for the ranks' event handlers only when a rank uses PMIx.
   cb.client_connected = [send](int rank) { send({{"t", "pmix_client"}, {"r", rank}}); };
   addPubsubCallbacks(cb, send);
+  cb.spawn = [send](uint64_t id, const PmixSpawnRequest& request) { send(spawnRequestToJson(id, request)); };
   auto server = PmixServer::start(cfg, [&io](std::function<void()> f) { asio::post(io, std::move(f)); }, std::move(cb));
   if (!server) return tl::unexpected(server.error());
   b->server_ = std::move(*server);
@@ -72,6 +73,26 @@ PmixBridge::~PmixBridge() {
   server_.reset();
 }
 
+Result<void> PmixBridge::registerSpawned(const SpawnedJob& job, const NodeLaunch& launch) {
+  PmixJobLayout layout;
+  layout.nspace = job.nspace;
+  layout.parent_nspace = job.parent_nspace;
+  layout.parent_rank = static_cast<uint32_t>(job.parent_rank);
+  layout.this_node = -1;
+  for (size_t i = 0; i < job.nodes.size(); ++i) {
+    const auto n = static_cast<size_t>(job.nodes[i]);
+    if (n >= launch.pmix.node_names.size()) return fail(Errc::protocol, "a spawn placed on an unknown node");
+    layout.node_names.push_back(launch.pmix.node_names[n]);
+    layout.node_ids.push_back(static_cast<uint32_t>(n));
+    if (job.nodes[i] == launch.pmix.this_node) layout.this_node = static_cast<int>(i);
+  }
+  layout.ranks_by_node = job.ranks_by_node;
+  for (int a : job.app_of_rank) layout.appnum_of_rank.push_back(static_cast<uint32_t>(a));
+  layout.job_tmpdir = node_dir_ + "/job/spawn" + std::to_string(job.id);
+  layout.tcp_if_include = launch.pmix.tcp_if_include;
+  return server_->registerSpawned(layout, job.base);
+}
+
 Result<void> PmixBridge::setupFork(int rank, std::vector<std::string>& env) { return server_->setupFork(rank, env); }
 
 void PmixBridge::onMessage(const std::string& type, const Json& msg) {
@@ -92,6 +113,9 @@ void PmixBridge::onMessage(const std::string& type, const Json& msg) {
     server_->serveDirectModex(static_cast<int>(getInt(msg, "rank")), [send, from, id](bool ok, const std::string& data) {
       send({{"t", "dmodex_resp"}, {"to", from}, {"id", id}, {"ok", ok}, {"d", binary(data)}});
     });
+  } else if (type == "pmix_spawn_done") {
+    const auto status = static_cast<PmixReply>(getInt(msg, "status", static_cast<int>(PmixReply::not_supported)));
+    server_->completeSpawn(static_cast<uint64_t>(getInt(msg, "id")), status, getString(msg, "nspace"));
   } else if (type == "dmodex_done") {
     server_->completeDirectModex(static_cast<uint64_t>(getInt(msg, "id")), getBool(msg, "ok"), bytesOf(msg["d"]));
   } else {

@@ -13,6 +13,7 @@
 
 #include "bootstrap/message.h"
 #include "bootstrap/pmix_server.h"
+#include "bootstrap/pmix_spawn_wire.h"
 #include "tlaunch/node_launch.h"
 
 namespace tlaunch {
@@ -23,9 +24,12 @@ class PmixBridge {
   // Starts the PMIx server and registers the job's namespace and local ranks.
   static Result<std::unique_ptr<PmixBridge>> start(asio::io_context& io, const NodeLaunch& launch, const Send& send);
   ~PmixBridge();
+  // A namespace PMIx_Spawn started (the frontend's placement): registered here whether or not
+  // this node hosts its ranks.
+  Result<void> registerSpawned(const SpawnedJob& job, const NodeLaunch& launch);
   // Adds the PMIx variables (server URI, namespace, rank, Open MPI's hints) to a rank's env.
   Result<void> setupFork(int rank, std::vector<std::string>& env);
-  // Frontend messages: "fence_done", "dmodex_serve", "dmodex_done", "rank_failed" (a PMIx
+  // Frontend messages: "fence_done", "dmodex_serve", "dmodex_done", "pmix_spawn_done", "rank_failed" (a PMIx
   // event for the local clients), and those of pmix_pubsub_wire.h.
   void onMessage(const std::string& type, const Json& msg);
   // A local rank exited with a failure (not killed by teardown): libpmix forgets it shortly

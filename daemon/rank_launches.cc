@@ -1,6 +1,21 @@
 #include "daemon/rank_launches.h"
 
+#include <unistd.h>
+
+#include <set>
+
 namespace tlaunch {
+namespace {
+
+Result<PreparedBinding> bindingLike(const RankSpec& r) {
+  RankBinding b;
+  b.local_rank = r.local_rank;
+  b.cpus = r.cpus;
+  b.mem_nodes = r.mem_nodes;
+  return prepareBinding(b);
+}
+
+}  // namespace
 
 Result<std::vector<RankLaunch>> buildRankLaunches(const NodeLaunch& launch) {
   std::vector<RankLaunch> out;
@@ -15,14 +30,55 @@ Result<std::vector<RankLaunch>> buildRankLaunches(const NodeLaunch& launch) {
     l.exe_path = *exe;
     l.stdin_pipe = launch.stdin_rank == r.rank;
     if (launch.apply_binding && (!r.cpus.empty() || !r.mem_nodes.empty())) {
-      RankBinding b;
-      b.local_rank = r.local_rank;
-      b.cpus = r.cpus;
-      b.mem_nodes = r.mem_nodes;
-      auto prepared = prepareBinding(b);
+      auto prepared = bindingLike(r);
       if (!prepared) return tl::unexpected(prepared.error());
       l.binding = *prepared;
     }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, const NodeLaunch& launch,
+                                                     const std::vector<std::string>& job_env) {
+  std::vector<RankLaunch> out;
+  size_t here = job.nodes.size();
+  for (size_t i = 0; i < job.nodes.size(); ++i)
+    if (job.nodes[i] == launch.pmix.this_node) here = i;
+  if (here == job.nodes.size()) return out;
+  const std::vector<std::string> base = mergeEnv(launch.base_env, job_env);
+  // Spawned processes come on top of the node's ranks: pinned to a rank's core each would share
+  // it with a rank that busy-polls (Open MPI waits so), and starve. They get the job's share of
+  // the node instead, every CPU and memory node of its ranks (Open MPI does not bind
+  // oversubscribed processes at all).
+  RankSpec share;
+  std::set<int> cpus, mems;
+  for (const auto& r : launch.ranks) {
+    cpus.insert(r.cpus.begin(), r.cpus.end());
+    mems.insert(r.mem_nodes.begin(), r.mem_nodes.end());
+  }
+  share.cpus.assign(cpus.begin(), cpus.end());
+  share.mem_nodes.assign(mems.begin(), mems.end());
+  size_t local = 0;
+  for (int rank : job.ranks_by_node[here]) {
+    const PmixSpawnApp& app = job.apps[static_cast<size_t>(job.app_of_rank[static_cast<size_t>(rank)])];
+    RankLaunch l;
+    l.rank = job.base + rank;
+    l.argv = app.argv;
+    l.env = mergeEnv(base, app.env);
+    l.cwd = app.cwd.empty() ? launch.cwd : app.cwd;
+    if (access(l.cwd.c_str(), X_OK) != 0)
+      return fail(Errc::usage, "working directory " + l.cwd + " does not exist on node " + launch.node_name);
+    auto exe = resolveProgram(app.argv.front(), envValue(l.env, "PATH"), l.cwd, launch.node_name);
+    if (!exe) return tl::unexpected(exe.error());
+    l.exe_path = *exe;
+    if (launch.apply_binding && (!share.cpus.empty() || !share.mem_nodes.empty())) {
+      share.local_rank = static_cast<int>(local);
+      auto prepared = bindingLike(share);
+      if (!prepared) return tl::unexpected(prepared.error());
+      l.binding = *prepared;
+    }
+    ++local;
     out.push_back(std::move(l));
   }
   return out;

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/pmix_spawn_wire.h"
 #include "bootstrap/rank_env.h"
 #include "daemon/rank_spawner.h"
 #include "tlaunch/node_launch.h"
@@ -10,5 +11,13 @@
 namespace tlaunch {
 
 Result<std::vector<RankLaunch>> buildRankLaunches(const NodeLaunch& launch);
+
+// The processes PMIx_Spawn placed on this node (none if it hosts none): each app's argv, its
+// environment over the job's (the node's base environment, then `job_env`, what every rank of
+// the job has), in its working directory (the job's if none), bound to every CPU and memory
+// node of the node's ranks (not to one rank's core: see the .cc). Errors name the node and the
+// program.
+Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, const NodeLaunch& launch,
+                                                     const std::vector<std::string>& job_env);
 
 }  // namespace tlaunch

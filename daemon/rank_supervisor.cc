@@ -31,12 +31,26 @@ RankSupervisor::~RankSupervisor() {
 }
 
 Result<void> RankSupervisor::start(const std::vector<RankLaunch>& launches) {
+  auto started = add(launches);
+  if (!started) killAll();
+  return started;
+}
+
+Result<void> RankSupervisor::add(const std::vector<RankLaunch>& launches) {
+  if (terminating_) return fail(Errc::internal, "the job is ending: no more ranks are started");
+  const size_t first = ranks_.size();
   for (const auto& launch : launches) {
     RankLaunch l = launch;
     l.cgroup_procs_fd = containment_->cgroupProcsFd();
     auto p = spawnRank(l);
     if (!p) {
-      killAll();
+      // None of this batch has been watched yet: end them here, as if never started.
+      for (size_t i = first; i < ranks_.size(); ++i) {
+        ::kill(-ranks_[i]->pid, SIGKILL);
+        int st = 0;
+        ::waitpid(ranks_[i]->pid, &st, 0);
+      }
+      ranks_.resize(first);
       return tl::unexpected(p.error());
     }
     auto r = std::make_unique<Rank>();
@@ -49,10 +63,10 @@ Result<void> RankSupervisor::start(const std::vector<RankLaunch>& launches) {
     if (p->pidfd >= 0) r->pidfd = std::make_unique<asio::posix::stream_descriptor>(io_, p->pidfd);
     ranks_.push_back(std::move(r));
   }
-  for (auto& r : ranks_) {
-    readStream(*r, 1);
-    readStream(*r, 2);
-    watchExit(*r);
+  for (size_t i = first; i < ranks_.size(); ++i) {
+    readStream(*ranks_[i], 1);
+    readStream(*ranks_[i], 2);
+    watchExit(*ranks_[i]);
   }
   return {};
 }

@@ -42,6 +42,10 @@ class RankSupervisor {
   ~RankSupervisor();
   // Spawns in order. If one fails, the ones already started are killed and the error returned.
   Result<void> start(const std::vector<RankLaunch>& launches);
+  // More ranks while the job runs (PMIx_Spawn's children): if one fails to start, those of this
+  // batch already started are killed, the others go on, and the error is returned. all_exited
+  // then waits for these too.
+  Result<void> add(const std::vector<RankLaunch>& launches);
   // To each rank's process group (teardown), or to the rank process alone (forwarded signals:
   // a training script's SIGUSR1 handler must not kill its data-loader workers).
   void signalAll(int sig, bool whole_group = true);

@@ -31,12 +31,14 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_accept.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_plan.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_pmix.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_session_pmix_spawn.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_controls.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_failure_policy.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/restart_policy.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/failure_cli.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_directory.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_collectives.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/pmix_spawns.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_job_control.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/stack_merge.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/control_socket.cc

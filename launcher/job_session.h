@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "bootstrap/connection.h"
 #include "bootstrap/fence_collector.h"
 #include "bootstrap/message_router.h"
+#include "bootstrap/pmix_server.h"
 #include "bootstrap/tree_shape.h"
 #include "launcher/daemon_starter.h"
 #include "launcher/ssh_starter.h"
@@ -26,6 +28,7 @@ namespace tlaunch {
 
 class CrossNodePreflight;
 class PmixCollectives;
+class PmixSpawns;
 class PmixDirectory;
 class JobInspector;
 class RankFailurePolicy;
@@ -137,7 +140,24 @@ class JobSession {
   std::vector<std::string> closeRoutedBelow(const Link& link);  // marks lost the nodes it carried; their names
   std::string lostNodeText(const Link& link, const std::string& reason, const std::vector<std::string>& below) const;
   static constexpr auto kTreeWiringTimeout = std::chrono::seconds(30);
-  int nodeOfRank(int rank) const;
+  int nodeOfRank(int rank) const;  // also a spawned proc's (launcher/pmix_spawns.h numbers)
+  std::string rankName(int rank) const;  // "rank 3", or "rank 0 of spawned namespace ..."
+  // PMIx_Spawn (launcher/job_session_pmix_spawn.cc): place, register everywhere, start, answer.
+  struct SpawnInFlight {
+    int requester_node = -1;
+    uint64_t request_id = 0;  // the caller's daemon's, echoed back
+    int requester = 0;
+    std::set<int> told;      // the nodes that got the placement
+    std::set<int> awaiting;  // their answers still to come (ready, then started)
+    bool starting = false;
+    std::string error;  // the first node's reason to refuse
+  };
+  void onPmixSpawn(Link& link, const Json& msg);
+  void onPmixSpawnReady(Link& link, const Json& msg);
+  void onPmixSpawnStarted(Link& link, const Json& msg);
+  void answerSpawn(int requester_node, uint64_t request_id, PmixReply status, const std::string& nspace);
+  std::unique_ptr<PmixSpawns> pmix_spawns_;  // with the plan, when PMIx is on
+  std::map<int, SpawnInFlight> spawns_in_flight_;  // by spawn number
   void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {},
             std::string node = {}, int signal = 0);
   void recordFailure(int exit_code, std::string summary, int rank, std::vector<std::string> tail, std::string node,

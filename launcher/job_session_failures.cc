@@ -89,7 +89,7 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   f.node = link.name;
   f.exit_status = signaled ? 128 + code : code;
   f.signal = signaled ? code : 0;
-  f.summary = "rank " + std::to_string(rank) + " on node " + link.name + " " + what;
+  f.summary = rankName(rank) + " on node " + link.name + " " + what;
   f.stderr_tail = std::move(tail);
   onRankFailed(std::move(f));
 }

@@ -1,6 +1,7 @@
 // From the daemons' inventories to running ranks: the cross-node preflight, the plan, the
 // banner, the prepare barrier and the start.
 #include "launcher/job_session.h"
+#include "launcher/pmix_spawns.h"
 #include "launcher/job_session_link.h"
 #include "bootstrap/inventory_codec.h"
 
@@ -148,6 +149,7 @@ void JobSession::planAndPrepare() {
     for (const auto& r : n.ranks) out_.setRankNode(r.rank, n.node_name);
   outcome_.rank_exit_codes.assign(static_cast<size_t>(plan_->world_size), -1);
   rank_failures_ = std::make_unique<RankFailurePolicy>(cfg_.spec.keep_going, plan_->world_size);
+  if (plan_->pmix.enabled) pmix_spawns_ = std::make_unique<PmixSpawns>(plan_->pmix.nspace, plan_->world_size, plan_->pmix.node_names);
   startNcclCheck();
   if (auto r = out_.openFiles(plan_->world_size); !r) {
     fail(exitStatusFor(r.error().code), r.error().message);

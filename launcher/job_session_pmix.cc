@@ -21,6 +21,7 @@
 #include "launcher/pmix_collectives.h"
 #include "launcher/pmix_directory.h"
 #include "launcher/pmix_job_control.h"
+#include "launcher/pmix_spawns.h"
 #include "launcher/plan/plan_preflight.h"
 #include "launcher/rank_failure_policy.h"
 #include "launcher/stdin_credit.h"
@@ -40,7 +41,7 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     f.node = link.name;
     f.exit_status = status == 0 ? 1 : status;
     f.called_abort = true;
-    f.summary = "rank " + std::to_string(rank) + " on node " + link.name + " called MPI_Abort with status " +
+    f.summary = rankName(rank) + " on node " + link.name + " called MPI_Abort with status " +
                 std::to_string(status) + (text.empty() ? "" : ": " + text);
     onRankFailed(std::move(f));
     return;
@@ -70,9 +71,8 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     return;
   }
   if (type == "dmodex_req") {
-    // Ranks are node-major: the owner of rank r is node r / ranks_per_node.
     const int rank = static_cast<int>(getInt(msg, "rank"));
-    const int owner = plan_ && plan_->ranks_per_node > 0 ? rank / plan_->ranks_per_node : -1;
+    const int owner = nodeOfRank(rank);
     const bool failed = rank_failures_ && rank_failures_->hasFailed(rank);  // it may never commit its data
     if (owner < 0 || failed || owner >= static_cast<int>(links_.size()) || !reachable(owner)) {
       sendToNode(link.index, {{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", false}, {"d", binary("")}});
@@ -88,9 +88,11 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
   }
 }
 
-// Ranks are node-major: the owner of rank r is node r / ranks_per_node.
+// Ranks are node-major: the owner of rank r is node r / ranks_per_node. Spawned processes
+// are numbered after the job's ranks.
 int JobSession::nodeOfRank(int rank) const {
   if (!plan_ || plan_->ranks_per_node <= 0 || rank < 0) return -1;
+  if (rank >= plan_->world_size) return pmix_spawns_ ? pmix_spawns_->nodeOf(rank) : -1;
   const int node = rank / plan_->ranks_per_node;
   return node < static_cast<int>(links_.size()) ? node : -1;
 }

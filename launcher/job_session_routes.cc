@@ -55,6 +55,9 @@ JobSession::Router JobSession::makeRouter() {
        [this](const std::string& t, Json&& m, Link& l) { onPmixMessage(l, t, std::move(m)); });
   r.on({"pub", "lookup", "unpub"},
        [this](const std::string& t, Json&& m, Link& l) { pmix_directory_->onMessage(l.index, t, m); });
+  r.on("pmix_spawn", [this](const std::string&, Json&& m, Link& l) { onPmixSpawn(l, m); });
+  r.on("pmix_spawn_ready", [this](const std::string&, Json&& m, Link& l) { onPmixSpawnReady(l, m); });
+  r.on("pmix_spawn_started", [this](const std::string&, Json&& m, Link& l) { onPmixSpawnStarted(l, m); });
   r.on("coll", [this](const std::string&, Json&& m, Link& l) { pmix_collectives_->onMessage(l.index, m); });
   r.on("jobctl", [this](const std::string&, Json&& m, Link& l) {
     routeJobControl(l.index, m, static_cast<int>(links_.size()), [this](int rank) { return nodeOfRank(rank); },

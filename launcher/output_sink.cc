@@ -47,12 +47,20 @@ OutputSink::~OutputSink() {
 }
 
 std::string OutputSink::tagFor(TagMode mode, int rank, const std::string& node) {
+  return tagFor(mode, std::to_string(rank), node);
+}
+
+std::string OutputSink::tagFor(TagMode mode, const std::string& label, const std::string& node) {
   switch (mode) {
     case TagMode::none: return {};
-    case TagMode::rank: return "[" + std::to_string(rank) + "] ";
-    case TagMode::full: return "[" + node + ":" + std::to_string(rank) + "] ";
+    case TagMode::rank: return "[" + label + "] ";
+    case TagMode::full: return "[" + node + ":" + label + "] ";
   }
   return {};
+}
+
+void OutputSink::setSpawnedTag(int number, const std::string& label, const std::string& node) {
+  tags_[number] = tagFor(mode_, label, node);
 }
 
 void OutputSink::setRankNode(int rank, const std::string& node) { tags_[rank] = tagFor(mode_, rank, node); }
@@ -62,8 +70,7 @@ void OutputSink::setDrained(std::function<void(int, size_t)> drained) {
   drained_cb_ = std::move(drained);
 }
 
-Result<void> OutputSink::openFiles(int world_size) {
-  if (dir_.empty()) return {};
+Result<int> OutputSink::openDir() {
   if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST)
     return diagnostic(Errc::usage, "output-dir-create", {{"dir", dir_}, {"reason", std::strerror(errno)}});
   // The directory itself, not a symlink in its place, and ours: files of another user's
@@ -79,25 +86,57 @@ Result<void> OutputSink::openFiles(int world_size) {
     ::close(dfd);
     return diagnostic(Errc::usage, "output-dir-foreign", {{"dir", dir_}, {"uid", std::to_string(st.st_uid)}});
   }
+  return dfd;
+}
+
+Result<void> OutputSink::openInto(int dfd, int number, const std::string& name, int mode, Item& item) {
+  for (int s : {1, 2}) {
+    const std::string file = name + (s == 1 ? ".out" : ".err");
+    const int fd = ::openat(dfd, file.c_str(), O_WRONLY | O_CREAT | mode | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      const std::string why = std::strerror(errno);
+      for (auto& [k, f] : item.files) ::close(f);
+      return diagnostic(Errc::usage, "output-file-unwritable", {{"path", dir_ + "/" + file}, {"reason", why}});
+    }
+    item.files[{number, s}] = fd;
+  }
+  return {};
+}
+
+Result<void> OutputSink::openFiles(int world_size) {
+  if (dir_.empty()) return {};
+  auto dfd = openDir();
+  if (!dfd) return tl::unexpected(dfd.error());
   Item item;
   item.type = Item::Type::files;
+  // A restarted job (--max-restarts) appends: the failed attempt's output stays readable.
+  const int mode = files_opened_ ? O_APPEND : O_TRUNC;
   for (int r = 0; r < world_size; ++r) {
-    for (int s : {1, 2}) {
-      const std::string name = "rank." + std::to_string(r) + (s == 1 ? ".out" : ".err");
-      // A restarted job (--max-restarts) appends: the failed attempt's output stays readable.
-      const int mode = files_opened_ ? O_APPEND : O_TRUNC;
-      const int fd = ::openat(dfd, name.c_str(), O_WRONLY | O_CREAT | mode | O_NOFOLLOW | O_CLOEXEC, 0600);
-      if (fd < 0) {
-        const std::string why = std::strerror(errno);
-        for (auto& [k, f] : item.files) ::close(f);
-        ::close(dfd);
-        return diagnostic(Errc::usage, "output-file-unwritable", {{"path", dir_ + "/" + name}, {"reason", why}});
-      }
-      item.files[{r, s}] = fd;
+    if (auto ok = openInto(*dfd, r, "rank." + std::to_string(r), mode, item); !ok) {
+      ::close(*dfd);
+      return ok;
     }
   }
-  ::close(dfd);
+  ::close(*dfd);
   files_opened_ = true;
+  enqueue(std::move(item));
+  return {};
+}
+
+Result<void> OutputSink::openMoreFiles(const std::vector<std::pair<int, std::string>>& numbered_names) {
+  if (dir_.empty() || numbered_names.empty()) return {};
+  auto dfd = openDir();
+  if (!dfd) return tl::unexpected(dfd.error());
+  Item item;
+  item.type = Item::Type::more_files;
+  for (const auto& [number, name] : numbered_names) {
+    if (auto ok = openInto(*dfd, number, name, O_TRUNC, item); !ok) {
+      ::close(*dfd);
+      return ok;
+    }
+    item.file_names[number] = name;
+  }
+  ::close(*dfd);
   enqueue(std::move(item));
   return {};
 }
@@ -167,7 +206,9 @@ void OutputSink::writeFile(int rank, int stream, std::string_view bytes) {
   // A full disk must not end the job: say it once for this file, keep printing.
   file_failed_[{rank, stream}] = true;
   std::vector<OutputFormatter::Write> w;
-  formatter_.note("warning: cannot write " + dir_ + "/rank." + std::to_string(rank) + (stream == 1 ? ".out" : ".err") +
+  auto named = file_names_.find(rank);
+  const std::string name = named != file_names_.end() ? named->second : "rank." + std::to_string(rank);
+  formatter_.note("warning: cannot write " + dir_ + "/" + name + (stream == 1 ? ".out" : ".err") +
                       ": " + std::strerror(errno) + "; its output goes on to the terminal only",
                   w);
   writeTerminalText(w);
@@ -222,6 +263,14 @@ void OutputSink::handle(Item& item, std::vector<OutputFormatter::Write>& writes)
     case Item::Type::files:
       for (auto& [key, fd] : files_) ::close(fd);  // the previous attempt's, all written
       files_ = std::move(item.files);
+      file_names_.clear();
+      break;
+    case Item::Type::more_files:
+      for (auto& [key, fd] : item.files) {
+        if (auto old = files_.find(key); old != files_.end()) ::close(old->second);
+        files_[key] = fd;
+      }
+      file_names_.merge(item.file_names);
       break;
     case Item::Type::flush: break;
   }

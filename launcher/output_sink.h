@@ -35,8 +35,13 @@ class OutputSink {
   OutputSink& operator=(const OutputSink&) = delete;
   // Must be called before lines of that rank arrive (the tag names its node).
   void setRankNode(int rank, const std::string& node);
+  // A process the job spawned (PMIx_Spawn): tagged with its label ("spawn1:0") in place of a rank.
+  void setSpawnedTag(int number, const std::string& label, const std::string& node);
   // Creates --output-dir (0700) and its files (0600, never through a symlink).
   Result<void> openFiles(int world_size);
+  // The files of processes the job spawned (PMIx_Spawn), named "<name>.out" / "<name>.err"
+  // (e.g. "spawn1.rank.0"), beside the ranks'. Nothing without --output-dir.
+  Result<void> openMoreFiles(const std::vector<std::pair<int, std::string>>& numbered_names);
   // Queues one record of `source` (a daemon link); never blocks. stream 1 = stdout, 2 = stderr.
   void write(int source, int rank, int stream, OutputKind kind, std::string_view bytes);
   // The same without a copy: the record's bytes are owned.view().
@@ -48,16 +53,20 @@ class OutputSink {
   size_t backlog() const;  // bytes of output queued and not yet written
   void flush();            // returns once everything queued before it is written
   static std::string tagFor(TagMode mode, int rank, const std::string& node);
+  static std::string tagFor(TagMode mode, const std::string& label, const std::string& node);
 
  private:
   struct Item {
-    enum class Type { record, note, files, flush } type = Type::record;
+    enum class Type { record, note, files, more_files, flush } type = Type::record;
     int source = -1, rank = 0, stream = 1;
     OutputKind kind = OutputKind::lines;
     std::string tag;
     OwnedBytes data;  // a record's bytes or a note's text: data.view()
     std::map<std::pair<int, int>, int> files;
+    std::map<int, std::string> file_names;  // a number's file name without .out/.err (default "rank.N")
   };
+  Result<int> openDir();  // --output-dir, checked; the caller closes it
+  Result<void> openInto(int dfd, int number, const std::string& name, int mode, Item& item);
   void enqueue(Item item);
   void run();
   void handle(Item& item, std::vector<OutputFormatter::Write>& writes);
@@ -74,6 +83,7 @@ class OutputSink {
   OutputFormatter formatter_;
   std::map<std::pair<int, int>, int> files_;
   std::map<std::pair<int, int>, bool> file_failed_;
+  std::map<int, std::string> file_names_;
   bool out_broken_ = false;
   std::map<int, size_t> drained_;
   // Shared, under mu_:

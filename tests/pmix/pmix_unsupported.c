@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   pmix_info_t* results = NULL;
   size_t nresults = 0;
 
-  /* Spawn one copy of /bin/true. */
+  /* Spawn one copy of /bin/true (supported now: it must answer promptly too). */
   pmix_app_t app;
   PMIX_APP_CONSTRUCT(&app);
   app.cmd = strdup("/bin/true");
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   app.argv[0] = strdup("/bin/true");
   app.maxprocs = 1;
   pmix_nspace_t child;
-  CALL("PMIx_Spawn", PMIx_Spawn(NULL, 0, &app, 1, child));
+  CALL_PROMPT("PMIx_Spawn", PMIx_Spawn(NULL, 0, &app, 1, child)); /* supported: starts at once */
   PMIX_APP_DESTRUCT(&app);
 
   /* Connect to a namespace that is not this job's. */

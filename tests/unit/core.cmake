@@ -12,6 +12,7 @@ tlaunch_add_unit_test(NAME core_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_tree_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_inventory_cache_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_node_launch_json_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_pmix_spawns_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_tree_children_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_phase_timing_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_stale_files_test.cc

@@ -95,3 +95,27 @@ TEST_CASE("pmix geometry: interface names and real subnets are fine for btl_tcp_
     CHECK(planPmixJob(l));
   }
 }
+
+TEST_CASE("pmix geometry: a spawned namespace is known on nodes that host none of its ranks") {
+  PmixJobLayout l;
+  l.nspace = "tlaunch.42.spawn1";
+  l.parent_nspace = "tlaunch.42";
+  l.node_names = {"gpu02"};
+  l.node_ids = {1};
+  l.ranks_by_node = {{0, 1}};
+  l.this_node = -1;
+  l.job_tmpdir = "/tmp/tlaunch/job42/spawn1";
+  auto g = planPmixJob(l);
+  REQUIRE(g);
+  CHECK(g->job_size == 2);
+  CHECK(g->local_ranks.empty());
+  CHECK(g->local_peers.empty());
+  l.parent_nspace.clear();  // the job itself must be on its node
+  CHECK_FALSE(planPmixJob(l));
+  l.parent_nspace = "tlaunch.42";
+  l.node_ids = {1, 2};  // one id per node
+  CHECK_FALSE(planPmixJob(l));
+  l.node_ids = {1};
+  l.appnum_of_rank = {0};  // one app number per rank
+  CHECK_FALSE(planPmixJob(l));
+}

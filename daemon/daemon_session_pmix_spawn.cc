@@ -1,0 +1,48 @@
+// PMIx_Spawn on a node (the frontend's side: launcher/job_session_pmix_spawn.cc). Every node
+// that still runs ranks registers the new namespace; those that host its processes prepare them
+// (program, working directory, binding, PMIx variables) and start them only when the frontend
+// says every node is ready. They then belong to the node's RankSupervisor like its ranks.
+#include "bootstrap/node_launch_json.h"
+#include "daemon/daemon_session.h"
+#include "daemon/rank_launches.h"
+
+namespace tlaunch {
+
+void DaemonSession::handlePmixSpawnJob(const Json& msg) {
+  const int spawn_id = static_cast<int>(getInt(msg, "k", -1));
+  auto reply = [&](const Result<void>& r) {
+    sendOwn({{"t", "pmix_spawn_ready"}, {"k", spawn_id}, {"ok", r.has_value()}, {"message", r ? "" : r.error().message}});
+  };
+  if (!pmix_ || !launch_ || !ranks_ || ranks_->allExited())
+    return reply(fail(Errc::internal, "its ranks have ended"));
+  auto job = spawnedJobFromJson(msg, static_cast<int>(launch_->pmix.node_names.size()));
+  if (!job) return reply(tl::unexpected(job.error()));
+  if (auto r = pmix_->registerSpawned(*job, *launch_); !r) return reply(r);
+  std::vector<std::string> job_env;  // what every rank of the job has ("job")
+  if (job_shared_.contains("launch"))
+    if (auto shared = sharedLaunchFromJson(job_shared_["launch"])) job_env = shared->rank_env;
+  auto launches = buildSpawnedLaunches(*job, *launch_, job_env);
+  if (!launches) return reply(tl::unexpected(launches.error()));
+  for (auto& l : *launches)
+    if (auto r = pmix_->setupFork(l.rank, l.env); !r) return reply(r);
+  if (!launches->empty()) spawn_launches_[spawn_id] = std::move(*launches);
+  reply({});
+}
+
+void DaemonSession::handlePmixSpawnStart(const Json& msg) {
+  const int spawn_id = static_cast<int>(getInt(msg, "k", -1));
+  auto it = spawn_launches_.find(spawn_id);
+  if (it == spawn_launches_.end() || !ranks_) {
+    sendOwn({{"t", "pmix_spawn_started"}, {"k", spawn_id}, {"ok", false}, {"message", "nothing was prepared for it"}});
+    return;
+  }
+  auto launches = std::move(it->second);
+  spawn_launches_.erase(it);
+  auto started = ranks_->add(launches);
+  sendOwn({{"t", "pmix_spawn_started"},
+           {"k", spawn_id},
+           {"ok", started.has_value()},
+           {"message", started ? "" : started.error().message}});
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,116 @@
+#include "launcher/pmix_spawns.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+namespace tlaunch {
+
+Result<SpawnedJob> PmixSpawns::place(const PmixSpawnRequest& request, const std::function<bool(int)>& usable) {
+  const Located parent = locate(request.requester);
+  if (request.requester < 0 || (request.requester >= world_size_ && !parent.job))
+    return fail(Errc::protocol, "a spawn request from an unknown process " + std::to_string(request.requester));
+  long long total = 0;
+  for (const auto& app : request.apps) total += app.maxprocs;
+  if (total < 1 || total > kMaxSpawnProcs)
+    return fail(Errc::usage, "it asks for " + std::to_string(total) + " processes (tlaunch starts 1 to " +
+                                 std::to_string(kMaxSpawnProcs) + " per spawn)");
+  if (static_cast<long long>(next_number_) + total > std::numeric_limits<int>::max())
+    return fail(Errc::usage, "the job has spawned too many processes");
+
+  std::map<std::string, int> index_of;
+  for (size_t n = 0; n < node_names_.size(); ++n) index_of[node_names_[n]] = static_cast<int>(n);
+  std::vector<int> any;
+  for (int n = 0; n < static_cast<int>(node_names_.size()); ++n)
+    if (usable(n)) any.push_back(n);
+  if (any.empty()) return fail(Errc::usage, "no node of the job runs ranks any more");
+
+  SpawnedJob job;
+  job.id = static_cast<int>(spawned_.size()) + 1;
+  job.nspace = job_nspace_ + ".spawn" + std::to_string(job.id);
+  job.base = next_number_;
+  job.parent_nspace = parent.job ? parent.job->nspace : job_nspace_;
+  job.parent_rank = parent.job ? parent.rank : request.requester;
+  std::vector<int> node_of_rank;
+  for (size_t a = 0; a < request.apps.size(); ++a) {
+    const PmixSpawnApp& app = request.apps[a];
+    const auto& hosts = app.hosts.empty() ? request.hosts : app.hosts;
+    std::vector<int> targets;
+    for (const auto& h : hosts) {
+      auto it = index_of.find(h);
+      if (it == index_of.end())
+        return fail(Errc::usage, "host '" + h + "' is not a node of this job",
+                    "name one of the job's nodes (" + node_names_.front() + ", ...) in the \"host\" info");
+      if (!usable(it->second)) return fail(Errc::usage, "node " + h + " runs no ranks of the job any more");
+      if (std::find(targets.begin(), targets.end(), it->second) == targets.end()) targets.push_back(it->second);
+    }
+    if (targets.empty()) targets = any;
+    PmixSpawnApp copy = app;
+    copy.hosts.clear();
+    job.apps.push_back(std::move(copy));
+    for (int i = 0; i < app.maxprocs; ++i) {
+      job.app_of_rank.push_back(static_cast<int>(a));
+      node_of_rank.push_back(targets[static_cast<size_t>(i) % targets.size()]);
+    }
+  }
+  // Nodes in the job's order, each with its ranks in rank order.
+  for (int rank = 0; rank < static_cast<int>(node_of_rank.size()); ++rank) {
+    const int node = node_of_rank[static_cast<size_t>(rank)];
+    auto it = std::find(job.nodes.begin(), job.nodes.end(), node);
+    if (it == job.nodes.end()) {
+      job.nodes.push_back(node);
+      job.ranks_by_node.emplace_back();
+      it = job.nodes.end() - 1;
+    }
+    job.ranks_by_node[static_cast<size_t>(it - job.nodes.begin())].push_back(rank);
+  }
+  std::vector<size_t> order(job.nodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return job.nodes[a] < job.nodes[b]; });
+  SpawnedJob sorted = job;
+  for (size_t i = 0; i < order.size(); ++i) {
+    sorted.nodes[i] = job.nodes[order[i]];
+    sorted.ranks_by_node[i] = job.ranks_by_node[order[i]];
+  }
+  next_number_ += sorted.size();
+  spawned_.push_back(sorted);
+  node_of_rank_.push_back(std::move(node_of_rank));
+  return sorted;
+}
+
+void PmixSpawns::forget(int spawn_id) {
+  if (spawn_id < 1 || spawn_id > static_cast<int>(spawned_.size())) return;
+  auto& nodes = node_of_rank_[static_cast<size_t>(spawn_id - 1)];
+  std::fill(nodes.begin(), nodes.end(), -1);
+}
+
+PmixSpawns::Located PmixSpawns::locate(int number) const {
+  for (const SpawnedJob& s : spawned_)
+    if (number >= s.base && number - s.base < s.size()) return {&s, number - s.base};
+  return {};
+}
+
+int PmixSpawns::nodeOf(int number) const {
+  const Located l = locate(number);
+  if (!l.job) return -1;
+  return node_of_rank_[static_cast<size_t>(l.job->id - 1)][static_cast<size_t>(l.rank)];
+}
+
+std::string PmixSpawns::describe(int number) const {
+  const Located l = locate(number);
+  if (!l.job) return "rank " + std::to_string(number);
+  return "rank " + std::to_string(l.rank) + " of spawned namespace " + l.job->nspace;
+}
+
+std::string PmixSpawns::label(int number) const {
+  const Located l = locate(number);
+  if (!l.job) return {};
+  return "spawn" + std::to_string(l.job->id) + ":" + std::to_string(l.rank);
+}
+
+const SpawnedJob* PmixSpawns::find(int spawn_id) const {
+  if (spawn_id < 1 || spawn_id > static_cast<int>(spawned_.size())) return nullptr;
+  return &spawned_[static_cast<size_t>(spawn_id - 1)];
+}
+
+}  // namespace tlaunch

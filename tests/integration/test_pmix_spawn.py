@@ -1,0 +1,107 @@
+"""PMIx_Spawn under tlaunch on simulated nodes (--launcher local): MPI_Comm_spawn from C (Open
+MPI 4.1) across nodes and onto a named host, the children's output tagged, binding, intercommunicator
+traffic and MPI_Comm_disconnect; MPI_Comm_spawn_multiple; mpi4py.futures' MPIPoolExecutor; a host outside the job and a
+missing program failing the spawn at once with a message (nothing started); a spawned process
+that fails ending the job with its name; and Ctrl-C ending spawned processes with the job."""
+import os
+import re
+import signal
+import time
+
+import tl
+
+SPAWN = os.environ.get("PMIX_MPI_SPAWN")
+if not SPAWN or not os.path.exists(SPAWN):
+    tl.skip("pmix_mpi_spawn was not built (mpicc missing)")
+PY = "/usr/bin/python3"
+MPI4PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pmix", "mpi4py_spawn.py")
+TWO_NODES = ["--launcher", "local", "-N", "2", "-p", "2"]
+
+
+def children(stdout):
+    """(tag, rank, size, token, sum, merged) of every child line."""
+    return re.findall(r"^\[(\S+)\] mpi_spawn child (\d+) of (\d+) token (\d+) sum (\d+) merged (\d+)", stdout, re.M)
+
+
+# 2 nodes x 2 ranks spawn 3 children: round robin over both nodes, each tagged with its node and
+# its name in the spawned namespace; every parent and child sees the merged 7 processes.
+r = tl.run(TWO_NODES + ["-v", "--", SPAWN, "3"], timeout=120)
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 0, f"MPI_Comm_spawn 3: exit {r.returncode}")
+kids = children(r.stdout)
+tl.check(sorted(k[0] for k in kids) == ["local0:spawn1:0", "local0:spawn1:2", "local1:spawn1:1"],
+         f"children placed round robin and tagged: {kids}")
+tl.check(all(k[2:] == ("3", "4242", "3", "7") for k in kids), f"children's view: {kids}")
+parents = re.findall(r"mpi_spawn parent (\d) ok merged 7$", r.stdout, re.M)
+tl.check(sorted(parents) == ["0", "1", "2", "3"], f"every parent merged with the children: {parents}")
+tl.check("rank 0 spawned 3 processes (namespace tlaunch." in r.stderr, "-v says who spawned what, where")
+
+# "host" info: all children on local1; with --output-dir their output has files of its own.
+out_dir = os.path.join(tl.tempdir(), "out")
+r = tl.run(TWO_NODES + ["--output-dir", out_dir, "--", SPAWN, "2", "local1"], timeout=120)
+print(r.stdout, r.stderr)
+kids = children(r.stdout)
+tl.check(r.returncode == 0 and sorted(k[0] for k in kids) == ["local1:spawn1:0", "local1:spawn1:1"],
+         f"MPI_Comm_spawn onto host local1: exit {r.returncode}, {kids}")
+for i in range(2):
+    with open(os.path.join(out_dir, f"spawn1.rank.{i}.out")) as f:
+        text = f.read()
+    tl.check(text.startswith(f"mpi_spawn child {i} of 2 token 4242"), f"--output-dir spawn1.rank.{i}.out: {text!r}")
+
+# A host outside the job: refused at once, said by tlaunch; Open MPI then aborts (its default).
+t0 = time.monotonic()
+r = tl.run(TWO_NODES + ["--", SPAWN, "2", "elsewhere"], timeout=120)
+print(r.stdout, r.stderr)
+tl.check(r.returncode != 0 and "host 'elsewhere' is not a node of this job" in r.stderr and
+         "MPI_ERR_SPAWN" in r.stderr and time.monotonic() - t0 < 30,
+         f"a host outside the job: exit {r.returncode}, a message, within 30 s")
+tl.check(not children(r.stdout), "nothing was spawned")
+
+# A program that does not exist: the spawn fails (MPI_ERR_SPAWN, no hang), the job goes on.
+r = tl.run(TWO_NODES + ["--", PY, MPI4PY, "missing"], timeout=120)
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 0, f"missing program: exit {r.returncode}")
+tl.check(r.stdout.count("spawn failed: MPI_ERR_SPAWN") == 4, f"every rank's spawn failed: {r.stdout!r}")
+tl.check("program '/no/such/tlaunch-test-program' does not exist on node" in r.stderr, "the reason is said")
+
+# mpi4py.futures: a pool of 3 workers started by MPI_Comm_spawn, spread over both nodes.
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", PY, MPI4PY, "futures", "3"], timeout=180)
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 0 and "futures squares [0, 1, 4, 9, 16, 25, 36, 49, 64, 81] workers [0, 1, 2]" in r.stdout,
+         f"mpi4py.futures with 3 workers: exit {r.returncode}")
+
+# MPI_Comm_spawn_multiple: two apps in one namespace, each child knowing its app (MPI_APPNUM).
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", PY, MPI4PY, "multiple"], timeout=120)
+print(r.stdout, r.stderr)
+rows = sorted(re.findall(r"^\[(\S+)\] multiple child (\d) of 3 app (\d) arg (\w)$", r.stdout, re.M))
+tl.check(r.returncode == 0 and rows == [("local0:spawn1:0", "0", "0", "a"), ("local0:spawn1:2", "2", "1", "b"),
+                                        ("local1:spawn1:1", "1", "0", "a")],
+         f"MPI_Comm_spawn_multiple: exit {r.returncode}, {rows}")
+
+# A spawned process that fails ends the job, named as what it is.
+r = tl.run(TWO_NODES + ["--", SPAWN, "2", "-", "exit", "3"], timeout=120)
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 3 and re.search(r"failed: rank 0 of spawned namespace tlaunch\.\S+\.spawn1 on node local0 "
+                                         r"exited with status 3", r.stderr),
+         f"a failed spawned process: exit {r.returncode}, named in the summary")
+
+# Ctrl-C while a spawned process runs: it ends with the job.
+mark = str(4000 + os.getpid() % 1000) + ".25"
+p = tl.start(TWO_NODES + ["-v", "--", PY, MPI4PY, "sleeper", mark])
+try:
+    out = tl.read_until(p, b"spawning", timeout=60)
+    tl.check(b"spawning" in out, f"the sleeper job started: {out!r}")
+    tl.check(tl.wait_until(lambda: tl.processes_matching("sleep\0" + mark), 30), "the spawned sleep runs")
+    t0 = time.monotonic()
+    os.kill(p.pid, signal.SIGINT)
+    _, err = tl.communicate_or_fail(p, 30, "tlaunch after Ctrl-C")
+    print(err)
+    tl.check(p.returncode == 130, f"Ctrl-C: exit {p.returncode}")
+    tl.check(tl.wait_until(lambda: not tl.processes_matching("sleep\0" + mark), 10),
+             "the spawned process ended with the job")
+    tl.check(time.monotonic() - t0 < 20, "teardown within 20 s")
+finally:
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGKILL)
+    tl.kill_leftovers("sleep\0" + mark)
+print("PASS")

@@ -1,0 +1,70 @@
+"""MPI_Comm_spawn from mpi4py under tlaunch (run with Debian's /usr/bin/python3):
+  futures N      rank 0 maps x*x over 10 items with mpi4py.futures' MPIPoolExecutor (N workers);
+                 prints "futures squares [...] workers [...] hosts [...]"
+  multiple       rank 0 starts 2 + 1 copies of this script as two apps (MPI_Comm_spawn_multiple);
+                 each child prints "multiple child R of N app A arg X"
+  missing        every rank spawns a program that does not exist; prints "spawn failed: ..."
+  sleeper MARK   rank 0 spawns `/bin/sleep MARK`, which never joins MPI: the parent then waits in
+                 MPI_Comm_spawn until the job is ended (a teardown test)
+"""
+import socket
+import sys
+
+from mpi4py import MPI
+
+
+def work(x):
+    return x * x, MPI.COMM_WORLD.Get_rank(), socket.gethostname()
+
+
+def futures(workers):
+    from mpi4py.futures import MPIPoolExecutor
+    if MPI.COMM_WORLD.Get_rank() == 0:
+        with MPIPoolExecutor(max_workers=workers) as ex:
+            results = list(ex.map(work, range(10)))
+        print("futures squares", [r[0] for r in results], "workers", sorted({r[1] for r in results}),
+              "hosts", sorted({r[2] for r in results}), flush=True)
+    MPI.COMM_WORLD.Barrier()
+
+
+def multiple():
+    parent = MPI.Comm.Get_parent()
+    if parent != MPI.COMM_NULL:
+        w = MPI.COMM_WORLD
+        print(f"multiple child {w.Get_rank()} of {w.Get_size()} app {w.Get_attr(MPI.APPNUM)} arg {sys.argv[2]}",
+              flush=True)
+        parent.Disconnect()
+        return
+    if MPI.COMM_WORLD.Get_rank() == 0:
+        inter = MPI.COMM_SELF.Spawn_multiple([sys.executable] * 2, [[__file__, "multiple", "a"],
+                                                                    [__file__, "multiple", "b"]], [2, 1])
+        inter.Disconnect()
+    MPI.COMM_WORLD.Barrier()
+
+
+def missing():
+    MPI.COMM_SELF.Set_errhandler(MPI.ERRORS_RETURN)
+    try:
+        MPI.COMM_SELF.Spawn("/no/such/tlaunch-test-program", [], 2)
+        print("spawned a program that does not exist", flush=True)
+    except MPI.Exception as e:
+        print("spawn failed:", e.Get_error_string(), flush=True)
+
+
+def sleeper(mark):
+    if MPI.COMM_WORLD.Get_rank() == 0:
+        print("spawning", flush=True)
+        MPI.COMM_SELF.Spawn("/bin/sleep", [mark], 1)
+    MPI.COMM_WORLD.Barrier()
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "futures":
+        futures(int(sys.argv[2]))
+    elif mode == "multiple":
+        multiple()
+    elif mode == "missing":
+        missing()
+    else:
+        sleeper(sys.argv[2])
