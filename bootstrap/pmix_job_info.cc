@@ -76,13 +76,10 @@ Result<std::string> generate(pmix_status_t (*fn)(const char*, char**), const std
 }
 
 // Everything a rank may ask about another rank. RANK must come first in a PROC_DATA array.
-PmixInfoList procData(const PmixJobLayout& layout, const PmixJobGeometry& g, uint32_t rank) {
+// `leader`: the first rank of the rank's app (MPI_Comm_spawn_multiple gives apps consecutive ranks).
+PmixInfoList procData(const PmixJobLayout& layout, const PmixJobGeometry& g, uint32_t rank, uint32_t leader) {
   uint32_t node = g.node_of_rank[rank];
-  // Apps (MPI_Comm_spawn_multiple) take consecutive ranks: an app's leader is its first rank.
   const uint32_t app = layout.appnum_of_rank.empty() ? 0 : layout.appnum_of_rank[rank];
-  uint32_t leader = rank;
-  while (leader > 0 && !layout.appnum_of_rank.empty() && layout.appnum_of_rank[leader - 1] == app) --leader;
-  if (layout.appnum_of_rank.empty()) leader = 0;
   PmixInfoList p;
   p.addRank(PMIX_RANK, rank);
   p.addUint32(PMIX_APPNUM, app);
@@ -128,8 +125,10 @@ Result<PmixInfoList> buildJobInfo(const PmixJobLayout& layout, const PmixJobGeom
   if (!g.local_peers.empty()) info.addString(PMIX_LOCAL_PEERS, g.local_peers);
   if (!g.local_ranks.empty()) info.addRank(PMIX_LOCALLDR, static_cast<pmix_rank_t>(g.local_ranks.front()));
   // Every rank.
+  uint32_t leader = 0;
   for (uint32_t r = 0; r < g.job_size; ++r) {
-    PmixInfoList p = procData(layout, g, r);
+    if (r > 0 && !layout.appnum_of_rank.empty() && layout.appnum_of_rank[r] != layout.appnum_of_rank[r - 1]) leader = r;
+    PmixInfoList p = procData(layout, g, r, leader);
     info.addArray(PMIX_PROC_DATA, p);
   }
   return info;

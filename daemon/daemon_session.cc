@@ -284,20 +284,29 @@ void DaemonSession::handleStart() {
                       {"ours", e.killed_by_us},
                       {"tail", e.stderr_tail}});
   };
-  ev.all_exited = [this] {
-    if (pmix_) pmix_->finish();
-    if (lost_) {
-      shutdown(1);
-      return;
-    }
-    if (conn_ && conn_->isOpen()) output_->ordered({{"t", draining_ ? "drained" : "all_exited"}});
-  };
+  ev.all_exited = [this] { onRanksEnded(); };
   ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev), launch_->job_id + "." + launch_->node_name);
   if (auto r = ranks_->start(*launches); !r) {
     conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(r.error().code)}, {"message", r.error().message + " (node " + launch_->node_name + ")"}});
     return;
   }
   conn_->send({{"t", "started"}, {"containment", ranks_->containmentNote()}});
+}
+
+void DaemonSession::onRanksEnded() {
+  // A spawn prepared here waits for its start: the namespace must stay registered, and the
+  // processes it adds will end (and be reported) later.
+  if (!spawn_launches_.empty() && !draining_ && !lost_) {
+    ranks_ended_while_spawning_ = true;
+    return;
+  }
+  ranks_ended_while_spawning_ = false;
+  if (pmix_) pmix_->finish();
+  if (lost_) {
+    shutdown(1);
+    return;
+  }
+  if (conn_ && conn_->isOpen()) output_->ordered({{"t", draining_ ? "drained" : "all_exited"}});
 }
 
 void DaemonSession::handleTerminate(const Json& msg) {

@@ -100,6 +100,9 @@ class DaemonSession {
   void handlePmixSpawnJob(const Json& msg);
   void handlePmixSpawnStart(const Json& msg);
   std::map<int, std::vector<RankLaunch>> spawn_launches_;  // by spawn number, until started or cancelled
+  void onRanksEnded();  // every rank (and spawned process) of this node has been reported
+  void spawnSettled();  // a prepared spawn was started or cancelled: a held onRanksEnded goes on
+  bool ranks_ended_while_spawning_ = false;
   // `tlaunch stacks` / `tlaunch status` (daemon_inspect.cc).
   void handleStacks(const Json& msg);
   void handleStatus(const Json& msg);

@@ -2,6 +2,8 @@
 // that still runs ranks registers the new namespace; those that host its processes prepare them
 // (program, working directory, binding, PMIx variables) and start them only when the frontend
 // says every node is ready. They then belong to the node's RankSupervisor like its ranks.
+#include <algorithm>
+
 #include "bootstrap/node_launch_json.h"
 #include "daemon/daemon_session.h"
 #include "daemon/rank_launches.h"
@@ -13,14 +15,18 @@ void DaemonSession::handlePmixSpawnJob(const Json& msg) {
   auto reply = [&](const Result<void>& r) {
     sendOwn({{"t", "pmix_spawn_ready"}, {"k", spawn_id}, {"ok", r.has_value()}, {"message", r ? "" : r.error().message}});
   };
-  if (!pmix_ || !launch_ || !ranks_ || ranks_->allExited())
-    return reply(fail(Errc::internal, "its ranks have ended"));
+  if (!pmix_ || !launch_ || !ranks_) return reply(fail(Errc::internal, "it runs no ranks"));
   auto job = spawnedJobFromJson(msg, static_cast<int>(launch_->pmix.node_names.size()));
   if (!job) return reply(tl::unexpected(job.error()));
+  if (ranks_->allExited() || ranks_ended_while_spawning_) {
+    // Its PMIx server is finished: nothing here can meet the namespace. Only a host must refuse.
+    const bool hosts = std::find(job->nodes.begin(), job->nodes.end(), launch_->pmix.this_node) != job->nodes.end();
+    return reply(hosts ? fail(Errc::internal, "its ranks have ended") : Result<void>{});
+  }
   if (auto r = pmix_->registerSpawned(*job, *launch_); !r) return reply(r);
-  std::vector<std::string> job_env;  // what every rank of the job has ("job")
+  std::vector<std::string> job_env;  // what every rank of the job has ("job"), less a rank's own
   if (job_shared_.contains("launch"))
-    if (auto shared = sharedLaunchFromJson(job_shared_["launch"])) job_env = shared->rank_env;
+    if (auto shared = sharedLaunchFromJson(job_shared_["launch"])) job_env = withoutRankIdentity(shared->rank_env);
   auto launches = buildSpawnedLaunches(*job, *launch_, job_env);
   if (!launches) return reply(tl::unexpected(launches.error()));
   for (auto& l : *launches)
@@ -39,10 +45,16 @@ void DaemonSession::handlePmixSpawnStart(const Json& msg) {
   auto launches = std::move(it->second);
   spawn_launches_.erase(it);
   auto started = ranks_->add(launches);
+  if (started) ranks_ended_while_spawning_ = false;  // they are running: their end is reported later
+  spawnSettled();
   sendOwn({{"t", "pmix_spawn_started"},
            {"k", spawn_id},
            {"ok", started.has_value()},
            {"message", started ? "" : started.error().message}});
+}
+
+void DaemonSession::spawnSettled() {
+  if (ranks_ended_while_spawning_ && spawn_launches_.empty()) onRanksEnded();
 }
 
 }  // namespace tlaunch

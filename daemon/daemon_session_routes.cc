@@ -48,7 +48,10 @@ DaemonSession::Router DaemonSession::makeRouter() {
   // PMIx_Spawn: the placement, then the start (or the cancel) of this node's share.
   r.on("pmix_spawn_job", [this](Type, Json&& m) { handlePmixSpawnJob(m); });
   r.on("pmix_spawn_start", [this](Type, Json&& m) { handlePmixSpawnStart(m); });
-  r.on("pmix_spawn_cancel", [this](Type, Json&& m) { spawn_launches_.erase(static_cast<int>(getInt(m, "k", -1))); });
+  r.on("pmix_spawn_cancel", [this](Type, Json&& m) {
+    spawn_launches_.erase(static_cast<int>(getInt(m, "k", -1)));
+    spawnSettled();
+  });
   // Answers to this node's PMIx server (daemon/pmix_bridge.h).
   r.on({"fence_done", "dmodex_serve", "dmodex_done", "pub_done", "lookup_done", "unpub_done", "coll_done",
         "jobctl_done", "rank_failed", "pmix_spawn_done"},

@@ -39,6 +39,16 @@ Result<std::vector<RankLaunch>> buildRankLaunches(const NodeLaunch& launch) {
   return out;
 }
 
+std::vector<std::string> withoutRankIdentity(const std::vector<std::string>& job_env) {
+  std::set<std::string> own;
+  for (const auto& [name, value] : rankIdentityEnv(RankIdentity{}, JobIdentity{})) own.insert(name);
+  for (const char* name : {"TLAUNCH_GPU_BUSID", "TLAUNCH_GPU_UUID", "TLAUNCH_HCA"}) own.insert(name);
+  std::vector<std::string> out;
+  for (const auto& kv : job_env)
+    if (!own.count(kv.substr(0, kv.find('=')))) out.push_back(kv);
+  return out;
+}
+
 Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, const NodeLaunch& launch,
                                                      const std::vector<std::string>& job_env) {
   std::vector<RankLaunch> out;

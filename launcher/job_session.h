@@ -62,7 +62,8 @@ struct JobOutcome {
   int exit_code = 0;
   std::string summary;                // empty on success
   std::vector<std::string> stderr_tail;
-  int failed_rank = -1;
+  int failed_rank = -1;                  // also a spawned process's number (launcher/pmix_spawns.h)
+  std::string failed_process{};          // "rank 0 of spawned namespace ..." when not one of the job's ranks
   // For --summary-json (launcher/summary_json.h).
   std::string failed_node{};             // the failed rank's node, or the node lost
   int signal = 0;                        // the failed rank was killed by this signal

@@ -137,6 +137,7 @@ void JobSession::recordFailure(int exit_code, std::string summary, int rank, std
   outcome_.exit_code = exit_code == 0 ? 1 : exit_code;
   outcome_.summary = std::move(summary);
   outcome_.failed_rank = rank;
+  outcome_.failed_process = plan_ && rank >= plan_->world_size ? rankName(rank) : std::string();
   outcome_.stderr_tail = std::move(tail);
   outcome_.failed_node = std::move(node);
   outcome_.signal = signal;

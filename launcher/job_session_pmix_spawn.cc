@@ -30,7 +30,9 @@ void JobSession::onPmixSpawn(Link& link, const Json& msg) {
     answerSpawn(link.index, id, status, {});
   };
   if (!request) return refuse(request.error().message, PmixReply::bad_param);
-  if (!pmix_spawns_ || phase_ != Phase::running) return refuse("the job is ending", PmixReply::not_supported);
+  if (!pmix_spawns_) return refuse("the job runs without PMIx", PmixReply::not_supported);
+  if (phase_ == Phase::starting) return refuse("not every node has started its ranks yet", PmixReply::not_supported);
+  if (phase_ != Phase::running || failed_) return refuse("the job is ending", PmixReply::not_supported);
   if (nodeOfRank(request->requester) != link.index)  // a daemon speaks for its own processes only
     return refuse("the caller does not run on that node", PmixReply::bad_param);
   auto usable = [this](int node) { return reachable(node) && !links_[static_cast<size_t>(node)]->all_exited; };
@@ -95,6 +97,7 @@ void JobSession::onPmixSpawnStarted(Link& link, const Json& msg) {
   const int spawn_id = static_cast<int>(getInt(msg, "k", -1));
   auto it = spawns_in_flight_.find(spawn_id);
   if (it == spawns_in_flight_.end() || !it->second.starting || !it->second.awaiting.erase(link.index)) return;
+  if (failed_ || phase_ != Phase::running) return;  // the job ends anyway: the caller goes with it
   if (!getBool(msg, "ok")) {  // fork or exec failed after every check passed: like a rank that cannot start
     fail(exitStatusFor(Errc::internal),
          "node " + link.name + " could not start the processes PMIx_Spawn asked for: " + getString(msg, "message"));

@@ -119,6 +119,7 @@ Result<void> OutputSink::openFiles(int world_size) {
   }
   ::close(*dfd);
   files_opened_ = true;
+  ++attempts_;
   enqueue(std::move(item));
   return {};
 }
@@ -130,7 +131,8 @@ Result<void> OutputSink::openMoreFiles(const std::vector<std::pair<int, std::str
   Item item;
   item.type = Item::Type::more_files;
   for (const auto& [number, name] : numbered_names) {
-    if (auto ok = openInto(*dfd, number, name, O_TRUNC, item); !ok) {
+    // A restarted job's spawns are numbered again from 1: append, as for the ranks' files.
+    if (auto ok = openInto(*dfd, number, name, attempts_ > 1 ? O_APPEND : O_TRUNC, item); !ok) {
       ::close(*dfd);
       return ok;
     }

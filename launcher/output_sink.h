@@ -95,6 +95,7 @@ class OutputSink {
   bool stop_ = false;
   std::function<void(int, size_t)> drained_cb_;
   bool files_opened_ = false;  // openFiles ran before (a restart): append to the files
+  int attempts_ = 0;           // openFiles calls: the job's attempts so far (--max-restarts)
   std::thread writer_;  // last: started once everything above exists
 };
 

@@ -33,7 +33,8 @@ void printOutcome(OutputSink& out, const std::string& job_id, const JobOutcome& 
   if (o.summary.empty()) return;
   out.note("job " + job_id + " failed: " + o.summary);
   if (!o.stderr_tail.empty()) {
-    std::string text = "last lines of rank " + std::to_string(o.failed_rank) + "'s stderr:";
+    const std::string who = o.failed_process.empty() ? "rank " + std::to_string(o.failed_rank) : o.failed_process;
+    std::string text = "last lines of " + who + "'s stderr:";
     for (const auto& l : o.stderr_tail) text += "\n    | " + l;
     out.note(text);
   }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "bootstrap/pmix_spawn_wire.h"
+#include "daemon/rank_launches.h"
 #include "launcher/pmix_spawns.h"
 
 using namespace tlaunch;
@@ -125,4 +126,14 @@ TEST_CASE("pmix spawn wire: request and placement round-trip; malformed ones are
   Json zero = spawnRequestToJson(1, request(0, {1}));
   zero["apps"][0]["n"] = 0;
   CHECK_FALSE(spawnRequestFromJson(zero));
+}
+
+TEST_CASE("pmix spawn: spawned processes get the job's variables, not a rank's identity") {
+  const std::vector<std::string> one_rank_job = {
+      "RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=1", "MASTER_ADDR=10.1.0.1", "TLAUNCH_HCA=mlx5_0:1",
+      "TLAUNCH_GPU_BUSID=0000:07:00.0", "OMPI_MCA_btl_tcp_if_include=10.1.0.0/16", "CUDA_VISIBLE_DEVICES=0,1",
+      "UCX_NET_DEVICES=mlx5_0:1"};
+  CHECK(withoutRankIdentity(one_rank_job) == std::vector<std::string>{"OMPI_MCA_btl_tcp_if_include=10.1.0.0/16",
+                                                                      "CUDA_VISIBLE_DEVICES=0,1",
+                                                                      "UCX_NET_DEVICES=mlx5_0:1"});
 }
