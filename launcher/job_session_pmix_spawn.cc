@@ -74,8 +74,7 @@ void JobSession::onPmixSpawnReady(Link& link, const Json& msg) {
   const SpawnedJob* job = pmix_spawns_->find(spawn_id);
   if (f.error.empty() && job) {  // --output-dir: spawn1.rank.0.out beside rank.0.out
     std::vector<std::pair<int, std::string>> files;
-    for (int r = 0; r < job->size(); ++r)
-      files.emplace_back(job->base + r, "spawn" + std::to_string(spawn_id) + ".rank." + std::to_string(r));
+    for (int n = job->base; n < job->base + job->size(); ++n) files.emplace_back(n, pmix_spawns_->fileStem(n));
     if (auto opened = out_.openMoreFiles(files); !opened) f.error = opened.error().message;
   }
   if (!f.error.empty() || !job) {

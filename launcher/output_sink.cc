@@ -110,7 +110,7 @@ Result<void> OutputSink::openFiles(int world_size) {
   Item item;
   item.type = Item::Type::files;
   // A restarted job (--max-restarts) appends: the failed attempt's output stays readable.
-  const int mode = files_opened_ ? O_APPEND : O_TRUNC;
+  const int mode = attempts_ > 0 ? O_APPEND : O_TRUNC;
   for (int r = 0; r < world_size; ++r) {
     if (auto ok = openInto(*dfd, r, "rank." + std::to_string(r), mode, item); !ok) {
       ::close(*dfd);
@@ -118,7 +118,6 @@ Result<void> OutputSink::openFiles(int world_size) {
     }
   }
   ::close(*dfd);
-  files_opened_ = true;
   ++attempts_;
   enqueue(std::move(item));
   return {};

@@ -94,8 +94,7 @@ class OutputSink {
   uint64_t flushes_requested_ = 0, flushes_done_ = 0;
   bool stop_ = false;
   std::function<void(int, size_t)> drained_cb_;
-  bool files_opened_ = false;  // openFiles ran before (a restart): append to the files
-  int attempts_ = 0;           // openFiles calls: the job's attempts so far (--max-restarts)
+  int attempts_ = 0;  // openFiles calls: the job's attempts so far; from the second on (a restart) files are appended to
   std::thread writer_;  // last: started once everything above exists
 };
 

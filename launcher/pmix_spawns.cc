@@ -54,28 +54,17 @@ Result<SpawnedJob> PmixSpawns::place(const PmixSpawnRequest& request, const std:
     }
   }
   // Nodes in the job's order, each with its ranks in rank order.
-  for (int rank = 0; rank < static_cast<int>(node_of_rank.size()); ++rank) {
-    const int node = node_of_rank[static_cast<size_t>(rank)];
-    auto it = std::find(job.nodes.begin(), job.nodes.end(), node);
-    if (it == job.nodes.end()) {
-      job.nodes.push_back(node);
-      job.ranks_by_node.emplace_back();
-      it = job.nodes.end() - 1;
-    }
-    job.ranks_by_node[static_cast<size_t>(it - job.nodes.begin())].push_back(rank);
+  std::map<int, std::vector<int>> ranks_on;
+  for (int rank = 0; rank < static_cast<int>(node_of_rank.size()); ++rank)
+    ranks_on[node_of_rank[static_cast<size_t>(rank)]].push_back(rank);
+  for (auto& [node, ranks] : ranks_on) {
+    job.nodes.push_back(node);
+    job.ranks_by_node.push_back(std::move(ranks));
   }
-  std::vector<size_t> order(job.nodes.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return job.nodes[a] < job.nodes[b]; });
-  SpawnedJob sorted = job;
-  for (size_t i = 0; i < order.size(); ++i) {
-    sorted.nodes[i] = job.nodes[order[i]];
-    sorted.ranks_by_node[i] = job.ranks_by_node[order[i]];
-  }
-  next_number_ += sorted.size();
-  spawned_.push_back(sorted);
+  next_number_ += job.size();
+  spawned_.push_back(job);
   node_of_rank_.push_back(std::move(node_of_rank));
-  return sorted;
+  return job;
 }
 
 void PmixSpawns::forget(int spawn_id) {
@@ -100,6 +89,12 @@ std::string PmixSpawns::describe(int number) const {
   const Located l = locate(number);
   if (!l.job) return "rank " + std::to_string(number);
   return "rank " + std::to_string(l.rank) + " of spawned namespace " + l.job->nspace;
+}
+
+std::string PmixSpawns::fileStem(int number) const {
+  const Located l = locate(number);
+  if (!l.job) return "rank." + std::to_string(number);
+  return "spawn" + std::to_string(l.job->id) + ".rank." + std::to_string(l.rank);
 }
 
 std::string PmixSpawns::label(int number) const {

@@ -32,6 +32,8 @@ class PmixSpawns {
   std::string describe(int number) const;
   // The tag label of a spawned proc ("spawn1:2"); empty for the job's ranks.
   std::string label(int number) const;
+  // Its --output-dir files without .out/.err ("spawn1.rank.2"; "rank.2" for the job's ranks).
+  std::string fileStem(int number) const;
   const SpawnedJob* find(int spawn_id) const;
   int nextNumber() const { return next_number_; }
 
