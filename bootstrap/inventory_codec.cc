@@ -29,16 +29,17 @@ Result<int> portField(const Json& j, const char* key) {
 
 }  // namespace
 
-Result<TopologySnapshot> TopologyDecodeCache::decode(std::string_view cbor) {
+Result<std::shared_ptr<const TopologySnapshot>> TopologyDecodeCache::decode(std::string_view cbor) {
   const std::string key(cbor);
   if (auto it = seen_.find(key); it != seen_.end()) return it->second;
   auto j = parseBoundedCbor(cbor);
   if (!j) return tl::unexpected(j.error());
   auto t = topologyFromJson(*j);
-  if (!t) return t;
+  if (!t) return tl::unexpected(t.error());
   ++parsed_;
-  if (seen_.size() < kMaxEntries) seen_.emplace(key, *t);
-  return t;
+  auto shared = std::make_shared<const TopologySnapshot>(std::move(*t));
+  if (seen_.size() < kMaxEntries) seen_.emplace(key, shared);
+  return shared;
 }
 
 Json inventoryToJson(const NodeInventory& inv) {
@@ -91,7 +92,7 @@ Result<NodeInventory> inventoryFromJson(const Json& j, TopologyDecodeCache* cach
   } else if (auto it2 = j.find("topology"); it2 != j.end()) {
     auto t = topologyFromJson(*it2);
     if (!t) return fail(Errc::protocol, "a malformed topology: " + t.error().message);
-    inv.topology = std::move(*t);
+    inv.topology = std::make_shared<const TopologySnapshot>(std::move(*t));
   } else if (inv.topology_error.empty()) {
     inv.topology_error = "no topology reported";
   }

@@ -2,6 +2,7 @@
 // The inventory's wire form: a map with the topology, fabric and preflight parts in their own
 // JSON/CBOR codecs (binding/*). Decoding checks every field: a malformed part is an error that
 // names it, never a crash or a silently missing node property.
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -22,11 +23,12 @@ Json inventoryToJson(const NodeInventory& inventory);
 class TopologyDecodeCache {
  public:
   static constexpr size_t kMaxEntries = 64;
-  Result<TopologySnapshot> decode(std::string_view cbor);
+  // Identical topologies (the same machine model) decode to one shared snapshot.
+  Result<std::shared_ptr<const TopologySnapshot>> decode(std::string_view cbor);
   size_t parsed() const { return parsed_; }
 
  private:
-  std::unordered_map<std::string, TopologySnapshot> seen_;
+  std::unordered_map<std::string, std::shared_ptr<const TopologySnapshot>> seen_;
   size_t parsed_ = 0;
 };
 

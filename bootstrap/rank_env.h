@@ -1,7 +1,10 @@
 #pragma once
 // The environment that identifies a rank: torchrun's variables, Open MPI's OMPI_COMM_WORLD_*
 // (read by DeepSpeed's MPI discovery and many scripts) and tlaunch's own. Pure.
+#include <charconv>
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,7 +30,58 @@ struct JobIdentity {
   int max_restarts = 0;
 };
 
-// Variables a user may not override (they define who the rank is).
+// A number's decimal text, on the stack.
+class IntText {
+ public:
+  explicit IntText(long long v) : size_(static_cast<size_t>(std::to_chars(buf_, buf_ + sizeof buf_, v).ptr - buf_)) {}
+  std::string_view view() const { return {buf_, size_}; }
+
+ private:
+  char buf_[24];
+  size_t size_;
+};
+
+// Calls f(name, value) for each variable a user may not override (they define who the rank
+// is), in a fixed order, without building a list: the plan does this for every rank of a job.
+template <class F>
+void visitRankIdentityEnv(const RankIdentity& r, const JobIdentity& j, F&& f) {
+  const IntText rank(r.rank), local_rank(r.local_rank), world(r.world_size), local_world(r.local_world_size),
+      node_rank(r.node_rank), nodes(r.num_nodes), port(j.master_port), restart(j.restart_count),
+      max_restarts(j.max_restarts);
+  f("RANK", rank.view());
+  f("LOCAL_RANK", local_rank.view());
+  f("WORLD_SIZE", world.view());
+  f("LOCAL_WORLD_SIZE", local_world.view());
+  f("GROUP_RANK", node_rank.view());
+  f("GROUP_WORLD_SIZE", nodes.view());
+  f("NODE_RANK", node_rank.view());
+  f("ROLE_RANK", rank.view());
+  f("ROLE_WORLD_SIZE", world.view());
+  f("ROLE_NAME", "default");
+  // DeepSpeed's launcher (deepspeed/launcher/launch.py) also sets these (Horovod's names).
+  f("LOCAL_SIZE", local_world.view());
+  f("CROSS_RANK", node_rank.view());
+  f("CROSS_SIZE", nodes.view());
+  f("MASTER_ADDR", std::string_view(j.master_addr));
+  f("MASTER_PORT", port.view());
+  f("TORCHELASTIC_RUN_ID", std::string_view(j.run_id.empty() ? j.job_id : j.run_id));
+  f("TORCHELASTIC_RESTART_COUNT", restart.view());
+  f("TORCHELASTIC_MAX_RESTARTS", max_restarts.view());
+  // No agent store: rank 0 hosts torch's TCPStore on MASTER_ADDR:MASTER_PORT, as with a
+  // plain init_process_group("env://").
+  f("TORCHELASTIC_USE_AGENT_STORE", "False");
+  f("OMPI_COMM_WORLD_RANK", rank.view());
+  f("OMPI_COMM_WORLD_SIZE", world.view());
+  f("OMPI_COMM_WORLD_LOCAL_RANK", local_rank.view());
+  f("OMPI_COMM_WORLD_LOCAL_SIZE", local_world.view());
+  f("OMPI_COMM_WORLD_NODE_RANK", node_rank.view());
+  f("TLAUNCH_JOB_ID", std::string_view(j.job_id));
+  f("TLAUNCH_RANK", rank.view());
+  f("TLAUNCH_LOCAL_RANK", local_rank.view());
+  f("TLAUNCH_NODE_RANK", node_rank.view());
+}
+
+// The same variables as a list.
 EnvList rankIdentityEnv(const RankIdentity& r, const JobIdentity& j);
 // Defaults a user may override with -x or their environment (OMP_NUM_THREADS=1, ...).
 EnvList rankDefaultEnv();

@@ -72,7 +72,7 @@ NodeInventory collectInventory(const InventoryRequest& req) {
   inv.version = kVersion;
   inv.free_port = pickFreePort();
   auto topo = loadTopology(req.topology_xml);
-  if (topo) inv.topology = *topo;
+  if (topo) inv.topology = std::make_shared<const TopologySnapshot>(std::move(*topo));
   else inv.topology_error = topo.error().message;
   auto fabric = discoverNodeFabric(req.sysfs_root);
   if (fabric) inv.fabric = *fabric;
@@ -84,7 +84,7 @@ NodeInventory collectInventory(const InventoryRequest& req) {
     o.expect_rdma = req.expect_rdma;
     o.expect_rate_gbps = req.expect_rate_gbps;
     o.gpus_required = req.gpus_required;
-    o.gpus_found = topo ? static_cast<int>(topo->gpus.size()) : 0;
+    o.gpus_found = inv.topology ? static_cast<int>(inv.topology->gpus.size()) : 0;
     o.sysfs_root_is_capture = req.sysfs_root != "/";
     o.host = gatherHostFacts(*fabric, req.sysfs_root);
     for (auto it = req.user_env.begin(); it != req.user_env.end(); ++it)

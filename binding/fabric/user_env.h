@@ -1,5 +1,6 @@
 #pragma once
 // Variables the user set for the job: with -x NAME=VALUE or inherited from the environment.
+#include <functional>
 #include <map>
 #include <string>
 
@@ -10,6 +11,7 @@ struct UserEnvValue {
   std::string source;  // "-x" or "environment"
 };
 
-using UserEnv = std::map<std::string, UserEnvValue>;
+// Ordered by name; looked up by string_view without a copy (std::less<>).
+using UserEnv = std::map<std::string, UserEnvValue, std::less<>>;
 
 }  // namespace tlaunch

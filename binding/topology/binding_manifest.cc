@@ -3,6 +3,8 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "binding/topology/cpu_list.h"
@@ -13,7 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-json rowToJson(const ManifestRow& row, bool with_identities) {
+json rowToJson(const ManifestRow& row) {
   const RankBinding& b = row.binding;
   auto opt = [](const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); };
   json j = {{"rank", row.rank},
@@ -24,11 +26,66 @@ json rowToJson(const ManifestRow& row, bool with_identities) {
             {"numa", b.numa >= 0 ? json(b.numa) : json(nullptr)},
             {"cpuset", formatCpuList(b.cpus)},
             {"mem_nodes", b.mem_nodes}};
-  if (with_identities) {
-    j["node"] = row.node;
-    j["gpu_uuid"] = opt(b.gpu_uuid);
-  }
+  j["node"] = row.node;
+  j["gpu_uuid"] = opt(b.gpu_uuid);
   return j;
+}
+
+// JSON's string form of `s`, as nlohmann's dump() writes it (UTF-8 kept, control bytes escaped).
+void appendJsonString(std::string_view s, std::string& out) {
+  out += '"';
+  for (const char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+void appendOptionalString(const std::optional<std::string>& v, std::string& out) {
+  if (v) appendJsonString(*v, out);
+  else out += "null";
+}
+
+// A row's canonical JSON text: rowToJson's keys less "node" and "gpu_uuid" (host names and
+// UUIDs differ between identical machines), in nlohmann's sorted key order, no spaces.
+void appendCanonicalRow(const ManifestRow& row, std::string& out) {
+  const RankBinding& b = row.binding;
+  out += "{\"cpuset\":";
+  appendJsonString(formatCpuList(b.cpus), out);
+  out += ",\"gpu_busid\":";
+  appendOptionalString(b.gpu_busid, out);
+  out += ",\"hca\":";
+  appendOptionalString(b.hca, out);
+  out += ",\"local_rank\":";
+  out += std::to_string(b.local_rank);
+  out += ",\"mem_nodes\":[";
+  for (size_t i = 0; i < b.mem_nodes.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(b.mem_nodes[i]);
+  }
+  out += "],\"numa\":";
+  out += b.numa >= 0 ? std::to_string(b.numa) : "null";
+  out += ",\"path\":";
+  if (b.path.empty()) out += "null";
+  else appendJsonString(b.path, out);
+  out += ",\"rank\":";
+  out += std::to_string(row.rank);
+  out += '}';
 }
 
 }  // namespace
@@ -67,20 +124,36 @@ std::string renderManifestTable(const std::vector<ManifestRow>& rows) {
 
 json manifestToJson(const std::vector<ManifestRow>& rows) {
   json out = json::array();
-  for (const auto& row : rows) out.push_back(rowToJson(row, true));
+  for (const auto& row : rows) out.push_back(rowToJson(row));
   return out;
 }
 
 std::string manifestFingerprint(const std::vector<ManifestRow>& rows) {
   std::vector<const ManifestRow*> sorted;
+  sorted.reserve(rows.size());
   for (const auto& r : rows) sorted.push_back(&r);
   std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->rank < b->rank; });
-  json canonical = json::array();
-  for (const auto* r : sorted) canonical.push_back(rowToJson(*r, false));
-  const std::string text = canonical.dump();  // keys sorted: byte-identical for equal manifests
+  // The canonical rows are written straight into the digest in pieces, not built as a JSON tree
+  // of 32,000 rows first (a tenth of the frontend's time at 4,000 nodes).
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr);
+  std::string text;
+  constexpr size_t kChunk = size_t{64} * 1024;
+  text.reserve(kChunk);
+  text += '[';
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (i > 0) text += ',';
+    appendCanonicalRow(*sorted[i], text);
+    if (text.size() >= kChunk - 1024) {
+      EVP_DigestUpdate(md.get(), text.data(), text.size());
+      text.clear();
+    }
+  }
+  text += ']';
+  EVP_DigestUpdate(md.get(), text.data(), text.size());
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
+  EVP_DigestFinal_ex(md.get(), digest, &len);
   return hexBytes(std::string_view(reinterpret_cast<const char*>(digest), std::min(len, 8u)));
 }
 

@@ -3,6 +3,7 @@
 // fills (daemon/inventory) and the planner reads (launcher/plan). On the wire it is a CBOR map
 // (bootstrap/inventory_codec.h), decoded once, when it arrives.
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,7 +21,9 @@ struct NodeInventory {
   int free_port = 0;     // a free port below the ephemeral range, for MASTER_PORT (0: none found)
   int probe_port = 0;    // where the daemon accepts the other daemons' reachability probes
   int cached_age_s = -1;  // a warm node's inventory and preflight taken this long ago (-1: just now)
-  std::optional<TopologySnapshot> topology;  // absent: topology_error says why
+  // Absent: topology_error says why. Immutable and shared: identical machines report identical
+  // topologies, and the frontend keeps one snapshot for all of them (bootstrap/inventory_codec).
+  std::shared_ptr<const TopologySnapshot> topology;
   std::string topology_error;
   std::optional<NodeFabric> fabric;  // absent: fabric_error says why
   std::string fabric_error;

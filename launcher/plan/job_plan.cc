@@ -57,23 +57,21 @@ void buildEnvironments(const NetworkChoice* network, const PlanContext& ctx, Job
   for (const auto& name : ctx.user_set)
     if (!user.count(name)) user[name] = {envValue(ctx.base_env, name), "environment"};
   const int num_nodes = static_cast<int>(plan.nodes.size());
+  RankEnvInput in;  // filled once per node; per rank only its identity and binding change
+  in.job = job;
+  in.network = network;
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     NodeLaunch& nl = plan.nodes[i];
     const int here = static_cast<int>(nl.ranks.size());
+    in.node = i;
+    in.gpu_rank = i < plan.node_gpus.size() && plan.node_gpus[i].gpu_ranks;
+    in.visible_gpus = i < plan.node_gpus.size() ? plan.node_gpus[i].visible_gpus : std::string();
+    in.pmix = nl.pmix.enabled;
+    in.pmix_tcp_if_include = nl.pmix.tcp_if_include;
     for (auto& r : nl.ranks) {
-      RankEnvInput in;
       in.identity = {r.rank, r.local_rank, plan.world_size, here, static_cast<int>(i), num_nodes};
-      in.job = job;
       const auto row = static_cast<size_t>(r.rank);  // the manifest holds every rank, by rank
-      if (row < plan.manifest.size() && plan.manifest[row].rank == r.rank) in.binding = &plan.manifest[row].binding;
-      if (i < plan.node_gpus.size()) {
-        in.gpu_rank = plan.node_gpus[i].gpu_ranks;
-        in.visible_gpus = plan.node_gpus[i].visible_gpus;
-      }
-      in.network = network;
-      in.node = i;
-      in.pmix = nl.pmix.enabled;
-      in.pmix_tcp_if_include = nl.pmix.tcp_if_include;
+      in.binding = row < plan.manifest.size() && plan.manifest[row].rank == r.rank ? &plan.manifest[row].binding : nullptr;
       r.env = buildRankEnv(in, user);
     }
   }

@@ -1,6 +1,7 @@
 #include "launcher/plan/offline_plan.h"
 
 #include <iostream>
+#include <memory>
 
 #include "binding/topology/placement.h"
 #include "binding/topology/hwloc_topology.h"
@@ -26,6 +27,7 @@ int runOfflineDryRun(const JobSpec& spec) {
     return report({Errc::usage, "--offline plans from a topology file", "add --topology-xml FILE"});
   auto topo = loadTopology(spec.topology_xml);
   if (!topo) return report(topo.error());
+  const auto shared_topo = std::make_shared<const TopologySnapshot>(std::move(*topo));
   // The same setup as a real run (validation, nodes, rank layout, environment): only the
   // inventories differ, every node reporting the given topology.
   auto setup = setUpJob(spec, currentEnvironment(), true);
@@ -35,7 +37,7 @@ int runOfflineDryRun(const JobSpec& spec) {
   {
     NodeInventory inv;
     inv.node = t.name;
-    inv.topology = *topo;
+    inv.topology = shared_topo;
     nodes.push_back({t.index, t.name, std::move(inv), "(offline)"});
   }
   PlanContext ctx = setup->plan_context;

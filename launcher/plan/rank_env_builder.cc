@@ -6,11 +6,16 @@ namespace tlaunch {
 
 std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& user) {
   std::vector<std::string> env;
+  env.reserve(40);  // the identity (29), defaults and a few of the GPU, HCA, network and PMIx ones
   // Each variable is one add(); the user's value, when there is one, wins.
-  auto add = [&](const std::string& name, const std::string& value) {
-    if (!user.count(name)) env.push_back(name + "=" + value);
+  auto add = [&](std::string_view name, std::string_view value) {
+    if (user.find(name) != user.end()) return;
+    std::string kv;
+    kv.reserve(name.size() + 1 + value.size());
+    kv.append(name).append(1, '=').append(value);
+    env.push_back(std::move(kv));
   };
-  for (const auto& [k, v] : rankIdentityEnv(in.identity, in.job)) add(k, v);
+  visitRankIdentityEnv(in.identity, in.job, add);
   for (const auto& [k, v] : rankDefaultEnv()) add(k, v);
 
   const RankBinding* b = in.binding;

@@ -96,7 +96,7 @@ int runSim(const Args& a) {
   NodeInventory inv;
   inv.version = kVersion;
   inv.free_port = 29500;
-  inv.topology = *topo;
+  inv.topology = std::make_shared<const TopologySnapshot>(*topo);
   inv.fabric_error = "not read (simulated node)";
   asio::io_context io(1);
   scale::SimDaemons sims(io, o, std::move(inv));

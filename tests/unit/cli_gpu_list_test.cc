@@ -22,7 +22,7 @@ std::vector<NodeReport> gpuNodes(int count) {
   std::vector<NodeReport> nodes;
   for (int i = 0; i < count; ++i) {
     NodeInventory inv;
-    inv.topology = *topo;
+    inv.topology = std::make_shared<const TopologySnapshot>(*topo);
     inv.free_port = 29500;
     nodes.push_back({i, "g" + std::to_string(i + 1), std::move(inv), "127.0.0.1"});
   }

@@ -3,6 +3,7 @@ tlaunch_add_unit_test(NAME core_tests
   SOURCES
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_frame_codec_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_hostile_frames_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_bounded_cbor_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_auth_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_frame_cipher_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_line_splitter_test.cc

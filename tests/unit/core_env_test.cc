@@ -21,7 +21,7 @@ NodeInventory inventory(int free_port, int probe_port = 0) {
   NodeInventory inv;
   inv.free_port = free_port;
   inv.probe_port = probe_port;
-  inv.topology = *topo;
+  inv.topology = std::make_shared<const TopologySnapshot>(*topo);
   return inv;
 }
 std::string valueIn(const std::vector<std::string>& env, const std::string& k) { return envValue(env, k); }

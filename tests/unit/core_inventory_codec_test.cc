@@ -2,6 +2,8 @@
 // reports survives the trip as CBOR, and a malformed report is refused naming the bad part.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "binding/fabric/fabric_discovery.h"
 #include "binding/topology/hwloc_topology.h"
 #include "bootstrap/inventory_codec.h"
@@ -96,4 +98,24 @@ TEST_CASE("inventory: a malformed report is refused, naming the part") {
   refused("port_mtu", Json::object({{"mlx5_0:1", "4096"}}), "'port_mtu' of mlx5_0:1 is not a number");
   CHECK_FALSE(inventoryFromJson(Json::array()));
   CHECK_FALSE(inventoryFromJson(Json("inventory")));
+}
+
+TEST_CASE("inventory: the preflight's GPU check counts the GPUs of the node's topology") {
+  InventoryRequest req;
+  req.node_name = "gpu-node";
+  req.topology_xml = std::string(TLAUNCH_SOURCE_DIR) + "/tests/fixtures/topologies/aws-g4dn.metal_2xXeon8259CL_8xT4_1xEFA_hwloc2.8.xml";
+  req.gpus_required = 8;
+  const NodeInventory inv = collectInventory(req);
+  REQUIRE(inv.topology);
+  REQUIRE(inv.topology->gpus.size() == 8);
+  REQUIRE(inv.preflight);
+  const auto gpus = std::find_if(inv.preflight->begin(), inv.preflight->end(), [](const PreflightItem& i) { return i.check == "gpus"; });
+  REQUIRE(gpus != inv.preflight->end());
+  CHECK(gpus->status == PreflightStatus::pass);
+  CHECK(gpus->found == "8 GPUs");
+  req.gpus_required = 9;  // more than the node has: refused, naming what it has
+  const NodeInventory short_node = collectInventory(req);
+  const auto refused = std::find_if(short_node.preflight->begin(), short_node.preflight->end(), [](const PreflightItem& i) { return i.check == "gpus"; });
+  REQUIRE(refused != short_node.preflight->end());
+  CHECK(refused->status == PreflightStatus::fail);
 }

@@ -80,7 +80,7 @@ class FakeDaemon {
       inv.node = inv.hostname = node_.name;
       inv.version = kVersion;
       inv.free_port = 29500;
-      inv.topology = *topo;
+      inv.topology = std::make_shared<const TopologySnapshot>(*topo);
       inv.fabric_error = "not read (in-memory test)";
       send({{"t", "inventory"}, {"inv", script_.inventory(inventoryToJson(inv))}});
       if (script_.ping) pingLater();

@@ -1,6 +1,9 @@
 // The binding manifest: table, JSON shape and fingerprint.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+
+#include <cstdio>
 #include <regex>
 #include <set>
 
@@ -52,6 +55,9 @@ TEST_CASE("the fingerprint ignores host names, UUIDs and row order, and sees eve
   auto base = twoNodes("n1", "n2");
   const std::string fp = manifestFingerprint(base);
   CHECK(std::regex_match(fp, std::regex("^[0-9a-f]{16}$")));
+  // The same manifest has the same fingerprint across tlaunch versions: users compare it between
+  // runs (the banner, --summary-json), so its canonical text must not drift.
+  CHECK(fp == "cbe0e20b8ebc4180");
   CHECK(manifestFingerprint(base) == fp);
   CHECK(manifestFingerprint(twoNodes("gpu-a17", "gpu-b03")) == fp);
   auto other_uuid = base;
@@ -72,4 +78,31 @@ TEST_CASE("the fingerprint ignores host names, UUIDs and row order, and sees eve
   changed = base;
   changed[0].binding.gpu_busid = "0000:4f:00.0";
   CHECK(manifestFingerprint(changed) != fp);
+}
+
+TEST_CASE("the fingerprint is the digest of the rows' canonical JSON, odd characters included", "[topology][manifest]") {
+  auto rows = twoNodes("n1", "n2");
+  rows[0].binding.path = "P\"I\\X\n\x01\t";  // what no real path is, escaped as JSON escapes it
+  rows[1].binding.hca = "mlx5_\u00e9:1";
+  rows[1].binding.mem_nodes = {0, 1};
+  nlohmann::json canonical = nlohmann::json::array();
+  for (const auto& r : rows) {
+    const RankBinding& b = r.binding;
+    auto opt = [](const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+    canonical.push_back({{"rank", r.rank},
+                         {"local_rank", b.local_rank},
+                         {"gpu_busid", opt(b.gpu_busid)},
+                         {"hca", opt(b.hca)},
+                         {"path", b.path.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.path)},
+                         {"numa", b.numa >= 0 ? nlohmann::json(b.numa) : nlohmann::json(nullptr)},
+                         {"cpuset", manifestToJson({r})[0]["cpuset"]},
+                         {"mem_nodes", b.mem_nodes}});
+  }
+  const std::string text = canonical.dump();
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
+  char hex[17] = {};
+  for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+  CHECK(manifestFingerprint(rows) == hex);
 }
