@@ -61,7 +61,7 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
       parts.emplace_back(link.index, bytesOf(msg["d"]));
     }
     for (auto& [node, data] : parts) {
-      if (rank_failures_ && rank_failures_->anyFailed()) {  // a fence of the whole job: it has a failed rank
+      if (rank_failures_ && rank_failures_->anyJobRankFailed()) {  // a fence of the whole job: it has a failed rank
         sendToNode(node, {{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
         continue;
       }

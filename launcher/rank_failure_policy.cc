@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cctype>
+#include <iterator>
 
 namespace tlaunch {
 
@@ -19,9 +20,14 @@ RankFailurePolicy::Decision RankFailurePolicy::onFailure(const RankFailure& f) {
 std::string RankFailurePolicy::keptGoingSummary() const {
   if (!first_) return {};
   std::string text = first_->summary + "; the other ranks went on (--keep-going)";
-  if (failed_.size() > 1)
-    text += ", " + std::to_string(failed_.size()) + " of " + std::to_string(world_size_) + " ranks failed";
-  return text;
+  if (failed_.size() <= 1) return text;
+  const auto spawned = static_cast<size_t>(std::distance(failed_.lower_bound(world_size_), failed_.end()));
+  const size_t ranks = failed_.size() - spawned;
+  std::string counts;
+  if (ranks > 0) counts = std::to_string(ranks) + " of " + std::to_string(world_size_) + " ranks";
+  if (spawned > 0)
+    counts += (ranks > 0 ? " and " : "") + std::to_string(spawned) + " spawned process" + (spawned == 1 ? "" : "es");
+  return text + ", " + counts + " failed";
 }
 
 Json RankFailurePolicy::announcement(const RankFailure& f) {

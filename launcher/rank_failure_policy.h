@@ -45,11 +45,16 @@ class RankFailurePolicy {
 
   RankFailurePolicy(bool keep_going, int world_size) : keep_going_(keep_going), world_size_(world_size) {}
 
+  // f.rank is a proc number: the job's ranks are 0..world_size-1, processes of PMIx_Spawn's
+  // namespaces come after them (bootstrap/pmix_spawn.h).
   Decision onFailure(const RankFailure& f);
-  bool anyFailed() const { return !failed_.empty(); }
+  // A rank of the job itself failed (a fence of the whole job cannot complete); a spawned
+  // process is not one of them.
+  bool anyJobRankFailed() const { return !failed_.empty() && *failed_.begin() < world_size_; }
   bool hasFailed(int rank) const { return failed_.count(rank) > 0; }
   const std::optional<RankFailure>& first() const { return first_; }
-  // The summary of a job that went on: the first failure, and how many ranks failed in all.
+  // The summary of a job that went on: the first failure, how many of the job's ranks failed,
+  // and how many spawned processes.
   std::string keptGoingSummary() const;
 
   // The frontend-to-daemon message that announces f ("rank_failed").

@@ -63,9 +63,24 @@ TEST_CASE("a failed rank is announced once and ends the job unless --keep-going"
   CHECK(going.first()->rank == 2);  // the exit status stays the first failed rank's
   CHECK(going.keptGoingSummary() ==
         "rank 2 on node n0 exited with status 3; the other ranks went on (--keep-going), 2 of 4 ranks failed");
+  CHECK(going.anyJobRankFailed());
   RankFailure abort = exitOf(3, 5);
   abort.called_abort = true;  // MPI_Abort asks for the end of the job
   CHECK(going.onFailure(abort).action == RankFailurePolicy::Action::end_after_grace);
+}
+
+TEST_CASE("with --keep-going, spawned processes are counted apart from the job's ranks") {
+  RankFailurePolicy going(true, 4);  // procs 4 and up: PMIx_Spawn's namespaces
+  going.onFailure(exitOf(5, 3));
+  CHECK_FALSE(going.anyJobRankFailed());  // the job's own fences still complete
+  CHECK(going.hasFailed(5));
+  going.onFailure(exitOf(6, 3));
+  CHECK(going.keptGoingSummary() ==
+        "rank 5 on node n0 exited with status 3; the other ranks went on (--keep-going), 2 spawned processes failed");
+  going.onFailure(exitOf(1, 2));
+  CHECK(going.anyJobRankFailed());
+  CHECK(going.keptGoingSummary() == "rank 5 on node n0 exited with status 3; the other ranks went on (--keep-going), 1 of 4 "
+                                    "ranks and 2 spawned processes failed");
 }
 
 TEST_CASE("the announcement says aborted for PMIx_Abort and SIGABRT, terminated otherwise") {

@@ -38,7 +38,7 @@ TEST_CASE("manifest JSON has exactly the documented keys, null for what is absen
   CHECK(j[1]["gpu_uuid"].is_null());
   CHECK(j[2]["node"] == "n2");
   for (const char* k : {"gpu_busid", "gpu_uuid", "hca", "path", "numa"}) CHECK(j[2][k].is_null());
-  CHECK(j[2]["cpuset"] == "");
+  CHECK(j[2]["cpuset"].get<std::string>().empty());
 }
 
 TEST_CASE("manifest table aligns columns and shows - for what is absent", "[topology][manifest]") {
@@ -103,6 +103,6 @@ TEST_CASE("the fingerprint is the digest of the rows' canonical JSON, odd charac
   unsigned int len = 0;
   EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
   char hex[17] = {};
-  for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+  for (size_t i = 0; i < 8; ++i) std::snprintf(hex + (2 * i), 3, "%02x", digest[i]);
   CHECK(manifestFingerprint(rows) == hex);
 }
