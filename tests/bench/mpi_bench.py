@@ -112,7 +112,8 @@ def hello_rows(args, ws, vc, programs, env):
     ]
     slurm_cmds = [
         {"name": key, "ok_lines": world, "argv": [ws.tlaunch, *cj.NET, *opts, "-p", str(ppn), "--", *hello]}
-        for key, opts in (("tlaunch-slurm", []), ("tlaunch-slurm-nopf", ["--preflight", "off"]))
+        for key, opts in (("tlaunch-slurm", []), ("tlaunch-slurm-nopf", ["--preflight", "off"]),
+                          ("tlaunch-slurm-nobind", ["--bind", "none"]))
     ] + [
         {"name": "srun", "ok_lines": world, "argv": ["srun", f"--export=ALL,OMPI_MCA_btl_tcp_if_include={fabric}",
                                                      "--mpi=pmix", f"-N{NODES}", f"-n{world}", *hello]},
@@ -205,6 +206,7 @@ def print_tables(args, hello, fence):
               ("mpirun --hostfile (ssh, from node1)", "mpirun"),
               ("tlaunch inside salloc (Slurm)", "tlaunch-slurm"),
               ("  same, --preflight off", "tlaunch-slurm-nopf"),
+              ("  same, --bind none (srun leaves ranks unbound)", "tlaunch-slurm-nobind"),
               (f"srun --mpi=pmix -N{NODES} -n{NODES * 2} inside salloc", "srun")]
     med = {key: median_ms(hello.get(key)) for _, key in labels}
     for label, key in labels:
