@@ -9,8 +9,13 @@
 
 namespace tlaunch {
 
+// The key is set once, per direction of use: each frame then sets only its nonce. Setting the
+// cipher and key for every frame (OpenSSL 3 fetches the cipher, expands the key and precomputes
+// GHASH's table each time) cost more than sealing a small frame.
 struct FrameCipher::Ctx {
+  enum class Mode { none, seal, open };
   EVP_CIPHER_CTX* c = EVP_CIPHER_CTX_new();
+  Mode mode = Mode::none;
   ~Ctx() { EVP_CIPHER_CTX_free(c); }
 };
 
@@ -59,7 +64,11 @@ std::string FrameCipher::seal(std::string_view plaintext, size_t headroom) {
   std::string out(headroom + plaintext.size() + kSealOverheadBytes, '\0');
   auto* o = reinterpret_cast<unsigned char*>(out.data()) + headroom;
   int len = 0, fin = 0;
-  if (EVP_EncryptInit_ex(ctx_->c, EVP_aes_256_gcm(), nullptr, key_, iv) != 1 ||
+  if (ctx_->mode != Ctx::Mode::seal) {
+    if (EVP_EncryptInit_ex(ctx_->c, EVP_aes_256_gcm(), nullptr, key_, nullptr) != 1) cryptoFailed("AES-GCM key");
+    ctx_->mode = Ctx::Mode::seal;
+  }
+  if (EVP_EncryptInit_ex(ctx_->c, nullptr, nullptr, nullptr, iv) != 1 ||
       EVP_EncryptUpdate(ctx_->c, o, &len, reinterpret_cast<const unsigned char*>(plaintext.data()),
                         static_cast<int>(plaintext.size())) != 1 ||
       EVP_EncryptFinal_ex(ctx_->c, o + len, &fin) != 1 ||
@@ -77,7 +86,11 @@ Result<std::string> FrameCipher::open(std::string_view sealed) {
   auto* o = reinterpret_cast<unsigned char*>(out.data());
   std::string tag(sealed.substr(n));
   int len = 0, fin = 0;
-  if (EVP_DecryptInit_ex(ctx_->c, EVP_aes_256_gcm(), nullptr, key_, iv) != 1 ||
+  if (ctx_->mode != Ctx::Mode::open) {
+    if (EVP_DecryptInit_ex(ctx_->c, EVP_aes_256_gcm(), nullptr, key_, nullptr) != 1) cryptoFailed("AES-GCM key");
+    ctx_->mode = Ctx::Mode::open;
+  }
+  if (EVP_DecryptInit_ex(ctx_->c, nullptr, nullptr, nullptr, iv) != 1 ||
       EVP_DecryptUpdate(ctx_->c, o, &len, reinterpret_cast<const unsigned char*>(sealed.data()), static_cast<int>(n)) != 1 ||
       EVP_CIPHER_CTX_ctrl(ctx_->c, EVP_CTRL_GCM_SET_TAG, kSealOverheadBytes, tag.data()) != 1 ||
       EVP_DecryptFinal_ex(ctx_->c, o + len, &fin) != 1)

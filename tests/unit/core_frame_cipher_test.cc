@@ -7,6 +7,9 @@
 #include "bootstrap/connection.h"
 #include "bootstrap/frame_cipher.h"
 
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+
 using namespace tlaunch;
 using Dir = FrameCipher::Direction;
 
@@ -30,6 +33,43 @@ TEST_CASE("frame cipher: both ends agree, frame after frame") {
     REQUIRE(opened);
     CHECK(*opened == msg);
   }
+}
+
+// The frame format, computed here from its definition with OpenSSL alone: AES-256-GCM under the
+// key HKDF-SHA256(secret, salt = server nonce + client nonce, info = the direction's label), the
+// nonce 4 zero bytes then the frame's number (big-endian), ciphertext then the 16-byte tag.
+std::string referenceSeal(const std::string& plaintext, uint64_t frame) {
+  unsigned char key[32];
+  size_t key_len = sizeof key;
+  const std::string salt = kServerNonce + kClientNonce;
+  const std::string info = "tlaunch v3 frames to daemon";
+  EVP_PKEY_CTX* k = EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, nullptr);
+  REQUIRE(EVP_PKEY_derive_init(k) > 0);
+  REQUIRE(EVP_PKEY_CTX_set_hkdf_md(k, EVP_sha256()) > 0);
+  REQUIRE(EVP_PKEY_CTX_set1_hkdf_salt(k, reinterpret_cast<const unsigned char*>(salt.data()), static_cast<int>(salt.size())) > 0);
+  REQUIRE(EVP_PKEY_CTX_set1_hkdf_key(k, reinterpret_cast<const unsigned char*>(kSecret.data()), static_cast<int>(kSecret.size())) > 0);
+  REQUIRE(EVP_PKEY_CTX_add1_hkdf_info(k, reinterpret_cast<const unsigned char*>(info.data()), static_cast<int>(info.size())) > 0);
+  REQUIRE(EVP_PKEY_derive(k, key, &key_len) > 0);
+  EVP_PKEY_CTX_free(k);
+  unsigned char iv[12] = {};
+  for (size_t i = 0; i < 8; ++i) iv[4 + i] = static_cast<unsigned char>(frame >> (56 - (8 * i)));
+  std::string out(plaintext.size() + 16, '\0');
+  auto* o = reinterpret_cast<unsigned char*>(out.data());
+  int len = 0;
+  EVP_CIPHER_CTX* c = EVP_CIPHER_CTX_new();
+  REQUIRE(EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), nullptr, key, iv) == 1);
+  REQUIRE(EVP_EncryptUpdate(c, o, &len, reinterpret_cast<const unsigned char*>(plaintext.data()), static_cast<int>(plaintext.size())) == 1);
+  REQUIRE(EVP_EncryptFinal_ex(c, o + len, &len) == 1);
+  REQUIRE(EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, 16, o + plaintext.size()) == 1);
+  EVP_CIPHER_CTX_free(c);
+  return out;
+}
+
+TEST_CASE("frame cipher: every frame is AES-256-GCM with its own nonce, as the format defines") {
+  auto tx = cipher(Dir::to_daemon);
+  // The same payload again and again: each frame's bytes are those of its number's nonce.
+  for (uint64_t frame = 0; frame < 5; ++frame) CHECK(tx.seal("the same payload") == referenceSeal("the same payload", frame));
+  CHECK(tx.seal(std::string(70000, 'x')) == referenceSeal(std::string(70000, 'x'), 5));
 }
 
 TEST_CASE("frame cipher: replayed, reordered, altered, truncated and foreign frames fail") {
