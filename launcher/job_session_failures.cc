@@ -61,11 +61,12 @@ void JobSession::endEventGrace() {
 }
 
 // What can never complete without the failed rank fails now, rather than hang its survivors:
-// fences of the whole job (each node's next one fails too, see onPmixMessage) and collectives
-// that include it.
+// fences of the whole job (each node's next one fails too, see onPmixMessage) when it is one of
+// the job's ranks (a PMIx_Spawn process is not in them), and collectives that include it.
 void JobSession::failPmixOperationsOf(int rank) {
-  for (const auto seq : fences_.abandonAll())
-    broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
+  if (plan_ && rank < plan_->world_size)
+    for (const auto seq : fences_.abandonAll())
+      broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
   pmix_collectives_->onRankFailed(rank);
 }
 

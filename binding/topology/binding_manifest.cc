@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "binding/topology/cpu_list.h"
@@ -136,7 +137,12 @@ std::string manifestFingerprint(const std::vector<ManifestRow>& rows) {
   // The canonical rows are written straight into the digest in pieces, not built as a JSON tree
   // of 32,000 rows first (a tenth of the frontend's time at 4,000 nodes).
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr);
+  // Only running out of memory makes these fail; a fingerprint of part of the rows would be a lie.
+  auto check = [](int ok) {
+    if (ok != 1) throw std::bad_alloc();
+  };
+  if (!md) throw std::bad_alloc();
+  check(EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr));
   std::string text;
   constexpr size_t kChunk = size_t{64} * 1024;
   text.reserve(kChunk);
@@ -145,15 +151,15 @@ std::string manifestFingerprint(const std::vector<ManifestRow>& rows) {
     if (i > 0) text += ',';
     appendCanonicalRow(*sorted[i], text);
     if (text.size() >= kChunk - 1024) {
-      EVP_DigestUpdate(md.get(), text.data(), text.size());
+      check(EVP_DigestUpdate(md.get(), text.data(), text.size()));
       text.clear();
     }
   }
   text += ']';
-  EVP_DigestUpdate(md.get(), text.data(), text.size());
+  check(EVP_DigestUpdate(md.get(), text.data(), text.size()));
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  EVP_DigestFinal_ex(md.get(), digest, &len);
+  check(EVP_DigestFinal_ex(md.get(), digest, &len));
   return hexBytes(std::string_view(reinterpret_cast<const char*>(digest), std::min(len, 8u)));
 }
 

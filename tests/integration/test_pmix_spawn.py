@@ -2,7 +2,7 @@
 MPI 4.1) across nodes and onto a named host, the children's output tagged, binding, intercommunicator
 traffic and MPI_Comm_disconnect; MPI_Comm_spawn_multiple; mpi4py.futures' MPIPoolExecutor; a host outside the job and a
 missing program failing the spawn at once with a message (nothing started); a spawned process
-that fails ending the job with its name; and Ctrl-C ending spawned processes with the job."""
+that fails ending the job with its name, or with --keep-going not failing the job's fences; and Ctrl-C ending spawned processes with the job."""
 import os
 import re
 import signal
@@ -84,6 +84,18 @@ print(r.stdout, r.stderr)
 tl.check(r.returncode == 3 and re.search(r"failed: rank 0 of spawned namespace tlaunch\.\S+\.spawn1 on node local0 "
                                          r"exited with status 3", r.stderr),
          f"a failed spawned process: exit {r.returncode}, named in the summary")
+
+# --keep-going: a spawned process that fails while the job's ranks are in a fence of the whole
+# job does not fail that fence or the next (it is not one of the job's ranks); the job goes on,
+# exits with its status and counts it as a spawned process.
+SPAWN_FENCE = os.environ.get("PMIX_SPAWN_FENCE")
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--keep-going", "--", SPAWN_FENCE], timeout=120)
+print(r.stdout, r.stderr)
+fences = sorted(re.findall(r"pmix_spawn_fence rank (\d) fence (\d) (.*)$", r.stdout, re.M))
+tl.check(fences == [("0", "1", "ok"), ("0", "2", "ok"), ("1", "1", "ok"), ("1", "2", "ok")],
+         f"both fences complete on both ranks after the spawned process failed: {fences}")
+tl.check(r.returncode == 1 and "spawned namespace" in r.stderr and "--keep-going" in r.stderr,
+         f"--keep-going: exit {r.returncode} (the spawned process's status), named")
 
 # Ctrl-C while a spawned process runs: it ends with the job.
 mark = str(4000 + os.getpid() % 1000) + ".25"
