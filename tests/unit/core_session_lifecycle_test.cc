@@ -158,7 +158,7 @@ struct Run {
   double seconds = 0;
 };
 
-Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, std::function<void(JobSpec&)> tweak = {}) {
+Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const std::function<void(JobSpec&)>& tweak = {}) {
   SessionConfig cfg;
   cfg.in_memory = true;
   cfg.spec.argv = {"true"};
@@ -201,7 +201,9 @@ bool says(const JobOutcome& o, const std::string& text) { return o.summary.find(
 
 TEST_CASE("in-memory pipe: bytes arrive in order, what was sent before a close is read, then eof") {
   asio::io_context io(1);
-  auto [a, b] = memoryBytePipe(io, "a", "b");
+  auto pipe = memoryBytePipe(io, "a", "b");  // named members: clang 14 cannot capture a structured binding
+  auto& a = pipe.first;
+  auto& b = pipe.second;
   CHECK(a->peer() == "b");
   std::string got;
   std::array<char, 4> buf{};
