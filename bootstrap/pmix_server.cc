@@ -75,6 +75,24 @@ Result<void> PmixServer::Impl::registerNamespace(const pmix_nspace_t nspace, int
   return {};
 }
 
+Result<void> PmixServer::Impl::registerClients(const pmix_nspace_t nspace, const std::vector<int>& ranks,
+                                               bool& timed_out) {
+  timed_out = false;
+  for (int rank : ranks) {
+    pmix_proc_t proc;
+    PMIX_PROC_LOAD(&proc, nspace, static_cast<pmix_rank_t>(rank));
+    auto crc = BoundedPmixOp::run(
+        [&](pmix_op_cbfunc_t cb, void* cbd) { return PMIx_server_register_client(&proc, config.uid, config.gid, nullptr, cb, cbd); },
+        config.op_bound);
+    if (!crc || *crc != PMIX_SUCCESS) {
+      timed_out = !crc;
+      return fail(Errc::internal, "PMIx on " + where() + ": rank " + std::to_string(rank) + " of " + std::string(nspace) +
+                                      ": " + (crc ? pmixError("PMIx_server_register_client", *crc) : "PMIx_server_register_client timed out"));
+    }
+  }
+  return {};
+}
+
 Result<void> PmixServer::Impl::deregisterNamespace(const pmix_nspace_t nspace, std::chrono::milliseconds bound) {
   if (wedged) return {};  // nothing more can be asked of libpmix; the caller removes the files
   auto rc = BoundedPmixOp::run(
@@ -203,19 +221,10 @@ Result<void> PmixServer::registerJob(const PmixJobLayout& layout) {
 
   // Every local client before any fork: a client fencing before its siblings are registered
   // can hang the fence (openpmix#89).
-  for (int rank : s.job->geometry.local_ranks) {
-    pmix_proc_t proc;
-    PMIX_PROC_LOAD(&proc, s.job->nspace, static_cast<pmix_rank_t>(rank));
-    auto crc = BoundedPmixOp::run(
-        [&](pmix_op_cbfunc_t cb, void* cbd) {
-          return PMIx_server_register_client(&proc, s.config.uid, s.config.gid, nullptr, cb, cbd);
-        },
-        s.config.op_bound);
-    if (!crc || *crc != PMIX_SUCCESS) {
-      std::string why = crc ? pmixError("PMIx_server_register_client", *crc) : "PMIx_server_register_client timed out";
-      (void)deregisterJob(s.config.op_bound);
-      return fail(Errc::internal, "PMIx on " + where + ": rank " + std::to_string(rank) + ": " + why);
-    }
+  bool timed_out = false;
+  if (auto clients = s.registerClients(s.job->nspace, s.job->geometry.local_ranks, timed_out); !clients) {
+    (void)deregisterJob(s.config.op_bound);
+    return clients;
   }
   for (auto& [rank, reply] : std::exchange(s.held_serves, {})) serveDirectModex(rank, std::move(reply));
   return {};

@@ -141,21 +141,10 @@ Result<void> PmixServer::registerSpawned(const PmixJobLayout& layout, int base) 
   if (auto registered = s.registerNamespace(spawned->nspace, nlocal, std::move(*info)); !registered) return registered;
   // Registered now: deregisterJob removes it with the job, whatever happens next.
   Impl::Spawned& ns = *s.job->spawned.emplace_back(std::move(spawned));
-  for (int rank : ns.geometry.local_ranks) {
-    pmix_proc_t proc;
-    PMIX_PROC_LOAD(&proc, ns.nspace, static_cast<pmix_rank_t>(rank));
-    auto crc = BoundedPmixOp::run(
-        [&](pmix_op_cbfunc_t cb, void* cbd) {
-          return PMIx_server_register_client(&proc, s.config.uid, s.config.gid, nullptr, cb, cbd);
-        },
-        s.config.op_bound);
-    if (!crc || *crc != PMIX_SUCCESS) {
-      if (!crc) s.wedged = true;
-      return fail(Errc::internal, "PMIx on " + where + ": rank " + std::to_string(rank) + " of " + layout.nspace +
-                                      ": " + (crc ? PMIx_Error_string(*crc) : "PMIx_server_register_client timed out"));
-    }
-  }
-  return {};
+  bool timed_out = false;
+  auto clients = s.registerClients(ns.nspace, ns.geometry.local_ranks, timed_out);
+  if (timed_out) s.wedged = true;
+  return clients;
 }
 
 // ---- numbering ------------------------------------------------------------------------------

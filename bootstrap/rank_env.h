@@ -90,6 +90,12 @@ std::string envValue(const std::vector<std::string>& env, const std::string& key
 // base overlaid with overrides (same key: the override wins, keeping base's order).
 std::vector<std::string> mergeEnv(const std::vector<std::string>& base, const std::vector<std::string>& overrides);
 
+// A rank's own GPU and HCA (the plan's rank_env_builder sets them; processes a rank spawns do not
+// inherit them).
+inline constexpr const char* kRankGpuBusIdVar = "TLAUNCH_GPU_BUSID";
+inline constexpr const char* kRankGpuUuidVar = "TLAUNCH_GPU_UUID";
+inline constexpr const char* kRankHcaVar = "TLAUNCH_HCA";
+
 // Names of the identity variables, for documentation and for stripping inherited values.
 const std::vector<std::string>& rankIdentityNames();
 

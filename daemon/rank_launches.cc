@@ -40,9 +40,8 @@ Result<std::vector<RankLaunch>> buildRankLaunches(const NodeLaunch& launch) {
 }
 
 std::vector<std::string> withoutRankIdentity(const std::vector<std::string>& job_env) {
-  std::set<std::string> own;
-  for (const auto& [name, value] : rankIdentityEnv(RankIdentity{}, JobIdentity{})) own.insert(name);
-  for (const char* name : {"TLAUNCH_GPU_BUSID", "TLAUNCH_GPU_UUID", "TLAUNCH_HCA"}) own.insert(name);
+  std::set<std::string> own(rankIdentityNames().begin(), rankIdentityNames().end());
+  for (const char* name : {kRankGpuBusIdVar, kRankGpuUuidVar, kRankHcaVar}) own.insert(name);
   std::vector<std::string> out;
   for (const auto& kv : job_env)
     if (!own.count(kv.substr(0, kv.find('=')))) out.push_back(kv);

@@ -3,7 +3,6 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <memory>
 #include <new>
 #include <nlohmann/json.hpp>
@@ -32,30 +31,8 @@ json rowToJson(const ManifestRow& row) {
   return j;
 }
 
-// JSON's string form of `s`, as nlohmann's dump() writes it (UTF-8 kept, control bytes escaped).
-void appendJsonString(std::string_view s, std::string& out) {
-  out += '"';
-  for (const char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
+// JSON's string form of `s`: nlohmann's own escaping, so the text is what dump() wrote before.
+void appendJsonString(const std::string& s, std::string& out) { out += json(s).dump(); }
 
 void appendOptionalString(const std::optional<std::string>& v, std::string& out) {
   if (v) appendJsonString(*v, out);

@@ -24,11 +24,11 @@ std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& use
     // As DeepSpeed does: every rank of the node sees the same chosen GPUs (peers stay visible
     // to each other for P2P), and LOCAL_RANK r is CUDA device r among them.
     if (!in.visible_gpus.empty()) add("CUDA_VISIBLE_DEVICES", in.visible_gpus);
-    if (b->gpu_busid) add("TLAUNCH_GPU_BUSID", *b->gpu_busid);
-    if (b->gpu_uuid) add("TLAUNCH_GPU_UUID", *b->gpu_uuid);
+    if (b->gpu_busid) add(kRankGpuBusIdVar, *b->gpu_busid);
+    if (b->gpu_uuid) add(kRankGpuUuidVar, *b->gpu_uuid);
   }
   const std::string hca = b && b->hca ? *b->hca : "";
-  if (!hca.empty()) add("TLAUNCH_HCA", hca);
+  if (!hca.empty()) add(kRankHcaVar, hca);
 
   if (in.network) {
     for (const auto& s : fabricEnv(*in.network, in.node, user, hca)) {
