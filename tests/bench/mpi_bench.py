@@ -17,9 +17,12 @@ tlaunch runs with --net tcp --net-if ib0 (which sets OMPI_MCA_btl_tcp_if_include
 mpirun and srun get the same btl_tcp_if_include, so that every MPI job uses the same network.
 
 Then the PMIx fence micro-benchmark (pmix_fence_bench: time per PMIx_Fence without data, and with
-64 B and 4 KiB per rank collected) under tlaunch from node1 and under srun --mpi=pmix inside salloc,
-at 8 ranks (4 x 2) and 64 ranks (4 x 16, oversubscribed: the cluster is built with 16 CPUs per node
-so that Slurm allocates them).
+64 B and 4 KiB per rank collected) under tlaunch and mpirun from node1 and under srun --mpi=pmix
+inside salloc, at 8 ranks (4 x 2) and 64 ranks (4 x 16, oversubscribed: the cluster is built with
+16 CPUs per node so that Slurm allocates them). Last, whether a fence without data waits for every
+node under each of them (pmix_barrier: rank 0 enters it late): under srun --mpi=pmix (Slurm 22.05,
+PMIx 4.2.2) it waits only for the ranks of the same node, so its barrier row is not a barrier of
+the job; mpirun's and tlaunch's are.
 
 Each measurement: --warmup untimed runs, then --runs timed ones, commands interleaved round-robin
 so that a change in machine load affects every command alike. Timings are taken where the command
@@ -63,7 +66,8 @@ def time_commands(commands, runs, warmup, cwd=None):
             elapsed = time.perf_counter() - t0
             out = p.stdout.decode(errors="replace")
             oks = sum(line.endswith(" ok") for line in out.splitlines())
-            if p.returncode != 0 or ("ok_lines" in c and oks != c["ok_lines"]):
+            failed = p.returncode != 0 and not c.get("any_exit")
+            if failed or ("ok_lines" in c and oks != c["ok_lines"]):
                 res["errors"].append(f"{'warm-up' if i < warmup else 'timed'} run: exit {p.returncode}, {oks} ok "
                                      f"lines: {(p.stdout + p.stderr)[-600:].decode(errors='replace')!r}")
             elif i >= warmup:
@@ -97,8 +101,6 @@ def hello_rows(args, ws, vc, programs, env):
     import cluster_jobs as cj
     world, ppn = NODES * 2, 2
     hello = [programs["hello"], str(world), str(ppn)]
-    hostfile = ws.path("hostfile")
-    Path(hostfile).write_text("".join(f"{n} slots={ppn}\n" for n in vc.nodes))
     fabric = f"{vc.fabric_ip('node1').rsplit('.', 1)[0]}.0/24"
     hosts = f"node[1-{NODES}]"
     ssh_cmds = [
@@ -106,9 +108,7 @@ def hello_rows(args, ws, vc, programs, env):
          "argv": [ws.tlaunch, *cj.NET, "--launcher", "ssh", *opts, "--hosts", hosts, "-p", str(ppn), "--", *hello]}
         for key, opts in (("tlaunch-ssh", []), ("tlaunch-ssh-nopf", ["--preflight", "off"]))
     ] + [
-        {"name": "mpirun", "ok_lines": world,
-         "argv": ["mpirun", "--allow-run-as-root", "--oversubscribe", "-mca", "plm_rsh_agent", "ssh",
-                  "-mca", "btl_tcp_if_include", fabric, "--hostfile", hostfile, "-np", str(world), *hello]},
+        {"name": "mpirun", "ok_lines": world, "argv": mpirun_argv(ws, vc, ppn, hello)},
     ]
     slurm_cmds = [
         {"name": key, "ok_lines": world, "argv": [ws.tlaunch, *cj.NET, *opts, "-p", str(ppn), "--", *hello]}
@@ -129,6 +129,54 @@ def hello_rows(args, ws, vc, programs, env):
     return rows
 
 
+def mpirun_argv(ws, vc, ppn, program):
+    hostfile = ws.path(f"hostfile-{ppn}")
+    Path(hostfile).write_text("".join(f"{n} slots={ppn}\n" for n in vc.nodes))
+    fabric = f"{vc.fabric_ip('node1').rsplit('.', 1)[0]}.0/24"
+    return ["mpirun", "--allow-run-as-root", "--oversubscribe", "-mca", "plm_rsh_agent", "ssh",
+            "-mca", "btl_tcp_if_include", fabric, "--hostfile", hostfile, "-np", str(NODES * ppn), *program]
+
+
+BARRIER_DELAY_MS = 200
+BARRIER_LINE = re.compile(r"^pmix_barrier rank (\d+) host (\S+) fence \d+ waited_ms ([\d.]+)$", re.M)
+
+
+def barrier_rows(args, ws, vc, programs, env):
+    """pmix_barrier under each launcher, 4 x 2 ranks: rank 0 enters 3 fences without data 200 ms
+    late. Whether the ranks on the other nodes wait for it says whether the fence is a barrier of
+    the whole job (PMIx's definition) or of each node only; it decides what the barrier rows of
+    the fence table compare."""
+    import cluster_jobs as cj
+    program = [programs["barrier"], str(BARRIER_DELAY_MS), "3"]
+    node1 = [{"name": "tlaunch", "any_exit": True,
+              "argv": [ws.tlaunch, *cj.NET, "--launcher", "ssh", "--hosts", f"node[1-{NODES}]", "-p", "2",
+                       "--tag-output", "none", "--", *program]},
+             {"name": "mpirun", "any_exit": True, "argv": mpirun_argv(ws, vc, 2, program)}]
+    rows = run_inner(vc.exec_argv("node1", []), node1, 1, 0, ws.dir, env, "barrier-node1")
+    rows.update(run_inner(["salloc", f"-N{NODES}", "--ntasks-per-node=2", "-J", "mpi-bench-barrier"],
+                          [{"name": "srun", "any_exit": True,
+                            "argv": ["srun", "--mpi=pmix", f"-N{NODES}", f"-n{NODES * 2}", *program]}],
+                          1, 0, ws.dir, env, "barrier-srun"))
+    print("barrier check done", flush=True)
+    return rows
+
+
+def barrier_waits(res):
+    """(shortest wait of a rank on rank 0's node other than rank 0, shortest wait of a rank on
+    another node) in ms, or an error text."""
+    if not res:
+        return "no run"
+    if not res["stdouts"]:
+        return res["errors"][-1] if res["errors"] else "no run"
+    waits = [(int(r), host, float(w)) for r, host, w in BARRIER_LINE.findall(res["stdouts"][-1])]
+    home = next((host for r, host, _ in waits if r == 0), None)
+    if home is None:
+        return f"no line of rank 0: {res['stdouts'][-1][-400:]!r}"
+    same = [w for r, host, w in waits if host == home and r != 0]
+    other = [w for r, host, w in waits if host != home]
+    return (min(same) if same else None, min(other) if other else None)
+
+
 def fence_rows(args, ws, vc, programs, env):
     import cluster_jobs as cj
     rows = {}
@@ -143,6 +191,9 @@ def fence_rows(args, ws, vc, programs, env):
                             "--tag-output", "none", *extra, "--", *bench]}
                   for key, extra in (("tlaunch", []), ("tlaunch-nobind", ["--bind", "none"]))]
         srun_cmd = [{"name": f"srun/{world}", "argv": ["srun", "--mpi=pmix", f"-N{NODES}", f"-n{world}", *bench]}]
+        # Open MPI's own runtime (ORTE's PMIx server in every orted): a fence without data is a
+        # barrier of the whole job there, as under tlaunch (see barrier_rows).
+        tl_cmd.append({"name": f"mpirun/{world}", "argv": mpirun_argv(ws, vc, ppn, bench)})
         rows.update(run_inner(vc.exec_argv("node1", []), tl_cmd, args.fence_runs, 0, ws.dir, env,
                               f"fence-tlaunch-{world}"))
         rows.update(run_inner(["salloc", f"-N{NODES}", f"--ntasks-per-node={ppn}", "-J", "mpi-bench-fence"], srun_cmd,
@@ -197,7 +248,7 @@ def ratio(a, b):
     return f"{a / b:9.2f}" if isinstance(a, float) and isinstance(b, float) and b > 0 else f"{'-':>9}"
 
 
-def print_tables(args, hello, fence):
+def print_tables(args, hello, fence, barrier):
     print()
     print(f"MPI hello (pmix_mpi_hello: Init, Allreduce, ring, Barrier, Finalize), {NODES} nodes x 2 ranks: "
           f"median wall ms of {args.runs} runs (after {args.warmup} warm-up)")
@@ -225,10 +276,11 @@ def print_tables(args, hello, fence):
     print()
     print(f"PMIx_Fence (pmix_fence_bench): microseconds per fence, mean over ranks, median of {args.fence_runs} runs; "
           f"{args.fence_iterations} fences per case at 8 ranks, {max(1, args.fence_iterations // 4)} at 64")
-    print(f"  {'ranks':>5} {'case':<18} {'tlaunch':>9} {'srun':>9} {'tl/srun':>9} {'unbound':>9} {'ub/srun':>9}")
+    print(f"  {'ranks':>5} {'case':<18} {'tlaunch':>9} {'srun':>9} {'tl/srun':>9} {'unbound':>9} {'ub/srun':>9} "
+          f"{'mpirun':>9} {'tl/mpirun':>9}")
     failures = []
     for world in (NODES * 2, NODES * 16):
-        got = {who: fence_means(fence.get(f"{who}/{world}")) for who in ("tlaunch", "srun", "tlaunch-nobind")}
+        got = {who: fence_means(fence.get(f"{who}/{world}")) for who in ("tlaunch", "srun", "tlaunch-nobind", "mpirun")}
         for who in got:
             failures += failure_notes(f"{who}/{world}", fence.get(f"{who}/{world}"))
         for b in FENCE_BYTES:
@@ -236,9 +288,22 @@ def print_tables(args, hello, fence):
             vals = {who: (v if isinstance(v, str) or v is None else v.get(b)) for who, v in got.items()}
             print(f"  {world:>5} {case:<18} {fmt(vals['tlaunch'], digits=1)} {fmt(vals['srun'], digits=1)} "
                   f"{ratio(vals['tlaunch'], vals['srun'])} {fmt(vals['tlaunch-nobind'], digits=1)} "
-                  f"{ratio(vals['tlaunch-nobind'], vals['srun'])}")
+                  f"{ratio(vals['tlaunch-nobind'], vals['srun'])} {fmt(vals['mpirun'], digits=1)} "
+                  f"{ratio(vals['tlaunch'], vals['mpirun'])}")
     for f in failures:
         print(f)
+    print()
+    print(f"Is a fence without data a barrier of the whole job? (pmix_barrier: rank 0 enters 3 fences "
+          f"{BARRIER_DELAY_MS} ms late; the shortest wait, ms)")
+    print(f"  {'launcher':<24} {'rank 0 node':>12} {'other nodes':>12}  barrier of")
+    for who, label in (("tlaunch", "tlaunch (ssh)"), ("mpirun", "mpirun"), ("srun", "srun --mpi=pmix")):
+        got = barrier_waits(barrier.get(who))
+        if isinstance(got, str):
+            print(f"  {label:<24} FAILED: {got}")
+            continue
+        same, other = got
+        verdict = "-" if other is None else ("the job" if other >= BARRIER_DELAY_MS / 2 else "each node only")
+        print(f"  {label:<24} {fmt(same, 12, 1)} {fmt(other, 12, 1)}  {verdict}")
 
 
 def main():
@@ -265,10 +330,11 @@ def main():
     cj.require_tlaunch()
     bindir = Path(args.tlaunch).resolve().parent
     programs = {"hello": args.hello or str(bindir / "pmix_mpi_hello"),
-                "fence": args.fence_bench or str(bindir / "pmix_fence_bench")}
+                "fence": args.fence_bench or str(bindir / "pmix_fence_bench"),
+                "barrier": str(bindir / "pmix_barrier")}
     for name, path in programs.items():
         if not os.access(path, os.X_OK):
-            sys.exit(f"mpi_bench: {path} is not an executable (build the targets pmix_mpi_hello pmix_fence_bench, "
+            sys.exit(f"mpi_bench: {path} is not an executable (build the targets pmix_mpi_hello pmix_fence_bench pmix_barrier, "
                      "or pass --hello / --fence-bench)")
         if str(Path(path).resolve()).startswith(cj.NODE_PRIVATE):
             sys.exit(f"mpi_bench: {path} lies in a node-private directory (/tmp, /dev/shm): build outside it")
@@ -282,7 +348,8 @@ def main():
             env = {k: v for k, v in vc.environ().items() if not k.startswith(clean)}
             hello = hello_rows(args, ws, vc, programs, env)
             fence = fence_rows(args, ws, vc, programs, env)
-    print_tables(args, hello, fence)
+            barrier = barrier_rows(args, ws, vc, programs, env)
+    print_tables(args, hello, fence, barrier)
     return 0
 
 

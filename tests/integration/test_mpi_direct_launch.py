@@ -12,7 +12,8 @@ import tl
 HELLO = os.environ.get("PMIX_MPI_HELLO")
 CLIENT = os.environ.get("PMIX_CLIENT")
 ABORT = os.environ.get("PMIX_MPI_ABORT")
-if not (HELLO and CLIENT and ABORT and os.path.exists(HELLO)):
+BARRIER = os.environ.get("PMIX_BARRIER")
+if not (HELLO and CLIENT and ABORT and BARRIER and os.path.exists(HELLO)):
     tl.skip("MPI test programs were not built (mpicc / libpmix-dev missing)")
 
 
@@ -48,6 +49,17 @@ for extra in ([], ["direct"]):
     r = tl.run(["--launcher", "local", "--hosts", "nodeA,nodeB", "-p", "2", "--", CLIENT, "2", "2"] + extra, timeout=60)
     print(r.stdout, r.stderr)
     tl.check(r.returncode == 0, f"pmix client {extra}: exit {r.returncode}")
+
+# A fence without data (Open MPI's barrier at the end of MPI_Init and in MPI_Finalize) is a
+# barrier of the whole job: rank 0 enters each of 3 fences 400 ms late, and the ranks on the
+# other node wait for it too (under srun --mpi=pmix of Slurm 22.05 they do not: tests/bench).
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--tag-output", "none", "--", BARRIER, "400", "3"], timeout=60)
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 0, f"empty fence: exit {r.returncode}: {r.stderr}")
+waits = [(int(m[0]), float(m[1])) for m in re.findall(r"^pmix_barrier rank (\d+) host \S+ fence \d waited_ms ([\d.]+)$",
+                                                        r.stdout, re.M)]
+tl.check(len(waits) == 12, f"empty fence: {len(waits)} fence lines of 12")
+tl.check(all(w >= 300 for rank, w in waits if rank >= 2), f"ranks on the other node did not wait for rank 0: {waits}")
 
 # Without the PMIx server the same program sees singletons: the server is what makes it work.
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--pmix=off", "--", HELLO, "2", "1"], timeout=120)
