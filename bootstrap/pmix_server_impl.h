@@ -138,6 +138,15 @@ struct PmixServer::Impl {
   // Procs <-> the control plane's numbers (see PmixServer; pmix_spawn.cc). -1 / false: a
   // namespace this node does not know, or a rank outside it.
   int numberOf(const pmix_proc_t& proc) const;
+  // The namespace (the job's, base 0, or a spawned one) by name, or holding a number.
+  struct NamespaceView {
+    const char* nspace;
+    const PmixJobGeometry* geometry;
+    int base;
+    bool is_job;
+  };
+  std::optional<NamespaceView> namespaceNamed(const pmix_nspace_t nspace) const;
+  std::optional<NamespaceView> namespaceOfNumber(int number) const;
   // A proc's numbers, a wildcard expanded to its namespace ({-1} for the whole job).
   bool numbersOf(const pmix_proc_t& proc, std::vector<int>& out) const;
   bool procOf(int number, pmix_proc_t& out) const;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "bootstrap/pmix_dirs.h"
 #include "bootstrap/pmix_job_info.h"
@@ -149,64 +150,58 @@ Result<void> PmixServer::registerSpawned(const PmixJobLayout& layout, int base) 
 
 // ---- numbering ------------------------------------------------------------------------------
 
-bool PmixServer::Impl::knowsNamespace(const pmix_nspace_t nspace) const {
-  if (!job) return false;
-  if (PMIX_CHECK_NSPACE(nspace, job->nspace)) return true;
-  return std::any_of(job->spawned.begin(), job->spawned.end(),
-                     [&](const auto& ns) { return PMIX_CHECK_NSPACE(nspace, ns->nspace); });
+std::optional<PmixServer::Impl::NamespaceView> PmixServer::Impl::namespaceNamed(const pmix_nspace_t nspace) const {
+  if (!job) return std::nullopt;
+  if (PMIX_CHECK_NSPACE(nspace, job->nspace)) return NamespaceView{job->nspace, &job->geometry, 0, true};
+  for (const auto& ns : job->spawned)
+    if (PMIX_CHECK_NSPACE(nspace, ns->nspace)) return NamespaceView{ns->nspace, &ns->geometry, ns->base, false};
+  return std::nullopt;
 }
 
-int PmixServer::Impl::numberOf(const pmix_proc_t& proc) const {
-  if (!job || proc.rank == PMIX_RANK_WILDCARD) return -1;
-  if (PMIX_CHECK_NSPACE(proc.nspace, job->nspace))
-    return proc.rank < job->geometry.job_size ? static_cast<int>(proc.rank) : -1;
+std::optional<PmixServer::Impl::NamespaceView> PmixServer::Impl::namespaceOfNumber(int number) const {
+  if (!job || number < 0) return std::nullopt;
+  if (number < static_cast<int>(job->geometry.job_size)) return NamespaceView{job->nspace, &job->geometry, 0, true};
   for (const auto& ns : job->spawned)
-    if (PMIX_CHECK_NSPACE(proc.nspace, ns->nspace))
-      return proc.rank < ns->geometry.job_size ? ns->base + static_cast<int>(proc.rank) : -1;
-  return -1;
+    if (number >= ns->base && number - ns->base < static_cast<int>(ns->geometry.job_size))
+      return NamespaceView{ns->nspace, &ns->geometry, ns->base, false};
+  return std::nullopt;
+}
+
+bool PmixServer::Impl::knowsNamespace(const pmix_nspace_t nspace) const { return namespaceNamed(nspace).has_value(); }
+
+int PmixServer::Impl::numberOf(const pmix_proc_t& proc) const {
+  const auto ns = namespaceNamed(proc.nspace);
+  if (!ns || proc.rank == PMIX_RANK_WILDCARD || proc.rank >= ns->geometry->job_size) return -1;
+  return ns->base + static_cast<int>(proc.rank);
 }
 
 bool PmixServer::Impl::numbersOf(const pmix_proc_t& proc, std::vector<int>& out) const {
   out.clear();
-  if (!job) return false;
+  const auto ns = namespaceNamed(proc.nspace);
+  if (!ns) return false;
   if (proc.rank != PMIX_RANK_WILDCARD) {
     const int n = numberOf(proc);
     if (n >= 0) out.push_back(n);
     return n >= 0;
   }
-  if (PMIX_CHECK_NSPACE(proc.nspace, job->nspace)) {
+  if (ns->is_job) {
     out = {-1};
     return true;
   }
-  for (const auto& ns : job->spawned)
-    if (PMIX_CHECK_NSPACE(proc.nspace, ns->nspace)) {
-      for (uint32_t r = 0; r < ns->geometry.job_size; ++r) out.push_back(ns->base + static_cast<int>(r));
-      return true;
-    }
-  return false;
+  for (uint32_t r = 0; r < ns->geometry->job_size; ++r) out.push_back(ns->base + static_cast<int>(r));
+  return true;
 }
 
 bool PmixServer::Impl::procOf(int number, pmix_proc_t& out) const {
-  if (!job || number < 0) return false;
-  if (number < static_cast<int>(job->geometry.job_size)) {
-    PMIX_PROC_LOAD(&out, job->nspace, static_cast<pmix_rank_t>(number));
-    return true;
-  }
-  for (const auto& ns : job->spawned)
-    if (number >= ns->base && number - ns->base < static_cast<int>(ns->geometry.job_size)) {
-      PMIX_PROC_LOAD(&out, ns->nspace, static_cast<pmix_rank_t>(number - ns->base));
-      return true;
-    }
-  return false;
+  const auto ns = namespaceOfNumber(number);
+  if (!ns) return false;
+  PMIX_PROC_LOAD(&out, ns->nspace, static_cast<pmix_rank_t>(number - ns->base));
+  return true;
 }
 
 bool PmixServer::Impl::isLocal(int number) const {
-  if (!job || number < 0) return false;
-  if (number < static_cast<int>(job->geometry.job_size)) return job->geometry.isLocal(number);
-  for (const auto& ns : job->spawned)
-    if (number >= ns->base && number - ns->base < static_cast<int>(ns->geometry.job_size))
-      return ns->geometry.isLocal(number - ns->base);
-  return false;
+  const auto ns = namespaceOfNumber(number);
+  return ns && ns->geometry->isLocal(number - ns->base);
 }
 
 }  // namespace tlaunch
