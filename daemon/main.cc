@@ -12,6 +12,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "bootstrap/allocator_tuning.h"
 #include "bootstrap/process_hygiene.h"
 #include "daemon/containment.h"
 #include "bootstrap/asan_default_options.h"
@@ -24,6 +25,7 @@ namespace {
 
 int runDaemon(int argc, char** argv) {
   tlaunch::hardenProcess();
+  tlaunch::tuneAllocatorForMessages();
   tlaunch::DaemonOptions opts;
   std::string connect;
   bool show_version = false;

@@ -2,6 +2,7 @@
 #include <string_view>
 
 #include "bootstrap/asan_default_options.h"
+#include "bootstrap/allocator_tuning.h"
 #include "bootstrap/process_hygiene.h"
 #include "launcher/cli_options.h"
 #include "launcher/control_socket.h"
@@ -12,6 +13,7 @@
 
 int main(int argc, char** argv) {
   tlaunch::hardenProcess();
+  tlaunch::tuneAllocatorForMessages();
   // A subcommand with its own parser (launcher/nccl/nccl_report_command.cc): it starts no job.
   if (argc > 1 && std::string_view(argv[1]) == "nccl-report") return tlaunch::runNcclReportCommand(argc - 1, argv + 1);
   auto parsed = tlaunch::parseCommandLine(argc, argv);
