@@ -2,6 +2,8 @@
 // copy and post; their strand-side handlers do the work and call libpmix's completions.
 #include "bootstrap/pmix_server_impl.h"
 
+#include <cstdlib>
+
 namespace tlaunch {
 
 PmixRegistry& pmixRegistry() {
@@ -19,8 +21,11 @@ pmix_status_t upFence(const pmix_proc_t procs[], size_t nprocs, const pmix_info_
   for (size_t i = 0; i < ninfo; ++i)
     if (PMIX_CHECK_KEY(&info[i], PMIX_COLLECT_DATA)) collect = PMIX_INFO_TRUE(&info[i]);
   std::string blob = (data && ndata) ? std::string(data, ndata) : std::string();
+  // libpmix hands the buffer over (it unloads its own and keeps no pointer): ours to free.
+  std::free(data);
   ModexReply reply{cbfunc, cbdata};
-  return postToStrand([participants, collect, blob, reply](PmixServer::Impl& s, uint64_t gen) mutable {
+  return postToStrand([participants = std::move(participants), collect, blob = std::move(blob), reply](
+                          PmixServer::Impl& s, uint64_t gen) mutable {
     s.onFence(gen, participants, collect, std::move(blob), reply);
   });
 }
