@@ -44,12 +44,19 @@ void LineSplitter::feed(std::string_view data, std::vector<OutputSegment>& out) 
   size_t next_cr = findByte(data, '\r', i, data.size());
   while (i < data.size()) {
     if (partial_.empty()) {
-      // Fast path: the complete lines before the next '\r' go out in one copy.
+      // Fast path: the complete lines before the next '\r' go out in one copy. A span no longer
+      // than the cap holds no line over it: its last '\n' ends the run (one scan from the end,
+      // not one call per line); a longer span is walked line by line.
       size_t run_end = i;
-      for (;;) {
-        const size_t nl = findByte(data, '\n', run_end, next_cr);
-        if (nl == next_cr || nl + 1 - run_end > max_line_) break;
-        run_end = nl + 1;
+      if (next_cr - i <= max_line_) {
+        const void* last = ::memrchr(data.data() + i, '\n', next_cr - i);
+        if (last != nullptr) run_end = static_cast<size_t>(static_cast<const char*>(last) - data.data()) + 1;
+      } else {
+        for (;;) {
+          const size_t nl = findByte(data, '\n', run_end, next_cr);
+          if (nl == next_cr || nl + 1 - run_end > max_line_) break;
+          run_end = nl + 1;
+        }
       }
       if (run_end > i) {
         appendLines(data.substr(i, run_end - i), out);

@@ -14,7 +14,8 @@ On one 4-node virtual cluster (contrib/vcluster) it takes the median wall time o
 and prints the ratios tlaunch-ssh / mpirun and tlaunch-slurm / srun. On this host it times
 `tlaunch --launcher local -N k -p 2 -- /bin/true` for k = 1 and 4, and the output path: 8 ranks
 (local, 4 nodes x 2) each writing --mb-per-rank MB of 100-byte lines to stdout, through tlaunch
-(its stdout to /dev/null) against the same 8 writers straight into /dev/null.
+(its stdout to /dev/null) against the same 8 writers straight into /dev/null and each through a
+pipe into `cat > /dev/null` (the least any relay does), and through mpirun --tag-output.
 
 Each measurement: --warmup untimed runs, then --runs timed ones, commands interleaved round-robin
 so that a change in machine load affects every command alike. Timings are taken where the
@@ -25,6 +26,7 @@ Without root or namespaces the cluster rows are left out.
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -115,6 +117,17 @@ def throughput(tlaunch, args, workdir):
             raise RuntimeError("a writer failed")
         return time.perf_counter() - t0
 
+    def through_pipe():
+        # The least any relay does: every writer's bytes through a pipe into a reader process
+        # (cat, 128 KiB reads) that writes them to /dev/null: no lines, tags, sockets or sealing.
+        t0 = time.perf_counter()
+        line = " ".join(shlex.quote(w) for w in writer) + " | cat > /dev/null"
+        procs = [subprocess.Popen(["sh", "-c", line], cwd=workdir, env={**os.environ, "RANK": str(r)})
+                 for r in range(ranks)]
+        if any(p.wait() != 0 for p in procs):
+            raise RuntimeError("a piped writer failed")
+        return time.perf_counter() - t0
+
     def through_mpirun():
         # Open MPI's own output relay (ORTE's IOF), tagged like tlaunch's, for an anchor.
         t0 = time.perf_counter()
@@ -124,7 +137,7 @@ def throughput(tlaunch, args, workdir):
             raise RuntimeError(f"mpirun exit {p.returncode}: {p.stderr[-400:]!r}")
         return time.perf_counter() - t0
 
-    commands = [("tlaunch", through_tlaunch), ("direct", direct)]
+    commands = [("tlaunch", through_tlaunch), ("direct", direct), ("pipe", through_pipe)]
     if shutil.which("mpirun"):
         commands.append(("mpirun", through_mpirun))
     times = {name: [] for name, _ in commands}
@@ -281,12 +294,14 @@ def print_table(args, rows, total_bytes, tp):
     print(f"{'path':<44} {'s':>7} {'Mlines/s':>9} {'MB/s':>8}")
     for label, key in [("through tlaunch (local -N 4 -p 2, to /dev/null)", "tlaunch"),
                        ("8 writers straight to /dev/null", "direct"),
+                       ("8 writers each | cat > /dev/null", "pipe"),
                        ("through mpirun -np 8 --tag-output (local)", "mpirun")]:
         if key not in tp:
             continue
         s = tp[key]
         print(f"{label:<44} {s:7.2f} {lines / s / 1e6:9.2f} {total_bytes / s / 1e6:8.0f}")
     print(f"{'ratio through tlaunch / direct (throughput)':<44} {'':>7} {tp['direct'] / tp['tlaunch']:9.2f}")
+    print(f"{'ratio through tlaunch / through a pipe':<44} {'':>7} {tp['pipe'] / tp['tlaunch']:9.2f}")
     if "mpirun" in tp:
         print(f"{'ratio through tlaunch / through mpirun':<44} {'':>7} {tp['mpirun'] / tp['tlaunch']:9.2f}")
 
