@@ -43,7 +43,7 @@ void Connection::readSome() {
       }
       if (!*view) break;
       // Opening a sealed frame makes the one copy of its bytes that the receiver keeps.
-      std::string payload;
+      ByteBuffer payload;
       if (self->opener_) {
         auto opened = self->opener_->open(**view);
         if (!opened) {
@@ -52,10 +52,10 @@ void Connection::readSome() {
         }
         payload = std::move(*opened);
       } else {
-        payload.assign(**view);
+        payload = ByteBuffer::copyOf(**view);
       }
-      if (isOutputRecord(payload)) {
-        auto record = decodeOutputRecord(payload);
+      if (isOutputRecord(payload.view())) {
+        auto record = decodeOutputRecord(payload.view());
         if (!record || !self->on_output_) {
           self->fail(record ? "rank output before authentication" : "a malformed output record");
           return;
@@ -65,7 +65,7 @@ void Connection::readSome() {
         if (!self->open_) return;
         continue;
       }
-      auto msg = decodeMessage(payload);
+      auto msg = decodeMessage(payload.view());
       if (!msg) {
         self->fail(msg.error().message);
         return;

@@ -77,12 +77,12 @@ std::string FrameCipher::seal(std::string_view plaintext, size_t headroom) {
   return out;
 }
 
-Result<std::string> FrameCipher::open(std::string_view sealed) {
+Result<ByteBuffer> FrameCipher::open(std::string_view sealed) {
   if (sealed.size() < kSealOverheadBytes) return fail(Errc::protocol, "integrity failure: a frame too short to be sealed");
   unsigned char iv[12];
   counterNonce(counter_, iv);
   const size_t n = sealed.size() - kSealOverheadBytes;
-  std::string out(n, '\0');
+  ByteBuffer out = ByteBuffer::uninitialized(n);
   auto* o = reinterpret_cast<unsigned char*>(out.data());
   std::string tag(sealed.substr(n));
   int len = 0, fin = 0;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "bootstrap/byte_buffer.h"
 #include "tlaunch/result.h"
 
 namespace tlaunch {
@@ -28,7 +29,7 @@ class FrameCipher {
   // caller fills in (a frame header: the payload is then never copied again).
   std::string seal(std::string_view plaintext, size_t headroom = 0);
   // The next frame's payload opened, or an error: altered, replayed, reordered or foreign.
-  Result<std::string> open(std::string_view sealed);
+  Result<ByteBuffer> open(std::string_view sealed);
   uint64_t frames() const { return counter_; }
 
  private:

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "bootstrap/byte_buffer.h"
+
 namespace tlaunch {
 
 inline constexpr unsigned char kOutputRecordTag = 0x01;
@@ -30,9 +32,9 @@ struct OutputRecord {
 
 // A record's payload kept by its receiver: the bytes are storage.substr(offset).
 struct OwnedBytes {
-  std::string storage;
+  ByteBuffer storage;
   size_t offset = 0;
-  std::string_view view() const { return std::string_view(storage).substr(offset); }
+  std::string_view view() const { return storage.view().substr(offset); }
 };
 
 // A whole frame (length header included), ready for Connection::sendEncoded.

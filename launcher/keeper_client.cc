@@ -126,12 +126,12 @@ void KeeperCall::readAvailable() {
 }
 
 void KeeperCall::handleFrame(std::string_view payload) {
-  std::string opened;
+  ByteBuffer opened;
   if (opener_) {
     auto o = opener_->open(payload);
     if (!o) return failWith("integrity failure: " + o.error().message);
     opened = std::move(*o);
-    payload = opened;
+    payload = opened.view();
   }
   auto msg = decodeMessage(payload);
   if (!msg) return failWith("protocol error: " + msg.error().message);

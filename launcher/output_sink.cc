@@ -152,7 +152,7 @@ void OutputSink::enqueue(Item item) {
 }
 
 void OutputSink::write(int source, int rank, int stream, OutputKind kind, std::string_view bytes) {
-  write(source, rank, stream, kind, OwnedBytes{std::string(bytes), 0});
+  write(source, rank, stream, kind, OwnedBytes{ByteBuffer::copyOf(bytes), 0});
 }
 
 void OutputSink::write(int source, int rank, int stream, OutputKind kind, OwnedBytes&& owned) {
@@ -171,7 +171,7 @@ void OutputSink::write(int source, int rank, int stream, OutputKind kind, OwnedB
 void OutputSink::note(std::string_view text) {
   Item item;
   item.type = Item::Type::note;
-  item.data.storage.assign(text);
+  item.data.storage = ByteBuffer::copyOf(text);
   enqueue(std::move(item));
 }
 
