@@ -105,37 +105,33 @@ Result<void> OutputSink::openInto(int dfd, int number, const std::string& name, 
 
 Result<void> OutputSink::openFiles(int world_size) {
   if (dir_.empty()) return {};
-  auto dfd = openDir();
-  if (!dfd) return tl::unexpected(dfd.error());
-  Item item;
-  item.type = Item::Type::files;
+  std::vector<std::pair<int, std::string>> ranks;
+  ranks.reserve(static_cast<size_t>(world_size));
+  for (int r = 0; r < world_size; ++r) ranks.emplace_back(r, "rank." + std::to_string(r));
   // A restarted job (--max-restarts) appends: the failed attempt's output stays readable.
-  const int mode = attempts_ > 0 ? O_APPEND : O_TRUNC;
-  for (int r = 0; r < world_size; ++r) {
-    if (auto ok = openInto(*dfd, r, "rank." + std::to_string(r), mode, item); !ok) {
-      ::close(*dfd);
-      return ok;
-    }
-  }
-  ::close(*dfd);
-  ++attempts_;
-  enqueue(std::move(item));
-  return {};
+  auto opened = openNumbered(Item::Type::files, ranks, attempts_ > 0 ? O_APPEND : O_TRUNC);
+  if (opened) ++attempts_;
+  return opened;
 }
 
 Result<void> OutputSink::openMoreFiles(const std::vector<std::pair<int, std::string>>& numbered_names) {
   if (dir_.empty() || numbered_names.empty()) return {};
+  // A restarted job's spawns are numbered again from 1: append, as for the ranks' files.
+  return openNumbered(Item::Type::more_files, numbered_names, attempts_ > 1 ? O_APPEND : O_TRUNC);
+}
+
+Result<void> OutputSink::openNumbered(Item::Type type, const std::vector<std::pair<int, std::string>>& numbered_names,
+                                      int mode) {
   auto dfd = openDir();
   if (!dfd) return tl::unexpected(dfd.error());
   Item item;
-  item.type = Item::Type::more_files;
+  item.type = type;
   for (const auto& [number, name] : numbered_names) {
-    // A restarted job's spawns are numbered again from 1: append, as for the ranks' files.
-    if (auto ok = openInto(*dfd, number, name, attempts_ > 1 ? O_APPEND : O_TRUNC, item); !ok) {
+    if (auto ok = openInto(*dfd, number, name, mode, item); !ok) {
       ::close(*dfd);
       return ok;
     }
-    item.file_names[number] = name;
+    if (type == Item::Type::more_files) item.file_names[number] = name;
   }
   ::close(*dfd);
   enqueue(std::move(item));

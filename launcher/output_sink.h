@@ -67,6 +67,8 @@ class OutputSink {
   };
   Result<int> openDir();  // --output-dir, checked; the caller closes it
   Result<void> openInto(int dfd, int number, const std::string& name, int mode, Item& item);
+  // Opens each number's .out/.err under --output-dir and hands them to the writer thread at once.
+  Result<void> openNumbered(Item::Type type, const std::vector<std::pair<int, std::string>>& numbered_names, int mode);
   void enqueue(Item item);
   void run();
   void handle(Item& item, std::vector<OutputFormatter::Write>& writes);
