@@ -14,6 +14,9 @@ namespace tlaunch {
 inline constexpr std::size_t kHeapBufferMax = std::size_t{32} << 20;
 // Free memory at the top of a heap that is kept rather than given back.
 inline constexpr std::size_t kKeptFreeHeap = std::size_t{64} << 20;
+// glibc refuses a larger mmap threshold on 64-bit (HEAP_MAX_SIZE / 2), and the call's result is
+// not checked.
+static_assert(kHeapBufferMax <= (std::size_t{32} << 20));
 
 // Call once at the start of main, before any thread.
 void tuneAllocatorForMessages();

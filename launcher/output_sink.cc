@@ -106,7 +106,7 @@ Result<void> OutputSink::openInto(int dfd, int number, const std::string& name, 
 Result<void> OutputSink::openFiles(int world_size) {
   if (dir_.empty()) return {};
   std::vector<std::pair<int, std::string>> ranks;
-  ranks.reserve(static_cast<size_t>(world_size));
+  ranks.reserve(static_cast<size_t>(std::max(0, world_size)));
   for (int r = 0; r < world_size; ++r) ranks.emplace_back(r, "rank." + std::to_string(r));
   // A restarted job (--max-restarts) appends: the failed attempt's output stays readable.
   auto opened = openNumbered(Item::Type::files, ranks, attempts_ > 0 ? O_APPEND : O_TRUNC);

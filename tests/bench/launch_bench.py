@@ -121,8 +121,8 @@ def throughput(tlaunch, args, workdir):
         # The least any relay does: every writer's bytes through a pipe into a reader process
         # (cat, 128 KiB reads) that writes them to /dev/null: no lines, tags, sockets or sealing.
         t0 = time.perf_counter()
-        line = " ".join(shlex.quote(w) for w in writer) + " | cat > /dev/null"
-        procs = [subprocess.Popen(["sh", "-c", line], cwd=workdir, env={**os.environ, "RANK": str(r)})
+        line = "set -o pipefail; " + " ".join(shlex.quote(w) for w in writer) + " | cat > /dev/null"
+        procs = [subprocess.Popen(["bash", "-c", line], cwd=workdir, env={**os.environ, "RANK": str(r)})
                  for r in range(ranks)]
         if any(p.wait() != 0 for p in procs):
             raise RuntimeError("a piped writer failed")

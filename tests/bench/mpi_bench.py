@@ -67,6 +67,8 @@ def time_commands(commands, runs, warmup, cwd=None):
             out = p.stdout.decode(errors="replace")
             oks = sum(line.endswith(" ok") for line in out.splitlines())
             failed = p.returncode != 0 and not c.get("any_exit")
+            if p.returncode != 0 and c.get("any_exit"):  # kept for the report: the lines and why it exited
+                out += f"\n(exit {p.returncode}) " + p.stderr[-600:].decode(errors="replace")
             if failed or ("ok_lines" in c and oks != c["ok_lines"]):
                 res["errors"].append(f"{'warm-up' if i < warmup else 'timed'} run: exit {p.returncode}, {oks} ok "
                                      f"lines: {(p.stdout + p.stderr)[-600:].decode(errors='replace')!r}")
@@ -314,6 +316,8 @@ def main():
                     help="pmix_mpi_hello (default: next to tlaunch)")
     ap.add_argument("--fence-bench", default=os.environ.get("PMIX_FENCE_BENCH"),
                     help="pmix_fence_bench (default: next to tlaunch)")
+    ap.add_argument("--barrier", default=os.environ.get("PMIX_BARRIER"),
+                    help="pmix_barrier (default: next to tlaunch)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--fence-runs", type=int, default=3)
@@ -331,11 +335,11 @@ def main():
     bindir = Path(args.tlaunch).resolve().parent
     programs = {"hello": args.hello or str(bindir / "pmix_mpi_hello"),
                 "fence": args.fence_bench or str(bindir / "pmix_fence_bench"),
-                "barrier": str(bindir / "pmix_barrier")}
+                "barrier": args.barrier or str(bindir / "pmix_barrier")}
     for name, path in programs.items():
         if not os.access(path, os.X_OK):
             sys.exit(f"mpi_bench: {path} is not an executable (build the targets pmix_mpi_hello pmix_fence_bench pmix_barrier, "
-                     "or pass --hello / --fence-bench)")
+                     "or pass --hello / --fence-bench / --barrier)")
         if str(Path(path).resolve()).startswith(cj.NODE_PRIVATE):
             sys.exit(f"mpi_bench: {path} lies in a node-private directory (/tmp, /dev/shm): build outside it")
     skip_unless_possible()

@@ -59,7 +59,8 @@ tl.check(r.returncode == 0, f"empty fence: exit {r.returncode}: {r.stderr}")
 waits = [(int(m[0]), float(m[1])) for m in re.findall(r"^pmix_barrier rank (\d+) host \S+ fence \d waited_ms ([\d.]+)$",
                                                         r.stdout, re.M)]
 tl.check(len(waits) == 12, f"empty fence: {len(waits)} fence lines of 12")
-tl.check(all(w >= 300 for rank, w in waits if rank >= 2), f"ranks on the other node did not wait for rank 0: {waits}")
+# Ranks 2 and 3 run on the second node (-p 2 places ranks in blocks); half the delay, as the program checks.
+tl.check(all(w >= 200 for rank, w in waits if rank >= 2), f"ranks on the other node did not wait for rank 0: {waits}")
 
 # Without the PMIx server the same program sees singletons: the server is what makes it work.
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--pmix=off", "--", HELLO, "2", "1"], timeout=120)
