@@ -1,7 +1,8 @@
 // libFuzzer harness: the daemon's line splitter on rank output cut into arbitrary reads.
 // Checks: the segments joined are exactly the input (no byte lost, added or altered); the reads'
 // boundaries never change what the segments hold; a continued piece is exactly the cap; an
-// update ends in a lone '\r'; what is held back stays under the cap (plus a held '\r').
+// update ends in a lone '\r'; no line in a lines segment is over the cap; what is held back
+// stays under the cap (plus a held '\r').
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdint>
@@ -30,6 +31,12 @@ void checkShapes(const std::vector<OutputSegment>& segs, size_t max_line) {
     if (s.kind == OutputKind::continued && s.bytes.size() != max_line) std::abort();
     if (s.kind == OutputKind::update && s.bytes.back() != '\r') std::abort();
     if (s.kind == OutputKind::lines && i + 1 < segs.size() && s.bytes.back() != '\n') std::abort();
+    if (s.kind == OutputKind::lines) {  // no line over the cap (plus its "\r\n") in a lines segment
+      size_t from = 0;
+      for (size_t nl; (nl = s.bytes.find('\n', from)) != std::string::npos; from = nl + 1)
+        if (nl + 1 - from > max_line + 2) std::abort();
+      if (s.bytes.size() - from > max_line + 2) std::abort();
+    }
   }
 }
 
