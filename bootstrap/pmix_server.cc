@@ -75,9 +75,7 @@ Result<void> PmixServer::Impl::registerNamespace(const pmix_nspace_t nspace, int
   return {};
 }
 
-Result<void> PmixServer::Impl::registerClients(const pmix_nspace_t nspace, const std::vector<int>& ranks,
-                                               bool& timed_out) {
-  timed_out = false;
+Result<void> PmixServer::Impl::registerClients(const pmix_nspace_t nspace, const std::vector<int>& ranks) {
   for (int rank : ranks) {
     pmix_proc_t proc;
     PMIX_PROC_LOAD(&proc, nspace, static_cast<pmix_rank_t>(rank));
@@ -85,7 +83,7 @@ Result<void> PmixServer::Impl::registerClients(const pmix_nspace_t nspace, const
         [&](pmix_op_cbfunc_t cb, void* cbd) { return PMIx_server_register_client(&proc, config.uid, config.gid, nullptr, cb, cbd); },
         config.op_bound);
     if (!crc || *crc != PMIX_SUCCESS) {
-      timed_out = !crc;
+      if (!crc) wedged = true;  // as registerNamespace: nothing more is asked of libpmix
       return fail(Errc::internal, "PMIx on " + where() + ": rank " + std::to_string(rank) + " of " + std::string(nspace) +
                                       ": " + (crc ? pmixError("PMIx_server_register_client", *crc) : "PMIx_server_register_client timed out"));
     }
@@ -221,8 +219,7 @@ Result<void> PmixServer::registerJob(const PmixJobLayout& layout) {
 
   // Every local client before any fork: a client fencing before its siblings are registered
   // can hang the fence (openpmix#89).
-  bool timed_out = false;
-  if (auto clients = s.registerClients(s.job->nspace, s.job->geometry.local_ranks, timed_out); !clients) {
+  if (auto clients = s.registerClients(s.job->nspace, s.job->geometry.local_ranks); !clients) {
     (void)deregisterJob(s.config.op_bound);
     return clients;
   }

@@ -175,9 +175,8 @@ struct PmixServer::Impl {
   // `info` is leaked (libpmix may still read it). Errors name the namespace.
   Result<void> registerNamespace(const pmix_nspace_t nspace, int nlocal, PmixInfoList&& info);
   // PMIx_server_register_client for each of `ranks` of `nspace`, each within config.op_bound;
-  // stops at the first that fails (`timed_out` says whether libpmix stopped answering). Errors
-  // name the rank.
-  Result<void> registerClients(const pmix_nspace_t nspace, const std::vector<int>& ranks, bool& timed_out);
+  // stops at the first that fails (one that times out marks libpmix wedged). Errors name the rank.
+  Result<void> registerClients(const pmix_nspace_t nspace, const std::vector<int>& ranks);
   // PMIx_server_deregister_nspace (its clients go with it) within `bound`; past it, wedged.
   Result<void> deregisterNamespace(const pmix_nspace_t nspace, std::chrono::milliseconds bound);
 

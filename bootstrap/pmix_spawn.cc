@@ -142,10 +142,7 @@ Result<void> PmixServer::registerSpawned(const PmixJobLayout& layout, int base) 
   if (auto registered = s.registerNamespace(spawned->nspace, nlocal, std::move(*info)); !registered) return registered;
   // Registered now: deregisterJob removes it with the job, whatever happens next.
   Impl::Spawned& ns = *s.job->spawned.emplace_back(std::move(spawned));
-  bool timed_out = false;
-  auto clients = s.registerClients(ns.nspace, ns.geometry.local_ranks, timed_out);
-  if (timed_out) s.wedged = true;
-  return clients;
+  return s.registerClients(ns.nspace, ns.geometry.local_ranks);
 }
 
 // ---- numbering ------------------------------------------------------------------------------
