@@ -44,13 +44,15 @@ int runDaemon(int argc, char** argv) {
       ->check(CLI::Range(1, 7 * 86'400));
   app.add_option("--inventory-cache", opts.inventory_cache, "(internal) a warm node's last inventory (set by its keeper)");
   app.add_flag("--keeper", keeper, "(internal) be the keeper of a warm node (daemon/warm_keeper.h)");
+  bool keeper_in_step = false;
+  app.add_flag("--in-slurm-step", keeper_in_step, "(internal) with --keeper: be a task of tlaunch's keeper step");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   if (!watch_cgroup.empty()) return tlaunch::watchCgroupForParent(watch_cgroup);
-  if (keeper) return tlaunch::runWarmKeeper(keep_for);
+  if (keeper) return tlaunch::runWarmKeeper(keep_for, keeper_in_step ? tlaunch::KeeperHome::slurm_step : tlaunch::KeeperHome::detached);
   if (show_version) {
     std::cout << "tlaunchd " << tlaunch::kVersion << " protocol " << tlaunch::kProtocolVersion << "\n";
     return 0;

@@ -85,16 +85,19 @@ std::string resolveDaemonPath(const std::string& path) {
 
 class Keeper {
  public:
-  Keeper(asio::io_context& io, int listen_fd, std::string secret, int keep_s, long long since, std::string inventory_cache)
+  Keeper(asio::io_context& io, int listen_fd, std::string secret, int keep_s, long long since, std::string inventory_cache,
+         bool has_lifeline)
       : inventory_cache_(std::move(inventory_cache)),
         io_(io), acceptor_(io), lifeline_(io, ::dup(0)), signals_(io, SIGCHLD, SIGTERM, SIGINT), expiry_(io),
-        sweep_(io), accept_backoff_(io), secret_(std::move(secret)), keep_s_(keep_s), own_exe_(thisExecutable()), since_(since) {
+        sweep_(io), accept_backoff_(io), secret_(std::move(secret)), keep_s_(keep_s), own_exe_(thisExecutable()), since_(since),
+        parent_alive_(has_lifeline) {
     acceptor_.assign(asio::ip::tcp::v4(), listen_fd);
   }
 
   void start() {
     accept();
-    watchLifeline();
+    if (parent_alive_) watchLifeline();
+    else checkIdle();  // in a Slurm step: its time runs from now until a job starts
     watchSignals();
     sweep();
   }
@@ -348,7 +351,7 @@ class Keeper {
   int keep_s_;
   std::string own_exe_;
   long long since_;
-  bool parent_alive_ = true;
+  bool parent_alive_;
   std::list<std::shared_ptr<Client>> clients_;
   std::map<pid_t, std::unique_ptr<Job>> jobs_;
 };
@@ -387,7 +390,7 @@ Result<StartedKeeper> startWarmKeeper(int keep_s, const std::string& user_secret
   return k;
 }
 
-int runWarmKeeper(int keep_s) {
+int runWarmKeeper(int keep_s, KeeperHome home) {
   ::signal(SIGHUP, SIG_IGN);
   ::signal(SIGPIPE, SIG_IGN);
   const std::string secret = readLine(0);
@@ -407,14 +410,21 @@ int runWarmKeeper(int keep_s) {
   if (!::mkdtemp(cache_dir.data())) cache_dir.clear();
   const std::string cache = cache_dir.empty() ? "" : cache_dir + "/inventory";
   const long long since = epochSeconds();
-  const pid_t child = ::fork();
-  if (child < 0) return 71;
-  if (child > 0) {  // the starting daemon reaps us and reads where the keeper listens
-    std::fprintf(stdout, "%d %d %lld %s\n", ntohs(addr.sin_port), child, since, cache.c_str());
+  if (home == KeeperHome::slurm_step) {
+    // Slurm's name for the node: the one tlaunch's node list holds (SLURM_JOB_NODELIST).
+    const char* node = std::getenv("SLURMD_NODENAME");
+    std::fprintf(stdout, "%s %d %d %lld\n", node && *node ? node : "?", ntohs(addr.sin_port), ::getpid(), since);
     std::fflush(stdout);
-    ::_exit(0);
+  } else {
+    const pid_t child = ::fork();
+    if (child < 0) return 71;
+    if (child > 0) {  // the starting daemon reaps us and reads where the keeper listens
+      std::fprintf(stdout, "%d %d %lld %s\n", ntohs(addr.sin_port), child, since, cache.c_str());
+      std::fflush(stdout);
+      ::_exit(0);
+    }
+    ::setsid();
   }
-  ::setsid();
   if (::chdir("/") != 0) return 71;
   const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null_fd >= 0) {
@@ -424,7 +434,7 @@ int runWarmKeeper(int keep_s) {
   }
   {
     asio::io_context io(1);
-    Keeper keeper(io, fd, secret, keep_s, since, cache);
+    Keeper keeper(io, fd, secret, keep_s, since, cache, home == KeeperHome::detached);
     keeper.start();
     io.run();
   }

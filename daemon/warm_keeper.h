@@ -23,8 +23,17 @@ struct StartedKeeper {
 // user's secret, and reads back its port and pid. Bounded: 5 s.
 Result<StartedKeeper> startWarmKeeper(int keep_s, const std::string& user_secret);
 
-// The keeper's main: reads the secret from stdin, binds, writes "PORT PID\n" to stdout, detaches
-// (its own session, stdout/stderr to /dev/null) and serves until it expires or is stopped.
-int runWarmKeeper(int keep_s);
+// Where a keeper lives. detached: started by a job's daemon (over ssh); it leaves that daemon's
+// session and lives until `keep_s` after the last job it started, the starting daemon's stdin
+// counting as a job. slurm_step: a task of the keeper step tlaunch starts inside a Slurm
+// allocation (launcher/slurm_keeper_step.h); it stays in that step, so that Slurm ends it with
+// the allocation, and counts its time from its start (tlaunch asks it for a daemon at once).
+enum class KeeperHome { detached, slurm_step };
+
+// The keeper's main: reads the secret from stdin, binds, writes where it listens to stdout
+// ("PORT PID SINCE CACHE\n" detached; "NODE PORT PID SINCE\n" in a Slurm step, NODE being
+// Slurm's name for it), then (detached only) detaches into its own session; stdout/stderr go to
+// /dev/null and it serves until it expires or is stopped.
+int runWarmKeeper(int keep_s, KeeperHome home);
 
 }  // namespace tlaunch

@@ -7,6 +7,7 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/local_starter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/split_starter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/warm_starter.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/slurm_keeper_step.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/warm_registry.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/keeper_client.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/warm_daemons_cli.cc

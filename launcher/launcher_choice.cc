@@ -6,6 +6,7 @@
 #include "launcher/listen_address.h"
 #include "launcher/local_starter.h"
 #include "launcher/node_source.h"
+#include "launcher/slurm_keeper_step.h"
 #include "launcher/slurm_starter.h"
 #include "launcher/split_starter.h"
 #include "launcher/ssh_starter.h"
@@ -33,8 +34,9 @@ std::vector<std::string> netIfOf(const HostEntry& h) {
 // The user's warm daemons, where this launch makes or may reuse some: --keep-daemons N creates
 // the secret (and fails loudly when it cannot); otherwise only where one of the job's nodes has
 // a keeper (warm daemons turn tree spawn off: no job should lose it for another job's nodes).
+// `slurm_job`: the allocation a usable keeper must belong to ("" over ssh).
 Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const std::map<std::string, std::string>& env,
-                                                    const std::vector<NodeTarget>& nodes) {
+                                                    const std::vector<NodeTarget>& nodes, const std::string& slurm_job) {
   const bool keeping = spec.keep_daemons_s > 0;
   auto registry = WarmRegistry::open(env, keeping);
   if (!registry) {
@@ -43,8 +45,10 @@ Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const s
   }
   if (!keeping) {
     const long long now = epochSeconds();
-    const bool any = !registry->secret().empty() &&
-                     std::any_of(nodes.begin(), nodes.end(), [&](const NodeTarget& n) { return registry->find(n.name, now); });
+    const bool any = !registry->secret().empty() && std::any_of(nodes.begin(), nodes.end(), [&](const NodeTarget& n) {
+      auto e = registry->find(n.name, now);
+      return e && e->slurm_job == slurm_job;
+    });
     if (!any) return std::optional<WarmRegistry>{};
   }
   return std::optional<WarmRegistry>{std::move(*registry)};
@@ -102,10 +106,12 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
            : (origin == NodeOrigin::hosts || origin == NodeOrigin::hostfile) ? LauncherKind::ssh
                                                                              : LauncherKind::local;
   }
-  // Warm daemons replace ssh sessions; srun and a local fork have nothing as slow to save.
-  if (spec.keep_daemons_s > 0 && kind != LauncherKind::ssh && !resolve_only)
+  // Warm daemons replace ssh sessions, or srun steps inside an allocation (which they live in);
+  // a local fork has nothing as slow to save, and srun outside an allocation makes a new one.
+  const bool can_keep = kind == LauncherKind::ssh || (kind == LauncherKind::slurm && insideSlurmAllocation(env));
+  if (spec.keep_daemons_s > 0 && !can_keep && !resolve_only)
     return diagnostic(Errc::usage, "keep-daemons-needs-ssh",
-                      {{"launcher", kind == LauncherKind::slurm ? "srun (Slurm)" : "the local launcher"}});
+                      {{"launcher", kind == LauncherKind::slurm ? "srun outside a Slurm allocation" : "the local launcher"}});
   LauncherChoice choice;
   choice.layout = *layout;
   if (kind == LauncherKind::local) {
@@ -173,12 +179,16 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       is_local.push_back(n.host == n.name && isThisHost(n.name));
       any_local = any_local || is_local.back();
     }
-    auto warm = warmRegistryFor(spec, env, choice.nodes);
+    auto warm = warmRegistryFor(spec, env, choice.nodes, "");
     if (!warm) return tl::unexpected(warm.error());
     std::unique_ptr<DaemonStarter> remote = std::make_unique<SshStarter>(o);
     // With warm daemons the frontend starts every daemon (by keeper or ssh), and the tree forms
     // by attaching, as under srun: a keeper is no ssh client for tree spawn.
-    if (*warm) remote = std::make_unique<WarmStarter>(WarmOptions{spec.keep_daemons_s}, std::move(**warm), std::move(remote));
+    if (*warm) {
+      WarmOptions w;
+      w.keep_s = spec.keep_daemons_s;
+      remote = std::make_unique<WarmStarter>(std::move(w), std::move(**warm), std::move(remote));
+    }
     if (any_local) {
       choice.starter = std::make_unique<SplitStarter>(std::move(is_local), std::move(remote));
     } else {
@@ -189,7 +199,28 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     SlurmStarterOptions o;
     o.slurm_args = spec.slurm_args;
     o.inside_allocation = insideSlurmAllocation(env);
-    choice.starter = std::make_unique<SlurmStarter>(std::move(o));
+    choice.starter = std::make_unique<SlurmStarter>(o);
+    if (o.inside_allocation && !choice.nodes.empty()) {
+      const auto job = env.find("SLURM_JOB_ID");
+      const std::string slurm_job = job == env.end() ? "" : job->second;
+      auto warm = warmRegistryFor(spec, env, choice.nodes, slurm_job);
+      if (!warm) return tl::unexpected(warm.error());
+      if (*warm) {
+        WarmOptions w;
+        w.keep_s = spec.keep_daemons_s;
+        w.slurm_job = slurm_job;
+        SlurmKeeperStepOptions step;
+        step.srun = o;
+        step.slurm_job = slurm_job;
+        step.log_path = (*warm)->dir() + "/keepers-" + slurm_job + ".log";
+        step.keep_s = spec.keep_daemons_s;
+        w.start_keepers = [step](const std::vector<NodeTarget>& nodes, const std::string& daemon_path,
+                                 const std::string& user_secret) {
+          return startSlurmKeepers(nodes, daemon_path, user_secret, step);
+        };
+        choice.starter = std::make_unique<WarmStarter>(std::move(w), std::move(**warm), std::move(choice.starter));
+      }
+    }
   }
   if (!choice.nodes.empty()) {
     auto addr = sourceAddressToward(choice.nodes.front().name);

@@ -120,6 +120,7 @@ std::optional<WarmEntry> WarmRegistry::find(const std::string& node, long long n
   e.since = getInt(j, "since");
   e.expires = getInt(j, "expires");
   e.keep_s = static_cast<int>(getInt(j, "keep_s"));
+  e.slurm_job = getString(j, "slurm_job");
   if (e.node != node || e.host.empty() || e.port <= 0 || e.port > 65535 || e.expires <= now) {
     remove(node);
     return std::nullopt;
@@ -148,8 +149,9 @@ std::vector<WarmEntry> WarmRegistry::all() const {
 }
 
 Result<void> WarmRegistry::save(const WarmEntry& e) const {
-  const Json j = {{"node", e.node},   {"destination", e.destination}, {"host", e.host},     {"port", e.port},
+  Json j = {{"node", e.node},   {"destination", e.destination}, {"host", e.host},     {"port", e.port},
                   {"pid", e.pid},     {"since", e.since},             {"expires", e.expires}, {"keep_s", e.keep_s}};
+  if (!e.slurm_job.empty()) j["slurm_job"] = e.slurm_job;
   const std::string path = pathOf(e.node);
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -23,6 +23,7 @@ struct WarmEntry {
   long long since = 0;    // epoch seconds when the keeper started
   long long expires = 0;  // epoch seconds: it has exited by then
   int keep_s = 0;         // how long it stays after each job
+  std::string slurm_job;  // the Slurm allocation whose keeper step it is in; empty: started over ssh
 };
 
 class WarmRegistry {

@@ -36,62 +36,89 @@ WarmEntry WarmStarter::entryOf(const Kept& k, long long expires, int keep_s) {
 }
 
 WarmStarter::WarmStarter(WarmOptions options, WarmRegistry registry, std::unique_ptr<DaemonStarter> cold)
-    : options_(options), registry_(std::move(registry)), cold_(std::move(cold)) {}
+    : options_(std::move(options)), registry_(std::move(registry)), cold_(std::move(cold)) {}
 
 Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
                                 const std::string& secret) {
   const long long now = epochSeconds();
   std::vector<NodeTarget> cold;
   std::vector<WarmNode> tries;
+  const auto request = [&](const NodeTarget& n, const WarmEntry& entry, bool fresh) {
+    Json req = {{"t", "start"},
+                {"args", perNodeArgs(command, n)},
+                {"secret", secret},
+                {"daemon", command.daemon_path},
+                {"version", kVersion},
+                {"keeper_pid", entry.pid},
+                {"keeper_since", entry.since}};
+    if (options_.keep_s >= 0) req["keep_s"] = options_.keep_s;
+    WarmNode w;
+    w.node = n;
+    w.entry = entry;
+    w.fresh = fresh;
+    w.call = std::make_unique<KeeperCall>(entry.host, entry.port, registry_.secret(), std::move(req));
+    tries.push_back(std::move(w));
+  };
   for (const auto& n : nodes) {
     auto entry = registry_.secret().empty() ? std::nullopt : registry_.find(n.name, now);
     // The name now means another host (a changed hostfile, or a home shared between clusters).
-    if (entry && entry->destination != destinationOf(n)) {
+    if (entry && entry->slurm_job == options_.slurm_job && entry->destination != destinationOf(n)) {
       registry_.remove(n.name);
       entry.reset();
     }
-    if (!entry) {
-      cold.push_back(n);
-      continue;
+    // Another allocation's keeper, or one over ssh for a job under Slurm (or the reverse): not
+    // this job's to use; it expires by itself.
+    if (entry && entry->slurm_job != options_.slurm_job) entry.reset();
+    if (entry) request(n, *entry, false);
+    else cold.push_back(n);
+  }
+  if (options_.start_keepers && options_.keep_s > 0 && !cold.empty()) {
+    SlurmKeepers made = options_.start_keepers(cold, command.daemon_path, registry_.secret());
+    if (!made.problem.empty()) notes_.push_back({false, "some nodes will not stay warm after the job: " + made.problem});
+    for (auto& e : made.entries) {
+      // Written down now, so that `tlaunch stop-daemons` finds it even if this tlaunch is killed;
+      // until the job's end says when it expires, it may live that long after any job.
+      e.expires = now + options_.keep_s + kMaxKeepDaemonsSeconds;
+      (void)registry_.save(e);
+      auto it = std::find_if(cold.begin(), cold.end(), [&](const NodeTarget& n) { return n.name == e.node; });
+      if (it == cold.end()) continue;
+      request(*it, e, true);
+      cold.erase(it);
     }
-    Json request = {{"t", "start"},
-                    {"args", perNodeArgs(command, n)},
-                    {"secret", secret},
-                    {"daemon", command.daemon_path},
-                    {"version", kVersion},
-                    {"keeper_pid", entry->pid},
-                    {"keeper_since", entry->since}};
-    if (options_.keep_s >= 0) request["keep_s"] = options_.keep_s;
-    WarmNode w;
-    w.node = n;
-    w.entry = *entry;
-    w.call = std::make_unique<KeeperCall>(entry->host, entry->port, registry_.secret(), std::move(request));
-    tries.push_back(std::move(w));
+    if (!made.entries.empty())
+      notes_.push_back({true, "started warm-daemon keepers on " + std::to_string(made.entries.size()) +
+                                  " node(s) in Slurm step tlaunch-keepers (job " + options_.slurm_job + ")"});
   }
   std::vector<KeeperCall*> calls;
   for (auto& w : tries) calls.push_back(w.call.get());
   KeeperCall::runAll(calls, std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.keeper_timeout_ms));
   long long oldest = now;
+  size_t reused = 0;
   for (auto& w : tries) {
     const bool started = w.call->replied() && getString(w.call->reply(), "t") == "started";
     if (started) {
-      oldest = std::min(oldest, getInt(w.call->reply(), "since", now));
+      if (!w.fresh) {
+        oldest = std::min(oldest, getInt(w.call->reply(), "since", now));
+        ++reused;
+      }
       warm_.push_back(std::move(w));
       continue;
     }
     const std::string why = w.call->replied() ? getString(w.call->reply(), "why", "it refused") : w.call->error();
     notes_.push_back({true, "node " + w.node.name + ": its warm daemon (" + w.entry.host + ":" +
-                                std::to_string(w.entry.port) + ") cannot be used: " + why + "; starting it over ssh"});
+                                std::to_string(w.entry.port) + ") cannot be used: " + why + "; starting it " +
+                                (std::string_view(cold_->name()) == "slurm" ? "with srun" : "over ssh")});
     registry_.remove(w.node.name);
     cold.push_back(w.node);
   }
-  if (!warm_.empty())
-    notes_.push_back({false, "reused daemons on " + std::to_string(warm_.size()) + " node" + (warm_.size() == 1 ? "" : "s") +
+  if (reused > 0)
+    notes_.push_back({false, "reused daemons on " + std::to_string(reused) + " node" + (reused == 1 ? "" : "s") +
                                  " (started " + formatDuration(static_cast<int>(std::max(1LL, now - oldest))) + " ago)"});
   if (cold.empty()) return {};
   std::sort(cold.begin(), cold.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
   for (const auto& n : cold) cold_nodes_[n.index] = n;
-  if (options_.keep_s <= 0) return cold_->start(cold, command, secret);
+  // Under Slurm a daemon's own keeper would die with its step: those nodes are not kept.
+  if (options_.keep_s <= 0 || options_.start_keepers) return cold_->start(cold, command, secret);
   // The daemon reads the user's secret for its keeper from the line after the job secret.
   DaemonCommand keeping = command;
   keeping.args.insert(keeping.args.end(), {"--keep-for", std::to_string(options_.keep_s)});

@@ -1,15 +1,19 @@
 #pragma once
 // tlaunch --keep-daemons: nodes with a warm keeper (launcher/warm_registry.h) get their daemon
-// from it, in one round trip and no ssh; the others go to the cold starter (ssh), whose daemons
-// are asked to stay warm when the user said so. At the end of the job it writes down where the
-// keepers are, and for how long. A keeper that cannot be used (gone, another user's, another
-// tlaunchd) is forgotten and its node started over ssh, said with -v.
+// from it, in one round trip and no ssh or srun; the others go to the cold starter. Over ssh the
+// cold daemons are asked to start a keeper when the user said so; inside a Slurm allocation the
+// cold nodes first get keepers of their own step (launcher/slurm_keeper_step.h), which then
+// start their daemons like warm ones. At the end of the job it writes down where the keepers
+// are, and for how long. A keeper that cannot be used (gone, another user's, another tlaunchd,
+// another allocation's) is left out and its node started cold, said with -v.
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
 
 #include "launcher/daemon_starter.h"
 #include "launcher/keeper_client.h"
+#include "launcher/slurm_keeper_step.h"
 #include "launcher/warm_registry.h"
 
 namespace tlaunch {
@@ -19,6 +23,13 @@ struct WarmOptions {
   // kept), 0: end the reused ones after this job, N: keep every node N seconds after it.
   int keep_s = -1;
   int keeper_timeout_ms = 3000;  // for every keeper's answer together
+  // Inside a Slurm allocation: its id (SLURM_JOB_ID). Only keepers of this allocation's keeper
+  // step are used (a keeper elsewhere would run the job outside the allocation), and with
+  // keep_s > 0 the nodes without one get one first. Unset over ssh.
+  std::string slurm_job;
+  std::function<SlurmKeepers(const std::vector<NodeTarget>& nodes, const std::string& daemon_path,
+                             const std::string& user_secret)>
+      start_keepers;
 };
 
 class WarmStarter final : public DaemonStarter {
@@ -38,6 +49,7 @@ class WarmStarter final : public DaemonStarter {
     NodeTarget node;
     WarmEntry entry;
     std::unique_ptr<KeeperCall> call;
+    bool fresh = false;  // its keeper was started for this job (under Slurm)
     bool connected = false;
     bool reported = false;
     std::string stderr_tail;

@@ -10,8 +10,9 @@ started by
 - Open MPI's mpirun --hostfile from node1 (ssh);
 - tlaunch inside `salloc -N4 --ntasks-per-node=2` (it picks Slurm by itself);
 - srun --mpi=pmix -N4 -n8 inside the same kind of allocation (Slurm's own PMIx server),
-(both tlaunch rows also with --preflight off, to show what the checks cost; and tlaunch and srun
-of /bin/true inside salloc, to split the launch from the MPI work in the ranks)
+(both tlaunch rows also with --preflight off, to show what the checks cost; inside salloc also with
+warm daemons, --keep-daemons, whose keepers the warm-up run starts; and tlaunch and srun of /bin/true
+inside salloc, to split the launch from the MPI work in the ranks)
 and prints the ratios tlaunch / srun and tlaunch / mpirun. The virtual nodes have no RDMA device:
 tlaunch runs with --net tcp --net-if ib0 (which sets OMPI_MCA_btl_tcp_if_include to ib0's subnet), and
 mpirun and srun get the same btl_tcp_if_include, so that every MPI job uses the same network.
@@ -112,16 +113,24 @@ def hello_rows(args, ws, vc, programs, env):
     ] + [
         {"name": "mpirun", "ok_lines": world, "argv": mpirun_argv(ws, vc, ppn, hello)},
     ]
+    # Warm daemons inside the allocation: the warm-up run starts the keepers (in a step of their
+    # own), every timed run reuses them. A HOME of the bench's own holds the registry and secret.
+    home = Path(ws.dir, "warm-home")
+    home.mkdir(mode=0o700, exist_ok=True)
+    warm = ["env", f"HOME={home}", ws.tlaunch, "--keep-daemons", "10m"]
     slurm_cmds = [
-        {"name": key, "ok_lines": world, "argv": [ws.tlaunch, *cj.NET, *opts, "-p", str(ppn), "--", *hello]}
-        for key, opts in (("tlaunch-slurm", []), ("tlaunch-slurm-nopf", ["--preflight", "off"]),
-                          ("tlaunch-slurm-nobind", ["--bind", "none"]))
+        {"name": key, "ok_lines": world, "argv": [*launcher, *cj.NET, *opts, "-p", str(ppn), "--", *hello]}
+        for key, launcher, opts in (("tlaunch-slurm", [ws.tlaunch], []),
+                                    ("tlaunch-slurm-nopf", [ws.tlaunch], ["--preflight", "off"]),
+                                    ("tlaunch-slurm-nobind", [ws.tlaunch], ["--bind", "none"]),
+                                    ("tlaunch-slurm-warm", warm, []))
     ] + [
         {"name": "srun", "ok_lines": world, "argv": ["srun", f"--export=ALL,OMPI_MCA_btl_tcp_if_include={fabric}",
                                                      "--mpi=pmix", f"-N{NODES}", f"-n{world}", *hello]},
         # The same launches of /bin/true: what the launch alone costs, without MPI.
         {"name": "tlaunch-slurm-true", "argv": [ws.tlaunch, *cj.NET, "-p", str(ppn), "--", "/bin/true"]},
         {"name": "srun-true", "argv": ["srun", "--mpi=pmix", f"-N{NODES}", f"-n{world}", "/bin/true"]},
+        {"name": "tlaunch-slurm-warm-true", "argv": [*warm, *cj.NET, "-p", str(ppn), "--", "/bin/true"]},
     ]
     rows = run_inner(vc.exec_argv("node1", []), ssh_cmds, args.runs, args.warmup, ws.dir, env, "hello-node1")
     print("hello: ssh rows done", flush=True)
@@ -260,19 +269,23 @@ def print_tables(args, hello, fence, barrier):
               ("tlaunch inside salloc (Slurm)", "tlaunch-slurm"),
               ("  same, --preflight off", "tlaunch-slurm-nopf"),
               ("  same, --bind none (srun leaves ranks unbound)", "tlaunch-slurm-nobind"),
+              ("  same, warm daemons (--keep-daemons 10m)", "tlaunch-slurm-warm"),
               (f"srun --mpi=pmix -N{NODES} -n{NODES * 2} inside salloc", "srun")]
     med = {key: median_ms(hello.get(key)) for _, key in labels}
     for label, key in labels:
         print(f"  {label:<46} {fmt(med[key])}")
     print(f"  {'ratio tlaunch (salloc) / srun':<46} {ratio(med['tlaunch-slurm'], med['srun'])}")
-    true = {key: median_ms(hello.get(f"{key}-true")) for key in ("tlaunch-slurm", "srun")}
+    print(f"  {'ratio tlaunch (salloc, warm daemons) / srun':<46} {ratio(med['tlaunch-slurm-warm'], med['srun'])}")
+    true = {key: median_ms(hello.get(f"{key}-true")) for key in ("tlaunch-slurm", "srun", "tlaunch-slurm-warm")}
     print(f"  {'  of which launching /bin/true: tlaunch, srun':<46} {fmt(true['tlaunch-slurm'])} {fmt(true['srun'])}")
+    print(f"  {'  /bin/true with warm daemons, ratio to srun':<46} {fmt(true['tlaunch-slurm-warm'])} "
+          f"{ratio(true['tlaunch-slurm-warm'], true['srun'])}")
     mpi = {key: med[key] - true[key] if all(isinstance(v, float) for v in (med[key], true[key])) else None
-           for key in true}
+           for key in ("tlaunch-slurm", "srun")}
     print(f"  {'  the rest (MPI in the ranks): tlaunch, srun':<46} {fmt(mpi['tlaunch-slurm'])} {fmt(mpi['srun'])}")
     print(f"  {'ratio tlaunch (ssh) / srun':<46} {ratio(med['tlaunch-ssh'], med['srun'])}")
     print(f"  {'ratio tlaunch (ssh) / mpirun':<46} {ratio(med['tlaunch-ssh'], med['mpirun'])}")
-    for key in [key for _, key in labels] + ["tlaunch-slurm-true", "srun-true"]:
+    for key in [key for _, key in labels] + ["tlaunch-slurm-true", "srun-true", "tlaunch-slurm-warm-true"]:
         for note in failure_notes(key, hello.get(key)):
             print(note)
     print()

@@ -8,11 +8,17 @@
 - outside any allocation, `tlaunch --launcher slurm -N 2 -p 1` runs (srun makes an allocation),
   and the allocation is released afterwards;
 - contrib/examples/slurm_job.sbatch, submitted with `sbatch --wait` as its comment says (CPU ranks:
-  GPUS_PER_NODE=0), runs the Gloo all-reduce on 4 nodes x 2 ranks.
+  GPUS_PER_NODE=0), runs the Gloo all-reduce on 4 nodes x 2 ranks;
+- warm daemons inside one `salloc -N 2`: `--keep-daemons 60s` starts keepers in a step of their
+  own ("tlaunch-keepers", listed by squeue -s) that start the job's daemons; the next tlaunch
+  says "reused daemons on 2 nodes" and its daemons are the same keepers' children (no new srun
+  step for daemons); `tlaunch stop-daemons` ends them and their step; in a second allocation,
+  keepers left running end with the allocation (nothing outlives it).
 
 The cluster has no sshd: nothing here may depend on ssh. Needs root (exits 77, skipped, where a
 virtual cluster cannot be built). One cluster for all checks.
 """
+import json
 import os
 import re
 import signal
@@ -135,6 +141,101 @@ def sbatch_example():
         jobs_seen.append(job)
 
 
+# The rank prints its node and the pid of its daemon's parent (a keeper, or slurmstepd).
+GRANDPARENT = "echo \"on $(hostname) daemon-parent $(awk '/^PPid/{print $2}' /proc/$PPID/status)\""
+WARM_SCRIPT = r'''
+tl() { "$TLAUNCH" --net tcp --net-if ib0 "$@" 2>&1; echo "=== exit $?"; }
+steps() { squeue -h -s -j "$SLURM_JOB_ID" -o "%j"; }
+echo "=== first"; tl -v --keep-daemons 60s -p 1 -- /bin/sh -c "$GRANDPARENT"
+echo "=== keepers"; cat "$HOME"/.cache/tlaunch/daemons/node-*.json
+echo "=== steps"; steps
+echo "=== second"; tl -v -p 1 -- /bin/sh -c "$GRANDPARENT"
+echo "=== stop"; "$TLAUNCH" stop-daemons 2>&1; echo "=== exit $?"
+for i in $(seq 50); do steps | grep -q tlaunch-keepers || break; sleep 0.2; done
+echo "=== steps after"; steps
+echo "=== end"
+'''
+
+
+def sections(text):
+    """'=== name' markers -> {name: text up to the next marker}."""
+    out, name = {}, None
+    for line in text.splitlines():
+        if line.startswith("=== ") and not line.startswith("=== exit"):
+            name = line[4:]
+            out[name] = ""
+        elif name is not None:
+            out[name] += line + "\n"
+    return out
+
+
+def keeper_pids():
+    """PIDs of every `tlaunchd --keeper` of this test's build, on any node (one pid namespace)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and b"--keeper" in Path(f"/proc/{d}/cmdline").read_bytes() and \
+                    os.readlink(f"/proc/{d}/exe").startswith(str(Path(ws.tlaunch).parent)):
+                pids.append(int(d))
+        except OSError:
+            pass
+    return pids
+
+
+def daemon_parents(text):
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if "daemon-parent" in parts:
+            i = parts.index("daemon-parent")
+            out[parts[i - 1]] = int(parts[i + 1])
+    return out
+
+
+def warm_daemons_inside_salloc():
+    home = Path(ws.dir, "warm-home")
+    home.mkdir(mode=0o700)
+    env = {**vc.environ(), "HOME": str(home), "TLAUNCH": ws.tlaunch, "GRANDPARENT": GRANDPARENT}
+    t0 = time.monotonic()
+    r = subprocess.run(["salloc", "-N", "2", "-J", "tlc-warm", "/bin/sh", "-c", WARM_SCRIPT], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, errors="replace", timeout=TIMEOUT, cwd=ws.dir, env=env)
+    s = sections(r.stdout)
+    exits = re.findall(r"=== exit (\d+)", r.stdout)
+    keepers = {}
+    for line in s.get("keepers", "").splitlines():
+        try:
+            e = json.loads(line)
+            keepers[e["node"]] = e
+        except ValueError:
+            pass
+    first, second = daemon_parents(s.get("first", "")), daemon_parents(s.get("second", ""))
+    want = {n: e["pid"] for n, e in keepers.items()}
+    detail = f"salloc exit {r.returncode}, exits {exits}\n     {r.stdout[-3000:]}"
+    check(exits[:1] == ["0"] and "started warm-daemon keepers on 2 node(s) in Slurm step tlaunch-keepers" in s["first"]
+          and len(want) == 2 and all(e.get("slurm_job") for e in keepers.values()) and first == want,
+          f"salloc -N 2, --keep-daemons 60s: keepers start in their own step and start the job's daemons, exit 0 "
+          f"({time.monotonic() - t0:.1f} s for the whole scenario)", detail)
+    check("tlaunch-keepers" in s.get("steps", ""), "squeue -s lists the keepers' step as tlaunch-keepers", detail)
+    check(exits[1:2] == ["0"] and "reused daemons on 2 nodes (started" in s.get("second", "") and second == want,
+          "relaunch in the allocation: 'reused daemons on 2 nodes', each tlaunchd the child of its node's keeper",
+          detail)
+    check(exits[2:3] == ["0"] and "stopped warm daemons on 2 nodes" in s.get("stop", "") and
+          "tlaunch-keepers" not in s.get("steps after", "x") and not keeper_pids(),
+          "tlaunch stop-daemons ends the keepers and their step", detail + f"\n     keepers left {keeper_pids()}")
+    job = cj.job_id_in(s.get("first", ""))
+    if job:
+        jobs_seen.append(job)
+
+    # Keepers the user left running end with their allocation, as every step does.
+    r = subprocess.run(["salloc", "-N", "2", "-J", "tlc-warm2", ws.tlaunch, *cj.NET, "--keep-daemons", "10m", "-p", "1",
+                        "--", "true"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                       timeout=TIMEOUT, cwd=ws.dir, env=env)
+    gone = cj.tl.wait_until(lambda: not keeper_pids(), 30, 0.2)
+    check(r.returncode == 0 and gone and cj.tl.wait_until(lambda: not squeue("-o", "%i"), 30, 0.2),
+          "keepers left running (--keep-daemons 10m) end with their allocation, and it is released",
+          f"exit {r.returncode} keepers left {keeper_pids()}\n     {r.stdout[-2000:]}")
+
+
 def main():
     global vc, ws
     skip_unless_possible(ssh=False)
@@ -154,6 +255,7 @@ def main():
             srun_allocates()
             if torch:
                 sbatch_example()
+            warm_daemons_inside_salloc()
         print(f"cluster down in {vc.down_seconds:.1f} s", flush=True)
     left = [p for job in jobs_seen for p in cj.job_processes(job)]
     check(not left, "after down: no process of any job of this test", "\n     ".join(left))

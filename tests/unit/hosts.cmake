@@ -8,5 +8,6 @@ tlaunch_add_unit_test(NAME hosts_unit_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/hosts_ssh_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/hosts_warm_registry_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/hosts_slurm_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/hosts_slurm_keepers_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/hosts_this_host_test.cc
   LIBS tlaunch_launcher)

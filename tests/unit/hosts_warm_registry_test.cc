@@ -78,10 +78,13 @@ TEST_CASE("warm registry: entries per node; an expired or malformed one is forgo
   auto reg = WarmRegistry::openAt((tmp.path() / "d").string(), true);
   REQUIRE(reg);
   const long long now = 1'000'000;
-  REQUIRE(reg->save({"node1", "node1", "10.0.0.1", 40001, 123, now - 60, now + 600, 600}));
-  REQUIRE(reg->save({"node2", "node2", "10.0.0.2", 40002, 124, now - 60, now - 1, 600}));
+  REQUIRE(reg->save({"node1", "node1", "10.0.0.1", 40001, 123, now - 60, now + 600, 600, ""}));
+  REQUIRE(reg->save({"node2", "node2", "10.0.0.2", 40002, 124, now - 60, now - 1, 600, ""}));
   // A node name is one file name whatever it holds: nothing lands outside the directory.
-  REQUIRE(reg->save({"../evil/x", "x", "10.0.0.3", 40003, 125, now, now + 600, 600}));
+  REQUIRE(reg->save({"../evil/x", "x", "10.0.0.3", 40003, 125, now, now + 600, 600, ""}));
+  // A keeper of a Slurm allocation's keeper step says which allocation.
+  REQUIRE(reg->save({"node4", "node4", "10.0.0.4", 40004, 126, now, now + 600, 600, "4242"}));
+  CHECK(reg->find("node4", now)->slurm_job == "4242");
   CHECK_FALSE(fs::exists(tmp.path() / "evil"));
   auto one = reg->find("node1", now);
   REQUIRE(one);
@@ -91,6 +94,7 @@ TEST_CASE("warm registry: entries per node; an expired or malformed one is forgo
   CHECK(one->destination == "node1");
   CHECK(one->pid == 123);
   CHECK(one->since == now - 60);
+  CHECK(one->slurm_job.empty());
   CHECK_FALSE(reg->find("node2", now));  // expired: gone, and its file with it
   CHECK_FALSE(fs::exists(tmp.path() / "d" / "node-node2.json"));
   CHECK(reg->find("../evil/x", now));

@@ -1,0 +1,172 @@
+#include "launcher/slurm_keeper_step.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "bootstrap/keeper_protocol.h"  // epochSeconds
+#include "bootstrap/spawn.h"
+#include "launcher/starter_support.h"
+#include "tlaunch/strings.h"
+
+namespace tlaunch {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string ipv4Of(const std::string& name) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(name.c_str(), nullptr, &hints, &res) != 0 || !res) return "";
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(res->ai_addr)->sin_addr, text, sizeof text);
+  ::freeaddrinfo(res);
+  return text;
+}
+
+off_t sizeOf(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+}
+
+// What srun wrote to the log since `from`: its explanation of a failed step.
+std::string logSince(const std::string& path, off_t from) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(from);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  constexpr size_t kTail = 8192;
+  return s.size() > kTail ? s.substr(s.size() - kTail) : s;
+}
+
+void writeAll(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+std::optional<WarmEntry> parseKeeperLine(const std::string& line, const std::vector<NodeTarget>& nodes,
+                                         const std::vector<std::string>& seen) {
+  std::istringstream in(line);
+  WarmEntry e;
+  std::string rest;
+  if (!(in >> e.node >> e.port >> e.pid >> e.since) || (in >> rest)) return std::nullopt;
+  const bool ours = std::any_of(nodes.begin(), nodes.end(), [&](const NodeTarget& n) { return n.name == e.node; });
+  if (!ours || std::find(seen.begin(), seen.end(), e.node) != seen.end()) return std::nullopt;
+  if (e.port <= 0 || e.port > 65535 || e.pid <= 0 || e.since <= 0) return std::nullopt;
+  e.destination = e.node;
+  return e;
+}
+
+SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::string& daemon_path,
+                               const std::string& user_secret, const SlurmKeeperStepOptions& options) {
+  SlurmKeepers out;
+  DaemonCommand keeper{daemon_path, {"--keeper", "--keep-for", std::to_string(options.keep_s), "--in-slurm-step"}};
+  auto srun = buildSrunArgv(options.srun, nodes, keeper);
+  if (!srun) {
+    out.problem = srun.error().message;
+    return out;
+  }
+  srun->insert(srun->begin() + 1, "--job-name=tlaunch-keepers");
+  SpawnSpec spec;
+  spec.exe = "/bin/sh";
+  spec.argv = {"sh", "-c", "log=$1; shift; exec \"$@\" 2>>\"$log\"", "sh", options.log_path};
+  spec.argv.insert(spec.argv.end(), srun->begin(), srun->end());
+  spec.env = environmentWith({});
+  spec.stdin_mode = SpawnSpec::Stdin::pipe;
+  spec.stderr_pipe = false;
+  spec.dies_with_parent = false;  // the step outlives this tlaunch: that is what it is for
+  const off_t log_from = sizeOf(options.log_path);
+  auto child = spawnProcess(spec);
+  if (!child) {
+    out.problem = "cannot run srun for the keepers: " + child.error().message;
+    return out;
+  }
+  if (child->pidfd >= 0) ::close(child->pidfd);
+  writeAll(child->stdin_fd, user_secret + "\n");
+  ::close(child->stdin_fd);  // --input=all: every keeper has the line, then end of file
+
+  std::vector<std::string> seen;
+  std::string pending;
+  bool ended = false;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(options.timeout_ms);
+  while (seen.size() < nodes.size() && !ended) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    pollfd p{child->stdout_fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, static_cast<int>(left));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    char buf[4096];
+    const ssize_t n = ::read(child->stdout_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ended = true;
+      break;
+    }
+    pending.append(buf, static_cast<size_t>(n));
+    for (size_t eol; (eol = pending.find('\n')) != std::string::npos; pending.erase(0, eol + 1)) {
+      auto entry = parseKeeperLine(pending.substr(0, eol), nodes, seen);
+      if (!entry) continue;  // not a keeper's line (a login script's chatter): ignored
+      entry->host = ipv4Of(entry->node);
+      if (entry->host.empty()) continue;
+      entry->keep_s = options.keep_s;
+      entry->slurm_job = options.slurm_job;
+      seen.push_back(entry->node);
+      out.entries.push_back(std::move(*entry));
+    }
+    if (pending.size() > 65536) pending.clear();
+  }
+  ::close(child->stdout_fd);
+  if (seen.size() == nodes.size()) return out;
+
+  std::vector<std::string> missing;
+  for (const auto& n : nodes)
+    if (std::find(seen.begin(), seen.end(), n.name) == seen.end()) missing.push_back(n.name);
+  if (ended) {  // srun exited before every keeper spoke: its log says why
+    int status = 0;
+    const int code = ::waitpid(child->pid, &status, 0) == child->pid ? exitCodeOf(status) : -1;
+    out.problem = "the keeper step ended without a keeper on " + joinStrings(missing) + ": " +
+                  explainSrunFailure(code, logSince(options.log_path, log_from), daemon_path);
+    return out;
+  }
+  out.problem = "no keeper answered within " + std::to_string(options.timeout_ms / 1000) + " s on " +
+                joinStrings(missing) + " (srun's messages: " + options.log_path + ")";
+  if (seen.empty()) {  // nothing of the step will be used: srun ends it (killed if it lingers)
+    ::kill(-child->pid, SIGTERM);
+    const auto give_up = Clock::now() + std::chrono::seconds(5);
+    while (::waitpid(child->pid, nullptr, WNOHANG) == 0) {
+      if (Clock::now() > give_up) {
+        ::kill(-child->pid, SIGKILL);
+        ::waitpid(child->pid, nullptr, 0);
+        break;
+      }
+      ::usleep(20'000);
+    }
+  }
+  return out;
+}
+
+}  // namespace tlaunch

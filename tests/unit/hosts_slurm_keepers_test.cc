@@ -1,0 +1,142 @@
+// The keeper step of warm daemons inside a Slurm allocation (launcher/slurm_keeper_step.h),
+// with a fake srun: what it is asked to run, what it is told, and what tlaunch makes of what
+// comes back. The real step runs in tests/cluster/test_warm_cluster.py.
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "launcher/slurm_keeper_step.h"
+
+using namespace tlaunch;
+namespace fs = std::filesystem;
+
+namespace {
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string templ = (fs::temp_directory_path() / "tlaunch-keepers-XXXXXX").string();
+    REQUIRE(::mkdtemp(templ.data()) != nullptr);
+    path = templ;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::vector<NodeTarget> targets(const std::vector<std::string>& names) {
+  std::vector<NodeTarget> out;
+  for (size_t i = 0; i < names.size(); ++i) out.push_back({static_cast<int>(i), names[i], "", {}});
+  return out;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A fake srun: records its argv and the line on its stdin, then runs `body` (sh).
+SlurmKeeperStepOptions fakeSrun(const TempDir& tmp, const std::string& body) {
+  const fs::path fake = tmp.path / "srun";
+  std::ofstream(fake) << "#!/bin/sh\nout=\"$(dirname \"$0\")\"\nprintf '%s\\n' \"$@\" > \"$out/argv\"\n"
+                         "IFS= read -r s; printf '%s' \"$s\" > \"$out/stdin\"\necho $$ > \"$out/pid\"\n"
+                      << body;
+  fs::permissions(fake, fs::perms::owner_all);
+  SlurmKeeperStepOptions o;
+  o.srun.srun_program = fake.string();
+  o.slurm_job = "4242";
+  o.log_path = (tmp.path / "keepers.log").string();
+  o.keep_s = 600;
+  o.timeout_ms = 1000;
+  return o;
+}
+
+bool running(pid_t pid) { return ::kill(pid, 0) == 0; }
+}  // namespace
+
+TEST_CASE("hosts: a keeper's line names one of the step's nodes, once, with its port, pid and start",
+          "[hosts][slurm][warm]") {
+  const auto nodes = targets({"gpu01", "gpu02"});
+  auto e = parseKeeperLine("gpu02 40001 123 1700000000", nodes, {});
+  REQUIRE(e);
+  CHECK(e->node == "gpu02");
+  CHECK(e->destination == "gpu02");
+  CHECK(e->port == 40001);
+  CHECK(e->pid == 123);
+  CHECK(e->since == 1700000000);
+  CHECK_FALSE(parseKeeperLine("gpu03 40001 123 1700000000", nodes, {}));           // not a node of the step
+  CHECK_FALSE(parseKeeperLine("gpu02 40001 123 1700000000", nodes, {"gpu02"}));    // said twice
+  CHECK_FALSE(parseKeeperLine("gpu02 70000 123 1700000000", nodes, {}));           // no such port
+  CHECK_FALSE(parseKeeperLine("gpu02 0 123 1700000000", nodes, {}));
+  CHECK_FALSE(parseKeeperLine("gpu02 40001 -5 1700000000", nodes, {}));
+  CHECK_FALSE(parseKeeperLine("gpu02 40001 123 1700000000 extra", nodes, {}));
+  CHECK_FALSE(parseKeeperLine("gpu02 40001 123", nodes, {}));
+  CHECK_FALSE(parseKeeperLine("Welcome to gpu02!", nodes, {}));  // a login script's chatter
+  CHECK_FALSE(parseKeeperLine("", nodes, {}));
+}
+
+TEST_CASE("hosts: the keeper step is started once, told the secret, and left running", "[hosts][slurm][warm]") {
+  TempDir tmp;
+  // Two keepers answer (one line split over two writes), with some chatter in between.
+  auto o = fakeSrun(tmp, "printf 'localhost 40001 101 1700000000\\nmotd: hello\\n127.0.0.1 400'\n"
+                         "sleep 0.1; printf '02 102 1700000001\\n'\nexec sleep 60\n");
+  const auto made = startSlurmKeepers(targets({"localhost", "127.0.0.1"}), "/opt/tlaunch/bin/tlaunchd", "usersecret", o);
+  CHECK(made.problem.empty());
+  REQUIRE(made.entries.size() == 2);
+  CHECK(made.entries[0].node == "localhost");
+  CHECK(made.entries[0].host == "127.0.0.1");  // resolved here: the registry holds addresses
+  CHECK(made.entries[0].port == 40001);
+  CHECK(made.entries[1].port == 40002);
+  CHECK(made.entries[1].pid == 102);
+  for (const auto& e : made.entries) {
+    CHECK(e.slurm_job == "4242");
+    CHECK(e.keep_s == 600);
+  }
+  CHECK(slurp(tmp.path / "stdin") == "usersecret");
+  const std::string argv = slurp(tmp.path / "argv");
+  CHECK_THAT(argv, Catch::StartsWith("--job-name=tlaunch-keepers\n--overlap\n"));
+  CHECK_THAT(argv, Catch::Contains("--nodelist=localhost,127.0.0.1\n"));
+  CHECK_THAT(argv, Catch::EndsWith("/opt/tlaunch/bin/tlaunchd\n--keeper\n--keep-for\n600\n--in-slurm-step\n"));
+  // srun stays: the keepers live in its step after this tlaunch is gone.
+  const pid_t pid = std::stoi(slurp(tmp.path / "pid"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(running(pid));
+  ::kill(pid, SIGKILL);
+}
+
+TEST_CASE("hosts: a keeper step that fails or stays silent is explained", "[hosts][slurm][warm]") {
+  TempDir tmp;
+  SECTION("srun fails: its words from the log") {
+    auto o = fakeSrun(tmp, "echo 'srun: error: Unable to create step for job 4242: Invalid generic resource' >&2\nexit 1\n");
+    std::ofstream(o.log_path) << "srun: error: an older run's words\n";
+    const auto made = startSlurmKeepers(targets({"gpu01"}), "tlaunchd", "s", o);
+    CHECK(made.entries.empty());
+    CHECK_THAT(made.problem, Catch::Contains("keeper step ended without a keeper on gpu01"));
+    CHECK_THAT(made.problem, Catch::Contains("Slurm could not start the daemons' job step"));
+    CHECK_THAT(made.problem, !Catch::Contains("older run"));
+  }
+  SECTION("one of two keepers answers: it is used, the other node is named") {
+    auto o = fakeSrun(tmp, "printf 'localhost 40001 101 1700000000\\n'\nexec sleep 60\n");
+    const auto made = startSlurmKeepers(targets({"localhost", "127.0.0.1"}), "tlaunchd", "s", o);
+    REQUIRE(made.entries.size() == 1);
+    CHECK_THAT(made.problem, Catch::Contains("no keeper answered within 1 s on 127.0.0.1"));
+    ::kill(std::stoi(slurp(tmp.path / "pid")), SIGKILL);
+  }
+  SECTION("none answers: srun is ended, not left behind") {
+    auto o = fakeSrun(tmp, "exec sleep 60\n");
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto made = startSlurmKeepers(targets({"gpu01"}), "tlaunchd", "s", o);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(8));
+    CHECK(made.entries.empty());
+    CHECK_THAT(made.problem, Catch::Contains("no keeper answered within 1 s on gpu01"));
+    CHECK_FALSE(running(std::stoi(slurp(tmp.path / "pid"))));
+  }
+}
