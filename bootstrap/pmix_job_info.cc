@@ -119,6 +119,7 @@ Result<PmixInfoList> buildJobInfo(const PmixJobLayout& layout, const PmixJobGeom
   info.addString(PMIX_TMPDIR, layout.job_tmpdir);
   info.addString(PMIX_NSDIR, layout.job_tmpdir);
   info.addBool(PMIX_TDIR_RMCLEAN, true);  // we remove job_tmpdir; Open MPI leaves files there
+  if (!layout.topology_xml.empty()) info.addString(PMIX_HWLOC_XML_V2, layout.topology_xml);
   // This node.
   info.addUint32(PMIX_LOCAL_SIZE, local_size);
   info.addUint32(PMIX_NODE_SIZE, local_size);

@@ -59,6 +59,10 @@ struct PmixJobLayout {
   uint32_t parent_rank = 0;
   std::vector<uint32_t> node_ids;        // PMIX_NODEID of each node_names entry (empty: its index)
   std::vector<uint32_t> appnum_of_rank;  // PMIX_APPNUM of each rank (empty: all app 0)
+  // This node's hwloc topology as v2 XML (PMIX_HWLOC_XML_V2): Open MPI 4.1 loads it instead of
+  // discovering the machine in every rank (150 sysfs reads each here; srun's plugin gives it
+  // too). Empty: not given (the daemon's topology came from a file, not this machine).
+  std::string topology_xml;
 };
 
 // PMIx_Spawn from a local rank (MPI_Comm_spawn): the apps to start in a new namespace.
@@ -161,7 +165,7 @@ class PmixServer {
   // PMIx_server_init; fails if a server was started before in this process. Edits this process's
   // environment first (call it before other threads read the environment): removes inherited
   // PMIx client variables (PMIX_* but PMIX_MCA_*, e.g. from `srun --mpi=pmix`), which break
-  // PMIx_server_init, and sets PMIX_MCA_psec=native, PMIX_MCA_gds=hash and
+  // PMIx_server_init, and sets PMIX_MCA_psec=native and
   // PMIX_MCA_pmix_server_fence_localonly_opt=0 (every fence goes through Callbacks).
   static Result<std::unique_ptr<PmixServer>> start(const PmixServerConfig& config, Post post,
                                                    Callbacks callbacks);

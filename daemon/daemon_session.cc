@@ -236,7 +236,7 @@ void DaemonSession::handlePrepare(const Json& msg) {
   if (!exe) return reply_error(exe.error());
   if (auto r = probePeers(); !r) return reply_error(r.error());
   if (launch_->pmix.enabled && !pmix_) {
-    auto bridge = PmixBridge::start(io_, *launch_, [this](const Json& m) { sendOwn(m); });
+    auto bridge = PmixBridge::start(io_, *launch_, [this](const Json& m) { sendOwn(m); }, topology_xml_);
     if (!bridge) {
       Error e = bridge.error();
       e.message = "node " + launch_->node_name + ": the PMIx server did not start: " + e.message;

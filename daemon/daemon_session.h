@@ -115,6 +115,7 @@ class DaemonSession {
   std::string server_nonce_, client_nonce_;
   bool authenticated_ = false;
   std::optional<NodeLaunch> launch_;
+  std::string topology_xml_;  // this node's live topology (hwloc XML) for the ranks' PMIx; "" if none
   Json job_shared_ = Json::object();  // "job": what every node's launch shares, and the PMIx geometry
   std::unique_ptr<OutputChannel> output_;  // from the config on; outlives ranks_
   std::string nccl_check_ = "off";      // --nccl-check, from the config

@@ -72,14 +72,15 @@ void DaemonSession::sendInventory(const Json& config) {
       inv["free_port"] = pickFreePort();  // a port free a minute ago may be taken now
       inv["probe_port"] = probe_port;
       inv["cached_s"] = cached->age_s;
+      topology_xml_ = std::move(cached->topology_xml);
       conn_->send({{"t", "inventory"}, {"inv", std::move(inv)}});
       return;
     }
   }
-  NodeInventory inv = collectInventory(req);
+  NodeInventory inv = collectInventory(req, &topology_xml_);
   inv.probe_port = probe_port;
   Json j = inventoryToJson(inv);
-  if (use_cache && worthCaching(inv)) storeCachedInventory(opts_.inventory_cache, cache_key, j);
+  if (use_cache && worthCaching(inv)) storeCachedInventory(opts_.inventory_cache, cache_key, j, topology_xml_);
   conn_->send({{"t", "inventory"}, {"inv", std::move(j)}});
 }
 

@@ -63,7 +63,7 @@ int pickFreePort() {
   return 0;
 }
 
-NodeInventory collectInventory(const InventoryRequest& req) {
+NodeInventory collectInventory(const InventoryRequest& req, std::string* live_topology_xml) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   NodeInventory inv;
@@ -71,7 +71,7 @@ NodeInventory collectInventory(const InventoryRequest& req) {
   inv.node = req.node_name;
   inv.version = kVersion;
   inv.free_port = pickFreePort();
-  auto topo = loadTopology(req.topology_xml);
+  auto topo = loadTopology(req.topology_xml, live_topology_xml);
   if (topo) inv.topology = std::make_shared<const TopologySnapshot>(std::move(*topo));
   else inv.topology_error = topo.error().message;
   auto fabric = discoverNodeFabric(req.sysfs_root);

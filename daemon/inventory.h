@@ -21,7 +21,9 @@ struct InventoryRequest {
 
 // Never fails as a whole: a part that cannot be read is left out with its reason (topology_error,
 // fabric_error) so the frontend can name the node and the reason.
-NodeInventory collectInventory(const InventoryRequest& req);
+// `live_topology_xml`: the live machine's topology as hwloc XML, for the ranks' PMIx (empty
+// when the topology came from a file or could not be loaded).
+NodeInventory collectInventory(const InventoryRequest& req, std::string* live_topology_xml = nullptr);
 
 // A TCP port that was free on every local address a moment ago (bind to port 0, read, close).
 int pickFreePort();

@@ -74,11 +74,13 @@ std::optional<CachedInventory> loadCachedInventory(const std::string& path, cons
     return std::nullopt;
   const long long age = epochSeconds() - getInt(*j, "at");
   if (age < 0 || age >= kInventoryCacheTtl.count()) return std::nullopt;
-  return CachedInventory{std::move((*j)["inv"]), age};
+  return CachedInventory{std::move((*j)["inv"]), age, getString(*j, "topology_xml")};
 }
 
-void storeCachedInventory(const std::string& path, const Json& key, const Json& inventory) {
-  const std::string bytes = encodeMessage({{"t", "inventory_cache"}, {"key", key}, {"at", epochSeconds()}, {"inv", inventory}});
+void storeCachedInventory(const std::string& path, const Json& key, const Json& inventory,
+                          const std::string& topology_xml) {
+  const std::string bytes = encodeMessage(
+      {{"t", "inventory_cache"}, {"key", key}, {"at", epochSeconds()}, {"inv", inventory}, {"topology_xml", topology_xml}});
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return;

@@ -25,9 +25,11 @@ bool worthCaching(const NodeInventory& inv);
 struct CachedInventory {
   Json inventory;  // inventoryToJson's form
   long long age_s = 0;
+  std::string topology_xml;  // the live topology for the ranks' PMIx, as collectInventory gave it
 };
 std::optional<CachedInventory> loadCachedInventory(const std::string& path, const Json& key);
 // Best effort: a cache that cannot be written only costs the next job the full inventory.
-void storeCachedInventory(const std::string& path, const Json& key, const Json& inventory);
+void storeCachedInventory(const std::string& path, const Json& key, const Json& inventory,
+                          const std::string& topology_xml);
 
 }  // namespace tlaunch

@@ -19,7 +19,8 @@ std::string tmpBase() {
 }
 }  // namespace
 
-Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, const NodeLaunch& launch, const Send& send) {
+Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, const NodeLaunch& launch, const Send& send,
+                                                     std::string topology_xml) {
   // Leftovers of jobs whose daemon was killed before it could clean up (see stale_job_files.h).
   for (const auto& dir : removeStaleJobDirs(tmpBase(), "/dev/shm"))
     spdlog::info("removed {}: its job's tlaunchd is gone", dir);
@@ -60,6 +61,8 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   layout.this_node = launch.pmix.this_node;
   layout.job_tmpdir = b->node_dir_ + "/job";
   layout.tcp_if_include = launch.pmix.tcp_if_include;
+  b->topology_xml_ = std::move(topology_xml);
+  layout.topology_xml = b->topology_xml_;
   if (auto r = b->server_->registerJob(layout); !r) return tl::unexpected(r.error());
   return b;
 }
@@ -90,6 +93,7 @@ Result<void> PmixBridge::registerSpawned(const SpawnedJob& job, const NodeLaunch
   for (int a : job.app_of_rank) layout.appnum_of_rank.push_back(static_cast<uint32_t>(a));
   layout.job_tmpdir = node_dir_ + "/job/spawn" + std::to_string(job.id);
   layout.tcp_if_include = launch.pmix.tcp_if_include;
+  layout.topology_xml = topology_xml_;
   return server_->registerSpawned(layout, job.base);
 }
 

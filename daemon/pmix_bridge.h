@@ -22,7 +22,9 @@ class PmixBridge {
  public:
   using Send = std::function<void(Json)>;
   // Starts the PMIx server and registers the job's namespace and local ranks.
-  static Result<std::unique_ptr<PmixBridge>> start(asio::io_context& io, const NodeLaunch& launch, const Send& send);
+  // `topology_xml`: this node's topology (hwloc XML) for the ranks, "" if none.
+  static Result<std::unique_ptr<PmixBridge>> start(asio::io_context& io, const NodeLaunch& launch, const Send& send,
+                                                   std::string topology_xml);
   ~PmixBridge();
   // A namespace PMIx_Spawn started (the frontend's placement): registered here whether or not
   // this node hosts its ranks.
@@ -42,6 +44,7 @@ class PmixBridge {
  private:
   PmixBridge() = default;
   asio::io_context* io_ = nullptr;
+  std::string topology_xml_;  // for spawned namespaces too
   std::vector<std::unique_ptr<asio::steady_timer>> forget_timers_;
   std::map<int, std::vector<Json>> held_events_;  // local failed ranks not yet forgotten -> their events
   void notify(const Json& msg);

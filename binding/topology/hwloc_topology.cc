@@ -290,7 +290,7 @@ std::string xmlProblem(const std::string& path, int err) {
 
 }  // namespace
 
-Result<TopologySnapshot> loadTopology(const std::string& xml_path) {
+Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* live_xml) {
   std::string path = xml_path;
   if (path.empty()) {
     const char* env = std::getenv("HWLOC_XMLFILE");
@@ -322,6 +322,13 @@ Result<TopologySnapshot> loadTopology(const std::string& xml_path) {
                     : hint);
   }
 
+  if (live_xml && path.empty()) {
+    char* buffer = nullptr;
+    int length = 0;
+    if (hwloc_topology_export_xmlbuffer(raw, &buffer, &length, 0) == 0 && buffer && length > 0)
+      live_xml->assign(buffer, static_cast<size_t>(length - 1));  // the length counts the final NUL
+    if (buffer) hwloc_free_xmlbuffer(raw, buffer);
+  }
   TopologySnapshot snap;
   snap.live = path.empty();
   snap.source = path.empty() ? "live" : path;

@@ -11,6 +11,8 @@ namespace tlaunch {
 // xml_path empty → the live machine, unless HWLOC_XMLFILE is set (then that file, live = false).
 // Old hwloc 1.x (v1 format) exports load too. Only allowed PUs are kept (cgroup / Summit's reserved
 // cores). Fails with Errc::topology naming the file and hwloc's reason.
-Result<TopologySnapshot> loadTopology(const std::string& xml_path);
+// `live_xml`: for the live machine only, the loaded topology exported as hwloc v2 XML (the
+// daemon hands it to its ranks through PMIx, so that each need not discover it again).
+Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* live_xml = nullptr);
 
 }  // namespace tlaunch

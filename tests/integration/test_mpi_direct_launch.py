@@ -43,9 +43,10 @@ tl.check(r.returncode == 0, f"mpi4py: {r.returncode} {r.stderr}")
 tl.check(sorted(r.stdout.splitlines()) == [f"[{i}] {i} 4 6" for i in range(4)], f"mpi4py: {r.stdout!r}")
 
 # Raw PMIx client across two nodes named as it expects: job size, local/node ranks, peers,
-# host names, and a value put on one node and read on the other (after a fence, and by
+# host names, the node's topology as hwloc XML (what Open MPI loads instead of reading sysfs
+# in every rank), and a value put on one node and read on the other (after a fence, and by
 # direct modex).
-for extra in ([], ["direct"]):
+for extra in (["topology"], ["direct"]):
     r = tl.run(["--launcher", "local", "--hosts", "nodeA,nodeB", "-p", "2", "--", CLIENT, "2", "2"] + extra, timeout=60)
     print(r.stdout, r.stderr)
     tl.check(r.returncode == 0, f"pmix client {extra}: exit {r.returncode}")

@@ -1,7 +1,9 @@
 /* Raw PMIx client: checks what the server registered, then exchanges a value across nodes.
- * usage: pmix_client NODES RANKS_PER_NODE [cyclic] [direct]
+ * usage: pmix_client NODES RANKS_PER_NODE [cyclic] [direct] [topology]
  * cyclic: rank r runs on node r % NODES (default: blocks of RANKS_PER_NODE).
  * direct: read the other node's value without a fence first (direct modex), then fence.
+ * topology: the job info holds this node's hwloc topology as XML (PMIX_HWLOC_XML_V2, which
+ *   Open MPI loads instead of discovering the machine in every rank).
  * Node n is named "node" + ('A' + n), as in pmix_harness. */
 #include <pmix.h>
 #include <stdio.h>
@@ -33,10 +35,11 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: pmix_client NODES RANKS_PER_NODE [cyclic] [direct]\n");
     return 64;
   }
-  int nodes = atoi(argv[1]), ppn = atoi(argv[2]), cyclic = 0, direct = 0;
+  int nodes = atoi(argv[1]), ppn = atoi(argv[2]), cyclic = 0, direct = 0, topology = 0;
   for (int i = 3; i < argc; i++) {
     cyclic |= strcmp(argv[i], "cyclic") == 0;
     direct |= strcmp(argv[i], "direct") == 0;
+    topology |= strcmp(argv[i], "topology") == 0;
   }
   int size = nodes * ppn;
   pmix_status_t rc = PMIx_Init(&me, NULL, 0);
@@ -74,6 +77,12 @@ int main(int argc, char** argv) {
   if ((v = get(&wildcard, PMIX_LOCAL_PEERS))) {
     CHECK(v->type == PMIX_STRING && strcmp(v->data.string, want_peers) == 0, "local peers '%s', want '%s'",
           v->type == PMIX_STRING ? v->data.string : "?", want_peers);
+    PMIX_VALUE_RELEASE(v);
+  }
+  if (topology && (v = get(&wildcard, PMIX_HWLOC_XML_V2))) {
+    const char* xml = v->type == PMIX_STRING && v->data.string ? v->data.string : "";
+    CHECK(strncmp(xml, "<?xml", 5) == 0 && strstr(xml, "<topology") && strstr(xml, "type=\"PU\""),
+          "PMIX_HWLOC_XML_V2 is not an hwloc topology with PUs: '%.80s'", xml);
     PMIX_VALUE_RELEASE(v);
   }
   if ((v = get(&me, PMIX_HOSTNAME))) {

@@ -33,10 +33,11 @@ TEST_CASE("inventory cache: the same request within the TTL gets the stored inve
   const Json inv = {{"hostname", "node1"}, {"free_port", 20001}};
   const Json key = inventoryCacheKey(request());
   CHECK_FALSE(loadCachedInventory(file, key));  // nothing yet
-  storeCachedInventory(file, key, inv);
+  storeCachedInventory(file, key, inv, "<topology>this node</topology>");
   auto hit = loadCachedInventory(file, key);
   REQUIRE(hit);
   CHECK(hit->inventory == inv);
+  CHECK(hit->topology_xml == "<topology>this node</topology>");  // for the ranks' PMIx, kept aside
   CHECK(hit->age_s <= 1);
   struct stat st{};
   REQUIRE(::stat(file.c_str(), &st) == 0);
@@ -58,7 +59,7 @@ TEST_CASE("inventory cache: a changed topology file or an old or foreign entry i
   r.topology_xml = (tmp.path() / "topo.xml").string();
   { std::ofstream(r.topology_xml) << "<topology/>"; }
   const Json key = inventoryCacheKey(r);
-  storeCachedInventory(file, key, {{"hostname", "node1"}});
+  storeCachedInventory(file, key, {{"hostname", "node1"}}, "");
   REQUIRE(loadCachedInventory(file, key));
   { std::ofstream(r.topology_xml) << "<topology>another machine</topology>"; }
   CHECK_FALSE(loadCachedInventory(file, inventoryCacheKey(r)));

@@ -301,3 +301,24 @@ TEST_CASE("a topology that does not load is an error naming the file and the rea
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("the live machine's topology comes with its XML for the ranks; a recorded one does not", "[topology]") {
+  std::string xml;
+  auto live = loadTopology("", &xml);
+  REQUIRE(live.has_value());
+  REQUIRE_FALSE(xml.empty());
+  CHECK(xml.rfind("<?xml", 0) == 0);
+  CHECK(xml.back() != '\0');
+  // What a rank would load from it is this machine again.
+  const auto file = std::filesystem::temp_directory_path() / ("tlaunch-live-topology-" + std::to_string(::getpid()) + ".xml");
+  { std::ofstream(file) << xml; }
+  auto again = loadTopology(file.string());
+  std::filesystem::remove(file);
+  REQUIRE(again.has_value());
+  CHECK(again->numa_nodes == live->numa_nodes);
+  CHECK(again->gpus == live->gpus);
+
+  std::string none = "untouched";
+  REQUIRE(loadTopology(test::topologyFixtures().front(), &none));
+  CHECK(none == "untouched");  // a file is not this machine: nothing for the ranks
+}
