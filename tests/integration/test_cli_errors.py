@@ -25,6 +25,11 @@ expect(["-p", "1", "-x", "TLAUNCH_TEST_UNSET_VAR", "--", "true"], 64, "TLAUNCH_T
 expect(["preflight", "--hosts", "a,b", "--no-such-flag"], 64, "tlaunch preflight: unknown argument --no-such-flag")
 expect(["preflight", "--hosts", "a,b", "python"], 64, "tlaunch preflight: unknown argument python")
 expect(["preflight", "--hosts", "a,b", "--level", "deep"], 64, "--level")
+# Warm daemons save ssh sessions or srun steps inside an allocation; elsewhere the flag is refused.
+expect(["--launcher", "local", "--keep-daemons", "1m", "-p", "1", "--", "true"], 64,
+       "this job's daemons are started by the local launcher")
+expect(["--launcher", "slurm", "-N", "1", "--keep-daemons", "1m", "-p", "1", "--", "true"], 64,
+       "this job's daemons are started by srun outside a Slurm allocation")
 
 r = tl.run(["--version"])
 tl.check(r.returncode == 0 and r.stdout.startswith("tlaunch "), f"--version: {r.stdout!r}")
