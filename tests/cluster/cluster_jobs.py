@@ -260,6 +260,31 @@ def rank_hosts(stdout):
     return out
 
 
+def keeper_pids(exe_dir):
+    """PIDs of every `tlaunchd --keeper` (warm daemons) run from exe_dir, on any node (the
+    virtual nodes share one pid namespace)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and b"--keeper" in Path(f"/proc/{d}/cmdline").read_bytes() and \
+                    os.readlink(f"/proc/{d}/exe").startswith(str(exe_dir)):
+                pids.append(int(d))
+        except OSError:
+            pass
+    return pids
+
+
+def daemon_parents(stdout):
+    """node -> the pid of its daemon's parent, from ranks' lines "on NODE daemon-parent PID"."""
+    out = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if "daemon-parent" in parts:
+            i = parts.index("daemon-parent")
+            out[parts[i - 1]] = int(parts[i + 1])
+    return out
+
+
 def describe(proc):
     return f"exit {proc.returncode}\n     stdout: {proc.stdout!r}\n     stderr: {proc.stderr!r}"
 

@@ -169,29 +169,6 @@ def sections(text):
     return out
 
 
-def keeper_pids():
-    """PIDs of every `tlaunchd --keeper` of this test's build, on any node (one pid namespace)."""
-    pids = []
-    for d in os.listdir("/proc"):
-        try:
-            if d.isdigit() and b"--keeper" in Path(f"/proc/{d}/cmdline").read_bytes() and \
-                    os.readlink(f"/proc/{d}/exe").startswith(str(Path(ws.tlaunch).parent)):
-                pids.append(int(d))
-        except OSError:
-            pass
-    return pids
-
-
-def daemon_parents(text):
-    out = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if "daemon-parent" in parts:
-            i = parts.index("daemon-parent")
-            out[parts[i - 1]] = int(parts[i + 1])
-    return out
-
-
 def warm_daemons_inside_salloc():
     home = Path(ws.dir, "warm-home")
     home.mkdir(mode=0o700)
@@ -208,7 +185,7 @@ def warm_daemons_inside_salloc():
             keepers[e["node"]] = e
         except ValueError:
             pass
-    first, second = daemon_parents(s.get("first", "")), daemon_parents(s.get("second", ""))
+    first, second = cj.daemon_parents(s.get("first", "")), cj.daemon_parents(s.get("second", ""))
     want = {n: e["pid"] for n, e in keepers.items()}
     detail = f"salloc exit {r.returncode}, exits {exits}\n     {r.stdout[-3000:]}"
     check(exits[:1] == ["0"] and "started warm-daemon keepers on 2 node(s) in Slurm step tlaunch-keepers" in s["first"]
@@ -220,8 +197,8 @@ def warm_daemons_inside_salloc():
           "relaunch in the allocation: 'reused daemons on 2 nodes', each tlaunchd the child of its node's keeper",
           detail)
     check(exits[2:3] == ["0"] and "stopped warm daemons on 2 nodes" in s.get("stop", "") and
-          "tlaunch-keepers" not in s.get("steps after", "x") and not keeper_pids(),
-          "tlaunch stop-daemons ends the keepers and their step", detail + f"\n     keepers left {keeper_pids()}")
+          "tlaunch-keepers" not in s.get("steps after", "x") and not cj.keeper_pids(Path(ws.tlaunch).parent),
+          "tlaunch stop-daemons ends the keepers and their step", detail + f"\n     keepers left {cj.keeper_pids(Path(ws.tlaunch).parent)}")
     job = cj.job_id_in(s.get("first", ""))
     if job:
         jobs_seen.append(job)
@@ -230,10 +207,10 @@ def warm_daemons_inside_salloc():
     r = subprocess.run(["salloc", "-N", "2", "-J", "tlc-warm2", ws.tlaunch, *cj.NET, "--keep-daemons", "10m", "-p", "1",
                         "--", "true"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                        timeout=TIMEOUT, cwd=ws.dir, env=env)
-    gone = cj.tl.wait_until(lambda: not keeper_pids(), 30, 0.2)
+    gone = cj.tl.wait_until(lambda: not cj.keeper_pids(Path(ws.tlaunch).parent), 30, 0.2)
     check(r.returncode == 0 and gone and cj.tl.wait_until(lambda: not squeue("-o", "%i"), 30, 0.2),
           "keepers left running (--keep-daemons 10m) end with their allocation, and it is released",
-          f"exit {r.returncode} keepers left {keeper_pids()}\n     {r.stdout[-2000:]}")
+          f"exit {r.returncode} keepers left {cj.keeper_pids(Path(ws.tlaunch).parent)}\n     {r.stdout[-2000:]}")
 
 
 def main():

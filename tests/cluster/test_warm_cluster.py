@@ -68,32 +68,6 @@ def alive(pid):
         return False
 
 
-def keepers(exe_dir):
-    """PIDs of every `tlaunchd --keeper` run from our build."""
-    pids = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            if b"--keeper" in Path(f"/proc/{d}/cmdline").read_bytes() and \
-                    os.readlink(f"/proc/{d}/exe").startswith(exe_dir):
-                pids.append(int(d))
-        except OSError:
-            pass
-    return pids
-
-
-def parents(stdout):
-    """node -> the pid of its daemon's parent, from the ranks' lines."""
-    out = {}
-    for line in stdout.splitlines():
-        parts = line.split()
-        if "daemon-parent" in parts:
-            i = parts.index("daemon-parent")
-            out[parts[i - 1]] = int(parts[i + 1])
-    return out
-
-
 def scenario(ws, home):
     r = run(ws, home, ["--keep-daemons", "60s", "--hosts", "node1,node2", "-p", "1", "--", *GRANDPARENT])
     reg = registry(home)
@@ -112,7 +86,7 @@ def scenario(ws, home):
 
     first = registry(home)
     r = run(ws, home, ["-v", "--hosts", "node1,node2", "-p", "1", "--", *GRANDPARENT])
-    got = parents(r.stdout)
+    got = cj.daemon_parents(r.stdout)
     want = {n: first[n]["pid"] for n in ("node1", "node2") if n in first}
     check(r.returncode == 0 and "reused daemons on 2 nodes (started" in r.stderr and got == want,
           "relaunch: 'reused daemons on 2 nodes', each tlaunchd a child of its node's keeper (no ssh), exit 0",
@@ -132,7 +106,7 @@ def scenario(ws, home):
     r = run(ws, home, ["-v", "--keep-daemons", "60s", "--hosts", "node2,node3", "-p", "1", "--", *GRANDPARENT])
     silent.close()
     reg = registry(home)
-    got = parents(r.stdout)
+    got = cj.daemon_parents(r.stdout)
     check(r.returncode == 0 and "reused daemons on 1 node" in r.stderr and got.get("node2") == first["node2"]["pid"]
           and "inventory and preflight of 1 warm node taken" in r.stderr
           and got.get("node3") not in (None, first["node2"]["pid"]) and sorted(reg) == ["node1", "node2", "node3"]
@@ -159,7 +133,7 @@ def scenario(ws, home):
 
     node3 = registry(home)["node3"]["pid"]
     r = run(ws, home, ["--keep-daemons", "0", "--hosts", "node3", "-p", "1", "--", *GRANDPARENT])
-    check(r.returncode == 0 and "reused daemons on 1 node" in r.stderr and parents(r.stdout).get("node3") == node3 and
+    check(r.returncode == 0 and "reused daemons on 1 node" in r.stderr and cj.daemon_parents(r.stdout).get("node3") == node3 and
           cj.tl.wait_until(lambda: not alive(node3), 10) and "node3" not in registry(home),
           "--keep-daemons 0 on node3: reused once, then its keeper is gone within 10 s and forgotten",
           f"exit {r.returncode}\n     stderr {r.stderr[-1500:]!r}")
@@ -172,7 +146,7 @@ def scenario(ws, home):
     entry.write_text(json.dumps({**json.loads(noted), "pid": node1 + 100000}))
     r = run(ws, home, ["-v", "--hosts", "node1", "-p", "1", "--", *GRANDPARENT])
     check(r.returncode == 0 and "another warm daemon than the one tlaunch noted" in r.stderr and
-          parents(r.stdout).get("node1") != node1 and alive(node1),
+          cj.daemon_parents(r.stdout).get("node1") != node1 and alive(node1),
           "a keeper other than the noted one (pid) is not used: node1 started over ssh, -v says why, exit 0",
           f"exit {r.returncode}\n     stderr {r.stderr[-1500:]!r}")
     entry.write_text(noted)
@@ -192,7 +166,7 @@ def scenario(ws, home):
     shutil.copy2(Path(ws.tlaunch).parent / "tlaunchd", other_daemon)
     r = run(ws, home, ["-v", "--daemon-path", str(other_daemon), "--hosts", "node4", "-p", "1", "--", *GRANDPARENT])
     check(r.returncode == 0 and node4 is not None and "node node4: its warm daemon" in r.stderr and
-          "another --daemon-path" in r.stderr and parents(r.stdout).get("node4") != node4 and
+          "another --daemon-path" in r.stderr and cj.daemon_parents(r.stdout).get("node4") != node4 and
           cj.tl.wait_until(lambda: not alive(node4), 10) and "node4" not in registry(home),
           "another tlaunchd (--daemon-path): node4's keeper refuses, tlaunch uses ssh and says why, the keeper retires",
           f"exit {r.returncode} keeper {node4}\n     stderr {r.stderr[-1500:]!r}")
@@ -227,7 +201,7 @@ def main():
                 print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
                 scenario(ws, str(home))
         finally:
-            left = keepers(exe_dir)
+            left = cj.keeper_pids(exe_dir)
             for pid in left:
                 try:
                     os.kill(pid, 9)
