@@ -1,9 +1,11 @@
 #include "launcher/slurm_keeper_step.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,6 +69,20 @@ void writeAll(int fd, const std::string& bytes) {
 
 }  // namespace
 
+void removeOldKeeperLogs(const std::string& dir, long long max_age_s) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  const long long now = epochSeconds();
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (!name.starts_with("keepers-") || !name.ends_with(".log")) continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (now - st.st_mtime > max_age_s) ::unlinkat(::dirfd(d), e->d_name, 0);
+  }
+  ::closedir(d);
+}
+
 std::optional<WarmEntry> parseKeeperLine(const std::string& line, const std::vector<NodeTarget>& nodes,
                                          const std::vector<std::string>& seen) {
   std::istringstream in(line);
@@ -90,6 +106,8 @@ SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::
     return out;
   }
   srun->insert(srun->begin() + 1, "--job-name=tlaunch-keepers");
+  const size_t slash = options.log_path.rfind('/');
+  if (slash != std::string::npos) removeOldKeeperLogs(options.log_path.substr(0, slash), 7LL * 86'400);
   SpawnSpec spec;
   spec.exe = "/bin/sh";
   spec.argv = {"sh", "-c", "log=$1; shift; exec \"$@\" 2>>\"$log\"", "sh", options.log_path};

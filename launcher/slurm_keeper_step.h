@@ -23,7 +23,7 @@ namespace tlaunch {
 struct SlurmKeeperStepOptions {
   SlurmStarterOptions srun;  // the srun program and --slurm-args, as for the daemons' step
   std::string slurm_job;     // SLURM_JOB_ID: written into every entry
-  std::string log_path;      // srun's stderr (appended)
+  std::string log_path;      // srun's stderr (appended); keepers-*.log beside it older than a week go
   int keep_s = 0;
   int timeout_ms = 30'000;   // for every keeper's line together
 };
@@ -32,6 +32,10 @@ struct SlurmKeepers {
   std::vector<WarmEntry> entries;  // one per node whose keeper answered (destination: its name)
   std::string problem;             // why the others did not, for the user; empty when all did
 };
+
+// Removes the files named keepers-*.log in `dir` last written more than `max_age_s` ago: one log
+// is left per allocation that kept daemons, and allocations end.
+void removeOldKeeperLogs(const std::string& dir, long long max_age_s);
 
 // One keeper line: "NODE PORT PID SINCE", NODE one of `nodes` not in `seen`. Pure: tested alone.
 std::optional<WarmEntry> parseKeeperLine(const std::string& line, const std::vector<NodeTarget>& nodes,

@@ -140,3 +140,20 @@ TEST_CASE("hosts: a keeper step that fails or stays silent is explained", "[host
     CHECK_FALSE(running(std::stoi(slurp(tmp.path / "pid"))));
   }
 }
+
+TEST_CASE("hosts: old keeper-step logs are removed, recent ones and other files stay", "[hosts][slurm][warm]") {
+  TempDir tmp;
+  const auto age = [&](const char* name, long long seconds) {
+    std::ofstream(tmp.path / name) << "srun: error: something\n";
+    fs::last_write_time(tmp.path / name, fs::file_time_type::clock::now() - std::chrono::seconds(seconds));
+  };
+  age("keepers-100.log", 8 * 86'400);
+  age("keepers-200.log", 3600);
+  age("node-node1.json", 30 * 86'400);  // a registry entry: not a log
+  fs::create_symlink("/etc/hostname", tmp.path / "keepers-300.log");
+  removeOldKeeperLogs(tmp.path.string(), 7 * 86'400);
+  CHECK_FALSE(fs::exists(tmp.path / "keepers-100.log"));
+  CHECK(fs::exists(tmp.path / "keepers-200.log"));
+  CHECK(fs::exists(tmp.path / "node-node1.json"));
+  CHECK(fs::is_symlink(tmp.path / "keepers-300.log"));  // not a file of ours: left alone
+}
