@@ -72,7 +72,7 @@ TEST_CASE("inventory cache: a changed topology file or an old or foreign entry i
   CHECK_FALSE(loadCachedInventory(file, key));
 
   // Junk, and a symlink to somewhere else, are misses and not crashes.
-  { std::ofstream(file, std::ios::binary) << "\xff\x00junk"; }
+  { std::ofstream(file, std::ios::binary) << std::string("\xff\x00junk", 6); }
   CHECK_FALSE(loadCachedInventory(file, key));
   fs::remove(file);
   fs::create_symlink(tmp.path() / "topo.xml", file);

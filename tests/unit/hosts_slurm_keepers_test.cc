@@ -147,11 +147,11 @@ TEST_CASE("hosts: old keeper-step logs are removed, recent ones and other files 
     std::ofstream(tmp.path / name) << "srun: error: something\n";
     fs::last_write_time(tmp.path / name, fs::file_time_type::clock::now() - std::chrono::seconds(seconds));
   };
-  age("keepers-100.log", 8 * 86'400);
+  age("keepers-100.log", 8LL * 86'400);
   age("keepers-200.log", 3600);
-  age("node-node1.json", 30 * 86'400);  // a registry entry: not a log
+  age("node-node1.json", 30LL * 86'400);  // a registry entry: not a log
   fs::create_symlink("/etc/hostname", tmp.path / "keepers-300.log");
-  removeOldKeeperLogs(tmp.path.string(), 7 * 86'400);
+  removeOldKeeperLogs(tmp.path.string(), 7LL * 86'400);
   CHECK_FALSE(fs::exists(tmp.path / "keepers-100.log"));
   CHECK(fs::exists(tmp.path / "keepers-200.log"));
   CHECK(fs::exists(tmp.path / "node-node1.json"));
