@@ -67,6 +67,20 @@ void writeAll(int fd, const std::string& bytes) {
   }
 }
 
+// srun ends its step on SIGTERM; killed if it lingers.
+void endStep(pid_t srun) {
+  ::kill(-srun, SIGTERM);
+  const auto give_up = Clock::now() + std::chrono::seconds(5);
+  while (::waitpid(srun, nullptr, WNOHANG) == 0) {
+    if (Clock::now() > give_up) {
+      ::kill(-srun, SIGKILL);
+      ::waitpid(srun, nullptr, 0);
+      return;
+    }
+    ::usleep(20'000);
+  }
+}
+
 }  // namespace
 
 void removeOldKeeperLogs(const std::string& dir, long long max_age_s) {
@@ -126,7 +140,7 @@ SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::
   writeAll(child->stdin_fd, user_secret + "\n");
   ::close(child->stdin_fd);  // --input=all: every keeper has the line, then end of file
 
-  std::vector<std::string> seen;
+  std::vector<std::string> seen, unresolved;
   std::string pending;
   bool ended = false;
   const auto deadline = Clock::now() + std::chrono::milliseconds(options.timeout_ms);
@@ -148,42 +162,41 @@ SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::
     for (size_t eol; (eol = pending.find('\n')) != std::string::npos; pending.erase(0, eol + 1)) {
       auto entry = parseKeeperLine(pending.substr(0, eol), nodes, seen);
       if (!entry) continue;  // not a keeper's line (a login script's chatter): ignored
+      seen.push_back(entry->node);
       entry->host = ipv4Of(entry->node);
-      if (entry->host.empty()) continue;
+      if (entry->host.empty()) {  // it answered, but this host cannot reach it by its name
+        unresolved.push_back(entry->node);
+        continue;
+      }
       entry->keep_s = options.keep_s;
       entry->slurm_job = options.slurm_job;
-      seen.push_back(entry->node);
       out.entries.push_back(std::move(*entry));
     }
     if (pending.size() > 65536) pending.clear();
   }
   ::close(child->stdout_fd);
-  if (seen.size() == nodes.size()) return out;
+  if (!unresolved.empty())
+    out.problem = "this host cannot resolve " + joinStrings(unresolved) + " to an IPv4 address to reach its keeper";
+  if (seen.size() == nodes.size()) {
+    if (out.entries.empty()) endStep(child->pid);  // nothing of the step will be used
+    return out;
+  }
+  if (!out.problem.empty()) out.problem += "; ";
 
   std::vector<std::string> missing;
   for (const auto& n : nodes)
     if (std::find(seen.begin(), seen.end(), n.name) == seen.end()) missing.push_back(n.name);
-  if (ended) {  // srun exited before every keeper spoke: its log says why
+  if (ended) {  // srun exited before every keeper spoke: the step is over, its log says why
     int status = 0;
     const int code = ::waitpid(child->pid, &status, 0) == child->pid ? exitCodeOf(status) : -1;
-    out.problem = "the keeper step ended without a keeper on " + joinStrings(missing) + ": " +
-                  explainSrunFailure(code, logSince(options.log_path, log_from), daemon_path);
+    out.entries.clear();  // whoever answered ended with the step
+    out.problem += "the keeper step ended without a keeper on " + joinStrings(missing) + ": " +
+                   explainSrunFailure(code, logSince(options.log_path, log_from), daemon_path);
     return out;
   }
-  out.problem = "no keeper answered within " + std::to_string(options.timeout_ms / 1000) + " s on " +
+  out.problem += "no keeper answered within " + std::to_string(options.timeout_ms / 1000) + " s on " +
                 joinStrings(missing) + " (srun's messages: " + options.log_path + ")";
-  if (seen.empty()) {  // nothing of the step will be used: srun ends it (killed if it lingers)
-    ::kill(-child->pid, SIGTERM);
-    const auto give_up = Clock::now() + std::chrono::seconds(5);
-    while (::waitpid(child->pid, nullptr, WNOHANG) == 0) {
-      if (Clock::now() > give_up) {
-        ::kill(-child->pid, SIGKILL);
-        ::waitpid(child->pid, nullptr, 0);
-        break;
-      }
-      ::usleep(20'000);
-    }
-  }
+  if (out.entries.empty()) endStep(child->pid);  // nothing of the step will be used
   return out;
 }
 

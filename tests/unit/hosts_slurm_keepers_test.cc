@@ -123,6 +123,13 @@ TEST_CASE("hosts: a keeper step that fails or stays silent is explained", "[host
     CHECK_THAT(made.problem, Catch::Contains("Slurm could not start the daemons' job step"));
     CHECK_THAT(made.problem, !Catch::Contains("older run"));
   }
+  SECTION("srun ends after one keeper answered: none is used, the step's end is explained") {
+    auto o = fakeSrun(tmp, "printf 'localhost 40001 101 1700000000\\n'\n"
+                           "echo 'srun: error: 127.0.0.1: task 1: Exited with exit code 2' >&2\nexit 2\n");
+    const auto made = startSlurmKeepers(targets({"localhost", "127.0.0.1"}), "tlaunchd", "s", o);
+    CHECK(made.entries.empty());
+    CHECK_THAT(made.problem, Catch::Contains("keeper step ended without a keeper on 127.0.0.1"));
+  }
   SECTION("one of two keepers answers: it is used, the other node is named") {
     auto o = fakeSrun(tmp, "printf 'localhost 40001 101 1700000000\\n'\nexec sleep 60\n");
     const auto made = startSlurmKeepers(targets({"localhost", "127.0.0.1"}), "tlaunchd", "s", o);
