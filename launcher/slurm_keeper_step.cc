@@ -13,13 +13,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include "bootstrap/keeper_protocol.h"  // epochSeconds
 #include "bootstrap/spawn.h"
 #include "launcher/starter_support.h"
+#include "launcher/text_file.h"
 #include "tlaunch/strings.h"
 
 namespace tlaunch {
@@ -45,16 +44,13 @@ off_t sizeOf(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
 }
 
-// What srun wrote to the log since `from`: its explanation of a failed step.
+// What srun wrote to the log since `from`: its explanation of a failed step (the last 8 KiB).
 std::string logSince(const std::string& path, off_t from) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  in.seekg(from);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
+  auto text = readTextFile(path, "keeper-step log");
+  if (!text || static_cast<size_t>(from) >= text->size()) return "";
   constexpr size_t kTail = 8192;
-  return s.size() > kTail ? s.substr(s.size() - kTail) : s;
+  const size_t start = std::max(static_cast<size_t>(from), text->size() > kTail ? text->size() - kTail : 0);
+  return text->substr(start);
 }
 
 void writeAll(int fd, const std::string& bytes) {

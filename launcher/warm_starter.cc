@@ -61,14 +61,14 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
   };
   for (const auto& n : nodes) {
     auto entry = registry_.secret().empty() ? std::nullopt : registry_.find(n.name, now);
-    // The name now means another host (a changed hostfile, or a home shared between clusters).
-    if (entry && entry->slurm_job == options_.slurm_job && entry->destination != destinationOf(n)) {
-      registry_.remove(n.name);
-      entry.reset();
-    }
     // Another allocation's keeper, or one over ssh for a job under Slurm (or the reverse): not
     // this job's to use; it expires by itself.
     if (entry && entry->slurm_job != options_.slurm_job) entry.reset();
+    // The name now means another host (a changed hostfile, or a home shared between clusters).
+    if (entry && entry->destination != destinationOf(n)) {
+      registry_.remove(n.name);
+      entry.reset();
+    }
     if (entry) request(n, *entry, false);
     else cold.push_back(n);
   }
@@ -107,7 +107,7 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
     const std::string why = w.call->replied() ? getString(w.call->reply(), "why", "it refused") : w.call->error();
     notes_.push_back({true, "node " + w.node.name + ": its warm daemon (" + w.entry.host + ":" +
                                 std::to_string(w.entry.port) + ") cannot be used: " + why + "; starting it " +
-                                (std::string_view(cold_->name()) == "slurm" ? "with srun" : "over ssh")});
+                                (options_.slurm_job.empty() ? "over ssh" : "with srun")});
     registry_.remove(w.node.name);
     cold.push_back(w.node);
   }
