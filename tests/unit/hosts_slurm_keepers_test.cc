@@ -1,6 +1,6 @@
 // The keeper step of warm daemons inside a Slurm allocation (launcher/slurm_keeper_step.h),
 // with a fake srun: what it is asked to run, what it is told, and what tlaunch makes of what
-// comes back. The real step runs in tests/cluster/test_warm_cluster.py.
+// comes back. The real step runs in tests/cluster/test_slurm_jobs.py.
 #include <signal.h>
 #include <unistd.h>
 
@@ -11,30 +11,15 @@
 #include <sstream>
 #include <thread>
 
+#include "hosts_test_support.h"
 #include "launcher/slurm_keeper_step.h"
 
 using namespace tlaunch;
 namespace fs = std::filesystem;
+using test::TempDir;
+using test::targets;
 
 namespace {
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "tlaunch-keepers-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::vector<NodeTarget> targets(const std::vector<std::string>& names) {
-  std::vector<NodeTarget> out;
-  for (size_t i = 0; i < names.size(); ++i) out.push_back({static_cast<int>(i), names[i], "", {}});
-  return out;
-}
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);

@@ -8,32 +8,15 @@
 #include <sstream>
 #include <thread>
 
+#include "hosts_test_support.h"
 #include "launcher/slurm_starter.h"
 
 using namespace tlaunch;
 namespace fs = std::filesystem;
 using W = std::vector<std::string>;
 
-namespace {
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "tlaunch-hosts-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::vector<NodeTarget> targets(const W& names) {
-  std::vector<NodeTarget> out;
-  for (size_t i = 0; i < names.size(); ++i) out.push_back({static_cast<int>(i), names[i], "", {}});
-  return out;
-}
-}  // namespace
+using test::TempDir;
+using test::targets;
 
 TEST_CASE("hosts: srun argv inside an allocation", "[hosts][slurm]") {
   SlurmStarterOptions o;

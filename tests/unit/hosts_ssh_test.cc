@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "hosts_test_support.h"
 #include "launcher/ssh_starter.h"
 
 using namespace tlaunch;
@@ -19,18 +20,7 @@ using W = std::vector<std::string>;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "tlaunch-hosts-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using test::TempDir;
 
 void writeScript(const fs::path& file, const std::string& text) {
   std::ofstream(file) << text;
@@ -71,7 +61,7 @@ TEST_CASE("hosts: ssh argv: exact form with reuse and extra options", "[hosts][s
   CHECK(*argv == W{"ssh", "-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=7",
                    "-o", "ControlMaster=auto", "-o", "ControlPath=/run/user/1000/tlaunch-ssh/%C",
                    "-o", "ControlPersist=90s", "-o", "Port=2222", "-i", "/keys/my key", "-l", "alice", "node3",
-                   "exec '/opt/tlaunch/bin/tlaunchd' '--connect' '10.0.0.1:4000' '--job-id' 'j 1' "
+                   "exec '/opt/tlaunch/bin/tlaunchd' '--connect' '10.0.0.1:4000' '--job-id' 'j 1' "  // NOLINT(bugprone-suspicious-missing-comma): one argument
                    "'--node-index' '2' '--node-name' 'node3'"});
 }
 
