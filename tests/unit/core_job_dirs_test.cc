@@ -9,28 +9,20 @@
 #include <fstream>
 
 #include "bootstrap/pmix_dirs.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tlaunch;
 
+using tlaunch::testing::TempDir;
+
 namespace {
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char pattern[] = "/tmp/tlaunch-dirs-test-XXXXXX";
-    path = ::mkdtemp(pattern);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 const uint32_t kUid = static_cast<uint32_t>(::getuid()), kGid = static_cast<uint32_t>(::getgid());
 }  // namespace
 
 TEST_CASE("makeRankDir creates a private directory, and reuses our own") {
-  TempDir root;
-  const fs::path dir = root.path / "tlaunch.tl-1.n1";
+  TempDir root{"tlaunch-dirs-test"};
+  const fs::path dir = root.path() / "tlaunch.tl-1.n1";
   REQUIRE(makeRankDir(dir.string(), kUid, kGid, "n1"));
   struct stat st {};
   REQUIRE(::lstat(dir.c_str(), &st) == 0);
@@ -45,11 +37,11 @@ TEST_CASE("makeRankDir creates a private directory, and reuses our own") {
 }
 
 TEST_CASE("makeRankDir refuses a planted symlink, and leaves its target alone") {
-  TempDir root;
-  const fs::path target = root.path / "attacker";
+  TempDir root{"tlaunch-dirs-test"};
+  const fs::path target = root.path() / "attacker";
   fs::create_directory(target);
   ::chmod(target.c_str(), 0755);
-  const fs::path dir = root.path / "tlaunch.tl-2.n1";
+  const fs::path dir = root.path() / "tlaunch.tl-2.n1";
   fs::create_directory_symlink(target, dir);
   auto r = makeRankDir(dir.string(), kUid, kGid, "n1");
   REQUIRE_FALSE(r);
@@ -58,12 +50,12 @@ TEST_CASE("makeRankDir refuses a planted symlink, and leaves its target alone") 
   REQUIRE(::stat(target.c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0755);  // not chmod'ed through the link
   // A dangling symlink is no better.
-  const fs::path dangling = root.path / "tlaunch.tl-3.n1";
-  fs::create_symlink(root.path / "nothing-here", dangling);
+  const fs::path dangling = root.path() / "tlaunch.tl-3.n1";
+  fs::create_symlink(root.path() / "nothing-here", dangling);
   CHECK_FALSE(makeRankDir(dangling.string(), kUid, kGid, "n1"));
-  CHECK_FALSE(fs::exists(root.path / "nothing-here"));
+  CHECK_FALSE(fs::exists(root.path() / "nothing-here"));
   // A plain file under the name.
-  const fs::path file = root.path / "tlaunch.tl-4.n1";
+  const fs::path file = root.path() / "tlaunch.tl-4.n1";
   std::ofstream(file) << "x";
   CHECK_FALSE(makeRankDir(file.string(), kUid, kGid, "n1"));
 }
@@ -73,8 +65,8 @@ TEST_CASE("makeRankDir refuses a directory another user created first") {
     WARN("needs root to make a directory owned by another user");
     return;
   }
-  TempDir root;
-  const fs::path dir = root.path / "tlaunch.tl-5.n1";
+  TempDir root{"tlaunch-dirs-test"};
+  const fs::path dir = root.path() / "tlaunch.tl-5.n1";
   fs::create_directory(dir);
   REQUIRE(::chown(dir.c_str(), 65534, 65534) == 0);
   ::chmod(dir.c_str(), 0777);

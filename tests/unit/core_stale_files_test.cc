@@ -10,23 +10,14 @@
 #include <fstream>
 
 #include "daemon/stale_job_files.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tlaunch;
 
-namespace {
+using tlaunch::testing::TempDir;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char pattern[] = "/tmp/tlaunch-stale-test-XXXXXX";
-    path = ::mkdtemp(pattern);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+namespace {
 
 fs::path makeDir(const fs::path& p) {
   fs::create_directories(p);
@@ -37,8 +28,8 @@ fs::path makeDir(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("stale job directories: a dead daemon's are removed, with their /dev/shm namesakes") {
-  TempDir root;
-  const fs::path tmp = root.path / "tmp", shm = root.path / "shm";
+  TempDir root{"tlaunch-stale-test"};
+  const fs::path tmp = root.path() / "tmp", shm = root.path() / "shm";
   const fs::path dead = makeDir(tmp / "tlaunch.tl-dead.node1"), dead_shm = makeDir(shm / "tlaunch.tl-dead.node1");
   const fs::path alive = makeDir(tmp / "tlaunch.tl-alive.node1"), alive_shm = makeDir(shm / "tlaunch.tl-alive.node1");
   const fs::path unmarked = makeDir(tmp / "tlaunch.tl-new.node1");
@@ -69,7 +60,7 @@ TEST_CASE("stale job directories: a dead daemon's are removed, with their /dev/s
   CHECK(fs::exists(alive_shm / "payload"));
   CHECK(fs::exists(unmarked / "payload"));  // not marked yet: its daemon may be starting
   CHECK(fs::exists(foreign / "payload"));   // not a tlaunch job directory
-  CHECK(removeStaleJobDirs((root.path / "missing").string(), shm.string()).empty());
+  CHECK(removeStaleJobDirs((root.path() / "missing").string(), shm.string()).empty());
 }
 
 namespace {
@@ -85,8 +76,8 @@ void markDead(const fs::path& dir, const std::string& identity) {
 }  // namespace
 
 TEST_CASE("stale job directories: only this host's, only this user's, never through a symlink") {
-  TempDir root;
-  const fs::path tmp = root.path / "tmp", shm = root.path / "shm";
+  TempDir root{"tlaunch-stale-test"};
+  const fs::path tmp = root.path() / "tmp", shm = root.path() / "shm";
   fs::create_directories(shm);
   const std::string here = hostIdentity();
   REQUIRE(here.find("host ") == 0);
@@ -106,11 +97,11 @@ TEST_CASE("stale job directories: only this host's, only this user's, never thro
   const fs::path old_style = makeDir(tmp / "tlaunch.tl-old.n1");
   markDead(old_style, "");
   // A symlink planted under a job's name, pointing at a directory with a dead daemon's mark.
-  const fs::path victim = makeDir(root.path / "victim");
+  const fs::path victim = makeDir(root.path() / "victim");
   markDead(victim, here);
   fs::create_directory_symlink(victim, tmp / "tlaunch.tl-link.n1");
   // The /dev/shm namesake of our dead job is a symlink: it is left, and so is its target.
-  const fs::path shm_victim = makeDir(root.path / "shm-victim");
+  const fs::path shm_victim = makeDir(root.path() / "shm-victim");
   fs::create_directory_symlink(shm_victim, shm / "tlaunch.tl-mine.n1");
   // A symlink inside a stale directory is removed, its target is not.
   fs::create_directory_symlink(shm_victim, mine / "inner-link");
@@ -138,9 +129,9 @@ TEST_CASE("stale job directories: only this host's, only this user's, never thro
 }
 
 TEST_CASE("writeOwnerMark refuses a planted symlink in place of the mark") {
-  TempDir root;
-  const fs::path dir = makeDir(root.path / "tlaunch.tl-x.n1");
-  const fs::path target = root.path / "elsewhere";
+  TempDir root{"tlaunch-stale-test"};
+  const fs::path dir = makeDir(root.path() / "tlaunch.tl-x.n1");
+  const fs::path target = root.path() / "elsewhere";
   std::ofstream(target) << "keep";
   fs::create_symlink(target, dir / kOwnerMarkFile);
   CHECK_FALSE(writeOwnerMark(dir.string()));

@@ -12,29 +12,12 @@
 #include <vector>
 
 #include "binding/fabric/fabric_discovery.h"
+#include "temp_dir.h"
 #include "tlaunch/fabric.h"
 
 namespace tlaunch::testing {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "tlaunch-fabric-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 inline std::string fixturesDir() { return TLAUNCH_FIXTURES_DIR; }
 

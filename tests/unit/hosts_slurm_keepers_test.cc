@@ -30,7 +30,7 @@ std::string slurp(const fs::path& p) {
 
 // A fake srun: records its argv and the line on its stdin, then runs `body` (sh).
 SlurmKeeperStepOptions fakeSrun(const TempDir& tmp, const std::string& body) {
-  const fs::path fake = tmp.path / "srun";
+  const fs::path fake = tmp.path() / "srun";
   std::ofstream(fake) << "#!/bin/sh\nout=\"$(dirname \"$0\")\"\nprintf '%s\\n' \"$@\" > \"$out/argv\"\n"
                          "IFS= read -r s; printf '%s' \"$s\" > \"$out/stdin\"\necho $$ > \"$out/pid\"\n"
                       << body;
@@ -38,7 +38,7 @@ SlurmKeeperStepOptions fakeSrun(const TempDir& tmp, const std::string& body) {
   SlurmKeeperStepOptions o;
   o.srun.srun_program = fake.string();
   o.slurm_job = "4242";
-  o.log_path = (tmp.path / "keepers.log").string();
+  o.log_path = (tmp.path() / "keepers.log").string();
   o.keep_s = 600;
   o.timeout_ms = 1000;
   return o;
@@ -85,13 +85,13 @@ TEST_CASE("hosts: the keeper step is started once, told the secret, and left run
     CHECK(e.slurm_job == "4242");
     CHECK(e.keep_s == 600);
   }
-  CHECK(slurp(tmp.path / "stdin") == "usersecret");
-  const std::string argv = slurp(tmp.path / "argv");
+  CHECK(slurp(tmp.path() / "stdin") == "usersecret");
+  const std::string argv = slurp(tmp.path() / "argv");
   CHECK_THAT(argv, Catch::StartsWith("--job-name=tlaunch-keepers\n--overlap\n"));
   CHECK_THAT(argv, Catch::Contains("--nodelist=localhost,127.0.0.1\n"));
   CHECK_THAT(argv, Catch::EndsWith("/opt/tlaunch/bin/tlaunchd\n--keeper\n--keep-for\n600\n--in-slurm-step\n"));
   // srun stays: the keepers live in its step after this tlaunch is gone.
-  const pid_t pid = std::stoi(slurp(tmp.path / "pid"));
+  const pid_t pid = std::stoi(slurp(tmp.path() / "pid"));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   CHECK(running(pid));
   ::kill(pid, SIGKILL);
@@ -120,7 +120,7 @@ TEST_CASE("hosts: a keeper step that fails or stays silent is explained", "[host
     const auto made = startSlurmKeepers(targets({"localhost", "127.0.0.1"}), "tlaunchd", "s", o);
     REQUIRE(made.entries.size() == 1);
     CHECK_THAT(made.problem, Catch::Contains("no keeper answered within 1 s on 127.0.0.1"));
-    ::kill(std::stoi(slurp(tmp.path / "pid")), SIGKILL);
+    ::kill(std::stoi(slurp(tmp.path() / "pid")), SIGKILL);
   }
   SECTION("none answers: srun is ended, not left behind") {
     auto o = fakeSrun(tmp, "exec sleep 60\n");
@@ -129,23 +129,23 @@ TEST_CASE("hosts: a keeper step that fails or stays silent is explained", "[host
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(8));
     CHECK(made.entries.empty());
     CHECK_THAT(made.problem, Catch::Contains("no keeper answered within 1 s on gpu01"));
-    CHECK_FALSE(running(std::stoi(slurp(tmp.path / "pid"))));
+    CHECK_FALSE(running(std::stoi(slurp(tmp.path() / "pid"))));
   }
 }
 
 TEST_CASE("hosts: old keeper-step logs are removed, recent ones and other files stay", "[hosts][slurm][warm]") {
   TempDir tmp;
   const auto age = [&](const char* name, long long seconds) {
-    std::ofstream(tmp.path / name) << "srun: error: something\n";
-    fs::last_write_time(tmp.path / name, fs::file_time_type::clock::now() - std::chrono::seconds(seconds));
+    std::ofstream(tmp.path() / name) << "srun: error: something\n";
+    fs::last_write_time(tmp.path() / name, fs::file_time_type::clock::now() - std::chrono::seconds(seconds));
   };
   age("keepers-100.log", 8LL * 86'400);
   age("keepers-200.log", 3600);
   age("node-node1.json", 30LL * 86'400);  // a registry entry: not a log
-  fs::create_symlink("/etc/hostname", tmp.path / "keepers-300.log");
-  removeOldKeeperLogs(tmp.path.string(), 7LL * 86'400);
-  CHECK_FALSE(fs::exists(tmp.path / "keepers-100.log"));
-  CHECK(fs::exists(tmp.path / "keepers-200.log"));
-  CHECK(fs::exists(tmp.path / "node-node1.json"));
-  CHECK(fs::is_symlink(tmp.path / "keepers-300.log"));  // not a file of ours: left alone
+  fs::create_symlink("/etc/hostname", tmp.path() / "keepers-300.log");
+  removeOldKeeperLogs(tmp.path().string(), 7LL * 86'400);
+  CHECK_FALSE(fs::exists(tmp.path() / "keepers-100.log"));
+  CHECK(fs::exists(tmp.path() / "keepers-200.log"));
+  CHECK(fs::exists(tmp.path() / "node-node1.json"));
+  CHECK(fs::is_symlink(tmp.path() / "keepers-300.log"));  // not a file of ours: left alone
 }

@@ -120,7 +120,7 @@ TEST_CASE("hosts: SlurmStarter: the step gets the secret, a failed step is expla
   TempDir tmp;
   // A fake srun that behaves like one daemon per node: it records its argv and stdin, and
   // fails like slurmstepd when the daemon path does not exist.
-  const fs::path fake = tmp.path / "srun";
+  const fs::path fake = tmp.path() / "srun";
   std::ofstream(fake) << "#!/bin/sh\nout=\"$(dirname \"$0\")\"\nprintf '%s\\n' \"$@\" > \"$out/argv\"\n"
                          "IFS= read -r s; printf '%s' \"$s\" > \"$out/stdin\"\n"
                          "for last; do :; done\n"
@@ -143,7 +143,7 @@ TEST_CASE("hosts: SlurmStarter: the step gets the secret, a failed step is expla
     REQUIRE(failures.size() == 1);
     CHECK(failures[0].node_index == 1);
     CHECK_THAT(failures[0].message, Catch::StartsWith("tlaunchd not found at /nonexistent/tlaunchd on gpu02"));
-    std::ifstream in(tmp.path / "stdin");
+    std::ifstream in(tmp.path() / "stdin");
     std::stringstream ss;
     ss << in.rdbuf();
     CHECK(ss.str() == "key");

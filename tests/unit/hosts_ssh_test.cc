@@ -96,7 +96,7 @@ TEST_CASE("hosts: ssh control dir: private per-user place whose socket paths fit
   }
 
   TempDir tmp;
-  const std::string dir = (tmp.path / "a" / "ctl").string();
+  const std::string dir = (tmp.path() / "a" / "ctl").string();
   REQUIRE(ensurePrivateDir(dir));
   struct stat st{};
   REQUIRE(::stat(dir.c_str(), &st) == 0);
@@ -105,12 +105,12 @@ TEST_CASE("hosts: ssh control dir: private per-user place whose socket paths fit
   REQUIRE(ensurePrivateDir(dir));  // tightened again
   REQUIRE(::stat(dir.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0700);
-  fs::create_directory_symlink(dir, tmp.path / "link");
-  auto link = ensurePrivateDir((tmp.path / "link").string());
+  fs::create_directory_symlink(dir, tmp.path() / "link");
+  auto link = ensurePrivateDir((tmp.path() / "link").string());
   REQUIRE_FALSE(link);
   CHECK_THAT(link.error().message, Catch::Contains("symbolic link"));
-  std::ofstream(tmp.path / "file") << "x";
-  CHECK_FALSE(ensurePrivateDir((tmp.path / "file").string()));
+  std::ofstream(tmp.path() / "file") << "x";
+  CHECK_FALSE(ensurePrivateDir((tmp.path() / "file").string()));
   CHECK_FALSE(ensurePrivateDir("relative/dir"));
 }
 
@@ -196,7 +196,7 @@ TEST_CASE("hosts: SshStarter: real ssh to a name that does not resolve", "[hosts
   SshStarterOptions o;
   o.ssh_program = "/usr/bin/ssh";
   o.connect_timeout_s = 5;
-  o.control_dir = (tmp.path / "ctl").string();
+  o.control_dir = (tmp.path() / "ctl").string();
   SshStarter starter(o);
   REQUIRE(starter.start({NodeTarget{0, "nonexistent.invalid", "", {}}}, DaemonCommand{"/opt/tlaunch/bin/tlaunchd", {}},
                         "secret"));
@@ -212,11 +212,11 @@ TEST_CASE("hosts: SshStarter: real ssh to a name that does not resolve", "[hosts
 // A fake ssh runs the remote command with a local shell, as sshd would on the node.
 TEST_CASE("hosts: SshStarter: fanout, secret on stdin, arguments, failures, stop", "[hosts][ssh]") {
   TempDir tmp;
-  const fs::path fake_ssh = tmp.path / "fake-ssh";
+  const fs::path fake_ssh = tmp.path() / "fake-ssh";
   writeScript(fake_ssh, "#!/bin/sh\nfor last; do :; done\nexec /bin/sh -c \"$last\"\n");
   // The fake daemon records its arguments (NUL-separated) and the line on its stdin, then
   // waits to be stopped; node "bad" exits 3 with a message.
-  const fs::path daemon = tmp.path / "fake daemon";
+  const fs::path daemon = tmp.path() / "fake daemon";
   writeScript(daemon,
               "#!/bin/sh\nout=\"$1\"; shift\nfor last; do :; done\n"
               "printf '%s\\0' \"$@\" > \"$out/args.$last\"\nIFS= read -r secret\n"
@@ -232,14 +232,14 @@ TEST_CASE("hosts: SshStarter: fanout, secret on stdin, arguments, failures, stop
   std::vector<NodeTarget> nodes;
   for (int i = 0; i < 5; ++i) nodes.push_back({i, i == 2 ? "bad" : "n" + std::to_string(i), "", {}});
   const std::string tricky = "a 'b' \"c\" $d; e\\f\ng";
-  REQUIRE(starter.start(nodes, DaemonCommand{daemon.string(), {tmp.path.string(), tricky}}, "s3cr3t"));
+  REQUIRE(starter.start(nodes, DaemonCommand{daemon.string(), {tmp.path().string(), tricky}}, "s3cr3t"));
   CHECK(starter.startedCount() == 2);
 
   // Nothing connected yet: the fanout holds the rest back.
-  pollUntil(starter, [&](const auto&) { return fs::exists(tmp.path / "secret.n1"); }, 5000);
+  pollUntil(starter, [&](const auto&) { return fs::exists(tmp.path() / "secret.n1"); }, 5000);
   CHECK(starter.startedCount() == 2);
-  CHECK(readFile(tmp.path / "secret.n0") == "s3cr3t");
-  const std::string args = readFile(tmp.path / "args.n1");
+  CHECK(readFile(tmp.path() / "secret.n0") == "s3cr3t");
+  const std::string args = readFile(tmp.path() / "args.n1");
   std::string expected;
   for (const std::string& a : {tricky, std::string("--node-index"), std::string("1"), std::string("--node-name"),
                                std::string("n1")}) {
@@ -259,7 +259,7 @@ TEST_CASE("hosts: SshStarter: fanout, secret on stdin, arguments, failures, stop
   pollUntil(starter, [&](const auto&) { return starter.startedCount() == 5; }, 5000);
   CHECK(starter.startedCount() == 5);
   // Let the last daemons come up before stopping them.
-  pollUntil(starter, [&](const auto&) { return fs::exists(tmp.path / "secret.n4"); }, 5000);
+  pollUntil(starter, [&](const auto&) { return fs::exists(tmp.path() / "secret.n4"); }, 5000);
 
   const auto before = std::chrono::steady_clock::now();
   starter.stop(2000);

@@ -9,23 +9,11 @@
 #include <vector>
 
 #include "launcher/daemon_starter.h"
+#include "temp_dir.h"
 
 namespace tlaunch::test {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "tlaunch-hosts-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
+using testing::TempDir;
 
 // Node i is named names[i], with no ssh destination of its own.
 inline std::vector<NodeTarget> targets(const std::vector<std::string>& names) {

@@ -7,18 +7,14 @@
 #include "daemon/nccl_log_watch.h"
 #include "launcher/nccl/nccl_report.h"
 #include "nccl_test_support.h"
+#include "temp_dir.h"
 
 using namespace tlaunch;
 using namespace tlaunch::nccl::testing;
-namespace fs = std::filesystem;
+
+using tlaunch::testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("nccl-watch-" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 nccl::NcclReport reportOfSummary(const Json& summary) {
   nccl::NcclLogState state;
@@ -42,16 +38,16 @@ std::string firstHostLines(const std::string& text) {
 }  // namespace
 
 TEST_CASE("nccl log watch: a file growing in pieces is summarised once, at Init COMPLETE") {
-  TempDir dir;
+  TempDir dir{"nccl-watch"};
   const std::string text = firstHostLines(readFixture("01"));
   REQUIRE(text.find("Init COMPLETE") != std::string::npos);
   NcclLogWatch::Limits limits;
   limits.read_chunk = 100;  // several polls per piece
-  NcclLogWatch watch(dir.path.string(), 1, limits);
+  NcclLogWatch watch(dir.path().string(), 1, limits);
   watch.poll();  // no file yet
   CHECK_FALSE(watch.ready());
-  std::ofstream out(dir.path / "nccl.rank1.node01.4242.log", std::ios::binary);
-  std::ofstream other(dir.path / "nccl.rank11.node01.4243.log", std::ios::binary);  // another rank
+  std::ofstream out(dir.path() / "nccl.rank1.node01.4242.log", std::ios::binary);
+  std::ofstream other(dir.path() / "nccl.rank11.node01.4243.log", std::ios::binary);  // another rank
   other << "garbage\n" << std::flush;
   for (std::size_t at = 0; at < text.size() && !watch.ready(); at += 333) {
     out << text.substr(at, 333) << std::flush;
