@@ -125,20 +125,27 @@ void ChildProcess::signal(int sig) const {
 
 void ChildProcess::closeStdin() { closeFd(stdin_fd_); }
 
-void ChildProcess::terminate(int grace_ms) {
-  if (pid_ <= 0 || poll()) return;
-  signal(SIGTERM);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (poll()) return;
+int terminateProcessGroup(pid_t pid, int grace_ms) {
+  ::kill(-pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  int st = 0;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &st, WNOHANG);
+    if (r == pid) return st;
+    if (r < 0 && errno != EINTR) return -1;
+    if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  signal(SIGKILL);
-  int st = 0;
-  if (::waitpid(pid_, &st, 0) == pid_) {
-    exited_ = true;
-    status_ = st;
-  }
+  ::kill(-pid, SIGKILL);
+  while (::waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return -1;
+  return st;
+}
+
+void ChildProcess::terminate(int grace_ms) {
+  if (pid_ <= 0 || poll()) return;
+  if (const int st = terminateProcessGroup(pid_, grace_ms); st != -1) status_ = st;
+  exited_ = true;
   drainStderr();
 }
 

@@ -10,6 +10,10 @@
 
 namespace tlaunch {
 
+// Ends a process group led by `pid` (a child of ours): SIGTERM to the group, up to `grace_ms`
+// for it to exit, then SIGKILL; reaps it and returns its wait status (-1 if it was not ours).
+int terminateProcessGroup(pid_t pid, int grace_ms);
+
 class ChildProcess {
  public:
   ChildProcess() = default;

@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <netdb.h>
 #include <poll.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -17,6 +16,7 @@
 
 #include "bootstrap/keeper_protocol.h"  // epochSeconds
 #include "bootstrap/spawn.h"
+#include "launcher/child_process.h"
 #include "launcher/starter_support.h"
 #include "launcher/text_file.h"
 #include "tlaunch/strings.h"
@@ -60,20 +60,6 @@ void writeAll(int fd, const std::string& bytes) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
     done += static_cast<size_t>(n);
-  }
-}
-
-// srun ends its step on SIGTERM; killed if it lingers.
-void endStep(pid_t srun) {
-  ::kill(-srun, SIGTERM);
-  const auto give_up = Clock::now() + std::chrono::seconds(5);
-  while (::waitpid(srun, nullptr, WNOHANG) == 0) {
-    if (Clock::now() > give_up) {
-      ::kill(-srun, SIGKILL);
-      ::waitpid(srun, nullptr, 0);
-      return;
-    }
-    ::usleep(20'000);
   }
 }
 
@@ -174,7 +160,8 @@ SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::
   if (!unresolved.empty())
     out.problem = "this host cannot resolve " + joinStrings(unresolved) + " to an IPv4 address to reach its keeper";
   if (seen.size() == nodes.size()) {
-    if (out.entries.empty()) endStep(child->pid);  // nothing of the step will be used
+    // Nothing of the step will be used: srun ends its step on SIGTERM (killed if it lingers).
+    if (out.entries.empty()) terminateProcessGroup(child->pid, 5000);
     return out;
   }
   if (!out.problem.empty()) out.problem += "; ";
@@ -192,7 +179,7 @@ SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::
   }
   out.problem += "no keeper answered within " + std::to_string(options.timeout_ms / 1000) + " s on " +
                 joinStrings(missing) + " (srun's messages: " + options.log_path + ")";
-  if (out.entries.empty()) endStep(child->pid);  // nothing of the step will be used
+  if (out.entries.empty()) terminateProcessGroup(child->pid, 5000);
   return out;
 }
 
