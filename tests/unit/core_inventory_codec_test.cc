@@ -37,7 +37,7 @@ TEST_CASE("inventory: this machine's report round-trips through CBOR, every part
   CHECK(inventoryToJson(*got) == inventoryToJson(sent));
 }
 
-TEST_CASE("inventory: identical machines' topologies are parsed once; a malformed one is refused") {
+TEST_CASE("inventory: identical machines' topologies are parsed once, a malformed one is refused") {
   InventoryRequest req;
   req.node_name = "here";
   req.preflight = "off";

@@ -40,7 +40,7 @@ TEST_CASE("line splitter: only whole lines come out until the end", "[lines]") {
   REQUIRE(out == Segs{{L, "hello\nworld"}});  // the partial last line, as it was
 }
 
-TEST_CASE("line splitter: adjacent lines are one segment; CRLF is a line end, also across reads", "[lines]") {
+TEST_CASE("line splitter: adjacent lines are one segment, CRLF is a line end, also across reads", "[lines]") {
   REQUIRE(split({"a\r\nb\r\n"}) == Segs{{L, "a\r\nb\r\n"}});
   REQUIRE(split({"a\r", "\nb\n"}) == Segs{{L, "a\r\nb\n"}});
   REQUIRE(split({"\n\n"}) == Segs{{L, "\n\n"}});

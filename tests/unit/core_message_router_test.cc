@@ -33,7 +33,7 @@ TEST_CASE("router: each type reaches its own handler with the message and the co
   CHECK(seen.calls == std::vector<std::string>{"exit:exit:2:7", "pmix:abort:3", "pmix:fence:1"});
 }
 
-TEST_CASE("router: a prefix claims the types that start with it; an exact type wins over it") {
+TEST_CASE("router: a prefix claims the types that start with it, an exact type wins over it") {
   std::vector<std::string> got;
   MessageRouter<> r;
   r.onPrefix("rdma_", [&](const std::string& t, Json&&) { got.push_back("prefix:" + t); });

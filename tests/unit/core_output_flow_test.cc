@@ -46,7 +46,7 @@ TEST_CASE("output channel: output waits for credit, control-ordered messages wai
   CHECK(ch.empty());
 }
 
-TEST_CASE("output channel: a record larger than the window goes alone; pipes pause above high water") {
+TEST_CASE("output channel: a record larger than the window goes alone, pipes pause above high water") {
   Wire w;
   auto ch = channel(w, 4, 12, 2);
   const std::string big(9, 'x');

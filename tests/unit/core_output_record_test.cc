@@ -6,7 +6,7 @@
 
 using namespace tlaunch;
 
-TEST_CASE("output records keep stream and kind apart; unknown kinds are refused") {
+TEST_CASE("output records keep stream and kind apart, unknown kinds are refused") {
   for (auto kind : {OutputKind::lines, OutputKind::continued, OutputKind::update}) {
     for (int stream : {1, 2}) {
       const std::string payload = encodeOutputFrame(5, stream, "abc\r", kind).substr(kFrameHeaderBytes);

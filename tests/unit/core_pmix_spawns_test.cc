@@ -83,7 +83,7 @@ TEST_CASE("pmix spawns: hosts outside the job, ended nodes and unknown callers a
   CHECK(spawns.nodeOf(4) == -1);
 }
 
-TEST_CASE("pmix spawn wire: request and placement round-trip; malformed ones are refused") {
+TEST_CASE("pmix spawn wire: request and placement round-trip, malformed ones are refused") {
   auto req = request(3, {2, 1}, {{"n1"}});
   req.hosts = {"n0"};
   auto back = spawnRequestFromJson(spawnRequestToJson(7, req));

@@ -86,7 +86,7 @@ TEST_CASE("a failing pre-exec step fails the spawn with its code") {
   CHECK(p.error().message.find(std::strerror(EPERM)) != std::string::npos);
 }
 
-TEST_CASE("stdin is /dev/null unless piped; a piped stdin carries what is written") {
+TEST_CASE("stdin is /dev/null unless piped, a piped stdin carries what is written") {
   auto p = spawnProcess(shell("cat"));
   REQUIRE(p);
   CHECK(p->stdin_fd == -1);

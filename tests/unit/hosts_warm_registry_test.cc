@@ -73,7 +73,7 @@ TEST_CASE("warm registry: a secret others could read or that is not ours is refu
   CHECK(modeOf(dir) == 0700);
 }
 
-TEST_CASE("warm registry: entries per node; an expired or malformed one is forgotten", "[hosts][warm]") {
+TEST_CASE("warm registry: entries per node, an expired or malformed one is forgotten", "[hosts][warm]") {
   TempDir tmp;
   auto reg = WarmRegistry::openAt((tmp.path() / "d").string(), true);
   REQUIRE(reg);

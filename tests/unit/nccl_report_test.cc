@@ -220,7 +220,7 @@ TEST_CASE("nccl report: 10: NET/Libfabric/0 without GDR ('GDR not supported'), r
   CHECK(contains(report.verdict, "without GPUDirect RDMA"));
 }
 
-TEST_CASE("nccl report: 11: single node on SHM/direct/direct; network Libfabric selected but unused") {
+TEST_CASE("nccl report: 11: single node on SHM/direct/direct, network Libfabric selected but unused") {
   auto report = reportOf("11");
   REQUIRE(report.ranks.size() == 4);
   for (int rank = 0; rank < 4; ++rank) {

@@ -104,7 +104,7 @@ TEST_CASE("every failing verbs call names its stage and releases what the endpoi
   }
 }
 
-TEST_CASE("a write that never completes times out; one that fails says the completion status") {
+TEST_CASE("a write that never completes times out, one that fails says the completion status") {
   for (auto mode : {FakeVerbs::Completion::never, FakeVerbs::Completion::error}) {
     FakeCluster cluster(2);
     cluster[0].completion = mode;
@@ -119,7 +119,7 @@ TEST_CASE("a write that never completes times out; one that fails says the compl
   }
 }
 
-TEST_CASE("endpoint data survives the control plane's encoding; malformed data is refused") {
+TEST_CASE("endpoint data survives the control plane's encoding, malformed data is refused") {
   RdmaEndpointInfo info{0x1234, true, GidBytes{1, 2, 3}, 0xabcdef, 4096, 0x7fff00001000, 0xdeadbeef, 1 << 20};
   auto back = rdmaInfoFromJson(rdmaInfoToJson(info));
   REQUIRE(back);

@@ -101,7 +101,7 @@ TEST_CASE("every recorded topology loads with the GPUs, HCAs, NUMA nodes and PUs
   }
 }
 
-TEST_CASE("snapshots agree with hwloc itself: PUs once each, in their NUMA node; GPUs sorted and on GPU vendors",
+TEST_CASE("snapshots agree with hwloc itself: PUs once each, in their NUMA node, GPUs sorted and on GPU vendors",
           "[topology]") {
   const std::regex busid("^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]$");
   for (const auto& path : test::topologyFixtures()) {
@@ -198,7 +198,7 @@ TEST_CASE("POWER9 GPU-memory NUMA nodes are kept without cores, and GPUs sit on 
   for (const auto& g : t->gpus) CHECK((g.numa == 0 || g.numa == 8));
 }
 
-TEST_CASE("HCA ports carry the state and netdevs hwloc recorded; zeroed UUIDs count as unknown", "[topology]") {
+TEST_CASE("HCA ports carry the state and netdevs hwloc recorded, zeroed UUIDs count as unknown", "[topology]") {
   auto path = test::topologyFixture("llnl-ipa20");
   if (path.empty()) return;
   auto t = loadTopology(path);
@@ -302,7 +302,7 @@ TEST_CASE("a topology that does not load is an error naming the file and the rea
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("the live machine's topology comes with its XML for the ranks; a recorded one does not", "[topology]") {
+TEST_CASE("the live machine's topology comes with its XML for the ranks, a recorded one does not", "[topology]") {
   std::string xml;
   auto live = loadTopology("", &xml);
   REQUIRE(live.has_value());

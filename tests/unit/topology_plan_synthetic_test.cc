@@ -96,7 +96,7 @@ TEST_CASE("CPU-only ranks spread round-robin over NUMA nodes and then split core
   CHECK(cpus == std::vector<std::string>{"0:0-3", "1:8-11", "0:4-7", "1:12-15"});
 }
 
-TEST_CASE("BindMode numa gives the whole NUMA node; none binds nothing but still pairs HCAs", "[topology][plan]") {
+TEST_CASE("BindMode numa gives the whole NUMA node, none binds nothing but still pairs HCAs", "[topology][plan]") {
   auto path = test::topologyFixture("ornl-summit");
   if (path.empty()) return;
   auto topo = loadTopology(path);
@@ -154,7 +154,7 @@ TEST_CASE("PCI distance classes follow the bridges", "[topology][plan]") {
   CHECK(pciDistance({hb}, -1, {"hb:0000:40-4f"}, -1) == PciDistance::sys);
 }
 
-TEST_CASE("the HCA port is the first ACTIVE one; HCAs without an ACTIVE port are avoided", "[topology][plan]") {
+TEST_CASE("the HCA port is the first ACTIVE one, HCAs without an ACTIVE port are avoided", "[topology][plan]") {
   TopologySnapshot t = machine(1, 4);
   t.gpus = {gpuAt("0000:03:00.0", {"hb:0000:00-0f", "0000:00:01.0"}, 0)};
   t.hcas = {hcaAt("mlx5_0", {"hb:0000:00-0f", "0000:00:01.0"}, 0, {{1, 1, {}}}),
@@ -184,7 +184,7 @@ TEST_CASE("GPUs of unknown locality go to the least-loaded NUMA node and stay di
   CHECK(formatCpuList((*plan)[1].cpus) == "8-15");
 }
 
-TEST_CASE("a machine without Core objects binds PUs; one without CPUs fails unless binding is off",
+TEST_CASE("a machine without Core objects binds PUs, one without CPUs fails unless binding is off",
           "[topology][plan]") {
   hwloc_topology_t raw = nullptr;
   hwloc_topology_init(&raw);
