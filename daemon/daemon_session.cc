@@ -113,6 +113,7 @@ void DaemonSession::onMessage(Json&& msg) {
     frontendLost("protocol error");
     return;
   }
+  upstream_heard_ = std::chrono::steady_clock::now();
   if (relayDown(msg)) return;
   if (!router_.route(std::move(msg))) spdlog::warn("ignoring unknown message '{}' from the frontend", t);
 }
@@ -160,6 +161,10 @@ void DaemonSession::handleWelcome(const Json& msg) {
     return;
   }
   authenticated_ = true;
+  if (!opts_.tree_parent.empty()) {  // started by its tree parent and connected to it (tree spawn)
+    upstream_parent_ = opts_.tree_parent;
+    upstream_heard_ = std::chrono::steady_clock::now();
+  }
   // From here on this daemon lives as long as its control connection, not as long as whatever
   // started it: a killed ssh client (or its sshd session going away) must not end the job.
   ::prctl(PR_SET_PDEATHSIG, 0);
@@ -195,12 +200,19 @@ void DaemonSession::handleConfig(const Json& msg) {
 }
 
 void DaemonSession::heartbeat() {
-  // Our pings tell the frontend we are alive. Its silence does not end the job: a frontend that
-  // is stopped (Ctrl-Z) keeps its connection and its job; one whose host is gone is noticed by
-  // TCP (keepalive, TCP_USER_TIMEOUT: setDeadPeerTimeout), and then the connection closes.
+  // Our pings tell the frontend (and our tree children) we are alive. The frontend's silence does
+  // not end the job: a frontend that is stopped (Ctrl-Z) keeps its connection and its job; one
+  // whose host is gone is noticed by TCP (keepalive, TCP_USER_TIMEOUT: setDeadPeerTimeout), and
+  // then the connection closes. A tree parent's silence does: the frontend has then given it up
+  // (it no longer answers the frontend's heartbeats either), and its teardown cannot reach us.
   if (done_) return;
   if (conn_ && conn_->isOpen()) conn_->send({{"t", "ping"}});
+  tree_->pingAll();
   tree_->checkLiveness(dead_peer_timeout_);
+  if (!upstream_parent_.empty() && std::chrono::steady_clock::now() - upstream_heard_ > dead_peer_timeout_) {
+    return frontendLost("no heartbeat from node " + upstream_parent_ + ", its parent in the control tree, for " +
+                        std::to_string(dead_peer_timeout_.count() / 1000) + " s");
+  }
   pollSpawned();
   heartbeat_timer_.expires_after(heartbeat_interval_);
   heartbeat_timer_.async_wait([this](const asio::error_code& ec) {

@@ -87,7 +87,7 @@ class DaemonSession {
   void startTreeListener();
   void handleTree(const Json& msg);
   void attachToParent(const std::string& host, int port, const std::string& parent_name);
-  void switchToParent();
+  void switchToParent(const std::string& parent_name);
   bool relayDown(Json& msg);  // true: the message was for a node below this one, and went on
   void sendUp(Json&& msg, bool bulk);
   void sendOwn(const Json& msg);  // this node's PMIx server's messages (fences gather the subtree's)
@@ -132,8 +132,12 @@ class DaemonSession {
   std::shared_ptr<Connection> parent_;      // the tree parent, while attaching
   std::shared_ptr<Connection> leaving_;     // the direct connection, until the frontend closes it
   std::string parent_client_nonce_;
-  SubtreeFence subtree_fence_;
-  std::unique_ptr<DaemonStarter> spawner_;  // ssh to this node's tree children (tree spawn)  // fences of the whole job: this node's share and its children's
+  SubtreeFence subtree_fence_;  // fences of the whole job: this node's share and its children's
+  // Upstream is a daemon (the tree parent), not the frontend: its silence ends this node's ranks
+  // (a frontend's silence does not: Ctrl-Z on tlaunch must not end the job).
+  std::string upstream_parent_;  // its node name, or "" while upstream is the frontend
+  std::chrono::steady_clock::time_point upstream_heard_{};
+  std::unique_ptr<DaemonStarter> spawner_;  // ssh to this node's tree children (tree spawn)
   bool attaching_ = false;
   std::chrono::milliseconds dead_peer_timeout_{15000};
   static constexpr std::chrono::seconds kChallengeTimeout{10};

@@ -105,13 +105,13 @@ void DaemonSession::attachToParent(const std::string& host, int port, const std:
   attach_timer_.async_wait([failed](const asio::error_code& e) {
     if (!e) failed("no welcome within 10 s");
   });
-  sock->async_connect({addr, static_cast<unsigned short>(port)}, [this, sock, failed](const asio::error_code& cec) {
+  sock->async_connect({addr, static_cast<unsigned short>(port)}, [this, sock, failed, parent_name](const asio::error_code& cec) {
     if (!attaching_) return;
     if (cec) return failed(cec.message());
     parent_ = Connection::create(std::move(*sock));
     auto nonce = std::make_shared<std::string>();
     parent_->start(
-        [this, failed, nonce](Json&& m) {
+        [this, failed, nonce, parent_name](Json&& m) {
           const std::string t = getString(m, "t");
           if (t == "challenge" && nonce->empty() && getInt(m, "proto") == kProtocolVersion) {
             *nonce = bytesOf(m["nonce"]);
@@ -123,7 +123,7 @@ void DaemonSession::attachToParent(const std::string& host, int port, const std:
                      constantTimeEquals(bytesOf(m["mac"]), welcomeProof(opts_.secret, *nonce, parent_client_nonce_))) {
             parent_->openFromNow(std::make_unique<FrameCipher>(opts_.secret, *nonce, parent_client_nonce_,
                                                                FrameCipher::Direction::to_daemon));
-            switchToParent();
+            switchToParent(parent_name);
           } else {
             failed("it answered '" + t + "' without proving the job secret");
           }
@@ -132,9 +132,11 @@ void DaemonSession::attachToParent(const std::string& host, int port, const std:
   });
 }
 
-void DaemonSession::switchToParent() {
+void DaemonSession::switchToParent(const std::string& parent_name) {
   attach_timer_.cancel();
   attaching_ = false;
+  upstream_parent_ = parent_name;
+  upstream_heard_ = std::chrono::steady_clock::now();
   auto direct = conn_;
   conn_ = std::move(parent_);
   conn_->setMaxFrameBytes(kAuthenticatedMaxFrameBytes);

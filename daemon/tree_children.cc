@@ -144,6 +144,11 @@ void TreeChildren::sendAll(const Connection::Frame& frame, bool bulk) {
     if (c->child && c->conn->isOpen()) bulk ? c->conn->sendBulk(frame) : c->conn->sendEncoded(frame);
 }
 
+void TreeChildren::pingAll() {
+  static const Json kPing = {{"t", "ping"}};
+  if (openChildren() > 0) sendAll(std::make_shared<const std::string>(encodeFrame(encodeMessage(kPing))), false);
+}
+
 void TreeChildren::checkLiveness(std::chrono::milliseconds timeout) {
   const auto now = std::chrono::steady_clock::now();
   std::vector<Child*> gone;

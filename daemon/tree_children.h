@@ -45,6 +45,9 @@ class TreeChildren {
   // Down: to the child whose subtree holds `node` (false when none of ours does), or to all.
   bool sendToward(int node, const Connection::Frame& frame, bool bulk);
   void sendAll(const Connection::Frame& frame, bool bulk);
+  // This daemon's heartbeat to its children: they end their ranks when it stops (a parent that
+  // is frozen keeps their connections open, and the frontend's messages no longer reach them).
+  void pingAll();
 
   // Children silent for longer than `timeout` are closed and reported lost; strangers that
   // have not proved the secret within kAuthTimeout are dropped.

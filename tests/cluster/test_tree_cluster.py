@@ -18,7 +18,10 @@ inside salloc srun starts all four and node3 and node4 attach to node1. As a use
 - node4's tlaunchd killed mid-job (a leaf below node1): node1 reports it lost, the job ends naming
   node4; nothing of the job is left on any node within 10 s;
 - node3's tlaunchd stopped (SIGSTOP) mid-job: only node1 hears its heartbeats stop; the job ends
-  within the heartbeat timeout (5 s) naming node3; once it runs again it ends its ranks.
+  within the heartbeat timeout (5 s) naming node3; once it runs again it ends its ranks;
+- node1's tlaunchd stopped (SIGSTOP) mid-job (an interior daemon whose children's connections stay
+  open): the job ends naming node1 and the 2 nodes below it, and node3 and node4 end their ranks
+  when node1's heartbeats stop, while node1 is still stopped; once it runs again it ends its own.
 
 Needs root (exits 77, skipped, where a virtual cluster cannot be built) and the MPI test program of
 tests/pmix (PMIX_MPI_HELLO). One cluster for all checks.
@@ -140,7 +143,15 @@ def mpi_hello(ws, hello):
           f"exit {s.returncode}\n     stdout {s.stdout[-1500:]!r}\n     stderr {s.stderr[-2000:]!r}")
 
 
-def kill_daemon(ws, node, expect, sig=signal.SIGKILL):
+def processes_on(job, node):
+    """'pid command' of the job's processes serving `node`: its tlaunchd and its rank (-p 1 on
+    node1..node4 in order: rank i runs on node i+1)."""
+    rank = str(vc.nodes.index(node))
+    ranks = set(cj.tl.processes_with_env("TLAUNCH_JOB_ID", job)) & set(cj.tl.processes_with_env("RANK", rank))
+    return [f"{pid} {node}" for pid in sorted(set(cj.daemons_of(job, node)) | ranks)]
+
+
+def kill_daemon(ws, node, expect, sig=signal.SIGKILL, gone_while_stopped=()):
     p = subprocess.Popen([ws.tlaunch, *cj.NET, *TREE, "--heartbeat-timeout", "5", "--kill-timeout", "2", *hosts(),
                           "-p", "1", "--", cj.PYTHON, ws.program("output_patterns.py"), "sleep", "60"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", cwd=ws.dir,
@@ -173,6 +184,12 @@ def kill_daemon(ws, node, expect, sig=signal.SIGKILL):
     check(p.returncode == 69 and summary and all(s in summary[0] for s in expect) and ended < 15,
           f"{what}: exit 69 after {ended:.1f} s, the summary names {', '.join(expect)}",
           f"exit {p.returncode}\n     stderr {err[-1500:]!r}")
+    if job and gone_while_stopped:
+        # Frozen interior: its children hear its heartbeats stop and end their ranks themselves.
+        left = lambda: [p for n in gone_while_stopped for p in processes_on(job, n)]  # noqa: E731
+        ok = cj.tl.wait_until(lambda: not left(), 15)
+        check(ok, f"{what}: nothing of the job left on {', '.join(gone_while_stopped)} while {node} is still stopped",
+              "\n     ".join(left()))
     if sig == signal.SIGSTOP:
         for pid in daemons:  # it finds its parent gone, and ends its ranks
             os.kill(pid, signal.SIGCONT)
@@ -205,6 +222,10 @@ def main():
             kill_daemon(ws, "node4", ["lost node node4"])
             # Frozen: only its parent, node1, hears its heartbeats stop (--heartbeat-timeout 5).
             kill_daemon(ws, "node3", ["lost node node3", "no heartbeat for 5 s"], signal.SIGSTOP)
+            # A frozen interior daemon: tlaunch gives it up with its subtree, and node3 and node4,
+            # whose connections to it stay open, end their ranks when its heartbeats stop.
+            kill_daemon(ws, "node1", ["lost node node1", "The 2 nodes below it"], signal.SIGSTOP,
+                        gone_while_stopped=("node3", "node4"))
         print(f"cluster down in {vc.down_seconds:.1f} s", flush=True)
     left = [p for job in jobs_seen if job for p in cj.job_processes(job)]
     check(not left, "after down: no process of any job of this test", "\n     ".join(left))

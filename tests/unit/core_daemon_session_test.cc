@@ -30,6 +30,12 @@ class ScriptedFrontend {
         prove_(prove_secret), drop_first_(drop_first) {
     accept();
   }
+  // After the inventory, say nothing more (a stopped frontend, or a frozen tree parent: the
+  // connection stays open), with this config's heartbeats.
+  void silentAfterInventory(Json config) {
+    silent_ = true;
+    config_ = std::move(config);
+  }
   int port() const { return acceptor_.local_endpoint().port(); }
 
   bool hello_proved = false;
@@ -64,12 +70,12 @@ class ScriptedFrontend {
       const std::string proof = prove_ ? welcomeProof(secret_, nonce_, client_nonce) : std::string(32, 'x');
       conn_->send({{"t", "welcome"}, {"mac", binary(proof)}});
       conn_->sealFromNow(std::make_unique<FrameCipher>(secret_, nonce_, client_nonce, FrameCipher::Direction::to_daemon));
-      conn_->send({{"t", "config"}, {"config", Json::object()}});
+      conn_->send({{"t", "config"}, {"config", config_}});
     } else if (t == "inventory") {
       auto inv = inventoryFromJson(msg["inv"]);
       if (inv) inventory = std::move(*inv);
       else inventory_error = inv.error().message;
-      conn_->send({{"t", "shutdown"}});
+      if (!silent_) conn_->send({{"t", "shutdown"}});
     }
   }
 
@@ -78,11 +84,13 @@ class ScriptedFrontend {
   std::string secret_;
   bool prove_;
   bool drop_first_;
+  bool silent_ = false;
+  Json config_ = Json::object();
   std::shared_ptr<Connection> conn_;
   std::string nonce_;
 };
 
-int runDaemon(asio::io_context& io, DaemonSession& d, std::chrono::seconds limit) {
+int runDaemon(asio::io_context& io, DaemonSession& d, std::chrono::milliseconds limit) {
   d.start();
   io.run_for(limit);
   return d.exitCode();
@@ -147,4 +155,34 @@ TEST_CASE("daemon session: a connection the frontend drops before authentication
   REQUIRE(fe.inventory);
   CHECK(fe.inventory->node == "n0");
   CHECK(code == 0);
+}
+
+TEST_CASE("daemon session: a silent tree parent ends the node's part of the job, a silent frontend does not") {
+  const Json fast = {{"heartbeat_ms", 20}, {"heartbeat_timeout_ms", 1000}};
+  SECTION("upstream is the daemon's tree parent (it was started by it and connects to it)") {
+    asio::io_context io(1);
+    const std::string secret = newJobSecret();
+    ScriptedFrontend parent(io, secret, true);
+    parent.silentAfterInventory(fast);
+    DaemonOptions o = optionsFor(parent.port(), secret);
+    o.tree_parent = "n9";
+    DaemonSession d(io, o);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int code = runDaemon(io, d, std::chrono::seconds(20));
+    REQUIRE(parent.inventory);
+    CHECK(io.stopped());  // ended on its own, after the heartbeat timeout
+    CHECK(code != 0);
+    CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(1000));
+  }
+  SECTION("upstream is the frontend (Ctrl-Z on tlaunch keeps the job)") {
+    asio::io_context io(1);
+    const std::string secret = newJobSecret();
+    ScriptedFrontend fe(io, secret, true);
+    fe.silentAfterInventory(fast);
+    DaemonSession d(io, optionsFor(fe.port(), secret));
+    (void)runDaemon(io, d, std::chrono::milliseconds(2500));
+    REQUIRE(fe.inventory);
+    CHECK_FALSE(io.stopped());  // still there, waiting for its frontend
+    CHECK_FALSE(fe.closed);
+  }
 }

@@ -136,6 +136,20 @@ TEST_CASE("tree children: a placed child that proves the secret carries messages
   CHECK(getString(c.received[1], "t") == "ping");
 }
 
+TEST_CASE("tree children: this daemon's own heartbeat reaches each child, for that link only") {
+  Parent p;
+  p.place();
+  ScriptedChild a(p.io, p.port(), "n2", 2);
+  ScriptedChild b(p.io, p.port(), "n3", 3);
+  REQUIRE(p.runUntil([&] { return a.welcomed && b.welcomed; }));
+  p.children.pingAll();
+  REQUIRE(p.runUntil([&] { return a.received.size() == 1 && b.received.size() == 1; }));
+  for (const auto* c : {&a, &b}) {
+    CHECK(getString(c->received[0], "t") == "ping");
+    CHECK_FALSE(c->received[0].contains(kEveryNodeTag));  // not carried on below the child
+  }
+}
+
 TEST_CASE("tree children: a relayed message must come from the child's own subtree") {
   Parent p;
   p.place();
