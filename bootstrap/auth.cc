@@ -22,6 +22,10 @@ std::string randomBytes(size_t n) {
 
 std::string newJobSecret() { return hexBytes(randomBytes(32)); }
 
+std::string derivedSecret(std::string_view secret, std::string_view purpose) {
+  return hexBytes(hmacSha256(secret, "tlaunch derived secret: " + std::string(purpose)));
+}
+
 std::string hmacSha256(std::string_view key, std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;

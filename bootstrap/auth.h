@@ -14,6 +14,9 @@ std::string randomBytes(size_t n);          // from OpenSSL's CSPRNG; aborts if 
 std::string newJobSecret();                 // 64 hex characters
 std::string hmacSha256(std::string_view key, std::string_view data);  // 32 raw bytes
 bool constantTimeEquals(std::string_view a, std::string_view b);
+// A secret for one purpose, derived from a longer-lived one (64 hex characters): knowing it
+// reveals nothing of `secret`, nor of another purpose's.
+std::string derivedSecret(std::string_view secret, std::string_view purpose);
 
 std::string helloProof(std::string_view secret, std::string_view server_nonce, std::string_view client_nonce,
                        std::string_view node_name);

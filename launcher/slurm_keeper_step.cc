@@ -102,6 +102,9 @@ SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::
     return out;
   }
   srun->insert(srun->begin() + 1, "--job-name=tlaunch-keepers");
+  // One keeper that dies (the OOM killer, a kill by hand) must not end the step: with it would
+  // go every other node's keeper and the job daemons they started, which run in this step.
+  std::replace(srun->begin(), srun->end(), std::string("--kill-on-bad-exit=1"), std::string("--kill-on-bad-exit=0"));
   const size_t slash = options.log_path.rfind('/');
   if (slash != std::string::npos) removeOldKeeperLogs(options.log_path.substr(0, slash), 7LL * 86'400);
   SpawnSpec spec;

@@ -28,7 +28,7 @@ int runStopDaemons() {
   std::vector<KeeperCall*> raw;
   for (const auto& e : entries) {
     calls.push_back(std::make_unique<KeeperCall>(
-        e.host, e.port, registry->secret(), Json{{"t", "stop"}, {"keeper_pid", e.pid}, {"keeper_since", e.since}}));
+        e.host, e.port, registry->secretFor(e), Json{{"t", "stop"}, {"keeper_pid", e.pid}, {"keeper_since", e.since}}));
     raw.push_back(calls.back().get());
   }
   KeeperCall::runAll(raw, std::chrono::steady_clock::now() + std::chrono::seconds(5));

@@ -104,6 +104,11 @@ Result<WarmRegistry> WarmRegistry::openAt(const std::string& dir, bool create_se
   return r;
 }
 
+std::string WarmRegistry::keeperSecret(const std::string& slurm_job) const {
+  if (slurm_job.empty() || secret_.empty()) return secret_;
+  return derivedSecret(secret_, "keepers of Slurm job " + slurm_job);
+}
+
 std::string WarmRegistry::pathOf(const std::string& node) const { return dir_ + "/" + fileNameOf(node); }
 
 std::optional<WarmEntry> WarmRegistry::find(const std::string& node, long long now) const {

@@ -36,6 +36,11 @@ class WarmRegistry {
 
   const std::string& dir() const { return dir_; }
   const std::string& secret() const { return secret_; }
+  // What the keeper of `entry` accepts: the user's secret over ssh; inside a Slurm allocation a
+  // secret derived from it for that allocation alone, since it reaches the keepers through
+  // srun's stdin, which Slurm may carry over the network in clear.
+  std::string secretFor(const WarmEntry& entry) const { return keeperSecret(entry.slurm_job); }
+  std::string keeperSecret(const std::string& slurm_job) const;
   // The node's keeper, unless none was saved or it has expired by `now` (epoch seconds; an
   // expired entry is removed).
   std::optional<WarmEntry> find(const std::string& node, long long now) const;

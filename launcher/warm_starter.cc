@@ -56,7 +56,7 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
     w.node = n;
     w.entry = entry;
     w.fresh = fresh;
-    w.call = std::make_unique<KeeperCall>(entry.host, entry.port, registry_.secret(), std::move(req));
+    w.call = std::make_unique<KeeperCall>(entry.host, entry.port, registry_.secretFor(entry), std::move(req));
     tries.push_back(std::move(w));
   };
   for (const auto& n : nodes) {
@@ -73,7 +73,7 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
     else cold.push_back(n);
   }
   if (options_.start_keepers && options_.keep_s > 0 && !cold.empty()) {
-    SlurmKeepers made = options_.start_keepers(cold, command.daemon_path, registry_.secret());
+    SlurmKeepers made = options_.start_keepers(cold, command.daemon_path, registry_.keeperSecret(options_.slurm_job));
     if (!made.problem.empty()) notes_.push_back({false, "some nodes will not stay warm after the job: " + made.problem});
     for (auto& e : made.entries) {
       // Written down now, so that `tlaunch stop-daemons` finds it even if this tlaunch is killed;

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "fabric_test_support.h"  // TempDir
+#include "temp_dir.h"
 #include <chrono>
 #include <filesystem>
 #include <fstream>

@@ -89,6 +89,9 @@ TEST_CASE("hosts: the keeper step is started once, told the secret, and left run
   const std::string argv = slurp(tmp.path() / "argv");
   CHECK_THAT(argv, Catch::StartsWith("--job-name=tlaunch-keepers\n--overlap\n"));
   CHECK_THAT(argv, Catch::Contains("--nodelist=localhost,127.0.0.1\n"));
+  // One keeper that dies does not end the step, and with it every node's keeper and daemons.
+  CHECK_THAT(argv, Catch::Contains("--kill-on-bad-exit=0\n"));
+  CHECK_THAT(argv, !Catch::Contains("--kill-on-bad-exit=1"));
   CHECK_THAT(argv, Catch::EndsWith("/opt/tlaunch/bin/tlaunchd\n--keeper\n--keep-for\n600\n--in-slurm-step\n"));
   // srun stays: the keepers live in its step after this tlaunch is gone.
   const pid_t pid = std::stoi(slurp(tmp.path() / "pid"));

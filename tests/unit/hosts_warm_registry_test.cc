@@ -5,11 +5,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "fabric_test_support.h"  // TempDir
 #include <filesystem>
 #include <fstream>
 
 #include "launcher/warm_registry.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tlaunch;
@@ -40,6 +40,23 @@ TEST_CASE("warm registry: a private directory and a 0600 secret, made once and k
   auto again = WarmRegistry::openAt(dir.string(), true);
   REQUIRE(again);
   CHECK(again->secret() == made->secret());
+}
+
+TEST_CASE("warm registry: keepers inside a Slurm allocation get a secret of that allocation only", "[hosts][warm]") {
+  TempDir tmp;
+  auto reg = WarmRegistry::openAt((tmp.path() / "daemons").string(), true);
+  REQUIRE(reg);
+  WarmEntry over_ssh, in_slurm, other_job;
+  in_slurm.slurm_job = "4242";
+  other_job.slurm_job = "4243";
+  CHECK(reg->secretFor(over_ssh) == reg->secret());
+  const std::string derived = reg->secretFor(in_slurm);
+  // It travels on srun's stdin: a line of hex, neither the user's secret nor another job's.
+  CHECK(derived.size() == 64);
+  CHECK(derived.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(derived != reg->secret());
+  CHECK(derived != reg->secretFor(other_job));
+  CHECK(derived == reg->keeperSecret("4242"));  // the same on every call, for the step and its users
 }
 
 TEST_CASE("warm registry: a secret others could read or that is not ours is refused, saying how to fix it",
