@@ -46,10 +46,16 @@ int runStopDaemons() {
       registry->remove(e.node);
       continue;
     }
-    // A keeper that refuses our secret is not ours: keep its entry out of the way all the same.
-    refused = refused || c.error().find("secret") != std::string::npos;
+    // A keeper that refuses our secret is not ours, or was started with a secret since replaced:
+    // its entry goes out of the way all the same, and the user learns where it ran.
+    const bool refused_this = c.error().find("secret") != std::string::npos;
+    refused = refused || refused_this;
     std::cerr << "tlaunch: node " << e.node << ": no warm daemon of yours answered at " << e.host << ":" << e.port
-              << " (" << (c.replied() ? getString(c.reply(), "why") : c.error()) << ")\n";
+              << " (" << (c.replied() ? getString(c.reply(), "why") : c.error()) << ")";
+    if (refused_this)
+      std::cerr << "; if it is a keeper started before the secret was replaced, end it on " << e.node << " with kill "
+                << e.pid;
+    std::cerr << "\n";
     registry->remove(e.node);
   }
   std::cout << "tlaunch: stopped warm daemons on " << stopped << " node" << (stopped == 1 ? "" : "s") << "\n";

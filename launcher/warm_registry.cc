@@ -77,7 +77,8 @@ Result<std::string> readSecret(const std::string& path, bool create) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 0777));
     return fail(Errc::io, path + " can be read by other users (mode " + mode + ")",
-                "chmod 600 " + path + ", or remove it (a new one is made)");
+                "chmod 600 " + path + "; if others may have read it, run `tlaunch stop-daemons` after the chmod "
+                "(running keepers accept it until they stop), then remove it (a new one is made)");
   }
   text.resize(n > 0 ? static_cast<size_t>(n) : 0);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
