@@ -6,17 +6,27 @@ namespace tlaunch {
 
 std::optional<Json> SubtreeFence::add(const Json& msg, int node, std::size_t expected) {
   const auto seq = static_cast<uint64_t>(getInt(msg, "seq"));
+  if (ended_.count(seq) || (!fences_.count(seq) && fences_.size() >= kMaxInProgress)) return std::nullopt;
   Gathering& g = fences_[seq];
+  if (!g.from.insert(node).second) return std::nullopt;  // this contributor's share is in already
   g.collect = g.collect || getBool(msg, "collect");
   if (auto it = msg.find("parts"); it != msg.end() && it->is_array()) {
     for (const auto& p : *it) g.parts.push_back(p);
   } else {
     g.parts.push_back(Json::array({node, msg.contains("d") ? msg["d"] : binary("")}));
   }
-  if (++g.arrived < expected) return std::nullopt;
+  if (g.from.size() < expected) return std::nullopt;
   Json combined = {{"t", "fence"}, {"seq", seq}, {"collect", g.collect}, {"parts", std::move(g.parts)}};
-  fences_.erase(seq);
+  ended(seq);
   return combined;
+}
+
+void SubtreeFence::forget(uint64_t seq) { ended(seq); }
+
+void SubtreeFence::ended(uint64_t seq) {
+  fences_.erase(seq);
+  ended_.insert(seq);
+  if (ended_.size() > kRememberEnded) ended_.erase(ended_.begin());
 }
 
 std::optional<Json> SubtreeFence::addRelayed(Json msg, std::size_t expected) {

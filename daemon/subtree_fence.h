@@ -6,11 +6,15 @@
 // (bootstrap/fence_collector.h) and sends it down once per link.
 //
 // A contribution is a "fence" message: {"seq", "collect", "d"} from one node, or
-// {"seq", "collect", "parts": [[node, data], ...]} from a subtree.
+// {"seq", "collect", "parts": [[node, data], ...]} from a subtree. Each contributor counts once
+// per fence, and a fence that ended (completed or forgotten) takes no more contributions: a
+// second or late one from a confused or hostile child neither completes a fence early nor
+// leaves a gathering behind that never completes.
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "bootstrap/message.h"
 
@@ -24,16 +28,20 @@ class SubtreeFence {
   // A child's share as TreeChildren relays it (tagged with the child's number).
   std::optional<Json> addRelayed(Json msg, std::size_t expected);
   // The fence ended without us (a failed rank): forget what was gathered.
-  void forget(uint64_t seq) { fences_.erase(seq); }
+  void forget(uint64_t seq);
   std::size_t inProgress() const { return fences_.size(); }
 
  private:
   struct Gathering {
     Json parts = Json::array();
-    std::size_t arrived = 0;
+    std::set<int> from;  // contributors so far: this node, its children
     bool collect = false;
   };
+  void ended(uint64_t seq);
+  static constexpr std::size_t kRememberEnded = 256;  // fences end in order: the last few suffice
+  static constexpr std::size_t kMaxInProgress = 256;  // normally one or two at a time
   std::map<uint64_t, Gathering> fences_;
+  std::set<uint64_t> ended_;
 };
 
 }  // namespace tlaunch

@@ -25,6 +25,7 @@ struct TreeChildren::Child {
   int index = -1;
   bool proved = false;   // the hello proved the job secret
   bool child = false;    // ... and the node is one of ours: messages flow
+  uint64_t id = 0;       // never reused: a drop posted for a closed child cannot hit a newer one
   std::chrono::steady_clock::time_point since, last_heard;
 };
 
@@ -38,7 +39,7 @@ void TreeChildren::adopt(asio::ip::tcp::socket socket) {
   if (static_cast<size_t>(unplaced) >= kMaxUnplaced) {  // a flood: the oldest stranger goes
     for (auto& c : children_)
       if (!c->child) {
-        drop(c.get());
+        drop(c->id);
         break;
       }
   }
@@ -46,12 +47,13 @@ void TreeChildren::adopt(asio::ip::tcp::socket socket) {
   c->conn = Connection::create(std::move(socket));  // 4 KiB frames until the proof
   c->nonce = randomBytes(kNonceBytes);
   c->since = c->last_heard = std::chrono::steady_clock::now();
+  c->id = next_id_++;
   Child* raw = c.get();
   children_.push_back(std::move(c));
   raw->conn->start([this, raw](Json&& m) { raw->proved ? onChildMessage(*raw, std::move(m)) : onHello(*raw, std::move(m)); },
                    [this, raw](const std::string& reason) {
                      if (raw->child && !ending_ && hooks_.lost) hooks_.lost(raw->index, reason);
-                     asio::post(io_, [this, raw] { drop(raw); });
+                     asio::post(io_, [this, id = raw->id] { drop(id); });
                    });
   raw->conn->send({{"t", "challenge"}, {"proto", kProtocolVersion}, {"nonce", binary(raw->nonce)}});
 }
@@ -62,7 +64,7 @@ void TreeChildren::onHello(Child& c, Json&& msg) {
       !constantTimeEquals(bytesOf(msg["mac"]), helloProof(secret_, c.nonce, bytesOf(msg["nonce"]), node))) {
     spdlog::warn("rejected a connection from {} on the tree listener: it did not prove the job secret", c.conn->peer());
     c.conn->close();
-    asio::post(io_, [this, p = &c] { drop(p); });
+    asio::post(io_, [this, id = c.id] { drop(id); });
     return;
   }
   c.proved = true;
@@ -80,7 +82,7 @@ void TreeChildren::accepted(Child& c) {
   if (it == expected_.end() || it->second != c.name || childAt(c.index)) {
     spdlog::warn("node {} (index {}) asked to be a tree child of this node, which does not expect it", c.name, c.index);
     c.conn->close();
-    asio::post(io_, [this, p = &c] { drop(p); });
+    asio::post(io_, [this, id = c.id] { drop(id); });
     return;
   }
   c.child = true;
@@ -123,7 +125,21 @@ void TreeChildren::onChildMessage(Child& c, Json&& msg) {
   } else {
     msg[kSourceTag] = c.index;
   }
+  if (type == "fence" && !partsFromSubtree(msg, c.index)) {
+    spdlog::warn("node {} sent fence data for a node that is not below it; dropped", c.name);
+    return;
+  }
   hooks_.up(std::move(msg), travelsBehindOutput(type));
+}
+
+bool TreeChildren::partsFromSubtree(const Json& fence, int child) const {
+  auto it = fence.find("parts");
+  if (it == fence.end()) return true;  // the child's own share
+  if (!it->is_array()) return false;
+  for (const auto& p : *it)
+    if (!p.is_array() || p.empty() || !p[0].is_number_integer() || !shape_.isInSubtree(p[0].get<int>(), child))
+      return false;
+  return true;
 }
 
 TreeChildren::Child* TreeChildren::childAt(int index) {
@@ -159,7 +175,7 @@ void TreeChildren::checkLiveness(std::chrono::milliseconds timeout) {
     c->conn->close();
     if (c->child && !ending_ && hooks_.lost)
       hooks_.lost(c->index, "no heartbeat for " + std::to_string(timeout.count() / 1000) + " s");
-    drop(c);
+    drop(c->id);
   }
 }
 
@@ -173,10 +189,10 @@ void TreeChildren::closeAll() {
   children_.clear();
 }
 
-void TreeChildren::drop(Child* c) {
+void TreeChildren::drop(uint64_t id) {
   for (auto& p : children_)
-    if (p.get() == c) p->conn->close();
-  std::erase_if(children_, [c](const auto& p) { return p.get() == c; });
+    if (p->id == id) p->conn->close();
+  std::erase_if(children_, [id](const auto& p) { return p->id == id; });
 }
 
 }  // namespace tlaunch

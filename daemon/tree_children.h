@@ -6,6 +6,7 @@
 // messages and rank output up, each tagged with the node it came from. A child that goes
 // silent or away is reported up as lost: the frontend decides what that ends.
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -62,7 +63,9 @@ class TreeChildren {
   void onHello(Child& c, Json&& msg);
   void accepted(Child& c);  // proved the secret and belongs here: a child from now on
   void onChildMessage(Child& c, Json&& msg);
-  void drop(Child* c);
+  void drop(uint64_t id);
+  // A subtree's fence share names only nodes of that subtree (one cannot speak for a sibling).
+  bool partsFromSubtree(const Json& fence, int child) const;
   Child* childAt(int index);
 
   static constexpr auto kAuthTimeout = std::chrono::seconds(5);
@@ -78,6 +81,7 @@ class TreeChildren {
   std::map<int, std::string> expected_;  // index -> node name, once placed
   std::chrono::milliseconds dead_peer_{15000};
   bool ending_ = false;
+  uint64_t next_id_ = 1;
 };
 
 }  // namespace tlaunch

@@ -237,8 +237,40 @@ TEST_CASE("subtree fence: this node's share and each child's leave as one messag
   for (const auto& p : (*combined)["parts"]) parts[p[0].get<int>()] = bytesOf(p[1]);
   CHECK(parts == std::map<int, std::string>{{0, "AA"}, {2, "BB"}, {3, "CC"}, {7, "DD"}});
   CHECK(f.inProgress() == 0);
-  // A fence that ends without us (a failed rank) is forgotten.
-  CHECK_FALSE(f.add(own, 0, 2));
-  f.forget(4);
+  // A late or repeated share of a fence that completed starts nothing new.
+  CHECK_FALSE(f.add(leaf, 2, 3));
   CHECK(f.inProgress() == 0);
+  // A fence that ends without us (a failed rank) is forgotten, and stays so.
+  Json five = own;
+  five["seq"] = 5;
+  CHECK_FALSE(f.add(five, 0, 2));
+  f.forget(5);
+  CHECK(f.inProgress() == 0);
+  CHECK_FALSE(f.add(five, 2, 2));
+  CHECK(f.inProgress() == 0);
+}
+
+TEST_CASE("subtree fence: a contributor counts once, a second share does not complete the fence early") {
+  SubtreeFence f;
+  const Json share = {{"t", "fence"}, {"seq", 9}, {"collect", true}, {"d", binary("BB")}};
+  CHECK_FALSE(f.add(share, 2, 3));
+  CHECK_FALSE(f.add(share, 2, 3));  // child 2 again: still waiting for this node and child 3
+  CHECK_FALSE(f.add(share, 0, 3));
+  auto combined = f.add(share, 3, 3);
+  REQUIRE(combined);
+  CHECK((*combined)["parts"].size() == 3);
+}
+
+TEST_CASE("tree children: a child's fence share may name only nodes of its own subtree") {
+  Parent p;
+  p.place();
+  ScriptedChild c(p.io, p.port(), "n2", 2);
+  REQUIRE(p.runUntil([&] { return c.welcomed; }));
+  auto part = [](int node) { return Json::array({node, binary("x")}); };
+  c.send({{"t", "fence"}, {"seq", 1}, {"parts", Json::array({part(2), part(3)})}});  // 3 is its sibling
+  c.send({{"t", "fence"}, {"seq", 1}, {"parts", Json::array({part(2), part(6)})}});  // 6 is below it
+  REQUIRE(p.runUntil([&] { return !p.up.empty(); }));
+  p.runUntil([] { return false; }, std::chrono::milliseconds(100));
+  REQUIRE(p.up.size() == 1);
+  CHECK(p.up[0]["parts"][1][0] == 6);
 }
