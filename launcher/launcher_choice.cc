@@ -40,7 +40,12 @@ Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const s
   const bool keeping = spec.keep_daemons_s > 0;
   auto registry = WarmRegistry::open(env, keeping);
   if (!registry) {
-    if (keeping || spec.keep_daemons_s == 0) return tl::unexpected(registry.error());
+    if (spec.keep_daemons_s == 0) {  // its own hint would be "pass --keep-daemons 0"
+      Error e = registry.error();
+      e.hint = "fix it as said, or run without --keep-daemons (the warm daemons end by themselves when their time is up)";
+      return tl::unexpected(std::move(e));
+    }
+    if (keeping) return tl::unexpected(registry.error());
     return std::optional<WarmRegistry>{};  // never asked for: a broken cache dir is not this job's problem
   }
   if (!keeping) {

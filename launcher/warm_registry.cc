@@ -159,12 +159,14 @@ Result<void> WarmRegistry::save(const WarmEntry& e) const {
                   {"pid", e.pid},     {"since", e.since},             {"expires", e.expires}, {"keep_s", e.keep_s}};
   if (!e.slurm_job.empty()) j["slurm_job"] = e.slurm_job;
   const std::string path = pathOf(e.node);
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  // A name of its own (mkstemp: O_EXCL, 0600): two hosts sharing this home over NFS may save at
+  // once with the same pid. close() is checked: NFS reports a full disk there.
+  std::string tmp = path + ".tmpXXXXXX";
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) return fail(Errc::io, "cannot write " + tmp + ": " + std::strerror(errno));
   const std::string text = j.dump() + "\n";
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ok = ::close(fd) == 0 && ok;
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());
     return fail(Errc::io, "cannot write " + path + ": " + std::strerror(errno));
