@@ -1,6 +1,7 @@
 // PmixServer's public API: server lifecycle, job registration, fork setup, completions.
 #include "bootstrap/pmix_server.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -45,6 +46,20 @@ void prepareEnvironment() {
   // otherwise complete a one-node fence among the survivors of a failed rank, where a job over
   // several nodes fails it (the frontend knows of failures; libpmix on one node does not).
   setenv("PMIX_MCA_pmix_server_fence_localonly_opt", "0", 1);
+}
+
+// libpmix's own topology: from the daemon's XML (written into the server's private directory)
+// when there is one, through libpmix's topology-file parameter; else it discovers the machine.
+void useTopologyFile(const PmixServerConfig& config) {
+  constexpr const char* kTopoFileVar = "PMIX_MCA_pmix_hwloc_topo_file";
+  unsetenv(kTopoFileVar);
+  if (config.topology_xml.empty()) return;
+  const std::string path = config.tmpdir + "/topology.xml";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const bool written = ::write(fd, config.topology_xml.data(), config.topology_xml.size()) ==
+                       static_cast<ssize_t>(config.topology_xml.size());
+  if (::close(fd) == 0 && written) setenv(kTopoFileVar, path.c_str(), 1);
 }
 
 std::string defaultShmDir(const PmixJobLayout& layout) {
@@ -155,6 +170,7 @@ Result<std::unique_ptr<PmixServer>> PmixServer::start(const PmixServerConfig& co
   impl->tmpdir_created = !existed;
 
   prepareEnvironment();
+  useTopologyFile(config);
 
   PmixInfoList info;
   info.addString(PMIX_SERVER_TMPDIR, config.tmpdir);

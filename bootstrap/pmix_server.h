@@ -32,6 +32,10 @@ struct PmixServerConfig {
   // when the server is destroyed, so never point it at a shared directory.
   std::string tmpdir;
   uint32_t uid = 0, gid = 0;  // the ranks' credentials; PMIx checks them on connect (SO_PEERCRED)
+  // This node's topology as hwloc v2 XML, if the daemon loaded it already: libpmix then reads it
+  // instead of discovering the machine a second time (a full hwloc discovery with PCI: ~10 ms of
+  // CPU, more in a VM, where each PCI config read traps). "" lets libpmix discover it.
+  std::string topology_xml;
   // Upper bound for each blocking libpmix call in registerJob and ~PmixServer. libpmix 4.2.2 can
   // wedge in teardown; past the bound the call is abandoned, never waited for.
   std::chrono::milliseconds op_bound{5000};

@@ -38,6 +38,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   cfg.tmpdir = b->node_dir_ + "/server";
   cfg.uid = static_cast<uint32_t>(::getuid());
   cfg.gid = static_cast<uint32_t>(::getgid());
+  cfg.topology_xml = topology_xml;
   PmixServer::Callbacks cb;
   cb.fence_contribution = [send](uint64_t seq, const std::string& blob, bool collect) {
     send({{"t", "fence"}, {"seq", seq}, {"collect", collect}, {"d", binary(blob)}});

@@ -35,16 +35,16 @@ std::vector<std::string> netIfOf(const HostEntry& h) {
 // the secret (and fails loudly when it cannot); otherwise only where one of the job's nodes has
 // a keeper (warm daemons turn tree spawn off: no job should lose it for another job's nodes).
 // `slurm_job`: the allocation a usable keeper must belong to ("" over ssh).
+constexpr std::string_view kNoRegistryHint =
+    "fix it as said, or run without --keep-daemons (the warm daemons end by themselves when their time is up)";
+
 Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const std::map<std::string, std::string>& env,
                                                     const std::vector<NodeTarget>& nodes, const std::string& slurm_job) {
   const bool keeping = spec.keep_daemons_s > 0;
   auto registry = WarmRegistry::open(env, keeping);
   if (!registry) {
-    if (spec.keep_daemons_s == 0) {  // its own hint would be "pass --keep-daemons 0"
-      Error e = registry.error();
-      e.hint = "fix it as said, or run without --keep-daemons (the warm daemons end by themselves when their time is up)";
-      return tl::unexpected(std::move(e));
-    }
+    if (spec.keep_daemons_s == 0)  // its own hint would be "pass --keep-daemons 0"
+      return fail(registry.error().code, registry.error().message, std::string(kNoRegistryHint));
     if (keeping) return tl::unexpected(registry.error());
     return std::optional<WarmRegistry>{};  // never asked for: a broken cache dir is not this job's problem
   }

@@ -1,10 +1,14 @@
 // PmixServer inside this process (libpmix runs, no rank is started; tests/pmix runs real jobs).
+#include <hwloc.h>
+#include <pmix.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
+#include <sstream>
 #include <vector>
 
 #include "bootstrap/pmix_env.h"
@@ -54,6 +58,28 @@ tlaunch::PmixJobLayout layout(const TempBase& base) {
   return l;
 }
 
+// A recorded machine (2 x EPYC 7402, 4 x A100), not this one.
+const std::string kFixtureTopology = std::string(TLAUNCH_FIXTURES_DIR) +
+                                     "/topologies/jsc-juwels-booster-jwb0004_2xEPYC7402_4xA100_4xmlx5-HDR_pci-only-gpus_hwloc2.2.xml";
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int processingUnits(hwloc_topology_t topo) { return hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU); }
+
+int processingUnitsOf(const std::string& xml_path) {
+  hwloc_topology_t topo = nullptr;
+  hwloc_topology_init(&topo);
+  int n = -1;
+  if (hwloc_topology_set_xml(topo, xml_path.c_str()) == 0 && hwloc_topology_load(topo) == 0) n = processingUnits(topo);
+  hwloc_topology_destroy(topo);
+  return n;
+}
+
 std::string valueOf(const std::vector<std::string>& env, const std::string& key) {
   const std::string* e = tlaunch::findEnv(env, key);
   return e ? e->substr(key.size() + 1) : "<unset>";
@@ -65,9 +91,20 @@ std::string valueOf(const std::vector<std::string>& env, const std::string& key)
 TEST_CASE("pmix server: registration, rank environment, cleanup, one server per process") {
   TempBase base;
   Strand strand;
-  auto server = PmixServer::start(config(base), strand.post(), {});
+  // The daemon's topology XML goes to libpmix, which then does not discover the machine itself:
+  // libpmix's own topology is the recorded machine's, not this one's.
+  auto with_topology = config(base);
+  with_topology.topology_xml = readFile(kFixtureTopology);
+  REQUIRE_FALSE(with_topology.topology_xml.empty());
+  auto server = PmixServer::start(with_topology, strand.post(), {});
   REQUIRE(server);
   CHECK(fs::is_directory(base.path + "/srv"));
+  pmix_topology_t pmix_topo{};
+  REQUIRE(PMIx_Load_topology(&pmix_topo) == PMIX_SUCCESS);
+  REQUIRE(pmix_topo.topology != nullptr);
+  const int recorded = processingUnitsOf(kFixtureTopology);
+  CHECK(recorded != static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)));  // else the check below proves nothing
+  CHECK(processingUnits(static_cast<hwloc_topology_t>(pmix_topo.topology)) == recorded);
 
   auto second = PmixServer::start(config(base), strand.post(), {});
   REQUIRE_FALSE(second);
