@@ -31,19 +31,22 @@ std::vector<std::string> netIfOf(const HostEntry& h) {
   }
   return out;
 }
+
+// For --keep-daemons 0 with a registry that cannot be opened: its own hint would be "pass
+// --keep-daemons 0".
+constexpr std::string_view kNoRegistryHint =
+    "fix it as said, or run without --keep-daemons (the warm daemons end by themselves when their time is up)";
+
 // The user's warm daemons, where this launch makes or may reuse some: --keep-daemons N creates
 // the secret (and fails loudly when it cannot); otherwise only where one of the job's nodes has
 // a keeper (warm daemons turn tree spawn off: no job should lose it for another job's nodes).
 // `slurm_job`: the allocation a usable keeper must belong to ("" over ssh).
-constexpr std::string_view kNoRegistryHint =
-    "fix it as said, or run without --keep-daemons (the warm daemons end by themselves when their time is up)";
-
 Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const std::map<std::string, std::string>& env,
                                                     const std::vector<NodeTarget>& nodes, const std::string& slurm_job) {
   const bool keeping = spec.keep_daemons_s > 0;
   auto registry = WarmRegistry::open(env, keeping);
   if (!registry) {
-    if (spec.keep_daemons_s == 0)  // its own hint would be "pass --keep-daemons 0"
+    if (spec.keep_daemons_s == 0)
       return fail(registry.error().code, registry.error().message, std::string(kNoRegistryHint));
     if (keeping) return tl::unexpected(registry.error());
     return std::optional<WarmRegistry>{};  // never asked for: a broken cache dir is not this job's problem
