@@ -5,8 +5,9 @@
 namespace tlaunch {
 
 std::string encodeMessage(const Json& msg) {
-  std::vector<std::uint8_t> v = Json::to_cbor(msg);
-  return std::string(v.begin(), v.end());
+  std::string out;  // written in place: no vector to convert byte by byte afterwards
+  Json::to_cbor(msg, out);
+  return out;
 }
 
 Result<Json> decodeMessage(std::string_view payload) {
@@ -22,7 +23,7 @@ Result<Json> decodeMessage(std::string_view payload) {
 std::string bytesOf(const Json& v) {
   if (v.is_binary()) {
     const auto& b = v.get_binary();
-    return std::string(b.begin(), b.end());
+    return std::string(reinterpret_cast<const char*>(b.data()), b.size());  // one memcpy
   }
   if (v.is_string()) return v.get<std::string>();
   return {};

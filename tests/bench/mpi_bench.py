@@ -260,6 +260,15 @@ def ratio(a, b):
 
 
 def print_tables(args, hello, fence, barrier):
+    if hello:
+        print_hello(args, hello)
+    if fence:
+        print_fences(args, fence)
+    if barrier:
+        print_barrier(barrier)
+
+
+def print_hello(args, hello):
     print()
     print(f"MPI hello (pmix_mpi_hello: Init, Allreduce, ring, Barrier, Finalize), {NODES} nodes x 2 ranks: "
           f"median wall ms of {args.runs} runs (after {args.warmup} warm-up)")
@@ -288,6 +297,9 @@ def print_tables(args, hello, fence, barrier):
     for key in [key for _, key in labels] + ["tlaunch-slurm-true", "srun-true", "tlaunch-slurm-warm-true"]:
         for note in failure_notes(key, hello.get(key)):
             print(note)
+
+
+def print_fences(args, fence):
     print()
     print(f"PMIx_Fence (pmix_fence_bench): microseconds per fence, mean over ranks, median of {args.fence_runs} runs; "
           f"{args.fence_iterations} fences per case at 8 ranks, {max(1, args.fence_iterations // 4)} at 64")
@@ -307,6 +319,9 @@ def print_tables(args, hello, fence, barrier):
                   f"{ratio(vals['tlaunch'], vals['mpirun'])}")
     for f in failures:
         print(f)
+
+
+def print_barrier(barrier):
     print()
     print(f"Is a fence without data a barrier of the whole job? (pmix_barrier: rank 0 enters 3 fences "
           f"{BARRIER_DELAY_MS} ms late; the shortest wait, ms)")
@@ -335,6 +350,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--fence-runs", type=int, default=3)
     ap.add_argument("--fence-iterations", type=int, default=200)
+    ap.add_argument("--only", choices=("hello", "fence", "barrier"), action="append",
+                    help="measure only this part (repeatable; default: all three)")
     ap.add_argument("--inner", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.inner:
@@ -363,9 +380,10 @@ def main():
             print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
             clean = ("OMPI_", "PMIX_", "PRTE_", "NCCL_", "GLOO_", "UCX_")
             env = {k: v for k, v in vc.environ().items() if not k.startswith(clean)}
-            hello = hello_rows(args, ws, vc, programs, env)
-            fence = fence_rows(args, ws, vc, programs, env)
-            barrier = barrier_rows(args, ws, vc, programs, env)
+            wanted = set(args.only or ("hello", "fence", "barrier"))
+            hello = hello_rows(args, ws, vc, programs, env) if "hello" in wanted else {}
+            fence = fence_rows(args, ws, vc, programs, env) if "fence" in wanted else {}
+            barrier = barrier_rows(args, ws, vc, programs, env) if "barrier" in wanted else {}
     print_tables(args, hello, fence, barrier)
     return 0
 
