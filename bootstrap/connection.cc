@@ -1,9 +1,16 @@
 #include "bootstrap/connection.h"
 
 #include <algorithm>
+#include <utility>
 
 
 namespace tlaunch {
+
+namespace {
+// A broadcast up to this size goes out in one write with its envelope (copied behind it); a
+// larger one (a fence's result) in a second write of its own bytes, never copied per link.
+constexpr size_t kJoinedBroadcastBytes = 64 * 1024;
+}  // namespace
 
 std::shared_ptr<Connection> Connection::create(asio::ip::tcp::socket socket, size_t max_frame_bytes) {
   return create(tcpByteStream(std::move(socket)), max_frame_bytes);
@@ -44,13 +51,31 @@ void Connection::readSome() {
       if (!*view) break;
       // Opening a sealed frame makes the one copy of its bytes that the receiver keeps.
       ByteBuffer payload;
-      if (self->opener_) {
+      self->delivering_number_ = 0;
+      if (self->expected_broadcast_) {  // the broadcast its envelope announced
+        const uint64_t number = *std::exchange(self->expected_broadcast_, std::nullopt);
+        auto opened = self->opener_->openBroadcast(number, **view);
+        if (!opened) {
+          self->fail(opened.error().message);
+          return;
+        }
+        payload = std::move(*opened);
+        self->delivering_number_ = number;
+        self->delivering_sealed_ = **view;
+      } else if (self->opener_) {
         auto opened = self->opener_->open(**view);
         if (!opened) {
           self->fail(opened.error().message);
           return;
         }
         payload = std::move(*opened);
+        if (!payload.view().empty() && static_cast<unsigned char>(payload.view()[0]) == kBroadcastEnvelopeTag) {
+          if (auto r = self->takeEnvelope(payload.view()); !r) {
+            self->fail(r.error().message);
+            return;
+          }
+          continue;
+        }
       } else {
         payload = ByteBuffer::copyOf(**view);
       }
@@ -71,10 +96,42 @@ void Connection::readSome() {
         return;
       }
       if (self->on_message_) self->on_message_(std::move(*msg));
+      self->delivering_number_ = 0;
       if (!self->open_) return;
     }
     self->readSome();
   });
+}
+
+Result<void> Connection::takeEnvelope(std::string_view payload) {
+  if (payload.size() != kBroadcastEnvelopeBytes) return tlaunch::fail(Errc::protocol, "a malformed broadcast envelope");
+  uint64_t number = 0;
+  for (size_t i = 1; i < kBroadcastEnvelopeBytes; ++i) number = (number << 8) | static_cast<unsigned char>(payload[i]);
+  // Numbers only go up: the envelope is sealed, so this holds unless the sender is broken.
+  if (number <= last_broadcast_)
+    return tlaunch::fail(Errc::protocol, "integrity failure: broadcast " + std::to_string(number) + " after broadcast " +
+                                    std::to_string(last_broadcast_));
+  last_broadcast_ = number;
+  expected_broadcast_ = number;
+  return {};
+}
+
+Connection::BroadcastFrame Connection::deliveringBroadcast() const {
+  if (delivering_number_ == 0) return nullptr;
+  auto b = std::make_shared<Broadcast>();
+  b->number = delivering_number_;
+  b->frame = encodeFrame(delivering_sealed_);
+  return b;
+}
+
+void Connection::sendBroadcast(BroadcastFrame broadcast, bool bulk) {
+  if (!open_ || close_after_flush_ || !broadcast) return;
+  if (!sealer_) return fail("a broadcast on a link that is not sealed yet");
+  queued_bytes_ += broadcast->frame.size();
+  // The Frame shares the broadcast's ownership: its bytes are never copied per link.
+  Frame frame(broadcast, &broadcast->frame);
+  (bulk ? bulk_queue_ : control_queue_).push_back({std::move(frame), false, broadcast->number});
+  if (!writing_) writeNext();
 }
 
 void Connection::send(const Json& msg) {
@@ -112,10 +169,34 @@ void Connection::writeNext() {
   Outgoing out = std::move(queue.front());
   queue.pop_front();
   const size_t queued = out.frame->size();
-  // Sealed here, in the order frames leave: the counters of both ends must agree. A broadcast's
-  // shared frame gets this connection's own sealed copy.
+  if (out.broadcast) {
+    // The envelope, sealed now (in the order frames leave: the counters of both ends must
+    // agree), then the broadcast's own bytes, with nothing between them.
+    std::string envelope(kBroadcastEnvelopeBytes, '\0');
+    envelope[0] = static_cast<char>(kBroadcastEnvelopeTag);
+    for (size_t i = 1; i < kBroadcastEnvelopeBytes; ++i)
+      envelope[i] = static_cast<char>(out.broadcast >> (8 * (kBroadcastEnvelopeBytes - 1 - i)));
+    Frame sealed = sealedFrame(envelope);
+    if (out.frame->size() <= kJoinedBroadcastBytes) {  // one write: a heartbeat costs no extra system call
+      auto joined = std::make_shared<std::string>(*sealed);
+      joined->append(*out.frame);
+      return writeFrame(std::move(joined), queued);
+    }
+    stream_->write(asio::buffer(*sealed), [self, sealed, body = std::move(out.frame), queued](const asio::error_code& ec, size_t) {
+      if (!self->open_) return;
+      if (ec) return self->fail(ec.message());
+      self->writeFrame(body, queued);
+    });
+    return;
+  }
+  // Sealed here, in the order frames leave: the counters of both ends must agree.
   Frame frame = out.seal ? sealedFrame(std::string_view(*out.frame).substr(kFrameHeaderBytes))
                          : std::move(out.frame);  // held by the handler: close() may clear the queues meanwhile
+  writeFrame(std::move(frame), queued);
+}
+
+void Connection::writeFrame(Frame frame, size_t queued) {
+  auto self = shared_from_this();
   stream_->write(asio::buffer(*frame), [self, frame, queued](const asio::error_code& ec, size_t) {
     if (!self->open_) return;
     if (ec) {

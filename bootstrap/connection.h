@@ -4,10 +4,13 @@
 // Two write queues: control frames (heartbeats, teardown, PMIx) always leave before bulk frames
 // (rank output, stdin data, and the messages that must stay behind them), so liveness never
 // waits behind output. Each queue keeps its own order.
+// A broadcast (bootstrap/frame_cipher.h) is sealed once for every link: each link sends it
+// behind an envelope of its own, a sealed frame holding kBroadcastEnvelopeTag and the number.
 #include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <asio.hpp>
@@ -19,6 +22,11 @@
 #include "bootstrap/output_record.h"
 
 namespace tlaunch {
+
+// The payload of a broadcast's envelope: this tag byte (no CBOR map starts with it, nor an output
+// record), then the broadcast's number, 8 bytes big-endian.
+inline constexpr unsigned char kBroadcastEnvelopeTag = 0x02;
+inline constexpr size_t kBroadcastEnvelopeBytes = 9;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -53,9 +61,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void setOutputHandler(OutputHandler on_output) { on_output_ = std::move(on_output); }
   // An encoded frame, shared: a broadcast to 1,000 daemons queues one copy of its bytes, not 1,000.
   using Frame = std::shared_ptr<const std::string>;
+  // A broadcast as it travels: its number and its frame (header, then the payload sealed with
+  // FrameCipher::sealBroadcast), the same bytes on every link.
+  struct Broadcast {
+    uint64_t number = 0;
+    std::string frame;
+  };
+  using BroadcastFrame = std::shared_ptr<const Broadcast>;
   void send(const Json& msg);
   void sendEncoded(Frame frame);  // an already framed message (broadcasts encode once)
   void sendBulk(Frame frame);     // after every control frame queued before it is written
+  // Behind its envelope, in the control queue or the bulk one. Only on a sealed link (the
+  // envelope is sealed with the link's own key): elsewhere the connection fails.
+  void sendBroadcast(BroadcastFrame broadcast, bool bulk = false);
+  // While the message handler runs for a message that came as a broadcast: that broadcast, to
+  // pass on unchanged (a daemon of the tree to its children); null otherwise.
+  BroadcastFrame deliveringBroadcast() const;
   size_t queuedBytes() const { return queued_bytes_; }
   // Called once each time the write queue falls to or below `low_water` bytes.
   void setDrainCallback(size_t low_water, std::function<void()> cb);
@@ -82,7 +103,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   struct Outgoing {
     Frame frame;
     bool seal = false;
+    uint64_t broadcast = 0;  // the number of the broadcast `frame` is; 0: not one
   };
+  void writeFrame(Frame frame, size_t queued);  // then the next one
+  // The frame just opened was an envelope: checks it and notes the broadcast that must follow.
+  Result<void> takeEnvelope(std::string_view payload);
+  std::optional<uint64_t> expected_broadcast_;  // announced by an envelope, not yet received
+  uint64_t last_broadcast_ = 0;
+  // The broadcast whose message the handler is being given: its number and sealed payload.
+  uint64_t delivering_number_ = 0;
+  std::string_view delivering_sealed_;
   void enqueue(std::deque<Outgoing>& queue, Frame frame);
   std::deque<Outgoing> control_queue_, bulk_queue_;
   std::unique_ptr<FrameCipher> sealer_, opener_;

@@ -59,8 +59,11 @@ bool DaemonSession::relayDown(Json& msg) {
       spdlog::warn("a '{}' for node {}, which is not below this node, dropped", type, to);
     return true;
   }
-  if (msg.contains(kEveryNodeTag))
-    tree_->sendAll(std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))), travelsAsBulkDown(type));
+  if (msg.contains(kEveryNodeTag)) {
+    // A broadcast goes on to the children as it came, sealed once by the frontend for all.
+    if (auto b = conn_->deliveringBroadcast()) tree_->sendAll(b, travelsAsBulkDown(type));
+    else tree_->sendAll(std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))), travelsAsBulkDown(type));
+  }
   return false;
 }
 

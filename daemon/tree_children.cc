@@ -160,6 +160,11 @@ void TreeChildren::sendAll(const Connection::Frame& frame, bool bulk) {
     if (c->child && c->conn->isOpen()) bulk ? c->conn->sendBulk(frame) : c->conn->sendEncoded(frame);
 }
 
+void TreeChildren::sendAll(const Connection::BroadcastFrame& broadcast, bool bulk) {
+  for (auto& c : children_)
+    if (c->child && c->conn->isOpen()) c->conn->sendBroadcast(broadcast, bulk);
+}
+
 void TreeChildren::pingAll() {
   static const Json kPing = {{"t", "ping"}};
   if (openChildren() > 0) sendAll(std::make_shared<const std::string>(encodeFrame(encodeMessage(kPing))), false);

@@ -46,6 +46,7 @@ class TreeChildren {
   // Down: to the child whose subtree holds `node` (false when none of ours does), or to all.
   bool sendToward(int node, const Connection::Frame& frame, bool bulk);
   void sendAll(const Connection::Frame& frame, bool bulk);
+  void sendAll(const Connection::BroadcastFrame& broadcast, bool bulk);  // as it came, behind an envelope each
   // This daemon's heartbeat to its children: they end their ranks when it stops (a parent that
   // is frozen keeps their connections open, and the frontend's messages no longer reach them).
   void pingAll();

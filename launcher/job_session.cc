@@ -158,9 +158,15 @@ void JobSession::finish(JobEvent why) {
 void JobSession::broadcast(Json msg) {
   // Once each to the frontend's direct children; in a tree they pass it on ("@all").
   if (tree_) msg[kEveryNodeTag] = true;
-  auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));
+  // Sealed once for every link (bootstrap/frame_cipher.h): a fence's result of megabytes is not
+  // encrypted again for each daemon.
+  if (!broadcast_sealer_) broadcast_sealer_ = std::make_unique<FrameCipher>(cfg_.secret, FrameCipher::ForBroadcasts{});
+  auto b = std::make_shared<Connection::Broadcast>();
+  b->number = ++broadcasts_sent_;
+  b->frame = broadcast_sealer_->sealBroadcast(b->number, encodeMessage(msg), kFrameHeaderBytes);
+  writeFrameHeader(b->frame, b->frame.size() - kFrameHeaderBytes);
   for (auto& l : links_)
-    if (l->conn && l->conn->isOpen()) l->conn->sendEncoded(frame);
+    if (l->conn && l->conn->isOpen()) l->conn->sendBroadcast(b);
 }
 
 void JobSession::tick() {

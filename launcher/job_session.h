@@ -210,6 +210,8 @@ class JobSession {
   std::shared_ptr<StdinCredit> stdin_;  // shared with the stdin reader thread
   std::chrono::steady_clock::time_point last_tick_{};
   std::vector<std::unique_ptr<Link>> links_;
+  std::unique_ptr<FrameCipher> broadcast_sealer_;  // the job's broadcasts, sealed once for all links
+  uint64_t broadcasts_sent_ = 0;
   TopologyDecodeCache topologies_;  // identical machines' topologies parsed once
   std::vector<std::unique_ptr<Pending>> pending_;
   std::optional<TreeShape> tree_;  // once the tree is wired (or being wired); none: a star

@@ -6,6 +6,7 @@ tlaunch_add_unit_test(NAME core_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_bounded_cbor_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_auth_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_frame_cipher_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_broadcast_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_line_splitter_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_output_record_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_output_flow_test.cc
