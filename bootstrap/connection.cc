@@ -9,7 +9,7 @@ namespace tlaunch {
 namespace {
 // A broadcast up to this size goes out in one write with its envelope (copied behind it); a
 // larger one (a fence's result) in a second write of its own bytes, never copied per link.
-constexpr size_t kJoinedBroadcastBytes = 64 * 1024;
+constexpr size_t kJoinedBroadcastBytes = size_t{64} * 1024;
 }  // namespace
 
 std::shared_ptr<Connection> Connection::create(asio::ip::tcp::socket socket, size_t max_frame_bytes) {
@@ -124,7 +124,7 @@ Connection::BroadcastFrame Connection::deliveringBroadcast() const {
   return b;
 }
 
-void Connection::sendBroadcast(BroadcastFrame broadcast, bool bulk) {
+void Connection::sendBroadcast(const BroadcastFrame& broadcast, bool bulk) {
   if (!open_ || close_after_flush_ || !broadcast) return;
   if (!sealer_) return fail("a broadcast on a link that is not sealed yet");
   queued_bytes_ += broadcast->frame.size();
@@ -192,10 +192,10 @@ void Connection::writeNext() {
   // Sealed here, in the order frames leave: the counters of both ends must agree.
   Frame frame = out.seal ? sealedFrame(std::string_view(*out.frame).substr(kFrameHeaderBytes))
                          : std::move(out.frame);  // held by the handler: close() may clear the queues meanwhile
-  writeFrame(std::move(frame), queued);
+  writeFrame(frame, queued);
 }
 
-void Connection::writeFrame(Frame frame, size_t queued) {
+void Connection::writeFrame(const Frame& frame, size_t queued) {
   auto self = shared_from_this();
   stream_->write(asio::buffer(*frame), [self, frame, queued](const asio::error_code& ec, size_t) {
     if (!self->open_) return;

@@ -73,7 +73,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void sendBulk(Frame frame);     // after every control frame queued before it is written
   // Behind its envelope, in the control queue or the bulk one. Only on a sealed link (the
   // envelope is sealed with the link's own key): elsewhere the connection fails.
-  void sendBroadcast(BroadcastFrame broadcast, bool bulk = false);
+  void sendBroadcast(const BroadcastFrame& broadcast, bool bulk = false);
   // While the message handler runs for a message that came as a broadcast: that broadcast, to
   // pass on unchanged (a daemon of the tree to its children); null otherwise.
   BroadcastFrame deliveringBroadcast() const;
@@ -105,7 +105,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     bool seal = false;
     uint64_t broadcast = 0;  // the number of the broadcast `frame` is; 0: not one
   };
-  void writeFrame(Frame frame, size_t queued);  // then the next one
+  void writeFrame(const Frame& frame, size_t queued);  // then the next one
   // The frame just opened was an envelope: checks it and notes the broadcast that must follow.
   Result<void> takeEnvelope(std::string_view payload);
   std::optional<uint64_t> expected_broadcast_;  // announced by an envelope, not yet received

@@ -140,7 +140,7 @@ TEST_CASE("broadcast: dropped, replayed, altered, swapped or renumbered on the w
     uint64_t number = 0;
     std::string text;
   };
-  auto wire = [](std::vector<Part> parts) {
+  auto wire = [](const std::vector<Part>& parts) {
     return [parts](FrameCipher& link) {
       std::string out;
       for (const auto& p : parts) {
