@@ -98,8 +98,10 @@ class SimDaemons::Daemon {
       return;
     }
     if (t == "fence_done") subtree_fence_.forget(static_cast<uint64_t>(getInt(msg, "seq")));
-    if (msg.contains(kEveryNodeTag))
-      tree_->sendAll(std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))), travelsAsBulkDown(t));
+    if (msg.contains(kEveryNodeTag)) {  // a broadcast goes on as it came, sealed once by the frontend
+      if (auto b = conn_->deliveringBroadcast()) tree_->sendAll(b, travelsAsBulkDown(t));
+      else tree_->sendAll(std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))), travelsAsBulkDown(t));
+    }
     const std::string& secret = owner_.opts_.secret;
     if (t == "challenge") {
       ping_.cancel();
