@@ -103,6 +103,13 @@ void Connection::readSome() {
   });
 }
 
+std::string broadcastEnvelope(uint64_t number) {
+  std::string e(kBroadcastEnvelopeBytes, '\0');
+  e[0] = static_cast<char>(kBroadcastEnvelopeTag);
+  for (size_t i = 1; i < kBroadcastEnvelopeBytes; ++i) e[i] = static_cast<char>(number >> (8 * (kBroadcastEnvelopeBytes - 1 - i)));
+  return e;
+}
+
 Result<void> Connection::takeEnvelope(std::string_view payload) {
   if (payload.size() != kBroadcastEnvelopeBytes) return tlaunch::fail(Errc::protocol, "a malformed broadcast envelope");
   uint64_t number = 0;
@@ -172,11 +179,7 @@ void Connection::writeNext() {
   if (out.broadcast) {
     // The envelope, sealed now (in the order frames leave: the counters of both ends must
     // agree), then the broadcast's own bytes, with nothing between them.
-    std::string envelope(kBroadcastEnvelopeBytes, '\0');
-    envelope[0] = static_cast<char>(kBroadcastEnvelopeTag);
-    for (size_t i = 1; i < kBroadcastEnvelopeBytes; ++i)
-      envelope[i] = static_cast<char>(out.broadcast >> (8 * (kBroadcastEnvelopeBytes - 1 - i)));
-    Frame sealed = sealedFrame(envelope);
+    Frame sealed = sealedFrame(broadcastEnvelope(out.broadcast));
     if (out.frame->size() <= kJoinedBroadcastBytes) {  // one write: a heartbeat costs no extra system call
       auto joined = std::make_shared<std::string>(*sealed);
       joined->append(*out.frame);

@@ -27,6 +27,7 @@ namespace tlaunch {
 // record), then the broadcast's number, 8 bytes big-endian.
 inline constexpr unsigned char kBroadcastEnvelopeTag = 0x02;
 inline constexpr size_t kBroadcastEnvelopeBytes = 9;
+std::string broadcastEnvelope(uint64_t number);
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:

@@ -60,9 +60,10 @@ bool DaemonSession::relayDown(Json& msg) {
     return true;
   }
   if (msg.contains(kEveryNodeTag)) {
-    // A broadcast goes on to the children as it came, sealed once by the frontend for all.
+    // A broadcast goes on to the children as it came, sealed once by the frontend for all (the
+    // frontend sends every "@all" message as one).
     if (auto b = conn_->deliveringBroadcast()) tree_->sendAll(b, travelsAsBulkDown(type));
-    else tree_->sendAll(std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))), travelsAsBulkDown(type));
+    else spdlog::warn("a '{}' for every node that did not come as a broadcast was not passed on", type);
   }
   return false;
 }

@@ -100,7 +100,7 @@ class SimDaemons::Daemon {
     if (t == "fence_done") subtree_fence_.forget(static_cast<uint64_t>(getInt(msg, "seq")));
     if (msg.contains(kEveryNodeTag)) {  // a broadcast goes on as it came, sealed once by the frontend
       if (auto b = conn_->deliveringBroadcast()) tree_->sendAll(b, travelsAsBulkDown(t));
-      else tree_->sendAll(std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))), travelsAsBulkDown(t));
+      else failed("a message for every node that did not come as a broadcast");
     }
     const std::string& secret = owner_.opts_.secret;
     if (t == "challenge") {

@@ -51,13 +51,6 @@ Connection::BroadcastFrame broadcastOf(FrameCipher& sealer, uint64_t number, con
   writeFrameHeader(b->frame, b->frame.size() - kFrameHeaderBytes);
   return b;
 }
-
-std::string envelopeFor(uint64_t number) {
-  std::string e(kBroadcastEnvelopeBytes, '\0');
-  e[0] = static_cast<char>(kBroadcastEnvelopeTag);
-  for (size_t i = 1; i < kBroadcastEnvelopeBytes; ++i) e[i] = static_cast<char>(number >> (8 * (8 - i)));
-  return e;
-}
 }  // namespace
 
 TEST_CASE("broadcast: sealed once, opened on every link in order with the link's own frames, passed on unchanged") {
@@ -144,7 +137,7 @@ TEST_CASE("broadcast: dropped, replayed, altered, swapped or renumbered on the w
     return [parts](FrameCipher& link) {
       std::string out;
       for (const auto& p : parts) {
-        if (p.kind == Part::envelope) out += encodeFrame(link.seal(envelopeFor(p.number)));
+        if (p.kind == Part::envelope) out += encodeFrame(link.seal(broadcastEnvelope(p.number)));
         else if (p.kind == Part::message) out += encodeFrame(link.seal(encodeMessage({{"t", p.text}})));
         else out += p.text;
       }
@@ -189,7 +182,7 @@ TEST_CASE("broadcast: dropped, replayed, altered, swapped or renumbered on the w
   }
   SECTION("an envelope of the wrong size") {
     auto [got, closed] = run([&](FrameCipher& l) {
-      std::string out = encodeFrame(l.seal(envelopeFor(1) + "x"));
+      std::string out = encodeFrame(l.seal(broadcastEnvelope(1) + "x"));
       return out + b1->frame;
     });
     CHECK(got.empty());
