@@ -47,24 +47,47 @@ echo "fuzz: harnesses built in $build ($((SECONDS - start)) s); ${seconds} s per
 unset ASAN_OPTIONS
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-failed=()
-for h in "${harnesses[@]}"; do
-  fuzzer=$build/bin/fuzz_$h
-  seeds=tests/fuzz/corpus/$h
-  [[ -x $fuzzer && -d $seeds ]] || { echo "fuzz: no harness or seed corpus named '$h'" >&2; exit 2; }
+# One harness: its summary on stdout when it ends; its exit status says whether it failed.
+fuzz_one() {
+  local h=$1 fuzzer=$build/bin/fuzz_$1 seeds=tests/fuzz/corpus/$1
   mkdir -p "$build/corpus/$h" "$build/artifacts/$h" "$build/logs"
-  log=$build/logs/$h.log
+  local log=$build/logs/$h.log
   if "$fuzzer" -max_total_time="$seconds" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$build/artifacts/$h/" "$build/corpus/$h" "$seeds" >"$log" 2>&1; then
+    local runs
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     echo "fuzz: $h: ok, ${runs:-?} inputs, corpus of $(find "$build/corpus/$h" -type f | wc -l)"
   else
-    failed+=("$h")
-    echo "fuzz: $h: FAILED (log: $log)"
-    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' "$log" | head -5 || true
-    grep -o 'Test unit written to .*' "$log" | sed 's/^Test unit written to /fuzz: reproducer: /' || true
-    echo "fuzz: replay with: $fuzzer <reproducer>"
+    local report  # one write, so that it is not interleaved with another harness's line
+    report=$(
+      echo "fuzz: $h: FAILED (log: $log)"
+      grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' "$log" | head -5 || true
+      grep -o 'Test unit written to .*' "$log" | sed 's/^Test unit written to /fuzz: reproducer: /' || true
+      echo "fuzz: replay with: $fuzzer <reproducer>"
+    )
+    printf '%s\n' "$report"
+    return 1
   fi
+}
+
+for h in "${harnesses[@]}"; do
+  [[ -x $build/bin/fuzz_$h && -d tests/fuzz/corpus/$h ]] || { echo "fuzz: no harness or seed corpus named '$h'" >&2; exit 2; }
 done
+# As many harnesses at once as there are cores (each fuzzer is one process on one core).
+failed=()
+declare -A running=()
+jobs_max=$(nproc)
+reap() {  # waits for one harness to end and notes a failure
+  local pid status=0
+  wait -n -p pid "${!running[@]}" || status=$?
+  ((status == 0)) || failed+=("${running[$pid]}")
+  unset "running[$pid]"
+}
+for h in "${harnesses[@]}"; do
+  while ((${#running[@]} >= jobs_max)); do reap; done
+  fuzz_one "$h" &
+  running[$!]=$h
+done
+while ((${#running[@]} > 0)); do reap; done
 echo "fuzz: done in $((SECONDS - start)) s"
 ((${#failed[@]} == 0)) || { echo "fuzz: failing harnesses: ${failed[*]}" >&2; exit 1; }

@@ -130,7 +130,7 @@ TEST_CASE("RDMA on some nodes and not others is refused naming both sides") {
 }
 
 TEST_CASE("net tcp on the recorded mlx4 capture: allowed with a warning") {
-  TempDir tmp;
+  TempDir tmp{"tlaunch-capture", manyFilesBase()};
   auto root = extractCapture(kMlx4Tarball, tmp.path());
   if (!root) FAIL("fixture " << kMlx4Tarball << " missing");
   std::vector<NodeReport> nodes;
@@ -287,7 +287,7 @@ TEST_CASE("total ranks with an uneven last node: node-major and each node's own 
 }
 
 TEST_CASE("RDMA present but broken is still refused: the recorded mlx4 capture with its port DOWN") {
-  TempDir tmp;
+  TempDir tmp{"tlaunch-capture", manyFilesBase()};
   auto root = extractCapture(kMlx4Tarball, tmp.path());
   if (!root) FAIL("fixture " << kMlx4Tarball << " missing");
   writeFile(*root / "sys/class/infiniband/mlx4_0/ports/1/state", "1: DOWN\n");

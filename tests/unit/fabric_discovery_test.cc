@@ -25,7 +25,7 @@ const NetInterface* findIf(const NodeFabric& f, const std::string& name) {
 }  // namespace
 
 TEST_CASE("mlx4 capture: the FDR port, its GID and its IPoIB netdev ib0 are found") {
-  TempDir tmp;
+  TempDir tmp{"tlaunch-capture", manyFilesBase()};
   auto root = extractCapture(kMlx4Tarball, tmp.path());
   if (!root) {
     FAIL("fixture " << kMlx4Tarball << " missing under " << fixturesDir() << " (tests/fixtures is part of the repository)");
@@ -92,7 +92,7 @@ TEST_CASE("mlx4 capture: the FDR port, its GID and its IPoIB netdev ib0 are foun
 }
 
 TEST_CASE("qib capture: the QDR port and ib0 are found, and ib0 absent live is not up") {
-  TempDir tmp;
+  TempDir tmp{"tlaunch-capture", manyFilesBase()};
   auto root = extractCapture(kQibTarball, tmp.path());
   if (!root) {
     FAIL("fixture " << kQibTarball << " missing (tests/fixtures is part of the repository)");

@@ -11,7 +11,7 @@ using namespace tlaunch;
 using namespace tlaunch::testing;
 
 TEST_CASE("a discovered capture round-trips exactly through JSON text") {
-  TempDir tmp;
+  TempDir tmp{"tlaunch-capture", manyFilesBase()};
   auto root = extractCapture(kMlx4Tarball, tmp.path());
   if (!root) {
     FAIL("fixture " << kMlx4Tarball << " missing (tests/fixtures is part of the repository)");

@@ -43,7 +43,7 @@ TEST_CASE("interface names differ between nodes: the choice is by subnet") {
 }
 
 TEST_CASE("the real captures as two nodes: mlx4_0 FDR and qib0 QDR, both on ib0") {
-  TempDir tmp;
+  TempDir tmp{"tlaunch-capture", manyFilesBase()};
   fs::create_directories(tmp.path() / "a");
   fs::create_directories(tmp.path() / "b");
   auto a = extractCapture(kMlx4Tarball, tmp.path() / "a");

@@ -37,7 +37,7 @@ PreflightOptions captureOptions() {
 }
 
 struct Capture {
-  TempDir tmp;
+  TempDir tmp{"tlaunch-capture", manyFilesBase()};
   std::optional<fs::path> root = extractCapture(kMlx4Tarball, tmp.path());
   NodeFabric discover(bool ib0Up = true) const {
     return discoverFabric(root->string(), {liveIf("ib0", "10.1.0.5", 16, ib0Up, ib0Up)}).value();

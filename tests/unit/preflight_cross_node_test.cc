@@ -67,7 +67,7 @@ TEST_CASE("one node that differs is named, with what the others have") {
 }
 
 TEST_CASE("the two real captures: FDR and QDR nodes form two rate groups, both named") {
-  TempDir tmp;
+  TempDir tmp{"tlaunch-capture", manyFilesBase()};
   fs::create_directories(tmp.path() / "a");
   fs::create_directories(tmp.path() / "b");
   auto a = extractCapture(kMlx4Tarball, tmp.path() / "a");
