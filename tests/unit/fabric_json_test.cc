@@ -31,7 +31,7 @@ TEST_CASE("RoCE GIDs, rates with fractions and unknown types round-trip") {
   b.port("mlx5_1", 2).rate_gbps = 2.5;
   b.port("mlx5_0", 1).gids.push_back(makeGidEntry(7, ipv4Gid(10, 3, 0, 9), GidType::unknown, ""));
   NodeFabric fabric = b.build();
-  fabric.notes.push_back("scif0: does not resolve");
+  fabric.notes.emplace_back("scif0: does not resolve");
   auto back = fabricFromJson(nlohmann::json::parse(fabricToJson(fabric).dump()));
   REQUIRE(back);
   CHECK(*back == fabric);
