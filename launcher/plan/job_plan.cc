@@ -17,6 +17,15 @@ namespace tlaunch {
 
 namespace {
 
+// A relative --chdir names a directory below the one tlaunch runs in, as srun's -D does; the
+// daemons would otherwise resolve it against their own (the remote $HOME over ssh, srun's
+// directory, / for warm daemons): a different directory on every kind of node.
+std::string ranksDirectory(const std::string& chdir, const std::string& cwd) {
+  if (chdir.empty()) return cwd;
+  if (chdir.front() == '/' || cwd.empty()) return chdir;
+  return cwd.back() == '/' ? cwd + chdir : cwd + "/" + chdir;
+}
+
 // The user's value of a job-wide variable (-x, --master-addr), which wins over tlaunch's.
 const std::string* userValue(const PlanContext& ctx, const std::string& name) {
   auto it = ctx.user_env.find(name);
@@ -147,7 +156,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     nl.job_id = ctx.job_id;
     nl.node_name = n.name;
     nl.argv = spec.argv;
-    nl.cwd = spec.chdir.empty() ? ctx.cwd : spec.chdir;
+    nl.cwd = ranksDirectory(spec.chdir, ctx.cwd);
     nl.base_env = ctx.base_env;
     nl.stdin_rank = spec.stdin_rank;
     nl.kill_timeout_ms = spec.kill_timeout_s * 1000;

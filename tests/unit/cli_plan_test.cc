@@ -334,3 +334,22 @@ TEST_CASE("-n with an uneven last node: that node's ranks get its cores split am
   CHECK(alone == both);
   CHECK(full[0].cpus.size() == full[1].cpus.size());
 }
+
+TEST_CASE("a relative --chdir is below the directory tlaunch runs in, on every node") {
+  PlanContext ctx = context();
+  ctx.cwd = "/proj/exp";
+  JobSpec s = cpuJob();
+  s.chdir = "run42/out";
+  auto plan = makePlan(s, plainNodes(), ctx);
+  REQUIRE(plan);
+  REQUIRE_FALSE(plan->nodes.empty());
+  for (const auto& n : plan->nodes) CHECK(n.cwd == "/proj/exp/run42/out");
+  s.chdir = "/scratch/run42";
+  plan = makePlan(s, plainNodes(), ctx);
+  REQUIRE(plan);
+  for (const auto& n : plan->nodes) CHECK(n.cwd == "/scratch/run42");
+  s.chdir.clear();
+  plan = makePlan(s, plainNodes(), ctx);
+  REQUIRE(plan);
+  for (const auto& n : plan->nodes) CHECK(n.cwd == "/proj/exp");
+}
