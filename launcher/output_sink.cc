@@ -92,12 +92,27 @@ Result<int> OutputSink::openDir() {
 Result<void> OutputSink::openInto(int dfd, int number, const std::string& name, int mode, Item& item) {
   for (int s : {1, 2}) {
     const std::string file = name + (s == 1 ? ".out" : ".err");
-    const int fd = ::openat(dfd, file.c_str(), O_WRONLY | O_CREAT | mode | O_NOFOLLOW | O_CLOEXEC, 0600);
+    // O_NONBLOCK: a FIFO planted under the name must not hold the open (ENXIO without a reader).
+    const int fd = ::openat(dfd, file.c_str(), O_WRONLY | O_CREAT | mode | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
     if (fd < 0) {
-      const std::string why = std::strerror(errno);
+      const int e = errno;
       for (auto& [k, f] : item.files) ::close(f);
-      return diagnostic(Errc::usage, "output-file-unwritable", {{"path", dir_ + "/" + file}, {"reason", why}});
+      if (e == ENXIO)
+        return diagnostic(Errc::usage, "output-file-foreign", {{"path", dir_ + "/" + file}, {"what", "a FIFO or socket"}});
+      return diagnostic(Errc::usage, "output-file-unwritable", {{"path", dir_ + "/" + file}, {"reason", std::strerror(e)}});
     }
+    // A file someone else put there first (a group-writable directory) could be read by them.
+    struct stat st {};
+    std::string what;
+    if (::fstat(fd, &st) != 0) what = std::string("unreadable (") + std::strerror(errno) + ")";
+    else if (!S_ISREG(st.st_mode)) what = "not a regular file";
+    else if (st.st_uid != ::geteuid()) what = "another user's (uid " + std::to_string(st.st_uid) + ")";
+    if (!what.empty()) {
+      ::close(fd);
+      for (auto& [k, f] : item.files) ::close(f);
+      return diagnostic(Errc::usage, "output-file-foreign", {{"path", dir_ + "/" + file}, {"what", what}});
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     item.files[{number, s}] = fd;
   }
   return {};

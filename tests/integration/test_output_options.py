@@ -36,4 +36,39 @@ for phase in ("daemons reported", "nodes prepared", "ranks started"):
              f"-v {phase}: {line!r} in {r.stderr!r}")
 r = tl.run(["--launcher", "local", "-N", "3", "-p", "1", "--", "true"])
 tl.check("daemons reported" not in r.stderr, f"phase timings only with -v: {r.stderr!r}")
+
+
+# --output-dir in a place others can write: what they put there first is refused, naming it,
+# at once (no rank starts, no hang), and nothing is written through it.
+def refused(outdir, expect, what):
+    r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--output-dir", outdir, "--", "echo", "secret"], timeout=60)
+    tl.check(r.returncode != 0 and expect in r.stderr and "secret" not in r.stdout,
+             f"--output-dir with {what}: exit {r.returncode}, expected {expect!r} in {r.stderr!r}")
+
+
+base = tl.tempdir()
+real = os.path.join(base, "real")
+os.mkdir(real, 0o700)
+os.symlink(real, os.path.join(base, "link"))
+refused(os.path.join(base, "link"), "a symbolic link or not a directory", "a symlink as the directory")
+planted = os.path.join(base, "planted")
+os.mkdir(planted, 0o700)
+os.mkfifo(os.path.join(planted, "rank.0.out"))
+refused(planted, f"{planted}/rank.0.out exists and is a FIFO or socket", "a FIFO planted as rank.0.out")
+os.unlink(os.path.join(planted, "rank.0.out"))
+os.symlink(os.path.join(base, "stolen"), os.path.join(planted, "rank.0.out"))
+refused(planted, f"cannot write {planted}/rank.0.out", "a symlink planted as rank.0.out")
+tl.check(not os.path.exists(os.path.join(base, "stolen")), "output was written through a planted symlink")
+if os.geteuid() == 0:  # another owner needs chown
+    os.unlink(os.path.join(planted, "rank.0.out"))
+    with open(os.path.join(planted, "rank.0.out"), "w"):
+        pass
+    os.chmod(os.path.join(planted, "rank.0.out"), 0o666)
+    os.chown(os.path.join(planted, "rank.0.out"), 65534, 65534)
+    refused(planted, "exists and is another user's (uid 65534)", "another user's rank.0.out")
+    tl.check(os.path.getsize(os.path.join(planted, "rank.0.out")) == 0, "output went into another user's file")
+    foreign = os.path.join(base, "foreign")
+    os.mkdir(foreign, 0o777)
+    os.chown(foreign, 65534, 65534)
+    refused(foreign, "belongs to another user (uid 65534)", "another user's directory")
 print("PASS")
