@@ -211,15 +211,18 @@ Result<void> PmixServer::registerJob(const PmixJobLayout& layout) {
   job->shm_dir = layout.shm_dir.empty() ? defaultShmDir(layout) : layout.shm_dir;
   PMIX_LOAD_NSPACE(job->nspace, layout.nspace.c_str());
 
+  // Only what makeRankDir accepted is removed on failure: a directory it refused is someone
+  // else's (planted in /tmp or /dev/shm under our name) and is left as it is.
+  std::vector<std::string> ours;
   auto removeDirs = [&] {
-    removeTree(layout.job_tmpdir);
-    removeTree(job->shm_dir);
+    for (const auto& dir : ours) removeTree(dir);
   };
   for (const std::string& dir : {layout.job_tmpdir, job->shm_dir}) {
     if (auto ok = makeRankDir(dir, s.config.uid, s.config.gid, s.config.node_name); !ok) {
       removeDirs();
       return tl::unexpected(ok.error());
     }
+    ours.push_back(dir);
   }
   auto info = buildJobInfo(layout, job->geometry);
   if (!info) {

@@ -17,6 +17,13 @@ std::string tmpBase() {
   const char* t = std::getenv("TMPDIR");
   return t && *t ? t : "/tmp";
 }
+
+// The shared-memory namesake of the node's directory (the stale-job sweeper removes both), plus
+// `suffix`; "" where /dev/shm is not writable (libpmix's store then lives under job_tmpdir).
+std::string shmDirFor(const std::string& node_dir, const std::string& suffix) {
+  if (::access("/dev/shm", W_OK) != 0) return "";
+  return "/dev/shm/" + std::filesystem::path(node_dir).filename().string() + suffix;
+}
 }  // namespace
 
 Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, const NodeLaunch& launch, const Send& send,
@@ -28,7 +35,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   b->send_ = send;
   b->io_ = &io;
   // Per node and job, so that simulated nodes sharing /tmp and two jobs at once never collide.
-  b->node_dir_ = tmpBase() + "/tlaunch." + launch.job_id + "." + launch.node_name;
+  b->node_dir_ = tmpBase() + "/" + jobDirName(launch.job_id, launch.node_name);
   // Created on its own first: it lives in a shared directory (makeRankDir refuses a planted one).
   if (auto r = makeRankDir(b->node_dir_, static_cast<uint32_t>(::getuid()), static_cast<uint32_t>(::getgid()), launch.node_name); !r)
     return tl::unexpected(r.error());
@@ -61,6 +68,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   layout.ranks_by_node = launch.pmix.ranks_by_node;
   layout.this_node = launch.pmix.this_node;
   layout.job_tmpdir = b->node_dir_ + "/job";
+  layout.shm_dir = shmDirFor(b->node_dir_, "");
   layout.tcp_if_include = launch.pmix.tcp_if_include;
   b->topology_xml_ = std::move(topology_xml);
   layout.topology_xml = b->topology_xml_;
@@ -93,6 +101,7 @@ Result<void> PmixBridge::registerSpawned(const SpawnedJob& job, const NodeLaunch
   layout.ranks_by_node = job.ranks_by_node;
   for (int a : job.app_of_rank) layout.appnum_of_rank.push_back(static_cast<uint32_t>(a));
   layout.job_tmpdir = node_dir_ + "/job/spawn" + std::to_string(job.id);
+  layout.shm_dir = shmDirFor(node_dir_, ".spawn" + std::to_string(job.id));
   layout.tcp_if_include = launch.pmix.tcp_if_include;
   layout.topology_xml = topology_xml_;
   return server_->registerSpawned(layout, job.base);

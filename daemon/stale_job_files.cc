@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "bootstrap/auth.h"
+
 namespace tlaunch {
 
 namespace {
@@ -64,6 +66,16 @@ bool markedByDeadDaemonHere(const std::string& mark, const std::string& identity
 }
 
 }  // namespace
+
+std::string jobDirName(const std::string& job_id, const std::string& node) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string name = "tlaunch." + job_id + "." + node + ".";
+  for (const unsigned char c : randomBytes(4)) {
+    name += kHex[c >> 4];
+    name += kHex[c & 0xf];
+  }
+  return name;
+}
 
 std::string hostIdentity() {
   char host[256] = {};

@@ -1,6 +1,6 @@
 #pragma once
 // Files of jobs whose tlaunchd died without cleaning up (kill -9, the OOM killer): each job
-// directory `<tmp>/tlaunch.<job>.<node>` holds a mark naming the daemon that made it (process
+// directory `<tmp>/tlaunch.<job>.<node>.<random>` holds a mark naming the daemon that made it (process
 // id and start time) and the host it ran on (host name, boot id, pid-namespace inode), and a
 // later daemon removes the directories, there and under /dev/shm (same name), whose daemon is
 // gone. Only its own: a directory owned by another user, a symlink, an unmarked directory or
@@ -11,6 +11,12 @@
 namespace tlaunch {
 
 inline constexpr const char* kOwnerMarkFile = ".tlaunchd-owner";
+
+// "tlaunch.<job>.<node>.<8 random hex digits>": the name of a node's job directory under /tmp
+// (and of its /dev/shm namesake). The random part because the job id is in every daemon's
+// command line: another user who could predict the name could create it first in a shared
+// directory, and the daemon, rightly refusing it, would fail the job (and every restart).
+std::string jobDirName(const std::string& job_id, const std::string& node);
 
 // This host as the marks name it: "host <name>\nboot <boot id>\npidns <inode>\n". Pids and
 // start times only mean something within one boot of one pid namespace.

@@ -2,6 +2,7 @@
 a summary naming it; a rank killed -9 ends the job within 10 s; SIGINT to tlaunch gives every
 rank SIGTERM and exit 130; SIGUSR1 reaches every rank; a killed daemon aborts the job naming
 its node; nothing of the job survives (checked by the job's environment, not by names)."""
+import glob
 import os
 import re
 import select
@@ -101,7 +102,7 @@ tl.check(p.returncode != 0, "job failed")
 tl.check("lost node local1" in err, f"summary names the node: {err}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
 # The killed daemon could not remove its job's directories; the next job's daemons do.
-killed_dirs = [d for d in (f"/tmp/tlaunch.{job}.local1", f"/dev/shm/tlaunch.{job}.local1") if os.path.exists(d)]
+killed_dirs = glob.glob(f"/tmp/tlaunch.{job}.local1.*") + glob.glob(f"/dev/shm/tlaunch.{job}.local1.*")
 tl.check(killed_dirs, f"kill -9 of a daemon leaves its job's directories (else this check tests nothing)")
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", "true"])
 tl.check(r.returncode == 0, f"next job: {r.stderr}")

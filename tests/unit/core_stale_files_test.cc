@@ -27,10 +27,19 @@ fs::path makeDir(const fs::path& p) {
 
 }  // namespace
 
+TEST_CASE("a node's job directory name cannot be predicted from the job id in ps") {
+  const std::string a = jobDirName("tl-0123456789", "node7"), b = jobDirName("tl-0123456789", "node7");
+  CHECK(a.rfind("tlaunch.tl-0123456789.node7.", 0) == 0);
+  CHECK(a.size() == std::string("tlaunch.tl-0123456789.node7.").size() + 8);
+  CHECK(a.find_first_not_of("0123456789abcdef", a.size() - 8) == std::string::npos);
+  CHECK(a != b);
+}
+
 TEST_CASE("stale job directories: a dead daemon's are removed, with their /dev/shm namesakes") {
   TempDir root{"tlaunch-stale-test"};
   const fs::path tmp = root.path() / "tmp", shm = root.path() / "shm";
-  const fs::path dead = makeDir(tmp / "tlaunch.tl-dead.node1"), dead_shm = makeDir(shm / "tlaunch.tl-dead.node1");
+  const std::string dead_name = jobDirName("tl-dead", "node1");  // as a daemon names it
+  const fs::path dead = makeDir(tmp / dead_name), dead_shm = makeDir(shm / dead_name);
   const fs::path alive = makeDir(tmp / "tlaunch.tl-alive.node1"), alive_shm = makeDir(shm / "tlaunch.tl-alive.node1");
   const fs::path unmarked = makeDir(tmp / "tlaunch.tl-new.node1");
   const fs::path reused = makeDir(tmp / "tlaunch.tl-reused.node1");

@@ -118,6 +118,20 @@ TEST_CASE("pmix server: registration, rank environment, cleanup, one server per 
   CHECK(wrong.error().message.find("nodeB") != std::string::npos);
   CHECK_FALSE(fs::exists(l.job_tmpdir));
 
+  // A symlink planted where the shared-memory directory goes is refused and left as it is
+  // (someone else's); the job directory made before it is removed.
+  l = layout(base);
+  const std::string target = base.path + "/planted-target";
+  fs::create_directories(target);
+  fs::create_symlink(target, l.shm_dir);
+  auto planted = (*server)->registerJob(l);
+  REQUIRE_FALSE(planted);
+  CHECK(planted.error().message.find("symlink") != std::string::npos);
+  CHECK(fs::is_symlink(l.shm_dir));
+  CHECK(fs::is_directory(target));
+  CHECK_FALSE(fs::exists(l.job_tmpdir));
+  fs::remove(l.shm_dir);
+
   l = layout(base);
   REQUIRE((*server)->registerJob(l));
   CHECK(fs::is_directory(l.job_tmpdir));
