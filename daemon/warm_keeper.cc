@@ -194,6 +194,7 @@ class Keeper {
       if (getInt(msg, "keeper_pid") != ::getpid() || getInt(msg, "keeper_since") != since_)
         return refuse(c, "this is another warm daemon than the one tlaunch noted", false);
       keep_s_ = 0;
+      retiring_ = true;
       c.conn->send({{"t", "stopping"}, {"jobs", jobs_.size()}});
       c.conn->closeAfterFlush();
       forget(&c);
@@ -210,6 +211,7 @@ class Keeper {
     // Another tlaunch, or another tlaunchd, took over this node: this keeper has had its day.
     if (retire) {
       keep_s_ = 0;
+      retiring_ = true;
       checkIdle();
     }
   }
@@ -219,6 +221,9 @@ class Keeper {
     if (getInt(msg, "keeper_pid") != ::getpid() || getInt(msg, "keeper_since") != since_)
       return refuse(c, "this is another warm daemon than the one tlaunch noted (pid " + std::to_string(::getpid()) + ")",
                     false);
+    // Told to stop (stop-daemons, or it retired): a tlaunch that read the registry before must
+    // not bring it back for another --keep-daemons period; it starts fresh daemons instead.
+    if (retiring_) return refuse(c, "this warm daemon is stopping", false);
     if (getString(msg, "version") != kVersion)
       return refuse(c, std::string("this warm daemon runs tlaunchd ") + kVersion + ", this tlaunch is " +
                            getString(msg, "version", "?"), true);
@@ -349,6 +354,7 @@ class Keeper {
   asio::steady_timer accept_backoff_;
   std::string secret_;
   int keep_s_;
+  bool retiring_ = false;  // stopped or retired: ends when its jobs have, starts no new one
   std::string own_exe_;
   long long since_;
   bool parent_alive_;

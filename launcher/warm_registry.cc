@@ -46,13 +46,16 @@ std::string fileNameOf(const std::string& node) {
 }
 
 Result<std::string> readSecret(const std::string& path, bool create) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in its place must not hold the open (it is refused below, unread).
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT) {
     if (!create) return std::string();
     // Written whole under another name, then linked into place: a tlaunch starting at the same
-    // moment either wins the link or reads the winner's complete file.
-    const std::string tmp = path + ".new" + std::to_string(::getpid());
-    const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    // moment either wins the link or reads the winner's complete file. A unique temporary name
+    // (mkostemp, 0600): one with the pid in it could be a crashed run's, or another host's on
+    // a home directory shared over NFS.
+    std::string tmp = path + ".new.XXXXXX";
+    const int out = ::mkostemp(tmp.data(), O_CLOEXEC);
     if (out < 0) return fail(Errc::io, "cannot create " + tmp + ": " + std::strerror(errno), kFix);
     const std::string line = newJobSecret() + "\n";
     const bool ok = ::write(out, line.data(), line.size()) == static_cast<ssize_t>(line.size());
@@ -67,7 +70,7 @@ Result<std::string> readSecret(const std::string& path, bool create) {
   struct stat st{};
   const bool statted = ::fstat(fd, &st) == 0;
   std::string text(128, '\0');
-  const ssize_t n = statted ? ::read(fd, text.data(), text.size()) : -1;
+  const ssize_t n = statted && S_ISREG(st.st_mode) ? ::read(fd, text.data(), text.size()) : -1;
   ::close(fd);
   const std::string hint = "remove " + path + " (a new one is made), or " + kFix;
   if (!statted || !S_ISREG(st.st_mode)) return fail(Errc::io, path + " is not a regular file", hint);

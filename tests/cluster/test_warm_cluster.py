@@ -17,7 +17,9 @@ sees it, with tlaunch's cache (HOME) in a directory of the test's own:
 - `--keep-daemons 3s` on node1: its keeper exits by itself a few seconds after the job;
 - another tlaunchd (--daemon-path) on node4: its keeper refuses, node4 is started over ssh (-v says
   why), the keeper retires;
-- `tlaunch stop-daemons`: the keepers that are left (node2) end, "stopped warm daemons on 1 node".
+- `tlaunch stop-daemons`: the keepers that are left (node2) end, "stopped warm daemons on 1 node";
+- a keeper told to stop while a job of its runs: that job completes, a tlaunch holding the old
+  registry entry is refused (ssh instead, not reused), and the keeper ends.
 
 Needs root (exits 77, skipped, where a virtual cluster cannot be built). Kills every keeper it
 started, whatever happens.
@@ -177,6 +179,36 @@ def scenario(ws, home):
           cj.tl.wait_until(lambda: not alive(node2), 10) and not registry(home),
           "tlaunch stop-daemons: node2's keeper ends, nothing is left in the registry",
           f"exit {r.returncode}\n     stdout {r.stdout!r}\n     stderr {r.stderr[-1500:]!r}\n     {registry(home)}")
+
+    # A keeper told to stop while a job of its runs ends with that job, and takes no new one
+    # from a tlaunch that read the registry before the stop (that would keep it another
+    # --keep-daemons period): that tlaunch starts the node over ssh.
+    r = run(ws, home, ["--keep-daemons", "60s", "--hosts", "node3", "-p", "1", "--", "true"])
+    entries = {f.name: f.read_bytes() for f in Path(home, ".cache/tlaunch/daemons").glob("node-*.json")}
+    node3 = registry(home).get("node3", {}).get("pid")
+    env = {**vc.environ(), "HOME": str(home)}
+    running = subprocess.Popen([ws.tlaunch, *cj.NET, "--hosts", "node3", "-p", "1", "--", "sleep", "4"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ws.dir, env=env)
+    try:
+        time.sleep(1.5)
+        stop = run(ws, home, ["stop-daemons"])
+        for name, data in entries.items():  # what a tlaunch that read the registry earlier still holds
+            Path(home, ".cache/tlaunch/daemons", name).write_bytes(data)
+        again = run(ws, home, ["-v", "--hosts", "node3", "-p", "1", "--", *GRANDPARENT])
+        running.communicate(timeout=TIMEOUT)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.communicate()
+    check(r.returncode == 0 and node3 is not None and stop.returncode == 0 and running.returncode == 0 and
+          again.returncode == 0 and "reused daemons" not in again.stderr and
+          cj.daemon_parents(again.stdout).get("node3") != node3 and
+          cj.tl.wait_until(lambda: not alive(node3), 15),
+          "a keeper told to stop during a job finishes that job, refuses the next one (ssh instead) and ends",
+          f"exits {r.returncode} {stop.returncode} {running.returncode} {again.returncode} keeper {node3} "
+          f"alive {alive(node3) if node3 else None}\n     stop {stop.stdout!r} {stop.stderr[-500:]!r}"
+          f"\n     again {again.stderr[-1500:]!r}")
+    run(ws, home, ["stop-daemons"])
 
 
 def main():

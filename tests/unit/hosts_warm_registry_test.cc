@@ -42,6 +42,18 @@ TEST_CASE("warm registry: a private directory and a 0600 secret, made once and k
   CHECK(again->secret() == made->secret());
 }
 
+TEST_CASE("warm registry: a crashed run's temporary secret file does not stop a new one", "[hosts][warm]") {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "daemons";
+  REQUIRE(WarmRegistry::openAt(dir.string(), false));
+  // The name an earlier version used: <secret>.new<pid>, left by a run killed mid-write.
+  { std::ofstream(dir / ("secret.new" + std::to_string(::getpid()))) << "half"; }
+  auto made = WarmRegistry::openAt(dir.string(), true);
+  REQUIRE(made);
+  CHECK(made->secret().size() == 64);
+  CHECK(modeOf(dir / "secret") == 0600);
+}
+
 TEST_CASE("warm registry: keepers inside a Slurm allocation get a secret of that allocation only", "[hosts][warm]") {
   TempDir tmp;
   auto reg = WarmRegistry::openAt((tmp.path() / "daemons").string(), true);
@@ -83,6 +95,13 @@ TEST_CASE("warm registry: a secret others could read or that is not ours is refu
   auto junk = WarmRegistry::openAt(dir.string(), true);
   REQUIRE_FALSE(junk);
   CHECK_THAT(junk.error().message, Catch::Contains("holds no secret"));
+
+  // A FIFO in its place is refused at once (the open must not wait for a writer).
+  fs::remove(dir / "secret");
+  REQUIRE(::mkfifo((dir / "secret").c_str(), 0600) == 0);
+  auto fifo = WarmRegistry::openAt(dir.string(), true);
+  REQUIRE_FALSE(fifo);
+  CHECK_THAT(fifo.error().message, Catch::Contains("is not a regular file"));
 
   fs::remove(dir / "secret");
   ::chmod(dir.c_str(), 0755);
