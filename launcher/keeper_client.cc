@@ -28,7 +28,10 @@ KeeperCall::KeeperCall(const std::string& host, int port, std::string secret, Js
   const int rc = fd_ < 0 ? -1 : ::connect(fd_, res->ai_addr, res->ai_addrlen);
   const int err = errno;
   ::freeaddrinfo(res);
-  if (rc != 0 && err != EINPROGRESS) failWith(std::string("cannot connect: ") + std::strerror(err));
+  if (rc != 0 && err != EINPROGRESS) {
+    nobody_listens_ = err == ECONNREFUSED;
+    failWith(std::string("cannot connect: ") + std::strerror(err));
+  }
 }
 
 KeeperCall::~KeeperCall() {
@@ -78,7 +81,10 @@ void KeeperCall::onEvents(short revents) {
     int err = 0;
     socklen_t len = sizeof err;
     ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) return failWith(std::string("cannot connect: ") + std::strerror(err));
+    if (err != 0) {
+      nobody_listens_ = err == ECONNREFUSED;
+      return failWith(std::string("cannot connect: ") + std::strerror(err));
+    }
     state_ = State::challenge;
     return;
   }

@@ -29,6 +29,9 @@ class KeeperCall {
   const Json& reply() const { return reply_; }
   bool failed() const { return state_ == State::failed; }
   const std::string& error() const { return error_; }  // why it failed, for the user
+  // The connection was refused: nothing listens at that port any more, so no keeper is there.
+  // (A timeout or a lost connection says nothing either way.)
+  bool nobodyListens() const { return nobody_listens_; }
   // After the reply, without blocking: what the keeper sent since. closed() once it hung up.
   std::vector<Json> receive();
   bool closed() const { return state_ == State::done || state_ == State::failed; }
@@ -52,6 +55,7 @@ class KeeperCall {
   std::unique_ptr<FrameCipher> sealer_, opener_;
   std::string server_nonce_, client_nonce_;
   bool replied_ = false;
+  bool nobody_listens_ = false;
   Json reply_;
   std::string error_;
   std::deque<Json> inbox_;

@@ -33,7 +33,7 @@ int runStopDaemons() {
   }
   KeeperCall::runAll(raw, std::chrono::steady_clock::now() + std::chrono::seconds(5));
   int stopped = 0;
-  bool refused = false;
+  bool refused = false, unsure = false;
   for (size_t i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
     const KeeperCall& c = *calls[i];
@@ -44,6 +44,16 @@ int runStopDaemons() {
         std::cout << "tlaunch: node " << e.node << ": its warm daemon ends once its " << jobs
                   << (jobs == 1 ? " running job ends\n" : " running jobs end\n");
       registry->remove(e.node);
+      continue;
+    }
+    // No answer in time, or the connection lost midway: the keeper may well be alive (a slow
+    // node, a network blip). Its entry stays, so that a second stop-daemons still finds it:
+    // forgetting it would leave it accepting this user's secret until it expires.
+    if (!c.replied() && !c.nobodyListens() && c.error().find("secret") == std::string::npos) {
+      unsure = true;
+      std::cerr << "tlaunch: node " << e.node << ": its warm daemon (" << e.host << ":" << e.port << ", pid " << e.pid
+                << ") did not answer (" << c.error() << "); it is still written down: run `tlaunch stop-daemons` "
+                << "again, or end it on " << e.node << " with kill " << e.pid << "\n";
       continue;
     }
     // A keeper that refuses our secret is not ours, or was started with a secret since replaced:
@@ -59,7 +69,8 @@ int runStopDaemons() {
     registry->remove(e.node);
   }
   std::cout << "tlaunch: stopped warm daemons on " << stopped << " node" << (stopped == 1 ? "" : "s") << "\n";
-  return refused ? exitStatusFor(Errc::protocol) : 0;
+  if (refused) return exitStatusFor(Errc::protocol);
+  return unsure ? exitStatusFor(Errc::node_unreachable) : 0;
 }
 
 }  // namespace tlaunch
