@@ -90,10 +90,14 @@ void Containment::startCgroupWatcher() {
   if (watcher->pidfd >= 0) ::close(watcher->pidfd);
 }
 
+std::vector<ProcEntry> Containment::jobDescendants(const std::vector<ProcEntry>& procs) const {
+  return descendantsOf(::getpid(), procs, [this](pid_t pid) { return isOutsider(pid); });
+}
+
 std::set<pid_t> Containment::jobPids(bool include_zombies) const {
   std::set<pid_t> pids;
-  for (const auto& p : descendantsOf(::getpid(), listProcesses()))
-    if ((include_zombies || p.state != 'Z') && p.pid != watcher_pid_) pids.insert(p.pid);
+  for (const auto& p : jobDescendants(listProcesses()))
+    if (include_zombies || p.state != 'Z') pids.insert(p.pid);
   if (cgroup_)
     for (pid_t pid : cgroup_->members()) pids.insert(pid);
   return pids;
@@ -102,7 +106,7 @@ std::set<pid_t> Containment::jobPids(bool include_zombies) const {
 void Containment::signalOthers(int sig, const std::set<pid_t>& skip_groups) {
   const auto procs = listProcesses();
   std::set<pid_t> targets;
-  for (const auto& p : descendantsOf(::getpid(), procs))
+  for (const auto& p : jobDescendants(procs))
     if (p.state != 'Z' && !skip_groups.count(p.pgid)) targets.insert(p.pid);
   if (cgroup_) {
     std::set<pid_t> in_groups;
@@ -150,7 +154,7 @@ void Containment::reapOrphans() {
   // Only zombies that are our children and not ranks: those are orphans that re-parented to us.
   const pid_t self = ::getpid();
   for (const auto& p : listProcesses()) {
-    if (p.ppid != self || p.state != 'Z' || is_rank_(p.pid)) continue;
+    if (p.ppid != self || p.state != 'Z' || is_rank_(p.pid) || (outsider_ && outsider_(p.pid))) continue;
     int status = 0;
     ::waitpid(p.pid, &status, WNOHANG);
   }

@@ -15,6 +15,7 @@
 
 #include <asio.hpp>
 
+#include "daemon/descendants.h"
 #include "daemon/job_cgroup.h"
 
 namespace tlaunch {
@@ -30,6 +31,11 @@ class Containment {
   // supervisor's own children, which this class never reaps.
   Containment(asio::io_context& io, const std::string& cgroup_name, std::function<bool(pid_t)> is_rank);
   ~Containment();  // SIGKILL to whatever is left, reaped, cgroup removed
+
+  // The daemon's own children that are not the job's (the ssh sessions that start its tree
+  // children): they and what they start are never reaped, signalled or counted here; their
+  // owner waits for them and ends them.
+  void leaveAlone(std::function<bool(pid_t)> outsider) { outsider_ = std::move(outsider); }
 
   // One line for `tlaunch -v`: which mechanism is in force and, for the fallback, why.
   const std::string& describe() const { return description_; }
@@ -47,6 +53,8 @@ class Containment {
 
  private:
   std::set<pid_t> jobPids(bool include_zombies) const;
+  bool isOutsider(pid_t pid) const { return pid == watcher_pid_ || (outsider_ && outsider_(pid)); }
+  std::vector<ProcEntry> jobDescendants(const std::vector<ProcEntry>& procs) const;
   void watchChildren();
   void pollChildren();
   void reapOrphans();
@@ -54,6 +62,7 @@ class Containment {
 
   asio::io_context& io_;
   std::function<bool(pid_t)> is_rank_;
+  std::function<bool(pid_t)> outsider_;
   std::unique_ptr<JobCgroup> cgroup_;
   void startCgroupWatcher();
   pid_t watcher_pid_ = -1;   // `tlaunchd --watch-cgroup`: ends the cgroup if this daemon is killed

@@ -298,6 +298,9 @@ void DaemonSession::handleStart() {
   };
   ev.all_exited = [this] { onRanksEnded(); };
   ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev), launch_->job_id + "." + launch_->node_name);
+  // The ssh sessions that started this node's tree children are the spawner's, not the job's:
+  // it reaps them (a failure it reports needs their exit status) and ends them after the job.
+  ranks_->leaveAlone([this](pid_t pid) { return spawner_ && spawner_->owns(pid); });
   if (auto r = ranks_->start(*launches); !r) {
     conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(r.error().code)}, {"message", r.error().message + " (node " + launch_->node_name + ")"}});
     return;

@@ -73,7 +73,8 @@ std::vector<ProcEntry> listProcesses(const std::string& proc_root) {
   return out;
 }
 
-std::vector<ProcEntry> descendantsOf(pid_t root, const std::vector<ProcEntry>& procs) {
+std::vector<ProcEntry> descendantsOf(pid_t root, const std::vector<ProcEntry>& procs,
+                                     const std::function<bool(pid_t)>& prune) {
   std::unordered_multimap<pid_t, const ProcEntry*> children;
   for (const auto& p : procs) children.emplace(p.ppid, &p);
   std::vector<ProcEntry> out;
@@ -83,7 +84,7 @@ std::vector<ProcEntry> descendantsOf(pid_t root, const std::vector<ProcEntry>& p
     todo.pop_back();
     auto [first, last] = children.equal_range(parent);
     for (auto it = first; it != last; ++it) {
-      if (it->second->pid == root) continue;
+      if (it->second->pid == root || (prune && prune(it->second->pid))) continue;
       out.push_back(*it->second);
       todo.push_back(it->second->pid);
     }

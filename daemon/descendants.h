@@ -4,6 +4,7 @@
 // and stays its descendant. No names are trusted: only parent links.
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,9 @@ bool becomeSubreaper();
 std::vector<ProcEntry> listProcesses(const std::string& proc_root = "/proc");
 
 // Every process below `root` by parent links (children, their children, ...), not `root`.
-std::vector<ProcEntry> descendantsOf(pid_t root, const std::vector<ProcEntry>& procs);
+// With `prune`: a process for which it is true is left out, and so is everything below it.
+std::vector<ProcEntry> descendantsOf(pid_t root, const std::vector<ProcEntry>& procs,
+                                     const std::function<bool(pid_t)>& prune = {});
 
 // Field 22 of /proc/<pid>/stat (clock ticks after boot): with the pid, it names one process even
 // after the pid is reused. "" when there is no such process.

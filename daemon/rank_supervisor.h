@@ -59,6 +59,8 @@ class RankSupervisor {
   // `done` runs (from the io_context) once nothing is left.
   void sweepLeftovers(std::chrono::milliseconds grace, std::function<void()> done);
   const std::string& containmentNote() const { return containment_->describe(); }
+  // Children of the daemon that are not the job's (Containment::leaveAlone).
+  void leaveAlone(std::function<bool(pid_t)> outsider) { containment_->leaveAlone(std::move(outsider)); }
   void pauseOutput();
   void resumeOutput();
   void writeStdin(int rank, const std::string& data);

@@ -2,6 +2,8 @@
 // How the frontend gets one tlaunchd running on every node: local fork, ssh, or srun.
 // A starter only starts processes and reports the ones that died before their
 // daemon connected; everything after the daemon's hello is the control plane's job.
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +63,8 @@ class DaemonStarter {
   virtual void daemonConnected(int /*node_index*/) {}
   // The daemon of node `node_index` started a warm-daemon keeper (tlaunch --keep-daemons).
   virtual void daemonKeeps(int /*node_index*/, const KeeperAddress& /*keeper*/) {}
+  // Whether `pid` is one of this starter's own processes (an ssh client it started).
+  virtual bool owns(pid_t /*pid*/) const { return false; }
   // Notes since the last call (after start(), and on the poll timer).
   virtual std::vector<StarterNote> takeNotes() { return {}; }
   // Ends whatever is still running (ssh clients, the srun step), waiting at most `grace_ms`

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
@@ -264,6 +265,12 @@ void SshStarter::startMore(std::vector<StartFailure>& failures) {
     l.started_at = now;
     ++connecting;
   }
+}
+
+bool SshStarter::owns(pid_t pid) const {
+  // Running: until poll() reaped it (its pid may then be anyone's).
+  return pid > 0 && std::any_of(launches_.begin(), launches_.end(),
+                                [pid](const Launch& l) { return l.process.running() && l.process.pid() == pid; });
 }
 
 std::vector<StartFailure> SshStarter::poll() {

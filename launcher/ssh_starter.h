@@ -71,6 +71,7 @@ class SshStarter final : public DaemonStarter {
                      const std::string& secret) override;
   // Also starts the next nodes as fanout slots free up.
   std::vector<StartFailure> poll() override;
+  bool owns(pid_t pid) const override;
   void stop(int grace_ms) override;
 
   // The daemon of node `node_index` said hello: its ssh no longer counts against the fanout,

@@ -12,6 +12,7 @@
 
 #include "bootstrap/close_fds.h"
 #include "bootstrap/process_hygiene.h"
+#include "daemon/containment.h"
 #include "daemon/descendants.h"
 #include "daemon/job_cgroup.h"
 
@@ -52,6 +53,51 @@ TEST_CASE("descendantsOf follows parent links, not process groups or sessions") 
   CHECK(std::any_of(mine.begin(), mine.end(), [&](const ProcEntry& p) { return p.pid == child && p.ppid == ::getpid(); }));
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
+  // Pruned: the process and everything below it are left out.
+  auto pruned = descendantsOf(10, procs, [](pid_t pid) { return pid == 11; });
+  pids.clear();
+  for (const auto& p : pruned) pids.push_back(p.pid);
+  CHECK(pids == std::vector<pid_t>{13});
+}
+
+namespace {
+pid_t sleepingChild() {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGTERM, SIG_DFL);  // not Catch2's handler, which would report a failure from here
+    ::pause();
+    _exit(0);
+  }
+  return pid;
+}
+}  // namespace
+
+// An interior daemon of the tree runs the ssh sessions that start its children: they are its
+// children too, but not the job's. Containment once reaped them (their owner then lost the exit
+// status it reports a failed start with) and SIGTERMed and SIGKILLed them at teardown.
+TEST_CASE("Containment leaves the daemon's own children alone: not counted, signalled or reaped") {
+  ::setenv("TLAUNCH_CONTAINMENT", "subreaper", 1);  // no per-job cgroup in a unit test
+  REQUIRE(Containment::prepareProcess());
+  asio::io_context io;
+  const pid_t outsider = sleepingChild(), job = sleepingChild();
+  REQUIRE(outsider > 0);
+  REQUIRE(job > 0);
+  {
+    Containment c(io, "tlaunch.unit", [](pid_t) { return false; });
+    c.leaveAlone([outsider](pid_t pid) { return pid == outsider; });
+    CHECK(c.count() == 1);  // the job's process only
+    c.signalOthers(SIGTERM, {});
+    io.run_for(std::chrono::milliseconds(300));  // the job's process dies and is reaped (SIGCHLD)
+    CHECK(::kill(job, 0) != 0);
+    CHECK(::kill(outsider, 0) == 0);  // not signalled
+    ::kill(outsider, SIGKILL);
+    io.restart();
+    io.run_for(std::chrono::milliseconds(300));  // its SIGCHLD: Containment must not reap it
+    int status = 0;
+    CHECK(::waitpid(outsider, &status, 0) == outsider);  // its owner still can
+    CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+  }
+  ::unsetenv("TLAUNCH_CONTAINMENT");
 }
 
 TEST_CASE("closeListedFds closes every listed descriptor but the one kept (close_range fallback)") {
