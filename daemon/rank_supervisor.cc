@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <set>
 
 namespace tlaunch {
@@ -119,6 +120,15 @@ void RankSupervisor::rememberStderr(Rank& r, std::string_view lines) {
   }
 }
 
+namespace {
+// Whether `pid` (our child) has ended, without reaping it: a zombie keeps its pid, and with it
+// its process group's id, from being given to another process until maybeReport kills the group.
+bool hasExited(pid_t pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+}  // namespace
+
 void RankSupervisor::watchExit(Rank& r) {
   if (!r.pidfd) {
     // No pidfd (very old kernel): poll. The timer is the rank's: destroying the supervisor
@@ -127,31 +137,20 @@ void RankSupervisor::watchExit(Rank& r) {
     r.exit_poll->expires_after(std::chrono::milliseconds(50));
     r.exit_poll->async_wait([this, &r](const asio::error_code& ec) {
       if (ec == asio::error::operation_aborted) return;
-      int st = 0;
-      if (::waitpid(r.pid, &st, WNOHANG) == r.pid) {
-        r.wait_status = st;
-        reap(r);
-      } else {
-        watchExit(r);
-      }
+      if (hasExited(r.pid)) onExited(r);
+      else watchExit(r);
     });
     return;
   }
   r.pidfd->async_wait(asio::posix::stream_descriptor::wait_read, [this, &r](const asio::error_code& ec) {
     if (ec == asio::error::operation_aborted) return;
-    int st = 0;
-    pid_t got = ::waitpid(r.pid, &st, WNOHANG);
-    if (got == r.pid) {
-      r.wait_status = st;
-      reap(r);
-    } else {
-      watchExit(r);
-    }
+    if (hasExited(r.pid)) onExited(r);
+    else watchExit(r);
   });
 }
 
-void RankSupervisor::reap(Rank& r) {
-  r.reaped = true;
+void RankSupervisor::onExited(Rank& r) {
+  r.exited = true;
   if (r.pidfd) {
     asio::error_code ignore;
     r.pidfd->close(ignore);
@@ -177,12 +176,18 @@ void RankSupervisor::reap(Rank& r) {
 }
 
 void RankSupervisor::maybeReport(Rank& r) {
-  if (r.reported || !r.reaped || !r.out.eof || !r.err.eof) return;
+  if (r.reported || !r.exited || !r.out.eof || !r.err.eof) return;
   r.reported = true;
   if (r.linger) r.linger->cancel();
   r.stdin_fd.reset();
-  // Whatever the rank left behind in its process group goes with it.
+  // Whatever the rank left behind in its process group goes with it. The rank is still a
+  // zombie here, so its pid (the group's id) cannot have been given to another process.
   ::kill(-r.pid, SIGKILL);
+  int st = 0;
+  while (::waitpid(r.pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  r.wait_status = st;
+  r.reaped = true;
   RankExit e;
   e.rank = r.rank;
   if (WIFSIGNALED(r.wait_status)) {
@@ -204,7 +209,7 @@ void RankSupervisor::maybeReport(Rank& r) {
 void RankSupervisor::signalAll(int sig, bool whole_group) {
   std::set<pid_t> groups;
   for (auto& r : ranks_) {
-    if (!r->reaped) ::kill(whole_group ? -r->pid : r->pid, sig);
+    if (!r->exited) ::kill(whole_group ? -r->pid : r->pid, sig);
     groups.insert(r->pid);
   }
   // Teardown reaches what left the ranks' groups too (setsid, a double fork).
@@ -213,7 +218,7 @@ void RankSupervisor::signalAll(int sig, bool whole_group) {
 
 bool RankSupervisor::signalRank(int rank, int sig) {
   for (auto& r : ranks_)
-    if (r->rank == rank && !r->reaped) return ::kill(sig == SIGKILL ? -r->pid : r->pid, sig) == 0;
+    if (r->rank == rank && !r->exited) return ::kill(sig == SIGKILL ? -r->pid : r->pid, sig) == 0;
   return false;
 }
 
@@ -294,13 +299,13 @@ void RankSupervisor::closeStdin(int rank) {
 
 std::vector<RankSupervisor::View> RankSupervisor::view() const {
   std::vector<View> out;
-  for (const auto& r : ranks_) out.push_back({r->rank, r->pid, r->reaped, r->last_output});
+  for (const auto& r : ranks_) out.push_back({r->rank, r->pid, r->exited, r->last_output});
   return out;
 }
 
 size_t RankSupervisor::alive() const {
   size_t n = 0;
-  for (const auto& r : ranks_) n += r->reaped ? 0 : 1;
+  for (const auto& r : ranks_) n += r->exited ? 0 : 1;
   return n;
 }
 

@@ -50,7 +50,7 @@ class RankSupervisor {
   // a training script's SIGUSR1 handler must not kill its data-loader workers).
   void signalAll(int sig, bool whole_group = true);
   // One rank (PMIx_Job_control): SIGKILL to its process group, other signals to it alone.
-  // False if the rank is not here or already reaped.
+  // False if the rank is not here or has exited.
   bool signalRank(int rank, int sig);
   // SIGTERM now, SIGKILL to whatever is left after `grace`.
   void terminate(std::chrono::milliseconds grace);
@@ -94,17 +94,18 @@ class RankSupervisor {
     std::string stdin_pending, stdin_inflight;
     bool stdin_writing = false;
     bool stdin_close_requested = false;
+    bool exited = false;  // seen to end (a zombie until maybeReport kills its group and reaps it)
     bool reaped = false;
     bool reported = false;
     int wait_status = 0;
     std::deque<std::string> tail;
     std::chrono::steady_clock::time_point last_output;
-    std::unique_ptr<asio::steady_timer> linger;  // reaped but a descendant holds the pipes open
+    std::unique_ptr<asio::steady_timer> linger;  // exited but a descendant holds the pipes open
     std::unique_ptr<asio::steady_timer> exit_poll;  // without a pidfd: polls waitpid
   };
   void readStream(Rank& r, int which);
   void watchExit(Rank& r);
-  void reap(Rank& r);
+  void onExited(Rank& r);
   void maybeReport(Rank& r);
   void rememberStderr(Rank& r, std::string_view lines);
   void relay(Rank& r, int which, std::vector<OutputSegment>& segments);

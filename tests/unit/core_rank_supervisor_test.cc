@@ -10,11 +10,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "daemon/descendants.h"
 #include "daemon/rank_supervisor.h"
 
 using namespace tlaunch;
@@ -85,6 +88,34 @@ TEST_CASE("rank supervisor: each rank's lines on its own stream, then its exit s
   }
   CHECK(sup.allExited());
   CHECK(sup.alive() == 0);
+}
+
+// The supervisor kills what a rank left in its process group when it reports the rank (up to a
+// second after its end, while a leftover holds the pipes). Until then the rank stays a zombie:
+// reaped earlier, its pid, which is the group's id, could go to another process, and the group
+// kill would hit that process's group.
+TEST_CASE("rank supervisor: an exited rank is reaped only after its group is killed") {
+  asio::io_context io(1);
+  Seen s;
+  RankSupervisor sup(io, record(s), "test-rs-zombie");
+  REQUIRE(sup.start({shRank(0, "echo $$; sleep 30 & exit 4")}));  // sleep holds stdout, in the group
+  runUntil(io, [&] { return !s.out[0].empty(); }, std::chrono::seconds(20));
+  REQUIRE_FALSE(s.out[0].empty());
+  const pid_t rank_pid = static_cast<pid_t>(std::stol(s.out[0].front()));
+  auto state = [](pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    ProcEntry e;
+    return parseProcStat(text, e) ? e.state : '-';
+  };
+  runUntil(io, [&] { return sup.alive() == 0; }, std::chrono::seconds(20));
+  REQUIRE(sup.alive() == 0);
+  CHECK(s.all_exited == 0);  // not reported yet: the sleep still holds stdout
+  CHECK(state(rank_pid) == 'Z');
+  runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
+  REQUIRE(s.exits.count(0));
+  CHECK(s.exits[0].code == 4);
+  CHECK(state(rank_pid) == '-');  // reaped now
 }
 
 TEST_CASE("rank supervisor: a rank killed by a signal is reported with the signal") {
