@@ -93,7 +93,8 @@ Result<void> OutputSink::openInto(int dfd, int number, const std::string& name, 
   for (int s : {1, 2}) {
     const std::string file = name + (s == 1 ? ".out" : ".err");
     // O_NONBLOCK: a FIFO planted under the name must not hold the open (ENXIO without a reader).
-    const int fd = ::openat(dfd, file.c_str(), O_WRONLY | O_CREAT | mode | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    // O_TRUNC only once the file is known to be ours: another user's would be emptied first.
+    const int fd = ::openat(dfd, file.c_str(), O_WRONLY | O_CREAT | (mode & ~O_TRUNC) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
     if (fd < 0) {
       const int e = errno;
       for (auto& [k, f] : item.files) ::close(f);
@@ -113,6 +114,12 @@ Result<void> OutputSink::openInto(int dfd, int number, const std::string& name, 
       return diagnostic(Errc::usage, "output-file-foreign", {{"path", dir_ + "/" + file}, {"what", what}});
     }
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if ((mode & O_TRUNC) != 0 && ::ftruncate(fd, 0) != 0) {
+      const int e = errno;
+      ::close(fd);
+      for (auto& [k, f] : item.files) ::close(f);
+      return diagnostic(Errc::usage, "output-file-unwritable", {{"path", dir_ + "/" + file}, {"reason", std::strerror(e)}});
+    }
     item.files[{number, s}] = fd;
   }
   return {};

@@ -61,12 +61,13 @@ refused(planted, f"cannot write {planted}/rank.0.out", "a symlink planted as ran
 tl.check(not os.path.exists(os.path.join(base, "stolen")), "output was written through a planted symlink")
 if os.geteuid() == 0:  # another owner needs chown
     os.unlink(os.path.join(planted, "rank.0.out"))
-    with open(os.path.join(planted, "rank.0.out"), "w"):
-        pass
+    with open(os.path.join(planted, "rank.0.out"), "w") as f:
+        f.write("theirs\n")
     os.chmod(os.path.join(planted, "rank.0.out"), 0o666)
     os.chown(os.path.join(planted, "rank.0.out"), 65534, 65534)
     refused(planted, "exists and is another user's (uid 65534)", "another user's rank.0.out")
-    tl.check(os.path.getsize(os.path.join(planted, "rank.0.out")) == 0, "output went into another user's file")
+    with open(os.path.join(planted, "rank.0.out")) as f:
+        tl.check(f.read() == "theirs\n", "another user's rank.0.out was emptied or written to")
     foreign = os.path.join(base, "foreign")
     os.mkdir(foreign, 0o777)
     os.chown(foreign, 65534, 65534)
