@@ -87,7 +87,12 @@ TEST_CASE("Containment leaves the daemon's own children alone: not counted, sign
     c.leaveAlone([outsider](pid_t pid) { return pid == outsider; });
     CHECK(c.count() == 1);  // the job's process only
     c.signalOthers(SIGTERM, {});
-    io.run_for(std::chrono::milliseconds(300));  // the job's process dies and is reaped (SIGCHLD)
+    // The job's process dies and Containment reaps it on SIGCHLD (a zombie would still answer kill 0).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (::kill(job, 0) == 0 && std::chrono::steady_clock::now() < deadline) {
+      io.run_for(std::chrono::milliseconds(20));
+      io.restart();
+    }
     CHECK(::kill(job, 0) != 0);
     CHECK(::kill(outsider, 0) == 0);  // not signalled
     ::kill(outsider, SIGKILL);
