@@ -28,5 +28,7 @@ set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/containment.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_pubsub_wire.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/warm_keeper.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/warm_keeper_start.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/line_io.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/inventory_cache.cc
 )

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "bootstrap/auth.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 
@@ -68,13 +69,7 @@ bool markedByDeadDaemonHere(const std::string& mark, const std::string& identity
 }  // namespace
 
 std::string jobDirName(const std::string& job_id, const std::string& node) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string name = "tlaunch." + job_id + "." + node + ".";
-  for (const unsigned char c : randomBytes(4)) {
-    name += kHex[c >> 4];
-    name += kHex[c & 0xf];
-  }
-  return name;
+  return "tlaunch." + job_id + "." + node + "." + hexBytes(randomBytes(4));
 }
 
 std::string hostIdentity() {

@@ -1,7 +1,7 @@
 #pragma once
 // Files of jobs whose tlaunchd died without cleaning up (kill -9, the OOM killer): each job
-// directory `<tmp>/tlaunch.<job>.<node>.<random>` holds a mark naming the daemon that made it (process
-// id and start time) and the host it ran on (host name, boot id, pid-namespace inode), and a
+// directory `<tmp>/tlaunch.<job>.<node>.<random>` holds a mark naming the daemon that made it
+// (process id and start time) and the host it ran on (host name, boot id, pid-namespace inode), and a
 // later daemon removes the directories, there and under /dev/shm (same name), whose daemon is
 // gone. Only its own: a directory owned by another user, a symlink, an unmarked directory or
 // one marked by another host (a TMPDIR shared between nodes, another container) is left alone.

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -12,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <list>
 #include <map>
@@ -23,6 +23,7 @@
 #include "bootstrap/connection.h"
 #include "bootstrap/keeper_protocol.h"
 #include "bootstrap/spawn.h"
+#include "daemon/line_io.h"
 #include "launcher/starter_support.h"
 #include "tlaunch/version.h"
 
@@ -31,31 +32,6 @@ namespace tlaunch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// One line from a descriptor, byte by byte: nothing past the newline may be consumed (the
-// keeper's stdin stays open as the lifeline after the secret).
-std::string readLine(int fd) {
-  std::string line;
-  char c = 0;
-  while (line.size() < 4096) {
-    const ssize_t n = ::read(fd, &c, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || c == '\n') break;
-    line += c;
-  }
-  return line;
-}
-
-bool writeAll(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
 
 constexpr long long kMaxKeepSeconds = 7LL * 86'400;  // as tlaunch --keep-daemons
 
@@ -363,38 +339,6 @@ class Keeper {
 };
 
 }  // namespace
-
-Result<StartedKeeper> startWarmKeeper(int keep_s, const std::string& user_secret) {
-  SpawnSpec spec;
-  spec.exe = thisExecutable();
-  if (spec.exe.empty()) return fail(Errc::io, "cannot find this tlaunchd's own path (/proc/self/exe)");
-  spec.argv = {"tlaunchd", "--keeper", "--keep-for", std::to_string(keep_s)};
-  spec.env = environmentWith({});
-  spec.stdin_mode = SpawnSpec::Stdin::pipe;
-  spec.stderr_pipe = false;
-  spec.dies_with_parent = false;  // the whole point: it outlives this daemon
-  auto spawned = spawnProcess(spec);
-  if (!spawned) return tl::unexpected(spawned.error());
-  if (spawned->pidfd >= 0) ::close(spawned->pidfd);
-  writeAll(spawned->stdin_fd, user_secret + "\n");
-  pollfd p{spawned->stdout_fd, POLLIN, 0};
-  std::string line;
-  if (::poll(&p, 1, 5000) == 1) line = readLine(spawned->stdout_fd);
-  ::close(spawned->stdout_fd);
-  int status = 0;
-  if (line.empty()) ::kill(spawned->pid, SIGKILL);
-  ::waitpid(spawned->pid, &status, 0);  // it exits once its detached copy runs
-  StartedKeeper k;
-  int consumed = 0;
-  const int fields = std::sscanf(line.c_str(), "%d %lld %lld %n", &k.port, &k.pid, &k.since, &consumed);
-  if (fields == 3 && consumed > 0) k.inventory_cache = line.substr(static_cast<size_t>(consumed));  // may hold spaces
-  if (fields < 3 || k.port <= 0) {
-    ::close(spawned->stdin_fd);
-    return fail(Errc::io, "the warm-daemon keeper did not start (it said '" + line + "')");
-  }
-  k.lifeline_fd = spawned->stdin_fd;
-  return k;
-}
 
 int runWarmKeeper(int keep_s, KeeperHome home) {
   ::signal(SIGHUP, SIG_IGN);

@@ -116,9 +116,10 @@ void KeeperCall::readAvailable() {
         return;
       }
       // A keeper hangs up without a word on a client that fails to prove the secret.
-      return failWith(state_ == State::welcome ? "it did not accept this user's secret (another user's warm daemon, "
-                                                 "or the secret file was replaced)"
-                                               : "it closed the connection");
+      wrong_secret_ = state_ == State::welcome;
+      return failWith(wrong_secret_ ? "it did not accept this user's secret (another user's warm daemon, "
+                                      "or the secret file was replaced)"
+                                    : "it closed the connection");
     }
     decoder_.feed(buf, static_cast<size_t>(n));
     for (;;) {
@@ -159,8 +160,10 @@ void KeeperCall::handleFrame(std::string_view payload) {
       return;
     }
     case State::welcome:
-      if (t != "welcome" || !constantTimeEquals(bytesOf((*msg)["mac"]), welcomeProof(secret_, server_nonce_, client_nonce_)))
+      if (t != "welcome" || !constantTimeEquals(bytesOf((*msg)["mac"]), welcomeProof(secret_, server_nonce_, client_nonce_))) {
+        wrong_secret_ = true;
         return failWith("it did not prove the user's secret");
+      }
       opener_ = std::make_unique<FrameCipher>(secret_, server_nonce_, client_nonce_, FrameCipher::Direction::to_daemon);
       decoder_.setMaxFrameBytes(1u << 20);
       queue(request_, true);

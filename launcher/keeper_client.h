@@ -32,6 +32,8 @@ class KeeperCall {
   // The connection was refused: nothing listens at that port any more, so no keeper is there.
   // (A timeout or a lost connection says nothing either way.)
   bool nobodyListens() const { return nobody_listens_; }
+  // The peer refused this user's secret, or could not prove it: not (or no longer) our keeper.
+  bool wrongSecret() const { return wrong_secret_; }
   // After the reply, without blocking: what the keeper sent since. closed() once it hung up.
   std::vector<Json> receive();
   bool closed() const { return state_ == State::done || state_ == State::failed; }
@@ -56,6 +58,7 @@ class KeeperCall {
   std::string server_nonce_, client_nonce_;
   bool replied_ = false;
   bool nobody_listens_ = false;
+  bool wrong_secret_ = false;
   Json reply_;
   std::string error_;
   std::deque<Json> inbox_;

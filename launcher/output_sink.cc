@@ -89,38 +89,48 @@ Result<int> OutputSink::openDir() {
   return dfd;
 }
 
+namespace {
+
+// `file` in the directory `dfd` (`path` for messages), for writing: created 0600, or refused when
+// it is something someone else put there first (in a group-writable directory they could read
+// what lands in it). O_NONBLOCK: a FIFO planted under the name must not hold the open (ENXIO
+// without a reader). O_TRUNC only once the file is known to be ours: another user's would be
+// emptied first.
+Result<int> openOwnFile(int dfd, const std::string& file, const std::string& path, int mode) {
+  const int fd = ::openat(dfd, file.c_str(), O_WRONLY | O_CREAT | (mode & ~O_TRUNC) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == ENXIO) return diagnostic(Errc::usage, "output-file-foreign", {{"path", path}, {"what", "a FIFO or socket"}});
+    return diagnostic(Errc::usage, "output-file-unwritable", {{"path", path}, {"reason", std::strerror(errno)}});
+  }
+  struct stat st {};
+  std::string what;
+  if (::fstat(fd, &st) != 0) what = std::string("unreadable (") + std::strerror(errno) + ")";
+  else if (!S_ISREG(st.st_mode)) what = "not a regular file";
+  else if (st.st_uid != ::geteuid()) what = "another user's (uid " + std::to_string(st.st_uid) + ")";
+  if (!what.empty()) {
+    ::close(fd);
+    return diagnostic(Errc::usage, "output-file-foreign", {{"path", path}, {"what", what}});
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if ((mode & O_TRUNC) != 0 && ::ftruncate(fd, 0) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return diagnostic(Errc::usage, "output-file-unwritable", {{"path", path}, {"reason", std::strerror(e)}});
+  }
+  return fd;
+}
+
+}  // namespace
+
 Result<void> OutputSink::openInto(int dfd, int number, const std::string& name, int mode, Item& item) {
   for (int s : {1, 2}) {
     const std::string file = name + (s == 1 ? ".out" : ".err");
-    // O_NONBLOCK: a FIFO planted under the name must not hold the open (ENXIO without a reader).
-    // O_TRUNC only once the file is known to be ours: another user's would be emptied first.
-    const int fd = ::openat(dfd, file.c_str(), O_WRONLY | O_CREAT | (mode & ~O_TRUNC) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      const int e = errno;
+    auto fd = openOwnFile(dfd, file, dir_ + "/" + file, mode);
+    if (!fd) {
       for (auto& [k, f] : item.files) ::close(f);
-      if (e == ENXIO)
-        return diagnostic(Errc::usage, "output-file-foreign", {{"path", dir_ + "/" + file}, {"what", "a FIFO or socket"}});
-      return diagnostic(Errc::usage, "output-file-unwritable", {{"path", dir_ + "/" + file}, {"reason", std::strerror(e)}});
+      return tl::unexpected(fd.error());
     }
-    // A file someone else put there first (a group-writable directory) could be read by them.
-    struct stat st {};
-    std::string what;
-    if (::fstat(fd, &st) != 0) what = std::string("unreadable (") + std::strerror(errno) + ")";
-    else if (!S_ISREG(st.st_mode)) what = "not a regular file";
-    else if (st.st_uid != ::geteuid()) what = "another user's (uid " + std::to_string(st.st_uid) + ")";
-    if (!what.empty()) {
-      ::close(fd);
-      for (auto& [k, f] : item.files) ::close(f);
-      return diagnostic(Errc::usage, "output-file-foreign", {{"path", dir_ + "/" + file}, {"what", what}});
-    }
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    if ((mode & O_TRUNC) != 0 && ::ftruncate(fd, 0) != 0) {
-      const int e = errno;
-      ::close(fd);
-      for (auto& [k, f] : item.files) ::close(f);
-      return diagnostic(Errc::usage, "output-file-unwritable", {{"path", dir_ + "/" + file}, {"reason", std::strerror(e)}});
-    }
-    item.files[{number, s}] = fd;
+    item.files[{number, s}] = *fd;
   }
   return {};
 }

@@ -49,7 +49,7 @@ int runStopDaemons() {
     // No answer in time, or the connection lost midway: the keeper may well be alive (a slow
     // node, a network blip). Its entry stays, so that a second stop-daemons still finds it:
     // forgetting it would leave it accepting this user's secret until it expires.
-    if (!c.replied() && !c.nobodyListens() && c.error().find("secret") == std::string::npos) {
+    if (!c.replied() && !c.nobodyListens() && !c.wrongSecret()) {
       unsure = true;
       std::cerr << "tlaunch: node " << e.node << ": its warm daemon (" << e.host << ":" << e.port << ", pid " << e.pid
                 << ") did not answer (" << c.error() << "); it is still written down: run `tlaunch stop-daemons` "
@@ -58,7 +58,7 @@ int runStopDaemons() {
     }
     // A keeper that refuses our secret is not ours, or was started with a secret since replaced:
     // its entry goes out of the way all the same, and the user learns where it ran.
-    const bool refused_this = c.error().find("secret") != std::string::npos;
+    const bool refused_this = c.wrongSecret();
     refused = refused || refused_this;
     std::cerr << "tlaunch: node " << e.node << ": no warm daemon of yours answered at " << e.host << ":" << e.port
               << " (" << (c.replied() ? getString(c.reply(), "why") : c.error()) << ")";
