@@ -17,6 +17,12 @@ std::string envValue(const std::vector<std::string>& env, const std::string& key
   return value;
 }
 
+bool envHas(const std::vector<std::string>& env, const std::string& key) {
+  for (const auto& kv : env)
+    if (kv.size() > key.size() && kv[key.size()] == '=' && kv.compare(0, key.size(), key) == 0) return true;
+  return false;
+}
+
 std::vector<std::string> mergeEnv(const std::vector<std::string>& base, const std::vector<std::string>& overrides) {
   std::unordered_map<std::string, size_t> index;
   std::vector<std::string> out;

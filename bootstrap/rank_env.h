@@ -87,6 +87,8 @@ EnvList rankIdentityEnv(const RankIdentity& r, const JobIdentity& j);
 EnvList rankDefaultEnv();
 // The value of `key` in a "K=V" list ("" if absent; the last one wins).
 std::string envValue(const std::vector<std::string>& env, const std::string& key);
+// Whether `key` is set at all (to anything, "" included).
+bool envHas(const std::vector<std::string>& env, const std::string& key);
 // base overlaid with overrides (same key: the override wins, keeping base's order).
 std::vector<std::string> mergeEnv(const std::vector<std::string>& base, const std::vector<std::string>& overrides);
 

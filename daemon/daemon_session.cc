@@ -244,7 +244,7 @@ void DaemonSession::handlePrepare(const Json& msg) {
                              "working directory " + launch_->cwd + " does not exist on node " + launch_->node_name,
                              "run tlaunch from a directory every node has, or pass --chdir"});
   }
-  auto exe = resolveProgram(launch_->argv[0], envValue(launch_->base_env, "PATH"), launch_->cwd, launch_->node_name);
+  auto exe = resolveProgram(launch_->argv[0], programSearchPath(launch_->base_env), launch_->cwd, launch_->node_name);
   if (!exe) return reply_error(exe.error());
   if (auto r = probePeers(); !r) return reply_error(r.error());
   if (launch_->pmix.enabled && !pmix_) {

@@ -25,7 +25,7 @@ Result<std::vector<RankLaunch>> buildRankLaunches(const NodeLaunch& launch) {
     l.argv = launch.argv;
     l.env = mergeEnv(launch.base_env, r.env);
     l.cwd = launch.cwd;
-    auto exe = resolveProgram(launch.argv[0], envValue(l.env, "PATH"), launch.cwd, launch.node_name);
+    auto exe = resolveProgram(launch.argv[0], programSearchPath(l.env), launch.cwd, launch.node_name);
     if (!exe) return tl::unexpected(exe.error());
     l.exe_path = *exe;
     l.stdin_pipe = launch.stdin_rank == r.rank;
@@ -78,7 +78,7 @@ Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, cons
     l.cwd = app.cwd.empty() ? launch.cwd : app.cwd;
     if (access(l.cwd.c_str(), X_OK) != 0)
       return fail(Errc::usage, "working directory " + l.cwd + " does not exist on node " + launch.node_name);
-    auto exe = resolveProgram(app.argv.front(), envValue(l.env, "PATH"), l.cwd, launch.node_name);
+    auto exe = resolveProgram(app.argv.front(), programSearchPath(l.env), l.cwd, launch.node_name);
     if (!exe) return tl::unexpected(exe.error());
     l.exe_path = *exe;
     if (launch.apply_binding && (!share.cpus.empty() || !share.mem_nodes.empty())) {

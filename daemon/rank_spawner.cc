@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "bootstrap/rank_env.h"
 #include "bootstrap/spawn.h"
 #include "tlaunch/diagnostics.h"
 
@@ -36,6 +37,15 @@ std::string joinPath(const std::string& dir, const std::string& name) {
 }
 
 }  // namespace
+
+std::string programSearchPath(const std::vector<std::string>& env) {
+  if (envHas(env, "PATH")) return envValue(env, "PATH");
+  const size_t n = ::confstr(_CS_PATH, nullptr, 0);
+  std::string path(n, '\0');
+  if (n == 0 || ::confstr(_CS_PATH, path.data(), n) == 0) return "/bin:/usr/bin";
+  path.resize(n - 1);  // confstr counts the terminating NUL
+  return path;
+}
 
 Result<std::string> resolveProgram(const std::string& program, const std::string& path, const std::string& cwd,
                                    const std::string& node_name) {

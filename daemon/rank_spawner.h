@@ -30,6 +30,12 @@ struct RankProcess {
   int stdin_fd = -1;  // -1 unless stdin_pipe
 };
 
+// Where execvp would look for a program run with `env`: its PATH, even an empty one (which
+// means the working directory), or the system's default path when PATH is not set at all; a
+// job started from an environment without PATH must not run a program of that name that
+// happens to lie in its working directory.
+std::string programSearchPath(const std::vector<std::string>& env);
+
 // Looks `program` up like execvp would, in `path` (the rank's PATH) relative to `cwd`.
 // Errors name the node and say what was searched.
 Result<std::string> resolveProgram(const std::string& program, const std::string& path, const std::string& cwd,

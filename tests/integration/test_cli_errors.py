@@ -1,4 +1,6 @@
 """Bad input gets one clear message and a non-zero exit before anything starts."""
+import os
+
 import tl
 
 
@@ -48,4 +50,15 @@ tl.check(r.returncode == 0 and "1 node(s) x" in r.stderr, f"no -p/-g: {r.returnc
 # Arguments reach the program unchanged, spaces and quotes included; a clean job exits 0.
 r = tl.run(["-p", "1", "--tag-output=none", "--", "/usr/bin/printf", "%s|", "a b", "it's", '"q"', "$HOME", ""])
 tl.check(r.returncode == 0 and r.stdout == "a b|it's|\"q\"|$HOME||\n", f"argv: {r.stdout!r}")
+# Started from an environment without PATH (env -i, some cron and service set-ups): a program
+# is looked up in the system's default path as execvp does, never in the working directory,
+# where a program of the same name may lie.
+cwd = tl.tempdir()
+planted = os.path.join(cwd, "true")
+with open(planted, "w") as f:
+    f.write("#!/bin/sh\necho planted program ran\n")
+os.chmod(planted, 0o755)
+r = tl.run(["--launcher", "local", "-p", "1", "--", "true"], cwd=cwd, env={})
+tl.check(r.returncode == 0 and "planted program ran" not in r.stdout,
+         f"without PATH the working directory's 'true' ran: {r.returncode} {r.stdout!r} {r.stderr[-500:]!r}")
 print("PASS")
