@@ -7,6 +7,7 @@
 #include "bootstrap/auth.h"
 #include "bootstrap/frame_cipher.h"
 #include "bootstrap/output_record.h"
+#include "bootstrap/stranger_eviction.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
@@ -36,12 +37,15 @@ TreeChildren::~TreeChildren() { closeAll(); }
 
 void TreeChildren::adopt(asio::ip::tcp::socket socket) {
   const auto unplaced = std::count_if(children_.begin(), children_.end(), [](const auto& c) { return !c->child; });
-  if (static_cast<size_t>(unplaced) >= kMaxUnplaced) {  // a flood: the oldest stranger goes
-    for (auto& c : children_)
+  if (static_cast<size_t>(unplaced) >= kMaxUnplaced) {  // a flood: a stranger goes (bootstrap/stranger_eviction.h)
+    std::vector<const Child*> waiting;
+    std::vector<std::string_view> peers;
+    for (const auto& c : children_)
       if (!c->child) {
-        drop(c->id);
-        break;
+        waiting.push_back(c.get());
+        peers.push_back(c->conn->peer());
       }
+    drop(waiting[strangerToDrop(peers)]->id);
   }
   auto c = std::make_unique<Child>();
   c->conn = Connection::create(std::move(socket));  // 4 KiB frames until the proof

@@ -58,6 +58,9 @@ class TreeChildren {
   void expectEnd() { ending_ = true; }
   size_t openChildren() const;
   void closeAll();
+  // Connections waiting for their proof or our place; beyond it a stranger goes
+  // (bootstrap/stranger_eviction.h).
+  static constexpr size_t kMaxUnplaced = 256;
 
  private:
   struct Child;
@@ -70,7 +73,6 @@ class TreeChildren {
   Child* childAt(int index);
 
   static constexpr auto kAuthTimeout = std::chrono::seconds(5);
-  static constexpr size_t kMaxUnplaced = 256;  // connections waiting for their proof or our place
 
   asio::io_context& io_;
   std::string secret_;

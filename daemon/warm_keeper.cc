@@ -23,6 +23,7 @@
 #include "bootstrap/connection.h"
 #include "bootstrap/keeper_protocol.h"
 #include "bootstrap/spawn.h"
+#include "bootstrap/stranger_eviction.h"
 #include "daemon/line_io.h"
 #include "launcher/starter_support.h"
 #include "tlaunch/version.h"
@@ -110,10 +111,11 @@ class Keeper {
   }
 
   void challenge(asio::ip::tcp::socket socket) {
-    // Strangers wait at most kKeeperHandshakeTimeoutMs; beyond 64 at once, the oldest goes.
+    // Strangers wait at most kKeeperHandshakeTimeoutMs; beyond 64 at once, one goes: the oldest
+    // of the host with the most waiting, so that a flood cannot push out a tlaunch's call.
     size_t waiting = 0;
     for (const auto& c : clients_) waiting += c->authenticated ? 0 : 1;
-    if (waiting >= 64) dropOldestStranger();
+    if (waiting >= 64) dropOneStranger();
     auto client = std::make_shared<Client>();
     client->conn = Connection::create(std::move(socket));
     client->nonce = randomBytes(kNonceBytes);
@@ -131,13 +133,18 @@ class Keeper {
     client->conn->send({{"t", "challenge"}, {"proto", kProtocolVersion}, {"nonce", binary(client->nonce)}});
   }
 
-  void dropOldestStranger() {
-    for (auto it = clients_.begin(); it != clients_.end(); ++it) {
-      if ((*it)->authenticated) continue;
-      (*it)->conn->close();
-      clients_.erase(it);
-      return;
-    }
+  void dropOneStranger() {  // bootstrap/stranger_eviction.h
+    std::vector<std::list<std::shared_ptr<Client>>::iterator> waiting;
+    std::vector<std::string_view> peers;
+    for (auto it = clients_.begin(); it != clients_.end(); ++it)
+      if (!(*it)->authenticated) {
+        waiting.push_back(it);
+        peers.push_back((*it)->conn->peer());
+      }
+    if (waiting.empty()) return;
+    auto victim = waiting[strangerToDrop(peers)];
+    (*victim)->conn->close();
+    clients_.erase(victim);
   }
 
   void forget(Client* c) {

@@ -182,7 +182,7 @@ class JobSession {
   void forwardStdin();
   size_t outputWindow() const;
   void grantOutputCredit(int source, size_t bytes);
-  void dropOldestPending();
+  void dropOneStranger();  // see bootstrap/stranger_eviction.h
   size_t pendingLimit() const;  // connections not yet authenticated, before the oldest is dropped
   static constexpr size_t kMaxPendingConnections = 256;
   static constexpr auto kPendingAuthTimeout = std::chrono::seconds(5);

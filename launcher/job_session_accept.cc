@@ -12,6 +12,7 @@
 
 #include "bootstrap/auth.h"
 #include "bootstrap/close_fds.h"
+#include "bootstrap/stranger_eviction.h"
 #include "binding/preflight/preflight_report.h"
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cli_values.h"
@@ -36,7 +37,7 @@ void JobSession::accept() {
     if (ec) {
       // Out of file descriptors (a flood of connections): make room, and try again a moment
       // later instead of spinning on an accept that keeps failing.
-      if (ec == asio::error::no_descriptors || ec.value() == ENFILE) dropOldestPending();
+      if (ec == asio::error::no_descriptors || ec.value() == ENFILE) dropOneStranger();
       accept_retry_.expires_after(std::chrono::milliseconds(100));
       accept_retry_.async_wait([this](const asio::error_code& e) {
         if (!e) accept();
@@ -65,7 +66,7 @@ void JobSession::acceptQueued() {
 void JobSession::adopt(std::unique_ptr<ByteStream> stream) { challenge(Connection::create(std::move(stream))); }
 
 void JobSession::challenge(std::shared_ptr<Connection> conn) {
-  if (pending_.size() >= pendingLimit()) dropOldestPending();
+  if (pending_.size() >= pendingLimit()) dropOneStranger();
   auto p = std::make_unique<Pending>();
   p->conn = std::move(conn);
   p->nonce = randomBytes(kNonceBytes);
@@ -168,8 +169,8 @@ Json JobSession::daemonConfigFor(const Link&) const {
 
 size_t JobSession::pendingLimit() const {
   // Every daemon not yet authenticated may be connecting at this moment (one srun step starts
-  // them all at once), plus room for strangers; a flood of strangers must open more than that
-  // before a daemon's connection is the oldest one dropped, and each of theirs times out.
+  // them all at once), plus room for strangers; beyond that a stranger goes, chosen so that a
+  // flood from one host displaces its own connections, not the daemons' (dropOneStranger).
   const size_t expected = std::max(cfg_.nodes.size(), static_cast<size_t>(std::max(0, cfg_.unnamed_nodes)));
   const auto connected =
       static_cast<size_t>(std::count_if(links_.begin(), links_.end(), [](const auto& l) { return l->conn != nullptr || l->routed; }));
@@ -177,10 +178,14 @@ size_t JobSession::pendingLimit() const {
   return kMaxPendingConnections + missing;
 }
 
-void JobSession::dropOldestPending() {
+void JobSession::dropOneStranger() {
   if (pending_.empty()) return;
-  auto conn = pending_.front()->conn;
-  pending_.erase(pending_.begin());
+  std::vector<std::string_view> peers;
+  peers.reserve(pending_.size());
+  for (const auto& p : pending_) peers.push_back(p->conn->peer());
+  const auto victim = pending_.begin() + static_cast<std::ptrdiff_t>(strangerToDrop(peers));
+  auto conn = (*victim)->conn;
+  pending_.erase(victim);
   conn->close();
 }
 

@@ -140,6 +140,13 @@ class MemoryStarter final : public DaemonStarter {
       session->adopt(std::move(frontend_end));
       daemons.push_back(std::make_unique<FakeDaemon>(io_, std::move(daemon_end), secret, n, script_of_(n)));
     }
+    // Connections from another host that never answer the challenge, arriving while the
+    // daemons are still proving the secret.
+    for (int i = 0; i < strangers; ++i) {
+      auto [frontend_end, stranger_end] = memoryBytePipe(io_, "frontend", "10.66.0.1:" + std::to_string(40000 + i));
+      session->adopt(std::move(frontend_end));
+      silent.push_back(std::move(stranger_end));
+    }
     return {};
   }
   std::vector<StartFailure> poll() override { return {}; }
@@ -147,6 +154,8 @@ class MemoryStarter final : public DaemonStarter {
 
   JobSession* session = nullptr;
   std::vector<std::unique_ptr<FakeDaemon>> daemons;
+  int strangers = 0;
+  std::vector<std::unique_ptr<ByteStream>> silent;
 
  private:
   asio::io_context& io_;
@@ -158,7 +167,8 @@ struct Run {
   double seconds = 0;
 };
 
-Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const std::function<void(JobSpec&)>& tweak = {}) {
+Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const std::function<void(JobSpec&)>& tweak = {},
+           int strangers = 0) {
   SessionConfig cfg;
   cfg.in_memory = true;
   cfg.spec.argv = {"true"};
@@ -184,6 +194,7 @@ Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const 
     asio::io_context io(1);
     auto starter = std::make_unique<MemoryStarter>(io, std::move(script_of));
     MemoryStarter* raw = starter.get();
+    raw->strangers = strangers;
     OutputSink out(TagMode::full, "", devnull, devnull);
     JobSession session(io, std::move(cfg), std::move(starter), out);
     raw->session = &session;
@@ -336,6 +347,16 @@ TEST_CASE("lifecycle in memory: a node that cannot prepare (program missing) end
   CHECK(says(r.outcome, "node n1: no program 'trian.py'"));
   CHECK_FALSE(r.outcome.phase_seconds.contains("ranks started"));  // the start was never sent
   CHECK(std::none_of(r.outcome.rank_exit_codes.begin(), r.outcome.rank_exit_codes.end(), [](int c) { return c >= 0; }));
+}
+
+TEST_CASE("lifecycle in memory: a flood of silent connections from one host does not push out the daemons") {
+  // 600 strangers (more than twice the pending-connection cap) arrive while 4 daemons are
+  // still proving the secret: the strangers displace each other, the job runs as usual.
+  auto r = runJob(4, [](const NodeTarget&) { return Script{}; }, {}, 600);
+  INFO(r.outcome.summary);
+  CHECK(r.outcome.exit_code == 0);
+  CHECK(r.outcome.summary.empty());
+  CHECK(r.outcome.rank_exit_codes.size() == 8);
 }
 
 TEST_CASE("lifecycle in memory: 300 daemons connecting at once are all let in (one srun step starts them together)") {

@@ -182,6 +182,27 @@ TEST_CASE("tree children: strangers, nodes placed elsewhere and impostors are tu
   CHECK(p.children.openChildren() == 1);
 }
 
+TEST_CASE("tree children: a flood of strangers from one host does not push out a child waiting from another") {
+  Parent p;
+  ScriptedChild c(p.io, p.port(), "n2", 2);  // from 127.0.0.1, proves the secret, waits for place()
+  p.io.run_for(std::chrono::milliseconds(200));
+  std::vector<asio::ip::tcp::socket> flood;
+  for (size_t i = 0; i < TreeChildren::kMaxUnplaced + 40; ++i) {
+    asio::ip::tcp::socket s(p.io);
+    s.open(asio::ip::tcp::v4());
+    s.bind({asio::ip::make_address("127.0.0.2"), 0});  // another host, as far as the parent can tell
+    s.connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(p.port())});
+    flood.push_back(std::move(s));
+    if (i % 32 == 0) p.io.run_for(std::chrono::milliseconds(10));
+  }
+  p.io.run_for(std::chrono::milliseconds(300));  // every stranger accepted; the cap exceeded 40 times
+  CHECK_FALSE(c.closed);
+  p.place();
+  CHECK(p.runUntil([&] { return c.welcomed || c.closed; }));
+  CHECK(c.welcomed);
+  CHECK_FALSE(c.closed);
+}
+
 TEST_CASE("tree children: a child that connects before the frontend placed its parent waits for it") {
   Parent p;
   ScriptedChild c(p.io, p.port(), "n3", 3);

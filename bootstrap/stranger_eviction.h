@@ -1,0 +1,20 @@
+#pragma once
+// Which connection goes when too many have connected without proving the job's secret yet (the
+// frontend's, a tree parent's and a warm keeper's listening sockets each hold a bounded number):
+// the oldest of those from the source host that holds the most of them. A flood from one host
+// then displaces only its own connections: a daemon connecting from another host keeps its
+// place however fast the flood comes. (Dropping the oldest of all let anyone who can reach the
+// port push a starting job's daemons out by connecting faster than strangers time out.)
+#include <string_view>
+#include <vector>
+
+namespace tlaunch {
+
+// "10.0.0.2:40122" -> "10.0.0.2", "::1:40122" -> "::1"; a peer without a port is its own host.
+std::string_view hostOfPeer(std::string_view peer);
+
+// `peers_oldest_first`: each waiting connection's peer (ByteStream::peer()), the oldest first.
+// Returns the index of the one to drop (0 for one or none).
+size_t strangerToDrop(const std::vector<std::string_view>& peers_oldest_first);
+
+}  // namespace tlaunch
