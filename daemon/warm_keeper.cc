@@ -175,7 +175,7 @@ class Keeper {
     if (t == "start") return startJob(c, msg);
     if (t == "stop") {
       if (getInt(msg, "keeper_pid") != ::getpid() || getInt(msg, "keeper_since") != since_)
-        return refuse(c, "this is another warm daemon than the one tlaunch noted", false);
+        return refuse(c, "this is another warm daemon than the one tlaunch noted", Refusal::not_the_noted);
       keep_s_ = 0;
       retiring_ = true;
       c.conn->send({{"t", "stopping"}, {"jobs", jobs_.size()}});
@@ -187,8 +187,13 @@ class Keeper {
     c.conn->send({{"t", "refused"}, {"why", "unknown request '" + t + "'"}});
   }
 
-  void refuse(Client& c, const std::string& why, bool retire) {
-    c.conn->send({{"t", "refused"}, {"why", why}});
+  // What a refused tlaunch may conclude: `gone` in the reply tells it that the keeper it wrote
+  // down is not (or soon not) here, so its entry can go; otherwise this keeper lives on and the
+  // entry stays, for stop-daemons.
+  enum class Refusal { keeps_running, not_the_noted, retires };
+  void refuse(Client& c, const std::string& why, Refusal kind) {
+    const bool retire = kind == Refusal::retires;
+    c.conn->send({{"t", "refused"}, {"why", why}, {"gone", kind != Refusal::keeps_running || retiring_}});
     c.conn->closeAfterFlush();
     forget(&c);
     // Another tlaunch, or another tlaunchd, took over this node: this keeper has had its day.
@@ -203,25 +208,26 @@ class Keeper {
     // The keeper the frontend wrote down, not another of this user's that took over its port.
     if (getInt(msg, "keeper_pid") != ::getpid() || getInt(msg, "keeper_since") != since_)
       return refuse(c, "this is another warm daemon than the one tlaunch noted (pid " + std::to_string(::getpid()) + ")",
-                    false);
+                    Refusal::not_the_noted);
     // Told to stop (stop-daemons, or it retired): a tlaunch that read the registry before must
     // not bring it back for another --keep-daemons period; it starts fresh daemons instead.
-    if (retiring_) return refuse(c, "this warm daemon is stopping", false);
+    if (retiring_) return refuse(c, "this warm daemon is stopping", Refusal::retires);
     if (getString(msg, "version") != kVersion)
       return refuse(c, std::string("this warm daemon runs tlaunchd ") + kVersion + ", this tlaunch is " +
-                           getString(msg, "version", "?"), true);
+                           getString(msg, "version", "?"), Refusal::retires);
     if (own_exe_.empty() || own_exe_ != resolveDaemonPath(getString(msg, "daemon")))
       return refuse(c, "this warm daemon runs " + (own_exe_.empty() ? std::string("an unknown tlaunchd") : own_exe_) +
-                           ", not " + getString(msg, "daemon") + " (replaced since, or another --daemon-path)", true);
+                           ", not " + getString(msg, "daemon") + " (replaced since, or another --daemon-path)",
+                    Refusal::retires);
     const Json& args = msg.contains("args") ? msg["args"] : Json();
     const std::string job_secret = getString(msg, "secret");
     if (!args.is_array() || args.size() > 64 || job_secret.empty() || job_secret.find('\n') != std::string::npos)
-      return refuse(c, "malformed start request", false);
+      return refuse(c, "malformed start request", Refusal::keeps_running);
     SpawnSpec spec;
     spec.exe = own_exe_;
     spec.argv = {"tlaunchd"};
     for (const auto& a : args) {
-      if (!a.is_string()) return refuse(c, "malformed start request", false);
+      if (!a.is_string()) return refuse(c, "malformed start request", Refusal::keeps_running);
       spec.argv.push_back(a.get<std::string>());
     }
     if (!inventory_cache_.empty()) spec.argv.insert(spec.argv.end(), {"--inventory-cache", inventory_cache_});
@@ -229,7 +235,7 @@ class Keeper {
     spec.stdin_mode = SpawnSpec::Stdin::pipe;
     spec.stdout_pipe = false;  // /dev/null, like ours
     auto spawned = spawnProcess(spec);
-    if (!spawned) return refuse(c, "could not start tlaunchd: " + spawned.error().message, false);
+    if (!spawned) return refuse(c, "could not start tlaunchd: " + spawned.error().message, Refusal::keeps_running);
     if (spawned->pidfd >= 0) ::close(spawned->pidfd);
     if (msg.contains("keep_s") && msg["keep_s"].is_number_integer())
       keep_s_ = static_cast<int>(std::clamp<long long>(getInt(msg, "keep_s"), 0, kMaxKeepSeconds));

@@ -34,6 +34,10 @@ class KeeperCall {
   bool nobodyListens() const { return nobody_listens_; }
   // The peer refused this user's secret, or could not prove it: not (or no longer) our keeper.
   bool wrongSecret() const { return wrong_secret_; }
+  // The keeper this call was meant for is known to be gone, or not ours: nothing listens, it
+  // refused our secret, or it refused saying it is another keeper or is ending. A call that
+  // timed out or lost its connection says nothing either way.
+  bool keeperGone() const { return nobody_listens_ || wrong_secret_ || (replied_ && getBool(reply_, "gone")); }
   // After the reply, without blocking: what the keeper sent since. closed() once it hung up.
   std::vector<Json> receive();
   bool closed() const { return state_ == State::done || state_ == State::failed; }

@@ -53,9 +53,9 @@ Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const s
   }
   if (!keeping) {
     const long long now = epochSeconds();
-    const bool any = !registry->secret().empty() && std::any_of(nodes.begin(), nodes.end(), [&](const NodeTarget& n) {
-      auto e = registry->find(n.name, now);
-      return e && e->slurm_job == slurm_job;
+    const auto kept = registry->secret().empty() ? std::vector<WarmEntry>{} : registry->all(now);
+    const bool any = std::any_of(nodes.begin(), nodes.end(), [&](const NodeTarget& n) {
+      return WarmRegistry::newest(kept, n.name, [&](const WarmEntry& e) { return e.slurm_job == slurm_job; }).has_value();
     });
     if (!any) return std::optional<WarmRegistry>{};
   }

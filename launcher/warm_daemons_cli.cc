@@ -3,6 +3,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@ int runStopDaemons() {
     printError(registry.error());
     return exitStatusFor(registry.error().code);
   }
-  const auto entries = registry->all();
+  const auto entries = registry->all(epochSeconds());
   if (entries.empty() || registry->secret().empty()) {
     std::cout << "tlaunch: no warm daemons\n";
     return 0;
@@ -32,18 +33,18 @@ int runStopDaemons() {
     raw.push_back(calls.back().get());
   }
   KeeperCall::runAll(raw, std::chrono::steady_clock::now() + std::chrono::seconds(5));
-  int stopped = 0;
+  std::set<std::string> stopped;  // nodes: one may have had two keepers
   bool refused = false, unsure = false;
   for (size_t i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
     const KeeperCall& c = *calls[i];
     if (c.replied() && getString(c.reply(), "t") == "stopping") {
-      ++stopped;
+      stopped.insert(e.node);
       const long long jobs = getInt(c.reply(), "jobs");
       if (jobs > 0)
         std::cout << "tlaunch: node " << e.node << ": its warm daemon ends once its " << jobs
                   << (jobs == 1 ? " running job ends\n" : " running jobs end\n");
-      registry->remove(e.node);
+      registry->remove(e);
       continue;
     }
     // No answer in time, or the connection lost midway: the keeper may well be alive (a slow
@@ -66,9 +67,9 @@ int runStopDaemons() {
       std::cerr << "; if it is a keeper started before the secret was replaced, end it on " << e.node << " with kill "
                 << e.pid;
     std::cerr << "\n";
-    registry->remove(e.node);
+    registry->remove(e);
   }
-  std::cout << "tlaunch: stopped warm daemons on " << stopped << " node" << (stopped == 1 ? "" : "s") << "\n";
+  std::cout << "tlaunch: stopped warm daemons on " << stopped.size() << " node" << (stopped.size() == 1 ? "" : "s") << "\n";
   if (refused) return exitStatusFor(Errc::protocol);
   return unsure ? exitStatusFor(Errc::node_unreachable) : 0;
 }

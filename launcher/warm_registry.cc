@@ -30,10 +30,11 @@ std::string homeDirectory(const std::map<std::string, std::string>& env) {
   return pw && pw->pw_dir ? pw->pw_dir : "";
 }
 
-// Node names are host names; anything else in one is escaped so it stays one file name.
-std::string fileNameOf(const std::string& node) {
+// Node names are host names; anything else in one is escaped so it stays one file name ('@',
+// which separates the keeper's pid and start from the name, included).
+std::string fileNameOf(const WarmEntry& e) {
   std::string out = kEntryPrefix;
-  for (unsigned char c : node) {
+  for (unsigned char c : e.node) {
     if (std::isalnum(c) || c == '.' || c == '-' || c == '_') {
       out += static_cast<char>(c);
     } else {
@@ -42,7 +43,11 @@ std::string fileNameOf(const std::string& node) {
       out += hex;
     }
   }
-  return out + ".json";
+  return out + "@" + std::to_string(e.pid) + "-" + std::to_string(e.since) + ".json";
+}
+
+bool isEntryFileName(const std::string& name) {
+  return name.rfind(kEntryPrefix, 0) == 0 && name.size() > 10 && name.compare(name.size() - 5, 5, ".json") == 0;
 }
 
 Result<std::string> readSecret(const std::string& path, bool create) {
@@ -113,55 +118,55 @@ std::string WarmRegistry::keeperSecret(const std::string& slurm_job) const {
   return derivedSecret(secret_, "keepers of Slurm job " + slurm_job);
 }
 
-std::string WarmRegistry::pathOf(const std::string& node) const { return dir_ + "/" + fileNameOf(node); }
+std::string WarmRegistry::pathOf(const WarmEntry& e) const { return dir_ + "/" + fileNameOf(e); }
 
-std::optional<WarmEntry> WarmRegistry::find(const std::string& node, long long now) const {
-  auto text = readTextFile(pathOf(node), "warm-daemon entry");
-  if (!text) return std::nullopt;
-  Json j = Json::parse(*text, nullptr, false);
-  if (!j.is_object()) return std::nullopt;
-  WarmEntry e;
-  e.node = getString(j, "node");
-  e.destination = getString(j, "destination");
-  e.host = getString(j, "host");
-  e.port = static_cast<int>(getInt(j, "port"));
-  e.pid = getInt(j, "pid");
-  e.since = getInt(j, "since");
-  e.expires = getInt(j, "expires");
-  e.keep_s = static_cast<int>(getInt(j, "keep_s"));
-  e.slurm_job = getString(j, "slurm_job");
-  if (e.node != node || e.host.empty() || e.port <= 0 || e.port > 65535 || e.expires <= now) {
-    remove(node);
-    return std::nullopt;
-  }
-  return e;
-}
-
-std::vector<WarmEntry> WarmRegistry::all() const {
-  std::vector<std::string> nodes;
+std::vector<WarmEntry> WarmRegistry::all(long long now) const {
+  std::vector<std::string> files;
   if (DIR* d = ::opendir(dir_.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name.rfind(kEntryPrefix, 0) != 0 || name.size() < 11 || name.substr(name.size() - 5) != ".json") continue;
-      auto text = readTextFile(dir_ + "/" + name, "warm-daemon entry");
-      if (!text) continue;
-      Json j = Json::parse(*text, nullptr, false);
-      if (j.is_object()) nodes.push_back(getString(j, "node"));
-    }
+    while (const dirent* e = ::readdir(d))
+      if (isEntryFileName(e->d_name)) files.push_back(dir_ + "/" + e->d_name);
     ::closedir(d);
   }
   std::vector<WarmEntry> out;
-  const long long now = epochSeconds();
-  for (const auto& n : nodes)
-    if (auto e = find(n, now)) out.push_back(*e);
+  for (const auto& file : files) {
+    auto text = readTextFile(file, "warm-daemon entry");
+    if (!text) continue;
+    // Another program's file, or a newer tlaunch's format: not ours to judge, left alone.
+    Json j = Json::parse(*text, nullptr, false);
+    if (!j.is_object()) continue;
+    WarmEntry e;
+    e.node = getString(j, "node");
+    e.destination = getString(j, "destination");
+    e.host = getString(j, "host");
+    e.port = static_cast<int>(getInt(j, "port"));
+    e.pid = getInt(j, "pid");
+    e.since = getInt(j, "since");
+    e.expires = getInt(j, "expires");
+    e.keep_s = static_cast<int>(getInt(j, "keep_s"));
+    e.slurm_job = getString(j, "slurm_job");
+    e.file = file;
+    if (e.node.empty() || e.host.empty() || e.port <= 0 || e.port > 65535 || e.expires <= now) {
+      ::unlink(file.c_str());
+      continue;
+    }
+    out.push_back(std::move(e));
+  }
   return out;
+}
+
+std::optional<WarmEntry> WarmRegistry::newest(const std::vector<WarmEntry>& entries, const std::string& node,
+                                              const std::function<bool(const WarmEntry&)>& usable) {
+  const WarmEntry* best = nullptr;
+  for (const auto& e : entries)
+    if (e.node == node && usable(e) && (!best || e.since > best->since)) best = &e;
+  return best ? std::optional<WarmEntry>(*best) : std::nullopt;
 }
 
 Result<void> WarmRegistry::save(const WarmEntry& e) const {
   Json j = {{"node", e.node},   {"destination", e.destination}, {"host", e.host},     {"port", e.port},
                   {"pid", e.pid},     {"since", e.since},             {"expires", e.expires}, {"keep_s", e.keep_s}};
   if (!e.slurm_job.empty()) j["slurm_job"] = e.slurm_job;
-  const std::string path = pathOf(e.node);
+  const std::string path = pathOf(e);
   // A name of its own (mkstemp: O_EXCL, 0600): two hosts sharing this home over NFS may save at
   // once with the same pid. close() is checked: NFS reports a full disk there.
   std::string tmp = path + ".tmpXXXXXX";
@@ -174,9 +179,10 @@ Result<void> WarmRegistry::save(const WarmEntry& e) const {
     ::unlink(tmp.c_str());
     return fail(Errc::io, "cannot write " + path + ": " + std::strerror(errno));
   }
+  if (!e.file.empty() && e.file != path) ::unlink(e.file.c_str());
   return {};
 }
 
-void WarmRegistry::remove(const std::string& node) const { ::unlink(pathOf(node).c_str()); }
+void WarmRegistry::remove(const WarmEntry& e) const { ::unlink((e.file.empty() ? pathOf(e) : e.file).c_str()); }
 
 }  // namespace tlaunch

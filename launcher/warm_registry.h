@@ -1,9 +1,12 @@
 #pragma once
 // Where the frontend remembers its warm daemons (tlaunch --keep-daemons): one small JSON file
-// per node under ~/.cache/tlaunch/daemons, and the user's secret that the keepers accept, in a
+// per keeper under ~/.cache/tlaunch/daemons (a node may have two: two tlaunch started at once, or
+// a keeper that did not answer in time while a new one was started; each is written down until
+// it is known to be gone, so that `tlaunch stop-daemons` can still end it), and the user's secret that the keepers accept, in a
 // 0600 file beside them. The directory is checked like the ssh control directory (ours, not a
 // symlink, no group/other access); the secret file must be a regular file of ours that nobody
 // else can read, or tlaunch refuses to use it rather than hand a job to whoever could.
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,6 +27,7 @@ struct WarmEntry {
   long long expires = 0;  // epoch seconds: it has exited by then
   int keep_s = 0;         // how long it stays after each job
   std::string slurm_job;  // the Slurm allocation whose keeper step it is in; empty: started over ssh
+  std::string file;       // where it was read from (not saved; empty for a new entry)
 };
 
 class WarmRegistry {
@@ -41,15 +45,21 @@ class WarmRegistry {
   // srun's stdin, which Slurm may carry over the network in clear.
   std::string secretFor(const WarmEntry& entry) const { return keeperSecret(entry.slurm_job); }
   std::string keeperSecret(const std::string& slurm_job) const;
-  // The node's keeper, unless none was saved or it has expired by `now` (epoch seconds; an
-  // expired entry is removed).
-  std::optional<WarmEntry> find(const std::string& node, long long now) const;
-  std::vector<WarmEntry> all() const;
+  // Every keeper written down that has not expired by `now` (epoch seconds; expired entries are
+  // removed), in no particular order.
+  std::vector<WarmEntry> all(long long now) const;
+  // The node's newest keeper for which `usable` says yes, if any.
+  static std::optional<WarmEntry> newest(const std::vector<WarmEntry>& entries, const std::string& node,
+                                         const std::function<bool(const WarmEntry&)>& usable);
+  // Written down under the node, the keeper's pid and its start: another keeper of the same node
+  // is another entry. An entry read from another file (an older tlaunch named them by node
+  // alone) moves to the new name.
   Result<void> save(const WarmEntry& entry) const;
-  void remove(const std::string& node) const;
+  // Forgets this keeper (it is gone, or not ours), not the node's others.
+  void remove(const WarmEntry& entry) const;
 
  private:
-  std::string pathOf(const std::string& node) const;
+  std::string pathOf(const WarmEntry& entry) const;
   std::string dir_;
   std::string secret_;
 };

@@ -59,16 +59,14 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
     w.call = std::make_unique<KeeperCall>(entry.host, entry.port, registry_.secretFor(entry), std::move(req));
     tries.push_back(std::move(w));
   };
+  const std::vector<WarmEntry> kept = registry_.secret().empty() ? std::vector<WarmEntry>{} : registry_.all(now);
   for (const auto& n : nodes) {
-    auto entry = registry_.secret().empty() ? std::nullopt : registry_.find(n.name, now);
-    // Another allocation's keeper, or one over ssh for a job under Slurm (or the reverse): not
-    // this job's to use; it expires by itself.
-    if (entry && entry->slurm_job != options_.slurm_job) entry.reset();
-    // The name now means another host (a changed hostfile, or a home shared between clusters).
-    if (entry && entry->destination != destinationOf(n)) {
-      registry_.remove(n.name);
-      entry.reset();
-    }
+    // Another allocation's keeper, or one over ssh for a job under Slurm (or the reverse), is
+    // not this job's to use; nor one of a name that now means another host (a changed hostfile,
+    // or a home shared between clusters). They stay written down and expire by themselves.
+    auto entry = WarmRegistry::newest(kept, n.name, [&](const WarmEntry& e) {
+      return e.slurm_job == options_.slurm_job && e.destination == destinationOf(n);
+    });
     if (entry) request(n, *entry, false);
     else cold.push_back(n);
   }
@@ -108,7 +106,9 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
     notes_.push_back({true, "node " + w.node.name + ": its warm daemon (" + w.entry.host + ":" +
                                 std::to_string(w.entry.port) + ") cannot be used: " + why + "; starting it " +
                                 (options_.slurm_job.empty() ? "over ssh" : "with srun")});
-    registry_.remove(w.node.name);
+    // Forgotten only when it is known to be gone or not ours; one that did not answer in time
+    // may be alive (a busy node) and stays written down, so that stop-daemons can still end it.
+    if (w.call->keeperGone()) registry_.remove(w.entry);
     cold.push_back(w.node);
   }
   if (reused > 0)
@@ -189,7 +189,7 @@ void WarmStarter::saveRegistry() {
   for (const auto& [index, k] : kept_) (void)registry_.save(entryOf(k, now + options_.keep_s, options_.keep_s));
   for (const auto& w : warm_) {
     if (options_.keep_s == 0) {
-      registry_.remove(w.node.name);
+      registry_.remove(w.entry);
       continue;
     }
     WarmEntry e = w.entry;

@@ -17,7 +17,10 @@ sees it, with tlaunch's cache (HOME) in a directory of the test's own:
 - `--keep-daemons 3s` on node1: its keeper exits by itself a few seconds after the job;
 - another tlaunchd (--daemon-path) on node4: its keeper refuses, node4 is started over ssh (-v says
   why), the keeper retires;
-- `tlaunch stop-daemons`: the keepers that are left (node2) end, "stopped warm daemons on 1 node";
+- a keeper that does not answer in time (SIGSTOP on node2's): node2 is started over ssh with a new
+  keeper, and both keepers stay written down;
+- `tlaunch stop-daemons`: the keepers that are left (node2's two) end, "stopped warm daemons on 1
+  node";
 - a keeper told to stop while a job of its runs: that job completes, a tlaunch holding the old
   registry entry is refused (ssh instead, not reused), and the keeper ends.
 
@@ -27,6 +30,7 @@ started, whatever happens.
 import json
 import os
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -53,11 +57,15 @@ def run(ws, home, args, user=None):
                           timeout=TIMEOUT, cwd=ws.dir, env=env)
 
 
-def registry(home):
+def all_entries(home):
     d = Path(home, ".cache/tlaunch/daemons")
+    return [{**json.loads(f.read_text()), "file": f} for f in (d.glob("node-*.json") if d.is_dir() else [])]
+
+
+def registry(home):
+    """Each node's newest keeper (the one a launch tries first)."""
     out = {}
-    for f in d.glob("node-*.json") if d.is_dir() else []:
-        e = json.loads(f.read_text())
+    for e in sorted(all_entries(home), key=lambda e: e["since"]):
         out[e["node"]] = e
     return out
 
@@ -142,7 +150,7 @@ def scenario(ws, home):
 
     # Whoever answers at the noted address must be the keeper tlaunch noted (its pid and start
     # time), not another of the user's that took over the port: otherwise ssh, and it stays.
-    entry = Path(home, ".cache/tlaunch/daemons/node-node1.json")
+    entry = registry(home)["node1"]["file"]
     noted = entry.read_text()
     node1 = json.loads(noted)["pid"]
     entry.write_text(json.dumps({**json.loads(noted), "pid": node1 + 100000}))
@@ -173,11 +181,27 @@ def scenario(ws, home):
           "another tlaunchd (--daemon-path): node4's keeper refuses, tlaunch uses ssh and says why, the keeper retires",
           f"exit {r.returncode} keeper {node4}\n     stderr {r.stderr[-1500:]!r}")
 
+    # A keeper that does not answer in time (a busy node; here stopped with SIGSTOP) is not
+    # forgotten: its node is started over ssh with a keeper of its own, and both stay written
+    # down, so that stop-daemons reaches the first once it answers again.
     node2 = registry(home)["node2"]["pid"]
+    os.kill(node2, signal.SIGSTOP)
+    try:
+        r = run(ws, home, ["-v", "--keep-daemons", "60s", "--hosts", "node2", "-p", "1", "--", *GRANDPARENT])
+    finally:
+        os.kill(node2, signal.SIGCONT)
+    node2_keepers = sorted(e["pid"] for e in all_entries(home) if e["node"] == "node2")
+    check(r.returncode == 0 and "node node2: its warm daemon" in r.stderr and
+          cj.daemon_parents(r.stdout).get("node2") not in (None, node2) and len(node2_keepers) == 2 and
+          node2 in node2_keepers and all(alive(p) for p in node2_keepers),
+          "a keeper that does not answer in time: node2 started over ssh (-v says why), exit 0, and both of its "
+          "keepers are written down",
+          f"exit {r.returncode} keepers {node2_keepers}\n     stderr {r.stderr[-1500:]!r}")
+
     r = run(ws, home, ["stop-daemons"])
     check(r.returncode == 0 and "stopped warm daemons on 1 node" in r.stdout and
-          cj.tl.wait_until(lambda: not alive(node2), 10) and not registry(home),
-          "tlaunch stop-daemons: node2's keeper ends, nothing is left in the registry",
+          cj.tl.wait_until(lambda: not any(alive(p) for p in node2_keepers), 10) and not registry(home),
+          "tlaunch stop-daemons: both of node2's keepers end, nothing is left in the registry",
           f"exit {r.returncode}\n     stdout {r.stdout!r}\n     stderr {r.stderr[-1500:]!r}\n     {registry(home)}")
 
     # A keeper told to stop while a job of its runs ends with that job, and takes no new one

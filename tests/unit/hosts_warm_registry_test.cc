@@ -1,5 +1,5 @@
 // Where the frontend remembers its warm daemons (launcher/warm_registry.h): a private directory,
-// a secret nobody else can read (refused otherwise, never silently used), one entry per node.
+// a secret nobody else can read (refused otherwise, never silently used), one entry per keeper.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -109,20 +109,32 @@ TEST_CASE("warm registry: a secret others could read or that is not ours is refu
   CHECK(modeOf(dir) == 0700);
 }
 
-TEST_CASE("warm registry: entries per node, an expired or malformed one is forgotten", "[hosts][warm]") {
+namespace {
+std::optional<WarmEntry> newestOf(const WarmRegistry& reg, const std::string& node, long long now) {
+  return WarmRegistry::newest(reg.all(now), node, [](const WarmEntry&) { return true; });
+}
+size_t filesIn(const fs::path& dir) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.path().filename().string().rfind("node-", 0) == 0 ? 1 : 0;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("warm registry: entries per keeper, an expired one is forgotten", "[hosts][warm]") {
   TempDir tmp;
   auto reg = WarmRegistry::openAt((tmp.path() / "d").string(), true);
   REQUIRE(reg);
   const long long now = 1'000'000;
-  REQUIRE(reg->save({"node1", "node1", "10.0.0.1", 40001, 123, now - 60, now + 600, 600, ""}));
-  REQUIRE(reg->save({"node2", "node2", "10.0.0.2", 40002, 124, now - 60, now - 1, 600, ""}));
+  REQUIRE(reg->save({"node1", "node1", "10.0.0.1", 40001, 123, now - 60, now + 600, 600, "", ""}));
+  REQUIRE(reg->save({"node2", "node2", "10.0.0.2", 40002, 124, now - 60, now - 1, 600, "", ""}));
   // A node name is one file name whatever it holds: nothing lands outside the directory.
-  REQUIRE(reg->save({"../evil/x", "x", "10.0.0.3", 40003, 125, now, now + 600, 600, ""}));
+  REQUIRE(reg->save({"../evil/x", "x", "10.0.0.3", 40003, 125, now, now + 600, 600, "", ""}));
   // A keeper of a Slurm allocation's keeper step says which allocation.
-  REQUIRE(reg->save({"node4", "node4", "10.0.0.4", 40004, 126, now, now + 600, 600, "4242"}));
-  CHECK(reg->find("node4", now)->slurm_job == "4242");
+  REQUIRE(reg->save({"node4", "node4", "10.0.0.4", 40004, 126, now, now + 600, 600, "4242", ""}));
+  CHECK(filesIn(tmp.path() / "d") == 4);
+  CHECK(newestOf(*reg, "node4", now)->slurm_job == "4242");
   CHECK_FALSE(fs::exists(tmp.path() / "evil"));
-  auto one = reg->find("node1", now);
+  auto one = newestOf(*reg, "node1", now);
   REQUIRE(one);
   CHECK(one->host == "10.0.0.1");
   CHECK(one->port == 40001);
@@ -131,11 +143,67 @@ TEST_CASE("warm registry: entries per node, an expired or malformed one is forgo
   CHECK(one->pid == 123);
   CHECK(one->since == now - 60);
   CHECK(one->slurm_job.empty());
-  CHECK_FALSE(reg->find("node2", now));  // expired: gone, and its file with it
-  CHECK_FALSE(fs::exists(tmp.path() / "d" / "node-node2.json"));
-  CHECK(reg->find("../evil/x", now));
+  CHECK_FALSE(newestOf(*reg, "node2", now));  // expired: gone, and its file with it
+  CHECK(filesIn(tmp.path() / "d") == 3);
+  CHECK(newestOf(*reg, "../evil/x", now));
+  // Something that is not an entry of ours is left alone and not used.
   { std::ofstream(tmp.path() / "d" / "node-node3.json") << "{not json"; }
-  CHECK_FALSE(reg->find("node3", now));
-  reg->remove("node1");
-  CHECK_FALSE(reg->find("node1", now));
+  CHECK_FALSE(newestOf(*reg, "node3", now));
+  CHECK(fs::exists(tmp.path() / "d" / "node-node3.json"));
+  reg->remove(*one);
+  CHECK_FALSE(newestOf(*reg, "node1", now));
+}
+
+TEST_CASE("warm registry: two keepers of one node are both written down and forgetting one keeps the other",
+          "[hosts][warm]") {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "d";
+  auto reg = WarmRegistry::openAt(dir.string(), true);
+  REQUIRE(reg);
+  const long long now = 1'000'000;
+  // Two tlaunch started at once, or a keeper that did not answer while a new one was started.
+  const WarmEntry older{"node1", "node1", "10.0.0.1", 40001, 123, now - 300, now + 600, 600, "", ""};
+  const WarmEntry newer{"node1", "node1", "10.0.0.1", 40077, 456, now - 10, now + 600, 600, "", ""};
+  REQUIRE(reg->save(older));
+  REQUIRE(reg->save(newer));
+  const auto all = reg->all(now);
+  CHECK(all.size() == 2);  // stop-daemons sees both
+  auto best = newestOf(*reg, "node1", now);
+  REQUIRE(best);
+  CHECK(best->pid == 456);  // a launch tries the newest
+  // Only the usable ones count (another allocation's, another host's under that name).
+  auto usable = WarmRegistry::newest(all, "node1", [](const WarmEntry& e) { return e.port == 40001; });
+  REQUIRE(usable);
+  CHECK(usable->pid == 123);
+  // The newest is gone: the older one is still there to be tried or stopped.
+  reg->remove(*best);
+  auto left = newestOf(*reg, "node1", now);
+  REQUIRE(left);
+  CHECK(left->pid == 123);
+  // Saved again with a later expiry (after a job): the same entry, not a third.
+  WarmEntry later = *left;
+  later.expires = now + 900;
+  REQUIRE(reg->save(later));
+  CHECK(reg->all(now).size() == 1);
+  CHECK(newestOf(*reg, "node1", now)->expires == now + 900);
+}
+
+TEST_CASE("warm registry: an entry an older tlaunch named by node alone is used and moves to the new name",
+          "[hosts][warm]") {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "d";
+  auto reg = WarmRegistry::openAt(dir.string(), true);
+  REQUIRE(reg);
+  const long long now = 1'000'000;
+  {
+    std::ofstream(dir / "node-node1.json")
+        << R"({"node":"node1","destination":"node1","host":"10.0.0.1","port":40001,"pid":123,"since":999000,)"
+        << R"("expires":1000600,"keep_s":600})" << "\n";
+  }
+  auto old = newestOf(*reg, "node1", now);
+  REQUIRE(old);
+  CHECK(old->pid == 123);
+  REQUIRE(reg->save(*old));
+  CHECK_FALSE(fs::exists(dir / "node-node1.json"));
+  CHECK(reg->all(now).size() == 1);
 }
