@@ -38,14 +38,17 @@ TreeChildren::~TreeChildren() { closeAll(); }
 void TreeChildren::adopt(asio::ip::tcp::socket socket) {
   const auto unplaced = std::count_if(children_.begin(), children_.end(), [](const auto& c) { return !c->child; });
   if (static_cast<size_t>(unplaced) >= kMaxUnplaced) {  // a flood: a stranger goes (bootstrap/stranger_eviction.h)
-    std::vector<const Child*> waiting;
+    // One that has not proved the secret if there is any: a proved node waiting for its place
+    // is a daemon of this job, whatever host it shares with a flood.
+    const bool any_stranger = std::any_of(children_.begin(), children_.end(), [](const auto& c) { return !c->proved; });
+    std::vector<uint64_t> waiting;
     std::vector<std::string_view> peers;
     for (const auto& c : children_)
-      if (!c->child) {
-        waiting.push_back(c.get());
+      if (!c->child && (!c->proved || !any_stranger)) {
+        waiting.push_back(c->id);
         peers.push_back(c->conn->peer());
       }
-    drop(waiting[strangerToDrop(peers)]->id);
+    if (!waiting.empty()) drop(waiting[strangerToDrop(peers)]);
   }
   auto c = std::make_unique<Child>();
   c->conn = Connection::create(std::move(socket));  // 4 KiB frames until the proof

@@ -137,7 +137,7 @@ class Keeper {
     std::vector<std::list<std::shared_ptr<Client>>::iterator> waiting;
     std::vector<std::string_view> peers;
     for (auto it = clients_.begin(); it != clients_.end(); ++it)
-      if (!(*it)->authenticated) {
+      if (!(*it)->authenticated && (*it)->conn->isOpen()) {  // a closed one is on its way out
         waiting.push_back(it);
         peers.push_back((*it)->conn->peer());
       }
@@ -147,8 +147,14 @@ class Keeper {
     clients_.erase(victim);
   }
 
+  // Later, not from inside the client's own handler. By weak pointer: a client dropped in the
+  // meantime must not take a newer one that was given its address.
   void forget(Client* c) {
-    asio::post(io_, [this, c] { clients_.remove_if([c](const auto& p) { return p.get() == c; }); });
+    auto it = std::find_if(clients_.begin(), clients_.end(), [c](const auto& p) { return p.get() == c; });
+    if (it == clients_.end()) return;
+    asio::post(io_, [this, weak = std::weak_ptr<Client>(*it)] {
+      if (auto gone = weak.lock()) clients_.remove(gone);
+    });
   }
   void forgetConnection(const std::shared_ptr<Connection>& conn) {
     for (const auto& c : clients_)
@@ -161,7 +167,10 @@ class Keeper {
       const std::string client_nonce = bytesOf(msg["nonce"]);
       if (t != "hello" ||
           !constantTimeEquals(bytesOf(msg["mac"]), helloProof(secret_, c.nonce, client_nonce, kKeeperPeerName))) {
-        c.conn->close();  // another user's secret, or not tlaunch at all: nothing to say to it
+        // Another user's secret, or not tlaunch at all: told so (a tlaunch then knows this keeper
+        // is not its own, while a connection merely lost says nothing), and nothing else.
+        c.conn->send({{"t", "refused"}, {"why", "wrong secret"}});
+        c.conn->closeAfterFlush();
         forget(&c);
         return;
       }

@@ -214,6 +214,7 @@ class JobSession {
   uint64_t broadcasts_sent_ = 0;
   TopologyDecodeCache topologies_;  // identical machines' topologies parsed once
   std::vector<std::unique_ptr<Pending>> pending_;
+  uint64_t next_pending_id_ = 1;
   std::optional<TreeShape> tree_;  // once the tree is wired (or being wired); none: a star
   int tree_waiting_ = 0;           // nodes yet to say whether they attached to their parent
   std::chrono::steady_clock::time_point tree_started_at_;

@@ -71,6 +71,7 @@ void JobSession::challenge(std::shared_ptr<Connection> conn) {
   p->conn = std::move(conn);
   p->nonce = randomBytes(kNonceBytes);
   p->since = Clock::now();
+  p->id = next_pending_id_++;
   Pending* raw = p.get();
   pending_.push_back(std::move(p));
   raw->conn->start([this, raw](Json&& m) { onPendingMessage(raw, std::move(m)); },
@@ -88,7 +89,7 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
       out_.note("rejected a daemon connection from " + conn->peer() + ": " + why +
                 (rejections_ == kRejectionsShown ? " (further rejections are not shown)" : ""));
     conn->close();
-    asio::post(io_, [this, p] { std::erase_if(pending_, [p](const auto& q) { return q.get() == p; }); });
+    asio::post(io_, [this, id = p->id] { std::erase_if(pending_, [id](const auto& q) { return q->id == id; }); });
   };
   if (getString(msg, "t") != "hello") return drop("expected a hello");
   const std::string node = getString(msg, "node");
@@ -179,11 +180,16 @@ size_t JobSession::pendingLimit() const {
 }
 
 void JobSession::dropOneStranger() {
-  if (pending_.empty()) return;
+  // Among the open ones: a rejected one is already closed and on its way out.
+  std::vector<size_t> open;
   std::vector<std::string_view> peers;
-  peers.reserve(pending_.size());
-  for (const auto& p : pending_) peers.push_back(p->conn->peer());
-  const auto victim = pending_.begin() + static_cast<std::ptrdiff_t>(strangerToDrop(peers));
+  for (size_t i = 0; i < pending_.size(); ++i)
+    if (pending_[i]->conn->isOpen()) {
+      open.push_back(i);
+      peers.push_back(pending_[i]->conn->peer());
+    }
+  if (open.empty()) return;
+  const auto victim = pending_.begin() + static_cast<std::ptrdiff_t>(open[strangerToDrop(peers)]);
   auto conn = (*victim)->conn;
   pending_.erase(victim);
   conn->close();

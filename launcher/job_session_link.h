@@ -31,6 +31,7 @@ struct JobSession::Link {
 };
 
 struct JobSession::Pending {
+  uint64_t id = 0;  // never reused: a removal posted for one cannot hit a newer one at its address
   std::shared_ptr<Connection> conn;
   std::string nonce;
   std::chrono::steady_clock::time_point since;

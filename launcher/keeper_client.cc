@@ -115,11 +115,10 @@ void KeeperCall::readAvailable() {
         fd_ = -1;
         return;
       }
-      // A keeper hangs up without a word on a client that fails to prove the secret.
-      wrong_secret_ = state_ == State::welcome;
-      return failWith(wrong_secret_ ? "it did not accept this user's secret (another user's warm daemon, "
-                                      "or the secret file was replaced)"
-                                    : "it closed the connection");
+      // A keeper says "refused" to a client that fails to prove the secret (handleFrame); a
+      // bare hang-up says nothing either way (a keeper of an older tlaunch, or one that let this
+      // call go to make room in a flood of connections).
+      return failWith("it closed the connection");
     }
     decoder_.feed(buf, static_cast<size_t>(n));
     for (;;) {
@@ -160,6 +159,11 @@ void KeeperCall::handleFrame(std::string_view payload) {
       return;
     }
     case State::welcome:
+      if (t == "refused") {
+        wrong_secret_ = true;
+        return failWith("it did not accept this user's secret (another user's warm daemon, or the secret file was "
+                        "replaced)");
+      }
       if (t != "welcome" || !constantTimeEquals(bytesOf((*msg)["mac"]), welcomeProof(secret_, server_nonce_, client_nonce_))) {
         wrong_secret_ = true;
         return failWith("it did not prove the user's secret");

@@ -47,14 +47,17 @@ int runStopDaemons() {
       registry->remove(e);
       continue;
     }
-    // No answer in time, or the connection lost midway: the keeper may well be alive (a slow
-    // node, a network blip). Its entry stays, so that a second stop-daemons still finds it:
-    // forgetting it would leave it accepting this user's secret until it expires.
-    if (!c.replied() && !c.nobodyListens() && !c.wrongSecret()) {
+    // No answer in time, the connection lost midway, or a refusal that does not say the keeper
+    // is gone: it may well be alive (a slow node, a network blip). Its entry stays, so that a
+    // second stop-daemons still finds it: forgetting it would leave it accepting this user's
+    // secret until it expires.
+    if (!c.keeperGone()) {
       unsure = true;
       std::cerr << "tlaunch: node " << e.node << ": its warm daemon (" << e.host << ":" << e.port << ", pid " << e.pid
-                << ") did not answer (" << c.error() << "); it is still written down: run `tlaunch stop-daemons` "
-                << "again, or end it on " << e.node << " with kill " << e.pid << "\n";
+                << ") " << (c.replied() ? "refused to stop (" + getString(c.reply(), "why") + ")"
+                                        : "did not answer (" + c.error() + ")")
+                << "; it is still written down: run `tlaunch stop-daemons` again, or end it on " << e.node
+                << " with kill " << e.pid << "\n";
       continue;
     }
     // A keeper that refuses our secret is not ours, or was started with a secret since replaced:

@@ -131,7 +131,8 @@ std::vector<WarmEntry> WarmRegistry::all(long long now) const {
   for (const auto& file : files) {
     auto text = readTextFile(file, "warm-daemon entry");
     if (!text) continue;
-    // Another program's file, or a newer tlaunch's format: not ours to judge, left alone.
+    // Not JSON (another program's file): not ours to judge, left alone. An entry without an
+    // address, or past its expiry, is removed below.
     Json j = Json::parse(*text, nullptr, false);
     if (!j.is_object()) continue;
     WarmEntry e;
@@ -144,6 +145,7 @@ std::vector<WarmEntry> WarmRegistry::all(long long now) const {
     e.expires = getInt(j, "expires");
     e.keep_s = static_cast<int>(getInt(j, "keep_s"));
     e.slurm_job = getString(j, "slurm_job");
+    e.unanswered = getInt(j, "unanswered");
     e.file = file;
     if (e.node.empty() || e.host.empty() || e.port <= 0 || e.port > 65535 || e.expires <= now) {
       ::unlink(file.c_str());
@@ -166,6 +168,7 @@ Result<void> WarmRegistry::save(const WarmEntry& e) const {
   Json j = {{"node", e.node},   {"destination", e.destination}, {"host", e.host},     {"port", e.port},
                   {"pid", e.pid},     {"since", e.since},             {"expires", e.expires}, {"keep_s", e.keep_s}};
   if (!e.slurm_job.empty()) j["slurm_job"] = e.slurm_job;
+  if (e.unanswered != 0) j["unanswered"] = e.unanswered;
   const std::string path = pathOf(e);
   // A name of its own (mkstemp: O_EXCL, 0600): two hosts sharing this home over NFS may save at
   // once with the same pid. close() is checked: NFS reports a full disk there.

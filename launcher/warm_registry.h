@@ -28,6 +28,7 @@ struct WarmEntry {
   int keep_s = 0;         // how long it stays after each job
   std::string slurm_job;  // the Slurm allocation whose keeper step it is in; empty: started over ssh
   std::string file;       // where it was read from (not saved; empty for a new entry)
+  long long unanswered = 0;  // epoch seconds when a launch last got no answer from it; 0: never
 };
 
 class WarmRegistry {

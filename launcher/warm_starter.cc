@@ -64,8 +64,10 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
     // Another allocation's keeper, or one over ssh for a job under Slurm (or the reverse), is
     // not this job's to use; nor one of a name that now means another host (a changed hostfile,
     // or a home shared between clusters). They stay written down and expire by themselves.
+    // One that did not answer a launch before is not tried again (each try would cost the
+    // keeper timeout); it stays written down for stop-daemons.
     auto entry = WarmRegistry::newest(kept, n.name, [&](const WarmEntry& e) {
-      return e.slurm_job == options_.slurm_job && e.destination == destinationOf(n);
+      return e.slurm_job == options_.slurm_job && e.destination == destinationOf(n) && e.unanswered == 0;
     });
     if (entry) request(n, *entry, false);
     else cold.push_back(n);
@@ -108,7 +110,13 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
                                 (options_.slurm_job.empty() ? "over ssh" : "with srun")});
     // Forgotten only when it is known to be gone or not ours; one that did not answer in time
     // may be alive (a busy node) and stays written down, so that stop-daemons can still end it.
-    if (w.call->keeperGone()) registry_.remove(w.entry);
+    if (w.call->keeperGone()) {
+      registry_.remove(w.entry);
+    } else {
+      WarmEntry unanswered = w.entry;
+      unanswered.unanswered = now;
+      (void)registry_.save(unanswered);
+    }
     cold.push_back(w.node);
   }
   if (reused > 0)

@@ -180,6 +180,11 @@ TEST_CASE("warm registry: two keepers of one node are both written down and forg
   auto left = newestOf(*reg, "node1", now);
   REQUIRE(left);
   CHECK(left->pid == 123);
+  // A launch that got no answer from it says so in its entry, which stays.
+  WarmEntry silent = *left;
+  silent.unanswered = now - 5;
+  REQUIRE(reg->save(silent));
+  CHECK(newestOf(*reg, "node1", now)->unanswered == now - 5);
   // Saved again with a later expiry (after a job): the same entry, not a third.
   WarmEntry later = *left;
   later.expires = now + 900;
