@@ -182,7 +182,13 @@ Result<void> WarmRegistry::save(const WarmEntry& e) const {
     ::unlink(tmp.c_str());
     return fail(Errc::io, "cannot write " + path + ": " + std::strerror(errno));
   }
-  if (!e.file.empty() && e.file != path) ::unlink(e.file.c_str());
+  // The file it was read from under another name (an older tlaunch's) goes, unless that tlaunch
+  // has since written another keeper into it.
+  if (!e.file.empty() && e.file != path) {
+    auto old = readTextFile(e.file, "warm-daemon entry");
+    Json was = old ? Json::parse(*old, nullptr, false) : Json();
+    if (was.is_object() && getInt(was, "pid") == e.pid && getInt(was, "since") == e.since) ::unlink(e.file.c_str());
+  }
   return {};
 }
 

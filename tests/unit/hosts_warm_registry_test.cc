@@ -211,4 +211,13 @@ TEST_CASE("warm registry: an entry an older tlaunch named by node alone is used 
   REQUIRE(reg->save(*old));
   CHECK_FALSE(fs::exists(dir / "node-node1.json"));
   CHECK(reg->all(now).size() == 1);
+  // An older tlaunch wrote another keeper into the old name meanwhile: that one stays.
+  {
+    std::ofstream(dir / "node-node1.json")
+        << R"({"node":"node1","destination":"node1","host":"10.0.0.1","port":40009,"pid":999,"since":999500,)"
+        << R"("expires":1000600,"keep_s":600})" << "\n";
+  }
+  REQUIRE(reg->save(*old));  // *old still names node-node1.json as where it came from
+  CHECK(fs::exists(dir / "node-node1.json"));
+  CHECK(reg->all(now).size() == 2);
 }
