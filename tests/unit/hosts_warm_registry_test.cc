@@ -113,6 +113,18 @@ namespace {
 std::optional<WarmEntry> newestOf(const WarmRegistry& reg, const std::string& node, long long now) {
   return WarmRegistry::newest(reg.all(now), node, [](const WarmEntry&) { return true; });
 }
+// A registry with a secret, in a directory of its own.
+struct FreshRegistry {
+  static constexpr long long kNow = 1'000'000;  // the tests' clock
+  TempDir tmp;
+  fs::path dir = tmp.path() / "d";
+  WarmRegistry reg = openAt(dir);
+  static WarmRegistry openAt(const fs::path& d) {
+    auto r = WarmRegistry::openAt(d.string(), true);
+    REQUIRE(r);
+    return std::move(*r);
+  }
+};
 size_t filesIn(const fs::path& dir) {
   size_t n = 0;
   for (const auto& e : fs::directory_iterator(dir)) n += e.path().filename().string().rfind("node-", 0) == 0 ? 1 : 0;
@@ -121,10 +133,10 @@ size_t filesIn(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("warm registry: entries per keeper, an expired one is forgotten", "[hosts][warm]") {
-  TempDir tmp;
-  auto reg = WarmRegistry::openAt((tmp.path() / "d").string(), true);
-  REQUIRE(reg);
-  const long long now = 1'000'000;
+  FreshRegistry fresh;
+  WarmRegistry* reg = &fresh.reg;
+  const TempDir& tmp = fresh.tmp;
+  const long long now = FreshRegistry::kNow;
   REQUIRE(reg->save({"node1", "node1", "10.0.0.1", 40001, 123, now - 60, now + 600, 600, "", ""}));
   REQUIRE(reg->save({"node2", "node2", "10.0.0.2", 40002, 124, now - 60, now - 1, 600, "", ""}));
   // A node name is one file name whatever it holds: nothing lands outside the directory.
@@ -156,11 +168,9 @@ TEST_CASE("warm registry: entries per keeper, an expired one is forgotten", "[ho
 
 TEST_CASE("warm registry: two keepers of one node are both written down and forgetting one keeps the other",
           "[hosts][warm]") {
-  TempDir tmp;
-  const fs::path dir = tmp.path() / "d";
-  auto reg = WarmRegistry::openAt(dir.string(), true);
-  REQUIRE(reg);
-  const long long now = 1'000'000;
+  FreshRegistry fresh;
+  WarmRegistry* reg = &fresh.reg;
+  const long long now = FreshRegistry::kNow;
   // Two tlaunch started at once, or a keeper that did not answer while a new one was started.
   const WarmEntry older{"node1", "node1", "10.0.0.1", 40001, 123, now - 300, now + 600, 600, "", ""};
   const WarmEntry newer{"node1", "node1", "10.0.0.1", 40077, 456, now - 10, now + 600, 600, "", ""};
@@ -195,11 +205,10 @@ TEST_CASE("warm registry: two keepers of one node are both written down and forg
 
 TEST_CASE("warm registry: an entry an older tlaunch named by node alone is used and moves to the new name",
           "[hosts][warm]") {
-  TempDir tmp;
-  const fs::path dir = tmp.path() / "d";
-  auto reg = WarmRegistry::openAt(dir.string(), true);
-  REQUIRE(reg);
-  const long long now = 1'000'000;
+  FreshRegistry fresh;
+  WarmRegistry* reg = &fresh.reg;
+  const long long now = FreshRegistry::kNow;
+  const fs::path& dir = fresh.dir;
   {
     std::ofstream(dir / "node-node1.json")
         << R"({"node":"node1","destination":"node1","host":"10.0.0.1","port":40001,"pid":123,"since":999000,)"
