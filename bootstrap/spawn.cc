@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdint>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -21,6 +22,40 @@ extern char** environ;
 namespace tlaunch {
 
 namespace {
+
+// The kernel's struct clone_args up to its `cgroup` field (Linux 5.7; CLONE_ARGS_SIZE_VER2), spelt
+// out here: <linux/sched.h> clashes with glibc's <sched.h>, and glibc 2.36 has no clone3 wrapper.
+struct CloneArgs {
+  uint64_t flags = 0, pidfd = 0, child_tid = 0, parent_tid = 0, exit_signal = 0, stack = 0, stack_size = 0, tls = 0,
+           set_tid = 0, set_tid_size = 0, cgroup = 0;
+};
+constexpr uint64_t kCloneIntoCgroup = 0x200000000ULL;
+
+// fork(2), but born in the cgroup `cgroup_dir_fd` when it is given and the kernel allows it
+// (`born_inside` says which). A raw clone3 skips glibc's fork bookkeeping (atfork handlers, the
+// other threads' malloc locks): the child must make raw system calls only until it execs,
+// which the spawn's child already does.
+pid_t forkInto(int cgroup_dir_fd, bool& born_inside) {
+  born_inside = false;
+#ifdef SYS_clone3
+  if (cgroup_dir_fd >= 0) {
+    CloneArgs args;
+    args.flags = kCloneIntoCgroup;
+    args.exit_signal = SIGCHLD;
+    args.cgroup = static_cast<uint64_t>(cgroup_dir_fd);
+    const long pid = ::syscall(SYS_clone3, &args, sizeof args);
+    if (pid >= 0) {
+      born_inside = true;
+      return static_cast<pid_t>(pid);
+    }
+    // ENOSYS, EPERM (seccomp), E2BIG/EINVAL (a kernel before 5.7), EBUSY/EACCES/EOPNOTSUPP
+    // (the cgroup refuses): fork, and the child joins through cgroup.procs.
+  }
+#else
+  (void)cgroup_dir_fd;
+#endif
+  return ::fork();
+}
 
 struct Pipe {
   std::array<int, 2> fd{-1, -1};
@@ -89,7 +124,8 @@ Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec) {
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  const pid_t pid = ::fork();
+  bool born_inside = false;
+  const pid_t pid = forkInto(spec.cgroup_dir_fd, born_inside);
   if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) {
     const int e = errno;
@@ -109,7 +145,7 @@ Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec) {
       if (::getppid() != parent) ::_exit(137);  // the parent died before we got here
     }
     // Into the job's cgroup before anything runs: whatever the child starts is born inside it.
-    if (spec.cgroup_procs_fd >= 0) (void)!::write(spec.cgroup_procs_fd, "0", 1);
+    if (!born_inside && spec.cgroup_procs_fd >= 0) (void)!::write(spec.cgroup_procs_fd, "0", 1);
     restoreUserNofile(user_nofile);
     // Under Yama's ptrace_scope=1 only ancestors may attach; naming the parent admits its
     // descendants (the daemon's gdb). The consent survives execve; EINVAL without Yama.
@@ -157,6 +193,23 @@ Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec) {
   p.stdout_fd = out.fd[0];
   p.stderr_fd = err.fd[0];
   return p;
+}
+
+bool childSurvivesBirthIn(int cgroup_dir_fd) {
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  bool born_inside = false;
+  const pid_t pid = forkInto(cgroup_dir_fd, born_inside);
+  if (pid == 0) ::_exit(0);  // raw system calls only (see forkInto)
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0) return false;
+  int st = 0;
+  pid_t r = 0;
+  do {
+    r = ::waitpid(pid, &st, 0);
+  } while (r < 0 && errno == EINTR);
+  return born_inside && r == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 std::string thisExecutable() {

@@ -33,9 +33,20 @@ struct SpawnSpec {
   int (*pre_exec)(const void* context) = nullptr;
   const void* pre_exec_context = nullptr;
   int cgroup_procs_fd = -1;      // a cgroup.procs open for writing: the child joins it first
+  // That cgroup's directory: the child is born in it (clone3 with CLONE_INTO_CGROUP, Linux 5.7),
+  // which spares the first migration into a cgroup its wait for an RCU grace period (~16 ms);
+  // where clone3 is refused (an older kernel, a seccomp filter) it joins through cgroup_procs_fd.
+  int cgroup_dir_fd = -1;
   bool allow_parent_ptrace = false;  // PR_SET_PTRACER(parent): `tlaunch stacks` under Yama
   bool dies_with_parent = true;  // false: no death signal (the daemon's cgroup watcher outlives it)
 };
+
+// Whether a child born in the cgroup `cgroup_dir_fd` (SpawnSpec::cgroup_dir_fd) lives: some
+// kernels (seen on 6.18) kill such a child at birth when the parent's cgroup has had a
+// cgroup.kill that the target has not, or the reverse (they compare the two cgroups' kill
+// counters); then ranks must join by writing cgroup.procs instead. Starts and reaps one child
+// that exits at once.
+bool childSurvivesBirthIn(int cgroup_dir_fd);
 
 struct SpawnedProcess {
   pid_t pid = -1;

@@ -40,6 +40,7 @@ class Containment {
   // One line for `tlaunch -v`: which mechanism is in force and, for the fallback, why.
   const std::string& describe() const { return description_; }
   int cgroupProcsFd() const { return cgroup_ ? cgroup_->procsFd() : -1; }
+  int cgroupDirFd() const { return cgroup_ ? cgroup_->dirFd() : -1; }
 
   // `sig` to every process of the job outside the ranks' own process groups in `skip_groups`
   // (they get it from the supervisor's group kill: a handler must not run twice).

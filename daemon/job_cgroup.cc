@@ -1,5 +1,7 @@
 #include "daemon/job_cgroup.h"
 
+#include "bootstrap/spawn.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -13,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "bootstrap/spawn.h"
 #include "daemon/descendants.h"
 
 namespace tlaunch {
@@ -141,11 +144,18 @@ std::unique_ptr<JobCgroup> JobCgroup::create(const std::string& prefix, std::str
     ::rmdir(path.c_str());
     return nullptr;
   }
-  return std::unique_ptr<JobCgroup>(new JobCgroup(path, procs));
+  // Ranks are born inside where the kernel lets them live; else (-1) they join through cgroup.procs.
+  int dir = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0 && !childSurvivesBirthIn(dir)) {
+    ::close(dir);
+    dir = -1;
+  }
+  return std::unique_ptr<JobCgroup>(new JobCgroup(path, procs, dir));
 }
 
 JobCgroup::~JobCgroup() {
   if (procs_fd_ >= 0) ::close(procs_fd_);
+  if (dir_fd_ >= 0) ::close(dir_fd_);
   if (removed_) return;
   if (populated()) {
     killAll();

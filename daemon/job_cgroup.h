@@ -1,8 +1,9 @@
 #pragma once
 // A per-job cgroup v2 below the daemon's own, where the daemon may create one (a delegated,
-// writable subtree: root, a systemd Delegate=yes unit, Slurm's proctrack/cgroup step). Ranks
-// move in between fork and exec (they write "0" to cgroup.procs), so everything they start is
-// born inside, and cgroup.kill ends all of it at once, whatever re-parenting happened.
+// writable subtree: root, a systemd Delegate=yes unit, Slurm's proctrack/cgroup step). Ranks are
+// born inside (clone3 with CLONE_INTO_CGROUP; where the kernel refuses that, they move in
+// between fork and exec by writing "0" to cgroup.procs), so everything they start is inside
+// too, and cgroup.kill ends all of it at once, whatever re-parenting happened.
 #include <sys/types.h>
 
 #include <memory>
@@ -25,15 +26,17 @@ class JobCgroup {
 
   const std::string& path() const { return path_; }
   int procsFd() const { return procs_fd_; }  // cgroup.procs, open for writing (close-on-exec)
+  int dirFd() const { return dir_fd_; }      // the directory itself, for CLONE_INTO_CGROUP
   std::vector<pid_t> members() const;
   bool killAll() const;     // cgroup.kill: SIGKILL to every member, atomically
   bool populated() const;   // cgroup.events: a live process is still inside
   bool remove();            // rmdir; false while a process is inside
 
  private:
-  JobCgroup(std::string path, int procs_fd) : path_(std::move(path)), procs_fd_(procs_fd) {}
+  JobCgroup(std::string path, int procs_fd, int dir_fd) : path_(std::move(path)), procs_fd_(procs_fd), dir_fd_(dir_fd) {}
   std::string path_;
   int procs_fd_ = -1;
+  int dir_fd_ = -1;
   bool removed_ = false;
 };
 

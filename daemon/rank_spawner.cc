@@ -99,6 +99,7 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
     spec.pre_exec_context = &*launch.binding;
   }
   spec.cgroup_procs_fd = launch.cgroup_procs_fd;
+  spec.cgroup_dir_fd = launch.cgroup_dir_fd;
   spec.allow_parent_ptrace = true;  // `tlaunch stacks`: the daemon's gdb is the rank's sibling
   auto spawned = spawnProcess(spec);
   if (!spawned) {

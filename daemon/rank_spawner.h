@@ -20,6 +20,7 @@ struct RankLaunch {
   std::optional<PreparedBinding> binding;
   bool stdin_pipe = false;         // else /dev/null
   int cgroup_procs_fd = -1;        // the job cgroup's cgroup.procs, open for writing; -1: none
+  int cgroup_dir_fd = -1;          // the job cgroup's directory, to be born in it; -1: none
 };
 
 struct RankProcess {

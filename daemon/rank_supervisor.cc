@@ -43,6 +43,7 @@ Result<void> RankSupervisor::add(const std::vector<RankLaunch>& launches) {
   for (const auto& launch : launches) {
     RankLaunch l = launch;
     l.cgroup_procs_fd = containment_->cgroupProcsFd();
+    l.cgroup_dir_fd = containment_->cgroupDirFd();
     auto p = spawnRank(l);
     if (!p) {
       // None of this batch has been watched yet: end them here, as if never started.

@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "bootstrap/close_fds.h"
 #include "bootstrap/process_hygiene.h"
 #include "daemon/containment.h"
 #include "daemon/descendants.h"
+#include "bootstrap/spawn.h"
 #include "daemon/job_cgroup.h"
 
 using namespace tlaunch;
@@ -199,6 +201,26 @@ TEST_CASE("JobCgroup: ranks join it, cgroup.kill ends them, a dead daemon's cgro
   ::rmdir(live.c_str());
   ::rmdir(other_ns.c_str());
 
+  // A rank is born inside (clone3 into the cgroup's directory; no cgroup.procs written), where
+  // the kernel lets such a child live (JobCgroup::create tried).
+  if (cg->dirFd() >= 0) {
+    SpawnSpec spec;
+    spec.exe = "/bin/sleep";
+    spec.argv = {"sleep", "30"};
+    spec.env = {"PATH=/usr/bin:/bin"};
+    spec.stdout_pipe = spec.stderr_pipe = false;
+    spec.cgroup_dir_fd = cg->dirFd();
+    auto born = spawnProcess(spec);
+    REQUIRE(born);
+    CHECK(cg->members() == std::vector<pid_t>{born->pid});
+    ::kill(born->pid, SIGKILL);
+    REQUIRE(::waitpid(born->pid, nullptr, 0) == born->pid);
+    if (born->pidfd >= 0) ::close(born->pidfd);
+    for (int i = 0; i < 100 && cg->populated(); ++i) ::usleep(10000);
+  } else {
+    WARN("children born into a cgroup do not live on this kernel: ranks join through cgroup.procs");
+  }
+
   const int procs = cg->procsFd();
   pid_t child = ::fork();
   REQUIRE(child >= 0);
@@ -219,7 +241,49 @@ TEST_CASE("JobCgroup: ranks join it, cgroup.kill ends them, a dead daemon's cgro
   CHECK(WIFSIGNALED(status));
   for (int i = 0; i < 100 && cg->populated(); ++i) ::usleep(10000);
   CHECK_FALSE(cg->populated());
+
   const std::string path = cg->path();
   CHECK(cg->remove());
   CHECK(::access(path.c_str(), F_OK) != 0);
+}
+
+TEST_CASE("JobCgroup: where the kernel kills children born into it, ranks join through cgroup.procs instead") {
+  // Linux 6.18 kills a child born into a cgroup (clone3 CLONE_INTO_CGROUP) when the parent's
+  // cgroup has had a cgroup.kill and the target has not. A daemon in such a cgroup must notice
+  // and not use births there (its ranks would all die of SIGKILL at start).
+  const std::string own = ownCgroupV2Dir();
+  if (own.empty() || ::access(own.c_str(), W_OK) != 0) {
+    WARN("no writable cgroup v2 here: not tested");
+    return;
+  }
+  const std::string killed = own + "/tlaunch-unit-killed." + std::to_string(::getpid());
+  REQUIRE(::mkdir(killed.c_str(), 0700) == 0);
+  std::ofstream(killed + "/cgroup.kill") << "1";  // empty: kills nothing, counts one kill
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // In a child of our own, so that the test process never leaves its cgroup.
+    { std::ofstream(killed + "/cgroup.procs") << "0"; }
+    std::string why_not;
+    auto cg = JobCgroup::create("tlaunch.unit-killed-parent.n1", why_not);
+    if (!cg) _exit(3);
+    SpawnSpec spec;
+    spec.exe = "/bin/true";
+    spec.argv = {"true"};
+    spec.stdout_pipe = spec.stderr_pipe = false;
+    spec.cgroup_dir_fd = cg->dirFd();
+    spec.cgroup_procs_fd = cg->procsFd();
+    auto p = spawnProcess(spec);
+    int st = 0;
+    const bool reaped = p && ::waitpid(p->pid, &st, 0) == p->pid;
+    cg.reset();  // removes its directory (_exit runs no destructors)
+    if (!reaped) _exit(4);
+    _exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 5);  // 5: killed at birth
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  for (int i = 0; i < 100 && ::rmdir(killed.c_str()) != 0; ++i) ::usleep(10000);
+  CHECK(::access(killed.c_str(), F_OK) != 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
