@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cerrno>
 #include <cstring>
@@ -29,31 +30,36 @@ struct CloneArgs {
   uint64_t flags = 0, pidfd = 0, child_tid = 0, parent_tid = 0, exit_signal = 0, stack = 0, stack_size = 0, tls = 0,
            set_tid = 0, set_tid_size = 0, cgroup = 0;
 };
+static_assert(sizeof(CloneArgs) == 88 && offsetof(CloneArgs, cgroup) == 80, "struct clone_args, version 2");
 constexpr uint64_t kCloneIntoCgroup = 0x200000000ULL;
 
-// fork(2), but born in the cgroup `cgroup_dir_fd` when it is given and the kernel allows it
-// (`born_inside` says which). A raw clone3 skips glibc's fork bookkeeping (atfork handlers, the
-// other threads' malloc locks): the child must make raw system calls only until it execs,
-// which the spawn's child already does.
-pid_t forkInto(int cgroup_dir_fd, bool& born_inside) {
-  born_inside = false;
+// A child born in the cgroup `cgroup_dir_fd`, like fork(2) otherwise; -1 where the kernel refuses
+// (ENOSYS, EPERM from seccomp, E2BIG/EINVAL before Linux 5.7, EBUSY/EACCES/EOPNOTSUPP from the
+// cgroup). A raw clone3 skips glibc's fork bookkeeping (atfork handlers, the other threads'
+// malloc locks): the child must make raw system calls only until it execs or exits.
+pid_t cloneIntoCgroup(int cgroup_dir_fd) {
 #ifdef SYS_clone3
-  if (cgroup_dir_fd >= 0) {
-    CloneArgs args;
-    args.flags = kCloneIntoCgroup;
-    args.exit_signal = SIGCHLD;
-    args.cgroup = static_cast<uint64_t>(cgroup_dir_fd);
-    const long pid = ::syscall(SYS_clone3, &args, sizeof args);
-    if (pid >= 0) {
-      born_inside = true;
-      return static_cast<pid_t>(pid);
-    }
-    // ENOSYS, EPERM (seccomp), E2BIG/EINVAL (a kernel before 5.7), EBUSY/EACCES/EOPNOTSUPP
-    // (the cgroup refuses): fork, and the child joins through cgroup.procs.
-  }
+  CloneArgs args;
+  args.flags = kCloneIntoCgroup;
+  args.exit_signal = SIGCHLD;
+  args.cgroup = static_cast<uint64_t>(cgroup_dir_fd);
+  return static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
 #else
   (void)cgroup_dir_fd;
+  errno = ENOSYS;
+  return -1;
 #endif
+}
+
+// fork(2), but born in the cgroup `cgroup_dir_fd` when it is given and the kernel allows it
+// (`born_inside` says which; else the child joins through cgroup.procs).
+pid_t forkInto(int cgroup_dir_fd, bool& born_inside) {
+  born_inside = false;
+  if (cgroup_dir_fd >= 0) {
+    const pid_t pid = cloneIntoCgroup(cgroup_dir_fd);
+    born_inside = pid >= 0;
+    if (born_inside) return pid;
+  }
   return ::fork();
 }
 
@@ -199,17 +205,16 @@ bool childSurvivesBirthIn(int cgroup_dir_fd) {
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  bool born_inside = false;
-  const pid_t pid = forkInto(cgroup_dir_fd, born_inside);
-  if (pid == 0) ::_exit(0);  // raw system calls only (see forkInto)
+  const pid_t pid = cloneIntoCgroup(cgroup_dir_fd);
+  if (pid == 0) ::_exit(0);  // raw system calls only (see cloneIntoCgroup)
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (pid < 0) return false;
+  if (pid < 0) return false;  // refused: no fork of the whole daemon just to find out
   int st = 0;
   pid_t r = 0;
   do {
     r = ::waitpid(pid, &st, 0);
   } while (r < 0 && errno == EINTR);
-  return born_inside && r == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  return r == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 std::string thisExecutable() {

@@ -1,7 +1,5 @@
 #include "daemon/job_cgroup.h"
 
-#include "bootstrap/spawn.h"
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>

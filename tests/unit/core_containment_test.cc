@@ -2,6 +2,7 @@
 // /proc parsing and descendant walks, the close-range fallback, the saved RLIMIT_NOFILE.
 #include <catch2/catch.hpp>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <vector>
 
 #include "bootstrap/close_fds.h"
 #include "bootstrap/process_hygiene.h"
@@ -256,17 +258,33 @@ TEST_CASE("JobCgroup: where the kernel kills children born into it, ranks join t
     WARN("no writable cgroup v2 here: not tested");
     return;
   }
-  const std::string killed = own + "/tlaunch-unit-killed." + std::to_string(::getpid());
+  const std::string killed = own + "/tlaunch.unit-killed." + std::to_string(::getpid());
   REQUIRE(::mkdir(killed.c_str(), 0700) == 0);
+  // Whatever happens below: the job cgroup the child made inside, then this one.
+  struct RemoveAfter {
+    std::string dir;
+    ~RemoveAfter() {
+      if (DIR* d = ::opendir(dir.c_str())) {
+        std::vector<std::string> inner;
+        while (const dirent* e = ::readdir(d))
+          if (std::string(e->d_name).rfind("tlaunch.", 0) == 0) inner.push_back(dir + "/" + e->d_name);
+        ::closedir(d);
+        for (const auto& i : inner) killAndRemoveCgroup(i);
+      }
+      killAndRemoveCgroup(dir);
+    }
+  } remove_after{killed};
   std::ofstream(killed + "/cgroup.kill") << "1";  // empty: kills nothing, counts one kill
+  constexpr int kSkipped = 6;
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
     // In a child of our own, so that the test process never leaves its cgroup.
     { std::ofstream(killed + "/cgroup.procs") << "0"; }
+    if (ownCgroupV2Dir() != killed) _exit(kSkipped);
     std::string why_not;
     auto cg = JobCgroup::create("tlaunch.unit-killed-parent.n1", why_not);
-    if (!cg) _exit(3);
+    if (!cg) _exit(kSkipped);
     SpawnSpec spec;
     spec.exe = "/bin/true";
     spec.argv = {"true"};
@@ -282,8 +300,10 @@ TEST_CASE("JobCgroup: where the kernel kills children born into it, ranks join t
   }
   int status = 0;
   REQUIRE(::waitpid(child, &status, 0) == child);
-  for (int i = 0; i < 100 && ::rmdir(killed.c_str()) != 0; ++i) ::usleep(10000);
-  CHECK(::access(killed.c_str(), F_OK) != 0);
   REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == kSkipped) {
+    WARN("could not move a process into a cgroup of its own or make a job cgroup there: not tested");
+    return;
+  }
   CHECK(WEXITSTATUS(status) == 0);
 }
