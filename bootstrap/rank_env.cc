@@ -8,19 +8,15 @@ namespace {
 std::string keyOf(const std::string& kv) { return kv.substr(0, kv.find('=')); }
 }  // namespace
 
-std::string envValue(const std::vector<std::string>& env, const std::string& key) {
-  std::string value;
-  for (const auto& kv : env) {
-    auto eq = kv.find('=');
-    if (eq != std::string::npos && kv.compare(0, eq, key) == 0 && eq == key.size()) value = kv.substr(eq + 1);
-  }
+std::optional<std::string> envLookup(const std::vector<std::string>& env, const std::string& key) {
+  std::optional<std::string> value;
+  for (const auto& kv : env)
+    if (kv.size() > key.size() && kv[key.size()] == '=' && kv.compare(0, key.size(), key) == 0) value = kv.substr(key.size() + 1);
   return value;
 }
 
-bool envHas(const std::vector<std::string>& env, const std::string& key) {
-  for (const auto& kv : env)
-    if (kv.size() > key.size() && kv[key.size()] == '=' && kv.compare(0, key.size(), key) == 0) return true;
-  return false;
+std::string envValue(const std::vector<std::string>& env, const std::string& key) {
+  return envLookup(env, key).value_or("");
 }
 
 std::vector<std::string> mergeEnv(const std::vector<std::string>& base, const std::vector<std::string>& overrides) {

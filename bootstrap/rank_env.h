@@ -3,6 +3,7 @@
 // (read by DeepSpeed's MPI discovery and many scripts) and tlaunch's own. Pure.
 #include <charconv>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -85,10 +86,10 @@ void visitRankIdentityEnv(const RankIdentity& r, const JobIdentity& j, F&& f) {
 EnvList rankIdentityEnv(const RankIdentity& r, const JobIdentity& j);
 // Defaults a user may override with -x or their environment (OMP_NUM_THREADS=1, ...).
 EnvList rankDefaultEnv();
-// The value of `key` in a "K=V" list ("" if absent; the last one wins).
+// The value of `key` in a "K=V" list, if it is set at all ("" included; the last one wins).
+std::optional<std::string> envLookup(const std::vector<std::string>& env, const std::string& key);
+// The same, "" if absent.
 std::string envValue(const std::vector<std::string>& env, const std::string& key);
-// Whether `key` is set at all (to anything, "" included).
-bool envHas(const std::vector<std::string>& env, const std::string& key);
 // base overlaid with overrides (same key: the override wins, keeping base's order).
 std::vector<std::string> mergeEnv(const std::vector<std::string>& base, const std::vector<std::string>& overrides);
 

@@ -5,6 +5,7 @@
 // then displaces only its own connections: a daemon connecting from another host keeps its
 // place however fast the flood comes. (Dropping the oldest of all let anyone who can reach the
 // port push a starting job's daemons out by connecting faster than strangers time out.)
+#include <iterator>
 #include <string_view>
 #include <vector>
 
@@ -16,5 +17,19 @@ std::string_view hostOfPeer(std::string_view peer);
 // `peers_oldest_first`: each waiting connection's peer (ByteStream::peer()), the oldest first.
 // Returns the index of the one to drop (0 for one or none).
 size_t strangerToDrop(const std::vector<std::string_view>& peers_oldest_first);
+
+// The same over a listener's own list (oldest first): among the items `waiting` accepts (not
+// yet authenticated, still open), the one to drop, by `peerOf` (its peer string); `last` if none.
+template <class It, class Waiting, class PeerOf>
+It strangerToDrop(It first, It last, Waiting waiting, PeerOf peerOf) {
+  std::vector<It> candidates;
+  std::vector<std::string_view> peers;
+  for (It it = first; it != last; ++it)
+    if (waiting(*it)) {
+      candidates.push_back(it);
+      peers.push_back(peerOf(*it));
+    }
+  return candidates.empty() ? last : candidates[strangerToDrop(peers)];
+}
 
 }  // namespace tlaunch

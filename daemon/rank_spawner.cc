@@ -39,7 +39,7 @@ std::string joinPath(const std::string& dir, const std::string& name) {
 }  // namespace
 
 std::string programSearchPath(const std::vector<std::string>& env) {
-  if (envHas(env, "PATH")) return envValue(env, "PATH");
+  if (auto path = envLookup(env, "PATH")) return *path;
   const size_t n = ::confstr(_CS_PATH, nullptr, 0);
   std::string path(n, '\0');
   if (n == 0 || ::confstr(_CS_PATH, path.data(), n) == 0) return "/bin:/usr/bin";

@@ -41,14 +41,10 @@ void TreeChildren::adopt(asio::ip::tcp::socket socket) {
     // One that has not proved the secret if there is any: a proved node waiting for its place
     // is a daemon of this job, whatever host it shares with a flood.
     const bool any_stranger = std::any_of(children_.begin(), children_.end(), [](const auto& c) { return !c->proved; });
-    std::vector<uint64_t> waiting;
-    std::vector<std::string_view> peers;
-    for (const auto& c : children_)
-      if (!c->child && (!c->proved || !any_stranger)) {
-        waiting.push_back(c->id);
-        peers.push_back(c->conn->peer());
-      }
-    if (!waiting.empty()) drop(waiting[strangerToDrop(peers)]);
+    const auto victim = strangerToDrop(
+        children_.begin(), children_.end(), [&](const auto& c) { return !c->child && (!c->proved || !any_stranger); },
+        [](const auto& c) { return std::string_view(c->conn->peer()); });
+    if (victim != children_.end()) drop((*victim)->id);
   }
   auto c = std::make_unique<Child>();
   c->conn = Connection::create(std::move(socket));  // 4 KiB frames until the proof

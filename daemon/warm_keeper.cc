@@ -133,16 +133,11 @@ class Keeper {
     client->conn->send({{"t", "challenge"}, {"proto", kProtocolVersion}, {"nonce", binary(client->nonce)}});
   }
 
-  void dropOneStranger() {  // bootstrap/stranger_eviction.h
-    std::vector<std::list<std::shared_ptr<Client>>::iterator> waiting;
-    std::vector<std::string_view> peers;
-    for (auto it = clients_.begin(); it != clients_.end(); ++it)
-      if (!(*it)->authenticated && (*it)->conn->isOpen()) {  // a closed one is on its way out
-        waiting.push_back(it);
-        peers.push_back((*it)->conn->peer());
-      }
-    if (waiting.empty()) return;
-    auto victim = waiting[strangerToDrop(peers)];
+  void dropOneStranger() {  // bootstrap/stranger_eviction.h; a closed one is on its way out already
+    const auto victim = strangerToDrop(
+        clients_.begin(), clients_.end(), [](const auto& c) { return !c->authenticated && c->conn->isOpen(); },
+        [](const auto& c) { return std::string_view(c->conn->peer()); });
+    if (victim == clients_.end()) return;
     (*victim)->conn->close();
     clients_.erase(victim);
   }

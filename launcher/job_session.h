@@ -183,7 +183,7 @@ class JobSession {
   size_t outputWindow() const;
   void grantOutputCredit(int source, size_t bytes);
   void dropOneStranger();  // see bootstrap/stranger_eviction.h
-  size_t pendingLimit() const;  // connections not yet authenticated, before the oldest is dropped
+  size_t pendingLimit() const;  // connections not yet authenticated, before one is dropped
   static constexpr size_t kMaxPendingConnections = 256;
   static constexpr auto kPendingAuthTimeout = std::chrono::seconds(5);
   static constexpr size_t kStdinWindow = 1u << 20;

@@ -181,15 +181,10 @@ size_t JobSession::pendingLimit() const {
 
 void JobSession::dropOneStranger() {
   // Among the open ones: a rejected one is already closed and on its way out.
-  std::vector<size_t> open;
-  std::vector<std::string_view> peers;
-  for (size_t i = 0; i < pending_.size(); ++i)
-    if (pending_[i]->conn->isOpen()) {
-      open.push_back(i);
-      peers.push_back(pending_[i]->conn->peer());
-    }
-  if (open.empty()) return;
-  const auto victim = pending_.begin() + static_cast<std::ptrdiff_t>(open[strangerToDrop(peers)]);
+  const auto victim = strangerToDrop(
+      pending_.begin(), pending_.end(), [](const auto& p) { return p->conn->isOpen(); },
+      [](const auto& p) { return std::string_view(p->conn->peer()); });
+  if (victim == pending_.end()) return;
   auto conn = (*victim)->conn;
   pending_.erase(victim);
   conn->close();

@@ -55,7 +55,7 @@ Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const s
     const long long now = epochSeconds();
     const auto kept = registry->secret().empty() ? std::vector<WarmEntry>{} : registry->all(now);
     const bool any = std::any_of(nodes.begin(), nodes.end(), [&](const NodeTarget& n) {
-      return WarmRegistry::newest(kept, n.name, [&](const WarmEntry& e) { return e.slurm_job == slurm_job && e.unanswered == 0; }).has_value();
+      return WarmRegistry::newest(kept, n.name, [&](const WarmEntry& e) { return e.mayServe(slurm_job); }).has_value();
     });
     if (!any) return std::optional<WarmRegistry>{};
   }

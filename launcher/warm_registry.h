@@ -1,9 +1,9 @@
 #pragma once
 // Where the frontend remembers its warm daemons (tlaunch --keep-daemons): one small JSON file
-// per keeper under ~/.cache/tlaunch/daemons (a node may have two: two tlaunch started at once, or
-// a keeper that did not answer in time while a new one was started; each is written down until
-// it is known to be gone, so that `tlaunch stop-daemons` can still end it), and the user's secret that the keepers accept, in a
-// 0600 file beside them. The directory is checked like the ssh control directory (ours, not a
+// per keeper under ~/.cache/tlaunch/daemons (a node may have two: two tlaunch started at once,
+// or a keeper that did not answer in time while a new one was started; each is written down
+// until it is known to be gone, so that `tlaunch stop-daemons` can still end it), and the
+// user's secret that the keepers accept, in a 0600 file beside them. The directory is checked like the ssh control directory (ours, not a
 // symlink, no group/other access); the secret file must be a regular file of ours that nobody
 // else can read, or tlaunch refuses to use it rather than hand a job to whoever could.
 #include <functional>
@@ -29,6 +29,12 @@ struct WarmEntry {
   std::string slurm_job;  // the Slurm allocation whose keeper step it is in; empty: started over ssh
   std::string file;       // where it was read from (not saved; empty for a new entry)
   long long unanswered = 0;  // epoch seconds when a launch last got no answer from it; 0: never
+
+  // Whether a launch in the Slurm allocation `slurm_job` ("" over ssh) may ask it for a daemon:
+  // one of another allocation (or over ssh for a job under Slurm, or the reverse) is not this
+  // job's to use, and one that did not answer before is not tried again (each try would cost
+  // the keeper timeout); both stay written down for stop-daemons.
+  bool mayServe(const std::string& job_slurm) const { return slurm_job == job_slurm && unanswered == 0; }
 };
 
 class WarmRegistry {

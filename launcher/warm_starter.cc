@@ -61,13 +61,10 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
   };
   const std::vector<WarmEntry> kept = registry_.secret().empty() ? std::vector<WarmEntry>{} : registry_.all(now);
   for (const auto& n : nodes) {
-    // Another allocation's keeper, or one over ssh for a job under Slurm (or the reverse), is
-    // not this job's to use; nor one of a name that now means another host (a changed hostfile,
-    // or a home shared between clusters). They stay written down and expire by themselves.
-    // One that did not answer a launch before is not tried again (each try would cost the
-    // keeper timeout); it stays written down for stop-daemons.
+    // Nor one of a name that now means another host (a changed hostfile, or a home shared
+    // between clusters): it stays written down and expires by itself.
     auto entry = WarmRegistry::newest(kept, n.name, [&](const WarmEntry& e) {
-      return e.slurm_job == options_.slurm_job && e.destination == destinationOf(n) && e.unanswered == 0;
+      return e.mayServe(options_.slurm_job) && e.destination == destinationOf(n);
     });
     if (entry) request(n, *entry, false);
     else cold.push_back(n);
