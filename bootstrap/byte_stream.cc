@@ -33,16 +33,28 @@ class TcpByteStream final : public ByteStream {
     socket_.close(ec);
   }
   std::string peer() const override { return peer_; }
+  // Keepalive only. Not TCP_USER_TIMEOUT: since Linux 5.11 it also ends a connection whose
+  // peer has advertised a zero window for that long, although its kernel answers every probe —
+  // exactly a frontend stopped with Ctrl-Z while its ranks print, which must keep its job.
+  // Data left unacknowledged is found by unansweredFor() instead.
   void setDeadPeerTimeout(std::chrono::milliseconds timeout) override {
     const int fd = socket_.native_handle();
     const int idle_s = std::max(1, static_cast<int>(timeout.count() / 3000));
     const int interval_s = std::max(1, static_cast<int>(timeout.count() / 6000));
     const int count = 4;
-    const auto user_timeout_ms = static_cast<unsigned>(timeout.count());
     ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
     ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s);
     ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
-    ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+  }
+  std::chrono::milliseconds unansweredFor() override {
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    if (::getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0)
+      return std::chrono::milliseconds(0);
+    // Retransmitting, or probing a zero window without an answer: the peer's kernel is silent.
+    // A stopped peer's kernel acknowledges the probes, which resets both counts.
+    if (info.tcpi_retransmits == 0 && info.tcpi_probes == 0) return std::chrono::milliseconds(0);
+    return std::chrono::milliseconds(info.tcpi_last_ack_recv);
   }
 
  private:

@@ -27,6 +27,9 @@ class ByteStream {
   virtual std::string peer() const = 0;
   // See Connection::setDeadPeerTimeout (TCP only: an in-memory peer cannot vanish silently).
   virtual void setDeadPeerTimeout(std::chrono::milliseconds /*timeout*/) {}
+  // How long the peer's host has left what we sent unanswered (retransmitted or probed without
+  // an acknowledgement); 0 while it answers. TCP only, like setDeadPeerTimeout.
+  virtual std::chrono::milliseconds unansweredFor() { return std::chrono::milliseconds(0); }
 };
 
 std::unique_ptr<ByteStream> tcpByteStream(asio::ip::tcp::socket socket);

@@ -50,10 +50,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Frames received from now on must open with this cipher; one that does not ends the
   // connection with an "integrity failure".
   void openFromNow(std::unique_ptr<FrameCipher> cipher) { opener_ = std::move(cipher); }
-  // TCP keepalive and TCP_USER_TIMEOUT: a peer whose host stops answering at the TCP level is
-  // noticed within about `timeout`, while a peer that is merely stopped (SIGSTOP, Ctrl-Z) keeps
-  // the connection: its kernel still acknowledges.
+  // TCP keepalive: an idle peer whose host stops answering is noticed within about `timeout`
+  // (the connection closes). A peer that is merely stopped (SIGSTOP, Ctrl-Z) keeps the
+  // connection: its kernel still acknowledges.
   void setDeadPeerTimeout(std::chrono::milliseconds timeout);
+  // While we send: how long the peer's host has left it unacknowledged (0 while it answers,
+  // also with a zero window, as a stopped peer's does). The caller decides when that is death.
+  std::chrono::milliseconds unansweredFor() { return stream_->unansweredFor(); }
   // Handlers may be replaced later (e.g. after authentication) with setHandlers.
   void start(MessageHandler on_message, CloseHandler on_close);
   void setHandlers(MessageHandler on_message, CloseHandler on_close);

@@ -29,6 +29,12 @@ std::string bytesOf(const Json& v) {
   return {};
 }
 
+std::string bytesAt(const Json& m, const char* key) {
+  if (!m.is_object()) return {};
+  auto it = m.find(key);
+  return it != m.end() ? bytesOf(*it) : std::string();
+}
+
 std::string getString(const Json& m, const char* key, std::string fallback) {
   auto it = m.find(key);
   return it != m.end() && it->is_string() ? it->get<std::string>() : std::move(fallback);

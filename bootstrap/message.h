@@ -24,6 +24,8 @@ inline Json binary(std::string_view bytes) {
 }
 // The bytes of a CBOR byte string (or a text string), "" otherwise.
 std::string bytesOf(const Json& v);
+// The bytes of field `key` of `m` (as bytesOf), "" when `m` is not an object or has no such field.
+std::string bytesAt(const Json& m, const char* key);
 
 // Typed accessors that never throw on a peer's bad input.
 std::string getString(const Json& m, const char* key, std::string fallback = {});

@@ -155,6 +155,7 @@ pmix_status_t pmixStatusOf(PmixReply r) {
     case PmixReply::bad_param: return PMIX_ERR_BAD_PARAM;
     case PmixReply::not_supported: return PMIX_ERR_NOT_SUPPORTED;
     case PmixReply::proc_lost: return PMIX_ERR_LOST_CONNECTION;
+    case PmixReply::no_room: return PMIX_ERR_OUT_OF_RESOURCE;
   }
   return PMIX_ERROR;
 }

@@ -303,7 +303,7 @@ void PmixServer::completeFence(uint64_t fence_seq, PmixReply status, std::string
 
 void PmixServer::serveDirectModex(int rank, std::function<void(bool ok, std::string data)> reply) {
   Impl& s = *impl_;
-  if (!s.job) {  // another node's ranks run already; this one has not registered the job yet
+  if (!s.job && !s.job_ended) {  // another node's ranks run already; this one has not registered the job yet
     s.held_serves.emplace_back(rank, std::move(reply));
     return;
   }
@@ -352,6 +352,8 @@ Result<void> PmixServer::deregisterJob(std::chrono::milliseconds bound) {
   if (!s.job) return {};
   s.failOutstanding(PMIX_ERR_TIMEOUT);
   std::unique_ptr<Impl::Job> job = std::move(s.job);
+  s.job_ended = true;
+  for (auto& [rank, reply] : std::exchange(s.held_serves, {})) s.post([reply = std::move(reply)] { reply(false, {}); });
   s.generation++;
 
   // Namespaces the job spawned first, then the job's.

@@ -89,7 +89,7 @@ struct PmixSpawnRequest {
 // PMIX_RANGE_* / PMIX_PERSIST_* numbers; values are opaque packed pmix_info_t.
 // proc_lost: a participant of the collective has failed (PMIX_ERR_LOST_CONNECTION, as libpmix
 // answers a local collective whose member's connection dropped).
-enum class PmixReply { ok = 0, not_found, timeout, duplicate, bad_param, not_supported, proc_lost };
+enum class PmixReply { ok = 0, not_found, timeout, duplicate, bad_param, not_supported, proc_lost, no_room };
 
 struct PmixPublish {
   int rank = 0;                       // the publisher

@@ -134,6 +134,7 @@ struct PmixServer::Impl {
   std::unique_ptr<Job> job;
   // serveDirectModex calls that arrived before registerJob.
   std::vector<std::pair<int, std::function<void(bool, std::string)>>> held_serves;
+  bool job_ended = false;  // deregistered: a request now is answered "no data", never held
 
   // Procs <-> the control plane's numbers (see PmixServer; pmix_spawn.cc). -1 / false: a
   // namespace this node does not know, or a rank outside it.

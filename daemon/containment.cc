@@ -169,6 +169,7 @@ void Containment::sweep(std::chrono::milliseconds grace, std::function<void()> d
     return;
   }
   signalOthers(SIGTERM, {});
+  signalOthers(SIGCONT, {});  // a stopped one handles SIGTERM only once continued
   const auto now = std::chrono::steady_clock::now();
   pollSweep(now + grace, now + grace + kLastBound);
 }

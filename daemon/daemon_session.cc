@@ -201,12 +201,18 @@ void DaemonSession::handleConfig(const Json& msg) {
 
 void DaemonSession::heartbeat() {
   // Our pings tell the frontend (and our tree children) we are alive. The frontend's silence does
-  // not end the job: a frontend that is stopped (Ctrl-Z) keeps its connection and its job; one
-  // whose host is gone is noticed by TCP (keepalive, TCP_USER_TIMEOUT: setDeadPeerTimeout), and
-  // then the connection closes. A tree parent's silence does: the frontend has then given it up
+  // not end the job: a frontend that is stopped (Ctrl-Z) keeps its connection and its job. One
+  // whose host is gone leaves our pings unacknowledged at the TCP level (an idle connection's
+  // keepalive closes it too). A tree parent's silence does: the frontend has then given it up
   // (it no longer answers the frontend's heartbeats either), and its teardown cannot reach us.
   if (done_) return;
-  if (conn_ && conn_->isOpen()) conn_->send({{"t", "ping"}});
+  if (conn_ && conn_->isOpen()) {
+    if (const auto silent = conn_->unansweredFor(); silent > dead_peer_timeout_) {
+      return frontendLost((upstream_parent_.empty() ? std::string("the frontend's host") : "node " + upstream_parent_) +
+                          " acknowledged nothing we sent for " + std::to_string(silent.count() / 1000) + " s");
+    }
+    conn_->send({{"t", "ping"}});
+  }
   tree_->pingAll();
   tree_->checkLiveness(dead_peer_timeout_);
   if (!upstream_parent_.empty() && std::chrono::steady_clock::now() - upstream_heard_ > dead_peer_timeout_) {
@@ -287,14 +293,17 @@ void DaemonSession::handleStart() {
   };
   ev.exited = [this](const RankExit& e) {
     if (nccl_) nccl_->pollNow();
+    const bool unfinalized = pmix_ && !e.killed_by_us && pmix_->endedWithoutFinalize(e.rank);
     if (pmix_ && !e.killed_by_us && (e.signaled || e.code != 0)) pmix_->onLocalRankFailed(e.rank);
     if (!conn_ || !conn_->isOpen()) return;
-    output_->ordered({{"t", "exit"},
-                      {"r", e.rank},
-                      {"signaled", e.signaled},
-                      {"code", e.code},
-                      {"ours", e.killed_by_us},
-                      {"tail", e.stderr_tail}});
+    Json report = {{"t", "exit"},
+                   {"r", e.rank},
+                   {"signaled", e.signaled},
+                   {"code", e.code},
+                   {"ours", e.killed_by_us},
+                   {"tail", e.stderr_tail}};
+    if (unfinalized) report["unfinalized"] = true;
+    output_->ordered(report);
   };
   ev.all_exited = [this] { onRanksEnded(); };
   ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev), launch_->job_id + "." + launch_->node_name);
@@ -311,14 +320,14 @@ void DaemonSession::handleStart() {
 void DaemonSession::onRanksEnded() {
   // A spawn prepared here waits for its start: the namespace must stay registered, and the
   // processes it adds will end (and be reported) later.
-  if (!spawn_launches_.empty() && !draining_ && !lost_) {
+  if (!spawn_launches_.empty() && !draining_ && !lost_ && !signalled_code_) {
     ranks_ended_while_spawning_ = true;
     return;
   }
   ranks_ended_while_spawning_ = false;
   if (pmix_) pmix_->finish();
-  if (lost_) {
-    shutdown(1);
+  if (lost_ || signalled_code_) {
+    shutdown(signalled_code_ ? signalled_code_ : 1);
     return;
   }
   if (conn_ && conn_->isOpen()) output_->ordered({{"t", draining_ ? "drained" : "all_exited"}});
@@ -351,6 +360,12 @@ void DaemonSession::onClose(const std::string& reason) {
   frontendLost(reason);
 }
 
+// How long ranks ended by this daemon on its own (its frontend lost, a signal) get between
+// SIGTERM and SIGKILL: --kill-timeout, at most 2 s, as nobody may be waiting to see them end.
+std::chrono::milliseconds DaemonSession::ownTeardownGrace() const {
+  return std::chrono::milliseconds(launch_ ? std::min(launch_->kill_timeout_ms, 2000) : 2000);
+}
+
 void DaemonSession::frontendLost(const std::string& why) {
   if (lost_ || done_) return;
   lost_ = true;
@@ -358,8 +373,7 @@ void DaemonSession::frontendLost(const std::string& why) {
   if (conn_) conn_->close();
   tree_->closeAll();  // the nodes below lose their way to the frontend too: they end theirs now
   if (ranks_ && !ranks_->allExited()) {
-    int grace = launch_ ? std::min(launch_->kill_timeout_ms, 2000) : 2000;
-    ranks_->terminate(std::chrono::milliseconds(grace));
+    ranks_->terminate(ownTeardownGrace());
     return;  // all_exited → shutdown
   }
   shutdown(1);
@@ -368,6 +382,13 @@ void DaemonSession::frontendLost(const std::string& why) {
 void DaemonSession::stopOnSignal(int sig) {
   // A control frame, so it leaves ahead of the exits of the ranks this signal is about to end.
   if (!done_ && authenticated_ && conn_ && conn_->isOpen()) conn_->send({{"t", "signalled"}, {"sig", sig}});
+  // SIGTERM first, as scancel and a user's kill mean it: the ranks' handlers (a checkpoint)
+  // get the grace before SIGKILL. A second signal stops the daemon at once (daemon/main.cc).
+  if (!done_ && !signalled_code_ && ranks_ && !ranks_->allExited()) {
+    signalled_code_ = 128 + sig;
+    ranks_->terminate(ownTeardownGrace());
+    return;  // all_exited → onRanksEnded → shutdown
+  }
   shutdown(128 + sig);
 }
 

@@ -78,6 +78,7 @@ class DaemonSession {
   void sendInventory(const Json& config);
   void heartbeat();
   void frontendLost(const std::string& why);
+  std::chrono::milliseconds ownTeardownGrace() const;
   void acceptProbes();
   void handleRdmaStage(Json&& msg);
   void handleReach(const Json& msg);
@@ -146,6 +147,7 @@ class DaemonSession {
   std::chrono::milliseconds heartbeat_interval_{1000};
   bool draining_ = false;
   bool lost_ = false;
+  int signalled_code_ = 0;  // 128 + the signal that ends this daemon, once its ranks have ended
   bool done_ = false;
   int exit_code_ = 0;
   // The cross-node RDMA write test (--preflight=full): the frontend drives it, stage by stage.

@@ -55,7 +55,11 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
     send({{"t", "abort"}, {"r", rank}, {"status", status}, {"message", message}});
   };
   // The frontend waits --event-grace for the ranks' event handlers only when a rank uses PMIx.
-  cb.client_connected = [send](int rank) { send({{"t", "pmix_client"}, {"r", rank}}); };
+  cb.client_connected = [send, clients = b->clients_](int rank) {
+    clients->connected.insert(rank);
+    send({{"t", "pmix_client"}, {"r", rank}});
+  };
+  cb.client_finalized = [clients = b->clients_](int rank) { clients->finalized.insert(rank); };
   addPubsubCallbacks(cb, send);
   cb.spawn = [send](uint64_t id, const PmixSpawnRequest& request) { send(spawnRequestToJson(id, request)); };
   auto server = PmixServer::start(cfg, [&io](std::function<void()> f) { asio::post(io, std::move(f)); }, std::move(cb));
@@ -114,7 +118,7 @@ void PmixBridge::onMessage(const std::string& type, const Json& msg) {
     // "lost": a rank of the job has failed, so the fence cannot complete (and does not hang).
     const auto seq = static_cast<uint64_t>(getInt(msg, "seq"));
     if (getBool(msg, "lost")) server_->completeFence(seq, PmixReply::proc_lost, {});
-    else server_->completeFence(seq, getBool(msg, "ok"), bytesOf(msg["d"]));
+    else server_->completeFence(seq, getBool(msg, "ok"), bytesAt(msg, "d"));
   } else if (type == "rank_failed") {
     auto held = held_events_.find(static_cast<int>(getInt(msg, "r", -1)));
     if (held != held_events_.end()) held->second.push_back(msg);
@@ -131,7 +135,7 @@ void PmixBridge::onMessage(const std::string& type, const Json& msg) {
     const auto status = static_cast<PmixReply>(getInt(msg, "status", static_cast<int>(PmixReply::not_supported)));
     server_->completeSpawn(static_cast<uint64_t>(getInt(msg, "id")), status, getString(msg, "nspace"));
   } else if (type == "dmodex_done") {
-    server_->completeDirectModex(static_cast<uint64_t>(getInt(msg, "id")), getBool(msg, "ok"), bytesOf(msg["d"]));
+    server_->completeDirectModex(static_cast<uint64_t>(getInt(msg, "id")), getBool(msg, "ok"), bytesAt(msg, "d"));
   } else {
     onPubsubMessage(*server_, type, msg);
   }

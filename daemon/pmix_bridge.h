@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,11 @@ class PmixBridge {
   // after (PmixServer::forgetFailedRank), and the frontend's event about it reaches the local
   // ranks only then, so that a fence they enter in reaction cannot wait for it here.
   void onLocalRankFailed(int rank);
+  // A local rank that called PMIx_Init and has not called PMIx_Finalize (MPI_Init without
+  // MPI_Finalize, os._exit): mpirun calls its end abnormal even with exit status 0.
+  bool endedWithoutFinalize(int rank) const {
+    return clients_->connected.count(rank) > 0 && clients_->finalized.count(rank) == 0;
+  }
   // After the node's ranks are reaped: bounded deregistration and removal of the job's files.
   void finish();
 
@@ -48,6 +54,10 @@ class PmixBridge {
   std::vector<std::unique_ptr<asio::steady_timer>> forget_timers_;
   std::map<int, std::vector<Json>> held_events_;  // local failed ranks not yet forgotten -> their events
   void notify(const Json& msg);
+  struct Clients {  // local ranks by PMIx state, from libpmix's upcalls
+    std::set<int> connected, finalized;
+  };
+  std::shared_ptr<Clients> clients_ = std::make_shared<Clients>();
   std::unique_ptr<PmixServer> server_;
   Send send_;
   std::string node_dir_;

@@ -13,7 +13,7 @@ Json stringArray(const std::vector<std::string>& v) {
 
 PmixReply replyOf(const Json& msg) {
   const auto v = getInt(msg, "status", static_cast<int>(PmixReply::bad_param));
-  if (v < 0 || v > static_cast<int>(PmixReply::proc_lost)) return PmixReply::bad_param;
+  if (v < 0 || v > static_cast<int>(PmixReply::no_room)) return PmixReply::bad_param;
   return static_cast<PmixReply>(v);
 }
 
@@ -53,11 +53,11 @@ void onPubsubMessage(PmixServer& server, const std::string& type, const Json& ms
       for (const auto& f : msg["found"])
         if (f.is_array() && f.size() == 3 && f[0].is_string() && f[1].is_number_integer())
           found.push_back({f[0].get<std::string>(), f[1].get<int>(), bytesOf(f[2])});
-    server.completeLookup(idOf(msg), replyOf(msg), std::move(found));
+    server.completeLookup(idOf(msg), replyOf(msg), found);
   } else if (type == "jobctl_done") {
     server.completeJobControl(idOf(msg), replyOf(msg));
   } else if (type == "coll_done") {
-    server.completeCollective(idOf(msg), replyOf(msg), bytesOf(msg.contains("d") ? msg["d"] : Json()),
+    server.completeCollective(idOf(msg), replyOf(msg), bytesAt(msg, "d"),
                               static_cast<uint64_t>(std::max(0LL, getInt(msg, "cid", 0))));
   }
 }

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <set>
 
+#include <spdlog/spdlog.h>
+
 namespace tlaunch {
 
 RankSupervisor::RankSupervisor(asio::io_context& io, Events events, const std::string& job_name)
@@ -20,12 +22,24 @@ RankSupervisor::RankSupervisor(asio::io_context& io, Events events, const std::s
 }
 
 RankSupervisor::~RankSupervisor() {
+  for (auto& r : ranks_)
+    if (!r->reaped && r->pid > 0) ::kill(-r->pid, SIGKILL);
+  // Reaped as they die, but never waited for without a bound: a rank in uninterruptible sleep
+  // (a hung NFS or GPU driver call) ignores SIGKILL until the call returns, and the daemon must
+  // still finish its teardown. One left is reaped by whoever inherits it when we exit.
+  const auto give_up = std::chrono::steady_clock::now() + kReapBound;
   for (auto& r : ranks_) {
-    if (!r->reaped && r->pid > 0) {
-      ::kill(-r->pid, SIGKILL);
+    while (!r->reaped && r->pid > 0) {
       int st = 0;
-      ::waitpid(r->pid, &st, 0);
-      r->reaped = true;
+      const pid_t got = ::waitpid(r->pid, &st, WNOHANG);
+      if (got == r->pid || (got < 0 && errno != EINTR)) {
+        r->reaped = true;
+      } else if (std::chrono::steady_clock::now() >= give_up) {
+        spdlog::warn("rank {} (pid {}) did not end after SIGKILL (uninterruptible sleep?); leaving it", r->rank, r->pid);
+        break;
+      } else {
+        ::usleep(10'000);
+      }
     }
   }
   containment_.reset();  // SIGKILL to the rest of the job, reaped
@@ -164,6 +178,10 @@ void RankSupervisor::onExited(Rank& r) {
       for (Stream* s : {&r.out, &r.err}) {
         if (s->eof) continue;
         std::vector<OutputSegment> rest;
+        // What the rank wrote before it ended is still in the pipe when its reading was
+        // paused (a slow reader, a stopped frontend): its last lines, often the traceback the
+        // summary quotes. Taken now, bounded, whatever the pause: the pipe holds little.
+        drainExited(*s, rest);
         s->splitter.finish(rest);
         relay(r, s == &r.out ? 1 : 2, rest);
         s->eof = true;
@@ -174,6 +192,19 @@ void RankSupervisor::onExited(Rank& r) {
     });
   }
   maybeReport(r);
+}
+
+void RankSupervisor::drainExited(Stream& s, std::vector<OutputSegment>& segments) {
+  asio::error_code ec;
+  s.fd->non_blocking(true, ec);
+  if (ec) return;
+  // A descendant that keeps writing could keep the pipe full: take at most a bound.
+  for (size_t taken = 0; taken < kExitDrainLimit;) {
+    const size_t n = s.fd->read_some(asio::buffer(s.buf), ec);
+    if (ec) return;  // would block (the pipe is empty), end of file, or an error: done
+    s.splitter.feed(std::string_view(s.buf.data(), n), segments);
+    taken += n;
+  }
 }
 
 void RankSupervisor::maybeReport(Rank& r) {
@@ -227,6 +258,9 @@ void RankSupervisor::terminate(std::chrono::milliseconds grace) {
   if (terminating_) return;
   terminating_ = true;
   signalAll(SIGTERM);
+  // A stopped rank (Ctrl-Z in it, PMIx job control, a debugger let go) would hold SIGTERM
+  // pending until SIGKILL: continued, its handler runs within the grace like everyone's.
+  signalAll(SIGCONT);
   kill_timer_.expires_after(grace);
   kill_timer_.async_wait([this](const asio::error_code& ec) {
     if (!ec) killAll();

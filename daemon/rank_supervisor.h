@@ -36,6 +36,11 @@ class RankSupervisor {
     std::function<void()> all_exited;
   };
   static constexpr size_t kTailLines = 20;
+  // How long destruction waits for ranks it SIGKILLed before leaving them (see the destructor).
+  static constexpr std::chrono::milliseconds kReapBound{2000};
+  // At most this much of a stream is read at once when its rank has ended (a full pipe is 64 KiB
+  // by default, 1 MiB at most unless root raised fs.pipe-max-size).
+  static constexpr size_t kExitDrainLimit = 1 << 20;
 
   // `job_name`: unique on the node (job id and node name); names the per-job cgroup.
   RankSupervisor(asio::io_context& io, Events events, const std::string& job_name = "job");
@@ -109,6 +114,7 @@ class RankSupervisor {
   void maybeReport(Rank& r);
   void rememberStderr(Rank& r, std::string_view lines);
   void relay(Rank& r, int which, std::vector<OutputSegment>& segments);
+  void drainExited(Stream& s, std::vector<OutputSegment>& segments);
   void flushStdin(Rank& r);
 
   asio::io_context& io_;

@@ -72,6 +72,22 @@ tl.check(p.returncode == 137, f"exit status {p.returncode}, expected 137 (128+9)
 tl.check("rank 1 on node local0 was killed by signal 9" in err, f"summary: {err}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftover processes: {leftovers(job)}")
 
+# 2b. A rank stopped (SIGSTOP: Ctrl-Z inside it, a debugger) when the job ends: it is continued
+# with its SIGTERM, so its handler runs at once instead of SIGKILL after --kill-timeout.
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--kill-timeout", "8", "--", tl.PYTHON, WAIT])
+lines = wait_ready(p, 4)
+stopped = int(re.search(r"rank 1 pid (\d+)", "".join(lines)).group(1))
+job = tl.job_of_rank(stopped)
+os.kill(stopped, signal.SIGSTOP)
+time.sleep(0.3)
+t0 = time.monotonic()
+os.kill(p.pid, signal.SIGINT)
+out, err = tl.communicate_or_fail(p, 30, "after SIGINT with a stopped rank")
+elapsed = time.monotonic() - t0
+tl.check("rank 1 got SIGTERM" in out, f"the stopped rank's SIGTERM handler did not run: {out}")
+tl.check(elapsed < 6, f"the job waited {elapsed:.1f} s for a stopped rank (--kill-timeout 8)")
+tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftover processes: {leftovers(job)}")
+
 # 3. SIGUSR1 reaches every rank; then SIGINT: every rank sees SIGTERM, tlaunch exits 130.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
 lines = wait_ready(p, 4)
@@ -108,8 +124,9 @@ r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", "true"])
 tl.check(r.returncode == 0, f"next job: {r.stderr}")
 tl.check(not any(os.path.exists(d) for d in killed_dirs), f"the next job removed the dead daemon's {killed_dirs}")
 
-# 4b. A node's daemon sent SIGTERM (what scancel or a node shutdown does): its ranks exit 0 on
-# SIGTERM, yet the job must not look finished: it fails naming the node and the signal.
+# 4b. A node's daemon sent SIGTERM (what scancel or a node shutdown does): its ranks get SIGTERM
+# first, so their handlers run (a checkpoint), and exit 0 on it; yet the job must not look
+# finished: it fails naming the node and the signal.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
 lines = wait_ready(p, 4)
 job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
@@ -117,6 +134,8 @@ tl.signal_daemon(job, "local1", signal.SIGTERM, p.pid)
 out, err = tl.communicate_or_fail(p, 15, "after its daemon got SIGTERM")
 tl.check(p.returncode != 0, f"a daemon's SIGTERM fails the job (exit {p.returncode}): {err}")
 tl.check("node local1: its tlaunchd received SIGTERM" in err, f"summary names the node and the signal: {err}")
+for rank in (2, 3):  # local1's
+    tl.check(f"rank {rank} got SIGTERM" in out, f"rank {rank} was not sent SIGTERM before SIGKILL: {out}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
 
 # 5. tlaunch killed with SIGKILL: daemons and ranks die with it.

@@ -6,7 +6,8 @@ line, and no process of the job left:
   2. one 2 MB line: it arrives whole, in 1 MiB pieces, and exactly as written in --output-dir;
   3. a progress bar (\\r updates) into a pipe: at most one line per second, the final state once;
   4. the same on a terminal: updated in place, one final line;
-  5. tlaunch stopped (SIGSTOP) for 6 s with a 3 s heartbeat timeout: the job completes;
+  5. tlaunch stopped (SIGSTOP) for 6 s with a 3 s heartbeat timeout: the job completes, also
+     when its ranks print all along (the daemons' sends meet a full, zero window);
   6. a daemon stopped (SIGSTOP): the job ends naming its node within the heartbeat timeout;
   7. a rank that closes its stdout early and keeps running: the job goes on;
   8. --output-dir on a full file system: one warning naming the file, stdout goes on, exit 0;
@@ -139,6 +140,24 @@ out, err = p.communicate(timeout=60)
 tl.check(p.returncode == 0, f"stopped frontend: exit {p.returncode}: {err[-1000:]}")
 tl.check(out.count("done") == 2, f"stopped frontend: ranks did not finish: {out!r}")
 print("PASS 5: tlaunch stopped for 6 s with a 3 s heartbeat timeout: the job completed")
+
+# 5b. The same while both ranks print ~2 MB/s: the credit window (4 MiB) fills the stopped
+# frontend's socket buffer; its kernel advertises a zero window and answers the daemons' probes.
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--heartbeat-timeout", "3", "--", tl.PYTHON, PAT, "stream", "10"])
+early = read_until(p, b"ready", 2, 60).decode()
+os.kill(p.pid, signal.SIGSTOP)
+time.sleep(7)
+os.kill(p.pid, signal.SIGCONT)
+out, err = p.communicate(timeout=120)
+out = early + out
+tl.check(p.returncode == 0, f"stopped frontend, printing ranks: exit {p.returncode}: {err[-1000:]}")
+for rank in (0, 1):
+    done = re.findall(rf"^\[local{rank}:{rank}\] done (\d+)$", out, re.M)
+    tl.check(len(done) == 1, f"stopped frontend, printing ranks: rank {rank} did not finish: {out[-500:]!r}")
+    got = sum(1 for l in out.splitlines() if l.startswith(f"[local{rank}:{rank}] R{rank} S"))
+    tl.check(got == int(done[0]), f"stopped frontend, printing ranks: rank {rank} delivered {got} of {done[0]} lines")
+no_survivors(job_of(err), "stopped frontend, printing ranks")
+print("PASS 5b: tlaunch stopped for 7 s while its ranks printed 2 MB/s each: every line, exit 0")
 
 # 6. A daemon stopped: noticed within the heartbeat timeout, named, nothing left.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--heartbeat-timeout", "3", "--kill-timeout", "2", "--",

@@ -71,6 +71,11 @@ TEST_CASE("messages: typed accessors never throw on a peer's wrong types", "[fra
   REQUIRE(getInt(m, "code") == 7);
   REQUIRE(getBool(m, "ok", false) == false);
   REQUIRE(getString(m, "missing", "d") == "d");
+  const Json& c = m;  // a const message: reading an absent field must not be nlohmann's undefined behaviour
+  REQUIRE(bytesAt(c, "d").empty());
+  REQUIRE(bytesAt(c, "code").empty());
+  REQUIRE(bytesAt(Json::array({1, 2}), "d").empty());
+  REQUIRE(bytesAt(Json{{"d", binary("ab")}}, "d") == "ab");
 }
 
 TEST_CASE("frame codec: random garbage never crashes the decoder (fuzz)", "[frame]") {

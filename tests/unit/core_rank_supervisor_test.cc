@@ -130,6 +130,25 @@ TEST_CASE("rank supervisor: a rank killed by a signal is reported with the signa
   CHECK_FALSE(s.exits[0].killed_by_us);
 }
 
+// While the frontend's reader is slow (or the frontend is stopped) the daemon stops reading the
+// ranks' pipes. A rank that prints its error and exits meanwhile must still have those lines
+// relayed and in its stderr tail when its exit is reported (the failure summary quotes them).
+TEST_CASE("rank supervisor: a rank that exits while output is paused keeps its last lines") {
+  asio::io_context io(1);
+  Seen s;
+  RankSupervisor sup(io, record(s), "test-rs-paused");
+  sup.pauseOutput();
+  REQUIRE(sup.start({shRank(0, "echo progress; echo 'Traceback: boom' >&2; exit 1")}));
+  runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
+  REQUIRE(s.exits.count(0));
+  CHECK(s.exits[0].code == 1);
+  CHECK(s.exits[0].stderr_tail == std::vector<std::string>{"Traceback: boom"});
+  CHECK(s.out[0] == std::vector<std::string>{"progress\n"});
+  CHECK(s.err[0] == std::vector<std::string>{"Traceback: boom\n"});
+  const auto exit_at = std::find(s.order.begin(), s.order.end(), "exit:0");
+  CHECK(std::find(exit_at, s.order.end(), "out:0") == s.order.end());
+}
+
 TEST_CASE("rank supervisor: terminate ends a rank that ignores SIGTERM after the grace, marked as ours") {
   asio::io_context io(1);
   Seen s;

@@ -3,6 +3,7 @@
   longline N     one line of N bytes ('x'), then 'after'
   progress N S   a tqdm-like bar on stderr: N updates over S seconds, then the final line
   sleep S        print 'ready', sleep S seconds, print 'done'
+  stream S       print 'ready', then ~2 MB/s of numbered lines for S seconds, then 'done N' (N lines)
   closeout S     close stdout, keep running S seconds, exit 0
 """
 import os
@@ -30,6 +31,15 @@ elif mode == "sleep":
     print("ready", flush=True)
     time.sleep(float(sys.argv[2]))
     print("done", flush=True)
+elif mode == "stream":
+    print("ready", flush=True)
+    end, count = time.monotonic() + float(sys.argv[2]), 0
+    while time.monotonic() < end:
+        sys.stdout.write("".join(f"R{rank} S{count + i} " + "z" * 90 + "\n" for i in range(1000)))
+        sys.stdout.flush()
+        count += 1000
+        time.sleep(0.05)
+    print(f"done {count}", flush=True)
 elif mode == "closeout":
     sys.stdout.close()
     os.close(1)
