@@ -71,7 +71,10 @@ struct JobOutcome {
   std::vector<int> rank_exit_codes{};
   bool node_lost = false;                // a daemon went away mid-job (failed_node names it)
   Json restarts = Json::array();         // --max-restarts: one entry per restart (launcher/run_job.cc)
-  Json nccl = nullptr;                   // --nccl-check: the report once every rank reported (nccl::JobCheck::toJson)    // per rank: exit status (128+N for signal N), -1 if it never ended; empty before ranks start
+  Json nccl = nullptr;                   // --nccl-check: the report once every rank reported (nccl::JobCheck::toJson)
+  // tlaunch was told to end (Ctrl-C, SIGTERM, SIGHUP), also while a rank's failure was already
+  // ending the job: --max-restarts never starts another attempt then.
+  bool interrupted = false;
 };
 
 class JobSession {
@@ -221,6 +224,9 @@ class JobSession {
   Phase phase_ = Phase::connecting;
   std::optional<JobPlan> plan_;
   FenceCollector<uint64_t> fences_;  // PMIx fences in progress, by sequence number
+  // Direct-modex requests passed to the rank's node and not answered yet: (asking node, its
+  // request id) -> the rank asked about. Failed at once when that rank fails (it may never commit).
+  std::map<std::pair<int, long long>, int> dmodex_waiting_;
   std::unique_ptr<PmixDirectory> pmix_directory_;      // PMIx publish / lookup store
   std::unique_ptr<PmixCollectives> pmix_collectives_;  // PMIx connect / disconnect / subset fences
   std::unique_ptr<JobInspector> inspector_;  // stacks, status, --hang-timeout

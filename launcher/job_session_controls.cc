@@ -55,6 +55,7 @@ void JobSession::handleSignal(int sig) {
     return;
   }
   ++interrupts_;
+  outcome_.interrupted = true;
   if (interrupts_ == 1) {
     out_.note(std::string("got ") + ::sigabbrev_np(sig) + ": ending the job (again to kill at once)");
     fail(128 + sig, std::string("tlaunch was interrupted by SIG") + ::sigabbrev_np(sig));
@@ -100,15 +101,20 @@ void JobSession::forwardStdin() {
         continue;
       }
       if (n <= 0) {
-        asio::post(io_, [this, target, rank] {  // behind the data, in the same (bulk) queue
-          sendRouted(target->index, {{"t", "stdin_eof"}, {"r", rank}}, true);
+        credit->whileOpen([&] {
+          asio::post(io_, [this, target, rank] {  // behind the data, in the same (bulk) queue
+            sendRouted(target->index, {{"t", "stdin_eof"}, {"r", rank}}, true);
+          });
         });
         return;
       }
       credit->grant(want - static_cast<size_t>(n));
-      asio::post(io_, [this, target, rank, data = std::string(buf.data(), static_cast<size_t>(n))] {
-        sendRouted(target->index, {{"t", "stdin"}, {"r", rank}, {"d", binary(data)}}, true);
+      const bool open = credit->whileOpen([&] {
+        asio::post(io_, [this, target, rank, data = std::string(buf.data(), static_cast<size_t>(n))] {
+          sendRouted(target->index, {{"t", "stdin"}, {"r", rank}, {"d", binary(data)}}, true);
+        });
       });
+      if (!open) return;  // the session ended while read() waited
     }
   }).detach();
 }

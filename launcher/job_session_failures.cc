@@ -62,12 +62,21 @@ void JobSession::endEventGrace() {
 
 // What can never complete without the failed rank fails now, rather than hang its survivors:
 // fences of the whole job (each node's next one fails too, see onPmixMessage) when it is one of
-// the job's ranks (a PMIx_Spawn process is not in them), and collectives that include it.
+// the job's ranks (a PMIx_Spawn process is not in them), collectives that include it, and
+// the direct-modex requests for its data.
 void JobSession::failPmixOperationsOf(int rank) {
   if (plan_ && rank < plan_->world_size)
     for (const auto seq : fences_.abandonAll())
       broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
   pmix_collectives_->onRankFailed(rank);
+  for (auto it = dmodex_waiting_.begin(); it != dmodex_waiting_.end();) {
+    if (it->second != rank) {
+      ++it;
+      continue;
+    }
+    sendToNode(it->first.first, {{"t", "dmodex_done"}, {"id", it->first.second}, {"ok", false}, {"d", binary("")}});
+    it = dmodex_waiting_.erase(it);
+  }
 }
 
 void JobSession::onRankExit(Link& link, const Json& msg) {
@@ -78,6 +87,12 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   if (rank >= 0 && static_cast<size_t>(rank) < outcome_.rank_exit_codes.size())
     outcome_.rank_exit_codes[static_cast<size_t>(rank)] = signaled ? 128 + code : code;
   pmix_directory_->onRankExit(rank);
+  // Ended after PMIx_Init without PMIx_Finalize. libpmix 4.2 takes it out of the fences still
+  // to come, so nobody waits for it (mpirun would end the job as abnormal, srun says nothing):
+  // said, as it is often an error path that called exit(0), but the job goes on.
+  if (!ours && !signaled && code == 0 && getBool(msg, "unfinalized"))
+    out_.note(rankName(rank) + " on node " + link.name +
+              " exited with status 0 without calling MPI_Finalize / PMIx_Finalize after MPI_Init / PMIx_Init");
   if (ours || (!signaled && code == 0)) return;
   std::vector<std::string> tail;
   if (msg.contains("tail") && msg["tail"].is_array())

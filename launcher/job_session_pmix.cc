@@ -78,12 +78,15 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
       sendToNode(link.index, {{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", false}, {"d", binary("")}});
       return;
     }
+    dmodex_waiting_[{link.index, getInt(msg, "id")}] = rank;
     sendToNode(owner, {{"t", "dmodex_serve"}, {"from", link.index}, {"id", msg["id"]}, {"rank", rank}});
     return;
   }
   if (type == "dmodex_resp") {
     const auto to = getInt(msg, "to", -1);
     if (to < 0 || to >= static_cast<long long>(links_.size())) return;
+    // Answered already (failed with its rank): the node's request is gone.
+    if (dmodex_waiting_.erase({static_cast<int>(to), getInt(msg, "id")}) == 0) return;
     sendToNode(static_cast<int>(to), {{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", getBool(msg, "ok")}, {"d", msg["d"]}});
   }
 }

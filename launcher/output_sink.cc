@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 
@@ -16,6 +17,10 @@ namespace tlaunch {
 
 namespace {
 constexpr size_t kDrainReportBytes = 64u << 10;  // report written bytes in batches of this much
+// ... and every source's smaller rest at least this often, also while the sink never goes idle:
+// a node whose next record needs those bytes back (a long line, a window of 256 KiB on a big
+// job) would otherwise wait for every other node to go quiet.
+constexpr auto kDrainReportInterval = std::chrono::milliseconds(50);
 
 OutputTerminals terminalsOf(int out_fd, int err_fd) {
   OutputTerminals t;
@@ -310,7 +315,9 @@ void OutputSink::run() {
   std::vector<OutputFormatter::Write> writes;
   size_t pending_bytes = 0;  // in `writes`, not yet written
   std::function<void(int, size_t)> drained_cb;
-  // Writes what is formatted, then gives the sources' bytes back (all of them when idle).
+  auto last_full_report = std::chrono::steady_clock::now();
+  // Writes what is formatted, then gives the sources' bytes back (all of them when idle, or
+  // when kDrainReportInterval has passed).
   auto writeOut = [&](bool idle) {
     writeTerminalText(writes);
     writes.clear();
@@ -319,8 +326,11 @@ void OutputSink::run() {
       backlog_ -= pending_bytes;
     }
     pending_bytes = 0;
+    const auto now = std::chrono::steady_clock::now();
+    const bool all = idle || now - last_full_report >= kDrainReportInterval;
+    if (all) last_full_report = now;
     for (auto& [source, bytes] : drained_) {
-      if (bytes == 0 || (!idle && bytes < kDrainReportBytes)) continue;
+      if (bytes == 0 || (!all && bytes < kDrainReportBytes)) continue;
       if (drained_cb) drained_cb(source, bytes);
       bytes = 0;
     }

@@ -40,7 +40,7 @@ void PmixCollectives::onMessage(int node, const Json& msg) {
   auto round = std::find_if(queue.begin(), queue.end(), [node](const Round& r) { return !r.ids.count(node); });
   if (round == queue.end()) round = queue.insert(queue.end(), Round{});
   round->ids[node] = id;
-  round->blobs[node] = bytesOf(msg.contains("d") ? msg["d"] : Json());
+  round->blobs[node] = bytesAt(msg, "d");
   if (const auto timeout_s = getInt(msg, "timeout", 0); timeout_s > 0)
     round->deadline = std::min(round->deadline, std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
   if (round->ids.size() < nodes.size()) return;

@@ -59,6 +59,7 @@ void PmixDirectory::publish(int node, const Json& msg) {
       fresh.push_back(std::move(e));
     }
   if (fresh.empty()) return send_(node, reply("pub_done", idOf(msg), PmixReply::bad_param));
+  if (entries_.size() + fresh.size() > kMaxEntries) return send_(node, reply("pub_done", idOf(msg), PmixReply::no_room));
   // All or nothing, as one PMIx_Publish.
   for (const auto& e : fresh)
     for (const auto& old : entries_)
@@ -100,11 +101,13 @@ void PmixDirectory::lookup(int node, const Json& msg) {
   w.rank = static_cast<int>(getInt(msg, "r"));
   w.range = static_cast<int>(getInt(msg, "range", 4));
   w.wait = static_cast<int>(getInt(msg, "wait", -1));
-  w.keys = strings(msg, "keys");
+  for (auto& key : strings(msg, "keys"))  // a key asked for twice is one key (else `wait` all could never be met)
+    if (std::find(w.keys.begin(), w.keys.end(), key) == w.keys.end()) w.keys.push_back(std::move(key));
   const auto timeout_s = getInt(msg, "timeout", 0);
   w.deadline = timeout_s > 0 ? Clock::now() + std::chrono::seconds(timeout_s) : Clock::time_point::max();
   if (w.keys.empty()) return send_(node, reply("lookup_done", w.id, PmixReply::bad_param));
   if (tryAnswer(w, w.wait < 0)) return;
+  if (waiters_.size() >= kMaxWaiters) return send_(node, reply("lookup_done", w.id, PmixReply::no_room));
   waiters_.push_back(std::move(w));
 }
 

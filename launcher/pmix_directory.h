@@ -13,6 +13,9 @@
 // - a key already visible to the publisher cannot be published again (duplicate).
 // - wait: a lookup may wait for all (0) or some (n) of its keys, with a timeout in seconds
 //   (0: until the job ends). Without wait it answers at once: not-found if none is there.
+// - bounded: the ranks are the user's code, and this store lives on the frontend's one
+//   thread, with every fence and all output: past kMaxEntries keys or kMaxWaiters waiting
+//   lookups, a publish or a lookup that would wait is answered "out of resource".
 #include <chrono>
 #include <functional>
 #include <list>
@@ -37,6 +40,8 @@ class PmixDirectory {
   void tick(Clock::time_point now);
 
   size_t entries() const { return entries_.size(); }
+  static constexpr size_t kMaxEntries = 100'000;
+  static constexpr size_t kMaxWaiters = 10'000;
 
  private:
   struct Entry {

@@ -9,6 +9,10 @@ namespace tlaunch {
 RestartPolicy::Decision RestartPolicy::afterAttempt(const AttemptEnd& end) {
   Decision d;
   if (end.success) return d;
+  if (end.interrupted) {
+    d.reason = "not restarted: tlaunch was interrupted";
+    return d;
+  }
   if (!end.restartable) {
     d.reason = "not restarted: only a failed rank or a lost node restarts the job";
     return d;

@@ -17,6 +17,7 @@ struct AttemptEnd {
   bool success = false;
   bool restartable = false;  // a rank failed, or a node was lost mid-job
   bool node_lost = false;
+  bool interrupted = false;  // tlaunch got SIGINT/SIGTERM/SIGHUP, also while a failure was ending the job
   std::string failed_node;   // the failed rank's node, or the lost node ("" if unknown)
   std::string summary;       // "rank 3 on node n2 exited with status 1"
 };

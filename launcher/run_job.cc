@@ -174,6 +174,7 @@ int runJob(const JobSpec& input) {
     AttemptEnd end;
     end.success = outcome.exit_code == 0;
     end.node_lost = outcome.node_lost;
+    end.interrupted = outcome.interrupted;
     end.restartable = outcome.failed_rank >= 0 || outcome.node_lost;
     end.failed_node = outcome.failed_node;
     end.summary = outcome.summary;

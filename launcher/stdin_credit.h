@@ -1,7 +1,7 @@
 #pragma once
 // The credit of `--stdin` forwarding, shared by the session (which grants what the rank took)
 // and the thread that reads tlaunch's stdin (which takes before it reads). close() wakes the
-// reader for good.
+// reader for good, and nothing the reader does after it reaches the session.
 #include <algorithm>
 #include <condition_variable>
 #include <cstddef>
@@ -27,6 +27,16 @@ class StdinCredit {
       available_ += n;
     }
     cv_.notify_all();
+  }
+  // Runs `f` (which hands what was read to the session) only while the session lasts, under the
+  // lock close() takes: the reader may be blocked in read() long after the job ended, and what
+  // it reads then must not reach a session (and io_context) that no longer exist.
+  template <class F>
+  bool whileOpen(F&& f) {
+    std::lock_guard lk(mu_);
+    if (closed_) return false;
+    f();
+    return true;
   }
   void close() {
     {

@@ -51,6 +51,26 @@ for extra in (["topology"], ["direct"]):
     print(r.stdout, r.stderr)
     tl.check(r.returncode == 0, f"pmix client {extra}: exit {r.returncode}")
 
+# A rank asked for its data by another node's rank (direct modex) dies before it commits any:
+# with --keep-going the asking rank's PMIx_Get fails (it would otherwise wait forever).
+r = tl.run(["--launcher", "local", "--hosts", "nodeA,nodeB", "-p", "2", "--keep-going", "--",
+            CLIENT, "2", "2", "getdead"], timeout=90)
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 3, f"get of a dead rank: exit {r.returncode}, want rank 0's 3")
+tl.check(r.stdout.count("get of rank 0, which died: failed as it must") == 3, f"get of a dead rank: {r.stdout!r}")
+
+# A rank that ends after MPI_Init without MPI_Finalize (os._exit(0)), before and while the
+# others are in MPI_Finalize's fence: nobody waits for it, the job ends 0, and tlaunch says
+# which rank skipped MPI_Finalize (mpirun would call it an abnormal end).
+for delay in ("0", "2"):
+    r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, "-c",
+                "import os, sys, time; from mpi4py import MPI; c = MPI.COMM_WORLD; r = c.rank; c.Barrier(); "
+                f"os._exit(0) if r == 3 else time.sleep({delay}); MPI.Finalize(); print('finalized', r)"], timeout=120)
+    tl.check(r.returncode == 0 and r.stdout.count("finalized") == 3,
+             f"exit without MPI_Finalize (others wait {delay} s): exit {r.returncode}: {r.stdout!r} {r.stderr}")
+    tl.check("rank 3 on node local1 exited with status 0 without calling MPI_Finalize" in r.stderr,
+             f"exit without MPI_Finalize: not said: {r.stderr}")
+
 # A fence without data (Open MPI's barrier at the end of MPI_Init and in MPI_Finalize) is a
 # barrier of the whole job: rank 0 enters each of 3 fences 400 ms late, and the ranks on the
 # other node wait for it too (under srun --mpi=pmix of Slurm 22.05 they do not: tests/bench).

@@ -7,6 +7,7 @@
 - a rank that always fails on the same node: that node is dropped after its second failure and
   the next simulated node takes its place; the exit status is the last attempt's;
 - a node's daemon killed mid-job: the node is dropped at once, the job runs again and completes;
+- Ctrl-C while a failed attempt is still ending: no restart;
 - nothing of any attempt is left afterwards.
 The cluster test (tests/cluster/test_faults_cluster.py) does the lost node with a real spare."""
 import json
@@ -14,6 +15,7 @@ import os
 import re
 import shutil
 import signal
+import time
 
 import tl
 
@@ -107,6 +109,19 @@ try:
              f"attempt 1 ran on local0 and local2: {seen}")
     ids = job_ids(err)
     tl.check(tl.wait_until(lambda: not leftovers(ids), 10), f"leftovers: {leftovers(ids)}")
+
+    # 6. Ctrl-C while a failed attempt ends (rank 0 deaf to SIGTERM for --kill-timeout): the
+    #    user wants the job over, so no restart follows.
+    markers6 = os.path.join(d, "markers6")
+    os.mkdir(markers6)
+    p = tl.start(JOB + ["--max-restarts", "2", "--kill-timeout", "6", "--", tl.PYTHON, RANK, "fail-slow", markers6])
+    tl.check(tl.wait_until(lambda: len(os.listdir(markers6)) == 2, 60), "attempt 0's ranks did not start")
+    time.sleep(1.5)  # rank 1 has failed; rank 0 holds the attempt's end
+    os.kill(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    tl.check(p.returncode != 0 and "restart 1 of 2" not in err, f"Ctrl-C while failing restarted the job: {p.returncode}\n{err}")
+    tl.check("not restarted: tlaunch was interrupted" in err, f"Ctrl-C while failing: not said: {err}")
+    tl.check(tl.wait_until(lambda: not leftovers(job_ids(err)), 10), f"leftovers: {leftovers(job_ids(err))}")
 
     # 5. Restarts refuse --stdin (the failed attempt's input cannot be read again).
     r = tl.run(JOB + ["--max-restarts", "1", "--stdin", "0", "--", "true"])

@@ -1,14 +1,17 @@
 /* Raw PMIx client: checks what the server registered, then exchanges a value across nodes.
- * usage: pmix_client NODES RANKS_PER_NODE [cyclic] [direct] [topology]
+ * usage: pmix_client NODES RANKS_PER_NODE [cyclic] [direct] [topology] [getdead]
  * cyclic: rank r runs on node r % NODES (default: blocks of RANKS_PER_NODE).
  * direct: read the other node's value without a fence first (direct modex), then fence.
  * topology: the job info holds this node's hwloc topology as XML (PMIX_HWLOC_XML_V2, which
  *   Open MPI loads instead of discovering the machine in every rank).
+ * getdead: rank 0 exits 3 a second after PMIx_Init without committing anything; the others ask
+ *   for its value at once (direct modex, no timeout): PMIx_Get must fail, not wait forever.
  * Node n is named "node" + ('A' + n), as in pmix_harness. */
 #include <pmix.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int errors = 0;
 static pmix_proc_t me;
@@ -35,8 +38,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: pmix_client NODES RANKS_PER_NODE [cyclic] [direct]\n");
     return 64;
   }
-  int nodes = atoi(argv[1]), ppn = atoi(argv[2]), cyclic = 0, direct = 0, topology = 0;
+  int nodes = atoi(argv[1]), ppn = atoi(argv[2]), cyclic = 0, direct = 0, topology = 0, getdead = 0;
   for (int i = 3; i < argc; i++) {
+    getdead |= strcmp(argv[i], "getdead") == 0;
     cyclic |= strcmp(argv[i], "cyclic") == 0;
     direct |= strcmp(argv[i], "direct") == 0;
     topology |= strcmp(argv[i], "topology") == 0;
@@ -48,6 +52,21 @@ int main(int argc, char** argv) {
     return 2;
   }
   int r = (int)me.rank;
+  if (getdead) {
+    if (r == 0) {
+      sleep(1);
+      _exit(3);
+    }
+    pmix_proc_t dead;
+    pmix_value_t* got = NULL;
+    PMIX_LOAD_PROCID(&dead, me.nspace, 0);
+    rc = PMIx_Get(&dead, "tlaunch.test.never", NULL, 0, &got);
+    printf("pmix_client rank %d: get of rank 0, which died: %s\n", r,
+           rc == PMIX_SUCCESS ? "succeeded?" : "failed as it must");
+    fflush(stdout);
+    PMIx_Finalize(NULL, 0);
+    return rc == PMIX_SUCCESS ? 1 : 0;
+  }
   int node = cyclic ? r % nodes : r / ppn;
   int lrank = cyclic ? r / nodes : r % ppn;
   char want_host[16], want_peers[256] = "", other_host[16];

@@ -30,7 +30,7 @@ AttemptEnd lost(const std::string& node) {
   return e;
 }
 
-std::vector<std::string> chosenNodes(JobSpec spec) {
+std::vector<std::string> chosenNodes(const JobSpec& spec) {
   auto c = chooseLauncher(spec, {}, /*resolve_only=*/true);
   REQUIRE(c);
   std::vector<std::string> out;
@@ -39,6 +39,16 @@ std::vector<std::string> chosenNodes(JobSpec spec) {
 }
 
 }  // namespace
+
+TEST_CASE("restart policy: a failed rank restarts the job but not when tlaunch was interrupted meanwhile") {
+  RestartPolicy p(3);
+  AttemptEnd e = rankFailedOn("n2");
+  e.interrupted = true;  // Ctrl-C while the failed attempt was ending
+  auto d = p.afterAttempt(e);
+  CHECK_FALSE(d.restart);
+  CHECK(d.reason == "not restarted: tlaunch was interrupted");
+  CHECK(p.afterAttempt(rankFailedOn("n2")).restart);
+}
 
 TEST_CASE("restarts: a failed rank restarts until --max-restarts is spent, success and other failures never") {
   RestartPolicy p(2);
@@ -140,7 +150,7 @@ TEST_CASE("restarts: simulated nodes of the local launcher are replaced by the n
 TEST_CASE("restarts: --max-restarts is bounded, refused with --keep-going, and counts reach the ranks") {
   CHECK(test::parse({"--max-restarts", "3", "--", "true"}).spec.max_restarts == 3);
   CHECK(test::parse({"--max_restarts", "2", "--", "true"}).spec.max_restarts == 2);  // torchrun's spelling
-  for (auto args : {std::vector<std::string>{"--max-restarts", "1001", "--", "true"},
+  for (const auto& args : {std::vector<std::string>{"--max-restarts", "1001", "--", "true"},
                     std::vector<std::string>{"--max-restarts", "-1", "--", "true"},
                     std::vector<std::string>{"--max-restarts", "1", "--keep-going", "--", "true"}}) {
     auto r = test::parse(args);

@@ -2,10 +2,20 @@
 // kind of output record (OutputFormatter), pipes and terminals.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
 #include "bootstrap/frame_codec.h"
 #include "bootstrap/message.h"
 #include "daemon/output_channel.h"
 #include "launcher/output_format.h"
+#include "launcher/output_sink.h"
+#include "launcher/stdin_credit.h"
 
 using namespace tlaunch;
 
@@ -17,7 +27,7 @@ struct Wire {
 
 OutputChannel channel(Wire& w, size_t window, size_t high, size_t low) {
   return OutputChannel(
-      {window, high, low}, [&w](OutputChannel::Frame f) { w.sent.push_back(f->substr(kFrameHeaderBytes)); },
+      {window, high, low}, [&w](const OutputChannel::Frame& f) { w.sent.push_back(f->substr(kFrameHeaderBytes)); },
       [&w](bool pause) { w.pressure.push_back(pause); });
 }
 
@@ -134,4 +144,69 @@ TEST_CASE("formatter, terminal: updates in place, other lines clear and redraw i
 TEST_CASE("cutToColumns never splits a UTF-8 character") {
   CHECK(cutToColumns("ab\xe2\x96\x88\xe2\x96\x88", 3) == "ab\xe2\x96\x88");
   CHECK(cutToColumns("abc", 10) == "abc");
+}
+
+// --stdin's reader thread can sit in read() after its job ended (a producer that writes late,
+// or an attempt of --max-restarts that ended): what it reads then must not reach the session.
+TEST_CASE("stdin credit: takes wait for grants and after close nothing is taken or handed on") {
+  StdinCredit credit(100);
+  CHECK(credit.take(64) == 64);
+  CHECK(credit.take(64) == 36);
+  credit.grant(10);
+  CHECK(credit.take(64) == 10);
+  int handed = 0;
+  CHECK(credit.whileOpen([&] { ++handed; }));
+  credit.close();
+  CHECK_FALSE(credit.whileOpen([&] { ++handed; }));
+  CHECK(handed == 1);
+  CHECK(credit.take(64) == 0);  // does not wait: closed
+}
+
+// The frontend's writer gives each daemon its written bytes back in batches of 64 KiB, and a
+// smaller rest at least every 50 ms: while other nodes keep the writer busy (a slow terminal,
+// output that never stops), a quiet node's rest must still come back, or its next long record,
+// which needs it, waits for every other node to go quiet.
+TEST_CASE("output sink: a quiet source's small rest comes back while another keeps the writer busy") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  std::atomic<bool> stop{false};
+  std::thread reader([&] {  // a slow reader (~6 MB/s) until told to stop, then a fast one until eof
+    std::vector<char> buf(65536);
+    while (::read(fds[0], buf.data(), buf.size()) > 0)
+      if (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  });
+  std::mutex mu;
+  std::map<int, size_t> back;
+  std::optional<std::chrono::steady_clock::time_point> quiet_back_at;
+  {
+    OutputSink sink(TagMode::none, "", fds[1], fds[1]);
+    sink.setRankNode(0, "busy");
+    sink.setRankNode(1, "quiet");
+    sink.setDrained([&](int source, size_t bytes) {
+      std::lock_guard lk(mu);
+      back[source] += bytes;
+      if (source == 1 && back[1] >= 10000 && !quiet_back_at) quiet_back_at = std::chrono::steady_clock::now();
+    });
+    const std::string busy_line(4095, 'b');
+    const auto flood = [&](std::chrono::milliseconds how_long) {
+      const auto end = std::chrono::steady_clock::now() + how_long;
+      while (std::chrono::steady_clock::now() < end) {
+        if (sink.backlog() < (2u << 20)) sink.write(0, 0, 1, OutputKind::lines, busy_line + "\n");
+        else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    };
+    flood(std::chrono::milliseconds(300));
+    const auto quiet_sent_at = std::chrono::steady_clock::now();
+    sink.write(1, 1, 1, OutputKind::lines, std::string(9999, 'q') + "\n");
+    flood(std::chrono::milliseconds(1500));
+    {
+      std::lock_guard lk(mu);
+      REQUIRE(quiet_back_at.has_value());  // before the flood ended
+      CHECK(*quiet_back_at - quiet_sent_at < std::chrono::milliseconds(1000));
+    }
+    stop = true;  // the sink's destructor writes out what is queued
+  }
+  ::close(fds[1]);
+  reader.join();
+  ::close(fds[0]);
 }

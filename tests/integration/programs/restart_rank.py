@@ -3,6 +3,7 @@
 #   fail-once  rank 1 exits 3 in attempt 0, every rank exits 0 in later attempts
 #   always     rank 1 exits 3 in every attempt
 #   wait       in attempt 0 every rank waits (for its node to be lost), later attempts exit 0
+#   fail-slow  as fail-once, but rank 0 ignores SIGTERM in attempt 0: the job takes --kill-timeout to end
 # With a directory as argv[2] (ranks on one host), each rank leaves a marker there once it has
 # printed, and rank 1 fails only after rank 0 of the same attempt has printed: the test can then
 # expect every rank's line of a failed attempt, however slowly the ranks start.
@@ -28,6 +29,13 @@ def wait_for_rank0():
         time.sleep(0.01)
 
 
+if mode == "fail-slow" and attempt == 0:
+    if rank == 0:
+        import signal
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(120)
+    wait_for_rank0()
+    sys.exit(3)
 if mode == "fail-once" and rank == 1 and attempt == 0:
     wait_for_rank0()
     sys.exit(3)

@@ -1,0 +1,53 @@
+// The frontend's PMIx publish / lookup store (launcher/pmix_directory.h): a lookup that waits
+// for a key named twice, and the bounds that keep the ranks' code from growing it without end.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "bootstrap/pmix_server.h"
+#include "launcher/pmix_directory.h"
+
+using namespace tlaunch;
+
+namespace {
+struct Sent {
+  std::vector<Json> msgs;
+  PmixDirectory directory{[this](int, const Json& m) { msgs.push_back(m); }};
+  PmixReply lastStatus() const { return static_cast<PmixReply>(getInt(msgs.back(), "status", -1)); }
+};
+
+Json publish(int id, int rank, const std::vector<std::string>& keys) {
+  Json kv = Json::array();
+  for (const auto& k : keys) kv.push_back(Json::array({k, binary("v")}));
+  return {{"t", "pub"}, {"id", id}, {"r", rank}, {"kv", kv}};
+}
+}  // namespace
+
+TEST_CASE("pmix directory: a waiting lookup that names a key twice is answered once it is published") {
+  Sent s;
+  s.directory.onMessage(0, "lookup", {{"t", "lookup"}, {"id", 1}, {"r", 0}, {"keys", {"a", "a"}}, {"wait", 0}});
+  CHECK(s.msgs.empty());  // waits
+  s.directory.onMessage(1, "pub", publish(2, 1, {"a"}));
+  REQUIRE(s.msgs.size() == 2);
+  CHECK(getString(s.msgs[0], "t") == "pub_done");
+  CHECK(getString(s.msgs[1], "t") == "lookup_done");
+  CHECK(s.lastStatus() == PmixReply::ok);
+}
+
+TEST_CASE("pmix directory: past its bounds a publish or a waiting lookup is refused, not stored") {
+  Sent s;
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < PmixDirectory::kMaxEntries; ++i) keys.push_back("k" + std::to_string(i));
+  s.directory.onMessage(0, "pub", publish(1, 0, keys));
+  REQUIRE(s.lastStatus() == PmixReply::ok);
+  s.directory.onMessage(0, "pub", publish(2, 0, {"one more"}));
+  CHECK(s.lastStatus() == PmixReply::no_room);
+  CHECK(s.directory.entries() == PmixDirectory::kMaxEntries);
+  Sent w;  // an empty store: each lookup's scan is short
+  for (size_t i = 0; i < PmixDirectory::kMaxWaiters; ++i)
+    w.directory.onMessage(0, "lookup", {{"t", "lookup"}, {"id", 10 + i}, {"r", 0}, {"keys", {"never"}}, {"wait", 0}});
+  CHECK(w.msgs.empty());  // all of them wait
+  w.directory.onMessage(0, "lookup", {{"t", "lookup"}, {"id", 1}, {"r", 0}, {"keys", {"never"}}, {"wait", 0}});
+  REQUIRE(w.msgs.size() == 1);
+  CHECK(w.lastStatus() == PmixReply::no_room);
+}
