@@ -65,7 +65,10 @@ JobSession::~JobSession() {
 }
 
 size_t JobSession::outputWindow() const {
-  // 4 MiB a daemon, at most 64 MiB in all: what the frontend may have to hold for a paused reader.
+  // What the frontend may have to hold for a paused reader: 4 MiB a daemon, 64 MiB in all up to
+  // 256 daemons; beyond, 256 KiB each (1,000 nodes: 250 MiB), as a smaller window would make
+  // every long line wait for its node's whole window to drain (a record over the window goes
+  // alone, so a node can have one record of up to ~1 MiB in flight whatever its window).
   const size_t n = std::max<size_t>(1, links_.size());
   return std::clamp<size_t>((64u << 20) / n, 256u << 10, 4u << 20);
 }
