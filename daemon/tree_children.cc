@@ -125,6 +125,13 @@ void TreeChildren::onChildMessage(Child& c, Json&& msg) {
       spdlog::warn("node {} relayed a message from node {}, which is not below it; dropped", c.name, source);
       return;
     }
+    // A child combines its subtree's fence shares into its own (daemon/subtree_fence.h): one
+    // relayed as a grandchild's would count as another contributor here and complete the
+    // fence early, without a sibling's share.
+    if (type == "fence") {
+      spdlog::warn("node {} relayed a fence share of node {} on its own; dropped", c.name, source);
+      return;
+    }
   } else {
     msg[kSourceTag] = c.index;
   }

@@ -25,6 +25,9 @@ struct JobSession::Link {
   bool drained = false;
   bool closed = false;
   bool routed = false;  // attached to its tree parent: conn is null, messages go through the parent
+  // Its parent reported it lost before its own "attached" (on its direct connection) was read:
+  // once that arrives, the node is lost, not attached.
+  std::string lost_by_parent;
   std::string control_ip;
   std::chrono::steady_clock::time_point last_heard;
   std::chrono::steady_clock::time_point reported_at, prepared_at, started_at;  // for --verbose's phase timings

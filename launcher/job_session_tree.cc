@@ -43,6 +43,11 @@ void JobSession::onAttached(Link& link, bool attached, const std::string& reason
     direct->setHandlers([](Json&&) {}, [](const std::string&) {});
     direct->setOutputHandler([](const OutputRecord&, OwnedBytes&&) {});
     direct->closeAfterFlush();
+    if (!link.lost_by_parent.empty()) {  // its parent lost it already: so has the job
+      --tree_waiting_;
+      onLinkClosed(link, link.lost_by_parent);
+      return;
+    }
   } else {
     // It stays connected here, and still carries its own children (they attach to it).
     const int p = tree_->parentOf(link.index);
@@ -123,9 +128,13 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
     (void)router_.route(std::move(msg), link);
     return;
   }
-  // From a node below this one: it must be routed through it.
+  // From a node below this one: it must be routed through it, or be about to be (its parent
+  // passes its messages on as soon as it attached; its "attached", on its own connection to
+  // us, may not have been read yet).
   const int source = it->is_number_integer() ? it->get<int>() : -1;
-  if (source == link.index || routeOf(source) != link.index) {
+  const bool attaching = tree_ && source >= 0 && source < static_cast<int>(links_.size()) &&
+                         !links_[static_cast<size_t>(source)]->routed && tree_->isInSubtree(source, link.index);
+  if (source == link.index || (routeOf(source) != link.index && !attaching)) {
     if (++rejections_ <= kRejectionsShown)
       out_.note("node " + link.name + " relayed a message from node " + std::to_string(source) +
                 ", which is not below it in the control tree; dropped");
@@ -157,7 +166,10 @@ void JobSession::onChildLost(Link& parent, const Json& msg) {
   Link* found = childNamedIn(parent, msg);
   if (!found) return;
   Link& child = *found;
-  if (child.routed && !child.closed) onLinkClosed(child, getString(msg, "reason", "its parent lost it"));
+  const std::string reason = getString(msg, "reason", "its parent lost it");
+  if (child.routed && !child.closed) onLinkClosed(child, reason);
+  // Lost by its parent before we read its "attached": onAttached ends it then.
+  else if (!child.routed && !child.closed && child.conn && tree_waiting_ > 0) child.lost_by_parent = reason;
 }
 
 std::vector<std::string> JobSession::closeRoutedBelow(const Link& link) {

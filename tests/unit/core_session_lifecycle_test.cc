@@ -38,6 +38,7 @@ struct Script {
   bool keep_running = false;                     // its ranks do not exit by themselves
   std::function<void(class FakeDaemon&)> after_start;  // e.g. close the connection
   bool ping = true;                              // heartbeats
+  std::function<void(class FakeDaemon&)> on_tree;  // told its place in the control tree
 };
 
 class FakeDaemon {
@@ -54,6 +55,12 @@ class FakeDaemon {
   void close() {
     ping_.cancel();
     conn_->close();
+  }
+  void sendLater(Json msg, std::chrono::milliseconds after) {
+    auto timer = std::make_shared<asio::steady_timer>(io_, after);
+    timer->async_wait([this, timer, msg = std::move(msg)](const asio::error_code& ec) {
+      if (!ec) send(msg);
+    });
   }
 
  private:
@@ -97,6 +104,8 @@ class FakeDaemon {
       send({{"t", "drained"}});
     } else if (t == "shutdown") {
       close();
+    } else if (t == "tree" && script_.on_tree) {
+      script_.on_tree(*this);
     }
   }
   void exitAll(bool ours) {
@@ -279,6 +288,27 @@ TEST_CASE("lifecycle in memory: a daemon lost while its ranks run ends the job n
   CHECK(r.outcome.node_lost);
   CHECK(r.outcome.failed_node == "n1");
   CHECK(says(r.outcome, "lost node n1"));
+}
+
+// Wiring the control tree (radix 1: n1 attaches to n0). n0 reports n1 lost before n1's own
+// "attached", on its direct connection, is read: n1 is gone, and the job must say so at once,
+// not take it for attached and stall until a phase deadline with a message that names nobody.
+TEST_CASE("lifecycle in memory: a node its tree parent lost before its attach was read ends the job naming it") {
+  auto r = runJob(
+      2,
+      [](const NodeTarget& n) {
+        Script s;
+        if (n.name == "n0")
+          s.on_tree = [](FakeDaemon& d) { d.send({{"t", "child_lost"}, {"node", 1}, {"reason", "connection reset"}}); };
+        else
+          s.on_tree = [](FakeDaemon& d) { d.sendLater({{"t", "attached"}}, std::chrono::milliseconds(200)); };
+        return s;
+      },
+      [](JobSpec& spec) { spec.tree_radix = 1; });
+  CHECK(r.outcome.exit_code == 69);
+  CHECK(r.outcome.failed_node == "n1");
+  CHECK(says(r.outcome, "lost node n1"));
+  CHECK(r.seconds < 10);
 }
 
 TEST_CASE("lifecycle in memory: a daemon that is signalled fails the job even if its ranks exit 0") {

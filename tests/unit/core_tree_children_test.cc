@@ -299,3 +299,18 @@ TEST_CASE("tree children: a child's fence share may name only nodes of its own s
   REQUIRE(p.up.size() == 1);
   CHECK(p.up[0]["parts"][1][0] == 6);
 }
+
+// Counted by contributor, a share relayed as a grandchild's would stand in for a sibling's and
+// complete this node's fence without it: every rank of the job would then wait in that fence.
+TEST_CASE("tree children: a child relays no fence share of a node below it on its own") {
+  Parent p;
+  p.place();
+  ScriptedChild c(p.io, p.port(), "n2", 2);
+  REQUIRE(p.runUntil([&] { return c.welcomed; }));
+  c.send({{"t", "fence"}, {"seq", 1}, {"d", binary("x")}, {kSourceTag, 6}});  // 6 is below it
+  c.send({{"t", "fence"}, {"seq", 1}, {"d", binary("x")}});                   // its own share
+  REQUIRE(p.runUntil([&] { return !p.up.empty(); }));
+  p.runUntil([] { return false; }, std::chrono::milliseconds(100));
+  REQUIRE(p.up.size() == 1);
+  CHECK(p.up[0][kSourceTag] == 2);
+}
