@@ -27,6 +27,13 @@ std::string bytesOf(const Json& v);
 // The bytes of field `key` of `m` (as bytesOf), "" when `m` is not an object or has no such field.
 std::string bytesAt(const Json& m, const char* key);
 
+// JSON text for people and files (--summary-json, --json, the warm registry). A string that is
+// not UTF-8 (a rank's stderr, a host name, an argument) has its bad bytes replaced by U+FFFD:
+// nlohmann's dump() would throw.
+inline std::string jsonText(const Json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
 // Typed accessors that never throw on a peer's bad input.
 std::string getString(const Json& m, const char* key, std::string fallback = {});
 long long getInt(const Json& m, const char* key, long long fallback = 0);

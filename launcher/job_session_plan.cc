@@ -116,7 +116,7 @@ void JobSession::planAndPrepare() {
   if (cfg_.spec.preflight_only) {
     JobPlan checked;
     auto verdict = evaluatePreflight(cfg_.spec, reports, checked, cfg_.plan_context.measured_preflight);
-    std::string text = cfg_.spec.json ? preflightToJson(checked.preflight_items).dump(2) + "\n"
+    std::string text = cfg_.spec.json ? jsonText(preflightToJson(checked.preflight_items), 2) + "\n"
                                       : renderPreflightTable(checked.preflight_items) + "\n" +
                                             "preflight: " + preflightSummary(checked.preflight_items) + "\n";
     (void)!::write(1, text.data(), text.size());
@@ -136,7 +136,7 @@ void JobSession::planAndPrepare() {
   plan_ = std::move(*plan);
   for (const auto& w : plan_->warnings) out_.note("warning: " + w);
   if (cfg_.spec.dry_run) {
-    std::string text = cfg_.spec.json ? planToJson(*plan_).dump(2) + "\n" : renderPlanText(*plan_);
+    std::string text = cfg_.spec.json ? jsonText(planToJson(*plan_), 2) + "\n" : renderPlanText(*plan_);
     (void)!::write(1, text.data(), text.size());
     finish(JobEvent::all_exited);  // the plan was the job
     return;

@@ -1,6 +1,7 @@
 #include "launcher/launcher_choice.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 
 #include "launcher/listen_address.h"
@@ -98,9 +99,16 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   if (origin == NodeOrigin::slurm) {
     // The allocation's --ntasks-per-node, when it was given, is its slots (for the count only:
     // it does not cap -p/-g, see slurm_tasks_as_slots above).
+    // Slurm writes "8", or "8(x3),4" when nodes differ: the first count, if it is a sane one.
     auto it = env.find("SLURM_NTASKS_PER_NODE");
-    if (it != env.end() && std::atoi(it->second.c_str()) > 0) {
-      slots.assign(slots.size(), std::atoi(it->second.c_str()));
+    int per_node = 0;
+    if (it != env.end()) {
+      const char* s = it->second.c_str();
+      const auto [end, ec] = std::from_chars(s, s + it->second.size(), per_node);
+      if (ec != std::errc() || end == s || per_node < 1 || per_node > 4096) per_node = 0;
+    }
+    if (per_node > 0) {
+      slots.assign(slots.size(), per_node);
       slots_origin = "SLURM_NTASKS_PER_NODE";
     }
   }
@@ -123,17 +131,20 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   LauncherChoice choice;
   choice.layout = *layout;
   if (kind == LauncherKind::local) {
+    // Each simulated node is a daemon process on this host: beyond this it is a fork bomb, not a
+    // test, whether the nodes are counted (-N) or named (--hosts, --hostfile).
+    constexpr int kMaxSimulatedNodes = 1024;
+    auto tooMany = [&](size_t n) {
+      return diagnostic(Errc::usage, "simulated-nodes-too-many",
+                        {{"count", std::to_string(n)}, {"max", std::to_string(kMaxSimulatedNodes)}});
+    };
     std::vector<HostEntry> chosen;
     if (hosts->empty()) {
       // Simulated nodes on this host: local0, local1, ...
       int n = want_nodes > 0 ? want_nodes : 1;
       if (spec.launcher != LauncherKind::local && n > 1)
         return diagnostic(Errc::usage, "nodes-none-given", {{"count", std::to_string(n)}});
-      // Each simulated node is a daemon process on this host: beyond this it is a fork bomb, not a test.
-      constexpr int kMaxSimulatedNodes = 1024;
-      if (n > kMaxSimulatedNodes)
-        return diagnostic(Errc::usage, "simulated-nodes-too-many",
-                          {{"count", std::to_string(n)}, {"max", std::to_string(kMaxSimulatedNodes)}});
+      if (n > kMaxSimulatedNodes) return tooMany(static_cast<size_t>(n));
       // A simulated node a restart dropped is replaced by the next name, as a spare would be.
       for (int i = 0; static_cast<int>(chosen.size()) < n; ++i) {
         std::string name = "local" + std::to_string(i);
@@ -143,6 +154,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       auto sel = selectNodes(*hosts, want_nodes, layout->ranks_per_node);
       if (!sel) return tl::unexpected(sel.error());
       chosen = std::move(*sel);
+      if (chosen.size() > static_cast<size_t>(kMaxSimulatedNodes)) return tooMany(chosen.size());
     }
     for (size_t i = 0; i < chosen.size(); ++i) {
       choice.nodes.push_back({static_cast<int>(i), chosen[i].name, {}, netIfOf(chosen[i])});

@@ -2,6 +2,7 @@
 
 #include <limits.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -66,8 +67,13 @@ Result<void> checkSummaryPath(const std::string& path) {
   if (path.empty()) return {};
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return fail(Errc::usage, "--summary-json " + path + ": " + dir + " is not a directory");
   if (::access(dir.c_str(), W_OK) != 0)
     return fail(Errc::usage, "--summary-json " + path + ": cannot write in " + dir + ": " + ::strerror(errno));
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return fail(Errc::usage, "--summary-json " + path + ": is a directory; name a file");
   return {};
 }
 
@@ -75,7 +81,11 @@ int finishJob(const JobSpec& spec, const std::string& job_id, const JobOutcome& 
               std::chrono::steady_clock::time_point started) {
   if (spec.summary_json.empty()) return outcome.exit_code;
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (auto w = writeSummaryJson(spec.summary_json, outcomeToJson(job_id, outcome, wall)); !w) printError(w.error());
+  if (auto w = writeSummaryJson(spec.summary_json, outcomeToJson(job_id, outcome, wall)); !w) {
+    printError(w.error());
+    // A summary asked for and not written is an error too, also after a job that succeeded.
+    return outcome.exit_code != 0 ? outcome.exit_code : exitStatusFor(w.error().code);
+  }
   return outcome.exit_code;
 }
 

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "bootstrap/message.h"
+
 namespace tlaunch {
 
 namespace {
@@ -58,7 +60,7 @@ Result<void> writeSummaryJson(const std::string& path, const Json& summary) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
-    f << summary.dump(2) << "\n";
+    f << jsonText(summary, 2) << "\n";
     f.flush();
     if (!f) return fail(Errc::io, "--summary-json " + path + ": cannot write " + tmp + ": " + ::strerror(errno));
   }

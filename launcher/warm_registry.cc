@@ -175,7 +175,7 @@ Result<void> WarmRegistry::save(const WarmEntry& e) const {
   std::string tmp = path + ".tmpXXXXXX";
   const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) return fail(Errc::io, "cannot write " + tmp + ": " + std::strerror(errno));
-  const std::string text = j.dump() + "\n";
+  const std::string text = jsonText(j) + "\n";
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ok = ::close(fd) == 0 && ok;
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {

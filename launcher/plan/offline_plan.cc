@@ -12,6 +12,7 @@
 #include "launcher/plan/plan_render.h"
 #include "launcher/job_setup.h"
 #include "bootstrap/error_text.h"
+#include "bootstrap/message.h"
 
 namespace tlaunch {
 
@@ -45,7 +46,7 @@ int runOfflineDryRun(const JobSpec& spec) {
   auto plan = makePlan(setup->spec, nodes, ctx);
   if (!plan) return report(plan.error());
   for (const auto& w : plan->warnings) std::cerr << "tlaunch: warning: " << w << "\n";
-  std::cout << (spec.json ? planToJson(*plan).dump(2) + "\n" : renderPlanText(*plan));
+  std::cout << (spec.json ? jsonText(planToJson(*plan), 2) + "\n" : renderPlanText(*plan));
   return 0;
 }
 

@@ -35,6 +35,7 @@ expect(["--heartbeat-timeout", "3000000", "-p", "1", "--", "true"], 64, "from 1 
 expect(["-p", "100000000", "--", "true"], 64, "from 1 to 4096")
 expect(["--launcher", "local", "-N", "1000", "-p", "4096", "--", "true"], 64, "more than 1000000")
 expect(["--launcher", "local", "-N", "5000", "-p", "1", "--", "true"], 64, "simulates at most 1024 nodes")
+expect(["--launcher", "local", "--hosts", "n[1-1100]", "-p", "1", "--", "true"], 64, "1100 nodes: --launcher local simulates at most 1024")
 
 # Typos are refused with the bad value and the valid ones, in the job and in preflight.
 expect(["preflight", "--launcher", "sssh", "--hosts", "a,b"], 64, "sssh not in {auto,local,ssh,slurm}")
@@ -128,4 +129,12 @@ tl.check(r.returncode == 64 and s["origin"] == "tlaunch" and s["meaning"] == "us
 r, s = summary_of(["-p", "1", "--", "true"])
 tl.check(r.returncode == 0 and s["origin"] == "none" and s["exit_status"] == 0, f"success: {s}")
 expect(["--summary-json", "/nonexistent-dir/s.json", "-p", "1", "--", "true"], 64, "/nonexistent-dir")
+# A directory, or a path under a file, is refused before the job runs (it ran, then exited 0
+# without a summary).
+expect(["--summary-json", tmp, "-p", "1", "--", "true"], 64, "is a directory")
+expect(["--summary-json", os.path.join(summary, "x.json"), "-p", "1", "--", "true"], 64, "is not a directory")
+# A rank's stderr that is not UTF-8 reaches the summary (bad bytes replaced): dumping it aborted.
+r, s = summary_of(["-p", "1", "--", "sh", "-c", "printf 'bad \\377 byte\\n' >&2; exit 3"])
+tl.check(r.returncode == 3 and s["exit_status"] == 3 and any("bad \ufffd byte" in l for l in s["stderr_tail"]),
+         f"non-UTF-8 stderr: exit {r.returncode}: {s} {r.stderr[-300:]}")
 print("PASS")
