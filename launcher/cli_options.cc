@@ -32,6 +32,14 @@ CLI::Option* addCount(CLI::App& app, const std::string& names, const std::string
       ->type_name("N");
 }
 
+// Names of one setting (ours, torchrun's, srun's, mpirun's): given together, which one counts
+// would be the order of declaration here, not the user's; refused instead.
+void excludeEachOther(const std::vector<CLI::Option*>& names) {
+  for (auto* a : names)
+    for (auto* b : names)
+      if (a != b) a->excludes(b);
+}
+
 LauncherKind launcherOf(const std::string& v) {
   return v == "local" ? LauncherKind::local : v == "ssh" ? LauncherKind::ssh : v == "slurm" ? LauncherKind::slurm
                                                                                       : LauncherKind::automatic;
@@ -39,8 +47,9 @@ LauncherKind launcherOf(const std::string& v) {
 
 // Which nodes, and how their daemons start: shared by a job and `tlaunch preflight`.
 void addNodeOptions(CLI::App& app, JobSpec& s) {
-  addCount(app, "-N,--nodes", "-N/--nodes", s.nodes, 1, kMaxNodes, "number of nodes (default: all given, or this host)");
-  app.add_option_function<std::string>(
+  auto* nodes = addCount(app, "-N,--nodes", "-N/--nodes", s.nodes, 1, kMaxNodes,
+                         "number of nodes (default: all given, or this host)");
+  auto* nnodes = app.add_option_function<std::string>(
       "--nnodes",
       [&s](const std::string& v) {
         auto [lo, hi] = orThrow(parseNnodes(v));
@@ -50,6 +59,7 @@ void addNodeOptions(CLI::App& app, JobSpec& s) {
       "torchrun's name: N, or MIN:MAX (runs on MAX of the given nodes, the rest are spares; with fewer than MAX "
       "left, on as many as there are if at least MIN, as with --max-restarts after a node is dropped)")
       ->type_name("N|MIN:MAX");
+  excludeEachOther({nodes, nnodes});
   app.add_option("-H,--hosts", s.hosts, "nodes: names, node[1-4] expressions, optional :slots, comma-separated");
   app.add_option("--hostfile", s.hostfile, "Open MPI/DeepSpeed ('host slots=8') or MPICH ('host:8') hostfile");
   app.add_option("--include", s.include, "DeepSpeed-style subset, e.g. 'node1:0,1@node2'");
@@ -63,13 +73,13 @@ void addNodeOptions(CLI::App& app, JobSpec& s) {
 
 // How many ranks: -p/-g per node, -n in all, and the names other launchers use for them.
 void addRankOptions(CLI::App& app, JobSpec& s) {
-  addCount(app, "-p,--procs-per-node", "-p/--procs-per-node", s.procs_per_node, 1, kMaxRanksPerNode,
-           "ranks per node, without GPUs (default: the hostfile's slots, else one per GPU, else 1)");
+  auto* procs = addCount(app, "-p,--procs-per-node", "-p/--procs-per-node", s.procs_per_node, 1, kMaxRanksPerNode,
+                         "ranks per node, without GPUs (default: the hostfile's slots, else one per GPU, else 1)");
   addCount(app, "-g,--gpus-per-node", "-g/--gpus-per-node", s.gpus_per_node, 1, kMaxRanksPerNode,
            "ranks per node, one GPU each");
   addCount(app, "-n,--np", "-n/--np", s.total_ranks, 1, kMaxWorldSize,
            "total ranks (mpirun's -n): nodes filled by their slots, else evenly");
-  app.add_option_function<std::string>(
+  auto* nproc = app.add_option_function<std::string>(
       "--nproc-per-node,--nproc_per_node",
       [&s](const std::string& v) {
         auto n = orThrow(parseNprocPerNode(v));
@@ -79,8 +89,10 @@ void addRankOptions(CLI::App& app, JobSpec& s) {
       "torchrun's name: ranks per node, or gpu (one per GPU), auto (one per GPU, else one per core), cpu (one per "
       "core)")
       ->type_name("N|gpu|auto|cpu");
-  addCount(app, "--ntasks-per-node", "--ntasks-per-node", s.procs_per_node, 1, kMaxRanksPerNode, "srun's name for -p");
-  addCount(app, "--npernode", "--npernode", s.procs_per_node, 1, kMaxRanksPerNode, "mpirun's name for -p");
+  auto* ntasks =
+      addCount(app, "--ntasks-per-node", "--ntasks-per-node", s.procs_per_node, 1, kMaxRanksPerNode, "srun's name for -p");
+  auto* npernode = addCount(app, "--npernode", "--npernode", s.procs_per_node, 1, kMaxRanksPerNode, "mpirun's name for -p");
+  excludeEachOther({procs, nproc, ntasks, npernode});
 }
 
 void addEnvOptions(CLI::App& app, JobSpec& s) {
@@ -90,12 +102,13 @@ void addEnvOptions(CLI::App& app, JobSpec& s) {
 }
 
 void addOutputOptions(CLI::App& app, JobSpec& s) {
-  app.add_option_function<std::string>(
+  auto* tag = app.add_option_function<std::string>(
          "--tag-output",
          [&s](const std::string& v) { s.tag = v == "none" ? TagMode::none : v == "rank" ? TagMode::rank : TagMode::full; },
          "prefix of each output line: none, rank ('[3] '), full ('[node1:3] ', default)")
       ->check(CLI::IsMember({"none", "rank", "full"}));
-  app.add_flag_callback("-l,--label", [&s] { s.tag = TagMode::rank; }, "srun's name for --tag-output rank");
+  auto* label = app.add_flag_callback("-l,--label", [&s] { s.tag = TagMode::rank; }, "srun's name for --tag-output rank");
+  excludeEachOther({tag, label});
   app.add_option("--output-dir", s.output_dir, "also write each rank's output to DIR/rank.N.out and .err");
   app.add_option_function<std::string>(
          "--stdin",
@@ -314,6 +327,13 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     return out;
   } catch (const CLI::CallForAllHelp& e) {
     out.exit_now = app.exit(e);
+    return out;
+  } catch (const CLI::ExcludesError& e) {  // CLI11: "--a excludes --b"
+    std::string what = e.what();
+    if (const auto at = what.find(" excludes "); at != std::string::npos)
+      what = what.substr(0, at) + " and " + what.substr(at + 10) + " set the same thing: give one of them";
+    std::cerr << "tlaunch: " << what << "\n";
+    out.exit_now = 64;
     return out;
   } catch (const CLI::ParseError& e) {
     std::cerr << "tlaunch: " << e.what() << "\n" << "Run 'tlaunch --help' for the options.\n";

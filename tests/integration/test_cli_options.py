@@ -37,6 +37,13 @@ expect(["--launcher", "local", "-N", "1000", "-p", "4096", "--", "true"], 64, "m
 expect(["--launcher", "local", "-N", "5000", "-p", "1", "--", "true"], 64, "simulates at most 1024 nodes")
 expect(["--launcher", "local", "--hosts", "n[1-1100]", "-p", "1", "--", "true"], 64, "1100 nodes: --launcher local simulates at most 1024")
 
+# Two names of one setting (ours, torchrun's, srun's, mpirun's) given together: refused, rather
+# than one of them silently counting.
+expect(["--launcher", "local", "-p", "2", "--npernode", "3", "--", "true"], 64,
+       "--procs-per-node and --npernode set the same thing: give one of them")
+expect(["--launcher", "local", "-N", "2", "--nnodes", "3", "--", "true"], 64, "--nodes and --nnodes set the same thing")
+expect(["--launcher", "local", "-l", "--tag-output", "full", "--", "true"], 64, "set the same thing")
+
 # Typos are refused with the bad value and the valid ones, in the job and in preflight.
 expect(["preflight", "--launcher", "sssh", "--hosts", "a,b"], 64, "sssh not in {auto,local,ssh,slurm}")
 expect(["preflight", "--launcher", "local", "--hosts", "a", "--preflight-skip", "memlok"], 64,
