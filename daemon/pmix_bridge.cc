@@ -55,11 +55,11 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
     send({{"t", "abort"}, {"r", rank}, {"status", status}, {"message", message}});
   };
   // The frontend waits --event-grace for the ranks' event handlers only when a rank uses PMIx.
-  cb.client_connected = [send, clients = b->clients_](int rank) {
-    clients->connected.insert(rank);
+  cb.client_connected = [send, unfinalized = b->unfinalized_](int rank) {
+    unfinalized->insert(rank);
     send({{"t", "pmix_client"}, {"r", rank}});
   };
-  cb.client_finalized = [clients = b->clients_](int rank) { clients->finalized.insert(rank); };
+  cb.client_finalized = [unfinalized = b->unfinalized_](int rank) { unfinalized->erase(rank); };
   addPubsubCallbacks(cb, send);
   cb.spawn = [send](uint64_t id, const PmixSpawnRequest& request) { send(spawnRequestToJson(id, request)); };
   auto server = PmixServer::start(cfg, [&io](std::function<void()> f) { asio::post(io, std::move(f)); }, std::move(cb));

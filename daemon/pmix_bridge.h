@@ -41,9 +41,7 @@ class PmixBridge {
   void onLocalRankFailed(int rank);
   // A local rank that called PMIx_Init and has not called PMIx_Finalize (MPI_Init without
   // MPI_Finalize, os._exit): mpirun calls its end abnormal even with exit status 0.
-  bool endedWithoutFinalize(int rank) const {
-    return clients_->connected.count(rank) > 0 && clients_->finalized.count(rank) == 0;
-  }
+  bool endedWithoutFinalize(int rank) const { return unfinalized_->count(rank) > 0; }
   // After the node's ranks are reaped: bounded deregistration and removal of the job's files.
   void finish();
 
@@ -54,10 +52,8 @@ class PmixBridge {
   std::vector<std::unique_ptr<asio::steady_timer>> forget_timers_;
   std::map<int, std::vector<Json>> held_events_;  // local failed ranks not yet forgotten -> their events
   void notify(const Json& msg);
-  struct Clients {  // local ranks by PMIx state, from libpmix's upcalls
-    std::set<int> connected, finalized;
-  };
-  std::shared_ptr<Clients> clients_ = std::make_shared<Clients>();
+  // Local ranks between PMIx_Init and PMIx_Finalize (libpmix's upcalls; shared with them).
+  std::shared_ptr<std::set<int>> unfinalized_ = std::make_shared<std::set<int>>();
   std::unique_ptr<PmixServer> server_;
   Send send_;
   std::string node_dir_;

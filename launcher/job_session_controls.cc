@@ -91,6 +91,12 @@ void JobSession::forwardStdin() {
   // only as far as the rank has taken what came before (its credit), so a rank that does not
   // read its stdin holds tlaunch's reading back instead of growing a buffer on its node.
   std::thread([this, target, rank = cfg_.spec.stdin_rank, credit = stdin_] {
+    // To the io thread, behind what came before (the bulk queue); false once the session ended.
+    auto handOn = [&](Json msg) {
+      return credit->whileOpen([&] {
+        asio::post(io_, [this, target, msg = std::move(msg)]() mutable { sendRouted(target->index, std::move(msg), true); });
+      });
+    };
     std::vector<char> buf(65536);
     for (;;) {
       const size_t want = credit->take(buf.size());
@@ -101,20 +107,12 @@ void JobSession::forwardStdin() {
         continue;
       }
       if (n <= 0) {
-        credit->whileOpen([&] {
-          asio::post(io_, [this, target, rank] {  // behind the data, in the same (bulk) queue
-            sendRouted(target->index, {{"t", "stdin_eof"}, {"r", rank}}, true);
-          });
-        });
+        handOn({{"t", "stdin_eof"}, {"r", rank}});
         return;
       }
       credit->grant(want - static_cast<size_t>(n));
-      const bool open = credit->whileOpen([&] {
-        asio::post(io_, [this, target, rank, data = std::string(buf.data(), static_cast<size_t>(n))] {
-          sendRouted(target->index, {{"t", "stdin"}, {"r", rank}, {"d", binary(data)}}, true);
-        });
-      });
-      if (!open) return;  // the session ended while read() waited
+      const auto data = std::string_view(buf.data(), static_cast<size_t>(n));
+      if (!handOn({{"t", "stdin"}, {"r", rank}, {"d", binary(data)}})) return;  // the session ended while read() waited
     }
   }).detach();
 }
