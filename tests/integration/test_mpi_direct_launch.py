@@ -5,6 +5,8 @@ no PMIx/Open MPI files left behind."""
 import glob
 import os
 import re
+import signal
+import subprocess
 import time
 
 import tl
@@ -53,11 +55,18 @@ for extra in (["topology"], ["direct"]):
 
 # A rank asked for its data by another node's rank (direct modex) dies before it commits any:
 # with --keep-going the asking rank's PMIx_Get fails (it would otherwise wait forever).
-r = tl.run(["--launcher", "local", "--hosts", "nodeA,nodeB", "-p", "2", "--keep-going", "--",
-            CLIENT, "2", "2", "getdead"], timeout=90)
-print(r.stdout, r.stderr)
-tl.check(r.returncode == 3, f"get of a dead rank: exit {r.returncode}, want rank 0's 3")
-tl.check(r.stdout.count("get of rank 0, which died: failed as it must") == 3, f"get of a dead rank: {r.stdout!r}")
+# On a hang, the ranks that did answer are printed (seen once in ~25 runs, not understood yet).
+p = tl.start(["-v", "--launcher", "local", "--hosts", "nodeA,nodeB", "-p", "2", "--keep-going", "--",
+              CLIENT, "2", "2", "getdead"])
+try:
+    out, err = p.communicate(timeout=60)
+except subprocess.TimeoutExpired:
+    os.killpg(p.pid, signal.SIGKILL)
+    out, err = p.communicate()
+    tl.fail(f"get of a dead rank: hung; the ranks that answered:\n{out}\n{err[-3000:]}")
+print(out, err)
+tl.check(p.returncode == 3, f"get of a dead rank: exit {p.returncode}, want rank 0's 3")
+tl.check(out.count("get of rank 0, which died: failed as it must") == 3, f"get of a dead rank: {out!r}")
 
 # A rank that ends after MPI_Init without MPI_Finalize (os._exit(0)), before and while the
 # others are in MPI_Finalize's fence: nobody waits for it, the job ends 0, and tlaunch says
