@@ -8,12 +8,17 @@
 # printed, and rank 1 fails only after rank 0 of the same attempt has printed: the test can then
 # expect every rank's line of a failed attempt, however slowly the ranks start.
 import os
+import signal
 import sys
 import time
 
 mode = sys.argv[1]
 rank = int(os.environ["RANK"])
 attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+if mode == "fail-slow" and attempt == 0 and rank == 0:
+    # Deaf before the marker is left: rank 1 fails as soon as it sees it, and the teardown's
+    # SIGTERM must find this rank already ignoring it.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 print(f"rank {rank} attempt {attempt} of {os.environ['TORCHELASTIC_MAX_RESTARTS']} run "
       f"{os.environ['TORCHELASTIC_RUN_ID']} world {os.environ['WORLD_SIZE']} pid {os.getpid()} ready", flush=True)
 markers = sys.argv[2] if len(sys.argv) > 2 else None
@@ -31,8 +36,6 @@ def wait_for_rank0():
 
 if mode == "fail-slow" and attempt == 0:
     if rank == 0:
-        import signal
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         time.sleep(120)
     wait_for_rank0()
     sys.exit(3)
