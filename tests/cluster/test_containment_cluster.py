@@ -6,6 +6,7 @@ whether the job succeeds or fails, with the per-job cgroup and (in the Slurm ste
 subreaper fallback; -v names the mechanism in force on each node.
 
 Needs root (exits 77, skipped, where a virtual cluster cannot be built)."""
+import os
 import re
 import sys
 import time
@@ -24,9 +25,11 @@ jobs_seen = []
 
 def job_ends_clean(ws, vc, label, launcher_args, code, env_extra=None):
     marker = "tlaunch-contain-" + uuid.uuid4().hex
+    sync_dir = os.path.join(ws.dir, marker)  # the nodes share the file system
+    os.mkdir(sync_dir)
     t0 = time.monotonic()
     r = subprocess.run([ws.tlaunch, *cj.NET, "-v", "--kill-timeout", "3", *launcher_args, "-p", "1", "--", cj.PYTHON,
-                        ws.program("leave_children.py"), marker, str(code), "1"],
+                        ws.program("leave_children.py"), marker, str(code), "1", sync_dir],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", timeout=300,
                        cwd=ws.dir, env={**vc.environ(), **(env_extra or {})})
     elapsed = time.monotonic() - t0

@@ -2,7 +2,7 @@
 """Warm daemons (tlaunch --keep-daemons, issue 14) on a 4-node virtual cluster with sshd. As a user
 sees it, with tlaunch's cache (HOME) in a directory of the test's own:
 
-- `--keep-daemons 60s` on node1,node2: the job runs over ssh, exits 0, nothing of the job is left,
+- `--keep-daemons 600s` on node1,node2: the job runs over ssh, exits 0, nothing of the job is left,
   and a keeper stays on each node (its pid written down under ~/.cache/tlaunch/daemons, 0700,
   the secret beside it 0600);
 - the same command again, without the flag: tlaunch says "reused daemons on 2 nodes (started ..
@@ -29,6 +29,7 @@ started, whatever happens.
 """
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -79,12 +80,12 @@ def alive(pid):
 
 
 def scenario(ws, home):
-    r = run(ws, home, ["--keep-daemons", "60s", "--hosts", "node1,node2", "-p", "1", "--", *GRANDPARENT])
+    r = run(ws, home, ["--keep-daemons", "600s", "--hosts", "node1,node2", "-p", "1", "--", *GRANDPARENT])
     reg = registry(home)
     d = Path(home, ".cache/tlaunch/daemons")
     secret_mode = stat.S_IMODE(os.stat(d / "secret").st_mode) if (d / "secret").exists() else None
     check(r.returncode == 0 and sorted(reg) == ["node1", "node2"] and all(alive(e["pid"]) for e in reg.values()),
-          "--keep-daemons 60s: the job runs over ssh (exit 0) and a keeper stays on node1 and node2",
+          "--keep-daemons 600s: the job runs over ssh (exit 0) and a keeper stays on node1 and node2",
           f"exit {r.returncode}\n     registry {reg}\n     stderr {r.stderr[-1500:]!r}")
     check(stat.S_IMODE(os.stat(d).st_mode) == 0o700 and secret_mode == 0o600,
           "the registry directory is 0700 and the secret 0600", f"dir {oct(os.stat(d).st_mode)} secret {secret_mode}")
@@ -113,7 +114,7 @@ def scenario(ws, home):
     with socket.create_connection((e["host"], e["port"]), timeout=5) as huge:
         huge.sendall(b"\x7f\xff\xff\xff" + b"x" * 100)
     silent = socket.create_connection((e["host"], e["port"]), timeout=5)
-    r = run(ws, home, ["-v", "--keep-daemons", "60s", "--hosts", "node2,node3", "-p", "1", "--", *GRANDPARENT])
+    r = run(ws, home, ["-v", "--keep-daemons", "600s", "--hosts", "node2,node3", "-p", "1", "--", *GRANDPARENT])
     silent.close()
     reg = registry(home)
     got = cj.daemon_parents(r.stdout)
@@ -169,7 +170,7 @@ def scenario(ws, home):
 
     # Another tlaunchd (a rebuilt one elsewhere, --daemon-path): node4's keeper refuses to start
     # it, tlaunch starts node4 over ssh (-v says why) and the old keeper retires.
-    r = run(ws, home, ["--keep-daemons", "60s", "--hosts", "node4", "-p", "1", "--", "true"])
+    r = run(ws, home, ["--keep-daemons", "600s", "--hosts", "node4", "-p", "1", "--", "true"])
     node4 = registry(home).get("node4", {}).get("pid")
     other_daemon = Path(ws.dir, "other-bin", "tlaunchd")
     other_daemon.parent.mkdir()
@@ -187,7 +188,7 @@ def scenario(ws, home):
     node2 = registry(home)["node2"]["pid"]
     os.kill(node2, signal.SIGSTOP)
     try:
-        r = run(ws, home, ["-v", "--keep-daemons", "60s", "--hosts", "node2", "-p", "1", "--", *GRANDPARENT])
+        r = run(ws, home, ["-v", "--keep-daemons", "600s", "--hosts", "node2", "-p", "1", "--", *GRANDPARENT])
     finally:
         os.kill(node2, signal.SIGCONT)
     node2_entries = [e for e in all_entries(home) if e["node"] == "node2"]
@@ -209,30 +210,34 @@ def scenario(ws, home):
     # A keeper told to stop while a job of its runs ends with that job, and takes no new one
     # from a tlaunch that read the registry before the stop (that would keep it another
     # --keep-daemons period): that tlaunch starts the node over ssh.
-    r = run(ws, home, ["--keep-daemons", "60s", "--hosts", "node3", "-p", "1", "--", "true"])
+    r = run(ws, home, ["--keep-daemons", "600s", "--hosts", "node3", "-p", "1", "--", "true"])
     entries = {f.name: f.read_bytes() for f in Path(home, ".cache/tlaunch/daemons").glob("node-*.json")}
     node3 = registry(home).get("node3", {}).get("pid")
     env = {**vc.environ(), "HOME": str(home)}
-    running = subprocess.Popen([ws.tlaunch, *cj.NET, "--hosts", "node3", "-p", "1", "--", "sleep", "4"],
+    running = subprocess.Popen([ws.tlaunch, *cj.NET, "--hosts", "node3", "-p", "1", "--", "sh", "-c", "echo running; sleep 4"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ws.dir, env=env)
+    running_err = ""
     try:
-        time.sleep(1.5)
+        # The stop must come while the job runs on the keeper: wait for its rank's first line.
+        started = select.select([running.stdout], [], [], 60)[0] and "running" in running.stdout.readline()
         stop = run(ws, home, ["stop-daemons"])
         for name, data in entries.items():  # what a tlaunch that read the registry earlier still holds
             Path(home, ".cache/tlaunch/daemons", name).write_bytes(data)
         again = run(ws, home, ["-v", "--hosts", "node3", "-p", "1", "--", *GRANDPARENT])
-        running.communicate(timeout=TIMEOUT)
+        _, running_err = running.communicate(timeout=TIMEOUT)
     finally:
         if running.poll() is None:
             running.kill()
             running.communicate()
-    check(r.returncode == 0 and node3 is not None and stop.returncode == 0 and running.returncode == 0 and
+    check(r.returncode == 0 and node3 is not None and started and stop.returncode == 0 and running.returncode == 0 and
+          "reused daemons on 1 node" in running_err and
           again.returncode == 0 and "reused daemons" not in again.stderr and
           cj.daemon_parents(again.stdout).get("node3") != node3 and
           cj.tl.wait_until(lambda: not alive(node3), 15),
           "a keeper told to stop during a job finishes that job, refuses the next one (ssh instead) and ends",
           f"exits {r.returncode} {stop.returncode} {running.returncode} {again.returncode} keeper {node3} "
-          f"alive {alive(node3) if node3 else None}\n     stop {stop.stdout!r} {stop.stderr[-500:]!r}"
+          f"alive {alive(node3) if node3 else None}\n     running {running_err[-500:]!r}"
+          f"\n     stop {stop.stdout!r} {stop.stderr[-500:]!r}"
           f"\n     again {again.stderr[-1500:]!r}")
     run(ws, home, ["stop-daemons"])
 

@@ -27,7 +27,7 @@ def run_leaving(code, env_extra):
     env = dict(os.environ, **env_extra)
     t0 = time.monotonic()
     r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "-v", "--kill-timeout", "3", "--",
-                tl.PYTHON, LEAVE, marker, str(code), "1"], env=env, timeout=120)
+                tl.PYTHON, LEAVE, marker, str(code), "1", tl.tempdir()], env=env, timeout=120)
     elapsed = time.monotonic() - t0
     left = survivors(marker)
     tl.kill_leftovers(marker)
@@ -139,10 +139,10 @@ for env_extra in ({}, {"TLAUNCH_CONTAINMENT": "subreaper"}):
 
 # 2. Zombies of orphans that re-parented to the daemon are reaped while the job runs.
 marker = "tlaunch-contain-" + uuid.uuid4().hex
-p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--", tl.PYTHON, LEAVE, marker, "0", "4"])
-try:
-    tl.check(b"ready" in tl.read_until(p, b"ready"), "the rank started")
-    time.sleep(1.5)  # the short-lived orphan (0.3 s) is gone by now
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--", tl.PYTHON, LEAVE, marker, "0", "8"])
+
+
+def zombies_of_daemons():
     stats = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -155,8 +155,17 @@ try:
             continue
     daemons = [pid for pid, (_, ppid) in stats.items() if ppid == p.pid]  # the local launcher forks them
     tl.check(daemons, "found this job's tlaunchd")
-    zombies = [pid for pid, (state, ppid) in stats.items() if state == "Z" and ppid in daemons]
-    tl.check(not zombies, f"zombie children of tlaunchd while the job runs: {zombies}")
+    return [pid for pid, (state, ppid) in stats.items() if state == "Z" and ppid in daemons]
+
+
+try:
+    tl.check(b"ready" in tl.read_until(p, b"ready"), "the rank started")
+    # The short-lived orphan (0.3 s) was started before "ready"; once it no longer runs (a
+    # zombie's command line is empty), its zombie must be reaped within moments.
+    short = marker + "\0short"
+    tl.check(tl.wait_until(lambda: not tl.processes_matching(short), 8), "the short-lived orphan did not end")
+    tl.check(tl.wait_until(lambda: not zombies_of_daemons(), 3),
+             f"zombie children of tlaunchd while the job runs: {zombies_of_daemons()}")
     p.communicate(timeout=60)
     tl.check(p.returncode == 0, f"exit status {p.returncode}")
 finally:
@@ -167,16 +176,22 @@ tl.check(not survivors(marker), "nothing left after the job")
 
 # 3. A rank that ignores SIGTERM is killed after --kill-timeout: the job ends within ~10 s.
 marker = "tlaunch-contain-" + uuid.uuid4().hex
+# Rank 1 fails only once rank 0 is deaf (its file in a directory both see).
 script = ("import os, signal, sys, time\n"
+          "deaf = os.path.join(sys.argv[2], 'deaf')\n"
           "if os.environ['RANK'] == '0':\n"
           "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+          "    open(deaf, 'w').close()\n"
           "    print('deaf rank ready', flush=True)\n"
           "    time.sleep(1000)\n"
+          "until = time.monotonic() + 60\n"
+          "while not os.path.exists(deaf) and time.monotonic() < until:\n"
+          "    time.sleep(0.01)\n"
           "time.sleep(1)\n"
           "sys.exit(5)\n")
 t0 = time.monotonic()
-r = tl.run(["--launcher", "local", "-N", "1", "-p", "2", "--kill-timeout", "2", "--", tl.PYTHON, "-c", script, marker],
-           timeout=60)
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "2", "--kill-timeout", "2", "--", tl.PYTHON, "-c", script, marker,
+            tl.tempdir()], timeout=60)
 elapsed = time.monotonic() - t0
 tl.kill_leftovers(marker)
 print(r.stdout, r.stderr)

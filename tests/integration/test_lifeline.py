@@ -90,11 +90,14 @@ tl.check(os.stat(os.path.join(outdir, "rank.0.out")).st_mode & 0o777 == 0o600, "
 print("PASS 2: a 2 MB line arrives in 2 pieces, whole; --output-dir has the raw bytes (0700/0600)")
 
 # 3. A progress bar into a pipe: 60 updates over 3 s.
+t0 = time.monotonic()
 r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "-q", "--", tl.PYTHON, PAT, "progress", "60", "3"])
+elapsed = time.monotonic() - t0  # the bar's own run time, or longer on a loaded machine
 tl.check(r.returncode == 0, f"progress: exit {r.returncode}: {r.stderr[-800:]}")
 bar = [l for l in r.stderr.splitlines() if l.startswith("[local0:0] R0")]
 tl.check("\r" not in r.stderr, "progress: a carriage return reached the pipe")
-tl.check(2 <= len(bar) <= 7, f"progress: {len(bar)} lines for 60 updates in 3 s (want about one a second): {bar}")
+tl.check(2 <= len(bar) <= max(7, elapsed + 3),
+         f"progress: {len(bar)} lines for 60 updates in {elapsed:.1f} s (want about one a second): {bar}")
 tl.check(bar[-1].endswith("100%|" + "#" * 20 + " done") and sum("done" in l for l in bar) == 1,
          f"progress: the final state is not printed once: {bar[-3:]}")
 print(f"PASS 3: 60 progress updates in 3 s became {len(bar)} lines in a pipe, the final one once")

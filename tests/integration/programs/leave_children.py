@@ -1,7 +1,9 @@
 # A rank that starts what training scripts start and forget: a setsid'ed server, a double-forked
 # daemon, one that ignores SIGTERM, and a short-lived orphan (its zombie must be reaped), each
 # carrying MARKER in its command line. Then it exits with EXIT after HOLD seconds.
-# argv: marker exit_code hold_seconds
+# argv: marker exit_code hold_seconds [sync_dir]
+# With sync_dir (a directory every rank sees), the hold starts only once every rank has said
+# ready: a failing rank cannot end the job before a slow-starting one has started its children.
 import os
 import subprocess
 import sys
@@ -33,5 +35,10 @@ if pid == 0:
     os._exit(0)
 os.waitpid(pid, 0)
 print(f"rank {os.environ['RANK']} ready", flush=True)
+if len(sys.argv) > 4:
+    open(os.path.join(sys.argv[4], f"rank{os.environ['RANK']}"), "w").close()
+    world, until = int(os.environ["WORLD_SIZE"]), time.monotonic() + 60
+    while len(os.listdir(sys.argv[4])) < world and time.monotonic() < until:
+        time.sleep(0.01)
 time.sleep(hold)
 sys.exit(code)

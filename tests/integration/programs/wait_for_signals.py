@@ -1,5 +1,8 @@
 # Reports the signals it gets; exits 0 on SIGTERM. Optionally exits with a code after a delay
-# when its RANK matches (argv: fail_rank fail_code delay).
+# when its RANK matches (argv: fail_rank fail_code delay [markers]). With a directory as markers
+# (ranks on one host), each rank leaves a marker there once its handlers are in place, and the
+# failing rank's delay starts only when every rank's marker is there: a test can expect every
+# other rank's "got SIGTERM", however slowly the ranks start.
 import os
 import signal
 import sys
@@ -18,9 +21,17 @@ for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
     signal.signal(s, on)
 print(f"rank {rank} pid {os.getpid()} ready", flush=True)
 fail_rank = int(sys.argv[1]) if len(sys.argv) > 1 else -1
-deadline = time.time() + 120
+markers = sys.argv[4] if len(sys.argv) > 4 else None
+if markers:
+    open(os.path.join(markers, f"rank{rank}"), "w").close()
+    if rank == fail_rank:
+        world, until = int(os.environ["WORLD_SIZE"]), time.monotonic() + 60
+        while len(os.listdir(markers)) < world and time.monotonic() < until:
+            time.sleep(0.01)
+start = time.time()
+deadline = start + 120
 while time.time() < deadline:
     time.sleep(0.05)
-    if rank == fail_rank and time.time() > deadline - 120 + float(sys.argv[3]):
+    if rank == fail_rank and time.time() > start + float(sys.argv[3]):
         print(f"rank {rank} failing on purpose", file=sys.stderr, flush=True)
         sys.exit(int(sys.argv[2]))
