@@ -199,6 +199,12 @@ size_t TreeChildren::openChildren() const {
       std::count_if(children_.begin(), children_.end(), [](const auto& c) { return c->child && c->conn->isOpen(); }));
 }
 
+size_t TreeChildren::heldForPlace() const {
+  return static_cast<size_t>(std::count_if(children_.begin(), children_.end(), [](const auto& c) {
+    return c->proved && !c->child && c->conn->isOpen();
+  }));
+}
+
 void TreeChildren::closeAll() {
   for (auto& c : children_) c->conn->close();
   children_.clear();

@@ -57,6 +57,7 @@ class TreeChildren {
   // The job is ending: a child that closes now has finished, it is not lost.
   void expectEnd() { ending_ = true; }
   size_t openChildren() const;
+  size_t heldForPlace() const;  // proved the secret, waiting for place()
   void closeAll();
   // Connections waiting for their proof or our place; beyond it a stranger goes
   // (bootstrap/stranger_eviction.h).

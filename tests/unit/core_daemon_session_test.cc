@@ -180,8 +180,14 @@ TEST_CASE("daemon session: a silent tree parent ends the node's part of the job,
     ScriptedFrontend fe(io, secret, true);
     fe.silentAfterInventory(fast);
     DaemonSession d(io, optionsFor(fe.port(), secret));
-    (void)runDaemon(io, d, std::chrono::milliseconds(2500));
+    d.start();
+    // The inventory first (hwloc and the preflight: slow on a loaded machine), then three
+    // heartbeat timeouts of silence.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fe.inventory && !io.stopped() && std::chrono::steady_clock::now() < until)
+      io.run_one_for(std::chrono::milliseconds(100));
     REQUIRE(fe.inventory);
+    io.run_for(std::chrono::seconds(3));
     CHECK_FALSE(io.stopped());  // still there, waiting for its frontend
     CHECK_FALSE(fe.closed);
   }

@@ -59,7 +59,7 @@ RankSupervisor::Events record(Seen& s) {
 void runUntil(asio::io_context& io, const std::function<bool()>& done, std::chrono::seconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!done() && std::chrono::steady_clock::now() < deadline) {
-    io.run_for(std::chrono::milliseconds(20));
+    io.run_one_for(std::chrono::milliseconds(20));  // one handler: nothing runs between done() and the checks
     io.restart();
   }
 }

@@ -28,8 +28,10 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-// A fake srun: records its argv and the line on its stdin, then runs `body` (sh).
-SlurmKeeperStepOptions fakeSrun(const TempDir& tmp, const std::string& body) {
+// A fake srun: records its argv and the line on its stdin, then runs `body` (sh). The keepers'
+// deadline is long where the test waits for lines or srun's end (a loaded machine starts sh
+// slowly), short only where it must run out.
+SlurmKeeperStepOptions fakeSrun(const TempDir& tmp, const std::string& body, int timeout_ms = 30000) {
   const fs::path fake = tmp.path() / "srun";
   std::ofstream(fake) << "#!/bin/sh\nout=\"$(dirname \"$0\")\"\nprintf '%s\\n' \"$@\" > \"$out/argv\"\n"
                          "IFS= read -r s; printf '%s' \"$s\" > \"$out/stdin\"\necho $$ > \"$out/pid\"\n"
@@ -40,7 +42,7 @@ SlurmKeeperStepOptions fakeSrun(const TempDir& tmp, const std::string& body) {
   o.slurm_job = "4242";
   o.log_path = (tmp.path() / "keepers.log").string();
   o.keep_s = 600;
-  o.timeout_ms = 1000;
+  o.timeout_ms = timeout_ms;
   return o;
 }
 
@@ -119,14 +121,14 @@ TEST_CASE("hosts: a keeper step that fails or stays silent is explained", "[host
     CHECK_THAT(made.problem, Catch::Contains("keeper step ended without a keeper on 127.0.0.1"));
   }
   SECTION("one of two keepers answers: it is used, the other node is named") {
-    auto o = fakeSrun(tmp, "printf 'localhost 40001 101 1700000000\\n'\nexec sleep 60\n");
+    auto o = fakeSrun(tmp, "printf 'localhost 40001 101 1700000000\\n'\nexec sleep 60\n", 3000);
     const auto made = startSlurmKeepers(targets({"localhost", "127.0.0.1"}), "tlaunchd", "s", o);
     REQUIRE(made.entries.size() == 1);
-    CHECK_THAT(made.problem, Catch::Contains("no keeper answered within 1 s on 127.0.0.1"));
+    CHECK_THAT(made.problem, Catch::Contains("no keeper answered within 3 s on 127.0.0.1"));
     ::kill(std::stoi(slurp(tmp.path() / "pid")), SIGKILL);
   }
   SECTION("none answers: srun is ended, not left behind") {
-    auto o = fakeSrun(tmp, "exec sleep 60\n");
+    auto o = fakeSrun(tmp, "exec sleep 60\n", 1000);
     const auto t0 = std::chrono::steady_clock::now();
     const auto made = startSlurmKeepers(targets({"gpu01"}), "tlaunchd", "s", o);
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(8));

@@ -236,9 +236,12 @@ TEST_CASE("hosts: SshStarter: fanout, secret on stdin, arguments, failures, stop
   CHECK(starter.startedCount() == 2);
 
   // Nothing connected yet: the fanout holds the rest back.
-  pollUntil(starter, [&](const auto&) { return fs::exists(tmp.path() / "secret.n1"); }, 5000);
+  // (A file exists before printf has written it: wait for the contents.)
+  const auto secret_of = [&](const char* node) { return readFile(tmp.path() / (std::string("secret.") + node)); };
+  pollUntil(starter, [&](const auto&) { return secret_of("n0") == "s3cr3t" && secret_of("n1") == "s3cr3t"; }, 30000);
   CHECK(starter.startedCount() == 2);
-  CHECK(readFile(tmp.path() / "secret.n0") == "s3cr3t");
+  CHECK(secret_of("n0") == "s3cr3t");
+  CHECK(secret_of("n1") == "s3cr3t");
   const std::string args = readFile(tmp.path() / "args.n1");
   std::string expected;
   for (const std::string& a : {tricky, std::string("--node-index"), std::string("1"), std::string("--node-name"),
@@ -249,17 +252,17 @@ TEST_CASE("hosts: SshStarter: fanout, secret on stdin, arguments, failures, stop
 
   starter.daemonConnected(0);
   starter.daemonConnected(1);
-  auto failures = pollUntil(starter, [](const auto& f) { return !f.empty(); }, 10000);
+  auto failures = pollUntil(starter, [](const auto& f) { return !f.empty(); }, 30000);
   REQUIRE(failures.size() == 1);
   CHECK(failures[0].node_index == 2);
   CHECK_THAT(failures[0].message, Catch::StartsWith("tlaunchd on bad exited with status 3"));
   CHECK_THAT(failures[0].message, Catch::Contains("tlaunchd: cannot connect"));
 
   // The failed node freed its slot: all five have started.
-  pollUntil(starter, [&](const auto&) { return starter.startedCount() == 5; }, 5000);
+  pollUntil(starter, [&](const auto&) { return starter.startedCount() == 5; }, 30000);
   CHECK(starter.startedCount() == 5);
   // Let the last daemons come up before stopping them.
-  pollUntil(starter, [&](const auto&) { return fs::exists(tmp.path() / "secret.n4"); }, 5000);
+  pollUntil(starter, [&](const auto&) { return fs::exists(tmp.path() / "secret.n4"); }, 30000);
 
   const auto before = std::chrono::steady_clock::now();
   starter.stop(2000);

@@ -130,5 +130,13 @@ inline PairTestOptions passingTest() {
   return o;
 }
 
+// For tests where one pair fails by design and the others must pass: the same rate bar as
+// passingTest, the short write timeout of smallTest.
+inline PairTestOptions smallTestAnyRate() {
+  PairTestOptions o = smallTest();
+  o.min_rate_fraction = 1e-4;
+  return o;
+}
+
 
 }  // namespace tlaunch::testing
