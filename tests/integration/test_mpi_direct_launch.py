@@ -81,16 +81,18 @@ for delay in ("0", "2"):
              f"exit without MPI_Finalize: not said: {r.stderr}")
 
 # A fence without data (Open MPI's barrier at the end of MPI_Init and in MPI_Finalize) is a
-# barrier of the whole job: rank 0 enters each of 3 fences 400 ms late, and the ranks on the
-# other node wait for it too (under srun --mpi=pmix of Slurm 22.05 they do not: tests/bench).
-r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--tag-output", "none", "--", BARRIER, "400", "3"], timeout=60)
+# barrier of the whole job: rank 0 enters each of 3 fences 1 s late, and the ranks on the other
+# node wait for it too (under srun --mpi=pmix of Slurm 22.05 they do not: tests/bench). A rank
+# released late from the fence before (a loaded machine) waits that much less: half the delay
+# is the margin.
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--tag-output", "none", "--", BARRIER, "1000", "3"], timeout=60)
 print(r.stdout, r.stderr)
 tl.check(r.returncode == 0, f"empty fence: exit {r.returncode}: {r.stderr}")
 waits = [(int(m[0]), float(m[1])) for m in re.findall(r"^pmix_barrier rank (\d+) host \S+ fence \d waited_ms ([\d.]+)$",
                                                         r.stdout, re.M)]
 tl.check(len(waits) == 12, f"empty fence: {len(waits)} fence lines of 12")
 # Ranks 2 and 3 run on the second node (-p 2 places ranks in blocks); half the delay, as the program checks.
-tl.check(all(w >= 200 for rank, w in waits if rank >= 2), f"ranks on the other node did not wait for rank 0: {waits}")
+tl.check(all(w >= 500 for rank, w in waits if rank >= 2), f"ranks on the other node did not wait for rank 0: {waits}")
 
 # Without the PMIx server the same program sees singletons: the server is what makes it work.
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--pmix=off", "--", HELLO, "2", "1"], timeout=120)
@@ -101,7 +103,7 @@ t0 = time.monotonic()
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--", ABORT], timeout=60)
 tl.check(r.returncode == 7, f"MPI_Abort: exit {r.returncode}, expected 7: {r.stderr}")
 tl.check("rank 1 on node local0 called MPI_Abort with status 7" in r.stderr, f"summary: {r.stderr}")
-tl.check(time.monotonic() - t0 < 30, "MPI_Abort ended the job quickly")
+tl.check(time.monotonic() - t0 < 50, "MPI_Abort ended the job quickly")
 
 # A rank killed during MPI_Init: the job ends, nothing remains.
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--kill-timeout", "2", "--",

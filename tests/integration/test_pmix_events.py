@@ -35,14 +35,18 @@ def run(args, expect_exit, what):
     return r
 
 
+# The survivors print the event and exit on their own: a long grace keeps the default 1 s from
+# ending them (SIGTERM) before a loaded machine has carried the event to them and let them print.
+GRACE = ["--event-grace", "30s"]
+
 # abort(): the survivors hear PROC-ABORTED for rank 1 (killed by SIGABRT: 134), then the job ends.
-r = run(TWO_NODES, 134, ["abort"])
+r = run(TWO_NODES + GRACE, 134, ["abort"])
 got = events(r.stdout)
 tl.check(got == {s: ("PROC-ABORTED", 1, 134) for s in SURVIVORS}, f"abort: events {got}")
 tl.check("rank 1 on node local0 was killed by signal 6" in r.stderr, f"abort: summary {r.stderr!r}")
 
 # exit(3): PROC-TERMINATED with exit code 3; tlaunch exits 3.
-r = run(TWO_NODES, 3, ["exit"])
+r = run(TWO_NODES + GRACE, 3, ["exit"])
 got = events(r.stdout)
 tl.check(got == {s: ("PROC-TERMINATED", 1, 3) for s in SURVIVORS}, f"exit: events {got}")
 tl.check("rank 1 on node local0 exited with status 3" in r.stderr, f"exit: summary {r.stderr!r}")
@@ -67,7 +71,7 @@ tl.check("rank 1 on node local0 exited with status 3" in r.stderr and "--keep-go
          f"keep-going: summary {r.stderr!r}")
 
 # PMIx_Abort ends the job even with --keep-going, after the survivors heard PROC-ABORTED.
-r = run(TWO_NODES + ["--keep-going"], 5, ["pmix-abort"])
+r = run(TWO_NODES + GRACE + ["--keep-going"], 5, ["pmix-abort"])
 got = events(r.stdout)
 tl.check(got == {s: ("PROC-ABORTED", 1, 5) for s in SURVIVORS}, f"pmix-abort: events {got}")
 tl.check("rank 1 on node local0 called MPI_Abort with status 5" in r.stderr, f"pmix-abort: summary {r.stderr!r}")

@@ -28,7 +28,7 @@ print(r.stdout, r.stderr)
 tl.check(r.returncode == 0, f"pmix_pubsub: exit {r.returncode}")
 tl.check(sorted(l.split("] ", 1)[-1] for l in r.stdout.splitlines() if "pmix_pubsub rank" in l) ==
          [f"pmix_pubsub rank {i} ok" for i in range(4)], f"pmix_pubsub: {r.stdout!r}")
-tl.check(time.monotonic() - t0 < 45, "pmix_pubsub took too long")
+tl.check(time.monotonic() - t0 < 80, "pmix_pubsub took too long")
 
 # Groups: one of the whole job and one of ranks 0 and 3 (on different nodes), each with one
 # context id on every member and a different one per group; a group with a stranger fails.
@@ -42,7 +42,7 @@ all_ids = {row.split()[1] for row in rows.values()}
 pair_ids = {rows[k].split()[3] for k in ("0", "3")}
 tl.check(len(all_ids) == 1 and len(pair_ids) == 1 and all_ids != pair_ids and rows["1"].endswith("pair -"),
          f"pmix_group: one context id per group, the same on every member: {rows}")
-tl.check(time.monotonic() - t0 < 30, "pmix_group took too long")
+tl.check(time.monotonic() - t0 < 80, "pmix_group took too long")
 
 # Open MPI 4.1: name service and an intercommunicator between rank 0 and rank 3.
 r = tl.run(TWO_NODES + ["--", ACCEPT_CONNECT], timeout=120)
@@ -59,9 +59,10 @@ tl.check(r.returncode == 0, f"pmix_unsupported: exit {r.returncode}")
 calls = re.findall(r"unsupported (\S+) -> (\S+) in (\d+) ms", r.stdout)
 apis = {api for api, _, _ in calls}
 tl.check(len(apis) >= 15 and len(calls) == 4 * len(apis), f"pmix_unsupported: {len(calls)} answers for {sorted(apis)}")
-slow = [c for c in calls if int(c[2]) > 2000]
+# PMIx_Spawn really starts processes (four at once, through both daemons): it gets longer.
+slow = [c for c in calls if int(c[2]) > (8000 if c[0] == "PMIx_Spawn" else 2000)]
 tl.check(not slow, f"slow answers: {slow}")
-tl.check(time.monotonic() - t0 < 60, "pmix_unsupported took too long")
+tl.check(time.monotonic() - t0 < 80, "pmix_unsupported took too long")
 # PMIx_Job_control: SIGUSR1 reaches rank 3 on the other node, a checkpoint is refused, and
 # killing rank 2 ends the job as any killed rank does.
 t0 = time.monotonic()
@@ -71,5 +72,5 @@ tl.check(r.returncode == 137, f"pmix_job_control: exit {r.returncode}, expected 
 for line in ["rank 3 got SIGUSR1", "job control signal -> SUCCESS", "job control checkpoint -> NOT-SUPPORTED"]:
     tl.check(line in r.stdout, f"pmix_job_control: no '{line}' in {r.stdout!r}")
 tl.check("rank 2 on node local1 was killed by signal 9" in r.stderr, f"summary: {r.stderr}")
-tl.check(time.monotonic() - t0 < 30, "pmix_job_control took too long")
+tl.check(time.monotonic() - t0 < 80, "pmix_job_control took too long")
 print("PASS")

@@ -53,8 +53,8 @@ t0 = time.monotonic()
 r = tl.run(TWO_NODES + ["--", SPAWN, "2", "elsewhere"], timeout=120)
 print(r.stdout, r.stderr)
 tl.check(r.returncode != 0 and "host 'elsewhere' is not a node of this job" in r.stderr and
-         "MPI_ERR_SPAWN" in r.stderr and time.monotonic() - t0 < 30,
-         f"a host outside the job: exit {r.returncode}, a message, within 30 s")
+         "MPI_ERR_SPAWN" in r.stderr and time.monotonic() - t0 < 60,
+         f"a host outside the job: exit {r.returncode}, a message, within 60 s")
 tl.check(not children(r.stdout), "nothing was spawned")
 
 # A program that does not exist: the spawn fails (MPI_ERR_SPAWN, no hang), the job goes on.
