@@ -90,6 +90,8 @@ struct PmixSpawnRequest {
 // proc_lost: a participant of the collective has failed (PMIX_ERR_LOST_CONNECTION, as libpmix
 // answers a local collective whose member's connection dropped).
 enum class PmixReply { ok = 0, not_found, timeout, duplicate, bad_param, not_supported, proc_lost, no_room };
+// The last of them: a peer's number above it is not a reply (daemon/pmix_pubsub_wire.cc).
+inline constexpr PmixReply kLastPmixReply = PmixReply::no_room;
 
 struct PmixPublish {
   int rank = 0;                       // the publisher

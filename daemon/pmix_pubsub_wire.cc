@@ -13,7 +13,7 @@ Json stringArray(const std::vector<std::string>& v) {
 
 PmixReply replyOf(const Json& msg) {
   const auto v = getInt(msg, "status", static_cast<int>(PmixReply::bad_param));
-  if (v < 0 || v > static_cast<int>(PmixReply::no_room)) return PmixReply::bad_param;
+  if (v < 0 || v > static_cast<int>(kLastPmixReply)) return PmixReply::bad_param;
   return static_cast<PmixReply>(v);
 }
 

@@ -68,7 +68,7 @@ struct JobOutcome {
   std::string failed_node{};             // the failed rank's node, or the node lost
   int signal = 0;                        // the failed rank was killed by this signal
   Json phase_seconds = Json::object();   // launch phase → seconds (slowest node)
-  std::vector<int> rank_exit_codes{};
+  std::vector<int> rank_exit_codes{};    // per rank: exit status (128+N for signal N), -1 if it never ended
   bool node_lost = false;                // a daemon went away mid-job (failed_node names it)
   Json restarts = Json::array();         // --max-restarts: one entry per restart (launcher/run_job.cc)
   Json nccl = nullptr;                   // --nccl-check: the report once every rank reported (nccl::JobCheck::toJson)

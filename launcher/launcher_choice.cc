@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "launcher/cli_values.h"
 #include "launcher/listen_address.h"
 #include "launcher/local_starter.h"
 #include "launcher/node_source.h"
@@ -105,7 +106,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     if (it != env.end()) {
       const char* s = it->second.c_str();
       const auto [end, ec] = std::from_chars(s, s + it->second.size(), per_node);
-      if (ec != std::errc() || end == s || per_node < 1 || per_node > 4096) per_node = 0;
+      if (ec != std::errc() || end == s || per_node < 1 || per_node > kMaxRanksPerNode) per_node = 0;
     }
     if (per_node > 0) {
       slots.assign(slots.size(), per_node);

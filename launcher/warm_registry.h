@@ -4,8 +4,9 @@
 // or a keeper that did not answer in time while a new one was started; each is written down
 // until it is known to be gone, so that `tlaunch stop-daemons` can still end it), and the
 // user's secret that the keepers accept, in a 0600 file beside them. The directory is checked
-// like the ssh control directory (ours, not a symlink, no group/other access); the secret file must be a regular file of ours that nobody
-// else can read, or tlaunch refuses to use it rather than hand a job to whoever could.
+// like the ssh control directory (ours, not a symlink, no group/other access); the secret file
+// must be a regular file of ours that nobody else can read, or tlaunch refuses to use it rather
+// than hand a job to whoever could.
 #include <functional>
 #include <map>
 #include <optional>

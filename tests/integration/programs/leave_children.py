@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import rank_markers
+
 marker, code, hold = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 sleep_forever = [sys.executable, "-c", "import time; time.sleep(1000)"]
 quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -36,9 +38,7 @@ if pid == 0:
 os.waitpid(pid, 0)
 print(f"rank {os.environ['RANK']} ready", flush=True)
 if len(sys.argv) > 4:
-    open(os.path.join(sys.argv[4], f"rank{os.environ['RANK']}"), "w").close()
-    world, until = int(os.environ["WORLD_SIZE"]), time.monotonic() + 60
-    while len(os.listdir(sys.argv[4])) < world and time.monotonic() < until:
-        time.sleep(0.01)
+    rank_markers.leave(sys.argv[4], f"rank{os.environ['RANK']}")
+    rank_markers.wait_for_count(sys.argv[4], int(os.environ["WORLD_SIZE"]))
 time.sleep(hold)
 sys.exit(code)

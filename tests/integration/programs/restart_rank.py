@@ -12,6 +12,8 @@ import signal
 import sys
 import time
 
+import rank_markers
+
 mode = sys.argv[1]
 rank = int(os.environ["RANK"])
 attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
@@ -23,15 +25,12 @@ print(f"rank {rank} attempt {attempt} of {os.environ['TORCHELASTIC_MAX_RESTARTS'
       f"{os.environ['TORCHELASTIC_RUN_ID']} world {os.environ['WORLD_SIZE']} pid {os.getpid()} ready", flush=True)
 markers = sys.argv[2] if len(sys.argv) > 2 else None
 if markers:
-    open(os.path.join(markers, f"rank{rank}-attempt{attempt}"), "w").close()
+    rank_markers.leave(markers, f"rank{rank}-attempt{attempt}")
 
 
 def wait_for_rank0():
-    deadline = time.monotonic() + 30
-    while markers and not os.path.exists(os.path.join(markers, f"rank0-attempt{attempt}")):
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.01)
+    if markers:
+        rank_markers.wait_until(lambda: os.path.exists(os.path.join(markers, f"rank0-attempt{attempt}")), 30)
 
 
 if mode == "fail-slow" and attempt == 0:

@@ -8,6 +8,8 @@ import signal
 import sys
 import time
 
+import rank_markers
+
 rank = int(os.environ["RANK"])
 
 
@@ -23,11 +25,9 @@ print(f"rank {rank} pid {os.getpid()} ready", flush=True)
 fail_rank = int(sys.argv[1]) if len(sys.argv) > 1 else -1
 markers = sys.argv[4] if len(sys.argv) > 4 else None
 if markers:
-    open(os.path.join(markers, f"rank{rank}"), "w").close()
+    rank_markers.leave(markers, f"rank{rank}")
     if rank == fail_rank:
-        world, until = int(os.environ["WORLD_SIZE"]), time.monotonic() + 60
-        while len(os.listdir(markers)) < world and time.monotonic() < until:
-            time.sleep(0.01)
+        rank_markers.wait_for_count(markers, int(os.environ["WORLD_SIZE"]))
 start = time.time()
 deadline = start + 120
 while time.time() < deadline:
