@@ -3,6 +3,12 @@
 // and the same setup for a real run and --dry-run --offline (issue 12 items 1, 2 and 6).
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+
 #include "binding/fabric/fabric_discovery.h"
 #include "binding/fabric/fabric_json.h"
 #include "binding/topology/hwloc_topology.h"
@@ -249,6 +255,27 @@ TEST_CASE("inside a Slurm allocation the offline plan uses its nodes and its nta
   auto gpus = setUpJob(s, env, true);
   REQUIRE(gpus);
   CHECK(gpus->spec.ranksPerNode() == 8);
+}
+
+TEST_CASE("a SLURM_NTASKS_PER_NODE that is not a sane count is not taken as the slots") {
+  // Slurm writes "8(x3),4" when the nodes differ: its first count is taken. Anything else
+  // unusable (garbage, zero, beyond the per-node bound, beyond int) is ignored: the count is
+  // left to the plan's default, as without the variable.
+  for (const auto& [value, taken] : std::vector<std::pair<std::string, bool>>{
+           {"8(x3),4", true}, {"abc", false}, {"0", false}, {"-4", false}, {"4097", false},
+           {"99999999999999999999", false}, {"", false}}) {
+    INFO("SLURM_NTASKS_PER_NODE=" << value);
+    std::map<std::string, std::string> env = {
+        {"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "gpu[01-02]"}, {"SLURM_NTASKS_PER_NODE", value}};
+    JobSpec s;
+    s.argv = {"true"};
+    s.dry_run = true;
+    s.offline = true;
+    auto setup = setUpJob(s, env, true);
+    REQUIRE(setup);
+    CHECK(setup->spec.procs_per_node == (taken ? 8 : 0));
+    CHECK((setup->plan_context.ranks_source.find("SLURM_NTASKS_PER_NODE") != std::string::npos) == taken);
+  }
 }
 
 TEST_CASE("stdin goes to a rank of the job") {
