@@ -238,13 +238,26 @@ TEST_CASE("per-rank variables cannot be exported but job-wide ones can") {
   CHECK_FALSE(setUpJob(both, {}, false));
 }
 
-TEST_CASE("inside a Slurm allocation the offline plan uses its nodes and its ntasks-per-node") {
-  std::map<std::string, std::string> env = {
-      {"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "gpu[01-02]"}, {"SLURM_NTASKS_PER_NODE", "4"}};
+namespace {
+
+// A two-node Slurm allocation's environment, with its SLURM_NTASKS_PER_NODE.
+std::map<std::string, std::string> slurmAllocation(const std::string& ntasks_per_node) {
+  return {{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "gpu[01-02]"}, {"SLURM_NTASKS_PER_NODE", ntasks_per_node}};
+}
+
+JobSpec offlineDryRun() {
   JobSpec s;
   s.argv = {"true"};
   s.dry_run = true;
   s.offline = true;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("inside a Slurm allocation the offline plan uses its nodes and its ntasks-per-node") {
+  const auto env = slurmAllocation("4");
+  JobSpec s = offlineDryRun();
   auto setup = setUpJob(s, env, true);
   REQUIRE(setup);
   REQUIRE(setup->choice.nodes.size() == 2);
@@ -265,13 +278,7 @@ TEST_CASE("a SLURM_NTASKS_PER_NODE that is not a sane count is not taken as the 
            {"8(x3),4", true}, {"abc", false}, {"0", false}, {"-4", false}, {"4097", false},
            {"99999999999999999999", false}, {"", false}}) {
     INFO("SLURM_NTASKS_PER_NODE=" << value);
-    std::map<std::string, std::string> env = {
-        {"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "gpu[01-02]"}, {"SLURM_NTASKS_PER_NODE", value}};
-    JobSpec s;
-    s.argv = {"true"};
-    s.dry_run = true;
-    s.offline = true;
-    auto setup = setUpJob(s, env, true);
+    auto setup = setUpJob(offlineDryRun(), slurmAllocation(value), true);
     REQUIRE(setup);
     CHECK(setup->spec.procs_per_node == (taken ? 8 : 0));
     CHECK((setup->plan_context.ranks_source.find("SLURM_NTASKS_PER_NODE") != std::string::npos) == taken);
