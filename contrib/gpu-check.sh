@@ -92,23 +92,41 @@ if cc -O2 -o "$work/nvml_uuids" "$src/contrib/nvml_uuids.c" -ldl && "$work/nvml_
   else fail "NVML UUIDs differ from nvidia-smi's: $(paste -sd' ' "$work/nvml.csv")"; fi
 else fail "NVML helper could not build or query libnvidia-ml.so.1"; fi
 
-# 3. The binding applied to real ranks.
-# shellcheck disable=SC2016 # expanded by the rank's shell
-"$tlaunch" --launcher local -N 1 -g "$gpu_count" --report-bindings --tag-output none -- \
-  sh -c 'echo "RANKENV $LOCAL_RANK ${CUDA_VISIBLE_DEVICES:-} ${TLAUNCH_GPU_BUSID:-} ${TLAUNCH_GPU_UUID:-}"' \
+# 3. The binding applied to real ranks. Fields are '|'-separated: CUDA_VISIBLE_DEVICES is unset
+# when the ranks use every GPU of the node (as torchrun leaves it), and an empty field must stay one.
+# Without CUDA_VISIBLE_DEVICES, local rank r uses CUDA device r, which CUDA_DEVICE_ORDER=PCI_BUS_ID
+# makes nvidia-smi's GPU r; with it, the r-th entry of the list (an index or a UUID). With torch,
+# the rank also names the bus id of the device CUDA gives it, which must be the planned one.
+if [ $torch = 1 ]; then
+  rank_cmd=(python3 -c '
+import os, torch
+e = os.environ.get
+p = torch.cuda.get_device_properties(int(e("LOCAL_RANK")))
+print("RANKENV|%s|%s|%s|%s|%s|%04x:%02x:%02x.0" % (e("LOCAL_RANK"), e("CUDA_VISIBLE_DEVICES", "unset"), e("CUDA_DEVICE_ORDER", ""),
+      e("TLAUNCH_GPU_BUSID", ""), e("TLAUNCH_GPU_UUID", ""), p.pci_domain_id, p.pci_bus_id, p.pci_device_id))')
+else
+  # shellcheck disable=SC2016 # expanded by the rank's shell
+  rank_cmd=(sh -c 'echo "RANKENV|$LOCAL_RANK|${CUDA_VISIBLE_DEVICES-unset}|${CUDA_DEVICE_ORDER:-}|${TLAUNCH_GPU_BUSID:-}|${TLAUNCH_GPU_UUID:-}|"')
+fi
+"$tlaunch" --launcher local -N 1 -g "$gpu_count" --report-bindings --tag-output none -- "${rank_cmd[@]}" \
   > "$work/bind.txt" 2>&1 || fail "tlaunch -g $gpu_count exited $?"
-grep '^RANKENV ' "$work/bind.txt" | sort -k2n | while read -r _ lr cvd busid uuid; do
-  row=$(awk -F, -v d="$cvd" '$1 == d || $3 == d' "$work/smi.csv")
-  if [ -z "$row" ]; then echo "FAIL rank $lr: CUDA_VISIBLE_DEVICES=$cvd is no GPU of nvidia-smi"; continue; fi
+grep '^RANKENV|' "$work/bind.txt" | sort -t'|' -k2n | while IFS='|' read -r _ lr cvd order busid uuid cuda_bus; do
+  if [ "$cvd" = unset ]; then dev=$lr; else dev=$(echo "$cvd" | cut -d, -f$((lr + 1))); fi
+  row=$(awk -F, -v d="$dev" '$1 == d || $3 == d' "$work/smi.csv")
+  if [ -z "$row" ]; then echo "FAIL rank $lr: its CUDA device ($dev, CUDA_VISIBLE_DEVICES=$cvd) is no GPU of nvidia-smi"; continue; fi
+  [ "$cvd" != unset ] || [ "$order" = PCI_BUS_ID ] ||
+    echo "FAIL rank $lr: CUDA_DEVICE_ORDER is '$order', not PCI_BUS_ID: CUDA device $lr need not be GPU $lr"
   [ "$(echo "$row" | cut -d, -f2 | busOf)" = "$(echo "$busid" | busOf)" ] ||
-    echo "FAIL rank $lr: CUDA_VISIBLE_DEVICES=$cvd is $(echo "$row" | cut -d, -f2) but TLAUNCH_GPU_BUSID=$busid"
+    echo "FAIL rank $lr: its CUDA device is $(echo "$row" | cut -d, -f2) but TLAUNCH_GPU_BUSID=$busid"
+  [ -z "$cuda_bus" ] || [ "$(echo "$cuda_bus" | busOf)" = "$(echo "$busid" | busOf)" ] ||
+    echo "FAIL rank $lr: CUDA gave it the GPU at $cuda_bus, tlaunch planned $busid"
   [ -z "$uuid" ] || [ "$(echo "$row" | cut -d, -f3)" = "$uuid" ] ||
-    echo "FAIL rank $lr: TLAUNCH_GPU_UUID=$uuid is not GPU $cvd's"
+    echo "FAIL rank $lr: TLAUNCH_GPU_UUID=$uuid is not that GPU's ($(echo "$row" | cut -d, -f3))"
 done > "$work/bind.fail"
-ranks=$(grep -c '^RANKENV ' "$work/bind.txt")
+ranks=$(grep -c '^RANKENV|' "$work/bind.txt")
 if [ -s "$work/bind.fail" ] || [ "$ranks" -ne "$gpu_count" ]; then
   fail "binding ($ranks of $gpu_count ranks reported): $(paste -sd';' "$work/bind.fail")"
-else pass "$ranks ranks each see the GPU tlaunch bound them to (CUDA_VISIBLE_DEVICES, TLAUNCH_GPU_BUSID)"; fi
+else pass "$ranks ranks each use the GPU tlaunch bound them to ($([ $torch = 1 ] && echo 'as CUDA reports it' || echo 'by their environment'))"; fi
 
 # 4. A one-rank NCCL init through the transport report.
 if [ $torch = 1 ]; then
