@@ -10,7 +10,9 @@
 #include <random>
 
 #include "binding/fabric/fabric_discovery.h"
+#include "binding/topology/gpu_driver_view.h"
 #include "binding/topology/hwloc_topology.h"
+#include "binding/topology/nvml_reader.h"
 #include "binding/fabric/nccl_conf.h"
 #include "binding/preflight/preflight_host_facts.h"
 #include "daemon/preflight_runner.h"
@@ -72,6 +74,8 @@ NodeInventory collectInventory(const InventoryRequest& req, std::string* live_to
   inv.version = kVersion;
   inv.free_port = pickFreePort();
   auto topo = loadTopology(req.topology_xml, live_topology_xml);
+  GpuDriverFacts gpu_driver;  // NVML on the live machine when it has NVIDIA GPUs (hwloc alone knows PCI)
+  if (topo && topo->live && hasNvidiaGpu(*topo)) gpu_driver = mergeNvml(*topo, readNvmlGpus());
   if (topo) inv.topology = std::make_shared<const TopologySnapshot>(std::move(*topo));
   else inv.topology_error = topo.error().message;
   auto fabric = discoverNodeFabric(req.sysfs_root);
@@ -85,6 +89,7 @@ NodeInventory collectInventory(const InventoryRequest& req, std::string* live_to
     o.expect_rate_gbps = req.expect_rate_gbps;
     o.gpus_required = req.gpus_required;
     o.gpus_found = inv.topology ? static_cast<int>(inv.topology->gpus.size()) : 0;
+    o.gpu_driver = std::move(gpu_driver);
     o.sysfs_root_is_capture = req.sysfs_root != "/";
     o.host = gatherHostFacts(*fabric, req.sysfs_root);
     for (auto it = req.user_env.begin(); it != req.user_env.end(); ++it)

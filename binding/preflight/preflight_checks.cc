@@ -247,6 +247,40 @@ void checkGpus(Items& items, const NodeFabric& fabric, const PreflightOptions& o
   }
 }
 
+// The NVIDIA driver as NVML sees it: present only where the live machine has NVIDIA GPUs. A
+// driver that does not answer fails a job that wants GPUs (-g): CUDA would fail in every rank.
+void checkGpuDriver(Items& items, const PreflightOptions& o) {
+  const GpuDriverFacts& d = o.gpu_driver;
+  if (!d.consulted) return;
+  const S unusable = o.gpus_required > 0 ? S::fail : S::warn;
+  const std::string expected = "the NVIDIA driver answering for the GPUs (nvidia-smi)";
+  if (d.state == NvmlReport::State::not_loaded) {
+    items.add("gpu_driver", "", unusable,
+              std::to_string(d.nvidia_gpus) + " NVIDIA GPU(s) on PCI, but NVML does not load: " + d.error, expected,
+              "install or load the NVIDIA driver on this node: nvidia-smi must list its GPUs");
+    return;
+  }
+  if (d.state == NvmlReport::State::init_failed) {
+    items.add("gpu_driver", "", unusable, "NVML does not start: " + d.error, expected,
+              "run nvidia-smi on this node: after a driver upgrade the node needs a reboot (or the nvidia modules "
+              "reloaded); else check dmesg for NVRM/Xid messages");
+    return;
+  }
+  const int answering = d.nvidia_gpus - static_cast<int>(d.unlisted.size());
+  std::string found = std::to_string(answering) + " GPU(s) answer driver " +
+                      (d.driver_version.empty() ? "(version unknown)" : d.driver_version);
+  if (!d.unlisted.empty())
+    found += "; " + std::to_string(d.unlisted.size()) + " more on PCI that NVML does not list, left out: " +
+             joinStrings(d.unlisted);
+  if (d.device_errors.empty()) {
+    items.add("gpu_driver", "", S::pass, found, expected);
+    return;
+  }
+  items.add("gpu_driver", "", S::warn, found + "; " + joinStrings(d.device_errors, "; "), expected,
+            "the GPUs NVML cannot query are left out: check nvidia-smi and dmesg (Xid) on this node, reset the GPU "
+            "(nvidia-smi -r) or drain the node");
+}
+
 void checkNcclEnv(Items& items, const NodeFabric& fabric, const PreflightOptions& o) {
   for (const auto& w : ncclTrapWarnings(o.environment, o.nccl_conf, o.launcher_sets_nccl_env && o.expect_rdma))
     items.add("nccl_env", "", S::warn, w.variable + "=" + w.value + " (" + w.source + ")",
@@ -301,6 +335,7 @@ std::vector<PreflightItem> localPreflightChecks(const NodeFabric& fabric, const 
   checkUverbs(items, fabric, options);
   checkMemlock(items, fabric, options);
   checkGpus(items, fabric, options);
+  checkGpuDriver(items, options);
   checkNcclEnv(items, fabric, options);
   if (options.level == PreflightLevel::full && options.sysfs_root_is_capture && !fabric.devices.empty())
     items.add("verbs_selftest", "", S::skip,

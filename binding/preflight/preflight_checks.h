@@ -8,6 +8,7 @@
 
 #include "binding/fabric/nccl_conf.h"
 #include "binding/preflight/preflight_item.h"
+#include "binding/topology/gpu_driver_view.h"
 #include "binding/fabric/user_env.h"
 #include "tlaunch/fabric.h"
 
@@ -47,7 +48,8 @@ struct PreflightOptions {
   bool expect_rdma = true;        // the job wants RDMA (not --net tcp)
   double expect_rate_gbps = 0;    // --expect-rate; 0 = not given
   int gpus_required = 0;          // -g; 0 = not given
-  int gpus_found = 0;
+  int gpus_found = 0;             // the GPUs the plan may use (those NVML lists, when it was asked)
+  GpuDriverFacts gpu_driver;      // what NVML said; not consulted: no NVIDIA GPU on the live machine
   bool sysfs_root_is_capture = false;  // --sysfs-root other than "/": nothing live to probe
   bool launcher_sets_nccl_env = true;  // tlaunch exports NCCL_IB_DISABLE=0 / NCCL_NET / NCCL_SOCKET_IFNAME
   HostFacts host;
@@ -56,7 +58,8 @@ struct PreflightOptions {
 };
 
 // The quick checks: RDMA devices, port state, LID, rates, fabric netdevs, RoCE v2 GIDs,
-// /dev/infiniband access, memlock, GPUs, GPUDirect RDMA module, NCCL environment traps.
+// /dev/infiniband access, memlock, GPUs and their driver, GPUDirect RDMA module, NCCL
+// environment traps.
 std::vector<PreflightItem> localPreflightChecks(const NodeFabric& fabric, const PreflightOptions& options);
 
 }  // namespace tlaunch

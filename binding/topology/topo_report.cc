@@ -128,13 +128,31 @@ void pairingSection(const TopologySnapshot& topo, const std::vector<RankBinding>
     out += "  not paired (no ACTIVE port): " + joinStrings(skipped, ", ") + "\n";
 }
 
+void driverSection(const GpuDriverFacts& d, std::string& out) {
+  if (!d.consulted) return;
+  if (d.state == NvmlReport::State::not_loaded) {
+    out += "NVIDIA driver: NVML does not load (" + d.error + "): bus ids and PCI names only\n";
+    return;
+  }
+  if (d.state == NvmlReport::State::init_failed) {
+    out += "NVIDIA driver: NVML does not start (" + d.error + "): bus ids and PCI names only\n";
+    return;
+  }
+  out += "NVIDIA driver " + (d.driver_version.empty() ? std::string("(version unknown)") : d.driver_version) +
+         ": models and UUIDs from NVML\n";
+  if (!d.unlisted.empty()) out += "  left out (on PCI, not listed by NVML): " + joinStrings(d.unlisted, ", ") + "\n";
+  for (const auto& e : d.device_errors) out += "  " + e + "\n";
+}
+
 }  // namespace
 
-std::string renderTopoReport(const TopologySnapshot& topo, const std::vector<RankBinding>& pairing) {
+std::string renderTopoReport(const TopologySnapshot& topo, const std::vector<RankBinding>& pairing,
+                             const GpuDriverFacts& driver) {
   std::string out = topo.live ? "Topology of this machine (live)\n\n"
                               : "Topology from " + topo.source + " (recorded; binding is reported, not applied)\n\n";
   numaSection(topo, out);
   matrixSection(topo, out);
+  driverSection(driver, out);
   hcaSection(topo, out);
   pairingSection(topo, pairing, out);
   if (!topo.gpus.empty() && !topo.hcas.empty())

@@ -45,6 +45,7 @@ const std::map<std::string, Expected>& provenance() {
   static const std::map<std::string, Expected> table{
       {"aws-g4dn", {8, {"rdmap197s0"}, 2, 96}},
       {"azure-hbv4", {0, {"mlx5_an0", "mlx5_ib0"}, 4, 176}},
+      {"cloud-vm-firecracker", {1, {}, 1, 16}},
       {"ibm-power8-minsky", {4, {}, 2, 16}},
       {"jsc-jureca-booster", {0, {"hfi1_0", "hfi1_1"}, 1, 272}},
       {"jsc-jureca-dc-gpu", {4, {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}, 8, 256}},
