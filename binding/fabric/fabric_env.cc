@@ -114,6 +114,16 @@ std::string netPluginInPlay(const NodeNetChoice& node, const UserEnv& user) {
 
 }  // namespace
 
+const std::vector<std::pair<std::string_view, std::string_view>>& loopbackEnv() {
+  static const std::vector<std::pair<std::string_view, std::string_view>> env = {
+      {"NCCL_SOCKET_IFNAME", "=lo"},  // NCCL leaves lo out unless it is named
+      {"NCCL_SOCKET_FAMILY", "AF_INET"},
+      {"GLOO_SOCKET_IFNAME", "lo"},
+      {"TP_SOCKET_IFNAME", "lo"},
+  };
+  return env;
+}
+
 std::vector<EnvSetting> fabricEnv(const NetworkChoice& choice, std::size_t nodeIndex, const UserEnv& user,
                                   const std::string& ucxNetDevices) {
   const NodeNetChoice& node = choice.nodes.at(nodeIndex);

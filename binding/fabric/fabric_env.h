@@ -5,6 +5,8 @@
 // (-x or inherited) wins; both are reported so --dry-run can show them.
 #include <cstddef>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "binding/fabric/network_choice.h"
@@ -27,6 +29,11 @@ struct EnvSetting {
 // ("mlx5_0:1") when the placement knows it; empty = all of the node's data ports.
 std::vector<EnvSetting> fabricEnv(const NetworkChoice& choice, std::size_t node, const UserEnv& user,
                                   const std::string& ucxNetDevices = {});
+
+// Every node is this host (the local launcher) and no network was asked for: the socket layers
+// stay on the loopback interface, as Open MPI's TCP does there, instead of each picking its own
+// (NCCL's own pick may be a docker bridge, a VPN or a management port that is down).
+const std::vector<std::pair<std::string_view, std::string_view>>& loopbackEnv();
 
 // The variables to export: the settings the user did not override, as NAME=VALUE.
 std::vector<std::string> envAssignments(const std::vector<EnvSetting>& settings);

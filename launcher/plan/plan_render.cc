@@ -110,7 +110,7 @@ std::string environmentFilesLine(const JobPlan& plan) {
 }  // namespace
 
 std::string renderNetwork(const JobPlan& plan) {
-  if (!plan.network) return "network: loopback (every node is this host)\n";
+  if (!plan.network) return "network: loopback (every node is this host): NCCL, Gloo, TensorPipe and Open MPI on lo\n";
   std::string out = networkSummary(*plan.network);
   for (size_t i = 0; i < plan.network->nodes.size(); ++i) out += networkNode(plan.network->nodes[i], nodeEnv(plan, i));
   return out + networkNotes(*plan.network);

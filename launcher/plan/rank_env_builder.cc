@@ -36,8 +36,9 @@ std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& use
       if (s.name == "MASTER_ADDR" || s.overridden_by_user) continue;
       env.push_back(s.name + "=" + s.value);
     }
-  } else if (!hca.empty()) {
-    add("UCX_NET_DEVICES", hca);
+  } else {
+    for (const auto& [k, v] : loopbackEnv()) add(k, v);
+    if (!hca.empty()) add("UCX_NET_DEVICES", hca);
   }
 
   if (in.pmix) {

@@ -68,6 +68,12 @@ TEST_CASE("rank env: torchrun's and Open MPI's variables, node-major numbering",
   CHECK(valueIn(env, "OMPI_COMM_WORLD_NODE_RANK") == "1");
   CHECK(valueIn(env, "TLAUNCH_JOB_ID") == "tl-abc");
   CHECK(valueIn(env, "PATH") == "/usr/bin");
+  // Every node is this host: every socket layer on lo, not each on its own pick.
+  CHECK(valueIn(env, "NCCL_SOCKET_IFNAME") == "=lo");
+  CHECK(valueIn(env, "NCCL_SOCKET_FAMILY") == "AF_INET");
+  CHECK(valueIn(env, "GLOO_SOCKET_IFNAME") == "lo");
+  CHECK(valueIn(env, "TP_SOCKET_IFNAME") == "lo");
+  CHECK(renderNetwork(*plan).find("on lo") != std::string::npos);
   // Reachability ring: each node probes the next.
   REQUIRE(plan->nodes[2].reach.size() == 1);
   CHECK(plan->nodes[2].reach[0].addr == "10.0.0.1");
@@ -83,7 +89,8 @@ TEST_CASE("rank env: torchrun's and Open MPI's variables, node-major numbering",
 }
 
 TEST_CASE("rank env: the user's OMP_NUM_THREADS wins, identity variables do not", "[env]") {
-  auto f = forwardEnvironment({{"OMP_NUM_THREADS", "8"}, {"RANK", "99"}, {"HOME", "/root"}}, {"FOO=bar baz"});
+  auto f = forwardEnvironment({{"OMP_NUM_THREADS", "8"}, {"RANK", "99"}, {"HOME", "/root"}},
+                              {"FOO=bar baz", "NCCL_SOCKET_IFNAME=eth1"});
   REQUIRE(f);
   JobSpec spec;
   spec.argv = {"x"};
@@ -101,6 +108,8 @@ TEST_CASE("rank env: the user's OMP_NUM_THREADS wins, identity variables do not"
   CHECK(valueIn(env, "RANK") == "0");  // an inherited RANK is not forwarded
   CHECK(valueIn(env, "FOO") == "bar baz");
   CHECK(valueIn(env, "HOME") == "/root");
+  CHECK(valueIn(env, "NCCL_SOCKET_IFNAME") == "eth1");  // the user's choice over lo
+  CHECK(valueIn(env, "GLOO_SOCKET_IFNAME") == "lo");
 }
 
 TEST_CASE("env forwarding: -x VAR, -x VAR=VALUE, errors, and what stays local", "[env]") {
