@@ -14,10 +14,12 @@ enum class CheckMode { off, warn, strict };
 std::optional<CheckMode> parseCheckMode(const std::string& text);  // "off", "warn", "strict"
 const char* checkModeName(CheckMode m);
 
-// The subsystems whose INFO lines the parser reads: INIT (bootstrap, NET/IB/Socket devices,
-// channels "via …", Init COMPLETE), NET (net plugin selection) and ENV (NCCL_* values in
-// 2.12+). WARN lines are printed whatever the mask.
-inline constexpr const char* kDebugSubsys = "INIT,NET,ENV";
+// The subsystems whose INFO lines the parser reads: INIT (NET/IB/Socket devices, channels
+// "via …", Init COMPLETE, and the bootstrap interface up to 2.2x), BOOTSTRAP (the bootstrap
+// interface in newer NCCL: 2.28.9 on an H100 logged "Bootstrap: Using" under it alone), NET (net
+// plugin selection) and ENV (NCCL_* values in 2.12+). A name NCCL does not know is ignored, and
+// WARN lines are printed whatever the mask.
+inline constexpr const char* kDebugSubsys = "INIT,BOOTSTRAP,NET,ENV";
 
 // Where a rank's NCCL debug output goes: the daemon's per-rank file (NCCL expands %h and %p),
 // or the rank's stderr when the user set NCCL_DEBUG themselves.

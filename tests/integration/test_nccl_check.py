@@ -64,7 +64,7 @@ tl.check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
 envs = [json.loads(l[l.index("{"):]) for l in r.stdout.splitlines()]
 tl.check(len(envs) == 2, r.stdout)
 for env in envs:
-    tl.check(env["NCCL_DEBUG"] == "INFO" and env["NCCL_DEBUG_SUBSYS"] == "INIT,NET,ENV", f"warn: {env}")
+    tl.check(env["NCCL_DEBUG"] == "INFO" and env["NCCL_DEBUG_SUBSYS"] == "INIT,BOOTSTRAP,NET,ENV", f"warn: {env}")
     tl.check(".nccl/nccl.rank" in env["NCCL_DEBUG_FILE"] and env["NCCL_DEBUG_FILE"].endswith(".%h.%p.log"), f"warn: {env}")
 
 # The user's NCCL_DEBUG=INFO: respected (no file), its stderr lines parsed.

@@ -24,7 +24,7 @@ TEST_CASE("nccl check: warn sets INFO, the subsystems and a per-rank file in the
   CHECK(path == "/tmp/tlaunch-job/nccl.rank3.%h.%p.log");
   auto d = debugEnv(CheckMode::warn, {"PATH", "HOME"}, path);
   CHECK(d.source == LogSource::file);
-  CHECK(d.env == Env{{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT,NET,ENV"}, {"NCCL_DEBUG_FILE", path}});
+  CHECK(d.env == Env{{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT,BOOTSTRAP,NET,ENV"}, {"NCCL_DEBUG_FILE", path}});
 }
 
 TEST_CASE("nccl check: off sets nothing and reads nothing") {
@@ -44,7 +44,7 @@ TEST_CASE("nccl check: the user's own subsystems or file are kept") {
   CHECK(d.env == Env{{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_FILE", "/x"}});
   auto f = debugEnv(CheckMode::warn, {"NCCL_DEBUG_FILE"}, "/x");
   CHECK(f.source == LogSource::none);
-  CHECK(f.env == Env{{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT,NET,ENV"}});
+  CHECK(f.env == Env{{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT,BOOTSTRAP,NET,ENV"}});
 }
 
 TEST_CASE("nccl check: NET/IB on the planned interface passes") {

@@ -1,4 +1,4 @@
-// The NCCL transport report on real NCCL 2.4.8 – 2.27.5 logs: for every fixture, what
+// The NCCL transport report on real NCCL 2.4.8 – 2.28.9 logs: for every fixture, what
 // tests/fixtures/nccl-logs/PROVENANCE.md says a correct parser answers (10, 13 and 14 have no
 // row there: their assertions follow the file's name and the lines quoted in the comments).
 #include <set>
@@ -12,7 +12,7 @@ using Strings = std::vector<std::string>;
 
 TEST_CASE("nccl report: every NCCL log fixture has its test below") {
   const std::set<std::string> tested{"01", "02", "03", "04", "05", "06", "07", "08", "09",
-                                     "10", "11", "12", "13", "14", "15", "16", "17", "18"};
+                                     "10", "11", "12", "13", "14", "15", "16", "17", "18", "19"};
   std::set<std::string> present;
   for (const auto& entry : std::filesystem::directory_iterator(ncclLogDir()))
     if (entry.path().extension() == ".log") present.insert(entry.path().filename().string().substr(0, 2));
@@ -329,4 +329,21 @@ TEST_CASE("nccl report: 18: three completion errors status=12 vendor err 129 on 
   CHECK(p.transport == Transport::none);
   CHECK(contains(report.verdict, "(x3) — IB retry count exceeded"));
   CHECK(contains(report.verdict, "no transport line in this log"));
+}
+
+TEST_CASE("nccl report: 19: one rank on an H100 VM: Socket selected and not used, bootstrap eth0 (NCCL 2.28.9)") {
+  auto report = reportOf("19");
+  REQUIRE(report.ranks.size() == 1);
+  const auto& p = processIn(report, "vm", 800);
+  CHECK(p.rank == 0);
+  CHECK(p.cuda_dev == 0);
+  CHECK(p.selected_network == "Socket");
+  CHECK(p.listed == Strings{"eth0"});
+  CHECK(p.bootstrap_if == "eth0");
+  CHECK(p.bootstrap_address == "192.0.2.2");
+  CHECK(p.no_ib_reason == "NET/IB: No device found");
+  CHECK(p.transport == Transport::none);
+  CHECK(p.status == Status::ok);
+  CHECK(report.level == "ok");
+  CHECK(report.verdict == "NCCL: 1 rank; single node (network Socket selected, not used: NET/IB: No device found); bootstrap on eth0");
 }
