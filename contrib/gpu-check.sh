@@ -86,7 +86,7 @@ if cmp -s "$work/smi.bus" "$work/topo.bus"; then pass "tlaunch topo lists the $g
 else fail "GPU order differs: nvidia-smi $(paste -sd' ' "$work/smi.bus"), tlaunch topo $(paste -sd' ' "$work/topo.bus")"; fi
 
 # 2. UUIDs through NVML loaded at run time.
-if cc -O2 -o "$work/nvml_uuids" "$src/contrib/nvml_uuids.c" -ldl && "$work/nvml_uuids" > "$work/nvml.csv"; then
+if cc -O2 -I "$src" -o "$work/nvml_uuids" "$src/contrib/nvml_uuids.c" -ldl && "$work/nvml_uuids" > "$work/nvml.csv"; then
   if diff <(cut -d, -f1,3 "$work/smi.csv") <(cut -d, -f1,3 "$work/nvml.csv") > /dev/null; then
     pass "NVML (dlopen) and nvidia-smi agree on every GPU's UUID"
   else fail "NVML UUIDs differ from nvidia-smi's: $(paste -sd' ' "$work/nvml.csv")"; fi

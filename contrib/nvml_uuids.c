@@ -1,16 +1,10 @@
 /* GPU index, PCI bus id and UUID through NVML loaded at run time (dlopen libnvidia-ml.so.1):
  * no build dependency on CUDA. Prints "index,busid,uuid" per GPU; exits 2 when NVML cannot be
- * loaded or initialised. Built by contrib/gpu-check.sh: cc -o nvml_uuids nvml_uuids.c -ldl */
+ * loaded or initialised. Built by contrib/gpu-check.sh: cc -I SRC -o nvml_uuids nvml_uuids.c -ldl */
 #include <dlfcn.h>
 #include <stdio.h>
 
-typedef int nvmlReturn_t;
-typedef void* nvmlDevice_t;
-typedef struct {
-  char busIdLegacy[16];
-  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
-  char busId[32];
-} nvmlPciInfo_t;
+#include "binding/topology/nvml_abi.h"
 
 int main(void) {
   void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
@@ -37,7 +31,7 @@ int main(void) {
   }
   for (unsigned i = 0; i < n; ++i) {
     nvmlDevice_t dev;
-    char id[96] = {0};
+    char id[TL_NVML_UUID_BUFFER_SIZE] = {0};
     nvmlPciInfo_t info = {0};
     if (handle(i, &dev) != 0 || uuid(dev, id, sizeof id) != 0 || pci(dev, &info) != 0) {
       fprintf(stderr, "nvml_uuids: GPU %u: query failed\n", i);

@@ -1,5 +1,7 @@
 #include "binding/topology/nvml_reader.h"
 
+#include "binding/topology/nvml_abi.h"
+
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -8,19 +10,12 @@
 namespace tlaunch {
 namespace {
 
-// The few NVML types and entry points used, as nvml.h declares them (stable C ABI since
-// driver 319; the _v2/_v3 names are the current ones).
-using NvmlReturn = int;
-using NvmlDevice = void*;
-struct NvmlPciInfo {  // nvmlPciInfo_t
-  char bus_id_legacy[16];
-  unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
-  char bus_id[32];  // "00000000:18:00.0"
-};
-constexpr unsigned kNameSize = 96;     // NVML_DEVICE_NAME_V2_BUFFER_SIZE
-constexpr unsigned kUuidSize = 96;     // NVML_DEVICE_UUID_V2_BUFFER_SIZE
-constexpr unsigned kVersionSize = 80;  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
-constexpr NvmlReturn kNoPermission = 4;  // NVML_ERROR_NO_PERMISSION: not this process's device
+using NvmlReturn = nvmlReturn_t;
+using NvmlDevice = nvmlDevice_t;
+using NvmlPciInfo = nvmlPciInfo_t;
+constexpr unsigned kNameSize = TL_NVML_NAME_BUFFER_SIZE;
+constexpr unsigned kUuidSize = TL_NVML_UUID_BUFFER_SIZE;
+constexpr unsigned kVersionSize = TL_NVML_DRIVER_VERSION_BUFFER_SIZE;
 
 struct NvmlLibrary {
   void* handle = nullptr;
@@ -103,7 +98,7 @@ NvmlReport readNvmlGpus(const std::string& library) {
     char uuid[kUuidSize] = {}, name[kNameSize] = {};
     NvmlReturn rc = nvml.by_index(i, &device);
     if (rc == 0) rc = nvml.pci_info(device, &pci);
-    if (rc == kNoPermission) {
+    if (rc == TL_NVML_ERROR_NO_PERMISSION) {
       ++report.inaccessible;
       continue;
     }
@@ -111,11 +106,11 @@ NvmlReport readNvmlGpus(const std::string& library) {
       report.device_errors.push_back(which + nvml.errorText(rc));
       continue;
     }
-    pci.bus_id[sizeof pci.bus_id - 1] = '\0';
+    pci.busId[sizeof pci.busId - 1] = '\0';
     NvmlGpu gpu;
-    gpu.busid = hwlocBusId(pci.bus_id);
+    gpu.busid = hwlocBusId(pci.busId);
     if (gpu.busid.empty()) {
-      report.device_errors.push_back(which + "bus id '" + std::string(pci.bus_id) + "' unreadable");
+      report.device_errors.push_back(which + "bus id '" + std::string(pci.busId) + "' unreadable");
       continue;
     }
     if (nvml.uuid(device, uuid, kUuidSize) == 0) gpu.uuid = std::string(uuid, ::strnlen(uuid, kUuidSize));

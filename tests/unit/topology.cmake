@@ -13,6 +13,7 @@ tlaunch_add_unit_test(NAME topology_tests
 foreach(scenario 0 1 2 3 4)
   add_library(fake_nvml_${scenario} MODULE ${CMAKE_CURRENT_SOURCE_DIR}/unit/fake_nvml.c)
   target_compile_definitions(fake_nvml_${scenario} PRIVATE FAKE_NVML_SCENARIO=${scenario})
+  target_include_directories(fake_nvml_${scenario} PRIVATE ${PROJECT_SOURCE_DIR})
   add_dependencies(topology_tests fake_nvml_${scenario})
 endforeach()
 target_compile_definitions(topology_tests PRIVATE FAKE_NVML_DIR="$<TARGET_FILE_DIR:fake_nvml_0>")
