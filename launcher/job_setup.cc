@@ -3,6 +3,8 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "launcher/job_environment.h"
 #include "tlaunch/diagnostics.h"
 
@@ -27,6 +29,28 @@ Result<void> validate(const JobSpec& spec) {
   if (spec.offline && !spec.dry_run) return diagnostic(Errc::usage, "offline-without-dry-run");
   if (spec.max_restarts > 0 && spec.stdin_rank >= 0)
     return diagnostic(Errc::usage, "stdin-and-restarts");
+  return {};
+}
+
+// CUDA_VISIBLE_DEVICES set by the user (environment, -x, an env file), as torchrun users choose
+// GPUs, is the GPU list of every node: the plan binds each rank to the GPU CUDA will give it and
+// sets the variable itself (the chosen indices, ascending). Left alone: CPU ranks (-p), and GPUs
+// named by UUID.
+Result<void> takeCudaVisibleDevices(PlanContext& ctx, size_t nodes) {
+  constexpr const char* kName = "CUDA_VISIBLE_DEVICES";
+  const auto it = ctx.user_env.find(kName);
+  if (it == ctx.user_env.end() || ctx.cpu_ranks_asked) return {};
+  const std::string source = std::string(kName) + "=" + it->second.value + " (" + it->second.source + ")";
+  auto list = gpuListFromCudaVisible(it->second.value, source);
+  if (!list) return {};
+  if (std::any_of(ctx.node_gpus.begin(), ctx.node_gpus.end(), [](const GpuList& l) { return l.given(); }))
+    return fail(Errc::usage, source + " and --include/--exclude both choose GPUs",
+                "choose them one way: unset CUDA_VISIBLE_DEVICES, or leave out the GPU lists of --include/--exclude");
+  ctx.node_gpus.assign(nodes, *list);
+  // Not the user's to win any more: a GPU rank's value comes from the plan. The base environment
+  // keeps it for ranks the list does not apply to (a node where hwloc found no GPU).
+  ctx.user_env.erase(it);
+  ctx.user_set.erase(std::remove(ctx.user_set.begin(), ctx.user_set.end(), kName), ctx.user_set.end());
   return {};
 }
 
@@ -58,6 +82,7 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   for (const auto& n : s.choice.nodes) ctx.node_net_if.push_back(n.net_if);
   ctx.node_gpus = s.choice.node_gpus;
   ctx.cpu_ranks_asked = input.procs_per_node > 0 || input.nproc_per_node_word == "cpu";
+  if (auto taken = takeCudaVisibleDevices(ctx, s.choice.nodes.size()); !taken) return tl::unexpected(taken.error());
   return s;
 }
 

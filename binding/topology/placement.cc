@@ -132,7 +132,7 @@ Result<std::vector<RankBinding>> planNodeBinding(const TopologySnapshot& topo, c
   if (req.use_gpus && !gpus.empty() && size_t(n) > gpus.size())
     return fail(Errc::resources,
                 "node " + node + " has " + std::to_string(gpus.size()) +
-                    " GPU(s) left by --include/--exclude but the job asks for " + std::to_string(n) + " per node",
+                    " GPU(s) left by its GPU list (--include/--exclude or CUDA_VISIBLE_DEVICES) but the job asks for " + std::to_string(n) + " per node",
                 "run at most " + std::to_string(gpus.size()) + " ranks there, or choose more of its GPUs");
   if (req.use_gpus && size_t(n) > topo.gpus.size())
     return fail(Errc::resources,

@@ -1,16 +1,24 @@
 #include "launcher/plan/gpu_choice.h"
 
 #include <algorithm>
+#include <charconv>
+#include <system_error>
 
 namespace tlaunch {
 
 Result<std::vector<int>> chooseNodeGpus(const TopologySnapshot& topo, const GpuList& list, const std::string& node) {
   const int count = static_cast<int>(topo.gpus.size());
+  if (list.none)
+    return fail(Errc::usage, list.source + " leaves CUDA no GPU of " + node + ", but the job asks for GPU ranks",
+                "unset it to use every GPU, name GPUs by index (CUDA_VISIBLE_DEVICES=0,1 or --include), or run "
+                "CPU ranks with -p");
   const auto out_of_range = [&](int i) { return i < 0 || i >= count; };
   for (const auto* named : {&list.only, &list.excluded}) {
     auto bad = std::find_if(named->begin(), named->end(), out_of_range);
     if (bad == named->end()) continue;
-    const std::string flag = named == &list.only && list.excluded.empty() ? "--include" : "--exclude";
+    const std::string flag = !list.source.empty()                            ? list.source
+                             : named == &list.only && list.excluded.empty() ? "--include"
+                                                                              : "--exclude";
     return fail(Errc::usage,
                 flag + " names GPU " + std::to_string(*bad) + " of " + node + ", which has " + std::to_string(count) +
                     " GPU(s)" + (count > 0 ? " (0-" + std::to_string(count - 1) + ")" : ""),
@@ -26,6 +34,31 @@ Result<std::vector<int>> chooseNodeGpus(const TopologySnapshot& topo, const GpuL
     return fail(Errc::usage, "--exclude leaves no GPU of " + node + " (it has " + std::to_string(count) + ")",
                 "exclude the whole node instead (--exclude " + node + ")");
   return chosen;
+}
+
+std::optional<GpuList> gpuListFromCudaVisible(std::string_view value, const std::string& source) {
+  GpuList list;
+  list.source = source;
+  size_t start = 0;
+  while (start <= value.size()) {
+    const size_t comma = std::min(value.find(',', start), value.size());
+    std::string_view entry = value.substr(start, comma - start);
+    while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+    while (!entry.empty() && entry.back() == ' ') entry.remove_suffix(1);
+    if (entry.starts_with("GPU-") || entry.starts_with("MIG-")) {
+      if (list.only.empty()) return std::nullopt;  // named by UUID: CUDA's to resolve, not an index list
+      break;
+    }
+    int index = 0;
+    const auto [end, ec] = std::from_chars(entry.data(), entry.data() + entry.size(), index);
+    if (entry.empty() || ec != std::errc{} || end != entry.data() + entry.size() || index < 0) break;
+    if (std::find(list.only.begin(), list.only.end(), index) != list.only.end()) break;
+    list.only.push_back(index);
+    start = comma + 1;
+  }
+  list.none = list.only.empty();
+  std::sort(list.only.begin(), list.only.end());
+  return list;
 }
 
 std::string gpuIndexList(const std::vector<int>& gpus) {

@@ -1,7 +1,10 @@
 #pragma once
 // Which GPUs of a node its ranks use (DeepSpeed's --include node1:0,1 / --exclude node1:0),
 // resolved against the GPUs the node reported. Pure.
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tlaunch/result.h"
@@ -12,10 +15,23 @@ namespace tlaunch {
 // A node's GPU list as the command line gave it; indices count GPUs in PCI bus id order
 // (nvidia-smi's order with CUDA_DEVICE_ORDER=PCI_BUS_ID). Both empty: every GPU.
 struct GpuList {
+  GpuList() = default;
+  GpuList(std::vector<int> only_gpus, std::vector<int> excluded_gpus)
+      : only(std::move(only_gpus)), excluded(std::move(excluded_gpus)) {}
   std::vector<int> only;      // --include node:0,1 (or --exclude with the node's slot count known)
   std::vector<int> excluded;  // --exclude node:0 where the slot count was not given
-  bool given() const { return !only.empty() || !excluded.empty(); }
+  std::string source;         // what chose it, for messages; "" = --include/--exclude
+  bool none = false;          // it names no GPU (CUDA_VISIBLE_DEVICES="" or "-1"): GPU ranks cannot run
+  bool given() const { return none || !only.empty() || !excluded.empty(); }
 };
+
+// The user's CUDA_VISIBLE_DEVICES read as the GPU list of every node, the way torchrun users
+// choose GPUs: its leading non-negative indices (CUDA ignores everything from the first entry
+// it cannot use, and so does this; a repeated index ends the list too). A value that leaves no
+// index ("", "-1") gives a list with `none` set. nullopt when it names GPUs another way (UUIDs
+// "GPU-…", MIG instances "MIG-…"): that value passes to the ranks unchanged. `source` names the
+// variable, its value and where it came from, for messages.
+std::optional<GpuList> gpuListFromCudaVisible(std::string_view value, const std::string& source);
 
 // The GPU indices the node's ranks use, ascending: local rank r drives the r-th of them.
 // An index the node does not have is a usage error naming the node and its GPUs.

@@ -110,7 +110,8 @@ TEST_CASE("GPU lists that do not fit the node are usage errors naming the node")
   auto too_many = makePlan(gpuJob(3), gpuNodes(1), context({{{1, 3}, {}}}));
   REQUIRE_FALSE(too_many);
   CHECK(too_many.error().message ==
-        "node g1 has 2 GPU(s) left by --include/--exclude but the job asks for 3 per node");
+        "node g1 has 2 GPU(s) left by its GPU list (--include/--exclude or CUDA_VISIBLE_DEVICES) but the job asks for 3 per "
+        "node");
   auto none_left = makePlan(gpuJob(), gpuNodes(1), context({{{}, {0, 1, 2, 3}}}));
   REQUIRE_FALSE(none_left);
   CHECK(none_left.error().message == "--exclude leaves no GPU of g1 (it has 4)");
@@ -146,4 +147,98 @@ TEST_CASE("the command line's lists reach the plan's context per node") {
   REQUIRE(exc);
   CHECK(exc->plan_context.node_gpus[1].excluded == std::vector<int>{0});
   CHECK_FALSE(exc->plan_context.cpu_ranks_asked);
+}
+
+TEST_CASE("CUDA_VISIBLE_DEVICES read as a GPU list: leading indices, as CUDA reads them") {
+  const auto list = [](std::string_view v) { return gpuListFromCudaVisible(v, "CUDA_VISIBLE_DEVICES"); };
+  CHECK(list("3,1")->only == std::vector<int>{1, 3});
+  CHECK(list(" 0, 2,x,3")->only == std::vector<int>{0, 2});  // CUDA stops at the first entry it cannot use
+  CHECK(list("2,2,3")->only == std::vector<int>{2});
+  CHECK(list("1,GPU-5d6c2b1e")->only == std::vector<int>{1});
+  CHECK(list("-1")->none);
+  CHECK(list("")->none);
+  CHECK(list("99999999999")->none);
+  CHECK_FALSE(list("GPU-5d6c2b1e-0f3a,GPU-77aa").has_value());  // by UUID: passed on, not a list
+  CHECK_FALSE(list("MIG-4a2b").has_value());
+}
+
+namespace {
+Result<JobSetup> setUpWith(const std::map<std::string, std::string>& env, int procs = 0, std::string include = {}) {
+  JobSpec s;
+  s.argv = {"true"};
+  s.hosts = "g1,g2";
+  s.launcher = LauncherKind::local;
+  s.dry_run = s.offline = true;
+  s.procs_per_node = procs;
+  s.include = std::move(include);
+  return setUpJob(s, env, true);
+}
+}  // namespace
+
+TEST_CASE("the user's CUDA_VISIBLE_DEVICES chooses every node's GPUs and the binding follows them") {
+  auto setup = setUpWith({{"CUDA_VISIBLE_DEVICES", "3,1"}, {"HOME", "/root"}});
+  REQUIRE(setup);
+  const PlanContext& ctx = setup->plan_context;
+  REQUIRE(ctx.node_gpus.size() == 2);
+  for (const auto& list : ctx.node_gpus) {
+    CHECK(list.only == std::vector<int>{1, 3});
+    CHECK(list.source == "CUDA_VISIBLE_DEVICES=3,1 (environment)");
+  }
+  CHECK_FALSE(ctx.user_env.contains("CUDA_VISIBLE_DEVICES"));  // a GPU rank's value comes from the plan
+  PlanContext c = ctx;
+  c.job_id = "tl-test";
+  auto plan = makePlan(gpuJob(), gpuNodes(2), c);
+  REQUIRE(plan);
+  CHECK(plan->ranks_per_node == 2);  // one per visible GPU, as torch.cuda.device_count() says
+  CHECK(column(*plan, "gpu_busid") == S{"0000:44:00.0", "0000:c4:00.0", "0000:44:00.0", "0000:c4:00.0"});
+  CHECK(column(*plan, "hca") == S{"mlx5_1:1", "mlx5_3:1", "mlx5_1:1", "mlx5_3:1"});
+  const auto env = mergeEnv(plan->nodes[1].base_env, plan->nodes[1].ranks[1].env);
+  CHECK(envValue(env, "CUDA_VISIBLE_DEVICES") == "1,3");  // LOCAL_RANK 1 is CUDA device 1: GPU 3
+  CHECK(envValue(env, "TLAUNCH_GPU_BUSID") == "0000:c4:00.0");
+  // A node where hwloc found no GPU: its ranks keep the user's value.
+  auto cpu_node = gpuNodes(1);
+  auto bare = std::make_shared<TopologySnapshot>(*cpu_node[0].inventory.topology);
+  bare->gpus.clear();
+  cpu_node[0].inventory.topology = bare;
+  c.node_gpus.resize(1);
+  auto cpu_plan = makePlan(gpuJob(), cpu_node, c);
+  REQUIRE(cpu_plan);
+  CHECK(envValue(mergeEnv(cpu_plan->nodes[0].base_env, cpu_plan->nodes[0].ranks[0].env), "CUDA_VISIBLE_DEVICES") ==
+        "3,1");
+}
+
+TEST_CASE("CUDA_VISIBLE_DEVICES is left to the ranks for CPU ranks and for GPUs named by UUID") {
+  auto cpu = setUpWith({{"CUDA_VISIBLE_DEVICES", "3,1"}}, 2);
+  REQUIRE(cpu);
+  const auto& lists = cpu->plan_context.node_gpus;
+  CHECK(std::none_of(lists.begin(), lists.end(), [](const GpuList& l) { return l.given(); }));
+  CHECK(cpu->plan_context.user_env.contains("CUDA_VISIBLE_DEVICES"));
+  auto uuid = setUpWith({{"CUDA_VISIBLE_DEVICES", "GPU-5d6c2b1e-0f3a"}});
+  REQUIRE(uuid);
+  CHECK(uuid->plan_context.user_env.at("CUDA_VISIBLE_DEVICES").value == "GPU-5d6c2b1e-0f3a");
+}
+
+TEST_CASE("CUDA_VISIBLE_DEVICES that does not fit the job is a usage error naming it") {
+  auto both = setUpWith({{"CUDA_VISIBLE_DEVICES", "0"}}, 0, "g1:1");
+  REQUIRE_FALSE(both);
+  CHECK(both.error().code == Errc::usage);
+  CHECK(both.error().message == "CUDA_VISIBLE_DEVICES=0 (environment) and --include/--exclude both choose GPUs");
+
+  auto none = setUpWith({{"CUDA_VISIBLE_DEVICES", ""}});
+  REQUIRE(none);
+  PlanContext c = none->plan_context;
+  c.job_id = "tl-test";
+  auto plan = makePlan(gpuJob(), gpuNodes(1), c);
+  REQUIRE_FALSE(plan);
+  CHECK(plan.error().code == Errc::usage);
+  CHECK(plan.error().message ==
+        "CUDA_VISIBLE_DEVICES= (environment) leaves CUDA no GPU of g1, but the job asks for GPU ranks");
+
+  auto missing = setUpWith({{"CUDA_VISIBLE_DEVICES", "7"}});
+  REQUIRE(missing);
+  c = missing->plan_context;
+  c.job_id = "tl-test";
+  auto seven = makePlan(gpuJob(), gpuNodes(1), c);
+  REQUIRE_FALSE(seven);
+  CHECK(seven.error().message == "CUDA_VISIBLE_DEVICES=7 (environment) names GPU 7 of g1, which has 4 GPU(s) (0-3)");
 }
