@@ -21,7 +21,7 @@ Result<std::vector<int>> chooseNodeGpus(const TopologySnapshot& topo, const GpuL
                                                                               : "--exclude";
     return fail(Errc::usage,
                 flag + " names GPU " + std::to_string(*bad) + " of " + node + ", which has " + std::to_string(count) +
-                    " GPU(s)" + (count > 0 ? " (0-" + std::to_string(count - 1) + ")" : ""),
+                    " GPU(s)" + (count > 1 ? " (0-" + std::to_string(count - 1) + ")" : count == 1 ? " (0)" : ""),
                 "GPU indices count the node's GPUs in PCI bus order, as nvidia-smi lists them");
   }
   std::vector<int> chosen;
