@@ -12,7 +12,6 @@
 #include "binding/fabric/fabric_discovery.h"
 #include "binding/topology/gpu_driver_view.h"
 #include "binding/topology/hwloc_topology.h"
-#include "binding/topology/nvml_reader.h"
 #include "binding/fabric/nccl_conf.h"
 #include "binding/preflight/preflight_host_facts.h"
 #include "daemon/preflight_runner.h"
@@ -75,7 +74,7 @@ NodeInventory collectInventory(const InventoryRequest& req, std::string* live_to
   inv.free_port = pickFreePort();
   auto topo = loadTopology(req.topology_xml, live_topology_xml);
   GpuDriverFacts gpu_driver;  // NVML on the live machine when it has NVIDIA GPUs (hwloc alone knows PCI)
-  if (topo && topo->live && hasNvidiaGpu(*topo)) gpu_driver = mergeNvml(*topo, readNvmlGpus());
+  if (topo) gpu_driver = consultNvidiaDriver(*topo);
   if (topo) inv.topology = std::make_shared<const TopologySnapshot>(std::move(*topo));
   else inv.topology_error = topo.error().message;
   auto fabric = discoverNodeFabric(req.sysfs_root);

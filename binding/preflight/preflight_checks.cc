@@ -254,29 +254,27 @@ void checkGpuDriver(Items& items, const PreflightOptions& o) {
   if (!d.consulted) return;
   const S unusable = o.gpus_required > 0 ? S::fail : S::warn;
   const std::string expected = "the NVIDIA driver answering for the GPUs (nvidia-smi)";
-  if (d.state == NvmlReport::State::not_loaded) {
-    items.add("gpu_driver", "", unusable,
-              std::to_string(d.nvidia_gpus) + " NVIDIA GPU(s) on PCI, but NVML does not load: " + d.error, expected,
-              "install or load the NVIDIA driver on this node: nvidia-smi must list its GPUs");
+  if (d.nvml.state == NvmlReport::State::not_loaded) {
+    items.add("gpu_driver", "", unusable, std::to_string(d.nvidia_gpus) + " NVIDIA GPU(s) on PCI, but " + d.problem(),
+              expected, "install or load the NVIDIA driver on this node: nvidia-smi must list its GPUs");
     return;
   }
-  if (d.state == NvmlReport::State::init_failed) {
-    items.add("gpu_driver", "", unusable, "NVML does not start: " + d.error, expected,
+  if (!d.answering()) {
+    items.add("gpu_driver", "", unusable, d.problem(), expected,
               "run nvidia-smi on this node: after a driver upgrade the node needs a reboot (or the nvidia modules "
               "reloaded); else check dmesg for NVRM/Xid messages");
     return;
   }
   const int answering = d.nvidia_gpus - static_cast<int>(d.unlisted.size());
-  std::string found = std::to_string(answering) + " GPU(s) answer driver " +
-                      (d.driver_version.empty() ? "(version unknown)" : d.driver_version);
+  std::string found = std::to_string(answering) + " GPU(s) answer " + d.driverText();
   if (!d.unlisted.empty())
     found += "; " + std::to_string(d.unlisted.size()) + " more on PCI that NVML does not list, left out: " +
              joinStrings(d.unlisted);
-  if (d.device_errors.empty()) {
+  if (d.nvml.device_errors.empty()) {
     items.add("gpu_driver", "", S::pass, found, expected);
     return;
   }
-  items.add("gpu_driver", "", S::warn, found + "; " + joinStrings(d.device_errors, "; "), expected,
+  items.add("gpu_driver", "", S::warn, found + "; " + joinStrings(d.nvml.device_errors, "; "), expected,
             "the GPUs NVML cannot query are left out: check nvidia-smi and dmesg (Xid) on this node, reset the GPU "
             "(nvidia-smi -r) or drain the node");
 }

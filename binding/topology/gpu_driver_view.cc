@@ -15,22 +15,33 @@ bool hasNvmlOsDevice(const GpuDevice& g) {
 
 }  // namespace
 
+std::string GpuDriverFacts::problem() const {
+  switch (nvml.state) {
+    case NvmlReport::State::not_loaded: return "NVML does not load: " + nvml.error;
+    case NvmlReport::State::init_failed: return "NVML does not start: " + nvml.error;
+    case NvmlReport::State::ok: break;
+  }
+  return "";
+}
+
+std::string GpuDriverFacts::driverText() const {
+  return "driver " + (nvml.driver_version.empty() ? std::string("(version unknown)") : nvml.driver_version);
+}
+
 bool hasNvidiaGpu(const TopologySnapshot& topo) {
   return std::any_of(topo.gpus.begin(), topo.gpus.end(), isNvidia);
 }
 
-GpuDriverFacts mergeNvml(TopologySnapshot& topo, const NvmlReport& nvml) {
+GpuDriverFacts mergeNvml(TopologySnapshot& topo, NvmlReport nvml) {
   GpuDriverFacts facts;
   facts.consulted = true;
-  facts.state = nvml.state;
-  facts.error = nvml.error;
-  facts.driver_version = nvml.driver_version;
-  facts.device_errors = nvml.device_errors;
+  facts.nvml = std::move(nvml);
   facts.nvidia_gpus = static_cast<int>(std::count_if(topo.gpus.begin(), topo.gpus.end(), isNvidia));
-  if (nvml.state != NvmlReport::State::ok) return facts;
+  if (!facts.answering()) return facts;
 
   std::map<std::string, std::pair<int, const NvmlGpu*>> by_busid;  // NVML index and entry
-  for (size_t i = 0; i < nvml.gpus.size(); ++i) by_busid[nvml.gpus[i].busid] = {static_cast<int>(i), &nvml.gpus[i]};
+  const auto& listed = facts.nvml.gpus;
+  for (size_t i = 0; i < listed.size(); ++i) by_busid[listed[i].busid] = {static_cast<int>(i), &listed[i]};
   std::vector<GpuDevice> kept;
   kept.reserve(topo.gpus.size());
   for (auto& g : topo.gpus) {
@@ -51,6 +62,11 @@ GpuDriverFacts mergeNvml(TopologySnapshot& topo, const NvmlReport& nvml) {
   }
   topo.gpus = std::move(kept);
   return facts;
+}
+
+GpuDriverFacts consultNvidiaDriver(TopologySnapshot& topo, const std::string& library) {
+  if (!topo.live || !hasNvidiaGpu(topo)) return {};
+  return mergeNvml(topo, readNvmlGpus(library));
 }
 
 }  // namespace tlaunch

@@ -1,11 +1,11 @@
 #include "binding/topology/nvml_reader.h"
 
-#include "binding/topology/nvml_abi.h"
-
 #include <dlfcn.h>
 
 #include <cstdio>
 #include <cstring>
+
+#include "binding/topology/nvml_abi.h"
 
 namespace tlaunch {
 namespace {

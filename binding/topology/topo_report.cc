@@ -130,18 +130,13 @@ void pairingSection(const TopologySnapshot& topo, const std::vector<RankBinding>
 
 void driverSection(const GpuDriverFacts& d, std::string& out) {
   if (!d.consulted) return;
-  if (d.state == NvmlReport::State::not_loaded) {
-    out += "NVIDIA driver: NVML does not load (" + d.error + "): bus ids and PCI names only\n";
+  if (!d.answering()) {
+    out += "NVIDIA driver: " + d.problem() + "; bus ids and PCI names only\n";
     return;
   }
-  if (d.state == NvmlReport::State::init_failed) {
-    out += "NVIDIA driver: NVML does not start (" + d.error + "): bus ids and PCI names only\n";
-    return;
-  }
-  out += "NVIDIA driver " + (d.driver_version.empty() ? std::string("(version unknown)") : d.driver_version) +
-         ": models and UUIDs from NVML\n";
+  out += "NVIDIA " + d.driverText() + ": models and UUIDs from NVML\n";
   if (!d.unlisted.empty()) out += "  left out (on PCI, not listed by NVML): " + joinStrings(d.unlisted, ", ") + "\n";
-  for (const auto& e : d.device_errors) out += "  " + e + "\n";
+  for (const auto& e : d.nvml.device_errors) out += "  " + e + "\n";
 }
 
 }  // namespace

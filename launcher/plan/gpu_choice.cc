@@ -4,6 +4,8 @@
 #include <charconv>
 #include <system_error>
 
+#include "tlaunch/strings.h"
+
 namespace tlaunch {
 
 Result<std::vector<int>> chooseNodeGpus(const TopologySnapshot& topo, const GpuList& list, const std::string& node) {
@@ -42,9 +44,7 @@ std::optional<GpuList> gpuListFromCudaVisible(std::string_view value, const std:
   size_t start = 0;
   while (start <= value.size()) {
     const size_t comma = std::min(value.find(',', start), value.size());
-    std::string_view entry = value.substr(start, comma - start);
-    while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
-    while (!entry.empty() && entry.back() == ' ') entry.remove_suffix(1);
+    const std::string_view entry = trimBlanks(value.substr(start, comma - start));
     if (entry.starts_with("GPU-") || entry.starts_with("MIG-")) {
       if (list.only.empty()) return std::nullopt;  // named by UUID: CUDA's to resolve, not an index list
       break;

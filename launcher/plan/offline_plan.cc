@@ -6,7 +6,6 @@
 #include "binding/topology/gpu_driver_view.h"
 #include "binding/topology/placement.h"
 #include "binding/topology/hwloc_topology.h"
-#include "binding/topology/nvml_reader.h"
 #include "binding/topology/topo_report.h"
 #include "binding/topology/topology_json.h"
 #include "launcher/job_environment.h"
@@ -55,8 +54,7 @@ int runOfflineDryRun(const JobSpec& spec) {
 int runTopo(const JobSpec& spec) {
   auto topo = loadTopology(spec.topology_xml);
   if (!topo) return report(topo.error());
-  GpuDriverFacts gpu_driver;  // as the daemon does: the live machine's NVIDIA GPUs as NVML sees them
-  if (topo->live && hasNvidiaGpu(*topo)) gpu_driver = mergeNvml(*topo, readNvmlGpus());
+  const GpuDriverFacts gpu_driver = consultNvidiaDriver(*topo);  // as the daemon does
   BindingRequest req;
   req.use_gpus = !topo->gpus.empty();
   req.ranks_per_node = req.use_gpus ? static_cast<int>(topo->gpus.size()) : 1;

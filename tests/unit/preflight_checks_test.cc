@@ -273,8 +273,8 @@ TEST_CASE("the NVIDIA driver: absent or not starting fails a GPU job and warns o
 
   o.gpu_driver.consulted = true;
   o.gpu_driver.nvidia_gpus = 1;
-  o.gpu_driver.state = NvmlReport::State::not_loaded;
-  o.gpu_driver.error = "libnvidia-ml.so.1: cannot open shared object file: No such file or directory";
+  o.gpu_driver.nvml.state = NvmlReport::State::not_loaded;
+  o.gpu_driver.nvml.error = "libnvidia-ml.so.1: cannot open shared object file: No such file or directory";
   o.gpus_required = 1;
   items = localPreflightChecks(fabric, o);
   CHECK(statusOf(items, "gpu_driver") == PreflightStatus::fail);
@@ -285,8 +285,8 @@ TEST_CASE("the NVIDIA driver: absent or not starting fails a GPU job and warns o
   o.gpus_required = 0;  // ranks without GPUs (-p) can still run
   CHECK(statusOf(localPreflightChecks(fabric, o), "gpu_driver") == PreflightStatus::warn);
 
-  o.gpu_driver.state = NvmlReport::State::init_failed;
-  o.gpu_driver.error = "Driver/library version mismatch";
+  o.gpu_driver.nvml.state = NvmlReport::State::init_failed;
+  o.gpu_driver.nvml.error = "Driver/library version mismatch";
   o.gpus_required = 1;
   items = localPreflightChecks(fabric, o);
   CHECK(statusOf(items, "gpu_driver") == PreflightStatus::fail);
@@ -300,8 +300,8 @@ TEST_CASE("the NVIDIA driver: answering GPUs pass, GPUs it cannot query warn and
   o.gpus_required = 2;
   o.gpus_found = 3;
   o.gpu_driver.consulted = true;
-  o.gpu_driver.state = NvmlReport::State::ok;
-  o.gpu_driver.driver_version = "580.159.04";
+  o.gpu_driver.nvml.state = NvmlReport::State::ok;
+  o.gpu_driver.nvml.driver_version = "580.159.04";
   o.gpu_driver.nvidia_gpus = 4;
   o.gpu_driver.unlisted = {"0000:ca:00.0"};  // hidden from this container, or failed at boot
   auto items = localPreflightChecks(fabric, o);
@@ -310,7 +310,7 @@ TEST_CASE("the NVIDIA driver: answering GPUs pass, GPUs it cannot query warn and
         "3 GPU(s) answer driver 580.159.04; 1 more on PCI that NVML does not list, left out: 0000:ca:00.0");
   CHECK(statusOf(items, "gpus") == PreflightStatus::pass);
 
-  o.gpu_driver.device_errors = {"NVML device 3: GPU is lost"};
+  o.gpu_driver.nvml.device_errors = {"NVML device 3: GPU is lost"};
   items = localPreflightChecks(fabric, o);
   CHECK(statusOf(items, "gpu_driver") == PreflightStatus::warn);
   CHECK(find(items, "gpu_driver")->found.ends_with("; NVML device 3: GPU is lost"));

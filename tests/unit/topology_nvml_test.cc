@@ -124,10 +124,18 @@ TEST_CASE("NVML merge: without a working NVML the topology stays as hwloc found 
     const auto before = topo;
     const GpuDriverFacts facts = mergeNvml(topo, readNvmlGpus(fakeNvml(scenario)));
     CHECK(facts.consulted);
-    CHECK(facts.state != NvmlReport::State::ok);
+    CHECK_FALSE(facts.answering());
     CHECK(topo == before);
     CHECK(renderTopoReport(topo, {}, facts).find("bus ids and PCI names only") != std::string::npos);
   }
+}
+
+TEST_CASE("NVML is asked only of a live machine: a recorded topology stays as recorded", "[nvml]") {
+  TopologySnapshot topo = recorded(kH100Vm);
+  REQUIRE(hasNvidiaGpu(topo));
+  const auto before = topo;
+  CHECK_FALSE(consultNvidiaDriver(topo, fakeNvml(0)).consulted);
+  CHECK(topo == before);
 }
 
 TEST_CASE("NVML merge: other vendors' GPUs are not NVML's to judge", "[nvml]") {
