@@ -7,7 +7,8 @@
  *   2  two devices: the H100, and device 1 lost (NVML_ERROR_GPU_IS_LOST, "fallen off the bus");
  *   3  no NVML entry points but nvmlInit_v2 (a library that is not NVML);
  *   4  two devices: the H100, and device 1 that this process may not open (NVML_ERROR_NO_PERMISSION,
- *      as in a cgroup or container without it). */
+ *      as in a cgroup or container without it);
+ *   5  the H100 with a bus id that is no bus id and fills its buffer without a terminating NUL. */
 #include <stdio.h>
 #include <string.h>
 
@@ -62,6 +63,7 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
   pci->pciDeviceId = 0x233010de;
   pci->pciSubSystemId = 0x16c110de;
   snprintf(pci->busId, sizeof pci->busId, "%s", "00000000:00:06.0");
+  if (FAKE_NVML_SCENARIO == 5) memset(pci->busId, 'Z', sizeof pci->busId);
   return TL_NVML_SUCCESS;
 }
 

@@ -10,7 +10,7 @@ tlaunch_add_unit_test(NAME topology_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/topology_nvml_test.cc
   LIBS tlaunch_topology PkgConfig::HWLOC)
 # Stand-ins for the driver's libnvidia-ml.so.1, one per scenario, that the real NVML reader loads.
-foreach(scenario 0 1 2 3 4)
+foreach(scenario 0 1 2 3 4 5)
   add_library(fake_nvml_${scenario} MODULE ${CMAKE_CURRENT_SOURCE_DIR}/unit/fake_nvml.c)
   target_compile_definitions(fake_nvml_${scenario} PRIVATE FAKE_NVML_SCENARIO=${scenario})
   target_include_directories(fake_nvml_${scenario} PRIVATE ${PROJECT_SOURCE_DIR})

@@ -70,6 +70,14 @@ TEST_CASE("NVML reader: a device this process may not open is not an error", "[n
   CHECK(r.device_errors.empty());
 }
 
+TEST_CASE("NVML reader: a bus id that is none, unterminated, is a device error and no GPU", "[nvml]") {
+  auto r = readNvmlGpus(fakeNvml(5));
+  REQUIRE(r.state == NvmlReport::State::ok);
+  CHECK(r.gpus.empty());
+  REQUIRE(r.device_errors.size() == 1);
+  CHECK(r.device_errors[0] == "NVML device 0: bus id '" + std::string(31, 'Z') + "' unreadable");
+}
+
 TEST_CASE("NVML reader: a library without NVML's entry points is not taken for NVML", "[nvml]") {
   auto r = readNvmlGpus(fakeNvml(3));
   CHECK(r.state == NvmlReport::State::not_loaded);
