@@ -15,6 +15,7 @@
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cli_values.h"
 #include "launcher/cross_node_preflight.h"
+#include "launcher/held_signals.h"
 #include "launcher/job_inspector.h"
 #include "launcher/nccl/nccl_job_check.h"
 #include "launcher/phase_timing.h"
@@ -91,6 +92,7 @@ void JobSession::forwardStdin() {
   // only as far as the rank has taken what came before (its credit), so a rank that does not
   // read its stdin holds tlaunch's reading back instead of growing a buffer on its node.
   std::thread([this, target, rank = cfg_.spec.stdin_rank, credit = stdin_] {
+    blockSessionSignals();  // Ctrl-C is the main thread's (held_signals.h)
     // To the io thread, behind what came before (the bulk queue); false once the session ended.
     auto handOn = [&](Json msg) {
       return credit->whileOpen([&] {

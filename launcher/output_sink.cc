@@ -1,4 +1,5 @@
 #include "launcher/output_sink.h"
+#include "launcher/held_signals.h"
 #include "tlaunch/diagnostics.h"
 
 #include <fcntl.h>
@@ -311,6 +312,7 @@ void OutputSink::handle(Item& item, std::vector<OutputFormatter::Write>& writes)
 }
 
 void OutputSink::run() {
+  blockSessionSignals();  // Ctrl-C is the main thread's (held_signals.h)
   std::deque<Item> batch;
   std::vector<OutputFormatter::Write> writes;
   size_t pending_bytes = 0;  // in `writes`, not yet written

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "bootstrap/auth.h"
+#include "launcher/held_signals.h"
 #include "launcher/job_environment.h"
 #include "launcher/job_session.h"
 #include "launcher/job_setup.h"
@@ -94,7 +95,8 @@ int finishJob(const JobSpec& spec, const std::string& job_id, const JobOutcome& 
 namespace {
 
 // One attempt of the job: its own id, secret, daemons and session. The sink outlives it.
-JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::string& run_id, OutputSink& out) {
+JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::string& run_id, OutputSink& out,
+                      HeldSignals& held) {
   const JobSpec& spec = setup.spec;
   LauncherChoice& choice = setup.choice;
   SessionConfig cfg;
@@ -121,7 +123,9 @@ JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::str
              ", daemons connect to " + (cfg.advertise_address.empty() ? cfg.listen_address : cfg.advertise_address));
   asio::io_context io(1);
   JobSession session(io, std::move(cfg), std::move(choice.starter), out);
+  held.release();  // the session handles them now, one that waited too
   JobOutcome outcome = session.run();
+  held.hold();  // before the session's handlers go with it
   printOutcome(out, job_id, outcome);
   return outcome;
 }
@@ -159,6 +163,7 @@ int runJob(const JobSpec& input) {
   std::vector<std::string> last_nodes;
   RestartPolicy::Decision pending;  // the restart the next attempt is
   std::string pending_cause;
+  HeldSignals held;
   for (;;) {
     attempt.restart_count = restarts.restarts();
     auto setup = setUpJob(attempt, currentEnvironment(), false);
@@ -168,6 +173,11 @@ int runJob(const JobSpec& input) {
       break;  // the outcome stays the failed attempt's
     }
     if (!out) out.emplace(setup->spec.tag, setup->spec.output_dir);
+    if (const int sig = held.takeInterrupt()) {  // Ctrl-C since the last attempt ended
+      out->note(std::string("got SIG") + ::sigabbrev_np(sig) + " between attempts: the job is not restarted");
+      outcome.interrupted = true;
+      break;  // the outcome stays the failed attempt's
+    }
     const std::vector<std::string> nodes = nodeNames(setup->choice);
     if (attempt.restart_count > 0) {
       out->note(describeRestart(attempt.restart_count, input.max_restarts, pending_cause, pending.drop, pending.reason,
@@ -180,7 +190,7 @@ int runJob(const JobSpec& input) {
     }
     last_nodes = nodes;
     const std::string job_id = attempt.restart_count == 0 ? run_id : run_id + "-r" + std::to_string(attempt.restart_count);
-    outcome = runAttempt(*setup, job_id, run_id, *out);
+    outcome = runAttempt(*setup, job_id, run_id, *out, held);
     AttemptEnd end;
     end.success = outcome.exit_code == 0;
     end.node_lost = outcome.node_lost;

@@ -1,0 +1,49 @@
+#include "launcher/held_signals.h"
+
+#include <pthread.h>
+
+#include <ctime>
+
+namespace tlaunch {
+
+sigset_t sessionSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&set, sig);
+  return set;
+}
+
+void blockSessionSignals() {
+  const sigset_t set = sessionSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+HeldSignals::~HeldSignals() {
+  takeInterrupt();  // one that came after the last session: the job's status is already decided
+  release();
+}
+
+void HeldSignals::hold() {
+  if (held_) return;
+  blockSessionSignals();
+  held_ = true;
+}
+
+void HeldSignals::release() {
+  if (!held_) return;
+  const sigset_t set = sessionSignals();
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  held_ = false;
+}
+
+int HeldSignals::takeInterrupt() {
+  if (!held_) return 0;
+  const sigset_t set = sessionSignals();
+  const timespec now{};
+  int interrupt = 0;
+  for (int sig; (sig = ::sigtimedwait(&set, nullptr, &now)) > 0;)
+    if (interrupt == 0 && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)) interrupt = sig;
+  return interrupt;
+}
+
+}  // namespace tlaunch

@@ -1,0 +1,34 @@
+#pragma once
+// Ctrl-C between two sessions of one job. Each JobSession handles SIGINT, SIGTERM and SIGHUP
+// (and SIGQUIT, SIGUSR1, SIGUSR2) while it runs; between sessions (a --max-restarts attempt
+// being set up) and after the last one (--summary-json being written) no handler exists, and
+// the default action would end tlaunch without its summary or its "not restarted" note.
+// Held there, such a signal waits: runJob takes it before the next attempt and ends the job
+// as interrupted, or the next session receives it once it handles signals itself.
+#include <csignal>
+
+namespace tlaunch {
+
+// The signals a session handles; helper threads block them for good (blockSessionSignals), so
+// that only the thread that holds and releases them can receive them.
+sigset_t sessionSignals();
+void blockSessionSignals();
+
+class HeldSignals {
+ public:
+  HeldSignals() = default;
+  ~HeldSignals();
+  HeldSignals(const HeldSignals&) = delete;
+  HeldSignals& operator=(const HeldSignals&) = delete;
+
+  void hold();     // from now on the session signals wait (this thread's mask)
+  void release();  // they are delivered again, a waiting one at once to the handler now in place
+  // The first SIGINT, SIGTERM or SIGHUP that waited since hold() (0: none); every waiting
+  // session signal is consumed, so a SIGUSR1 sent between attempts reaches no new rank.
+  int takeInterrupt();
+
+ private:
+  bool held_ = false;
+};
+
+}  // namespace tlaunch
