@@ -166,12 +166,21 @@ void RankSupervisor::watchExit(Rank& r) {
 
 void RankSupervisor::onExited(Rank& r) {
   r.exited = true;
+  // Whose failure it is is decided now: a teardown that starts while its pipes linger (below)
+  // does not make a failure of its own "ours".
+  r.ended_by_us = terminating_;
   if (r.pidfd) {
     asio::error_code ignore;
     r.pidfd->close(ignore);
   }
   // A descendant may still hold the pipes open; give the output a moment, then report anyway.
   if (!(r.out.eof && r.err.eof)) {
+    // What is left of its process group (DataLoader workers, a shell's children) would be
+    // killed at the report anyway (maybeReport); killed now, the pipes they hold close and the
+    // report goes at once, before the peers that its death makes fail: the job must blame
+    // the first failure, not the ranks that died of it. Only a descendant that left the group
+    // (setsid) is waited for. The rank is a zombie, so its pid is still the group's id.
+    ::kill(-r.pid, SIGKILL);
     r.linger = std::make_unique<asio::steady_timer>(io_, std::chrono::seconds(1));
     r.linger->async_wait([this, &r](const asio::error_code& ec) {
       if (ec) return;
@@ -228,7 +237,7 @@ void RankSupervisor::maybeReport(Rank& r) {
   } else {
     e.code = WEXITSTATUS(r.wait_status);
   }
-  e.killed_by_us = terminating_;
+  e.killed_by_us = r.ended_by_us;
   e.stderr_tail.assign(r.tail.begin(), r.tail.end());
   ++reported_;
   if (events_.exited) events_.exited(e);

@@ -100,6 +100,7 @@ class RankSupervisor {
     bool stdin_writing = false;
     bool stdin_close_requested = false;
     bool exited = false;  // seen to end (a zombie until maybeReport kills its group and reaps it)
+    bool ended_by_us = false;  // it ended while the job was being torn down (decided when it ended)
     bool reaped = false;
     bool reported = false;
     int wait_status = 0;

@@ -58,6 +58,17 @@ tl.check(elapsed < 30, f"took {elapsed:.1f} s")
 job = job_id_of(r.stderr)
 tl.check(job and not leftovers(job), "no process of the job remains")
 
+# 1b. The first failure is the one named, when the failed rank leaves a child holding its pipes
+#     (DataLoader workers) and a peer fails of it a moment later (first_failure.py): the
+#     daemon reported the first only once its pipes closed, a second after the second.
+markers1b = tl.tempdir()
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", tl.PYTHON, tl.program("first_failure.py"), markers1b])
+tl.check(r.returncode == 7, f"first failure: exit {r.returncode}, want rank 0's 7\n{r.stderr}")
+tl.check("rank 0 on node local0 exited with status 7" in r.stderr and "rank 0 fails first" in r.stderr,
+         f"the summary names rank 0 and quotes its stderr: {r.stderr}")
+job = job_id_of(r.stderr)
+tl.check(job and tl.wait_until(lambda: not leftovers(job), 10), f"rank 0's child outlived the job: {leftovers(job)}")
+
 # 2. kill -9 of one rank mid-run: the job ends within 10 s, with 137, and nothing remains.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
 lines = wait_ready(p, 4)
