@@ -212,7 +212,7 @@ void JobSession::tick() {
       if (named) outcome_.node_lost = true;  // --max-restarts replaces it with a spare
     }
     if (teardown_at_ && now >= *teardown_at_) endEventGrace();
-    if (cfg_.spec.time_limit_s > 0 && !failed_ && now - started_at_ >= std::chrono::seconds(cfg_.spec.time_limit_s))
+    if (cfg_.spec.time_limit_s > 0 && !failed_ && now - cfg_.time_limit_start >= std::chrono::seconds(cfg_.spec.time_limit_s))
       fail(exitStatusFor(Errc::time_limit), "time limit of " + formatDuration(cfg_.spec.time_limit_s) +
                                                 " reached (--time-limit): the job was stopped");
     if (lost_node_ && !failed_ && now >= lost_deadline_) {

@@ -52,6 +52,8 @@ struct SessionConfig {
   std::optional<SshStarterOptions> tree_spawn;
   std::string daemon_path;
   Json daemon_config;  // sent to every daemon in its welcome (topology_xml, sysfs_root, ...)
+  // --time-limit counts from here: tlaunch's start, not this attempt's (--max-restarts).
+  std::chrono::steady_clock::time_point time_limit_start = std::chrono::steady_clock::now();
   // Daemons come only through JobSession::adopt (in-memory tests): no TCP listener and no
   // `tlaunch stacks` control socket.
   bool in_memory = false;

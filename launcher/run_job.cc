@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "bootstrap/auth.h"
+#include "launcher/cli_values.h"
 #include "launcher/held_signals.h"
 #include "launcher/job_environment.h"
 #include "launcher/job_session.h"
@@ -96,7 +97,7 @@ namespace {
 
 // One attempt of the job: its own id, secret, daemons and session. The sink outlives it.
 JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::string& run_id, OutputSink& out,
-                      HeldSignals& held) {
+                      HeldSignals& held, std::chrono::steady_clock::time_point started) {
   const JobSpec& spec = setup.spec;
   LauncherChoice& choice = setup.choice;
   SessionConfig cfg;
@@ -115,6 +116,7 @@ JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::str
   cfg.plan_context.restart_count = spec.restart_count;
   cfg.plan_context.max_restarts = spec.max_restarts;
   cfg.daemon_config = daemonConfig(spec, cfg.plan_context.user_env, choice.loopback_only);
+  cfg.time_limit_start = started;
   if (spec.verbose)
     out.note("job " + job_id + ": " +
              (cfg.unnamed_nodes > 0 ? std::to_string(cfg.unnamed_nodes) + " node(s) chosen by srun"
@@ -178,6 +180,16 @@ int runJob(const JobSpec& input) {
       outcome.interrupted = true;
       break;  // the outcome stays the failed attempt's
     }
+    if (input.time_limit_s > 0 && std::chrono::steady_clock::now() - started >= std::chrono::seconds(input.time_limit_s)) {
+      // As when the limit ends an attempt: tlaunch stopped the job (exit 124), no rank did.
+      const std::string why = "time limit of " + formatDuration(input.time_limit_s) +
+                              " reached (--time-limit) before the job could restart after: " + outcome.summary;
+      out->note("job " + run_id + " failed: " + why);
+      outcome = JobOutcome();
+      outcome.exit_code = exitStatusFor(Errc::time_limit);
+      outcome.summary = why;
+      break;
+    }
     const std::vector<std::string> nodes = nodeNames(setup->choice);
     if (attempt.restart_count > 0) {
       out->note(describeRestart(attempt.restart_count, input.max_restarts, pending_cause, pending.drop, pending.reason,
@@ -190,7 +202,7 @@ int runJob(const JobSpec& input) {
     }
     last_nodes = nodes;
     const std::string job_id = attempt.restart_count == 0 ? run_id : run_id + "-r" + std::to_string(attempt.restart_count);
-    outcome = runAttempt(*setup, job_id, run_id, *out, held);
+    outcome = runAttempt(*setup, job_id, run_id, *out, held, started);
     AttemptEnd end;
     end.success = outcome.exit_code == 0;
     end.node_lost = outcome.node_lost;

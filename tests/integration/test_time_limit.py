@@ -41,6 +41,20 @@ tl.check(tl.wait_until(lambda: not tl.processes_with_env("TLAUNCH_JOB_ID", job.g
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--time-limit", "1:00:00", "--", "true"])
 tl.check(r.returncode == 0, f"a job within its limit: exit {r.returncode}: {r.stderr}")
 
+# 2b. With --max-restarts the limit still counts from tlaunch's start, not each attempt's: a
+#     rank that fails after 1.5 s with 5 restarts allowed would run ~6 attempts (~10 s) if each
+#     restart began a new limit; the 4 s limit ends the job with 124 long before.
+t0 = time.monotonic()
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--time-limit", "4s", "--max-restarts", "5",
+            "--summary-json", summary, "--", tl.PYTHON, "-c", "import sys, time; time.sleep(1.5); sys.exit(5)"])
+elapsed = time.monotonic() - t0
+tl.check(r.returncode == 124, f"--time-limit with restarts: exit {r.returncode}, want 124\n{r.stderr}")
+tl.check("time limit of 4s reached" in r.stderr and "restart 5 of 5" not in r.stderr,
+         f"--time-limit with restarts: the limit was not said, or every restart ran: {r.stderr}")
+tl.check(elapsed < 30, f"--time-limit with restarts took {elapsed:.1f} s")
+s = json.load(open(summary))
+tl.check(s["exit_status"] == 124 and s["origin"] == "tlaunch" and "time limit of 4s" in s["reason"], f"summary-json: {s}")
+
 # 3. Values: a unit is required (srun reads minutes, mpirun seconds), and the range is checked.
 for bad, says in [("30", "a unit is missing"), ("0s", "from 1s to 365d"), ("10x", "unknown unit"),
                   ("1:75", "go up to 59"), ("", "empty")]:
