@@ -3,6 +3,7 @@
 #include "tlaunch/diagnostics.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -224,10 +225,24 @@ void OutputSink::flush() {
   flushed_cv_.wait(lk, [&] { return flushes_done_ >= mine; });
 }
 
+namespace {
+// A stdout left non-blocking by another program on the same pipe or terminal (ssh does this to
+// one it inherits): wait as a blocking write would, never drop the output.
+void waitWritable(int fd) {
+  pollfd p{fd, POLLOUT, 0};
+  while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+  }
+}
+}  // namespace
+
 bool OutputSink::writeAll(int fd, std::string_view data) {
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      waitWritable(fd);
+      continue;
+    }
     if (n <= 0) return false;
     data.remove_prefix(static_cast<size_t>(n));
   }
@@ -255,6 +270,10 @@ bool OutputSink::writevAll(int fd, std::vector<iovec>& iov) {
     const int count = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
     ssize_t n = ::writev(fd, iov.data() + first, count);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      waitWritable(fd);
+      continue;
+    }
     if (n <= 0) return false;
     // Skip what went out; a partly written piece continues where it stopped.
     auto left = static_cast<size_t>(n);

@@ -1,7 +1,13 @@
 """6 ranks x 20,000 lines of varied length written as fast as possible: every line arrives
 exactly once, intact (checksum), tagged with its rank, on the stream it was written to; the
-unterminated last line of each rank arrives too."""
+unterminated last line of each rank arrives too. Then the same promise when tlaunch's stdout is
+a non-blocking pipe (ssh sets O_NONBLOCK on a stdout it shares with tlaunch) whose reader pauses:
+tlaunch waits for it, as a blocking write would, and loses nothing."""
+import fcntl
+import os
 import re
+import subprocess
+import time
 import zlib
 
 import tl
@@ -32,4 +38,22 @@ for stream, text, want_err in (("stdout", r.stdout, False), ("stderr", r.stderr,
 expected = {(r_, s) for r_ in range(6) for s in range(N)} | {(r_, "END") for r_ in range(6)}
 missing = expected - seen
 tl.check(not missing, f"{len(missing)} lines lost, e.g. {sorted(missing, key=str)[:5]}")
-print(f"PASS: {len(seen)} lines intact")
+
+# A non-blocking stdout, its reader paused for 2 s: every line still arrives, exit 0.
+rd, wr = os.pipe()
+fcntl.fcntl(wr, fcntl.F_SETFL, fcntl.fcntl(wr, fcntl.F_GETFL) | os.O_NONBLOCK)
+p = subprocess.Popen([tl.TLAUNCH, "-q", "--launcher", "local", "-N", "1", "-p", "1", "--", tl.PYTHON, "-c",
+                      "for i in range(100000): print('line', i)\nprint('THE END')"],
+                     stdout=wr, stderr=subprocess.PIPE, start_new_session=True)
+os.close(wr)
+time.sleep(2)
+data = b""
+with os.fdopen(rd, "rb") as f:
+    for chunk in iter(lambda: f.read(65536), b""):
+        data += chunk
+err = p.communicate(timeout=120)[1].decode(errors="replace")
+lines = data.decode().splitlines()
+tl.check(p.returncode == 0, f"non-blocking stdout: exit {p.returncode}: {err}")
+tl.check(len(lines) == 100001 and lines[-1].endswith("THE END"),
+         f"non-blocking stdout: {len(lines)} of 100001 lines arrived, the last {lines[-1:]!r}; {err}")
+print(f"PASS: {len(seen)} lines intact; a paused non-blocking stdout lost nothing")
