@@ -33,7 +33,9 @@ std::optional<OutputRecord> decodeOutputRecord(std::string_view payload) {
   const int stream = byte & 0x0f;
   const auto kind = static_cast<OutputKind>(byte & 0xf0);
   if (rank > 0x7fffffffu || (stream != 1 && stream != 2)) return std::nullopt;
-  if (kind != OutputKind::lines && kind != OutputKind::continued && kind != OutputKind::update) return std::nullopt;
+  if (kind != OutputKind::lines && kind != OutputKind::continued && kind != OutputKind::update &&
+      kind != OutputKind::unfinished)
+    return std::nullopt;
   return OutputRecord{static_cast<int>(rank), stream, kind, payload.substr(kRecordHeaderBytes)};
 }
 

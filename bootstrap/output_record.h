@@ -21,6 +21,10 @@ enum class OutputKind : unsigned char {
   lines = 0x00,      // one or more whole lines, each ending in "\n" or "\r\n"
   continued = 0x10,  // a piece of a line longer than the cap: more of the same line follows
   update = 0x20,     // a progress-bar state: a segment ended by a lone "\r"
+  // The line so far, while the rank has written no more of it for a moment (a prompt waiting
+  // for input, a bar between two states): shown, but not the rank's bytes for files or logs;
+  // the same bytes come again, in their final kind, once the line is done.
+  unfinished = 0x30,
 };
 
 struct OutputRecord {

@@ -285,7 +285,7 @@ void DaemonSession::handleStart() {
   RankSupervisor::Events ev;
   // Output, exits and the end of the ranks leave in this order, output under its credit.
   ev.output = [this](int rank, int stream, OutputKind kind, std::string_view bytes) {
-    if (nccl_ && stream == 2) nccl_->onStderr(rank, bytes);
+    if (nccl_ && stream == 2 && kind != OutputKind::unfinished) nccl_->onStderr(rank, bytes);
     if (conn_ && conn_->isOpen()) output_->output(rank, stream, kind, bytes);
   };
   ev.stdin_written = [this](int rank, size_t bytes) {

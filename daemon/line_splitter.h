@@ -31,6 +31,9 @@ class LineSplitter {
   // At end of stream: whatever is left.
   void finish(std::vector<OutputSegment>& out);
   size_t pending() const { return partial_.size(); }
+  // The current line so far (a held "\r" included), not taken: feed() and finish() still emit
+  // it in its final kind. Shown while the rank waits (OutputKind::unfinished).
+  std::string_view unfinished() const { return partial_; }
 
  private:
   void emit(OutputKind kind, std::vector<OutputSegment>& out);

@@ -104,13 +104,34 @@ void RankSupervisor::readStream(Rank& r, int which) {
       st.fd->close(ignore);
     } else {
       st.splitter.feed(std::string_view(st.buf.data(), n), segments);
+      ++st.reads;
     }
     relay(r, which, segments);
+    if (!st.eof && st.splitter.pending() > 0) showWhenQuiet(r, which);
     if (st.eof) {
       maybeReport(r);
       return;
     }
     readStream(r, which);
+  });
+}
+
+void RankSupervisor::showWhenQuiet(Rank& r, int which) {
+  Stream& s = which == 1 ? r.out : r.err;
+  if (s.quiet_armed) return;  // it looks again when it fires
+  if (!s.quiet) s.quiet = std::make_unique<asio::steady_timer>(io_);
+  s.quiet_armed = true;
+  s.quiet_from = s.reads;
+  s.quiet->expires_after(kQuietBeforeShowing);
+  s.quiet->async_wait([this, &r, which](const asio::error_code& ec) {
+    if (ec == asio::error::operation_aborted) return;  // as in readStream: touch nothing
+    Stream& st = which == 1 ? r.out : r.err;
+    st.quiet_armed = false;
+    if (st.eof || st.splitter.pending() == 0 || st.shown_at == st.reads) return;
+    if (st.reads != st.quiet_from) return showWhenQuiet(r, which);  // still writing: wait for a pause
+    st.shown_at = st.reads;
+    std::vector<OutputSegment> shown{{OutputKind::unfinished, std::string(st.splitter.unfinished())}};
+    relay(r, which, shown);
   });
 }
 

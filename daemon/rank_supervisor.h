@@ -41,6 +41,9 @@ class RankSupervisor {
   // At most this much of a stream is read at once when its rank has ended (a full pipe is 64 KiB
   // by default, 1 MiB at most unless root raised fs.pipe-max-size).
   static constexpr size_t kExitDrainLimit = 1 << 20;
+  // A line left unfinished this long is shown as it is (a prompt, a bar between states): longer
+  // than a progress bar's usual pace (tqdm: 10 states a second), short enough to feel at once.
+  static constexpr std::chrono::milliseconds kQuietBeforeShowing{200};
 
   // `job_name`: unique on the node (job id and node name); names the per-job cgroup.
   RankSupervisor(asio::io_context& io, Events events, const std::string& job_name = "job");
@@ -89,6 +92,13 @@ class RankSupervisor {
     std::array<char, 65536> buf{};
     bool reading = false;
     bool eof = false;
+    // The unfinished line is shown once the rank has written nothing for a moment (a prompt
+    // waiting for input, a progress bar between states): OutputKind::unfinished.
+    std::unique_ptr<asio::steady_timer> quiet;
+    bool quiet_armed = false;
+    uint64_t reads = 0;        // reads fed to the splitter so far
+    uint64_t quiet_from = 0;   // `reads` when the quiet timer was armed
+    uint64_t shown_at = 0;     // `reads` when the unfinished line was last shown
   };
   struct Rank {
     int rank = 0;
@@ -110,6 +120,7 @@ class RankSupervisor {
     std::unique_ptr<asio::steady_timer> exit_poll;  // without a pidfd: polls waitpid
   };
   void readStream(Rank& r, int which);
+  void showWhenQuiet(Rank& r, int which);
   void watchExit(Rank& r);
   void onExited(Rank& r);
   void maybeReport(Rank& r);

@@ -54,6 +54,7 @@ void OutputFormatter::print(int stream, std::string text, std::vector<Write>& ou
 void OutputFormatter::record(const std::string& tag, int rank, int stream, OutputKind kind, std::string_view bytes,
                              Clock::time_point now, std::vector<Write>& out) {
   if (kind == OutputKind::update) return update(tag, rank, stream, bytes, now, out);
+  if (kind == OutputKind::unfinished) return unfinished(tag, rank, stream, bytes, now, out);
   // The end of a progress bar, or more of its line: its held-back state is superseded.
   if (auto h = held_.find({rank, stream}); h != held_.end()) h->second.pending = false;
   std::string text = kind == OutputKind::continued ? tag + std::string(bytes) + "\n" : tagLines(tag, bytes);
@@ -84,6 +85,20 @@ void OutputFormatter::update(const std::string& tag, int rank, int stream, std::
     h.next_allowed = now + kUpdateInterval;
     print(stream, h.text, out);
   }
+}
+
+void OutputFormatter::unfinished(const std::string& tag, int rank, int stream, std::string_view bytes,
+                                 Clock::time_point now, std::vector<Write>& out) {
+  if (isTty(stream)) return update(tag, rank, stream, bytes, now, out);  // in place, as a bar's state
+  // Into a pipe, only a line still unfinished a second later is printed (and once more when it
+  // is done): a prompt waiting for input shows, a line written in pieces is not printed twice.
+  std::string_view content = bytes;
+  while (!content.empty() && (content.back() == '\r' || content.back() == '\n')) content.remove_suffix(1);
+  if (content.empty()) return;
+  Held& h = held_[{rank, stream}];
+  if (!h.pending) h.next_allowed = std::max(h.next_allowed, now + kUpdateInterval);
+  h.text = tag + std::string(content) + "\n";
+  h.pending = true;
 }
 
 void OutputFormatter::note(std::string_view text, std::vector<Write>& out) {

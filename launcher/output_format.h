@@ -8,6 +8,9 @@
 //   printed there, the in-place line is cleared ("\r\e[K") and drawn again after it. Into a pipe
 //   or file an update becomes a tagged line, at most one per rank and stream per second (the
 //   latest wins); the line that finally ends the bar prints as any line.
+// - An unfinished line the rank stopped writing for a moment (a prompt, a bar between states,
+//   OutputKind::unfinished): on a terminal drawn in place as an update; into a pipe or file
+//   printed only if it is still unfinished a second later.
 #include <chrono>
 #include <map>
 #include <optional>
@@ -61,6 +64,8 @@ class OutputFormatter {
   void print(int stream, std::string text, std::vector<Write>& out);
   void update(const std::string& tag, int rank, int stream, std::string_view bytes, Clock::time_point now,
               std::vector<Write>& out);
+  void unfinished(const std::string& tag, int rank, int stream, std::string_view bytes, Clock::time_point now,
+                  std::vector<Write>& out);
 
   OutputTerminals terminals_;
   std::optional<Live> live_;

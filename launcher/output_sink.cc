@@ -309,7 +309,7 @@ void OutputSink::writeTerminalText(const std::vector<OutputFormatter::Write>& wr
 void OutputSink::handle(Item& item, std::vector<OutputFormatter::Write>& writes) {
   switch (item.type) {
     case Item::Type::record:
-      writeFile(item.rank, item.stream, item.data.view());
+      if (item.kind != OutputKind::unfinished) writeFile(item.rank, item.stream, item.data.view());  // shown, not written
       formatter_.record(item.tag, item.rank, item.stream, item.kind, item.data.view(), OutputFormatter::Clock::now(),
                         writes);
       break;

@@ -5,7 +5,8 @@ line, and no process of the job left:
      heartbeat timeout: every line arrives, exit 0;
   2. one 2 MB line: it arrives whole, in 1 MiB pieces, and exactly as written in --output-dir;
   3. a progress bar (\\r updates) into a pipe: at most one line per second, the final state once;
-  4. the same on a terminal: updated in place, one final line;
+  4. the same on a terminal: updated in place, one final line; a prompt that waits for input
+     (no newline yet) is shown, on a terminal and into a pipe;
   5. tlaunch stopped (SIGSTOP) for 6 s with a 3 s heartbeat timeout: the job completes, also
      when its ranks print all along (the daemons' sends meet a full, zero window);
   6. a daemon stopped (SIGSTOP): the job ends naming its node within the heartbeat timeout;
@@ -132,6 +133,55 @@ tl.check(len(final) == 1, f"terminal progress: {len(final)} final lines")
 newlines = screen.count(b"\n")
 tl.check(newlines <= 2, f"terminal progress: {newlines} lines on the screen, want 1")
 print("PASS 4: on a terminal the bar is redrawn in place and ends in one line")
+
+# 4b. A prompt that waits for input (input(), pdb's "(Pdb) "): shown before the answer, on a
+#     terminal and into a pipe, not only once its line is done.
+ASK = ["--launcher", "local", "-N", "1", "-p", "1", "-q", "--stdin", "0", "--", tl.PYTHON, "-c",
+       "x = input('Proceed? [y/n] '); print('got', x)"]
+for where in ("pipe", "terminal"):
+    if where == "pipe":
+        p = subprocess.Popen([tl.TLAUNCH] + ASK, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True)
+        screen_fd = p.stdout.fileno()
+    else:
+        master, slave = pty.openpty()
+        p = subprocess.Popen([tl.TLAUNCH] + ASK, stdin=subprocess.PIPE, stdout=slave, stderr=slave,
+                             start_new_session=True)
+        os.close(slave)
+        screen_fd = master
+    try:
+        screen = b""
+        deadline = time.monotonic() + 30
+        while b"Proceed? [y/n]" not in screen and time.monotonic() < deadline:
+            if select.select([screen_fd], [], [], 1)[0]:
+                chunk = os.read(screen_fd, 65536)
+                if not chunk:
+                    break
+                screen += chunk
+        tl.check(b"Proceed? [y/n]" in screen, f"prompt ({where}): not shown while the rank waits for input: {screen!r}")
+        if where == "terminal":
+            tl.check(b"\r\x1b[K[local0:0] Proceed? [y/n] " in screen, f"prompt (terminal): not drawn in place: {screen!r}")
+        p.stdin.write(b"yes\n")
+        p.stdin.close()
+        while True:
+            if not select.select([screen_fd], [], [], 30)[0]:
+                break
+            try:
+                chunk = os.read(screen_fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            screen += chunk
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        if where == "terminal":
+            os.close(master)
+    tl.check(p.returncode == 0 and b"got yes" in screen, f"prompt ({where}): exit {p.returncode}: {screen!r}")
+print("PASS 4b: a prompt waiting for input is shown, on a terminal and into a pipe")
 
 # 5. tlaunch itself stopped for 6 s (heartbeat timeout 3 s).
 p = tl.start(LOCAL2 + ["--heartbeat-timeout", "3", "--", tl.PYTHON, PAT, "sleep", "8"])

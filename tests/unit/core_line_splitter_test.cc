@@ -55,6 +55,18 @@ TEST_CASE("line splitter: a lone CR ends a progress update, not a line", "[lines
   REQUIRE(split({"x\r", "\r\n"}) == Segs{{U, "x\r"}, {L, "\r\n"}});
 }
 
+TEST_CASE("line splitter: the unfinished line can be looked at without taking it", "[lines]") {
+  LineSplitter s;
+  std::vector<OutputSegment> out;
+  s.feed("a\n(Pdb) ", out);
+  CHECK(s.unfinished() == "(Pdb) ");
+  s.feed("p x\n", out);  // looking took nothing: the whole line comes out once
+  CHECK(s.unfinished().empty());
+  REQUIRE(out == std::vector<OutputSegment>{{OutputKind::lines, "a\n(Pdb) p x\n"}});
+  s.feed("50%\r", out);  // a held CR is part of it until the next read decides
+  CHECK(s.unfinished() == "50%\r");
+}
+
 TEST_CASE("line splitter: binary bytes pass through unchanged", "[lines]") {
   std::string bin("\x00\x01\xff\xfe\x7f", 5);
   REQUIRE(split({bin + "\n"}) == Segs{{L, bin + "\n"}});

@@ -142,6 +142,36 @@ TEST_CASE("formatter, terminal: updates in place, other lines clear and redraw i
   CHECK(out.empty());
 }
 
+// A line the rank left unfinished for a moment (a prompt waiting for input, "(Pdb) "): shown on
+// a terminal at once, in place; into a pipe only if still unfinished a second later; never
+// twice when its line ends in time.
+TEST_CASE("formatter: an unfinished line is drawn on a terminal and printed into a pipe only when it lasts") {
+  const auto t = OutputFormatter::Clock::now();
+  OutputFormatter tty({true, true, 80});
+  std::vector<OutputFormatter::Write> out;
+  tty.record("[a:0] ", 0, 1, OutputKind::unfinished, "(Pdb) ", t, out);
+  CHECK(text(out) == "\r\x1b[K[a:0] (Pdb) ");
+  out.clear();
+  tty.record("[a:0] ", 0, 1, OutputKind::lines, "(Pdb) p x\n", t, out);  // the line, once done, replaces it
+  CHECK(text(out) == "\r\x1b[K[a:0] (Pdb) p x\n");
+
+  OutputFormatter pipe({});
+  out.clear();
+  pipe.record("[a:0] ", 0, 1, OutputKind::unfinished, "loading...", t, out);
+  pipe.due(t + std::chrono::milliseconds(500), out);
+  pipe.record("[a:0] ", 0, 1, OutputKind::lines, "loading... done\n", t + std::chrono::milliseconds(600), out);
+  pipe.finish(out);
+  CHECK(text(out) == "[a:0] loading... done\n");  // done within the second: printed once
+  out.clear();
+  pipe.record("[a:0] ", 0, 1, OutputKind::unfinished, "Proceed? [y/n] ", t, out);
+  CHECK(out.empty());
+  REQUIRE(pipe.nextDue());
+  pipe.due(t + std::chrono::seconds(1), out);
+  CHECK(text(out) == "[a:0] Proceed? [y/n] \n");  // still waiting a second later: shown
+  pipe.record("[a:0] ", 0, 1, OutputKind::lines, "Proceed? [y/n] yes\n", t + std::chrono::seconds(5), out);
+  CHECK(text(out) == "[a:0] Proceed? [y/n] \n[a:0] Proceed? [y/n] yes\n");
+}
+
 TEST_CASE("cutToColumns never splits a UTF-8 character") {
   CHECK(cutToColumns("ab\xe2\x96\x88\xe2\x96\x88", 3) == "ab\xe2\x96\x88");
   CHECK(cutToColumns("abc", 10) == "abc");

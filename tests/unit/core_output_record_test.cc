@@ -1,4 +1,5 @@
-// Output records carry the kind of their segment (lines, a continued piece, a progress update).
+// Output records carry the kind of their segment (lines, a continued piece, a progress update,
+// an unfinished line shown while the rank waits).
 #include <catch2/catch.hpp>
 
 #include "bootstrap/frame_codec.h"
@@ -7,7 +8,7 @@
 using namespace tlaunch;
 
 TEST_CASE("output records keep stream and kind apart, unknown kinds are refused") {
-  for (auto kind : {OutputKind::lines, OutputKind::continued, OutputKind::update}) {
+  for (auto kind : {OutputKind::lines, OutputKind::continued, OutputKind::update, OutputKind::unfinished}) {
     for (int stream : {1, 2}) {
       const std::string payload = encodeOutputFrame(5, stream, "abc\r", kind).substr(kFrameHeaderBytes);
       auto r = decodeOutputRecord(payload);
@@ -18,7 +19,7 @@ TEST_CASE("output records keep stream and kind apart, unknown kinds are refused"
     }
   }
   std::string payload = encodeOutputFrame(5, 1, "x").substr(kFrameHeaderBytes);
-  for (int high : {0x30, 0x40, 0x80, 0xf0}) {
+  for (int high : {0x40, 0x80, 0xf0}) {
     payload[5] = static_cast<char>(high | 1);
     CHECK_FALSE(decodeOutputRecord(payload));
   }
