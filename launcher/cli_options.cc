@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "launcher/cli_arg_checks.h"
 #include "launcher/cli_values.h"
 #include "launcher/failure_cli.h"
 #include "launcher/inspect_cli.h"
@@ -322,6 +323,11 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
       "by signal N). tlaunch's own failures: 64 usage, 69 node unreachable or lost, 76 protocol/authentication, "
       "78 resources/topology/fabric/preflight or --nccl-check strict, 124 --time-limit reached, 126/127 program not executable/not found, 130/143/129 when "
       "tlaunch itself got SIGINT/SIGTERM/SIGHUP. --summary-json says which.");
+  if (auto mistake = valueThatIsAnOption(app, argc, argv)) {
+    std::cerr << "tlaunch: " << *mistake << "\n";
+    out.exit_now = 64;
+    return out;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -345,6 +351,11 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   if (version) {
     std::cout << "tlaunch " << kVersion << " (protocol " << kProtocolVersion << ")\n";
     out.exit_now = 0;
+    return out;
+  }
+  if (auto empty = optionGivenEmpty(app)) {
+    std::cerr << "tlaunch: " << *empty << "\n";
+    out.exit_now = 64;
     return out;
   }
   if (auto e = applyExportFlags(export_flags, s); !e) {

@@ -27,6 +27,26 @@ expect(["-p", "1", "-x", "TLAUNCH_TEST_UNSET_VAR", "--", "true"], 64, "TLAUNCH_T
 expect(["preflight", "--hosts", "a,b", "--no-such-flag"], 64, "tlaunch preflight: unknown argument --no-such-flag")
 expect(["preflight", "--hosts", "a,b", "python"], 64, "tlaunch preflight: unknown argument python")
 expect(["preflight", "--hosts", "a,b", "--level", "deep"], 64, "--level")
+# A value left out: the next option is not taken for it (`--summary-json --dry-run` ran the job
+# for real and wrote a file named "--dry-run"), nor "--"; an empty value (an unset variable) is
+# not the same as leaving the option out (`--hosts ""` ran on this host).
+d = tl.tempdir()
+r = expect(["--launcher", "local", "--summary-json", "--dry-run", "-p", "1", "--", "touch", os.path.join(d, "ran")], 64,
+           "--summary-json needs a value, but the argument after it is the option --dry-run")
+tl.check(not os.path.exists(os.path.join(d, "ran")) and not os.path.exists("--dry-run"), "the job ran anyway")
+expect(["--mca", "btl", "--", "true"], 64, "--mca needs 2 values, but the argument after it is \"--\"")
+expect(["-D", "-q", "--", "true"], 64, "-D needs a value, but the argument after it is the option -q")
+expect(["topo", "--topology-xml", "--json"], 64, "--topology-xml needs a value")
+for empty in ("", " "):
+    expect(["--hosts", empty, "-p", "1", "--", "true"], 64, "--hosts was given an empty value")
+expect(["--hostfile", "", "-p", "1", "--", "true"], 64, "--hostfile was given an empty value")
+expect(["--launcher", "local", "--output-dir", "", "-p", "1", "--", "true"], 64, "--output-dir was given an empty value")
+# Other programs' options stay theirs: after the program, and as --ssh-option's value.
+r = tl.run(["--launcher", "local", "-p", "1", "--", "echo", "--summary-json", "--dry-run"])
+tl.check(r.returncode == 0 and "--summary-json --dry-run" in r.stdout, f"the program's own arguments: {r.stderr}")
+r = tl.run(["--launcher", "local", "--ssh-option", "-v", "-p", "1", "--", "true"])
+tl.check(r.returncode == 0, f"--ssh-option -v: {r.stderr}")
+
 # Warm daemons save ssh sessions or srun steps inside an allocation; elsewhere the flag is refused.
 expect(["--launcher", "local", "--keep-daemons", "1m", "-p", "1", "--", "true"], 64,
        "this job's daemons are started by the local launcher")

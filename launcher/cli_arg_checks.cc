@@ -1,0 +1,70 @@
+#include "launcher/cli_arg_checks.h"
+
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+#include "tlaunch/strings.h"
+
+namespace tlaunch {
+
+namespace {
+
+bool takesOtherProgramsOptions(const CLI::Option& o) { return o.check_name("--ssh-option") || o.check_name("--slurm-args"); }
+
+// The option `token` names in `app` or an app above it (a subcommand sees its parent's).
+const CLI::Option* optionNamed(const CLI::App& app, std::string_view token) {
+  if (token.size() < 2 || token[0] != '-' || token == "--") return nullptr;
+  const std::string name(token.substr(0, token.find('=')));
+  for (const CLI::App* a = &app; a != nullptr; a = a->get_parent())
+    for (const CLI::Option* o : a->get_options())
+      if (o->check_name(name)) return o;
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, const char* const* argv) {
+  const CLI::App* current = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view token = argv[i];
+    if (token == "--") return std::nullopt;  // the program and its own arguments follow
+    const CLI::Option* o = optionNamed(*current, token);
+    if (o == nullptr) {
+      if (token.empty() || token[0] == '-') continue;  // not ours: CLI11 says so
+      const auto sub = current->get_subcommands([&](const CLI::App* s) { return s->check_name(std::string(token)); });
+      if (sub.empty()) return std::nullopt;  // the program: what follows is its own
+      current = sub.front();
+      continue;
+    }
+    const bool attached = token.find('=') != std::string_view::npos || (token[1] != '-' && token.size() > 2);
+    const int wants = attached ? 0 : o->get_items_expected_min();
+    for (int k = 1; k <= wants && i + k < argc && !takesOtherProgramsOptions(*o); ++k) {
+      const std::string_view next = argv[i + k];
+      if (next != "--" && optionNamed(*current, next) == nullptr) continue;
+      const std::string given(token);
+      return given + " needs " + (wants > 1 ? std::to_string(wants) + " values" : "a value") +
+             ", but the argument after it is " + (next == "--" ? std::string("\"--\"") : "the option " + std::string(next)) +
+             ": give " + (wants > 1 ? "them" : "it") + " right after " + given;
+    }
+    i += wants;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> optionGivenEmpty(const CLI::App& app) {
+  for (const CLI::App* a = &app;;) {
+    for (const CLI::Option* o : a->get_options()) {
+      if (o->count() == 0 || o->get_items_expected_min() == 0) continue;
+      for (const std::string& v : o->results())
+        if (trimBlanks(v).empty())
+          return o->get_name() + " was given an empty value (an unset shell variable?): give it one, or leave " +
+                 o->get_name() + " out";
+    }
+    const auto parsed = a->get_subcommands();
+    if (parsed.empty()) return std::nullopt;
+    a = parsed.front();
+  }
+}
+
+}  // namespace tlaunch

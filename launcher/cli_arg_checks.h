@@ -1,0 +1,22 @@
+#pragma once
+// Mistakes on the command line that CLI11 takes for values, found before they change the job.
+#include <optional>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace tlaunch {
+
+// CLI11 gives an option that needs a value the next argument, whatever it is. A value left out
+// before another option or "--" made that option's name the value: `--summary-json --dry-run`
+// ran the job for real and wrote a file named "--dry-run". The message, or nullopt.
+// Values of --ssh-option and --slurm-args are other programs' options and may look like ours.
+std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, const char* const* argv);
+
+// After parsing: an option given an empty value (`--hosts "$HOSTS"` with HOSTS unset ran the
+// job on this host instead of the nodes meant). The message, or nullopt.
+std::optional<std::string> optionGivenEmpty(const CLI::App& app);
+
+}  // namespace tlaunch
