@@ -233,8 +233,13 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
       std::string key = asciiLower(tokens[t].substr(0, eq));
       const std::string value(tokens[t].substr(eq + 1));
       if (value.empty()) return bad("no value for '" + key + "'");
-      if (key == "max-slots") key = "max_slots";
-      if (key == "username") key = "user";
+      // Open MPI's spellings of the same keys; anything else is a mistake, not an attribute
+      // (a misspelt "slot=4" made a node of one rank without a word).
+      if (key == "max-slots" || key == "slots_max" || key == "slots-max") key = "max_slots";
+      if (key == "username" || key == "login") key = "user";
+      if (key == "slot" || key == "cpu") key = "slots";
+      if (key != "slots" && key != "count" && key != "max_slots" && key != "user" && key != "net_if")
+        return bad("unknown key '" + key + "'", "a hostfile line knows slots=, max_slots=, user= and net_if=");
       if (key == "slots" || key == "count") {
         if (slots != -1) return bad("slots given twice");
         auto n = parseCount(value, 1);

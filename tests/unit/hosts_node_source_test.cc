@@ -59,8 +59,8 @@ TEST_CASE("hosts: hostfile: Open MPI / DeepSpeed form with comments and attribut
       "node2 slots = 8 max_slots=16\n"
       "  node3\tslots=4\r\n"
       "bob@node4 slots=2\n"
-      "node[5-6] slots=1 rail=a\n"
-      "fe80::1 slots=2\n";
+      "node[5-6] slot=1 login=carol\n"  // Open MPI's other spellings
+      "fe80::1 cpu=2 max-slots=4\n";
   auto r = parseHostfile(text, "hosts.txt");
   REQUIRE(r);
   CHECK(names(*r) == S{"node1", "node2", "node3", "node4", "node5", "node6", "fe80::1"});
@@ -68,7 +68,8 @@ TEST_CASE("hosts: hostfile: Open MPI / DeepSpeed form with comments and attribut
   CHECK((*r)[0].attrs == std::map<std::string, std::string>{{"net_if", "ib1"}});
   CHECK((*r)[1].attrs.at("max_slots") == "16");
   CHECK((*r)[3].attrs.at("user") == "bob");
-  CHECK((*r)[5].attrs.at("rail") == "a");
+  CHECK((*r)[5].attrs.at("user") == "carol");
+  CHECK((*r)[6].attrs.at("max_slots") == "4");
 }
 
 TEST_CASE("hosts: hostfile: MPICH form", "[hosts][node_source]") {
@@ -98,7 +99,9 @@ TEST_CASE("hosts: hostfile: bad lines give file:line and the text", "[hosts][nod
         Case{"node1 slots=4 max_slots=2\n", "hosts.txt:1:", "less than slots"},
         Case{"node;1\n", "hosts.txt:1:", "contains ';'"},
         Case{"node[1-\n", "hosts.txt:1:", "'['"},
-        Case{"slots=4\n", "hosts.txt:1:", "start with a host name"}}) {
+        Case{"slots=4\n", "hosts.txt:1:", "start with a host name"},
+        Case{"node1 slotz=4\n", "hosts.txt:1:", "unknown key 'slotz'"},  // not a node of one rank
+        Case{"node1 slot=2 slots=2\n", "hosts.txt:1:", "twice"}}) {
     INFO(text);
     auto r = parseHostfile(text, "hosts.txt");
     REQUIRE_FALSE(r);
