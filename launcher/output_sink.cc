@@ -203,6 +203,12 @@ void OutputSink::write(int source, int rank, int stream, OutputKind kind, OwnedB
   enqueue(std::move(item));
 }
 
+void OutputSink::endProgressLines() {
+  Item item;
+  item.type = Item::Type::end_progress;
+  enqueue(std::move(item));
+}
+
 void OutputSink::note(std::string_view text) {
   Item item;
   item.type = Item::Type::note;
@@ -327,6 +333,7 @@ void OutputSink::handle(Item& item, std::vector<OutputFormatter::Write>& writes)
       file_names_.merge(item.file_names);
       break;
     case Item::Type::flush: break;
+    case Item::Type::end_progress: formatter_.finish(writes); break;
   }
 }
 

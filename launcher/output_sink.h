@@ -52,12 +52,15 @@ class OutputSink {
   void setDrained(std::function<void(int source, size_t bytes)> drained);
   size_t backlog() const;  // bytes of output queued and not yet written
   void flush();            // returns once everything queued before it is written
+  // The job's attempt is over: the ranks' held-back progress states are printed and the
+  // in-place line is ended, before the notes that follow (the failure summary) and not after.
+  void endProgressLines();
   static std::string tagFor(TagMode mode, int rank, const std::string& node);
   static std::string tagFor(TagMode mode, const std::string& label, const std::string& node);
 
  private:
   struct Item {
-    enum class Type { record, note, files, more_files, flush } type = Type::record;
+    enum class Type { record, note, files, more_files, flush, end_progress } type = Type::record;
     int source = -1, rank = 0, stream = 1;
     OutputKind kind = OutputKind::lines;
     std::string tag;

@@ -128,6 +128,7 @@ JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::str
   held.release();  // the session handles them now, one that waited too
   JobOutcome outcome = session.run();
   held.hold();  // before the session's handlers go with it
+  out.endProgressLines();
   printOutcome(out, job_id, outcome);
   return outcome;
 }

@@ -177,6 +177,27 @@ TEST_CASE("cutToColumns never splits a UTF-8 character") {
   CHECK(cutToColumns("abc", 10) == "abc");
 }
 
+// A rank's last progress state, held back for a pipe, comes before the notes that follow the end
+// of its attempt (the failure summary), not after them when tlaunch exits.
+TEST_CASE("output sink: the held progress state is printed before the failure summary") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  {
+    OutputSink sink(TagMode::rank, "", fds[1], fds[1]);  // 2>&1 into a pipe
+    sink.setRankNode(0, "n0");
+    for (int step = 0; step < 10; ++step) sink.write(0, 0, 2, OutputKind::update, "step " + std::to_string(step) + "\r");
+    sink.endProgressLines();
+    sink.note("job tl-x failed: rank 0 on node n0 exited with status 1");
+    sink.flush();
+  }
+  ::close(fds[1]);
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  CHECK(got == "[0] step 0\n[0] step 9\ntlaunch: job tl-x failed: rank 0 on node n0 exited with status 1\n");
+}
+
 // --stdin's reader thread can sit in read() after its job ended (a producer that writes late,
 // or an attempt of --max-restarts that ended): what it reads then must not reach the session.
 TEST_CASE("stdin credit: takes wait for grants and after close nothing is taken or handed on") {
