@@ -30,12 +30,43 @@ std::string tagLines(const std::string& tag, std::string_view bytes) {
 }
 }  // namespace
 
+namespace {
+// Where the terminal escape sequence starting at text[i] (ESC) ends: CSI "ESC [ ... final"
+// (colours, cursor), OSC "ESC ] ... BEL or ESC \\" (titles, links), else ESC and one byte.
+size_t escapeEnd(std::string_view text, size_t i) {
+  if (i + 1 >= text.size()) return text.size();
+  if (text[i + 1] == '[') {
+    for (size_t j = i + 2; j < text.size(); ++j)
+      if (text[j] >= 0x40 && text[j] <= 0x7e) return j + 1;
+    return text.size();
+  }
+  if (text[i + 1] == ']') {
+    for (size_t j = i + 2; j < text.size(); ++j) {
+      if (text[j] == '\a') return j + 1;
+      if (text[j] == '\x1b' && j + 1 < text.size() && text[j + 1] == '\\') return j + 2;
+    }
+    return text.size();
+  }
+  return i + 2;
+}
+}  // namespace
+
 std::string cutToColumns(std::string_view text, int columns) {
   int seen = 0;
+  bool escapes = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
+    if (c == 0x1b) {  // takes no column; the bar's colour must not make the cut early
+      escapes = true;
+      i = escapeEnd(text, i) - 1;
+      continue;
+    }
     if ((c & 0xc0) == 0x80) continue;  // a continuation byte belongs to the character before it
-    if (++seen > columns) return std::string(text.substr(0, i));
+    if (++seen > columns) {
+      // The cut may drop the sequence that resets the colour: reset it here, or the terminal
+      // stays coloured after tlaunch exits.
+      return std::string(text.substr(0, i)) + (escapes ? "\x1b[0m" : "");
+    }
   }
   return std::string(text);
 }

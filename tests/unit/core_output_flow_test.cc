@@ -177,6 +177,14 @@ TEST_CASE("cutToColumns never splits a UTF-8 character") {
   CHECK(cutToColumns("abc", 10) == "abc");
 }
 
+TEST_CASE("cutToColumns: escape sequences take no column, and a cut coloured bar resets the colour") {
+  const std::string green = "\x1b[32m", reset = "\x1b[0m";
+  CHECK(cutToColumns(green + "####" + reset, 4) == green + "####" + reset);  // fits: unchanged
+  CHECK(cutToColumns(green + "########" + reset, 4) == green + "####" + reset);
+  CHECK(cutToColumns("\x1b]0;title\a" + std::string("abcdef"), 3) == "\x1b]0;title\aabc\x1b[0m");
+  CHECK(cutToColumns("ab\x1b[", 5) == "ab\x1b[");  // an unterminated sequence is kept whole
+}
+
 // A rank's last progress state, held back for a pipe, comes before the notes that follow the end
 // of its attempt (the failure summary), not after them when tlaunch exits.
 TEST_CASE("output sink: the held progress state is printed before the failure summary") {
