@@ -25,6 +25,7 @@ class FenceCollector {
     if (f.parts.empty()) f.parts.resize(nodes);
     if (node >= f.parts.size() || f.parts[node]) return std::nullopt;
     f.parts[node] = data;
+    f.bytes += data.size();
     if (++f.arrived < f.parts.size()) return std::nullopt;
     std::string all;
     std::size_t size = 0;
@@ -44,11 +45,19 @@ class FenceCollector {
   }
 
   std::size_t inProgress() const { return fences_.size(); }
+  bool open(const Key& key) const { return fences_.count(key) > 0; }
+  // What fence `key` holds so far (0 for one not open): its result will be at least this.
+  std::size_t bytesSoFar(const Key& key) const {
+    auto it = fences_.find(key);
+    return it == fences_.end() ? 0 : it->second.bytes;
+  }
+  void abandon(const Key& key) { fences_.erase(key); }
 
  private:
   struct Fence {
     std::vector<std::optional<std::string>> parts;
     std::size_t arrived = 0;
+    std::size_t bytes = 0;
   };
   std::map<Key, Fence> fences_;
 };

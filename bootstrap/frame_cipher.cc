@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 
@@ -57,6 +58,9 @@ struct FrameCipher::Key {
   Key& operator=(const Key&) = delete;
 
   std::string seal(uint64_t nonce, std::string_view plaintext, size_t headroom) {
+    // OpenSSL takes an int length; a larger one wrapped negative and crashed inside it. No frame
+    // is that large (kAuthenticatedMaxFrameBytes), so a caller that tries is a bug: said, then abort.
+    if (plaintext.size() > static_cast<size_t>(INT_MAX)) cryptoFailed("AES-GCM seal: a message over 2 GiB");
     unsigned char iv[12];
     counterNonce(nonce, iv);
     std::string out(headroom + plaintext.size() + kSealOverheadBytes, '\0');
@@ -79,6 +83,8 @@ struct FrameCipher::Key {
   bool open(uint64_t nonce, std::string_view sealed, ByteBuffer& out) {
     unsigned char iv[12];
     counterNonce(nonce, iv);
+    if (sealed.size() < kSealOverheadBytes || sealed.size() - kSealOverheadBytes > static_cast<size_t>(INT_MAX))
+      return false;
     const size_t n = sealed.size() - kSealOverheadBytes;
     out = ByteBuffer::uninitialized(n);
     auto* o = reinterpret_cast<unsigned char*>(out.data());

@@ -65,6 +65,28 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
         sendToNode(node, {{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
         continue;
       }
+      if (!fences_.open(seq) && fences_.inProgress() >= kMaxFencesInProgress) {
+        // Fences of one job complete in order; thousands open at once is a daemon gone wrong,
+        // and each would hold memory here until the job ends.
+        fail(exitStatusFor(Errc::protocol),
+             "tlaunchd on node " + nodeLabel(node) + " opened more than " + std::to_string(kMaxFencesInProgress) +
+                 " PMIx fences at once, which no job does: the daemon is not following the protocol",
+             -1, {}, nodeLabel(node));
+        return;
+      }
+      if (fences_.bytesSoFar(seq) + data.size() > kMaxFenceResultBytes) {
+        // The result would not fit in a control-plane frame (every daemon would refuse it and
+        // look lost): the fence fails, and the job ends saying why.
+        const size_t mib = (fences_.bytesSoFar(seq) + data.size()) >> 20;
+        fences_.abandon(seq);
+        broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", false}});
+        fail(exitStatusFor(Errc::resources),
+             "the ranks' PMIx fence collects more data than tlaunch's control plane carries (over " +
+                 std::to_string(mib) + " MiB; at most " + std::to_string(kMaxFenceResultBytes >> 20) +
+                 " MiB): for Open MPI, export OMPI_MCA_pmix_base_collect_data=0 so that ranks fetch their peers' "
+                 "data when they need it instead of every rank's at MPI_Init");
+        return;
+      }
       auto all = fences_.contribute(seq, static_cast<size_t>(node), links_.size(), data);
       if (all) broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", true}, {"d", binary(*all)}});
     }

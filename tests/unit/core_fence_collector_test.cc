@@ -47,3 +47,18 @@ TEST_CASE("fence collector: empty contributions (a fence without data) still com
   REQUIRE(all);
   CHECK(all->empty());
 }
+
+// What a fence holds so far, for the frontend's bound on a result that must fit in one frame.
+TEST_CASE("fence collector: the bytes a fence holds so far count each node's share once") {
+  FenceCollector<unsigned long> f;
+  CHECK(f.bytesSoFar(9) == 0);
+  CHECK_FALSE(f.open(9));
+  CHECK_FALSE(f.contribute(9, 0, 3, "abcd"));
+  CHECK_FALSE(f.contribute(9, 0, 3, "a repeat is not counted"));
+  CHECK_FALSE(f.contribute(9, 2, 3, "ef"));
+  CHECK(f.open(9));
+  CHECK(f.bytesSoFar(9) == 6);
+  f.abandon(9);
+  CHECK_FALSE(f.open(9));
+  CHECK(f.bytesSoFar(9) == 0);
+}

@@ -277,6 +277,23 @@ TEST_CASE("lifecycle in memory: a failed rank ends the job with its status, nami
   CHECK_FALSE(r.outcome.node_lost);
 }
 
+// An authenticated daemon gone wrong must not make the frontend hold fences without end: each
+// fence holds a slot per node until the job ends.
+TEST_CASE("lifecycle in memory: a daemon that opens thousands of PMIx fences ends the job naming it") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    s.keep_running = true;
+    if (n.name == "n1")
+      s.after_start = [](FakeDaemon& d) {
+        for (int seq = 1; seq <= 5000; ++seq) d.send({{"t", "fence"}, {"seq", seq}, {"collect", true}, {"d", binary("x")}});
+      };
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 76);
+  CHECK(r.outcome.failed_node == "n1");
+  CHECK(says(r.outcome, "tlaunchd on node n1 opened more than 4096 PMIx fences at once"));
+}
+
 TEST_CASE("lifecycle in memory: a daemon lost while its ranks run ends the job naming it") {
   auto r = runJob(2, [](const NodeTarget& n) {
     Script s;
