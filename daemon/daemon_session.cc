@@ -21,7 +21,7 @@
 namespace tlaunch {
 
 DaemonSession::DaemonSession(asio::io_context& io, DaemonOptions options)
-    : io_(io), opts_(std::move(options)), probe_acceptor_(io), heartbeat_timer_(io), exit_timer_(io), challenge_timer_(io),
+    : io_(io), opts_(std::move(options)), probe_acceptor_(io), probe_retry_(io), heartbeat_timer_(io), exit_timer_(io), challenge_timer_(io),
       attach_timer_(io) {}
 
 DaemonSession::~DaemonSession() = default;
@@ -178,7 +178,7 @@ void DaemonSession::handleConfig(const Json& msg) {
   const Json& config = msg.contains("config") ? msg["config"] : Json::object();
   heartbeat_interval_ = std::chrono::milliseconds(std::clamp<long long>(getInt(config, "heartbeat_ms", 1000), 10, 60'000));
   const auto dead_peer = std::chrono::milliseconds(
-      std::clamp<long long>(getInt(config, "heartbeat_timeout_ms", 15000), 1000, 3'600'000));
+      std::clamp<long long>(getInt(config, "heartbeat_timeout_ms", 15000), 1000, 86'400'000));  // --heartbeat-timeout's range
   conn_->setDeadPeerTimeout(dead_peer);
   dead_peer_timeout_ = dead_peer;
   tree_->setDeadPeerTimeout(dead_peer);
@@ -402,6 +402,7 @@ void DaemonSession::shutdown(int code) {
   tree_->expectEnd();
   asio::error_code ignore;
   probe_acceptor_.close(ignore);
+  probe_retry_.cancel();
   if (ranks_ && !ranks_->allExited()) ranks_->killAll();
   // Off the current handler (it may be one of the supervisor's): reap what is left, tear the
   // PMIx server down and remove the job's files, and only then close the connection, so that

@@ -113,6 +113,7 @@ class DaemonSession {
   const Router router_ = makeRouter();
   std::shared_ptr<Connection> conn_;
   asio::ip::tcp::acceptor probe_acceptor_;
+  asio::steady_timer probe_retry_;  // after a failed accept (EMFILE)
   std::string server_nonce_, client_nonce_;
   bool authenticated_ = false;
   std::optional<NodeLaunch> launch_;

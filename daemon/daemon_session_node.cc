@@ -43,7 +43,16 @@ void DaemonSession::handleRdmaStage(Json&& msg) {
 void DaemonSession::acceptProbes() {
   probe_acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket s) {
     if (ec == asio::error::operation_aborted) return;
-    if (!ec) tree_->adopt(std::move(s));  // a child, or a probe (connecting was its whole test)
+    if (ec) {
+      // Out of file descriptors, or another failure that would fail again at once: try again a
+      // moment later instead of spinning (strangers are dropped at their 5 s deadline).
+      probe_retry_.expires_after(std::chrono::milliseconds(100));
+      probe_retry_.async_wait([this](const asio::error_code& e) {
+        if (!e) acceptProbes();
+      });
+      return;
+    }
+    tree_->adopt(std::move(s));  // a child, or a probe (connecting was its whole test)
     acceptProbes();
   });
 }
