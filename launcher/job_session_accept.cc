@@ -145,7 +145,13 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
     link->last_heard = Clock::now();
     if (inspector_) inspector_->noteOutput();
     const int source = outputSource(*link, r.rank);
-    if (source >= 0) out_.write(source, r.rank, r.stream, r.kind, std::move(owned));
+    if (source >= 0) return out_.write(source, r.rank, r.stream, r.kind, std::move(owned));
+    // Output of a rank neither on that node nor below it: not shown under another node's
+    // name. A node that sent it itself gets its credit back at once (its window would shrink
+    // for good); relayed through a tree, whose window it took is not known.
+    if (!tree_) grantOutputCredit(link->index, r.bytes.size());
+    if (++rejections_ <= kRejectionsShown)
+      out_.note("node " + link->name + " sent output of rank " + std::to_string(r.rank) + ", which does not run there or below it; dropped");
   });
   // The welcome proves the secret and nothing more: the daemon reads it under the 4 KiB limit
   // of a connection not yet authenticated. Every frame after the hello and the welcome is

@@ -107,8 +107,11 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
   if (type == "dmodex_resp") {
     const auto to = getInt(msg, "to", -1);
     if (to < 0 || to >= static_cast<long long>(links_.size())) return;
-    // Answered already (failed with its rank): the node's request is gone.
-    if (dmodex_waiting_.erase({static_cast<int>(to), getInt(msg, "id")}) == 0) return;
+    // Answered already (failed with its rank): the node's request is gone. Only the node that
+    // runs the rank asked for answers for it.
+    const auto waiting = dmodex_waiting_.find({static_cast<int>(to), getInt(msg, "id")});
+    if (waiting == dmodex_waiting_.end() || nodeOfRank(waiting->second) != link.index) return;
+    dmodex_waiting_.erase(waiting);
     sendToNode(static_cast<int>(to), {{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", getBool(msg, "ok")}, {"d", msg["d"]}});
   }
 }

@@ -146,9 +146,9 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
 }
 
 int JobSession::outputSource(const Link& link, int rank) {
-  if (!tree_) return link.index;
   const int node = nodeOfRank(rank);
   if (node == link.index) return node;
+  if (!tree_) return -1;  // a rank that does not run there
   if (node < 0 || routeOf(node) != link.index) return -1;
   links_[static_cast<size_t>(node)]->last_heard = Clock::now();
   return node;

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,6 +52,9 @@ class FakeDaemon {
   }
   void send(const Json& msg) {
     if (conn_->isOpen()) conn_->send(msg);
+  }
+  void sendOutput(int rank, const std::string& text) {
+    if (conn_->isOpen()) conn_->sendEncoded(std::make_shared<const std::string>(encodeOutputFrame(rank, 1, text)));
   }
   void close() {
     ping_.cancel();
@@ -174,6 +178,7 @@ class MemoryStarter final : public DaemonStarter {
 struct Run {
   JobOutcome outcome;
   double seconds = 0;
+  std::string printed;  // what tlaunch printed, stdout and stderr together
 };
 
 Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const std::function<void(JobSpec&)>& tweak = {},
@@ -196,7 +201,7 @@ Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const 
   cfg.plan_context.job_id = "tl-memory";
   cfg.plan_context.cwd = "/";
   cfg.plan_context.loopback_only = true;
-  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  const int devnull = ::memfd_create("tlaunch-output", MFD_CLOEXEC);  // what is printed, read after
   REQUIRE(devnull >= 0);
   Run r;
   {
@@ -210,6 +215,13 @@ Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const 
     const auto t0 = std::chrono::steady_clock::now();
     r.outcome = session.run();
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  char buf[4096];
+  for (off_t at = 0;;) {
+    const ssize_t n = ::pread(devnull, buf, sizeof buf, at);
+    if (n <= 0) break;
+    r.printed.append(buf, static_cast<size_t>(n));
+    at += n;
   }
   ::close(devnull);
   return r;
@@ -292,6 +304,24 @@ TEST_CASE("lifecycle in memory: a daemon that opens thousands of PMIx fences end
   CHECK(r.outcome.exit_code == 76);
   CHECK(r.outcome.failed_node == "n1");
   CHECK(says(r.outcome, "tlaunchd on node n1 opened more than 4096 PMIx fences at once"));
+}
+
+// In a star each node's daemon speaks for its own ranks only: output it sends for another node's
+// rank is not printed under that rank's tag.
+TEST_CASE("lifecycle in memory: output a daemon sends for a rank of another node is dropped and said") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    if (n.name == "n1")
+      s.after_start = [](FakeDaemon& d) {
+        d.sendOutput(0, "forged by n1\n");  // rank 0 runs on n0
+        d.sendOutput(2, "genuine from n1\n");
+      };
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 0);
+  CHECK(r.printed.find("genuine from n1") != std::string::npos);
+  CHECK(r.printed.find("forged by n1") == std::string::npos);
+  CHECK(r.printed.find("node n1 sent output of rank 0, which does not run there or below it; dropped") != std::string::npos);
 }
 
 TEST_CASE("lifecycle in memory: a daemon lost while its ranks run ends the job naming it") {
