@@ -34,7 +34,9 @@ bool JobSession::wireTree() {
 }
 
 void JobSession::onAttached(Link& link, bool attached, const std::string& reason) {
-  if (!tree_ || tree_waiting_ <= 0 || !link.conn || link.routed) return;  // not asked to, or answered already
+  // Not asked to (a node the frontend keeps as its own child), or answered already: a stray
+  // "attached" must not cut the node's only link and lose it and its subtree without a word.
+  if (!tree_ || tree_waiting_ <= 0 || !link.conn || link.routed || tree_->parentOf(link.index) < 0) return;
   if (attached) {
     link.routed = true;
     auto direct = std::move(link.conn);

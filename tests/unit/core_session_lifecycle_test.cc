@@ -358,6 +358,26 @@ TEST_CASE("lifecycle in memory: a node its tree parent lost before its attach wa
   CHECK(r.seconds < 10);
 }
 
+// Wiring the tree (radix 1: n1 below n0): n0, a child of the frontend itself, says "attached"
+// although it was given no parent. Its only link must stay: taken for attached, it was closed,
+// and n0 with its subtree was lost without a word. (n1 cannot attach to a scripted n0 and says so.)
+TEST_CASE("lifecycle in memory: a stray attached from a node without a tree parent changes nothing") {
+  auto r = runJob(
+      2,
+      [](const NodeTarget& n) {
+        Script s;
+        if (n.name == "n0")
+          s.on_tree = [](FakeDaemon& d) { d.send({{"t", "attached"}}); };
+        else
+          s.on_tree = [](FakeDaemon& d) { d.send({{"t", "attach_failed"}, {"reason", "scripted"}}); };
+        return s;
+      },
+      [](JobSpec& spec) { spec.tree_radix = 1; });
+  CHECK(r.outcome.exit_code == 0);
+  CHECK(r.outcome.summary.empty());
+  CHECK(r.seconds < 10);
+}
+
 TEST_CASE("lifecycle in memory: a daemon that is signalled fails the job even if its ranks exit 0") {
   auto r = runJob(2, [](const NodeTarget& n) {
     Script s;
