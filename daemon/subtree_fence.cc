@@ -6,7 +6,18 @@ namespace tlaunch {
 
 std::optional<Json> SubtreeFence::add(const Json& msg, int node, std::size_t expected) {
   const auto seq = static_cast<uint64_t>(getInt(msg, "seq"));
-  if (ended_.count(seq) || (!fences_.count(seq) && fences_.size() >= kMaxInProgress)) return std::nullopt;
+  if (ended_.count(seq)) return std::nullopt;
+  if (passing_.count(seq) || (!fences_.count(seq) && fences_.size() >= kMaxInProgress)) {
+    // No room to gather (a child opened fences without end): the share goes up as it is, and
+    // so does every later share of this fence; the frontend assembles them just the same and
+    // bounds what it holds. Dropped, the job's real fence would have waited for ever.
+    passing_.insert(seq);
+    if (passing_.size() > kRememberEnded) passing_.erase(passing_.begin());
+    Json parts = Json::array();
+    if (auto it = msg.find("parts"); it != msg.end() && it->is_array()) parts = *it;
+    else parts.push_back(Json::array({node, msg.contains("d") ? msg["d"] : binary("")}));
+    return Json{{"t", "fence"}, {"seq", seq}, {"collect", getBool(msg, "collect")}, {"parts", std::move(parts)}};
+  }
   Gathering& g = fences_[seq];
   if (!g.from.insert(node).second) return std::nullopt;  // this contributor's share is in already
   g.collect = g.collect || getBool(msg, "collect");

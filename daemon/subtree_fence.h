@@ -9,7 +9,8 @@
 // {"seq", "collect", "parts": [[node, data], ...]} from a subtree. Each contributor counts once
 // per fence, and a fence that ended (completed or forgotten) takes no more contributions: a
 // second or late one from a confused or hostile child neither completes a fence early nor
-// leaves a gathering behind that never completes.
+// leaves a gathering behind that never completes. With no room to gather (256 open: a child
+// that opens fences without end), shares go up one by one instead of being dropped.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -42,6 +43,7 @@ class SubtreeFence {
   static constexpr std::size_t kMaxInProgress = 256;  // normally one or two at a time
   std::map<uint64_t, Gathering> fences_;
   std::set<uint64_t> ended_;
+  std::set<uint64_t> passing_;  // fences whose shares go up one by one (no room to gather them)
 };
 
 }  // namespace tlaunch

@@ -286,6 +286,26 @@ TEST_CASE("subtree fence: a contributor counts once, a second share does not com
   CHECK((*combined)["parts"].size() == 3);
 }
 
+// A child that opens fences without end (256 gatherings) must not make the job's real fence
+// wait for ever: with no room to gather, shares go up one by one, every share of that fence.
+TEST_CASE("subtree fence: with no room to gather a fence its shares go up one by one instead of being dropped") {
+  SubtreeFence f;
+  for (int seq = 1000; seq < 1256; ++seq)
+    CHECK_FALSE(f.add({{"t", "fence"}, {"seq", seq}, {"collect", true}, {"d", binary("junk")}}, 2, 3));
+  CHECK(f.inProgress() == 256);
+  const Json own = {{"t", "fence"}, {"seq", 1}, {"collect", true}, {"d", binary("AA")}};
+  auto up = f.add(own, 0, 3);
+  REQUIRE(up);
+  CHECK(getInt(*up, "seq") == 1);
+  REQUIRE((*up)["parts"].size() == 1);
+  CHECK((*up)["parts"][0][0] == 0);
+  CHECK(bytesOf((*up)["parts"][0][1]) == "AA");
+  auto next = f.add({{"t", "fence"}, {"seq", 1}, {"collect", true}, {"d", binary("BB")}}, 3, 3);
+  REQUIRE(next);  // the same fence's next share follows the first
+  CHECK((*next)["parts"][0][0] == 3);
+  CHECK(f.inProgress() == 256);
+}
+
 TEST_CASE("tree children: a child's fence share may name only nodes of its own subtree") {
   Parent p;
   p.place();
