@@ -27,6 +27,26 @@ import time
 import tl
 
 PAT = tl.program("output_patterns.py")
+
+
+def read_screen(fd, p, until=None, timeout=60):
+    """What fd (a pty's master side, or a pipe) gives until `until` appears, the end (end of
+    file, or p gone with nothing more to read), or the timeout."""
+    got = b""
+    deadline = time.monotonic() + timeout
+    while (until is None or until not in got) and time.monotonic() < deadline:
+        if not select.select([fd], [], [], 1)[0]:
+            if p.poll() is not None:
+                break
+            continue
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # a pty whose other side is closed
+            break
+        if not chunk:
+            break
+        got += chunk
+    return got
 LOCAL2 = ["--launcher", "local", "-N", "2", "-p", "1", "-q"]
 
 
@@ -109,21 +129,7 @@ p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "
                       "progress", "30", "1.5"], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
                      start_new_session=True)
 os.close(slave)
-screen = b""
-deadline = time.monotonic() + 60
-while time.monotonic() < deadline:
-    r_, _, _ = select.select([master], [], [], 1)
-    if not r_:
-        if p.poll() is not None:
-            break
-        continue
-    try:
-        chunk = os.read(master, 65536)
-    except OSError:
-        break
-    if not chunk:
-        break
-    screen += chunk
+screen = read_screen(master, p)
 p.wait(timeout=30)
 os.close(master)
 tl.check(p.returncode == 0, f"terminal progress: exit {p.returncode}: {screen[-500:]!r}")
@@ -150,29 +156,13 @@ for where in ("pipe", "terminal"):
         os.close(slave)
         screen_fd = master
     try:
-        screen = b""
-        deadline = time.monotonic() + 30
-        while b"Proceed? [y/n]" not in screen and time.monotonic() < deadline:
-            if select.select([screen_fd], [], [], 1)[0]:
-                chunk = os.read(screen_fd, 65536)
-                if not chunk:
-                    break
-                screen += chunk
+        screen = read_screen(screen_fd, p, until=b"Proceed? [y/n]", timeout=30)
         tl.check(b"Proceed? [y/n]" in screen, f"prompt ({where}): not shown while the rank waits for input: {screen!r}")
         if where == "terminal":
             tl.check(b"\r\x1b[K[local0:0] Proceed? [y/n] " in screen, f"prompt (terminal): not drawn in place: {screen!r}")
         p.stdin.write(b"yes\n")
         p.stdin.close()
-        while True:
-            if not select.select([screen_fd], [], [], 30)[0]:
-                break
-            try:
-                chunk = os.read(screen_fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            screen += chunk
+        screen += read_screen(screen_fd, p, timeout=30)
         p.wait(timeout=30)
     finally:
         if p.poll() is None:
