@@ -13,8 +13,6 @@ size_t findByte(std::string_view data, char c, size_t from, size_t to) {
   return hit == nullptr ? to : static_cast<size_t>(static_cast<const char*>(hit) - data.data());
 }
 
-bool isContinuationByte(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
-
 }  // namespace
 
 void LineSplitter::emit(OutputKind kind, std::vector<OutputSegment>& out) {
@@ -70,12 +68,7 @@ void LineSplitter::feed(std::string_view data, std::vector<OutputSegment>& out) 
     std::string_view piece = data.substr(i, end - i);
     // The cap: full-size pieces of an over-long line go out marked as continued.
     while (partial_.size() + piece.size() > max_line_) {
-      size_t take = max_line_ - partial_.size();
-      // Not inside a UTF-8 character (each piece prints as a line of its own): the next piece
-      // must not start with a continuation byte. At most 3 back; invalid UTF-8 is cut as it is.
-      size_t cut = take;
-      for (int k = 0; k < 3 && cut > 0 && isContinuationByte(piece[cut]); ++k) --cut;
-      if (cut > 0 && !isContinuationByte(piece[cut])) take = cut;
+      const size_t take = max_line_ - partial_.size();
       partial_.append(piece.substr(0, take));
       piece.remove_prefix(take);
       emit(OutputKind::continued, out);

@@ -67,20 +67,6 @@ TEST_CASE("line splitter: the unfinished line can be looked at without taking it
   CHECK(s.unfinished() == "50%\r");
 }
 
-TEST_CASE("line splitter: a long line is cut between UTF-8 characters, never inside one", "[lines]") {
-  LineSplitter s(8);
-  std::vector<OutputSegment> out;
-  s.feed("abcdefg\xe2\x96\x88h\n", out);  // the cap falls inside the 3-byte block character
-  REQUIRE(out.size() == 2);
-  CHECK(out[0] == OutputSegment{OutputKind::continued, "abcdefg"});
-  CHECK(out[1] == OutputSegment{OutputKind::lines, "\xe2\x96\x88h\n"});
-  out.clear();
-  LineSplitter t(4);
-  t.feed("\x80\x80\x80\x80\x80\x80\n", out);  // not UTF-8: cut at the cap as before
-  REQUIRE_FALSE(out.empty());
-  CHECK(out[0] == OutputSegment{OutputKind::continued, "\x80\x80\x80\x80"});
-}
-
 TEST_CASE("line splitter: binary bytes pass through unchanged", "[lines]") {
   std::string bin("\x00\x01\xff\xfe\x7f", 5);
   REQUIRE(split({bin + "\n"}) == Segs{{L, bin + "\n"}});
