@@ -4,6 +4,17 @@
 
 namespace tlaunch {
 
+namespace {
+// A share's [node, data] parts: a subtree's as they came, one node's as its own.
+void appendParts(const Json& share, int node, Json& parts) {
+  if (auto it = share.find("parts"); it != share.end() && it->is_array()) {
+    for (const auto& p : *it) parts.push_back(p);
+  } else {
+    parts.push_back(Json::array({node, share.contains("d") ? share["d"] : binary("")}));
+  }
+}
+}  // namespace
+
 std::optional<Json> SubtreeFence::add(const Json& msg, int node, std::size_t expected) {
   const auto seq = static_cast<uint64_t>(getInt(msg, "seq"));
   if (ended_.count(seq)) return std::nullopt;
@@ -14,18 +25,13 @@ std::optional<Json> SubtreeFence::add(const Json& msg, int node, std::size_t exp
     passing_.insert(seq);
     if (passing_.size() > kRememberEnded) passing_.erase(passing_.begin());
     Json parts = Json::array();
-    if (auto it = msg.find("parts"); it != msg.end() && it->is_array()) parts = *it;
-    else parts.push_back(Json::array({node, msg.contains("d") ? msg["d"] : binary("")}));
+    appendParts(msg, node, parts);
     return Json{{"t", "fence"}, {"seq", seq}, {"collect", getBool(msg, "collect")}, {"parts", std::move(parts)}};
   }
   Gathering& g = fences_[seq];
   if (!g.from.insert(node).second) return std::nullopt;  // this contributor's share is in already
   g.collect = g.collect || getBool(msg, "collect");
-  if (auto it = msg.find("parts"); it != msg.end() && it->is_array()) {
-    for (const auto& p : *it) g.parts.push_back(p);
-  } else {
-    g.parts.push_back(Json::array({node, msg.contains("d") ? msg["d"] : binary("")}));
-  }
+  appendParts(msg, node, g.parts);
   if (g.from.size() < expected) return std::nullopt;
   Json combined = {{"t", "fence"}, {"seq", seq}, {"collect", g.collect}, {"parts", std::move(g.parts)}};
   ended(seq);

@@ -74,10 +74,10 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
              -1, {}, nodeLabel(node));
         return;
       }
-      if (fences_.bytesSoFar(seq) + data.size() > kMaxFenceResultBytes) {
+      if (const size_t result = fences_.bytesSoFar(seq) + data.size(); result > kMaxFenceResultBytes) {
         // The result would not fit in a control-plane frame (every daemon would refuse it and
         // look lost): the fence fails, and the job ends saying why.
-        const size_t mib = (fences_.bytesSoFar(seq) + data.size()) >> 20;
+        const size_t mib = result >> 20;
         fences_.abandon(seq);
         broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", false}});
         fail(exitStatusFor(Errc::resources),

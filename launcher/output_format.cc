@@ -49,6 +49,11 @@ size_t escapeEnd(std::string_view text, size_t i) {
   }
   return i + 2;
 }
+// A bar's state or an unfinished line as shown: without the "\r" (or line end) that ends it.
+std::string_view shownPart(std::string_view bytes) {
+  while (!bytes.empty() && (bytes.back() == '\r' || bytes.back() == '\n')) bytes.remove_suffix(1);
+  return bytes;
+}
 }  // namespace
 
 std::string cutToColumns(std::string_view text, int columns) {
@@ -98,8 +103,7 @@ void OutputFormatter::record(const std::string& tag, int rank, int stream, Outpu
 
 void OutputFormatter::update(const std::string& tag, int rank, int stream, std::string_view bytes,
                              Clock::time_point now, std::vector<Write>& out) {
-  std::string_view content = bytes;
-  while (!content.empty() && (content.back() == '\r' || content.back() == '\n')) content.remove_suffix(1);
+  const std::string_view content = shownPart(bytes);
   if (content.empty()) return;  // the "\r" before a bar's first state
   if (isTty(stream)) {
     std::string text = cutToColumns(tag + std::string(content), std::max(1, terminals_.width - 1));
@@ -123,8 +127,7 @@ void OutputFormatter::unfinished(const std::string& tag, int rank, int stream, s
   if (isTty(stream)) return update(tag, rank, stream, bytes, now, out);  // in place, as a bar's state
   // Into a pipe, only a line still unfinished a second later is printed (and once more when it
   // is done): a prompt waiting for input shows, a line written in pieces is not printed twice.
-  std::string_view content = bytes;
-  while (!content.empty() && (content.back() == '\r' || content.back() == '\n')) content.remove_suffix(1);
+  const std::string_view content = shownPart(bytes);
   if (content.empty()) return;
   Held& h = held_[{rank, stream}];
   if (!h.pending) h.next_allowed = std::max(h.next_allowed, now + kUpdateInterval);
