@@ -13,7 +13,17 @@ size_t findByte(std::string_view data, char c, size_t from, size_t to) {
   return hit == nullptr ? to : static_cast<size_t>(static_cast<const char*>(hit) - data.data());
 }
 
+bool isContinuationByte(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
+
 }  // namespace
+
+size_t LineSplitter::cutPoint(std::string_view piece) const {
+  // Byte `pos` of the line so far (partial_ then piece); pos <= max_line_ < their total.
+  const auto at = [&](size_t pos) { return pos < partial_.size() ? partial_[pos] : piece[pos - partial_.size()]; };
+  size_t cut = max_line_;
+  for (int back = 0; back < 3 && cut > 0 && isContinuationByte(at(cut)); ++back) --cut;
+  return cut > 0 && !isContinuationByte(at(cut)) ? cut : max_line_;
+}
 
 void LineSplitter::emit(OutputKind kind, std::vector<OutputSegment>& out) {
   if (kind == OutputKind::lines && !out.empty() && out.back().kind == OutputKind::lines) {
@@ -67,11 +77,22 @@ void LineSplitter::feed(std::string_view data, std::vector<OutputSegment>& out) 
     const size_t end = findByte(data, '\n', i, next_cr);
     std::string_view piece = data.substr(i, end - i);
     // The cap: full-size pieces of an over-long line go out marked as continued.
+    // Each piece prints as a line of its own, so the cut moves back (at most 3 bytes) to the start
+    // of a UTF-8 character; bytes that are not UTF-8 are cut at the cap. The cut depends only on
+    // the line's bytes, never on where a read ended.
     while (partial_.size() + piece.size() > max_line_) {
-      const size_t take = max_line_ - partial_.size();
-      partial_.append(piece.substr(0, take));
-      piece.remove_prefix(take);
+      const size_t cut = cutPoint(piece);
+      std::string carried;  // a character's first bytes, already held, that go to the next piece
+      if (cut < partial_.size()) {
+        carried = partial_.substr(cut);
+        partial_.resize(cut);
+      } else {
+        const size_t take = cut - partial_.size();
+        partial_.append(piece.substr(0, take));
+        piece.remove_prefix(take);
+      }
       emit(OutputKind::continued, out);
+      partial_ = std::move(carried);
     }
     partial_.append(piece);
     if (end == data.size()) return;

@@ -3,7 +3,8 @@
 // - whole lines, ended by "\n" or "\r\n" (adjacent lines are merged into one segment);
 // - progress-bar updates: a segment ended by a lone "\r" redraws the current line, it is no line;
 // - pieces of a line longer than the cap (1 MiB), each but the last marked as continued, so a
-//   program that never writes a newline cannot grow memory and no byte is ever dropped.
+//   program that never writes a newline cannot grow memory and no byte is ever dropped. A piece
+//   ends between UTF-8 characters (up to 3 bytes short of the cap) unless the bytes are not UTF-8.
 // Bytes are never altered, terminators included: the segments joined are exactly the input.
 // The unterminated rest at the end of the stream comes out as a `lines` segment without "\n".
 #include <cstddef>
@@ -37,6 +38,8 @@ class LineSplitter {
 
  private:
   void emit(OutputKind kind, std::vector<OutputSegment>& out);
+  // Where an over-long line (partial_ then `piece`, together over the cap) is cut.
+  size_t cutPoint(std::string_view piece) const;
   static void appendLines(std::string_view lines, std::vector<OutputSegment>& out);
   size_t max_line_;
   std::string partial_;      // the current line so far (a held '\r' included)

@@ -104,6 +104,13 @@ tl.check(len(pieces) == 2 and all(len(l) <= len("[local0:0] ") + (1 << 20) for l
          f"long line: {len(pieces)} pieces of {[len(l) for l in pieces]} bytes")
 tl.check(sum(len(l) - len("[local0:0] ") for l in pieces) == 2_000_000, "long line: bytes lost")
 tl.check(r.stdout.splitlines()[-1] == "[local0:0] after", "long line: the job did not go on")
+# A long line of 3-byte characters: 1 MiB falls inside one; each piece is still valid UTF-8 (an
+# invalid byte would read as U+FFFD here).
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--", tl.PYTHON, PAT, "longline", "2000001", "\u2589"])
+tl.check(r.returncode == 0, f"long UTF-8 line: exit {r.returncode}: {r.stderr[-1500:]}")
+pieces = [l[len("[local0:0] "):] for l in r.stdout.splitlines() if l.startswith("[local0:0] \u2589")]
+tl.check(len(pieces) == 2 and "".join(pieces) == "\u2589" * 666667,
+         f"long UTF-8 line: pieces of {[len(l) for l in pieces]} characters")
 with open(os.path.join(outdir, "rank.0.out"), "rb") as f:
     tl.check(f.read() == b"x" * 2_000_000 + b"\nafter\n", "long line: --output-dir does not hold the exact bytes")
 tl.check(os.stat(outdir).st_mode & 0o777 == 0o700, "--output-dir is not 0700")

@@ -67,6 +67,35 @@ TEST_CASE("line splitter: the unfinished line can be looked at without taking it
   CHECK(s.unfinished() == "50%\r");
 }
 
+TEST_CASE("line splitter: a long line is cut between UTF-8 characters, never inside one", "[lines]") {
+  LineSplitter s(8);
+  std::vector<OutputSegment> out;
+  s.feed("abcdefg\xe2\x96\x88h\n", out);  // the cap falls inside the 3-byte block character
+  REQUIRE(out.size() == 2);
+  CHECK(out[0] == OutputSegment{OutputKind::continued, "abcdefg"});
+  CHECK(out[1] == OutputSegment{OutputKind::lines, "\xe2\x96\x88h\n"});
+  out.clear();
+  LineSplitter t(4);
+  t.feed("\x80\x80\x80\x80\x80\x80\n", out);  // not UTF-8: cut at the cap as before
+  REQUIRE_FALSE(out.empty());
+  CHECK(out[0] == OutputSegment{OutputKind::continued, "\x80\x80\x80\x80"});
+}
+
+TEST_CASE("line splitter: where reads end never moves a UTF-8 cut", "[lines]") {
+  // The character's first bytes arrive in one read and are already held when the rest comes.
+  const std::string line = "abcdef\xf0\x9f\x98\x80gh\n";  // a 4-byte emoji across the cap of 8
+  const Segs expected{{C, "abcdef"}, {L, "\xf0\x9f\x98\x80gh\n"}};
+  for (size_t first = 0; first <= line.size(); ++first) {
+    CAPTURE(first);
+    LineSplitter s(8);
+    std::vector<OutputSegment> out;
+    s.feed(std::string_view(line).substr(0, first), out);
+    s.feed(std::string_view(line).substr(first), out);
+    s.finish(out);
+    CHECK(out == expected);
+  }
+}
+
 TEST_CASE("line splitter: binary bytes pass through unchanged", "[lines]") {
   std::string bin("\x00\x01\xff\xfe\x7f", 5);
   REQUIRE(split({bin + "\n"}) == Segs{{L, bin + "\n"}});

@@ -1,6 +1,6 @@
 """Output a user's program makes every day, for the lifeline tests:
   lines N        N numbered lines of 200 bytes, then sleep 1 s
-  longline N     one line of N bytes ('x'), then 'after'
+  longline N [T] one line of N bytes (T repeated, default 'x'), then 'after'
   progress N S   a tqdm-like bar on stderr: N updates over S seconds, then the final line
   sleep S        print 'ready', sleep S seconds, print 'done'
   stream S       print 'ready', then ~2 MB/s of numbered lines for S seconds, then 'done N' (N lines)
@@ -18,7 +18,9 @@ if mode == "lines":
     sys.stdout.flush()
     time.sleep(1)
 elif mode == "longline":
-    sys.stdout.write("x" * int(sys.argv[2]) + "\n")
+    text = sys.argv[3] if len(sys.argv) > 3 else "x"
+    sys.stdout.buffer.write(text.encode() * (int(sys.argv[2]) // len(text.encode())) + b"\n")
+    sys.stdout.flush()
     sys.stdout.write("after\n")
 elif mode == "progress":
     n, secs = int(sys.argv[2]), float(sys.argv[3])
