@@ -8,9 +8,13 @@ namespace tlaunch {
 
 void PmixCollectives::onMessage(int node, const Json& msg) {
   const Json id = msg.contains("id") ? msg["id"] : Json();
+  const auto refuse = [&](PmixReply status) {
+    send_(node, {{"t", "coll_done"}, {"id", id}, {"status", static_cast<int>(status)}, {"d", binary("")}});
+  };
   std::set<int> nodes;
   std::vector<int> ranks;
   std::string key = getString(msg, "kind") + ":";
+  bool every_node = false;  // a wildcard rank (the whole job): filled in once, however often it is named
   if (msg.contains("ranks") && msg["ranks"].is_array())
     for (const auto& r : msg["ranks"]) {
       if (!r.is_number_integer()) continue;
@@ -18,40 +22,62 @@ void PmixCollectives::onMessage(int node, const Json& msg) {
       ranks.push_back(rank);
       key += std::to_string(rank) + ",";
       if (rank < 0) {
-        for (int n = 0; n < node_count_(); ++n) nodes.insert(n);
+        every_node = true;
       } else if (int owner = node_of_(rank); owner >= 0) {
         nodes.insert(owner);
       } else {
+        every_node = false;
         nodes.clear();
         break;
       }
     }
-  if (!nodes.count(node)) {  // an unknown rank, or a node that hosts none of them
-    send_(node, {{"t", "coll_done"}, {"id", id}, {"status", static_cast<int>(PmixReply::bad_param)}, {"d", binary("")}});
-    return;
-  }
-  if (includesFailed(ranks)) {  // it could never complete
-    send_(node, {{"t", "coll_done"}, {"id", id}, {"status", static_cast<int>(PmixReply::proc_lost)}, {"d", binary("")}});
-    return;
-  }
+  if (every_node)
+    for (int n = 0; n < node_count_(); ++n) nodes.insert(n);
+  if (!nodes.count(node)) return refuse(PmixReply::bad_param);  // an unknown rank, or a node that hosts none of them
+  if (includesFailed(ranks)) return refuse(PmixReply::proc_lost);  // it could never complete
   // The first round of this collective that the node has not entered yet.
-  ranks_of_[key] = ranks;
   auto& queue = rounds_[key];
   auto round = std::find_if(queue.begin(), queue.end(), [node](const Round& r) { return !r.ids.count(node); });
-  if (round == queue.end()) round = queue.insert(queue.end(), Round{});
+  if (round == queue.end()) {
+    // A job has a few collectives open at a time; thousands are ranks (or a daemon) gone wrong,
+    // each held here until the job ends.
+    if (open_rounds_ >= kMaxOpenRounds) {
+      if (queue.empty()) rounds_.erase(key);
+      return refuse(PmixReply::no_room);
+    }
+    round = queue.insert(queue.end(), Round{});
+    ++open_rounds_;
+  }
+  ranks_of_[key] = ranks;
+  const std::string blob = bytesAt(msg, "d");
+  if (round->bytes + blob.size() > kMaxResultBytes) {
+    // The result would not fit in one control-plane frame: the round fails on every node in it.
+    round->ids[node] = id;
+    answer(*round, PmixReply::no_room);
+    closeRound(key, round);
+    return;
+  }
   round->ids[node] = id;
-  round->blobs[node] = bytesAt(msg, "d");
+  round->bytes += blob.size();
+  round->blobs[node] = blob;
   if (const auto timeout_s = getInt(msg, "timeout", 0); timeout_s > 0)
     round->deadline = std::min(round->deadline, std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
   if (round->ids.size() < nodes.size()) return;
   std::string all;
-  for (const auto& [n, blob] : round->blobs) all += blob;
+  all.reserve(round->bytes);
+  for (const auto& [n, part] : round->blobs) all += part;
   // Every completed collective gets the next number: a group's context id, the same on each node.
   const uint64_t context_id = next_context_id_++;
   for (const auto& [n, rid] : round->ids)
     send_(n, {{"t", "coll_done"}, {"id", rid}, {"status", static_cast<int>(PmixReply::ok)}, {"d", binary(all)},
               {"cid", context_id}});
+  closeRound(key, round);
+}
+
+void PmixCollectives::closeRound(const std::string& key, std::deque<Round>::iterator round) {
+  auto& queue = rounds_[key];
   queue.erase(round);
+  --open_rounds_;
   if (queue.empty()) {
     rounds_.erase(key);
     ranks_of_.erase(key);
@@ -76,6 +102,7 @@ void PmixCollectives::onRankFailed(int rank) {
       continue;
     }
     for (const auto& round : it->second) answer(round, PmixReply::proc_lost);
+    open_rounds_ -= it->second.size();
     ranks_of_.erase(it->first);
     it = rounds_.erase(it);
   }
@@ -95,6 +122,7 @@ void PmixCollectives::tick(std::chrono::steady_clock::time_point now) {
       }
       answer(*round, PmixReply::timeout);
       round = queue.erase(round);
+      --open_rounds_;
     }
     if (queue.empty()) ranks_of_.erase(it->first);
     it = queue.empty() ? rounds_.erase(it) : std::next(it);

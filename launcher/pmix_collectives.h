@@ -8,6 +8,8 @@
 // round whose earliest timeout (PMIX_TIMEOUT, from any node) passes fails with a timeout on the
 // nodes that entered it; a node entering later starts a new round. Once a rank has failed,
 // every collective that includes it fails at once (PmixReply::proc_lost), pending or new.
+// Bounded, as the ranks are the user's code: past kMaxOpenRounds rounds open at once a new one
+// is refused, and a round whose data would not fit in one frame fails (both "out of resource").
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -16,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/frame_codec.h"
 #include "bootstrap/message.h"
 #include "bootstrap/pmix_server.h"
 
@@ -33,21 +36,27 @@ class PmixCollectives {
   // A rank of the job failed: answer the rounds it belongs to now, and refuse later ones.
   void onRankFailed(int rank);
   size_t pending() const { return rounds_.size(); }
+  static constexpr size_t kMaxOpenRounds = 4096;
+  // The result, with its message around it, must fit in one control-plane frame.
+  static constexpr size_t kMaxResultBytes = kAuthenticatedMaxFrameBytes - (64u << 10);
 
  private:
   struct Round {
     std::map<int, Json> ids;          // node -> its request id
     std::map<int, std::string> blobs;  // node -> its blob
+    size_t bytes = 0;                  // of the blobs
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   };
   bool includesFailed(const std::vector<int>& ranks) const;
   void answer(const Round& round, PmixReply status);
+  void closeRound(const std::string& key, std::deque<Round>::iterator round);
   Send send_;
   NodeOf node_of_;
   std::function<int()> node_count_;
   std::map<std::string, std::deque<Round>> rounds_;  // by kind and ranks
   std::map<std::string, std::vector<int>> ranks_of_;  // the ranks of each key in rounds_ ({-1}: all)
   std::set<int> failed_;
+  size_t open_rounds_ = 0;        // in every queue of rounds_
   uint64_t next_context_id_ = 1;  // PMIX_GROUP_CONTEXT_ID of the next completed collective
 };
 

@@ -34,4 +34,5 @@ tlaunch_add_unit_test(NAME core_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_daemon_session_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_fence_collector_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_pmix_directory_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_pmix_collectives_test.cc
   LIBS tlaunch_launcher tlaunch_daemon)

@@ -1,0 +1,78 @@
+// The frontend's collectives among some ranks (launcher/pmix_collectives.h): the bounds that keep
+// the ranks' code (or a daemon gone wrong) from growing them without end or stalling the frontend.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bootstrap/pmix_server.h"
+#include "launcher/pmix_collectives.h"
+
+using namespace tlaunch;
+
+namespace {
+struct Sent {
+  std::vector<std::pair<int, Json>> msgs;
+  int node_count_calls = 0;
+  // Ranks 0-3 on nodes 0 and 1, two each.
+  PmixCollectives c{[this](int node, const Json& m) { msgs.emplace_back(node, m); },
+                    [](int rank) { return rank >= 0 && rank < 4 ? rank / 2 : -1; },
+                    [this] {
+                      ++node_count_calls;
+                      return 2;
+                    }};
+  PmixReply status(size_t i) const { return static_cast<PmixReply>(getInt(msgs.at(i).second, "status", -1)); }
+};
+
+Json coll(int id, std::vector<int> ranks, std::string data = "") {
+  return {{"t", "coll"}, {"id", id}, {"kind", "fence"}, {"ranks", std::move(ranks)}, {"d", binary(data)}};
+}
+}  // namespace
+
+TEST_CASE("pmix collectives: a wildcard rank named many times is looked up once") {
+  Sent s;
+  s.c.onMessage(0, coll(1, std::vector<int>(100'000, -1)));
+  CHECK(s.msgs.empty());  // waits for node 1
+  CHECK(s.node_count_calls <= 3);  // once per node, not once per wildcard (100,000 x 2 before)
+  s.c.onMessage(1, coll(2, {-1}));  // a different collective (other ranks list): its own round
+  CHECK(s.msgs.empty());
+  s.c.onMessage(1, coll(3, std::vector<int>(100'000, -1)));
+  REQUIRE(s.msgs.size() == 2);
+  CHECK(s.status(0) == PmixReply::ok);
+}
+
+TEST_CASE("pmix collectives: past kMaxOpenRounds a new round is refused, and completing one makes room") {
+  Sent s;
+  // Node 0 enters the same collective again and again: each entry opens a round node 1 never joins.
+  for (size_t i = 0; i < PmixCollectives::kMaxOpenRounds; ++i) s.c.onMessage(0, coll(static_cast<int>(i), {0, 2}));
+  REQUIRE(s.msgs.empty());
+  s.c.onMessage(0, coll(-1, {0, 2}));
+  REQUIRE(s.msgs.size() == 1);
+  CHECK(s.status(0) == PmixReply::no_room);
+  s.c.onMessage(0, coll(-2, {1, 3}));  // another collective is refused as well
+  REQUIRE(s.msgs.size() == 2);
+  CHECK(s.status(1) == PmixReply::no_room);
+  s.c.onMessage(1, coll(-3, {0, 2}));  // node 1 completes the first round
+  REQUIRE(s.msgs.size() == 4);
+  CHECK(s.status(2) == PmixReply::ok);
+  s.c.onMessage(0, coll(-4, {1, 3}));  // there is room for one again
+  CHECK(s.msgs.size() == 4);
+}
+
+TEST_CASE("pmix collectives: a round whose data would not fit in one frame fails on every node in it") {
+  Sent s;
+  const size_t half = PmixCollectives::kMaxResultBytes / 2 + 1;
+  s.c.onMessage(0, coll(1, {0, 2}, std::string(half, 'a')));
+  CHECK(s.msgs.empty());
+  s.c.onMessage(1, coll(2, {0, 2}, std::string(half, 'b')));
+  REQUIRE(s.msgs.size() == 2);
+  CHECK(s.status(0) == PmixReply::no_room);
+  CHECK(s.status(1) == PmixReply::no_room);
+  CHECK(s.c.pending() == 0);
+  s.c.onMessage(0, coll(3, {0, 2}, "x"));  // the next round is a fresh one
+  s.c.onMessage(1, coll(4, {0, 2}, "y"));
+  REQUIRE(s.msgs.size() == 4);
+  CHECK(s.status(3) == PmixReply::ok);
+  CHECK(bytesAt(s.msgs[3].second, "d") == "xy");
+}
