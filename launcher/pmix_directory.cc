@@ -1,6 +1,7 @@
 #include "launcher/pmix_directory.h"
 
 #include <algorithm>
+#include <set>
 
 #include "bootstrap/pmix_server.h"
 
@@ -43,41 +44,56 @@ bool PmixDirectory::visible(const Entry& e, int rank, int node, int lookup_range
   }
 }
 
+void PmixDirectory::erase(Entries::iterator it) {
+  bytes_ -= it->first.size() + it->second.value.size();
+  entries_.erase(it);
+}
+
 void PmixDirectory::publish(int node, const Json& msg) {
   const int rank = static_cast<int>(getInt(msg, "r"));
-  std::vector<Entry> fresh;
+  std::vector<std::pair<std::string, Entry>> fresh;
+  size_t fresh_bytes = 0;
   if (msg.contains("kv") && msg["kv"].is_array())
     for (const auto& kv : msg["kv"]) {
       if (!kv.is_array() || kv.size() != 2 || !kv[0].is_string()) continue;
       Entry e;
-      e.key = kv[0].get<std::string>();
       e.value = bytesOf(kv[1]);
       e.publisher = rank;
       e.node = node;
       e.range = static_cast<int>(getInt(msg, "range", 4));
       e.persistence = static_cast<int>(getInt(msg, "persist", 4));
-      fresh.push_back(std::move(e));
+      fresh.emplace_back(kv[0].get<std::string>(), std::move(e));
+      fresh_bytes += fresh.back().first.size() + fresh.back().second.value.size();
     }
   if (fresh.empty()) return send_(node, reply("pub_done", idOf(msg), PmixReply::bad_param));
-  if (entries_.size() + fresh.size() > kMaxEntries) return send_(node, reply("pub_done", idOf(msg), PmixReply::no_room));
+  if (entries_.size() + fresh.size() > kMaxEntries || bytes_ + fresh_bytes > kMaxBytes)
+    return send_(node, reply("pub_done", idOf(msg), PmixReply::no_room));
   // All or nothing, as one PMIx_Publish.
-  for (const auto& e : fresh)
-    for (const auto& old : entries_)
-      if (old.key == e.key && visible(old, rank, node, 0))
-        return send_(node, reply("pub_done", idOf(msg), PmixReply::duplicate));
-  for (auto& e : fresh) entries_.push_back(std::move(e));
+  for (const auto& [key, e] : fresh) {
+    const auto [from, to] = entries_.equal_range(key);
+    for (auto old = from; old != to; ++old)
+      if (visible(old->second, rank, node, 0)) return send_(node, reply("pub_done", idOf(msg), PmixReply::duplicate));
+  }
+  std::set<std::string> keys;
+  for (auto& [key, e] : fresh) {
+    keys.insert(key);
+    entries_.emplace(std::move(key), std::move(e));
+  }
+  bytes_ += fresh_bytes;
   send_(node, reply("pub_done", idOf(msg), PmixReply::ok));
-  retryWaiters();
+  retryWaiters(keys);
 }
 
 bool PmixDirectory::tryAnswer(const Waiter& w, bool final) {
-  std::vector<std::list<Entry>::iterator> hits;
-  for (const auto& key : w.keys)
-    for (auto it = entries_.begin(); it != entries_.end(); ++it)
-      if (it->key == key && visible(*it, w.rank, w.node, w.range)) {
-        if (std::find(hits.begin(), hits.end(), it) == hits.end()) hits.push_back(it);
+  std::vector<Entries::iterator> hits;  // one per key at most, and keys are distinct
+  for (const auto& key : w.keys) {
+    const auto [from, to] = entries_.equal_range(key);
+    for (auto it = from; it != to; ++it)
+      if (visible(it->second, w.rank, w.node, w.range)) {
+        hits.push_back(it);
         break;
       }
+  }
   const size_t want = w.wait < 0 ? 1 : w.wait == 0 ? w.keys.size() : std::min<size_t>(w.wait, w.keys.size());
   if (hits.size() < want) {
     if (!final) return false;
@@ -85,12 +101,12 @@ bool PmixDirectory::tryAnswer(const Waiter& w, bool final) {
     return true;
   }
   Json found = Json::array();
-  for (auto it : hits) found.push_back(Json::array({it->key, it->publisher, binary(it->value)}));
+  for (auto it : hits) found.push_back(Json::array({it->first, it->second.publisher, binary(it->second.value)}));
   Json msg = reply("lookup_done", w.id, PmixReply::ok);
   msg["found"] = std::move(found);
   send_(w.node, msg);
   for (auto it : hits)
-    if (it->persistence == kPersistFirstRead) entries_.erase(it);
+    if (it->second.persistence == kPersistFirstRead) erase(it);
   return true;
 }
 
@@ -101,44 +117,77 @@ void PmixDirectory::lookup(int node, const Json& msg) {
   w.rank = static_cast<int>(getInt(msg, "r"));
   w.range = static_cast<int>(getInt(msg, "range", 4));
   w.wait = static_cast<int>(getInt(msg, "wait", -1));
-  for (auto& key : strings(msg, "keys"))  // a key asked for twice is one key (else `wait` all could never be met)
-    if (std::find(w.keys.begin(), w.keys.end(), key) == w.keys.end()) w.keys.push_back(std::move(key));
+  std::set<std::string> seen;  // a key asked for twice is one key (else `wait` all could never be met)
+  for (auto& key : strings(msg, "keys"))
+    if (seen.insert(key).second) w.keys.push_back(std::move(key));
   const auto timeout_s = getInt(msg, "timeout", 0);
   w.deadline = timeout_s > 0 ? Clock::now() + std::chrono::seconds(timeout_s) : Clock::time_point::max();
   if (w.keys.empty()) return send_(node, reply("lookup_done", w.id, PmixReply::bad_param));
   if (tryAnswer(w, w.wait < 0)) return;
-  if (waiters_.size() >= kMaxWaiters) return send_(node, reply("lookup_done", w.id, PmixReply::no_room));
-  waiters_.push_back(std::move(w));
+  if (waiters_.size() >= kMaxWaiters || waiting_on_.size() + w.keys.size() > kMaxWaitingKeys)
+    return send_(node, reply("lookup_done", w.id, PmixReply::no_room));
+  const uint64_t number = next_waiter_++;
+  for (const auto& key : w.keys) waiting_on_.emplace(key, number);
+  waiters_.emplace(number, std::move(w));
 }
 
 void PmixDirectory::unpublish(int node, const Json& msg) {
   const int rank = static_cast<int>(getInt(msg, "r"));
   const int range = static_cast<int>(getInt(msg, "range", 0));
   const auto keys = strings(msg, "keys");
-  size_t removed = std::erase_if(entries_, [&](const Entry& e) {
-    if (e.publisher != rank || (range != 0 && e.range != range)) return false;
-    return keys.empty() || std::find(keys.begin(), keys.end(), e.key) != keys.end();
-  });
+  const auto mine = [&](const Entry& e) { return e.publisher == rank && (range == 0 || e.range == range); };
+  size_t removed = 0;
+  const auto eraseMine = [&](Entries::iterator from, Entries::iterator to) {
+    while (from != to) {
+      if (mine(from->second)) {
+        erase(from++);
+        ++removed;
+      } else {
+        ++from;
+      }
+    }
+  };
+  if (keys.empty()) eraseMine(entries_.begin(), entries_.end());
+  for (const auto& key : keys) {
+    const auto [from, to] = entries_.equal_range(key);
+    eraseMine(from, to);
+  }
   send_(node, reply("unpub_done", idOf(msg), removed || keys.empty() ? PmixReply::ok : PmixReply::not_found));
 }
 
-void PmixDirectory::retryWaiters() {
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
-    if (tryAnswer(*it, false)) it = waiters_.erase(it);
-    else ++it;
+void PmixDirectory::dropWaiter(std::map<uint64_t, Waiter>::iterator it) {
+  for (const auto& key : it->second.keys) waiting_on_.erase({key, it->first});
+  waiters_.erase(it);
+}
+
+void PmixDirectory::retryWaiters(const std::set<std::string>& keys) {
+  std::set<uint64_t> candidates;  // ordered: the oldest waiter is answered first
+  for (const auto& key : keys)
+    for (auto it = waiting_on_.lower_bound({key, 0}); it != waiting_on_.end() && it->first == key; ++it)
+      candidates.insert(it->second);
+  for (uint64_t number : candidates) {
+    auto it = waiters_.find(number);
+    if (it != waiters_.end() && tryAnswer(it->second, false)) dropWaiter(it);
   }
 }
 
 void PmixDirectory::onRankExit(int rank) {
-  std::erase_if(entries_, [rank](const Entry& e) { return e.persistence == kPersistProc && e.publisher == rank; });
-  std::erase_if(waiters_, [rank](const Waiter& w) { return w.rank == rank; });
+  std::erase_if(entries_, [&](const auto& kv) {
+    const bool gone = kv.second.persistence == kPersistProc && kv.second.publisher == rank;
+    if (gone) bytes_ -= kv.first.size() + kv.second.value.size();
+    return gone;
+  });
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    if (it->second.rank == rank) dropWaiter(it++);
+    else ++it;
+  }
 }
 
 void PmixDirectory::tick(Clock::time_point now) {
   for (auto it = waiters_.begin(); it != waiters_.end();) {
-    if (now >= it->deadline) {
-      tryAnswer(*it, true);
-      it = waiters_.erase(it);
+    if (now >= it->second.deadline) {
+      tryAnswer(it->second, true);
+      dropWaiter(it++);
     } else {
       ++it;
     }

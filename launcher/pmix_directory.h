@@ -14,12 +14,17 @@
 // - wait: a lookup may wait for all (0) or some (n) of its keys, with a timeout in seconds
 //   (0: until the job ends). Without wait it answers at once: not-found if none is there.
 // - bounded: the ranks are the user's code, and this store lives on the frontend's one
-//   thread, with every fence and all output: past kMaxEntries keys or kMaxWaiters waiting
-//   lookups, a publish or a lookup that would wait is answered "out of resource".
+//   thread, with every fence and all output: past kMaxEntries keys or kMaxBytes of keys and
+//   values, a publish is answered "out of resource"; so is a lookup that would wait past
+//   kMaxWaiters lookups or kMaxWaitingKeys keys waited for. Entries and waiters are indexed by
+//   key, so no operation scans the whole store for each of its keys.
 #include <chrono>
+#include <cstdint>
 #include <functional>
-#include <list>
+#include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/message.h"
@@ -41,20 +46,22 @@ class PmixDirectory {
 
   size_t entries() const { return entries_.size(); }
   static constexpr size_t kMaxEntries = 100'000;
+  static constexpr size_t kMaxBytes = 64u << 20;
   static constexpr size_t kMaxWaiters = 10'000;
+  static constexpr size_t kMaxWaitingKeys = 100'000;
 
  private:
   struct Entry {
-    std::string key;
     std::string value;  // packed by the publisher's server; opaque here
     int publisher = 0, node = 0, range = 0, persistence = 0;
   };
+  using Entries = std::multimap<std::string, Entry>;  // by key; equal keys in publishing order
   struct Waiter {
     int node = 0;
     Json id;
     int rank = 0, range = 0, wait = 0;
-    std::vector<std::string> keys;
-    Clock::time_point deadline;  // max(): none
+    std::vector<std::string> keys;  // each once
+    Clock::time_point deadline;     // max(): none
   };
 
   bool visible(const Entry& e, int rank, int node, int lookup_range) const;
@@ -63,11 +70,17 @@ class PmixDirectory {
   void unpublish(int node, const Json& msg);
   // Answers the waiter if enough of its keys are there; false if it must keep waiting.
   bool tryAnswer(const Waiter& w, bool final);
-  void retryWaiters();
+  // Retries the waiters waiting on any of `keys`, oldest first.
+  void retryWaiters(const std::set<std::string>& keys);
+  void erase(Entries::iterator it);
+  void dropWaiter(std::map<uint64_t, Waiter>::iterator it);
 
   Send send_;
-  std::list<Entry> entries_;
-  std::list<Waiter> waiters_;
+  Entries entries_;
+  size_t bytes_ = 0;  // keys and values of entries_
+  std::map<uint64_t, Waiter> waiters_;                // by arrival
+  std::set<std::pair<std::string, uint64_t>> waiting_on_;  // (key, waiter) for every waiter's keys
+  uint64_t next_waiter_ = 0;
 };
 
 }  // namespace tlaunch

@@ -51,3 +51,51 @@ TEST_CASE("pmix directory: past its bounds a publish or a waiting lookup is refu
   REQUIRE(w.msgs.size() == 1);
   CHECK(w.lastStatus() == PmixReply::no_room);
 }
+
+TEST_CASE("pmix directory: bytes and keys waited for are bounded too") {
+  Sent s;
+  Json big = {{"t", "pub"}, {"id", 1}, {"r", 0},
+              {"kv", Json::array({Json::array({"big", binary(std::string(PmixDirectory::kMaxBytes, 'v'))})})}};
+  s.directory.onMessage(0, "pub", big);
+  CHECK(s.lastStatus() == PmixReply::no_room);
+  CHECK(s.directory.entries() == 0);
+  s.directory.onMessage(0, "pub", publish(2, 0, {"small"}));
+  CHECK(s.lastStatus() == PmixReply::ok);
+  std::vector<std::string> keys;
+  for (size_t i = 0; i <= PmixDirectory::kMaxWaitingKeys; ++i) keys.push_back("w" + std::to_string(i));
+  s.directory.onMessage(0, "lookup", {{"t", "lookup"}, {"id", 3}, {"r", 0}, {"keys", keys}, {"wait", 0}});
+  CHECK(s.lastStatus() == PmixReply::no_room);
+  keys.pop_back();  // exactly the bound: it waits
+  const size_t before = s.msgs.size();
+  s.directory.onMessage(0, "lookup", {{"t", "lookup"}, {"id", 4}, {"r", 0}, {"keys", keys}, {"wait", 0}});
+  CHECK(s.msgs.size() == before);
+  s.directory.onMessage(0, "lookup", {{"t", "lookup"}, {"id", 5}, {"r", 0}, {"keys", {"x"}}, {"wait", 0}});
+  CHECK(s.lastStatus() == PmixReply::no_room);  // no key left to wait for
+  s.directory.onRankExit(0);  // the waiter goes with its rank, and its keys with it
+  s.directory.onMessage(0, "lookup", {{"t", "lookup"}, {"id", 6}, {"r", 1}, {"keys", {"x"}}, {"wait", 0}});
+  CHECK(s.msgs.size() == before + 1);
+}
+
+TEST_CASE("pmix directory: a lookup of many keys in a full store finds each, and first-read entries go") {
+  Sent s;
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < PmixDirectory::kMaxEntries; ++i) keys.push_back("k" + std::to_string(i));
+  Json pub = publish(1, 0, keys);
+  pub["persist"] = 1;  // PMIX_PERSIST_FIRST_READ
+  s.directory.onMessage(0, "pub", pub);
+  REQUIRE(s.lastStatus() == PmixReply::ok);
+  keys.resize(50'000);
+  s.directory.onMessage(1, "lookup", {{"t", "lookup"}, {"id", 2}, {"r", 1}, {"keys", keys}, {"wait", 0}});
+  REQUIRE(s.lastStatus() == PmixReply::ok);
+  REQUIRE(s.msgs.back()["found"].size() == 50'000);
+  CHECK(s.msgs.back()["found"][49'999][0] == "k49999");
+  CHECK(s.directory.entries() == PmixDirectory::kMaxEntries - 50'000);
+  // A waiter answered by a later publish of one of its keys, oldest first.
+  s.directory.onMessage(1, "lookup", {{"t", "lookup"}, {"id", 3}, {"r", 1}, {"keys", {"k0", "late"}}, {"wait", 0}});
+  s.directory.onMessage(1, "lookup", {{"t", "lookup"}, {"id", 4}, {"r", 2}, {"keys", {"late"}}, {"wait", 0}});
+  const size_t before = s.msgs.size();
+  s.directory.onMessage(0, "pub", publish(5, 0, {"late", "k0"}));
+  REQUIRE(s.msgs.size() == before + 3);
+  CHECK(s.msgs[before + 1]["id"] == 3);
+  CHECK(s.msgs[before + 2]["id"] == 4);
+}
