@@ -337,14 +337,14 @@ void PmixServer::serveDirectModex(int rank, std::function<void(bool ok, std::str
   }
 }
 
-void PmixServer::completeDirectModex(uint64_t request_id, bool ok, std::string data) {
+void PmixServer::completeDirectModex(uint64_t request_id, PmixReply status, std::string data) {
   Impl& s = *impl_;
   if (!s.job) return;
   auto it = s.job->modex_requests.find(request_id);
   if (it == s.job->modex_requests.end()) return;
   ModexReply reply = it->second;
   s.job->modex_requests.erase(it);
-  reply(ok ? PMIX_SUCCESS : PMIX_ERR_NOT_FOUND, std::move(data));
+  reply(pmixStatusOf(status), std::move(data));
 }
 
 Result<void> PmixServer::deregisterJob(std::chrono::milliseconds bound) {

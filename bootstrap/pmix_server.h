@@ -221,10 +221,11 @@ class PmixServer {
   // Owner side of a direct modex: fetch a local rank's data (libpmix waits until that rank
   // has committed). `reply` runs on the strand; ok=false if the rank is not local. A request
   // that arrives before registerJob (other nodes' ranks may start first) waits for it. It can
-  // wait forever if the rank never commits: the requesting side needs a timeout.
+  // wait forever if the rank never commits: the frontend answers the requester with a timeout.
   void serveDirectModex(int rank, std::function<void(bool ok, std::string data)> reply);
   // Requester side: the answer to Callbacks::direct_modex_request(request_id, ...).
-  void completeDirectModex(uint64_t request_id, bool ok, std::string data);
+  // ok, not_found or timeout (the owner did not answer in time).
+  void completeDirectModex(uint64_t request_id, PmixReply status, std::string data);
 
   // Answers to Callbacks::publish / lookup / unpublish / collective.
   void completePublish(uint64_t request_id, PmixReply status);

@@ -135,7 +135,10 @@ void PmixBridge::onMessage(const std::string& type, const Json& msg) {
     const auto status = static_cast<PmixReply>(getInt(msg, "status", static_cast<int>(PmixReply::not_supported)));
     server_->completeSpawn(static_cast<uint64_t>(getInt(msg, "id")), status, getString(msg, "nspace"));
   } else if (type == "dmodex_done") {
-    server_->completeDirectModex(static_cast<uint64_t>(getInt(msg, "id")), getBool(msg, "ok"), bytesAt(msg, "d"));
+    const auto status = getBool(msg, "ok")        ? PmixReply::ok
+                        : getBool(msg, "timeout") ? PmixReply::timeout
+                                                  : PmixReply::not_found;
+    server_->completeDirectModex(static_cast<uint64_t>(getInt(msg, "id")), status, bytesAt(msg, "d"));
   } else {
     onPubsubMessage(*server_, type, msg);
   }

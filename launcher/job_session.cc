@@ -183,6 +183,7 @@ void JobSession::tick() {
   last_tick_ = now;
   pmix_directory_->tick(now);
   pmix_collectives_->tick(now);
+  expireDirectModex(now);
   // Strangers get kPendingAuthTimeout to prove the job secret, then they are dropped.
   std::erase_if(pending_, [now](const auto& p) {
     if (now - p->since < kPendingAuthTimeout) return false;

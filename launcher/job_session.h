@@ -2,6 +2,7 @@
 // The frontend's side of one job, on one io_context thread: accept and authenticate the
 // daemons, collect inventories, plan, prepare, start, relay output, supervise, tear down.
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -54,6 +55,9 @@ struct SessionConfig {
   Json daemon_config;  // sent to every daemon in its welcome (topology_xml, sysfs_root, ...)
   // --time-limit counts from here: tlaunch's start, not this attempt's (--max-restarts).
   std::chrono::steady_clock::time_point time_limit_start = std::chrono::steady_clock::now();
+  // A rank's request for another node's rank's PMIx data (direct modex) fails after this long
+  // (Slurm's PMIx plugin: 300 s). Shorter in tests.
+  std::chrono::milliseconds dmodex_timeout = std::chrono::seconds(300);
   // Daemons come only through JobSession::adopt (in-memory tests): no TCP listener and no
   // `tlaunch stacks` control socket.
   bool in_memory = false;
@@ -195,6 +199,7 @@ class JobSession {
   // PMIx fences: a bound on those open at once (a job has a few at a time), and on a result,
   // which must fit in one frame with its message around it.
   static constexpr size_t kMaxFencesInProgress = 4096;
+  static constexpr size_t kMaxDirectModexWaiting = 1u << 16;
   static constexpr size_t kMaxFenceResultBytes = kAuthenticatedMaxFrameBytes - (64u << 10);
   static constexpr int kRejectionsShown = 10;
   void broadcast(Json msg);  // by value: tagged in place (a fence's result can be megabytes)
@@ -231,8 +236,18 @@ class JobSession {
   std::optional<JobPlan> plan_;
   FenceCollector<uint64_t> fences_;  // PMIx fences in progress, by sequence number
   // Direct-modex requests passed to the rank's node and not answered yet: (asking node, its
-  // request id) -> the rank asked about. Failed at once when that rank fails (it may never commit).
-  std::map<std::pair<int, long long>, int> dmodex_waiting_;
+  // request id) -> the rank asked about. Failed at once when that rank fails (it may never
+  // commit); answered with a timeout after SessionConfig::dmodex_timeout (as Slurm's PMIx plugin
+  // does: a rank that is alive but never commits would hold its peers in MPI_Init for ever). In
+  // arrival order too, which is deadline order.
+  struct DirectModexWait {
+    int rank = 0;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  using DirectModexKey = std::pair<int, long long>;
+  std::map<DirectModexKey, DirectModexWait> dmodex_waiting_;
+  std::deque<std::pair<DirectModexKey, std::chrono::steady_clock::time_point>> dmodex_deadlines_;
+  void expireDirectModex(std::chrono::steady_clock::time_point now);
   std::unique_ptr<PmixDirectory> pmix_directory_;      // PMIx publish / lookup store
   std::unique_ptr<PmixCollectives> pmix_collectives_;  // PMIx connect / disconnect / subset fences
   std::unique_ptr<JobInspector> inspector_;  // stacks, status, --hang-timeout

@@ -70,7 +70,7 @@ void JobSession::failPmixOperationsOf(int rank) {
       broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
   pmix_collectives_->onRankFailed(rank);
   for (auto it = dmodex_waiting_.begin(); it != dmodex_waiting_.end();) {
-    if (it->second != rank) {
+    if (it->second.rank != rank) {
       ++it;
       continue;
     }

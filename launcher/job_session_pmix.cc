@@ -96,11 +96,15 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     const int rank = static_cast<int>(getInt(msg, "rank"));
     const int owner = nodeOfRank(rank);
     const bool failed = rank_failures_ && rank_failures_->hasFailed(rank);  // it may never commit its data
-    if (owner < 0 || failed || owner >= static_cast<int>(links_.size()) || !reachable(owner)) {
+    if (owner < 0 || failed || owner >= static_cast<int>(links_.size()) || !reachable(owner) ||
+        dmodex_waiting_.size() >= kMaxDirectModexWaiting) {
       sendToNode(link.index, {{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", false}, {"d", binary("")}});
       return;
     }
-    dmodex_waiting_[{link.index, getInt(msg, "id")}] = rank;
+    const DirectModexKey key{link.index, getInt(msg, "id")};
+    const auto deadline = Clock::now() + cfg_.dmodex_timeout;
+    dmodex_waiting_[key] = {rank, deadline};
+    dmodex_deadlines_.emplace_back(key, deadline);
     sendToNode(owner, {{"t", "dmodex_serve"}, {"from", link.index}, {"id", msg["id"]}, {"rank", rank}});
     return;
   }
@@ -110,9 +114,25 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     // Answered already (failed with its rank): the node's request is gone. Only the node that
     // runs the rank asked for answers for it.
     const auto waiting = dmodex_waiting_.find({static_cast<int>(to), getInt(msg, "id")});
-    if (waiting == dmodex_waiting_.end() || nodeOfRank(waiting->second) != link.index) return;
+    if (waiting == dmodex_waiting_.end() || nodeOfRank(waiting->second.rank) != link.index) return;
     dmodex_waiting_.erase(waiting);
     sendToNode(static_cast<int>(to), {{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", getBool(msg, "ok")}, {"d", msg["d"]}});
+  }
+}
+
+void JobSession::expireDirectModex(Clock::time_point now) {
+  while (!dmodex_deadlines_.empty() && dmodex_deadlines_.front().second <= now) {
+    const auto [key, deadline] = dmodex_deadlines_.front();
+    dmodex_deadlines_.pop_front();
+    const auto waiting = dmodex_waiting_.find(key);
+    // Answered meanwhile, or the same request id asked again later (a deadline of its own).
+    if (waiting == dmodex_waiting_.end() || waiting->second.deadline != deadline) continue;
+    const int rank = waiting->second.rank;
+    dmodex_waiting_.erase(waiting);
+    out_.note("rank " + std::to_string(rank) + " had not committed its PMIx data " +
+              std::to_string(std::chrono::duration_cast<std::chrono::seconds>(cfg_.dmodex_timeout).count()) +
+              " s after a rank on " + nodeLabel(key.first) + " asked for it: that request fails with a timeout");
+    sendToNode(key.first, {{"t", "dmodex_done"}, {"id", key.second}, {"ok", false}, {"timeout", true}, {"d", binary("")}});
   }
 }
 

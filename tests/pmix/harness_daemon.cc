@@ -224,7 +224,7 @@ class Daemon {
           serve(std::move(m));
         break;
       case MsgType::dmdx_done:
-        if (static_cast<int>(m.job) == job_) server_->completeDirectModex(m.a, m.b != 0, std::move(m.payload));
+        if (static_cast<int>(m.job) == job_) server_->completeDirectModex(m.a, m.b != 0 ? tlaunch::PmixReply::ok : tlaunch::PmixReply::not_found, std::move(m.payload));
         break;
       case MsgType::kill:
         if (!killing_) killRanks();

@@ -40,6 +40,7 @@ struct Script {
   std::function<void(class FakeDaemon&)> after_start;  // e.g. close the connection
   bool ping = true;                              // heartbeats
   std::function<void(class FakeDaemon&)> on_tree;  // told its place in the control tree
+  std::function<void(class FakeDaemon&, const Json&)> on_other;  // any other message (PMIx answers...)
 };
 
 class FakeDaemon {
@@ -110,8 +111,12 @@ class FakeDaemon {
       close();
     } else if (t == "tree" && script_.on_tree) {
       script_.on_tree(*this);
+    } else if (script_.on_other) {
+      script_.on_other(*this, msg);
     }
   }
+
+ public:
   void exitAll(bool ours) {
     running_ = false;
     for (int r : ranks_) {
@@ -121,6 +126,8 @@ class FakeDaemon {
     }
     if (!ours) send({{"t", "all_exited"}});
   }
+
+ private:
   void pingLater() {
     ping_.expires_after(std::chrono::milliseconds(200));
     ping_.async_wait([this](const asio::error_code& ec) {
@@ -182,7 +189,7 @@ struct Run {
 };
 
 Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const std::function<void(JobSpec&)>& tweak = {},
-           int strangers = 0) {
+           int strangers = 0, const std::function<void(SessionConfig&)>& configure = {}) {
   SessionConfig cfg;
   cfg.in_memory = true;
   cfg.spec.argv = {"true"};
@@ -201,6 +208,7 @@ Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const 
   cfg.plan_context.job_id = "tl-memory";
   cfg.plan_context.cwd = "/";
   cfg.plan_context.loopback_only = true;
+  if (configure) configure(cfg);
   const int devnull = ::memfd_create("tlaunch-output", MFD_CLOEXEC);  // what is printed, read after
   REQUIRE(devnull >= 0);
   Run r;
@@ -304,6 +312,32 @@ TEST_CASE("lifecycle in memory: a daemon that opens thousands of PMIx fences end
   CHECK(r.outcome.exit_code == 76);
   CHECK(r.outcome.failed_node == "n1");
   CHECK(says(r.outcome, "tlaunchd on node n1 opened more than 4096 PMIx fences at once"));
+}
+
+// A rank that is alive but never commits its PMIx data would hold a peer's direct-modex request
+// (and the peer, in MPI_Init) for ever: the frontend answers it with a timeout, and says so.
+TEST_CASE("lifecycle in memory: a direct-modex request the owner never answers fails with a timeout") {
+  bool timed_out = false;
+  auto r = runJob(
+      2,
+      [&](const NodeTarget& n) {
+        Script s;  // n1 is asked and never answers
+        if (n.name == "n0") {
+          s.keep_running = true;
+          s.after_start = [](FakeDaemon& d) { d.send({{"t", "dmodex_req"}, {"id", 42}, {"rank", 2}}); };
+          s.on_other = [&](FakeDaemon& d, const Json& m) {
+            if (getString(m, "t") != "dmodex_done") return;
+            timed_out = getInt(m, "id") == 42 && !getBool(m, "ok") && getBool(m, "timeout");
+            d.exitAll(false);
+          };
+        }
+        return s;
+      },
+      [](JobSpec& spec) { spec.time_limit_s = 20; }, 0,
+      [](SessionConfig& cfg) { cfg.dmodex_timeout = std::chrono::milliseconds(500); });
+  CHECK(timed_out);
+  CHECK(r.outcome.exit_code == 0);
+  CHECK(r.printed.find("rank 2 had not committed its PMIx data") != std::string::npos);
 }
 
 // In a star each node's daemon speaks for its own ranks only: output it sends for another node's
