@@ -222,6 +222,7 @@ class JobSession {
   asio::steady_timer tick_timer_;
   asio::steady_timer accept_retry_;
   std::shared_ptr<StdinCredit> stdin_;  // shared with the stdin reader thread
+  int stdin_node_ = -1;                 // the node of --stdin's rank: its credit comes from there only
   std::chrono::steady_clock::time_point last_tick_{};
   std::vector<std::unique_ptr<Link>> links_;
   std::unique_ptr<FrameCipher> broadcast_sealer_;  // the job's broadcasts, sealed once for all links

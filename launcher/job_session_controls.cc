@@ -87,6 +87,7 @@ void JobSession::forwardStdin() {
     for (const auto& r : plan_->nodes[i].ranks)
       if (r.rank == cfg_.spec.stdin_rank) target = links_[i].get();
   if (!target) return;
+  stdin_node_ = target->index;
   stdin_ = std::make_shared<StdinCredit>(kStdinWindow);
   // A blocking reader thread: stdin may be a regular file, which epoll cannot watch. It reads
   // only as far as the rank has taken what came before (its credit), so a rank that does not

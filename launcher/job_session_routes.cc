@@ -16,8 +16,10 @@ namespace tlaunch {
 JobSession::Router JobSession::makeRouter() {
   Router r;
   r.on("ping", [](const std::string&, Json&&, Link&) {});  // last_heard is enough
-  r.on("stdin_credit", [this](const std::string&, Json&& m, Link&) {
-    if (stdin_) stdin_->grant(static_cast<size_t>(std::max(0LL, getInt(m, "n"))));
+  r.on("stdin_credit", [this](const std::string&, Json&& m, Link& l) {
+    // Only the node of the rank that reads stdin, for that rank, takes part in its credit.
+    if (stdin_ && l.index == stdin_node_ && getInt(m, "r", -1) == cfg_.spec.stdin_rank)
+      stdin_->grant(static_cast<size_t>(std::max(0LL, getInt(m, "n"))));
   });
   // The job's course: inventory, the cross-node tests, prepare, start, exits, drain.
   r.on("inventory", [this](const std::string&, Json&& m, Link& l) { onInventory(l, m["inv"]); });

@@ -11,7 +11,7 @@ namespace tlaunch {
 
 class StdinCredit {
  public:
-  explicit StdinCredit(size_t window) : available_(window) {}
+  explicit StdinCredit(size_t window) : window_(window), available_(window) {}
   // Waits for some credit; returns at most `most` bytes of it, or 0 once closed.
   size_t take(size_t most) {
     std::unique_lock lk(mu_);
@@ -21,10 +21,11 @@ class StdinCredit {
     available_ -= n;
     return n;
   }
+  // Never past the window: a daemon that grants more than its rank took cannot unbound it.
   void grant(size_t n) {
     {
       std::lock_guard lk(mu_);
-      available_ += n;
+      available_ += std::min(n, window_ - available_);
     }
     cv_.notify_all();
   }
@@ -49,6 +50,7 @@ class StdinCredit {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
+  const size_t window_;
   size_t available_;
   bool closed_ = false;
 };

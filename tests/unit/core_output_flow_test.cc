@@ -222,6 +222,14 @@ TEST_CASE("stdin credit: takes wait for grants and after close nothing is taken 
   CHECK(credit.take(64) == 0);  // does not wait: closed
 }
 
+// A daemon gone wrong that grants more than its rank took must not unbound stdin's window.
+TEST_CASE("stdin credit: grants never raise it past its window") {
+  StdinCredit credit(100);
+  CHECK(credit.take(30) == 30);
+  credit.grant(1'000'000);
+  CHECK(credit.take(1'000'000) == 100);
+}
+
 // The frontend's writer gives each daemon its written bytes back in batches of 64 KiB, and a
 // smaller rest at least every 50 ms: while other nodes keep the writer busy (a slow terminal,
 // output that never stops), a quiet node's rest must still come back, or its next long record,
