@@ -76,7 +76,9 @@ void JobSession::onSpawnFailed(Link& parent, const Json& msg) {
   Link* found = childNamedIn(parent, msg);
   if (!found) return;
   Link& child = *found;
-  if (child.conn || child.routed || failed_) return;
+  // A repeated report (the parent retried, or a daemon gone wrong) must not start a second daemon.
+  if (child.conn || child.routed || child.started_by_frontend || failed_) return;
+  child.started_by_frontend = true;
   const std::string why = getString(msg, "message");
   if (cfg_.spec.verbose)
     out_.note("node " + parent.name + " could not start tlaunchd on " + child.name + " over ssh (" + why +
