@@ -367,6 +367,17 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   if (s.preflight == PreflightMode::full && app.get_option("--check-reachability")->count() == 0 &&
       (!preflight->parsed() || preflight->get_option("--check-reachability")->count() == 0))
     s.check_reachability = "all";
+  // A subcommand runs no program: anything it did not understand is a mistake.
+  for (CLI::App* sub : {topo, stop_daemons, inspect.stacks, inspect.status, preflight}) {
+    if (!sub->parsed()) continue;
+    auto extra = sub->remaining();
+    for (const auto& e : app.remaining()) extra.push_back(e);
+    if (extra.empty()) break;
+    std::cerr << "tlaunch " << sub->get_name() << ": unknown argument " << extra.front() << "\nRun 'tlaunch "
+              << sub->get_name() << " --help' for its options.\n";
+    out.exit_now = 64;
+    return out;
+  }
   if (topo->parsed()) out.command = Subcommand::topo;
   if (stop_daemons->parsed()) {
     out.command = Subcommand::stop_daemons;
@@ -377,15 +388,6 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     return out;
   }
   if (preflight->parsed()) {
-    // The subcommand runs no program: anything it did not understand is a mistake.
-    auto extra = preflight->remaining();
-    for (const auto& e : app.remaining()) extra.push_back(e);
-    if (!extra.empty()) {
-      std::cerr << "tlaunch preflight: unknown argument " << extra.front()
-                << "\nRun 'tlaunch preflight --help' for its options.\n";
-      out.exit_now = 64;
-      return out;
-    }
     out.command = Subcommand::preflight;
     s.preflight_only = true;
     if (s.preflight == PreflightMode::off) s.preflight = PreflightMode::quick;

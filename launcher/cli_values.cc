@@ -133,13 +133,16 @@ Result<std::string> mcaExport(std::string_view key, std::string_view value) {
   return "OMPI_MCA_" + str(key) + "=" + str(value);
 }
 
+bool isHostOrAddress(std::string_view text) {
+  return !text.empty() && text.size() <= 253 && text.front() != '-' &&
+         std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                  c == ':';
+         });
+}
+
 Result<std::string> checkMasterAddr(std::string_view text) {
-  const bool ok = !text.empty() && text.size() <= 253 && text.front() != '-' &&
-                  std::all_of(text.begin(), text.end(), [](char c) {
-                    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                           c == '-' || c == ':';
-                  });
-  if (!ok) return fail(Errc::usage, "--master-addr '" + str(text) + "': not an address or host name");
+  if (!isHostOrAddress(text)) return fail(Errc::usage, "--master-addr '" + str(text) + "': not an address or host name");
   return str(text);
 }
 

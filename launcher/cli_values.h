@@ -47,6 +47,8 @@ std::string formatDuration(int seconds);
 Result<std::string> mcaExport(std::string_view key, std::string_view value);
 // --master-addr: an IPv4 address or a host name.
 Result<std::string> checkMasterAddr(std::string_view text);
+// A host name, an IPv4 or an IPv6 address by its characters (MASTER_ADDR's rule; not resolved).
+bool isHostOrAddress(std::string_view text);
 
 // --net-cidr: "" when text is ADDRESS/PREFIX, else why not. --net-if: "" when text can be an
 // interface name (1-15 characters, no '/', ':' or blanks), else why not.

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "bootstrap/rank_env.h"
+#include "launcher/cli_values.h"
 #include "tlaunch/diagnostics.h"
 
 extern char** environ;
@@ -32,6 +33,8 @@ std::string badExport(const std::string& name, const std::string& value) {
     const long port = std::strtol(value.c_str(), &end, 10);
     if (value.empty() || *end != '\0' || port < 1 || port > 65535) return "MASTER_PORT must be a port from 1 to 65535";
   }
+  if (name == "MASTER_ADDR" && !isHostOrAddress(value))
+    return "MASTER_ADDR must be a host name or an address (as --master-addr)";
   return "";
 }
 }  // namespace

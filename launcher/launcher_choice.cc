@@ -116,6 +116,18 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   auto layout = resolveRankLayout(sized, slots, slots_origin);
   if (!layout) return tl::unexpected(layout.error());
   const int want_nodes = layout->nodes;
+  // -n without -N made the node count: say so when the hosts are short, not "-N".
+  if (spec.total_ranks > 0 && spec.nodes == 0 && spec.ranksPerNode() > 0 && !hosts->empty() &&
+      static_cast<size_t>(want_nodes) > hosts->size()) {
+    return diagnostic(Errc::usage, "ranks-need-more-nodes",
+                      {{"total", std::to_string(spec.total_ranks)},
+                       {"flag", spec.gpus_per_node > 0 ? "-g" : "-p"},
+                       {"per_node", std::to_string(spec.ranksPerNode())},
+                       {"needed", std::to_string(want_nodes)},
+                       {"available", std::to_string(hosts->size())},
+                       {"names", listNames(*hosts)},
+                       {"most", std::to_string(static_cast<long long>(hosts->size()) * spec.ranksPerNode())}});
+  }
 
   LauncherKind kind = spec.launcher;
   if (kind == LauncherKind::automatic) {

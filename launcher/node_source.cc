@@ -99,13 +99,13 @@ Result<std::vector<HostEntry>> expandHostSpec(std::string_view spec, bool allow_
   return hosts;
 }
 
+}  // namespace node_source_detail
+
 std::string listNames(const std::vector<HostEntry>& hosts) {
   std::vector<std::string> names;
   for (const auto& h : hosts) names.push_back(h.name);
   return compressHostlist(names);
 }
-
-}  // namespace node_source_detail
 
 namespace {
 

@@ -85,6 +85,9 @@ const char* describeOrigin(NodeOrigin origin);
 Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
                                             const std::map<std::string, std::string>& env);
 
+// "node[1-4]": the hosts' names as one hostlist expression, for messages.
+std::string listNames(const std::vector<HostEntry>& hosts);
+
 // The first `requested_nodes` hosts (-N; 0 = all). ranks_per_node (-p/-g; 0 = not given)
 // must fit in every chosen host's usable slots where those are known.
 Result<std::vector<HostEntry>> selectNodes(const std::vector<HostEntry>& hosts, int requested_nodes,

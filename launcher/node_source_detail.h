@@ -23,7 +23,4 @@ size_t namesLeft(size_t used);
 Result<std::vector<HostEntry>> expandHostSpec(std::string_view spec, bool allow_ipv6, const std::string& where,
                                               const std::string& hint, size_t max_names);
 
-// "node[1-4]": the hosts' names as one hostlist expression, for messages.
-std::string listNames(const std::vector<HostEntry>& hosts);
-
 }  // namespace tlaunch::node_source_detail

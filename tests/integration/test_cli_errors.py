@@ -27,6 +27,15 @@ expect(["-p", "1", "-x", "TLAUNCH_TEST_UNSET_VAR", "--", "true"], 64, "TLAUNCH_T
 expect(["preflight", "--hosts", "a,b", "--no-such-flag"], 64, "tlaunch preflight: unknown argument --no-such-flag")
 expect(["preflight", "--hosts", "a,b", "python"], 64, "tlaunch preflight: unknown argument python")
 expect(["preflight", "--hosts", "a,b", "--level", "deep"], 64, "--level")
+# Too few hosts for the ranks: the message names the flags the user gave (-n, not -N).
+expect(["-n", "5", "-p", "2", "--hosts", "a,b", "--dry-run", "--", "true"], 64,
+       "-n 5 with -p 2 needs 3 nodes, but only 2 are available (a,b)")
+expect(["-N", "3", "--hosts", "a,b", "--dry-run", "--", "true"], 64, "-N 3 asks for 3 nodes, but only 2 are available")
+# The other subcommands run no program either: a stray argument is a mistake, not ignored.
+expect(["topo", "--no-such-flag"], 64, "tlaunch topo: unknown argument --no-such-flag")
+expect(["stop-daemons", "now"], 64, "tlaunch stop-daemons: unknown argument now")
+expect(["status", "tl-1", "tl-2"], 64, "tlaunch status: unknown argument tl-2")
+expect(["stacks", "--all"], 64, "tlaunch stacks: unknown argument --all")
 # A value left out: the next option is not taken for it (`--summary-json --dry-run` ran the job
 # for real and wrote a file named "--dry-run"), nor "--"; an empty value (an unset variable) is
 # not the same as leaving the option out (`--hosts ""` ran on this host).

@@ -52,6 +52,8 @@ expect(["-p", "1", "--preflight-skip", "memlock,gpudirekt", "--", "true"], 64, "
 expect(["--nproc-per-node", "gpus", "--", "true"], 64, "must be gpu, auto, cpu or a whole number")
 expect(["--launcher", "local", "-n", "9", "-N", "4", "--", "true"], 64, "leaves 1 node(s) without a rank")
 expect(["-p", "1", "-x", "RANK=3", "--", "true"], 64, "RANK differs per rank")
+expect(["-p", "1", "-x", "MASTER_ADDR=node 1", "--", "true"], 64, "MASTER_ADDR must be a host name or an address")
+expect(["-p", "1", "-x", "MASTER_PORT=http", "--", "true"], 64, "MASTER_PORT must be a port from 1 to 65535")
 
 # -n: total ranks; -l: srun's rank labels; -D: the working directory; --mca: OMPI_MCA_*.
 r = tl.run(["-n", "4", "-l", "-D", tmp, "--mca", "btl_tcp_if_include", "lo", "--", "sh", "-c",
