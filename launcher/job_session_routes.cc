@@ -32,9 +32,10 @@ JobSession::Router JobSession::makeRouter() {
   r.on("reached", [this](const std::string&, Json&& m, Link& l) { onCrossNodeMessage(l, m); });
   r.onPrefix("rdma_", [this](const std::string&, Json&& m, Link& l) { onCrossNodeMessage(l, m); });
   r.on("prepared", [this](const std::string&, Json&&, Link& l) { onPrepared(l); });
-  r.on({"prepare_failed", "start_failed"}, [this](const std::string&, Json&& m, Link&) {
+  r.on({"prepare_failed", "start_failed"}, [this](const std::string&, Json&& m, Link& l) {
     const auto code = static_cast<Errc>(getInt(m, "code", static_cast<int>(Errc::internal)));
-    fail(exitStatusFor(code), describeError({code, getString(m, "message"), getString(m, "hint")}));
+    fail(exitStatusFor(code), describeError({code, getString(m, "message"), getString(m, "hint")}), -1, {},
+         nodeLabel(l.index));
   });
   r.on("started", [this](const std::string&, Json&& m, Link& l) { onStarted(l, m); });
   r.on("exit", [this](const std::string&, Json&& m, Link& l) { onRankExit(l, m); });
