@@ -16,6 +16,8 @@
 namespace tlaunch {
 
 Result<std::string> sourceAddressToward(const std::string& host) {
+  if (in6_addr v6{}; ::inet_pton(AF_INET6, host.c_str(), &v6) == 1)
+    return diagnostic(Errc::node_unreachable, "node-ipv6-address", {{"node", host}});
   addrinfo hints{};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_DGRAM;

@@ -1,5 +1,7 @@
 // DeepSpeed's --include / --exclude ("node1:0,1@node2"): which of the given nodes, and which
 // of their slots (GPUs), a job uses.
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -35,8 +37,36 @@ class HostIndex {
   std::map<std::string, size_t> index_;
 };
 
-const std::string kFilterHint = "write --include/--exclude as node1:0,1@node2 (host, optional slot indices, '@' between hosts)";
+const std::string kFilterHint =
+    "write --include/--exclude as node1:0,1@node2 (host, optional slot indices, '@' between hosts; an IPv6 "
+    "address as fd00::1, or [fd00::1]:0,1 with slots)";
 
+
+bool isIpv6Literal(std::string_view text) {
+  in6_addr addr{};
+  return text.find(':') != std::string_view::npos && ::inet_pton(AF_INET6, std::string(text).c_str(), &addr) == 1;
+}
+
+// "node1:0,1" -> {node1, "0,1"}; "node1" -> {node1}. An IPv6 address (a hostfile may name nodes
+// so) is the host whole: "fd00::1", or "[fd00::1]:0,1" with slots. nullopt: more than one ':'.
+std::optional<std::vector<std::string_view>> hostAndSlots(std::string_view part) {
+  part = trim(part);
+  if (isIpv6Literal(part)) return std::vector<std::string_view>{part};
+  if (part.starts_with('[')) {
+    const size_t close = part.find(']');
+    if (close != std::string_view::npos && isIpv6Literal(part.substr(1, close - 1))) {
+      std::vector<std::string_view> out{part.substr(1, close - 1)};
+      const std::string_view rest = part.substr(close + 1);
+      if (rest.empty()) return out;
+      if (rest.front() != ':' || rest.find(':', 1) != std::string_view::npos) return std::nullopt;
+      out.push_back(rest.substr(1));
+      return out;
+    }
+  }
+  auto parts = splitOutsideBrackets(part, ':');
+  if (parts.size() > 2) return std::nullopt;
+  return std::vector<std::string_view>(parts.begin(), parts.end());
+}
 
 struct FilterItem {
   std::vector<HostEntry> hosts;  // names only
@@ -52,14 +82,15 @@ Result<std::vector<FilterItem>> parseFilter(std::string_view text, const std::st
     part = trim(part);
     if (part.empty()) return fail(Errc::usage, where + "empty entry between '@'", kFilterHint);
     FilterItem item;
-    auto parts = splitOutsideBrackets(part, ':');
-    if (parts.size() > 2) return fail(Errc::usage, where + "more than one ':' in '" + std::string(part) + "'", kFilterHint);
-    auto hosts = expandHostSpec(trim(parts[0]), false, where, kFilterHint, namesLeft(names));
+    const auto parts = hostAndSlots(part);
+    if (!parts) return fail(Errc::usage, where + "more than one ':' in '" + std::string(part) + "'", kFilterHint);
+    auto hosts = expandHostSpec(trim(parts->front()), isIpv6Literal(trim(parts->front())), where, kFilterHint,
+                                namesLeft(names));
     if (!hosts) return tl::unexpected(hosts.error());
     names += hosts->size();
     item.hosts = std::move(*hosts);
-    if (parts.size() == 2) {
-      for (std::string_view s : splitOutsideBrackets(parts[1], ',')) {
+    if (parts->size() == 2) {
+      for (std::string_view s : splitOutsideBrackets((*parts)[1], ',')) {
         auto index = parseCount(trim(s), 0);
         if (!index) {
           return fail(Errc::usage, where + "slot index '" + std::string(trim(s)) + "' is not a number", kFilterHint);

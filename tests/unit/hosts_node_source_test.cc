@@ -151,6 +151,25 @@ TEST_CASE("hosts: --exclude of a host without a slot count leaves the GPUs to th
   CHECK(usableSlots((*r)[1]) == -1);  // known once node2 reports its GPUs
 }
 
+// A hostfile may name nodes by IPv6 address: --include/--exclude can name them too, whole or
+// bracketed with slot indices (the ':' of the address is not the slot separator).
+TEST_CASE("hosts: --include/--exclude name IPv6 hosts", "[hosts][node_source]") {
+  auto hosts = *parseHostfile("fd00::1 slots=2\nfd00::2 slots=2\nnode3 slots=2\n", "h");
+  auto r = applyIncludeExclude(hosts, "", "fd00::1@[FD00::2]:1");
+  REQUIRE(r);
+  CHECK(names(*r) == S{"fd00::2", "node3"});
+  CHECK((*r)[0].only_slots == I{0});
+  auto in = applyIncludeExclude(hosts, "[fd00::1]", "");
+  REQUIRE(in);
+  CHECK(names(*in) == S{"fd00::1"});
+  auto unknown = applyIncludeExclude(hosts, "fd00::9", "");
+  REQUIRE_FALSE(unknown);
+  CHECK_THAT(unknown.error().message, Catch::Contains("--include names fd00::9, which is not among the nodes"));
+  auto two = applyIncludeExclude(hosts, "[fd00::1]:0:1", "");
+  REQUIRE_FALSE(two);
+  CHECK_THAT(two.error().message, Catch::Contains("more than one ':'"));
+}
+
 TEST_CASE("hosts: --include/--exclude errors", "[hosts][node_source]") {
   auto hosts = *parseHostsOption("node1:4,node2");
   struct Case {
