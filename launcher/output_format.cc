@@ -1,5 +1,8 @@
 #include "launcher/output_format.h"
 
+#include <locale.h>
+#include <wchar.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -56,6 +59,28 @@ std::string_view shownPart(std::string_view bytes) {
 }
 }  // namespace
 
+int columnsOf(std::string_view text, size_t at, size_t* length) {
+  const auto lead = static_cast<unsigned char>(text[at]);
+  const size_t n = lead < 0x80 ? 1 : (lead & 0xe0) == 0xc0 ? 2 : (lead & 0xf0) == 0xe0 ? 3 : (lead & 0xf8) == 0xf0 ? 4 : 1;
+  *length = 1;
+  if (n == 1 || at + n > text.size()) return 1;  // ASCII, or not UTF-8: one column, as terminals show it
+  char32_t code = lead & (0x7f >> n);
+  for (size_t k = 1; k < n; ++k) {
+    const auto c = static_cast<unsigned char>(text[at + k]);
+    if ((c & 0xc0) != 0x80) return 1;
+    code = (code << 6) | (c & 0x3f);
+  }
+  *length = n;
+  // glibc's Unicode width table (East Asian wide: 2, combining marks: 0), read under C.UTF-8
+  // whatever the process's locale; without that locale, one column.
+  static const locale_t utf8 = ::newlocale(LC_CTYPE_MASK, "C.UTF-8", locale_t{});
+  if (utf8 == locale_t{}) return 1;
+  const locale_t before = ::uselocale(utf8);
+  const int width = ::wcwidth(static_cast<wchar_t>(code));
+  ::uselocale(before);
+  return width < 0 ? 1 : width;
+}
+
 std::string cutToColumns(std::string_view text, int columns) {
   int seen = 0;
   bool escapes = false;
@@ -66,11 +91,14 @@ std::string cutToColumns(std::string_view text, int columns) {
       i = escapeEnd(text, i) - 1;
       continue;
     }
-    if ((c & 0xc0) == 0x80) continue;  // a continuation byte belongs to the character before it
-    if (++seen > columns) {
+    size_t length = 1;
+    const int width = c < 0x80 ? 1 : columnsOf(text, i, &length);
+    const size_t start = i;
+    i += length - 1;  // the character's other bytes
+    if ((seen += width) > columns) {
       // The cut may drop the sequence that resets the colour: reset it here, or the terminal
       // stays coloured after tlaunch exits.
-      return std::string(text.substr(0, i)) + (escapes ? "\x1b[0m" : "");
+      return std::string(text.substr(0, start)) + (escapes ? "\x1b[0m" : "");
     }
   }
   return std::string(text);

@@ -39,6 +39,9 @@ class OutputFormatter {
   static constexpr std::chrono::milliseconds kUpdateInterval{1000};
 
   explicit OutputFormatter(OutputTerminals terminals) : terminals_(terminals) {}
+  // The terminal was resized: the next in-place lines are cut to the new width.
+  void setWidth(int columns) { terminals_.width = columns; }
+  bool anyTty() const { return terminals_.stdout_is_tty || terminals_.stderr_is_tty; }
   void record(const std::string& tag, int rank, int stream, OutputKind kind, std::string_view bytes,
               Clock::time_point now, std::vector<Write>& out);
   // tlaunch's own words: stderr, every line prefixed "tlaunch: ".
@@ -72,7 +75,10 @@ class OutputFormatter {
   std::map<std::pair<int, int>, Held> held_;  // (rank, stream) -> its latest update, for pipes
 };
 
-// `text` cut to at most `columns` characters (UTF-8 aware: never inside a character).
+// `text` cut to at most `columns` terminal columns: never inside a UTF-8 character, a wide (CJK)
+// character counts 2 and a combining mark 0, escape sequences none.
 std::string cutToColumns(std::string_view text, int columns);
+// The columns of the character that starts at text[at]; *length: its bytes (1 if not UTF-8).
+int columnsOf(std::string_view text, size_t at, size_t* length);
 
 }  // namespace tlaunch

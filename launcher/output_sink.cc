@@ -24,13 +24,19 @@ constexpr size_t kDrainReportBytes = 64u << 10;  // report written bytes in batc
 // job) would otherwise wait for every other node to go quiet.
 constexpr auto kDrainReportInterval = std::chrono::milliseconds(50);
 
+// The terminal's columns, or 0 when neither stream is a terminal.
+int terminalWidth(int out_fd, int err_fd) {
+  struct winsize ws {};
+  for (int fd : {out_fd, err_fd})
+    if (::isatty(fd) == 1 && ::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 0;
+}
+
 OutputTerminals terminalsOf(int out_fd, int err_fd) {
   OutputTerminals t;
   t.stdout_is_tty = ::isatty(out_fd) == 1;
   t.stderr_is_tty = ::isatty(err_fd) == 1;
-  struct winsize ws {};
-  for (int fd : {err_fd, out_fd})
-    if (::isatty(fd) == 1 && ::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) t.width = ws.ws_col;
+  if (const int width = terminalWidth(out_fd, err_fd); width > 0) t.width = width;
   return t;
 }
 }  // namespace
@@ -314,11 +320,19 @@ void OutputSink::writeTerminalText(const std::vector<OutputFormatter::Write>& wr
 
 void OutputSink::handle(Item& item, std::vector<OutputFormatter::Write>& writes) {
   switch (item.type) {
-    case Item::Type::record:
+    case Item::Type::record: {
       if (item.kind != OutputKind::unfinished) writeFile(item.rank, item.stream, item.data.view());  // shown, not written
-      formatter_.record(item.tag, item.rank, item.stream, item.kind, item.data.view(), OutputFormatter::Clock::now(),
-                        writes);
+      const auto now = OutputFormatter::Clock::now();
+      // A resized terminal (no SIGWINCH handler: the width is read again, at most twice a second,
+      // when a bar is about to be drawn in place).
+      if ((item.kind == OutputKind::update || item.kind == OutputKind::unfinished) && formatter_.anyTty() &&
+          now - width_read_ >= std::chrono::milliseconds(500)) {
+        width_read_ = now;
+        if (const int width = terminalWidth(out_fd_, err_fd_); width > 0) formatter_.setWidth(width);
+      }
+      formatter_.record(item.tag, item.rank, item.stream, item.kind, item.data.view(), now, writes);
       break;
+    }
     case Item::Type::note: formatter_.note(item.data.view(), writes); break;
     case Item::Type::files:
       for (auto& [key, fd] : files_) ::close(fd);  // the previous attempt's, all written

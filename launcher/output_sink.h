@@ -8,6 +8,7 @@
 // windows and the ranks, not the job, wait.
 #include <sys/uio.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -86,6 +87,7 @@ class OutputSink {
   std::map<int, std::string> tags_;  // I/O thread only
   // Writer thread only:
   OutputFormatter formatter_;
+  std::chrono::steady_clock::time_point width_read_{};  // the terminal's width last read
   std::map<std::pair<int, int>, int> files_;
   std::map<std::pair<int, int>, bool> file_failed_;
   std::map<int, std::string> file_names_;

@@ -15,12 +15,15 @@ line, and no process of the job left:
   9. --stdin to a rank that does not read yet: tlaunch reads ahead only its credit (1 MiB), then
      every byte arrives.
 """
+import fcntl
 import os
 import pty
 import re
 import select
 import signal
+import struct
 import subprocess
+import termios
 import threading
 import time
 
@@ -146,6 +149,27 @@ tl.check(len(final) == 1, f"terminal progress: {len(final)} final lines")
 newlines = screen.count(b"\n")
 tl.check(newlines <= 2, f"terminal progress: {newlines} lines on the screen, want 1")
 print("PASS 4: on a terminal the bar is redrawn in place and ends in one line")
+
+# 4c. The terminal is resized while the bar runs: later states are cut to the new width (a line
+# wider than the terminal wraps into rows that are never redrawn).
+master, slave = pty.openpty()
+fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 60, 0, 0))
+p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "-q", "--", tl.PYTHON, PAT,
+                      "progress", "40", "4"], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
+                     start_new_session=True)
+os.close(slave)
+before = read_screen(master, p, until=b"R0  25%")
+fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 16, 0, 0))
+after = read_screen(master, p)
+p.wait(timeout=30)
+os.close(master)
+drawn_before = [d.split(b"\r")[0] for d in before.split(b"\r\x1b[K")[1:]]
+drawn_after = [d.split(b"\r")[0] for d in after.split(b"\r\x1b[K")[1:] if d and b"done" not in d]
+tl.check(p.returncode == 0, f"resized terminal: exit {p.returncode}: {after[-300:]!r}")
+tl.check(any(len(d) > 16 for d in drawn_before), f"resized terminal: nothing wide before: {drawn_before[-3:]!r}")
+tl.check(len(drawn_after) >= 3 and all(len(d) <= 15 for d in drawn_after[-3:]),
+         f"resized terminal: the last states are not cut to 16 columns: {drawn_after[-3:]!r}")
+print("PASS 4c: after the terminal shrank to 16 columns the bar is cut to 15")
 
 # 4b. A prompt that waits for input (input(), pdb's "(Pdb) "): shown before the answer, on a
 #     terminal and into a pipe, not only once its line is done.

@@ -177,6 +177,21 @@ TEST_CASE("cutToColumns never splits a UTF-8 character") {
   CHECK(cutToColumns("abc", 10) == "abc");
 }
 
+// A bar of CJK text (or emoji) on a terminal: each such character takes two columns, so a cut by
+// characters would wrap the line into rows that are never redrawn.
+TEST_CASE("cutToColumns counts wide characters as two columns and combining marks as none") {
+  const std::string cjk = "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e";  // three wide characters, 6 columns
+  CHECK(cutToColumns("[0] " + cjk, 10) == "[0] " + cjk);
+  CHECK(cutToColumns("[0] " + cjk, 9) == "[0] \xe6\x97\xa5\xe6\x9c\xac");  // the third would need columns 9-10
+  const std::string acute_e = "e\xcc\x81";  // e + combining acute accent: one column
+  CHECK(cutToColumns(acute_e + acute_e + "x", 2) == acute_e + acute_e);
+  size_t length = 0;
+  CHECK(columnsOf("\xf0\x9f\x98\x80", 0, &length) == 2);  // an emoji
+  CHECK(length == 4);
+  CHECK(columnsOf("\xe6\x97", 0, &length) == 1);  // cut short: not UTF-8, one column as shown
+  CHECK(length == 1);
+}
+
 TEST_CASE("cutToColumns: escape sequences take no column, and a cut coloured bar resets the colour") {
   const std::string green = "\x1b[32m", reset = "\x1b[0m";
   CHECK(cutToColumns(green + "####" + reset, 4) == green + "####" + reset);  // fits: unchanged
