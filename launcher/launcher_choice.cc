@@ -172,7 +172,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     for (size_t i = 0; i < chosen.size(); ++i) {
       choice.nodes.push_back({static_cast<int>(i), chosen[i].name, {}, netIfOf(chosen[i])});
       choice.node_slots.push_back(usableSlots(chosen[i]));
-      choice.node_gpus.push_back({chosen[i].only_slots, chosen[i].excluded_slots});
+      choice.node_gpus.emplace_back(chosen[i].only_slots, chosen[i].excluded_slots);
     }
     choice.starter = std::make_unique<LocalStarter>();
     choice.listen_address = "127.0.0.1";
@@ -193,7 +193,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   for (size_t i = 0; i < chosen.size(); ++i) {
     choice.nodes.push_back({static_cast<int>(i), chosen[i].name, sshDestination(chosen[i]), netIfOf(chosen[i])});
     choice.node_slots.push_back(usableSlots(chosen[i]));
-    choice.node_gpus.push_back({chosen[i].only_slots, chosen[i].excluded_slots});
+    choice.node_gpus.emplace_back(chosen[i].only_slots, chosen[i].excluded_slots);
   }
   if (resolve_only) {  // --dry-run --offline: the same nodes, nothing to start or connect to
     for (int i = 0; choice.nodes.empty() && i < want_nodes; ++i)

@@ -74,7 +74,7 @@ void PmixCollectives::onMessage(int node, const Json& msg) {
   closeRound(key, round);
 }
 
-void PmixCollectives::closeRound(const std::string& key, std::deque<Round>::iterator round) {
+void PmixCollectives::closeRound(const std::string& key, const std::deque<Round>::iterator& round) {
   auto& queue = rounds_[key];
   queue.erase(round);
   --open_rounds_;

@@ -49,7 +49,7 @@ class PmixCollectives {
   };
   bool includesFailed(const std::vector<int>& ranks) const;
   void answer(const Round& round, PmixReply status);
-  void closeRound(const std::string& key, std::deque<Round>::iterator round);
+  void closeRound(const std::string& key, const std::deque<Round>::iterator& round);
   Send send_;
   NodeOf node_of_;
   std::function<int()> node_count_;
