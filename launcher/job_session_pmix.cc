@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -103,8 +104,16 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     }
     const DirectModexKey key{link.index, getInt(msg, "id")};
     const auto deadline = Clock::now() + cfg_.dmodex_timeout;
-    dmodex_waiting_[key] = {rank, deadline};
+    if (!dmodex_waiting_.emplace(key, DirectModexWait{rank, deadline}).second) return;  // asked already: one answer
     dmodex_deadlines_.emplace_back(key, deadline);
+    // Answered requests leave their deadline behind: keep the queue near the number waiting (a
+    // big job's start asks for thousands a second).
+    if (dmodex_deadlines_.size() > 2 * dmodex_waiting_.size() + 1024) {
+      dmodex_deadlines_.clear();
+      for (const auto& [k, w] : dmodex_waiting_) dmodex_deadlines_.emplace_back(k, w.deadline);
+      std::sort(dmodex_deadlines_.begin(), dmodex_deadlines_.end(),
+                [](const auto& a, const auto& b) { return a.second < b.second; });
+    }
     sendToNode(owner, {{"t", "dmodex_serve"}, {"from", link.index}, {"id", msg["id"]}, {"rank", rank}});
     return;
   }
@@ -125,7 +134,7 @@ void JobSession::expireDirectModex(Clock::time_point now) {
     const auto [key, deadline] = dmodex_deadlines_.front();
     dmodex_deadlines_.pop_front();
     const auto waiting = dmodex_waiting_.find(key);
-    // Answered meanwhile, or the same request id asked again later (a deadline of its own).
+    // Answered meanwhile, or answered and the same request id asked again (a deadline of its own).
     if (waiting == dmodex_waiting_.end() || waiting->second.deadline != deadline) continue;
     const int rank = waiting->second.rank;
     dmodex_waiting_.erase(waiting);
