@@ -20,6 +20,9 @@ inline constexpr size_t kPreAuthMaxFrameBytes = 4096;
 // can exceed 16 MiB; 256 MiB covers about ten times that) — still a cap on what one peer can
 // make a receiver buffer.
 inline constexpr size_t kAuthenticatedMaxFrameBytes = 256u << 20;
+// The most data (a fence's or a collective's result) one message may carry: it must fit in one
+// frame with the message around it.
+inline constexpr size_t kMaxCollectedBytes = kAuthenticatedMaxFrameBytes - (64u << 10);
 // What a decoder allows when nobody says otherwise (connections that do not yet apply the two
 // limits above).
 inline constexpr size_t kDefaultMaxFrameBytes = 64u << 20;

@@ -196,11 +196,10 @@ class JobSession {
   static constexpr size_t kMaxPendingConnections = 256;
   static constexpr auto kPendingAuthTimeout = std::chrono::seconds(5);
   static constexpr size_t kStdinWindow = 1u << 20;
-  // PMIx fences: a bound on those open at once (a job has a few at a time), and on a result,
-  // which must fit in one frame with its message around it.
+  // PMIx fences: a bound on those open at once (a job has a few at a time); a result is bounded
+  // by kMaxCollectedBytes.
   static constexpr size_t kMaxFencesInProgress = 4096;
   static constexpr size_t kMaxDirectModexWaiting = 1u << 16;
-  static constexpr size_t kMaxFenceResultBytes = kAuthenticatedMaxFrameBytes - (64u << 10);
   static constexpr int kRejectionsShown = 10;
   void broadcast(Json msg);  // by value: tagged in place (a fence's result can be megabytes)
   std::string nodeLabel(int index) const;

@@ -75,7 +75,7 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
              -1, {}, nodeLabel(node));
         return;
       }
-      if (const size_t result = fences_.bytesSoFar(seq) + data.size(); result > kMaxFenceResultBytes) {
+      if (const size_t result = fences_.bytesSoFar(seq) + data.size(); result > kMaxCollectedBytes) {
         // The result would not fit in a control-plane frame (every daemon would refuse it and
         // look lost): the fence fails, and the job ends saying why.
         const size_t mib = result >> 20;
@@ -83,7 +83,7 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
         broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", false}});
         fail(exitStatusFor(Errc::resources),
              "the ranks' PMIx fence collects more data than tlaunch's control plane carries (over " +
-                 std::to_string(mib) + " MiB; at most " + std::to_string(kMaxFenceResultBytes >> 20) +
+                 std::to_string(mib) + " MiB; at most " + std::to_string(kMaxCollectedBytes >> 20) +
                  " MiB): for Open MPI, export OMPI_MCA_pmix_base_collect_data=0 so that ranks fetch their peers' "
                  "data when they need it instead of every rank's at MPI_Init");
         return;

@@ -11,12 +11,13 @@
 #include <cstring>
 
 #include "binding/fabric/fabric_discovery.h"
+#include "launcher/node_source.h"
 #include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
 Result<std::string> sourceAddressToward(const std::string& host) {
-  if (in6_addr v6{}; ::inet_pton(AF_INET6, host.c_str(), &v6) == 1)
+  if (isIpv6Literal(host))
     return diagnostic(Errc::node_unreachable, "node-ipv6-address", {{"node", host}});
   addrinfo hints{};
   hints.ai_family = AF_INET;

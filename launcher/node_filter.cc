@@ -1,7 +1,5 @@
 // DeepSpeed's --include / --exclude ("node1:0,1@node2"): which of the given nodes, and which
 // of their slots (GPUs), a job uses.
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -42,10 +40,6 @@ const std::string kFilterHint =
     "address as fd00::1, or [fd00::1]:0,1 with slots)";
 
 
-bool isIpv6Literal(std::string_view text) {
-  in6_addr addr{};
-  return text.find(':') != std::string_view::npos && ::inet_pton(AF_INET6, std::string(text).c_str(), &addr) == 1;
-}
 
 // "node1:0,1" -> {node1, "0,1"}; "node1" -> {node1}. An IPv6 address (a hostfile may name nodes
 // so) is the host whole: "fd00::1", or "[fd00::1]:0,1" with slots. nullopt: more than one ':'.

@@ -1,5 +1,7 @@
 #include "launcher/node_source.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -100,6 +102,11 @@ Result<std::vector<HostEntry>> expandHostSpec(std::string_view spec, bool allow_
 }
 
 }  // namespace node_source_detail
+
+bool isIpv6Literal(std::string_view text) {
+  in6_addr addr{};
+  return text.find(':') != std::string_view::npos && ::inet_pton(AF_INET6, std::string(text).c_str(), &addr) == 1;
+}
 
 std::string listNames(const std::vector<HostEntry>& hosts) {
   std::vector<std::string> names;

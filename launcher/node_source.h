@@ -85,6 +85,9 @@ const char* describeOrigin(NodeOrigin origin);
 Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
                                             const std::map<std::string, std::string>& env);
 
+// An IPv6 address literal ("fd00::1"): a hostfile may name nodes so.
+bool isIpv6Literal(std::string_view text);
+
 // "node[1-4]": the hosts' names as one hostlist expression, for messages.
 std::string listNames(const std::vector<HostEntry>& hosts);
 

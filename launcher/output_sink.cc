@@ -318,18 +318,19 @@ void OutputSink::writeTerminalText(const std::vector<OutputFormatter::Write>& wr
   flushBatch();
 }
 
+void OutputSink::rereadWidth(std::chrono::steady_clock::time_point now) {
+  // A resized terminal: no SIGWINCH handler, the width is read again at most twice a second.
+  if (!formatter_.anyTty() || now - width_read_ < std::chrono::milliseconds(500)) return;
+  width_read_ = now;
+  if (const int width = terminalWidth(out_fd_, err_fd_); width > 0) formatter_.setWidth(width);
+}
+
 void OutputSink::handle(Item& item, std::vector<OutputFormatter::Write>& writes) {
   switch (item.type) {
     case Item::Type::record: {
       if (item.kind != OutputKind::unfinished) writeFile(item.rank, item.stream, item.data.view());  // shown, not written
       const auto now = OutputFormatter::Clock::now();
-      // A resized terminal (no SIGWINCH handler: the width is read again, at most twice a second,
-      // when a bar is about to be drawn in place).
-      if ((item.kind == OutputKind::update || item.kind == OutputKind::unfinished) && formatter_.anyTty() &&
-          now - width_read_ >= std::chrono::milliseconds(500)) {
-        width_read_ = now;
-        if (const int width = terminalWidth(out_fd_, err_fd_); width > 0) formatter_.setWidth(width);
-      }
+      if (item.kind == OutputKind::update || item.kind == OutputKind::unfinished) rereadWidth(now);
       formatter_.record(item.tag, item.rank, item.stream, item.kind, item.data.view(), now, writes);
       break;
     }

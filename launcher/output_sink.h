@@ -88,6 +88,8 @@ class OutputSink {
   // Writer thread only:
   OutputFormatter formatter_;
   std::chrono::steady_clock::time_point width_read_{};  // the terminal's width last read
+  // Before a bar is drawn in place: the terminal's width again, if it may have changed.
+  void rereadWidth(std::chrono::steady_clock::time_point now);
   std::map<std::pair<int, int>, int> files_;
   std::map<std::pair<int, int>, bool> file_failed_;
   std::map<int, std::string> file_names_;

@@ -4,6 +4,8 @@
 #include <iterator>
 #include <set>
 
+#include "bootstrap/frame_codec.h"
+
 namespace tlaunch {
 
 void PmixCollectives::onMessage(int node, const Json& msg) {
@@ -50,7 +52,7 @@ void PmixCollectives::onMessage(int node, const Json& msg) {
   }
   ranks_of_[key] = ranks;
   const std::string blob = bytesAt(msg, "d");
-  if (round->bytes + blob.size() > kMaxResultBytes) {
+  if (round->bytes + blob.size() > kMaxCollectedBytes) {
     // The result would not fit in one control-plane frame: the round fails on every node in it.
     round->ids[node] = id;
     answer(*round, PmixReply::no_room);

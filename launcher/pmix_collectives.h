@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/frame_codec.h"
 #include "bootstrap/message.h"
 #include "bootstrap/pmix_server.h"
 
@@ -37,8 +36,6 @@ class PmixCollectives {
   void onRankFailed(int rank);
   size_t pending() const { return rounds_.size(); }
   static constexpr size_t kMaxOpenRounds = 4096;
-  // The result, with its message around it, must fit in one control-plane frame.
-  static constexpr size_t kMaxResultBytes = kAuthenticatedMaxFrameBytes - (64u << 10);
 
  private:
   struct Round {

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "bootstrap/frame_codec.h"
 #include "bootstrap/pmix_server.h"
 #include "launcher/pmix_collectives.h"
 
@@ -62,7 +63,7 @@ TEST_CASE("pmix collectives: past kMaxOpenRounds a new round is refused, and com
 
 TEST_CASE("pmix collectives: a round whose data would not fit in one frame fails on every node in it") {
   Sent s;
-  const size_t half = PmixCollectives::kMaxResultBytes / 2 + 1;
+  const size_t half = kMaxCollectedBytes / 2 + 1;
   s.c.onMessage(0, coll(1, {0, 2}, std::string(half, 'a')));
   CHECK(s.msgs.empty());
   s.c.onMessage(1, coll(2, {0, 2}, std::string(half, 'b')));
