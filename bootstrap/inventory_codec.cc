@@ -9,6 +9,8 @@ namespace tlaunch {
 
 namespace {
 
+constexpr size_t kMaxSlurmGpusBytes = 4096;
+
 Result<std::string> stringField(const Json& j, const char* key, bool required) {
   auto it = j.find(key);
   if (it == j.end()) {
@@ -58,6 +60,7 @@ Json inventoryToJson(const NodeInventory& inv) {
   else j["fabric_error"] = inv.fabric_error;
   if (inv.preflight) j["preflight"] = preflightToJson(*inv.preflight);
   if (!inv.port_mtu.empty()) j["port_mtu"] = inv.port_mtu;
+  if (!inv.slurm_gpus.empty()) j["slurm_gpus"] = inv.slurm_gpus;
   return j;
 }
 
@@ -72,8 +75,11 @@ Result<NodeInventory> inventoryFromJson(const Json& j, TopologyDecodeCache* cach
   };
   for (auto r : {text("hostname", false, inv.hostname), text("node", false, inv.node),
                  text("version", false, inv.version), text("topology_error", false, inv.topology_error),
-                 text("fabric_error", false, inv.fabric_error)})
+                 text("fabric_error", false, inv.fabric_error), text("slurm_gpus", false, inv.slurm_gpus)})
     if (!r) return tl::unexpected(r.error());
+  // A list of GPU indices: even 1,000 GPUs fit in 4 KiB.
+  if (inv.slurm_gpus.size() > kMaxSlurmGpusBytes)
+    return fail(Errc::protocol, "a malformed inventory: slurm_gpus of " + std::to_string(inv.slurm_gpus.size()) + " bytes");
   for (auto [key, out] : {std::pair{"free_port", &inv.free_port}, std::pair{"probe_port", &inv.probe_port}}) {
     auto port = portField(j, key);
     if (!port) return tl::unexpected(port.error());

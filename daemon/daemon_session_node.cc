@@ -4,6 +4,8 @@
 #include "daemon/daemon_session.h"
 #include "daemon/tree_children.h"
 
+#include <cstdlib>
+
 #include <spdlog/spdlog.h>
 
 #include "daemon/rdma_pair_agent.h"
@@ -73,6 +75,8 @@ void DaemonSession::sendInventory(const Json& config) {
   asio::error_code ec;
   auto ep = probe_acceptor_.local_endpoint(ec);
   const int probe_port = ec ? 0 : ep.port();
+  // Read on every job, never cached: a warm daemon can serve the next allocation's jobs.
+  const std::string slurm_gpus = slurmStepGpus([](const char* name) { return std::getenv(name); });
   const bool use_cache = !opts_.inventory_cache.empty() && !getBool(config, "fresh_inventory");
   const Json cache_key = use_cache ? inventoryCacheKey(req) : Json();
   if (use_cache) {
@@ -81,6 +85,8 @@ void DaemonSession::sendInventory(const Json& config) {
       inv["free_port"] = pickFreePort();  // a port free a minute ago may be taken now
       inv["probe_port"] = probe_port;
       inv["cached_s"] = cached->age_s;
+      if (slurm_gpus.empty()) inv.erase("slurm_gpus");
+      else inv["slurm_gpus"] = slurm_gpus;
       topology_xml_ = std::move(cached->topology_xml);
       conn_->send({{"t", "inventory"}, {"inv", std::move(inv)}});
       return;
@@ -90,6 +96,7 @@ void DaemonSession::sendInventory(const Json& config) {
   inv.probe_port = probe_port;
   Json j = inventoryToJson(inv);
   if (use_cache && worthCaching(inv)) storeCachedInventory(opts_.inventory_cache, cache_key, j, topology_xml_);
+  if (!slurm_gpus.empty()) j["slurm_gpus"] = slurm_gpus;
   conn_->send({{"t", "inventory"}, {"inv", std::move(j)}});
 }
 

@@ -64,6 +64,13 @@ int pickFreePort() {
   return 0;
 }
 
+std::string slurmStepGpus(const std::function<const char*(const char*)>& env) {
+  const char* step_gpus = env("SLURM_STEP_GPUS");
+  const char* visible = env("CUDA_VISIBLE_DEVICES");
+  if (!step_gpus || !*step_gpus || !visible) return "";
+  return visible;
+}
+
 NodeInventory collectInventory(const InventoryRequest& req, std::string* live_topology_xml) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);

@@ -1,5 +1,6 @@
 #pragma once
 // What a daemon tells the frontend about its node before anything is planned.
+#include <functional>
 #include <string>
 
 #include "bootstrap/message.h"
@@ -24,6 +25,12 @@ struct InventoryRequest {
 // `live_topology_xml`: the live machine's topology as hwloc XML, for the ranks' PMIx (empty
 // when the topology came from a file or could not be loaded).
 NodeInventory collectInventory(const InventoryRequest& req, std::string* live_topology_xml = nullptr);
+
+// The GPUs Slurm gave this node's step, as a task of the step sees them: its
+// CUDA_VISIBLE_DEVICES when Slurm's GPU plugin set it (SLURM_STEP_GPUS beside it), else "". A
+// value the user's environment carried into the step without GPUs allocated is not Slurm's.
+// `env` looks a variable up (nullptr when unset).
+std::string slurmStepGpus(const std::function<const char*(const char*)>& env);
 
 // A TCP port that was free on every local address a moment ago (bind to port 0, read, close).
 int pickFreePort();

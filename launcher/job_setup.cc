@@ -32,6 +32,27 @@ Result<void> validate(const JobSpec& spec) {
   return {};
 }
 
+void forget(PlanContext& ctx, const std::string& name) {
+  ctx.user_env.erase(name);
+  ctx.user_set.erase(std::remove(ctx.user_set.begin(), ctx.user_set.end(), name), ctx.user_set.end());
+  const std::string prefix = name + "=";
+  std::erase_if(ctx.base_env, [&](const std::string& kv) { return kv.starts_with(prefix); });
+}
+
+// Inside a Slurm job with GPUs (sbatch's script, an srun step) Slurm sets CUDA_VISIBLE_DEVICES and
+// GPU_DEVICE_ORDINAL to this node's GPUs. That is no choice for every node: each daemon reports
+// its own node's (NodeInventory::slurm_gpus). A value the user set (-x, an env file, or one that
+// differs from GPU_DEVICE_ORDINAL) stays the user's.
+void dropSlurmsGpuSetting(PlanContext& ctx, const std::map<std::string, std::string>& env) {
+  const auto visible = ctx.user_env.find("CUDA_VISIBLE_DEVICES");
+  const auto ordinal = env.find("GPU_DEVICE_ORDINAL");
+  if (visible == ctx.user_env.end() || visible->second.source != "environment" || !env.contains("SLURM_JOB_ID") ||
+      ordinal == env.end() || ordinal->second != visible->second.value)
+    return;
+  forget(ctx, "CUDA_VISIBLE_DEVICES");
+  forget(ctx, "GPU_DEVICE_ORDINAL");
+}
+
 // CUDA_VISIBLE_DEVICES set by the user (environment, -x, an env file), as torchrun users choose
 // GPUs, is the GPU list of every node: the plan binds each rank to the GPU CUDA will give it and
 // sets the variable itself (the chosen indices, ascending). Left alone: CPU ranks (-p), and GPUs
@@ -82,6 +103,7 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   for (const auto& n : s.choice.nodes) ctx.node_net_if.push_back(n.net_if);
   ctx.node_gpus = s.choice.node_gpus;
   ctx.cpu_ranks_asked = input.procs_per_node > 0 || input.nproc_per_node_word == "cpu";
+  dropSlurmsGpuSetting(ctx, env);
   if (auto taken = takeCudaVisibleDevices(ctx, s.choice.nodes.size()); !taken) return tl::unexpected(taken.error());
   return s;
 }

@@ -29,6 +29,9 @@ struct NodeInventory {
   std::string fabric_error;
   std::optional<std::vector<PreflightItem>> preflight;  // absent: --preflight off
   std::map<std::string, int> port_mtu;                  // "mlx5_0:1" -> active MTU (libibverbs)
+  // The GPUs Slurm gave this job on the node: the CUDA_VISIBLE_DEVICES of the daemon's step
+  // ("" = not a Slurm step with GPUs). Node by node: a shared node's job gets some of its GPUs.
+  std::string slurm_gpus;
 };
 
 }  // namespace tlaunch

@@ -8,6 +8,18 @@
 
 namespace tlaunch {
 
+namespace {
+
+// What chose the list, for messages: the variable, or the flag that gave `named`.
+std::string chooser(const GpuList& list, const std::vector<int>& named) {
+  if (!list.source.empty()) return list.source;
+  return &named == &list.only && list.excluded.empty() ? "--include" : "--exclude";
+}
+
+bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+}  // namespace
+
 Result<std::vector<int>> chooseNodeGpus(const TopologySnapshot& topo, const GpuList& list, const std::string& node) {
   const int count = static_cast<int>(topo.gpus.size());
   if (list.none)
@@ -18,24 +30,52 @@ Result<std::vector<int>> chooseNodeGpus(const TopologySnapshot& topo, const GpuL
   for (const auto* named : {&list.only, &list.excluded}) {
     auto bad = std::find_if(named->begin(), named->end(), out_of_range);
     if (bad == named->end()) continue;
-    const std::string flag = !list.source.empty()                            ? list.source
-                             : named == &list.only && list.excluded.empty() ? "--include"
-                                                                              : "--exclude";
     return fail(Errc::usage,
-                flag + " names GPU " + std::to_string(*bad) + " of " + node + ", which has " + std::to_string(count) +
+                chooser(list, *named) + " names GPU " + std::to_string(*bad) + " of " + node + ", which has " + std::to_string(count) +
                     " GPU(s)" + (count > 1 ? " (0-" + std::to_string(count - 1) + ")" : count == 1 ? " (0)" : ""),
                 "GPU indices count the node's GPUs in PCI bus order, as nvidia-smi lists them");
   }
   std::vector<int> chosen;
-  for (int i = 0; i < count; ++i) {
-    const bool in = list.only.empty() || std::find(list.only.begin(), list.only.end(), i) != list.only.end();
-    const bool out = std::find(list.excluded.begin(), list.excluded.end(), i) != list.excluded.end();
-    if (in && !out) chosen.push_back(i);
-  }
+  for (int i = 0; i < count; ++i)
+    if ((list.only.empty() || contains(list.only, i)) && !contains(list.excluded, i)) chosen.push_back(i);
   if (chosen.empty() && count > 0)
     return fail(Errc::usage, "--exclude leaves no GPU of " + node + " (it has " + std::to_string(count) + ")",
                 "exclude the whole node instead (--exclude " + node + ")");
   return chosen;
+}
+
+Result<GpuList> withinSlurmAllocation(const GpuList& user, const std::string& allocated, const std::string& node) {
+  GpuList out = user;
+  out.slurm = allocated;
+  if (allocated.empty()) return out;
+  const auto slurm =
+      gpuListFromCudaVisible(allocated, "Slurm's allocation on " + node + " (CUDA_VISIBLE_DEVICES=" + allocated + " in its step)");
+  if (!slurm || slurm->none) return out;  // not indices: CUDA resolves Slurm's value, passed on unchanged
+  if (!user.given()) {
+    out = *slurm;
+    out.slurm = allocated;
+    return out;
+  }
+  if (user.none) return out;  // chooseNodeGpus says why no GPU is left
+  const std::string fix = "choose among Slurm's GPUs there, or leave the choice to Slurm (no CUDA_VISIBLE_DEVICES, "
+                          "no GPU list in --include/--exclude)";
+  for (int g : user.only)
+    if (!contains(slurm->only, g))
+      return fail(Errc::usage,
+                  chooser(user, user.only) + " names GPU " + std::to_string(g) + " of " + node +
+                      ", which Slurm did not give this job (it has GPU(s) " + gpuIndexList(slurm->only) + " there)",
+                  fix);
+  if (user.only.empty()) {  // --exclude alone: Slurm's GPUs less the excluded
+    for (int g : slurm->only)
+      if (!contains(user.excluded, g)) out.only.push_back(g);
+    out.excluded.clear();
+    if (out.only.empty())
+      return fail(Errc::usage,
+                  chooser(user, user.excluded) + " leaves none of the GPUs Slurm gave this job on " + node + " (" +
+                      gpuIndexList(slurm->only) + ")",
+                  fix);
+  }
+  return out;
 }
 
 std::optional<GpuList> gpuListFromCudaVisible(std::string_view value, const std::string& source) {

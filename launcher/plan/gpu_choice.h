@@ -22,6 +22,7 @@ struct GpuList {
   std::vector<int> excluded;  // --exclude node:0 where the slot count was not given
   std::string source;         // what chose it, for messages; "" = --include/--exclude
   bool none = false;          // it names no GPU (CUDA_VISIBLE_DEVICES="" or "-1"): GPU ranks cannot run
+  std::string slurm;          // CUDA_VISIBLE_DEVICES that Slurm set on this node ("": none); CPU ranks get it
   bool given() const { return none || !only.empty() || !excluded.empty(); }
 };
 
@@ -32,6 +33,12 @@ struct GpuList {
 // "GPU-…", MIG instances "MIG-…"): that value passes to the ranks unchanged. `source` names the
 // variable, its value and where it came from, for messages.
 std::optional<GpuList> gpuListFromCudaVisible(std::string_view value, const std::string& source);
+
+// A node's GPU list inside the GPUs Slurm gave the job there (`allocated`: the CUDA_VISIBLE_DEVICES
+// of the daemon's Slurm step, "" = none). Without a list of the user's it is exactly Slurm's; with
+// one, it is the user's, and a GPU Slurm did not give the job is a usage error naming the node.
+// The result keeps `allocated` in `slurm`.
+Result<GpuList> withinSlurmAllocation(const GpuList& user, const std::string& allocated, const std::string& node);
 
 // The GPU indices the node's ranks use, ascending: local rank r drives the r-th of them.
 // An index the node does not have is a usage error naming the node and its GPUs.

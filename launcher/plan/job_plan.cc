@@ -32,9 +32,24 @@ const std::string* userValue(const PlanContext& ctx, const std::string& name) {
   return it == ctx.user_env.end() ? nullptr : &it->second.value;
 }
 
+// Each node's GPU list: the user's (--include/--exclude, CUDA_VISIBLE_DEVICES) inside the GPUs
+// Slurm gave the job there, which its daemon reported.
+Result<std::vector<GpuList>> nodeGpuLists(const std::vector<NodeReport>& nodes, const PlanContext& ctx) {
+  std::vector<GpuList> lists;
+  lists.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    auto list = withinSlurmAllocation(i < ctx.node_gpus.size() ? ctx.node_gpus[i] : GpuList{},
+                                      nodes[i].inventory.slurm_gpus, nodes[i].name);
+    if (!list) return tl::unexpected(list.error());
+    lists.push_back(std::move(*list));
+  }
+  return lists;
+}
+
 // No -n/-p/-g and no slots: one rank per GPU on GPU nodes, else 1 (or torchrun's word).
-// A node's GPUs are those its --include/--exclude list leaves.
-Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx) {
+// A node's GPUs are those its GPU list leaves.
+Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& nodes,
+                                const std::vector<GpuList>& gpu_lists) {
   std::vector<int> gpus, cores;
   std::vector<std::string> names;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -42,8 +57,8 @@ Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& no
     int g = 0, c = 0;
     if (const auto& topo = n.inventory.topology) {
         g = static_cast<int>(topo->gpus.size());
-        if (i < ctx.node_gpus.size() && ctx.node_gpus[i].given() && g > 0) {
-          auto chosen = chooseNodeGpus(*topo, ctx.node_gpus[i], n.name);
+        if (gpu_lists[i].given() && g > 0) {
+          auto chosen = chooseNodeGpus(*topo, gpu_lists[i], n.name);
           if (!chosen) return tl::unexpected(chosen.error());
           g = static_cast<int>(chosen->size());
         }
@@ -94,8 +109,10 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   JobPlan plan;
   plan.job_id = ctx.job_id;
   plan.ranks_source = ctx.ranks_source;
+  auto gpu_lists = nodeGpuLists(nodes, ctx);
+  if (!gpu_lists) return tl::unexpected(gpu_lists.error());
   if (spec.ranksPerNode() == 0) {
-    auto why = rankDefault(spec, nodes, ctx);
+    auto why = rankDefault(spec, nodes, *gpu_lists);
     if (!why) return tl::unexpected(why.error());
     plan.ranks_source = *why;
   }
@@ -171,7 +188,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   }
   auto reach = reachabilityTargets(spec, nodes, *network);
   for (size_t i = 0; i < reach.size(); ++i) plan.nodes[i].reach = std::move(reach[i]);
-  if (auto b = planBindings(spec, nodes, ctx, plan); !b) return tl::unexpected(b.error());
+  if (auto b = planBindings(spec, nodes, ctx, *gpu_lists, plan); !b) return tl::unexpected(b.error());
   if (spec.pmix) {
     PmixSpec pmix;
     pmix.enabled = true;

@@ -72,7 +72,7 @@ struct JobPlan {
   std::string fingerprint;            // of the manifest ("" when no node was bound)
   struct NodeGpus {
     bool gpu_ranks = false;    // the node's ranks drive GPUs
-    std::string visible_gpus;  // CUDA_VISIBLE_DEVICES when a GPU list narrows them, else ""
+    std::string visible_gpus;  // CUDA_VISIBLE_DEVICES: GPUs a list narrows them to, else Slurm's, else ""
   };
   std::vector<NodeGpus> node_gpus;  // per node
 };

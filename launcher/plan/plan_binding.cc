@@ -17,7 +17,7 @@ BindMode bindModeOf(const std::string& s) {
 }  // namespace
 
 Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx,
-                          JobPlan& plan) {
+                          const std::vector<GpuList>& gpu_lists, JobPlan& plan) {
   BindingRequest req;
   req.ranks_per_node = plan.ranks_per_node;
   req.use_gpus = spec.gpus_per_node > 0;
@@ -39,8 +39,10 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
     // The last node of an uneven -n runs fewer ranks: its cores are split among those it runs.
     if (!nl.ranks.empty()) node_req.ranks_per_node = static_cast<int>(nl.ranks.size());
     std::vector<int> gpus;  // the list's GPUs, for planNodeBinding
-    const GpuList list = i < ctx.node_gpus.size() ? ctx.node_gpus[i] : GpuList{};
-    std::string visible;  // CUDA_VISIBLE_DEVICES, set only when a list narrows the node's GPUs
+    const GpuList& list = gpu_lists[i];
+    // CUDA_VISIBLE_DEVICES: the chosen GPUs when a list narrows the node's GPUs; else what Slurm
+    // set there (CPU ranks see the job's GPUs, as in srun's tasks); else unset.
+    std::string visible = list.slurm;
     if (list.given() && !topo->gpus.empty()) {
       auto chosen = chooseNodeGpus(*topo, list, n.name);
       if (!chosen) return tl::unexpected(chosen.error());
@@ -48,6 +50,12 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
       if (node_req.use_gpus) {
         gpus = *chosen;
         visible = gpuIndexList(*chosen);
+        if (!list.source.empty() && static_cast<size_t>(node_req.ranks_per_node) > gpus.size())
+          return fail(Errc::resources,
+                      "node " + n.name + " has " + std::to_string(gpus.size()) + " GPU(s) left by " + list.source +
+                          " but the job asks for " + std::to_string(node_req.ranks_per_node) + " there",
+                      "run at most " + std::to_string(gpus.size()) + " ranks per node, or choose more GPUs" +
+                          (list.slurm.empty() ? "" : " (ask Slurm for them: --gres=gpu:N)"));
       }
     }
     auto bindings = planNodeBinding(*topo, node_req, n.name, gpus);

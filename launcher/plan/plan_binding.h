@@ -9,7 +9,8 @@ namespace tlaunch {
 
 // Fills each rank's cpus/mem_nodes, the node's apply_binding flag, plan.manifest and
 // plan.node_gpus (for the rank environment), and plan.details["ranks"] and ["fingerprint"].
+// `gpu_lists`: each node's GPU list (the user's inside Slurm's), one per node.
 Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx,
-                          JobPlan& plan);
+                          const std::vector<GpuList>& gpu_lists, JobPlan& plan);
 
 }  // namespace tlaunch

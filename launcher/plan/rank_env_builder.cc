@@ -26,6 +26,8 @@ std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& use
     if (!in.visible_gpus.empty()) add("CUDA_VISIBLE_DEVICES", in.visible_gpus);
     if (b->gpu_busid) add(kRankGpuBusIdVar, *b->gpu_busid);
     if (b->gpu_uuid) add(kRankGpuUuidVar, *b->gpu_uuid);
+  } else if (!in.visible_gpus.empty()) {
+    add("CUDA_VISIBLE_DEVICES", in.visible_gpus);  // CPU ranks: the node's Slurm GPUs, as srun's tasks see
   }
   const std::string hca = b && b->hca ? *b->hca : "";
   if (!hca.empty()) add(kRankHcaVar, hca);

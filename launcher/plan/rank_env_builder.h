@@ -21,7 +21,7 @@ struct RankEnvInput {
   JobIdentity job;
   const RankBinding* binding = nullptr;    // the rank's placement; null when none was planned
   bool gpu_rank = false;                   // the rank drives binding->gpu_busid
-  std::string visible_gpus;                // CUDA_VISIBLE_DEVICES when a GPU list narrows the node's GPUs
+  std::string visible_gpus;                // CUDA_VISIBLE_DEVICES: the node's chosen GPUs, or Slurm's there
   const NetworkChoice* network = nullptr;  // null: every node is this host (loopback)
   std::size_t node = 0;                    // the rank's node in network->nodes
   bool pmix = false;                       // direct launch: the daemon runs a PMIx server

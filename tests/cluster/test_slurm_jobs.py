@@ -8,7 +8,14 @@
 - outside any allocation, `tlaunch --launcher slurm -N 2 -p 1` runs (srun makes an allocation),
   and the allocation is released afterwards;
 - contrib/examples/slurm_job.sbatch, submitted with `sbatch --wait` as its comment says (CPU ranks:
-  GPUS_PER_NODE=0), runs the Gloo all-reduce on 4 nodes x 2 ranks;
+  GPUS_PER_NODE=0, and --gres=gpu:1 for the 4 stand-in GPUs of a node), runs the Gloo all-reduce on
+  4 nodes x 2 ranks;
+- GPUs of a shared node (Slurm's gres/gpu on stand-in devices, the nodes' GPUs from a recorded
+  4-GPU topology): while another job holds GPUs 0,1 of node1, `salloc -N 2 --gres=gpu:2` runs one
+  rank per GPU Slurm gave the job on each node, with that node's CUDA_VISIBLE_DEVICES (2,3 on
+  node1, 0,1 on node2) and the bus id of the GPU it names; under `sbatch --gres=gpu:1`, whose
+  script holds node1's CUDA_VISIBLE_DEVICES=2, node2's rank still gets node2's GPU 0; `-g 4`
+  with 2 GPUs given is refused naming Slurm's allocation;
 - warm daemons inside one `salloc -N 2`: `--keep-daemons 60s` starts keepers in a step of their
   own ("tlaunch-keepers", listed by squeue -s) that start the job's daemons; the next tlaunch
   says "reused daemons on 2 nodes" and its daemons are the same keepers' children (no new srun
@@ -126,7 +133,9 @@ def sbatch_example():
                TRAIN=f"{ws.program('gloo_allreduce.py')} 3 1000")
     out, err = Path(ws.dir, "sbatch.out"), Path(ws.dir, "sbatch.err")
     t0 = time.monotonic()
-    r = subprocess.run(["sbatch", "--wait", "--export=ALL", f"--output={out}", f"--error={err}", str(script)],
+    # --gres on the command line wins over the script's 8 GPUs (the virtual nodes have 4 stand-ins).
+    r = subprocess.run(["sbatch", "--wait", "--export=ALL", "--gres=gpu:1", f"--output={out}", f"--error={err}",
+                        str(script)],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", timeout=TIMEOUT,
                        cwd=ws.dir, env=env)
     stdout = out.read_text(errors="replace") if out.exists() else ""
@@ -139,6 +148,71 @@ def sbatch_example():
     job = cj.job_id_in(stderr)
     if job:
         jobs_seen.append(job)
+
+
+JUWELS = "jsc-juwels-booster-jwb0004_2xEPYC7402_4xA100_4xmlx5-HDR_pci-only-gpus_hwloc2.2.xml"
+JUWELS_BUS = ["0000:03:00.0", "0000:44:00.0", "0000:84:00.0", "0000:c4:00.0"]  # GPUs 0-3, PCI order
+GPU_LINE = 'echo "gpu $(hostname) $LOCAL_RANK ${CUDA_VISIBLE_DEVICES-unset} ${TLAUNCH_GPU_BUSID-unset}"'
+
+
+def gpu_lines(text):
+    """{(hostname, local rank): (CUDA_VISIBLE_DEVICES, bus id)} from GPU_LINE's output."""
+    out = {}
+    for line in text.splitlines():
+        m = re.search(r"\bgpu (node\d+) (\d+) (\S+) (\S+)$", line)
+        if m:
+            out[(m.group(1), int(m.group(2)))] = (m.group(3), m.group(4))
+    return out
+
+
+def slurm_gpus_node_by_node():
+    topology = Path(__file__).resolve().parents[1] / "fixtures" / "topologies" / JUWELS
+    options = [*cj.NET, "-v", "--topology-xml", str(topology)]
+    hold = subprocess.Popen(["salloc", "-N", "1", "-w", "node1", "--gres=gpu:2", "-J", "tlc-hold", "sleep", "300"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ws.dir, env=vc.environ(),
+                            start_new_session=True)
+    try:
+        held = cj.tl.wait_until(lambda: squeue("-n", "tlc-hold", "-t", "R", "-o", "%i"), 30, 0.2)
+        check(bool(held), "another job holds 2 of node1's 4 GPUs", str(squeue("-o", "%i %j %T %b")))
+        if not held:
+            return
+        r = run(["salloc", "-N", "2", "-w", "node1,node2", "--gres=gpu:2", "-J", "tlc-gpus", ws.tlaunch, *options,
+                 "--", "/bin/sh", "-c", GPU_LINE])
+        want = {("node1", 0): ("2,3", JUWELS_BUS[2]), ("node1", 1): ("2,3", JUWELS_BUS[3]),
+                ("node2", 0): ("0,1", JUWELS_BUS[0]), ("node2", 1): ("0,1", JUWELS_BUS[1])}
+        got = gpu_lines(r.stdout)
+        check(r.returncode == 0 and got == want,
+              "salloc --gres=gpu:2 on a shared node: one rank per GPU Slurm gave the job on each node, "
+              "bound to that GPU", f"want {want}\n     got {got}\n     {cj.describe(r)}")
+
+        refused = run(["salloc", "-N", "2", "-w", "node1,node2", "--gres=gpu:2", "-J", "tlc-gpus4", ws.tlaunch,
+                       *options, "-g", "4", "--", "/bin/true"])
+        check(refused.returncode != 0 and "GPU(s) left by Slurm's allocation on node" in refused.stderr
+              and "--gres=gpu:N" in refused.stderr,
+              "-g 4 with 2 GPUs given by Slurm: refused, naming Slurm's allocation", cj.describe(refused))
+
+        # sbatch's script runs on node1 with node1's GPU in CUDA_VISIBLE_DEVICES: not node2's.
+        out = Path(ws.dir, "gpus-batch.out")
+        script = f"#!/bin/sh\necho \"script CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES\"\n" \
+                 f"exec {ws.tlaunch} {' '.join(options)} -- /bin/sh -c '{GPU_LINE}'\n"
+        batch = subprocess.run(["sbatch", "--wait", "-N", "2", "-w", "node1,node2", "--gres=gpu:1", "-J", "tlc-gpub",
+                                f"--output={out}"], input=script, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, errors="replace", timeout=TIMEOUT, cwd=ws.dir, env=vc.environ())
+        text = out.read_text(errors="replace") if out.exists() else ""
+        want = {("node1", 0): ("2", JUWELS_BUS[2]), ("node2", 0): ("0", JUWELS_BUS[0])}
+        got = gpu_lines(text)
+        check(batch.returncode == 0 and "script CUDA_VISIBLE_DEVICES=2" in text and got == want,
+              "sbatch --gres=gpu:1: the script's CUDA_VISIBLE_DEVICES (node1's GPU 2) does not reach node2, "
+              "whose rank gets its own GPU 0", f"want {want}\n     got {got}\n     sbatch: {cj.describe(batch)}\n"
+                                               f"     job output: {text[-1500:]!r}")
+        jobs_seen.extend(j for j in (cj.job_id_in(r.stderr), cj.job_id_in(text)) if j)
+    finally:
+        os.killpg(hold.pid, signal.SIGTERM)
+        try:
+            hold.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(hold.pid, signal.SIGKILL)
+            hold.wait()
 
 
 # The rank prints its node and the pid of its daemon's parent (a keeper, or slurmstepd).
@@ -232,6 +306,7 @@ def main():
             srun_allocates()
             if torch:
                 sbatch_example()
+            slurm_gpus_node_by_node()
             warm_daemons_inside_salloc()
         print(f"cluster down in {vc.down_seconds:.1f} s", flush=True)
     left = [p for job in jobs_seen for p in cj.job_processes(job)]

@@ -242,3 +242,100 @@ TEST_CASE("CUDA_VISIBLE_DEVICES that does not fit the job is a usage error namin
   REQUIRE_FALSE(seven);
   CHECK(seven.error().message == "CUDA_VISIBLE_DEVICES=7 (environment) names GPU 7 of g1, which has 4 GPU(s) (0-3)");
 }
+
+namespace {
+// Two nodes of a shared Slurm cluster: another job holds GPUs 0 and 1 of g1, so Slurm gave this
+// job GPUs 2,3 there and 0,1 on g2 (what each daemon's step had in CUDA_VISIBLE_DEVICES).
+std::vector<NodeReport> sharedSlurmNodes() {
+  auto nodes = gpuNodes(2);
+  nodes[0].inventory.slurm_gpus = "2,3";
+  nodes[1].inventory.slurm_gpus = "0,1";
+  return nodes;
+}
+}  // namespace
+
+TEST_CASE("Slurm's GPUs, node by node: the plan uses the GPUs each node's step was given") {
+  auto plan = makePlan(gpuJob(), sharedSlurmNodes(), context({}));
+  REQUIRE(plan);
+  CHECK(plan->ranks_per_node == 2);  // one rank per GPU of the allocation, not per GPU of the node
+  CHECK(column(*plan, "gpu_busid") == S{"0000:84:00.0", "0000:c4:00.0", "0000:03:00.0", "0000:44:00.0"});
+  CHECK(column(*plan, "hca") == S{"mlx5_2:1", "mlx5_3:1", "mlx5_0:1", "mlx5_1:1"});
+  CHECK(envValue(plan->nodes[0].ranks[1].env, "CUDA_VISIBLE_DEVICES") == "2,3");
+  CHECK(envValue(plan->nodes[1].ranks[0].env, "CUDA_VISIBLE_DEVICES") == "0,1");
+
+  // More ranks than Slurm gave GPUs: refused naming the node and Slurm's allocation.
+  auto four = makePlan(gpuJob(4), sharedSlurmNodes(), context({}));
+  REQUIRE_FALSE(four);
+  CHECK(four.error().code == Errc::resources);
+  CHECK(four.error().message == "node g1 has 2 GPU(s) left by Slurm's allocation on g1 (CUDA_VISIBLE_DEVICES=2,3 in "
+                                "its step) but the job asks for 4 there");
+  CHECK(four.error().hint.find("--gres=gpu:N") != std::string::npos);
+
+  // CPU ranks see the node's allocation, as srun's tasks do.
+  JobSpec cpu = gpuJob();
+  cpu.procs_per_node = 1;
+  PlanContext c = context({});
+  c.cpu_ranks_asked = true;
+  auto cpu_plan = makePlan(cpu, sharedSlurmNodes(), c);
+  REQUIRE(cpu_plan);
+  CHECK(envValue(cpu_plan->nodes[0].ranks[0].env, "CUDA_VISIBLE_DEVICES") == "2,3");
+  CHECK(envValue(cpu_plan->nodes[1].ranks[0].env, "CUDA_VISIBLE_DEVICES") == "0,1");
+}
+
+TEST_CASE("Slurm's GPUs: the user's GPU list chooses among them") {
+  // --include g1:3 and g2:0 (each node its own list) inside the allocation.
+  auto inside = makePlan(gpuJob(), sharedSlurmNodes(), context({{{3}, {}}, {{0}, {}}}));
+  REQUIRE(inside);
+  CHECK(column(*inside, "gpu_busid") == S{"0000:c4:00.0", "0000:03:00.0"});
+  CHECK(envValue(inside->nodes[0].ranks[0].env, "CUDA_VISIBLE_DEVICES") == "3");
+
+  // --exclude alone: Slurm's GPUs less the excluded ones.
+  auto less = makePlan(gpuJob(), sharedSlurmNodes(), context({{{}, {2}}, {{}, {0}}}));
+  REQUIRE(less);
+  CHECK(column(*less, "gpu_busid") == S{"0000:c4:00.0", "0000:44:00.0"});
+
+  // A GPU Slurm did not give the job on that node.
+  GpuList everywhere({0}, {});
+  everywhere.source = "CUDA_VISIBLE_DEVICES=0 (-x)";
+  auto outside = makePlan(gpuJob(), sharedSlurmNodes(), context({everywhere, everywhere}));
+  REQUIRE_FALSE(outside);
+  CHECK(outside.error().code == Errc::usage);
+  CHECK(outside.error().message ==
+        "CUDA_VISIBLE_DEVICES=0 (-x) names GPU 0 of g1, which Slurm did not give this job (it has GPU(s) 2,3 there)");
+  auto none = makePlan(gpuJob(), sharedSlurmNodes(), context({{{}, {2, 3}}, {{}, {}}}));
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message == "--exclude leaves none of the GPUs Slurm gave this job on g1 (2,3)");
+}
+
+TEST_CASE("Slurm's own CUDA_VISIBLE_DEVICES in tlaunch's environment is not a choice for every node") {
+  // sbatch's script runs on the first node with that node's GPUs in CUDA_VISIBLE_DEVICES and
+  // GPU_DEVICE_ORDINAL: neither goes to the other nodes' ranks.
+  auto batch = setUpWith({{"CUDA_VISIBLE_DEVICES", "2"}, {"GPU_DEVICE_ORDINAL", "2"}, {"SLURM_JOB_ID", "7"}});
+  REQUIRE(batch);
+  const PlanContext& ctx = batch->plan_context;
+  CHECK(std::none_of(ctx.node_gpus.begin(), ctx.node_gpus.end(), [](const GpuList& l) { return l.given(); }));
+  CHECK_FALSE(ctx.user_env.contains("CUDA_VISIBLE_DEVICES"));
+  CHECK(envValue(ctx.base_env, "CUDA_VISIBLE_DEVICES").empty());
+  CHECK(envValue(ctx.base_env, "GPU_DEVICE_ORDINAL").empty());
+
+  // The user's own choice: another value than Slurm's, or outside a Slurm job.
+  auto own = setUpWith({{"CUDA_VISIBLE_DEVICES", "0"}, {"GPU_DEVICE_ORDINAL", "2"}, {"SLURM_JOB_ID", "7"}});
+  REQUIRE(own);
+  CHECK(own->plan_context.node_gpus.at(0).only == std::vector<int>{0});
+  auto outside = setUpWith({{"CUDA_VISIBLE_DEVICES", "2"}, {"GPU_DEVICE_ORDINAL", "2"}});
+  REQUIRE(outside);
+  CHECK(outside->plan_context.node_gpus.at(0).only == std::vector<int>{2});
+}
+
+TEST_CASE("withinSlurmAllocation: a node without Slurm's GPUs keeps the user's list") {
+  GpuList user({1}, {});
+  auto kept = withinSlurmAllocation(user, "", "n1");
+  REQUIRE(kept);
+  CHECK(kept->only == std::vector<int>{1});
+  CHECK(kept->slurm.empty());
+  // GPUs Slurm named by UUID: CUDA resolves them; the value still reaches the ranks.
+  auto uuid = withinSlurmAllocation(GpuList{}, "GPU-5d6c2b1e-0f3a", "n1");
+  REQUIRE(uuid);
+  CHECK_FALSE(uuid->given());
+  CHECK(uuid->slurm == "GPU-5d6c2b1e-0f3a");
+}

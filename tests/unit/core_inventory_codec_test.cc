@@ -96,6 +96,8 @@ TEST_CASE("inventory: a malformed report is refused, naming the part") {
   refused("fabric", Json::object({{"interfaces", 3}}), "a malformed fabric report");
   refused("preflight", "all good", "a malformed preflight report");
   refused("port_mtu", Json::object({{"mlx5_0:1", "4096"}}), "'port_mtu' of mlx5_0:1 is not a number");
+  refused("slurm_gpus", 3, "'slurm_gpus' is not a string");
+  refused("slurm_gpus", std::string(4097, '1'), "slurm_gpus of 4097 bytes");
   CHECK_FALSE(inventoryFromJson(Json::array()));
   CHECK_FALSE(inventoryFromJson(Json("inventory")));
 }
@@ -118,4 +120,29 @@ TEST_CASE("inventory: the preflight's GPU check counts the GPUs of the node's to
   const auto refused = std::find_if(short_node.preflight->begin(), short_node.preflight->end(), [](const PreflightItem& i) { return i.check == "gpus"; });
   REQUIRE(refused != short_node.preflight->end());
   CHECK(refused->status == PreflightStatus::fail);
+}
+
+TEST_CASE("inventory: the GPUs of a Slurm step are the step's CUDA_VISIBLE_DEVICES, and travel") {
+  const auto stepGpus = [](std::map<std::string, std::string> env) {
+    return slurmStepGpus([&](const char* name) {
+      auto it = env.find(name);
+      return it == env.end() ? nullptr : it->second.c_str();
+    });
+  };
+  // Slurm's GPU plugin sets both; under a device cgroup CUDA_VISIBLE_DEVICES counts from 0.
+  CHECK(stepGpus({{"SLURM_STEP_GPUS", "2,3"}, {"CUDA_VISIBLE_DEVICES", "2,3"}}) == "2,3");
+  CHECK(stepGpus({{"SLURM_STEP_GPUS", "2,3"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}) == "0,1");
+  // The user's value carried into a step without GPUs is not Slurm's; nor is a lone SLURM_STEP_GPUS.
+  CHECK(stepGpus({{"CUDA_VISIBLE_DEVICES", "0"}, {"SLURM_JOB_ID", "7"}}).empty());
+  CHECK(stepGpus({{"SLURM_STEP_GPUS", ""}, {"CUDA_VISIBLE_DEVICES", "0"}}).empty());
+  CHECK(stepGpus({{"SLURM_STEP_GPUS", "1"}}).empty());
+
+  NodeInventory inv;
+  inv.node = "node1";
+  inv.slurm_gpus = "2,3";
+  auto got = throughCbor(inventoryToJson(inv));
+  REQUIRE(got);
+  CHECK(got->slurm_gpus == "2,3");
+  inv.slurm_gpus.clear();
+  CHECK_FALSE(inventoryToJson(inv).contains("slurm_gpus"));
 }
