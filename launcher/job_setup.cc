@@ -55,15 +55,16 @@ void dropSlurmsGpuSetting(PlanContext& ctx, const std::map<std::string, std::str
 
 // CUDA_VISIBLE_DEVICES set by the user (environment, -x, an env file), as torchrun users choose
 // GPUs, is the GPU list of every node: the plan binds each rank to the GPU CUDA will give it and
-// sets the variable itself (the chosen indices, ascending). Left alone: CPU ranks (-p), and GPUs
-// named by UUID.
+// sets the variable itself (the chosen indices, ascending). GPUs named by UUID are matched on each
+// node against the UUIDs its driver reported. Left alone: CPU ranks (-p) and MIG instances.
 Result<void> takeCudaVisibleDevices(PlanContext& ctx, size_t nodes) {
   constexpr const char* kName = "CUDA_VISIBLE_DEVICES";
   const auto it = ctx.user_env.find(kName);
   if (it == ctx.user_env.end() || ctx.cpu_ranks_asked) return {};
   const std::string source = std::string(kName) + "=" + it->second.value + " (" + it->second.source + ")";
   auto list = gpuListFromCudaVisible(it->second.value, source);
-  if (!list) return {};
+  if (!list) list = gpuUuidListFromCudaVisible(it->second.value, source);  // by UUID: resolved per node
+  if (!list) return {};  // MIG instances: CUDA's to resolve
   if (std::any_of(ctx.node_gpus.begin(), ctx.node_gpus.end(), [](const GpuList& l) { return l.given(); }))
     return fail(Errc::usage, source + " and --include/--exclude both choose GPUs",
                 "choose them one way: unset CUDA_VISIBLE_DEVICES, or leave out the GPU lists of --include/--exclude");

@@ -1,6 +1,7 @@
 #include "launcher/plan/gpu_choice.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <system_error>
 
@@ -99,6 +100,47 @@ std::optional<GpuList> gpuListFromCudaVisible(std::string_view value, const std:
   list.none = list.only.empty();
   std::sort(list.only.begin(), list.only.end());
   return list;
+}
+
+std::optional<GpuList> gpuUuidListFromCudaVisible(std::string_view value, const std::string& source) {
+  GpuList list;
+  list.source = source;
+  for (size_t start = 0; start <= value.size();) {
+    const size_t comma = std::min(value.find(',', start), value.size());
+    const std::string_view entry = trimBlanks(value.substr(start, comma - start));
+    if (!entry.starts_with("GPU-") || entry.size() == 4) break;
+    list.uuids.emplace_back(entry);
+    start = comma + 1;
+  }
+  if (list.uuids.empty()) return std::nullopt;
+  return list;
+}
+
+std::optional<GpuList> resolveGpuUuids(const GpuList& list, const TopologySnapshot& topo) {
+  if (list.uuids.empty()) return list;
+  const auto& gpus = topo.gpus;
+  if (std::none_of(gpus.begin(), gpus.end(), [](const GpuDevice& g) { return g.uuid.has_value(); })) return std::nullopt;
+  const auto startsWith = [](const std::string& uuid, const std::string& entry) {
+    return uuid.size() >= entry.size() &&
+           std::equal(entry.begin(), entry.end(), uuid.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+           });
+  };
+  GpuList out = list;
+  out.uuids.clear();
+  for (const auto& entry : list.uuids) {
+    int found = -1, matches = 0;
+    for (size_t i = 0; i < gpus.size(); ++i)
+      if (gpus[i].uuid && startsWith(*gpus[i].uuid, entry)) {
+        found = static_cast<int>(i);
+        ++matches;
+      }
+    if (matches != 1 || contains(out.only, found)) break;
+    out.only.push_back(found);
+  }
+  std::sort(out.only.begin(), out.only.end());
+  out.none = out.only.empty();
+  return out;
 }
 
 std::string gpuIndexList(const std::vector<int>& gpus) {

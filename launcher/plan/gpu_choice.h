@@ -23,7 +23,8 @@ struct GpuList {
   std::string source;         // what chose it, for messages; "" = --include/--exclude
   bool none = false;          // it names no GPU (CUDA_VISIBLE_DEVICES="" or "-1"): GPU ranks cannot run
   std::string slurm;          // CUDA_VISIBLE_DEVICES that Slurm set on this node ("": none); CPU ranks get it
-  bool given() const { return none || !only.empty() || !excluded.empty(); }
+  std::vector<std::string> uuids;  // GPUs named by UUID ("GPU-…"), resolved on each node (resolveGpuUuids)
+  bool given() const { return none || !only.empty() || !excluded.empty() || !uuids.empty(); }
 };
 
 // The user's CUDA_VISIBLE_DEVICES read as the GPU list of every node, the way torchrun users
@@ -39,6 +40,18 @@ std::optional<GpuList> gpuListFromCudaVisible(std::string_view value, const std:
 // one, it is the user's, and a GPU Slurm did not give the job is a usage error naming the node.
 // The result keeps `allocated` in `slurm`.
 Result<GpuList> withinSlurmAllocation(const GpuList& user, const std::string& allocated, const std::string& node);
+
+// CUDA_VISIBLE_DEVICES that names GPUs by UUID, as nvidia-smi -L shows them
+// ("GPU-8932f937-d72c-…", or enough of the start to be unique, which CUDA also accepts): a list
+// of its leading UUID entries, for resolveGpuUuids on each node. nullopt when it does not start
+// with a GPU UUID (indices: gpuListFromCudaVisible; MIG instances "MIG-…": CUDA's to resolve).
+std::optional<GpuList> gpuUuidListFromCudaVisible(std::string_view value, const std::string& source);
+
+// `list` with its UUIDs turned into the indices of the GPUs of `topo` they name, as CUDA reads
+// them: each entry the one GPU whose UUID starts with it, up to the first entry that names none,
+// several, or one already named (CUDA ignores the rest). No GPU named: `none`. A list without
+// UUIDs comes back as it is; nullopt when the node's GPUs have no known UUID (NVML did not answer).
+std::optional<GpuList> resolveGpuUuids(const GpuList& list, const TopologySnapshot& topo);
 
 // The GPU indices the node's ranks use, ascending: local rank r drives the r-th of them.
 // An index the node does not have is a usage error naming the node and its GPUs.

@@ -32,16 +32,35 @@ const std::string* userValue(const PlanContext& ctx, const std::string& name) {
   return it == ctx.user_env.end() ? nullptr : &it->second.value;
 }
 
-// Each node's GPU list: the user's (--include/--exclude, CUDA_VISIBLE_DEVICES) inside the GPUs
-// Slurm gave the job there, which its daemon reported.
-Result<std::vector<GpuList>> nodeGpuLists(const std::vector<NodeReport>& nodes, const PlanContext& ctx) {
+// Each node's GPU list: the user's (--include/--exclude, CUDA_VISIBLE_DEVICES by index or UUID)
+// inside the GPUs Slurm gave the job there, which its daemon reported.
+Result<std::vector<GpuList>> nodeGpuLists(const std::vector<NodeReport>& nodes, const PlanContext& ctx,
+                                          std::vector<std::string>& warnings) {
   std::vector<GpuList> lists;
   lists.reserve(nodes.size());
+  std::vector<std::string> unresolved;  // nodes with GPUs whose UUIDs nobody named
+  std::string by_uuid;                  // the list naming GPUs by UUID, for the warning
   for (size_t i = 0; i < nodes.size(); ++i) {
-    auto list = withinSlurmAllocation(i < ctx.node_gpus.size() ? ctx.node_gpus[i] : GpuList{},
-                                      nodes[i].inventory.slurm_gpus, nodes[i].name);
+    GpuList user = i < ctx.node_gpus.size() ? ctx.node_gpus[i] : GpuList{};
+    if (const auto& topo = nodes[i].inventory.topology; topo && !user.uuids.empty()) {
+      auto resolved = resolveGpuUuids(user, *topo);
+      if (!resolved && !topo->gpus.empty()) {
+        unresolved.push_back(nodes[i].name);
+        by_uuid = user.source;
+      }
+      user = resolved ? std::move(*resolved) : GpuList{};
+    }
+    auto list = withinSlurmAllocation(user, nodes[i].inventory.slurm_gpus, nodes[i].name);
     if (!list) return tl::unexpected(list.error());
     lists.push_back(std::move(*list));
+  }
+  if (!unresolved.empty()) {
+    std::string names = unresolved.size() == 1 ? "node " : std::to_string(unresolved.size()) + " nodes (";
+    for (size_t i = 0; i < unresolved.size() && i < 3; ++i) names += (i ? ", " : "") + unresolved[i];
+    if (unresolved.size() > 3) names += ", ...";
+    if (unresolved.size() > 1) names += ")";
+    warnings.push_back(by_uuid + " goes unchanged to the ranks of " + names + ", whose GPUs' UUIDs are unknown (neither "
+                       "hwloc nor the NVIDIA driver named them): local rank r is bound to GPU r there");
   }
   return lists;
 }
@@ -109,7 +128,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   JobPlan plan;
   plan.job_id = ctx.job_id;
   plan.ranks_source = ctx.ranks_source;
-  auto gpu_lists = nodeGpuLists(nodes, ctx);
+  auto gpu_lists = nodeGpuLists(nodes, ctx, plan.warnings);
   if (!gpu_lists) return tl::unexpected(gpu_lists.error());
   if (spec.ranksPerNode() == 0) {
     auto why = rankDefault(spec, nodes, *gpu_lists);

@@ -76,4 +76,27 @@ tl.check([x["gpu_busid"] for x in plan["ranks"]] == ["0000:44:00.0", "0000:84:00
 tl.check("mlx5_0:1" not in [x["hca"] for x in plan["ranks"]], "GPU 0's HCA unused")
 r = tl.run(["--dry-run", "--offline", "--topology-xml", juwels, "--hosts", "n1", "--include", "n1:4", "--", "true"])
 tl.check(r.returncode == 64 and "--include names GPU 4 of n1, which has 4 GPU(s) (0-3)" in r.stderr, f"GPU 4: {r.stderr}")
+
+# CUDA_VISIBLE_DEVICES by UUID (nvidia-smi -L's names, or a unique start of one, as CUDA takes
+# them), matched against the UUIDs each daemon reports: an AWS g4dn.metal's eight T4s, with the
+# NVML UUIDs hwloc recorded. GPU 2 is 0000:35:00.0, GPU 6 0000:f4:00.0.
+g4dn = os.path.join(fixtures, "topologies", "aws-g4dn.metal_2xXeon8259CL_8xT4_1xEFA_hwloc2.8.xml")
+by_uuid = {**os.environ, "CUDA_VISIBLE_DEVICES": "GPU-cbe0afec,GPU-541de847-535a-023c-84c0-5bead20b12e0"}
+show = 'echo "gpu $LOCAL_RANK ${CUDA_VISIBLE_DEVICES-unset} $TLAUNCH_GPU_BUSID $TLAUNCH_GPU_UUID"'
+r = tl.run(["--launcher", "local", "-N", "2", "--topology-xml", g4dn, "--tag-output=none", "--", "sh", "-c", show],
+           env=by_uuid)
+tl.check(r.returncode == 0, f"GPUs by UUID: {r.stderr}")
+lines = sorted(line for line in r.stdout.splitlines() if line.startswith("gpu "))
+tl.check(lines == ["gpu 0 2,6 0000:35:00.0 GPU-541de847-535a-023c-84c0-5bead20b12e0"] * 2 +
+         ["gpu 1 2,6 0000:f4:00.0 GPU-cbe0afec-aa16-5bc7-8379-8e739474cec1"] * 2,
+         f"one rank per UUID named, bound to that GPU: {r.stdout!r}")
+r = tl.run(["--launcher", "local", "-N", "1", "--topology-xml", g4dn, "--", "true"],
+           env={**os.environ, "CUDA_VISIBLE_DEVICES": "GPU-ffff"})
+tl.check(r.returncode == 64 and "CUDA_VISIBLE_DEVICES=GPU-ffff (environment) leaves CUDA no GPU of" in r.stderr,
+         f"a UUID that is no GPU of the node: {r.returncode} {r.stderr}")
+# Without UUIDs (hwloc alone, no NVML there): the value goes to the ranks unchanged, said once.
+r = tl.run(["--launcher", "local", "-N", "1", "-g", "1", "--topology-xml", juwels, "--tag-output=none", "--", "sh", "-c",
+            show], env=by_uuid)
+tl.check(r.returncode == 0 and "GPU-cbe0afec,GPU-541de847" in r.stdout and "UUIDs are unknown" in r.stderr,
+         f"GPUs by UUID on a node without UUIDs: {r.returncode} {r.stdout!r} {r.stderr}")
 print("PASS")

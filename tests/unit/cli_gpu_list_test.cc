@@ -207,15 +207,15 @@ TEST_CASE("the user's CUDA_VISIBLE_DEVICES chooses every node's GPUs and the bin
         "3,1");
 }
 
-TEST_CASE("CUDA_VISIBLE_DEVICES is left to the ranks for CPU ranks and for GPUs named by UUID") {
+TEST_CASE("CUDA_VISIBLE_DEVICES is left to the ranks for CPU ranks and for MIG instances") {
   auto cpu = setUpWith({{"CUDA_VISIBLE_DEVICES", "3,1"}}, 2);
   REQUIRE(cpu);
   const auto& lists = cpu->plan_context.node_gpus;
   CHECK(std::none_of(lists.begin(), lists.end(), [](const GpuList& l) { return l.given(); }));
   CHECK(cpu->plan_context.user_env.contains("CUDA_VISIBLE_DEVICES"));
-  auto uuid = setUpWith({{"CUDA_VISIBLE_DEVICES", "GPU-5d6c2b1e-0f3a"}});
-  REQUIRE(uuid);
-  CHECK(uuid->plan_context.user_env.at("CUDA_VISIBLE_DEVICES").value == "GPU-5d6c2b1e-0f3a");
+  auto mig = setUpWith({{"CUDA_VISIBLE_DEVICES", "MIG-5d6c2b1e-0f3a"}});
+  REQUIRE(mig);
+  CHECK(mig->plan_context.user_env.at("CUDA_VISIBLE_DEVICES").value == "MIG-5d6c2b1e-0f3a");
 }
 
 TEST_CASE("CUDA_VISIBLE_DEVICES that does not fit the job is a usage error naming it") {
@@ -338,4 +338,92 @@ TEST_CASE("withinSlurmAllocation: a node without Slurm's GPUs keeps the user's l
   REQUIRE(uuid);
   CHECK_FALSE(uuid->given());
   CHECK(uuid->slurm == "GPU-5d6c2b1e-0f3a");
+}
+
+namespace {
+// An AWS g4dn.metal: eight T4s, with the UUIDs NVML gave hwloc (GPU 2 0000:35:00.0, GPU 6 0000:f4:00.0).
+const char* kG4dn = "/topologies/aws-g4dn.metal_2xXeon8259CL_8xT4_1xEFA_hwloc2.8.xml";
+const std::string kUuid2 = "GPU-541de847-535a-023c-84c0-5bead20b12e0";
+const std::string kUuid6 = "GPU-cbe0afec-aa16-5bc7-8379-8e739474cec1";
+
+TopologySnapshot g4dn() {
+  auto topo = loadTopology(std::string(TLAUNCH_FIXTURES_DIR) + kG4dn);
+  REQUIRE(topo);
+  REQUIRE(topo->gpus.size() == 8);
+  return *topo;
+}
+
+std::vector<int> resolved(std::string_view visible, const TopologySnapshot& topo) {
+  auto list = gpuUuidListFromCudaVisible(visible, "CUDA_VISIBLE_DEVICES");
+  REQUIRE(list);
+  auto out = resolveGpuUuids(*list, topo);
+  REQUIRE(out);
+  CHECK(out->uuids.empty());
+  return out->none ? std::vector<int>{-1} : out->only;
+}
+}  // namespace
+
+TEST_CASE("CUDA_VISIBLE_DEVICES by UUID: matched on the node as CUDA matches it") {
+  const TopologySnapshot topo = g4dn();
+  CHECK(resolved(kUuid6 + "," + kUuid2, topo) == std::vector<int>{2, 6});
+  CHECK(resolved("GPU-cbe0afec, GPU-541DE847", topo) == std::vector<int>{2, 6});  // unique starts, any case
+  // CUDA ignores everything from the first entry it cannot use: no GPU, several, or a repeat.
+  CHECK(resolved("GPU-541de847,GPU-ffff," + kUuid6, topo) == std::vector<int>{2});
+  CHECK(resolved("GPU-541de847,GPU-541de847," + kUuid6, topo) == std::vector<int>{2});
+  auto twins = topo;  // GPU 0's UUID starts as GPU 2's does: "GPU-541d" names no one GPU
+  twins.gpus[0].uuid = "GPU-541d0000-0000-0000-0000-000000000001";
+  CHECK(resolved("GPU-541d," + kUuid6, twins) == std::vector<int>{-1});
+  CHECK(resolved("GPU-541de," + kUuid6, twins) == std::vector<int>{2, 6});
+  CHECK(resolved("GPU-ffff", topo) == std::vector<int>{-1});
+  // Not a UUID list: indices, MIG instances, nothing after "GPU-".
+  CHECK_FALSE(gpuUuidListFromCudaVisible("0,1", "x"));
+  CHECK_FALSE(gpuUuidListFromCudaVisible("MIG-4a2b", "x"));
+  CHECK_FALSE(gpuUuidListFromCudaVisible("GPU-", "x"));
+  // GPUs hwloc alone found, without UUIDs: cannot be matched.
+  auto bare = topo;
+  for (auto& g : bare.gpus) g.uuid.reset();
+  CHECK_FALSE(resolveGpuUuids(*gpuUuidListFromCudaVisible(kUuid2, "x"), bare));
+}
+
+TEST_CASE("CUDA_VISIBLE_DEVICES by UUID: the plan binds each rank to the GPU it names, node by node") {
+  auto setup = setUpWith({{"CUDA_VISIBLE_DEVICES", kUuid6 + "," + kUuid2}});
+  REQUIRE(setup);
+  PlanContext c = setup->plan_context;
+  c.job_id = "tl-test";
+  CHECK_FALSE(c.user_env.contains("CUDA_VISIBLE_DEVICES"));
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    NodeInventory inv;
+    inv.topology = std::make_shared<const TopologySnapshot>(g4dn());
+    inv.free_port = 29500;
+    nodes.push_back({i, "g" + std::to_string(i + 1), std::move(inv), "127.0.0.1"});
+  }
+  auto plan = makePlan(gpuJob(), nodes, c);
+  REQUIRE(plan);
+  CHECK(plan->ranks_per_node == 2);
+  CHECK(column(*plan, "gpu_busid") == S{"0000:35:00.0", "0000:f4:00.0", "0000:35:00.0", "0000:f4:00.0"});
+  CHECK(envValue(plan->nodes[0].ranks[1].env, "CUDA_VISIBLE_DEVICES") == "2,6");
+  CHECK(envValue(plan->nodes[0].ranks[1].env, "TLAUNCH_GPU_UUID") == kUuid6);
+
+  // g2 is another machine, whose GPUs have other UUIDs: CUDA would see none of the list there.
+  auto other = std::make_shared<TopologySnapshot>(g4dn());
+  for (auto& g : other->gpus) g.uuid = "GPU-99" + g.uuid->substr(6);
+  nodes[1].inventory.topology = other;
+  auto refused = makePlan(gpuJob(), nodes, c);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == Errc::usage);
+  CHECK(refused.error().message == "CUDA_VISIBLE_DEVICES=" + kUuid6 + "," + kUuid2 +
+                                       " (environment) leaves CUDA no GPU of g2, but the job asks for GPU ranks");
+
+  // A node whose GPUs have no known UUID: the value reaches its ranks unchanged, with one warning.
+  auto bare = std::make_shared<TopologySnapshot>(g4dn());
+  for (auto& g : bare->gpus) g.uuid.reset();
+  nodes[0].inventory.topology = nodes[1].inventory.topology = bare;
+  auto passed = makePlan(gpuJob(1), nodes, c);
+  REQUIRE(passed);
+  CHECK(envValue(mergeEnv(passed->nodes[1].base_env, passed->nodes[1].ranks[0].env), "CUDA_VISIBLE_DEVICES") ==
+        kUuid6 + "," + kUuid2);
+  CHECK(std::count_if(passed->warnings.begin(), passed->warnings.end(), [](const std::string& w) {
+          return w.find("goes unchanged to the ranks of 2 nodes (g1, g2)") != std::string::npos;
+        }) == 1);
 }
