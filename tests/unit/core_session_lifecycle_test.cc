@@ -340,6 +340,46 @@ TEST_CASE("lifecycle in memory: a direct-modex request the owner never answers f
   CHECK(r.printed.find("rank 2 had not committed its PMIx data") != std::string::npos);
 }
 
+// A daemon that repeats a request id (a retry, or a daemon gone wrong) is served and answered
+// once per id: the owner is asked once, and the frontend keeps one deadline for it.
+TEST_CASE("lifecycle in memory: a repeated direct-modex request id is served and answered once") {
+  std::map<int64_t, int> answers;  // request id -> dmodex_done messages to n0
+  std::map<int64_t, int> serves;   // request id -> dmodex_serve messages to n1, the owner
+  int answers_at_43 = -1;          // answers to 42 when 43's came (after 42's, in request order)
+  auto r = runJob(
+      2,
+      [&](const NodeTarget& n) {
+        Script s;
+        s.keep_running = true;
+        if (n.name == "n1")  // the owner of rank 2 never answers: every request times out
+          s.on_other = [&](FakeDaemon&, const Json& m) {
+            if (getString(m, "t") == "dmodex_serve") ++serves[getInt(m, "id")];
+          };
+        if (n.name == "n0") {
+          s.exit_codes = {{0, 1}};  // rank 0 fails once the answers are in: the job ends at once
+          s.after_start = [](FakeDaemon& d) {
+            for (int id : {42, 42, 42, 43}) d.send({{"t", "dmodex_req"}, {"id", id}, {"rank", 2}});
+          };
+          s.on_other = [&](FakeDaemon& d, const Json& m) {
+            if (getString(m, "t") != "dmodex_done") return;
+            const int64_t id = getInt(m, "id");
+            ++answers[id];
+            if (id != 43) return;
+            answers_at_43 = answers[42];
+            d.exitAll(false);
+          };
+        }
+        return s;
+      },
+      [](JobSpec& spec) { spec.time_limit_s = 20; }, 0,
+      [](SessionConfig& cfg) { cfg.dmodex_timeout = std::chrono::milliseconds(300); });
+  CHECK(r.outcome.failed_rank == 0);
+  CHECK(answers_at_43 == 1);
+  CHECK(answers[42] == 1);
+  CHECK(serves[42] == 1);
+  CHECK(serves[43] == 1);
+}
+
 // In a star each node's daemon speaks for its own ranks only: output it sends for another node's
 // rank is not printed under that rank's tag.
 TEST_CASE("lifecycle in memory: output a daemon sends for a rank of another node is dropped and said") {
