@@ -40,8 +40,8 @@ void forget(PlanContext& ctx, const std::string& name) {
 }
 
 // Inside a Slurm job with GPUs (sbatch's script, an srun step) Slurm sets CUDA_VISIBLE_DEVICES and
-// GPU_DEVICE_ORDINAL to this node's GPUs. That is no choice for every node: each daemon reports
-// its own node's (NodeInventory::slurm_gpus). A value the user set (-x, an env file, or one that
+// GPU_DEVICE_ORDINAL to this node's GPUs. That is no choice for every node: each daemon that srun
+// starts reports its own node's (NodeInventory::slurm_gpus). A value the user set (-x, an env file, or one that
 // differs from GPU_DEVICE_ORDINAL) stays the user's.
 void dropSlurmsGpuSetting(PlanContext& ctx, const std::map<std::string, std::string>& env) {
   const auto visible = ctx.user_env.find("CUDA_VISIBLE_DEVICES");
@@ -57,7 +57,7 @@ void dropSlurmsGpuSetting(PlanContext& ctx, const std::map<std::string, std::str
 // GPUs, is the GPU list of every node: the plan binds each rank to the GPU CUDA will give it and
 // sets the variable itself (the chosen indices, ascending). GPUs named by UUID are matched on each
 // node against the UUIDs its driver reported. Left alone: CPU ranks (-p) and MIG instances.
-Result<void> takeCudaVisibleDevices(PlanContext& ctx, size_t nodes) {
+Result<void> takeCudaVisibleDevices(PlanContext& ctx) {
   constexpr const char* kName = "CUDA_VISIBLE_DEVICES";
   const auto it = ctx.user_env.find(kName);
   if (it == ctx.user_env.end() || ctx.cpu_ranks_asked) return {};
@@ -68,7 +68,7 @@ Result<void> takeCudaVisibleDevices(PlanContext& ctx, size_t nodes) {
   if (std::any_of(ctx.node_gpus.begin(), ctx.node_gpus.end(), [](const GpuList& l) { return l.given(); }))
     return fail(Errc::usage, source + " and --include/--exclude both choose GPUs",
                 "choose them one way: unset CUDA_VISIBLE_DEVICES, or leave out the GPU lists of --include/--exclude");
-  ctx.node_gpus.assign(nodes, *list);
+  ctx.every_node_gpus = std::move(*list);  // also nodes srun picks, unknown until they report
   // Not the user's to win any more: a GPU rank's value comes from the plan. The base environment
   // keeps it for ranks the list does not apply to (a node where hwloc found no GPU).
   ctx.user_env.erase(it);
@@ -104,8 +104,9 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   for (const auto& n : s.choice.nodes) ctx.node_net_if.push_back(n.net_if);
   ctx.node_gpus = s.choice.node_gpus;
   ctx.cpu_ranks_asked = input.procs_per_node > 0 || input.nproc_per_node_word == "cpu";
-  dropSlurmsGpuSetting(ctx, env);
-  if (auto taken = takeCudaVisibleDevices(ctx, s.choice.nodes.size()); !taken) return tl::unexpected(taken.error());
+  // Daemons srun starts report their own node's GPUs; ssh or local ones see no Slurm step.
+  if (s.choice.kind == LauncherKind::slurm) dropSlurmsGpuSetting(ctx, env);
+  if (auto taken = takeCudaVisibleDevices(ctx); !taken) return tl::unexpected(taken.error());
   return s;
 }
 

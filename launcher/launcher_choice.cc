@@ -142,6 +142,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     return diagnostic(Errc::usage, "keep-daemons-needs-ssh",
                       {{"launcher", kind == LauncherKind::slurm ? "srun outside a Slurm allocation" : "the local launcher"}});
   LauncherChoice choice;
+  choice.kind = kind;
   choice.layout = *layout;
   if (kind == LauncherKind::local) {
     // Each simulated node is a daemon process on this host: beyond this it is a fork bomb, not a
@@ -232,6 +233,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     SlurmStarterOptions o;
     o.slurm_args = spec.slurm_args;
     o.inside_allocation = insideSlurmAllocation(env);
+    if (o.inside_allocation) o.job_gpus_per_node = slurmPerTaskGpus(env);
     choice.starter = std::make_unique<SlurmStarter>(o);
     if (o.inside_allocation && !choice.nodes.empty()) {
       const auto job = env.find("SLURM_JOB_ID");

@@ -16,6 +16,7 @@
 namespace tlaunch {
 
 struct LauncherChoice {
+  LauncherKind kind = LauncherKind::automatic;  // the launcher chosen (never automatic once chosen)
   std::vector<NodeTarget> nodes;
   std::vector<int> node_slots;  // usable slots per node from the hostfile/--hosts, -1 unknown
   std::vector<GpuList> node_gpus;  // per node: the GPUs --include/--exclude chose

@@ -45,10 +45,21 @@ Result<std::vector<std::string>> buildSrunArgv(const SlurmStarterOptions& option
   argv.insert(argv.end(), {"--kill-on-bad-exit=1", "--input=all", "--cpu-bind=none", "--mpi=none"});
   auto extra = splitShellWords(options.slurm_args, "--slurm-args");
   if (!extra) return tl::unexpected(extra.error());
+  // A job that asked for GPUs per task gives a one-task step one task's share: ask for the node's.
+  if (options.job_gpus_per_node > 0 && !contains(options.slurm_args, "gpu") && !contains(options.slurm_args, "gres"))
+    argv.push_back("--gres=gpu:" + std::to_string(options.job_gpus_per_node));
   argv.insert(argv.end(), extra->begin(), extra->end());
   argv.push_back(command.daemon_path);
   argv.insert(argv.end(), command.args.begin(), command.args.end());
   return argv;
+}
+
+int slurmPerTaskGpus(const std::map<std::string, std::string>& env) {
+  const auto per_task = env.find("SLURM_GPUS_PER_TASK");
+  const auto on_node = env.find("SLURM_GPUS_ON_NODE");
+  if (per_task == env.end() || per_task->second.empty() || on_node == env.end()) return 0;
+  const long n = std::strtol(on_node->second.c_str(), nullptr, 10);
+  return n > 0 && n <= 4096 ? static_cast<int>(n) : 0;
 }
 
 std::vector<std::string> nodesInSrunErrors(const std::string& stderr_text) {

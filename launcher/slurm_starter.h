@@ -6,6 +6,7 @@
 // learn their node from SLURMD_NODENAME (no per-node arguments are possible); the step's
 // task order is Slurm's, not ours, so the frontend maps names to node indices.
 // Outside an allocation srun makes one (no --overlap), with --slurm-args such as "-p gpu -t 10".
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,14 @@ struct SlurmStarterOptions {
   std::string srun_program = "srun";
   std::string slurm_args;          // passed to srun after ours, split like a shell would
   bool inside_allocation = true;   // insideSlurmAllocation(env): reuse the allocation (--overlap)
+  int job_gpus_per_node = 0;       // > 0: the step asks for them (--gres=gpu:N); see slurmPerTaskGpus
 };
+
+// The job's GPUs per node when it asked for them per task (sbatch --gpus-per-task): a step of one
+// task per node, like the daemons', would get one task's share, and the ranks the daemon starts
+// in it no more. SLURM_GPUS_ON_NODE, when SLURM_GPUS_PER_TASK is set; else 0 (Slurm's default,
+// every GPU of the job on the node, is right).
+int slurmPerTaskGpus(const std::map<std::string, std::string>& env);
 
 // The srun argv. Node names go to --nodelist when all are known; outside an allocation they
 // may be empty (Slurm picks nodes.size() nodes).

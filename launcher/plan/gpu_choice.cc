@@ -25,8 +25,9 @@ Result<std::vector<int>> chooseNodeGpus(const TopologySnapshot& topo, const GpuL
   const int count = static_cast<int>(topo.gpus.size());
   if (list.none)
     return fail(Errc::usage, list.source + " leaves CUDA no GPU of " + node + ", but the job asks for GPU ranks",
-                "unset it to use every GPU, name GPUs by index (CUDA_VISIBLE_DEVICES=0,1 or --include), or run "
-                "CPU ranks with -p");
+                !list.slurm.empty() ? "ask Slurm for GPUs (--gres=gpu:N or --gpus-per-node), or run CPU ranks with -p"
+                                    : "unset it to use every GPU, name GPUs by index (CUDA_VISIBLE_DEVICES=0,1 or "
+                                      "--include), or run CPU ranks with -p");
   const auto out_of_range = [&](int i) { return i < 0 || i >= count; };
   for (const auto* named : {&list.only, &list.excluded}) {
     auto bad = std::find_if(named->begin(), named->end(), out_of_range);
@@ -51,8 +52,8 @@ Result<GpuList> withinSlurmAllocation(const GpuList& user, const std::string& al
   if (allocated.empty()) return out;
   const auto slurm =
       gpuListFromCudaVisible(allocated, "Slurm's allocation on " + node + " (CUDA_VISIBLE_DEVICES=" + allocated + " in its step)");
-  if (!slurm || slurm->none) return out;  // not indices: CUDA resolves Slurm's value, passed on unchanged
-  if (!user.given()) {
+  if (!slurm) return out;  // UUIDs: CUDA resolves Slurm's value, passed on unchanged
+  if (slurm->none || !user.given()) {  // none: "NoDevFiles", a step on a GPU node given no GPU
     out = *slurm;
     out.slurm = allocated;
     return out;

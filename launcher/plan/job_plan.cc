@@ -41,14 +41,20 @@ Result<std::vector<GpuList>> nodeGpuLists(const std::vector<NodeReport>& nodes, 
   std::vector<std::string> unresolved;  // nodes with GPUs whose UUIDs nobody named
   std::string by_uuid;                  // the list naming GPUs by UUID, for the warning
   for (size_t i = 0; i < nodes.size(); ++i) {
-    GpuList user = i < ctx.node_gpus.size() ? ctx.node_gpus[i] : GpuList{};
+    GpuList user = i < ctx.node_gpus.size() && ctx.node_gpus[i].given() ? ctx.node_gpus[i]
+                   : ctx.every_node_gpus                                 ? *ctx.every_node_gpus
+                                                                         : GpuList{};
     if (const auto& topo = nodes[i].inventory.topology; topo && !user.uuids.empty()) {
       auto resolved = resolveGpuUuids(user, *topo);
       if (!resolved && !topo->gpus.empty()) {
         unresolved.push_back(nodes[i].name);
         by_uuid = user.source;
       }
-      user = resolved ? std::move(*resolved) : GpuList{};
+      if (!resolved) {  // the user's value reaches the ranks as it is (from the base environment)
+        lists.emplace_back();
+        continue;
+      }
+      user = std::move(*resolved);
     }
     auto list = withinSlurmAllocation(user, nodes[i].inventory.slurm_gpus, nodes[i].name);
     if (!list) return tl::unexpected(list.error());

@@ -43,7 +43,8 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
     // CUDA_VISIBLE_DEVICES: the chosen GPUs when a list narrows the node's GPUs; else what Slurm
     // set there (CPU ranks see the job's GPUs, as in srun's tasks); else unset.
     std::string visible = list.slurm;
-    if (list.given() && !topo->gpus.empty()) {
+    // CPU ranks need no GPU: a list that leaves none (Slurm's "NoDevFiles") is no error for them.
+    if (list.given() && !topo->gpus.empty() && !(list.none && ctx.cpu_ranks_asked)) {
       auto chosen = chooseNodeGpus(*topo, list, n.name);
       if (!chosen) return tl::unexpected(chosen.error());
       node_req.use_gpus = node_req.use_gpus || !ctx.cpu_ranks_asked;

@@ -14,8 +14,9 @@
   4-GPU topology): while another job holds GPUs 0,1 of node1, `salloc -N 2 --gres=gpu:2` runs one
   rank per GPU Slurm gave the job on each node, with that node's CUDA_VISIBLE_DEVICES (2,3 on
   node1, 0,1 on node2) and the bus id of the GPU it names; under `sbatch --gres=gpu:1`, whose
-  script holds node1's CUDA_VISIBLE_DEVICES=2, node2's rank still gets node2's GPU 0; `-g 4`
-  with 2 GPUs given is refused naming Slurm's allocation;
+  script holds node1's CUDA_VISIBLE_DEVICES=2, node2's rank still gets node2's GPU 0; under
+  `sbatch --ntasks-per-node=2 --gpus-per-task=1` the daemons' one-task step still gets both GPUs
+  of each node; `-g 4` with 2 GPUs given is refused naming Slurm's allocation;
 - warm daemons inside one `salloc -N 2`: `--keep-daemons 60s` starts keepers in a step of their
   own ("tlaunch-keepers", listed by squeue -s) that start the job's daemons; the next tlaunch
   says "reused daemons on 2 nodes" and its daemons are the same keepers' children (no new srun
@@ -165,6 +166,17 @@ def gpu_lines(text):
     return out
 
 
+def sbatch_gpu_lines(options, name, sbatch_options):
+    """Runs tlaunch in an `sbatch --wait -N 2` script on node1 and node2; returns (sbatch, job output)."""
+    out = Path(ws.dir, f"gpus-batch-{name}.out")
+    script = f"#!/bin/sh\necho \"script CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES\"\n" \
+             f"exec {ws.tlaunch} {' '.join(options)} -- /bin/sh -c '{GPU_LINE}'\n"
+    batch = subprocess.run(["sbatch", "--wait", "-N", "2", "-w", "node1,node2", *sbatch_options, "-J", f"tlc-gpub{name}",
+                            f"--output={out}"], input=script, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, errors="replace", timeout=TIMEOUT, cwd=ws.dir, env=vc.environ())
+    return batch, out.read_text(errors="replace") if out.exists() else ""
+
+
 def slurm_gpus_node_by_node():
     topology = Path(__file__).resolve().parents[1] / "fixtures" / "topologies" / JUWELS
     options = [*cj.NET, "-v", "--topology-xml", str(topology)]
@@ -192,13 +204,7 @@ def slurm_gpus_node_by_node():
               "-g 4 with 2 GPUs given by Slurm: refused, naming Slurm's allocation", cj.describe(refused))
 
         # sbatch's script runs on node1 with node1's GPU in CUDA_VISIBLE_DEVICES: not node2's.
-        out = Path(ws.dir, "gpus-batch.out")
-        script = f"#!/bin/sh\necho \"script CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES\"\n" \
-                 f"exec {ws.tlaunch} {' '.join(options)} -- /bin/sh -c '{GPU_LINE}'\n"
-        batch = subprocess.run(["sbatch", "--wait", "-N", "2", "-w", "node1,node2", "--gres=gpu:1", "-J", "tlc-gpub",
-                                f"--output={out}"], input=script, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, errors="replace", timeout=TIMEOUT, cwd=ws.dir, env=vc.environ())
-        text = out.read_text(errors="replace") if out.exists() else ""
+        batch, text = sbatch_gpu_lines(options, "1", ["--gres=gpu:1"])
         want = {("node1", 0): ("2", JUWELS_BUS[2]), ("node2", 0): ("0", JUWELS_BUS[0])}
         got = gpu_lines(text)
         check(batch.returncode == 0 and "script CUDA_VISIBLE_DEVICES=2" in text and got == want,
@@ -206,6 +212,15 @@ def slurm_gpus_node_by_node():
               "whose rank gets its own GPU 0", f"want {want}\n     got {got}\n     sbatch: {cj.describe(batch)}\n"
                                                f"     job output: {text[-1500:]!r}")
         jobs_seen.extend(j for j in (cj.job_id_in(r.stderr), cj.job_id_in(text)) if j)
+        # GPUs asked per task: the daemons' step (one task per node) still gets all of the node's.
+        batch, text = sbatch_gpu_lines(options, "2", ["--ntasks-per-node=2", "--gpus-per-task=1"])
+        want = {("node1", 0): ("2,3", JUWELS_BUS[2]), ("node1", 1): ("2,3", JUWELS_BUS[3]),
+                ("node2", 0): ("0,1", JUWELS_BUS[0]), ("node2", 1): ("0,1", JUWELS_BUS[1])}
+        got = gpu_lines(text)
+        check(batch.returncode == 0 and got == want,
+              "sbatch --ntasks-per-node=2 --gpus-per-task=1: one rank per GPU of the job on each node",
+              f"want {want}\n     got {got}\n     sbatch: {cj.describe(batch)}\n     job output: {text[-1500:]!r}")
+        jobs_seen.extend(j for j in [cj.job_id_in(text)] if j)
     finally:
         os.killpg(hold.pid, signal.SIGTERM)
         try:

@@ -7,6 +7,7 @@
 #include "binding/topology/topology_json.h"
 #include "bootstrap/rank_env.h"
 #include "launcher/job_setup.h"
+#include "launcher/slurm_starter.h"
 #include "launcher/plan/job_plan.h"
 #include "launcher/plan/plan_render.h"
 
@@ -179,11 +180,9 @@ TEST_CASE("the user's CUDA_VISIBLE_DEVICES chooses every node's GPUs and the bin
   auto setup = setUpWith({{"CUDA_VISIBLE_DEVICES", "3,1"}, {"HOME", "/root"}});
   REQUIRE(setup);
   const PlanContext& ctx = setup->plan_context;
-  REQUIRE(ctx.node_gpus.size() == 2);
-  for (const auto& list : ctx.node_gpus) {
-    CHECK(list.only == std::vector<int>{1, 3});
-    CHECK(list.source == "CUDA_VISIBLE_DEVICES=3,1 (environment)");
-  }
+  REQUIRE(ctx.every_node_gpus);
+  CHECK(ctx.every_node_gpus->only == std::vector<int>{1, 3});
+  CHECK(ctx.every_node_gpus->source == "CUDA_VISIBLE_DEVICES=3,1 (environment)");
   CHECK_FALSE(ctx.user_env.contains("CUDA_VISIBLE_DEVICES"));  // a GPU rank's value comes from the plan
   PlanContext c = ctx;
   c.job_id = "tl-test";
@@ -210,8 +209,7 @@ TEST_CASE("the user's CUDA_VISIBLE_DEVICES chooses every node's GPUs and the bin
 TEST_CASE("CUDA_VISIBLE_DEVICES is left to the ranks for CPU ranks and for MIG instances") {
   auto cpu = setUpWith({{"CUDA_VISIBLE_DEVICES", "3,1"}}, 2);
   REQUIRE(cpu);
-  const auto& lists = cpu->plan_context.node_gpus;
-  CHECK(std::none_of(lists.begin(), lists.end(), [](const GpuList& l) { return l.given(); }));
+  CHECK_FALSE(cpu->plan_context.every_node_gpus);
   CHECK(cpu->plan_context.user_env.contains("CUDA_VISIBLE_DEVICES"));
   auto mig = setUpWith({{"CUDA_VISIBLE_DEVICES", "MIG-5d6c2b1e-0f3a"}});
   REQUIRE(mig);
@@ -309,22 +307,73 @@ TEST_CASE("Slurm's GPUs: the user's GPU list chooses among them") {
 
 TEST_CASE("Slurm's own CUDA_VISIBLE_DEVICES in tlaunch's environment is not a choice for every node") {
   // sbatch's script runs on the first node with that node's GPUs in CUDA_VISIBLE_DEVICES and
-  // GPU_DEVICE_ORDINAL: neither goes to the other nodes' ranks.
-  auto batch = setUpWith({{"CUDA_VISIBLE_DEVICES", "2"}, {"GPU_DEVICE_ORDINAL", "2"}, {"SLURM_JOB_ID", "7"}});
+  // GPU_DEVICE_ORDINAL: when srun starts the daemons, neither goes to the other nodes' ranks.
+  const std::map<std::string, std::string> batch_env = {{"CUDA_VISIBLE_DEVICES", "2"}, {"GPU_DEVICE_ORDINAL", "2"},
+                                                        {"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "g[1-2]"}};
+  JobSpec s;
+  s.argv = {"true"};
+  s.dry_run = s.offline = true;
+  auto batch = setUpJob(s, batch_env, true);
   REQUIRE(batch);
+  REQUIRE(batch->choice.kind == LauncherKind::slurm);
   const PlanContext& ctx = batch->plan_context;
-  CHECK(std::none_of(ctx.node_gpus.begin(), ctx.node_gpus.end(), [](const GpuList& l) { return l.given(); }));
+  CHECK_FALSE(ctx.every_node_gpus);
   CHECK_FALSE(ctx.user_env.contains("CUDA_VISIBLE_DEVICES"));
   CHECK(envValue(ctx.base_env, "CUDA_VISIBLE_DEVICES").empty());
   CHECK(envValue(ctx.base_env, "GPU_DEVICE_ORDINAL").empty());
 
-  // The user's own choice: another value than Slurm's, or outside a Slurm job.
-  auto own = setUpWith({{"CUDA_VISIBLE_DEVICES", "0"}, {"GPU_DEVICE_ORDINAL", "2"}, {"SLURM_JOB_ID", "7"}});
+  // The user's own choice: another value than Slurm's, or outside a Slurm job, or daemons that
+  // srun does not start (this host's own, or over ssh: they see no Slurm step).
+  auto own = setUpJob(s, {{"CUDA_VISIBLE_DEVICES", "0"}, {"GPU_DEVICE_ORDINAL", "2"}, {"SLURM_JOB_ID", "7"},
+                          {"SLURM_JOB_NODELIST", "g[1-2]"}}, true);
   REQUIRE(own);
-  CHECK(own->plan_context.node_gpus.at(0).only == std::vector<int>{0});
+  CHECK(own->plan_context.every_node_gpus->only == std::vector<int>{0});
   auto outside = setUpWith({{"CUDA_VISIBLE_DEVICES", "2"}, {"GPU_DEVICE_ORDINAL", "2"}});
   REQUIRE(outside);
-  CHECK(outside->plan_context.node_gpus.at(0).only == std::vector<int>{2});
+  CHECK(outside->plan_context.every_node_gpus->only == std::vector<int>{2});
+  auto local = setUpWith(batch_env);  // --launcher local --hosts g1,g2
+  REQUIRE(local);
+  CHECK(local->plan_context.every_node_gpus->only == std::vector<int>{2});
+}
+
+TEST_CASE("Slurm's GPUs: a step given no GPU (NoDevFiles) refuses GPU ranks, and CPU ranks get Slurm's value") {
+  auto nodes = gpuNodes(1);
+  nodes[0].inventory.slurm_gpus = "NoDevFiles";
+  auto refused = makePlan(gpuJob(), nodes, context({}));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message ==
+        "Slurm's allocation on g1 (CUDA_VISIBLE_DEVICES=NoDevFiles in its step) leaves CUDA no GPU of g1, but the job "
+        "asks for GPU ranks");
+  CHECK(refused.error().hint.find("--gres=gpu:N") != std::string::npos);
+  JobSpec cpu = gpuJob();
+  cpu.procs_per_node = 2;
+  PlanContext c = context({});
+  c.cpu_ranks_asked = true;
+  auto cpu_plan = makePlan(cpu, nodes, c);
+  REQUIRE(cpu_plan);
+  CHECK(envValue(cpu_plan->nodes[0].ranks[1].env, "CUDA_VISIBLE_DEVICES") == "NoDevFiles");
+}
+
+TEST_CASE("the daemons' srun step asks for the job's GPUs when the job asked for them per task") {
+  CHECK(slurmPerTaskGpus({{"SLURM_GPUS_PER_TASK", "1"}, {"SLURM_GPUS_ON_NODE", "4"}}) == 4);
+  CHECK(slurmPerTaskGpus({{"SLURM_GPUS_ON_NODE", "4"}}) == 0);  // --gres, --gpus-per-node: the step has them all
+  CHECK(slurmPerTaskGpus({{"SLURM_GPUS_PER_TASK", "1"}, {"SLURM_GPUS_ON_NODE", "x"}}) == 0);
+  CHECK(slurmPerTaskGpus({{"SLURM_GPUS_PER_TASK", "1"}, {"SLURM_GPUS_ON_NODE", "-3"}}) == 0);
+  SlurmStarterOptions o;
+  o.job_gpus_per_node = 4;
+  std::vector<NodeTarget> nodes(2);
+  nodes[0].name = "g1";
+  nodes[1].index = 1;
+  nodes[1].name = "g2";
+  DaemonCommand daemon;
+  daemon.daemon_path = "/usr/bin/tlaunchd";
+  auto argv = buildSrunArgv(o, nodes, daemon);
+  REQUIRE(argv);
+  CHECK(std::count(argv->begin(), argv->end(), "--gres=gpu:4") == 1);
+  o.slurm_args = "--gpus-per-node=2";  // the user's own GPU request for the step wins
+  argv = buildSrunArgv(o, nodes, daemon);
+  REQUIRE(argv);
+  CHECK(std::count(argv->begin(), argv->end(), "--gres=gpu:4") == 0);
 }
 
 TEST_CASE("withinSlurmAllocation: a node without Slurm's GPUs keeps the user's list") {
@@ -419,6 +468,7 @@ TEST_CASE("CUDA_VISIBLE_DEVICES by UUID: the plan binds each rank to the GPU it 
   auto bare = std::make_shared<TopologySnapshot>(g4dn());
   for (auto& g : bare->gpus) g.uuid.reset();
   nodes[0].inventory.topology = nodes[1].inventory.topology = bare;
+  nodes[1].inventory.slurm_gpus = "0,1,2,3";  // Slurm's list must not replace the user's choice there
   auto passed = makePlan(gpuJob(1), nodes, c);
   REQUIRE(passed);
   CHECK(envValue(mergeEnv(passed->nodes[1].base_env, passed->nodes[1].ranks[0].env), "CUDA_VISIBLE_DEVICES") ==
