@@ -64,6 +64,13 @@ Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const s
   return std::optional<WarmRegistry>{std::move(*registry)};
 }
 
+// A host's GPU list from --include/--exclude (with what --exclude left of its slot count).
+GpuList gpuListOf(const HostEntry& host) {
+  GpuList list(host.only_slots, host.excluded_slots);
+  list.only_from_exclude = host.only_slots_from_exclude;
+  return list;
+}
+
 }  // namespace
 
 Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env,
@@ -162,7 +169,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       // A simulated node a restart dropped is replaced by the next name, as a spare would be.
       for (int i = 0; static_cast<int>(chosen.size()) < n; ++i) {
         std::string name = "local" + std::to_string(i);
-        if (!dropped(name)) chosen.push_back(HostEntry{std::move(name), -1, {}, {}, {}});
+        if (!dropped(name)) chosen.push_back(HostEntry{std::move(name), -1, {}, {}, {}, false});
       }
     } else {
       auto sel = selectNodes(*hosts, want_nodes, layout->ranks_per_node);
@@ -173,7 +180,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     for (size_t i = 0; i < chosen.size(); ++i) {
       choice.nodes.push_back({static_cast<int>(i), chosen[i].name, {}, netIfOf(chosen[i])});
       choice.node_slots.push_back(usableSlots(chosen[i]));
-      choice.node_gpus.emplace_back(chosen[i].only_slots, chosen[i].excluded_slots);
+      choice.node_gpus.push_back(gpuListOf(chosen[i]));
     }
     choice.starter = std::make_unique<LocalStarter>();
     choice.listen_address = "127.0.0.1";
@@ -194,7 +201,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   for (size_t i = 0; i < chosen.size(); ++i) {
     choice.nodes.push_back({static_cast<int>(i), chosen[i].name, sshDestination(chosen[i]), netIfOf(chosen[i])});
     choice.node_slots.push_back(usableSlots(chosen[i]));
-    choice.node_gpus.emplace_back(chosen[i].only_slots, chosen[i].excluded_slots);
+    choice.node_gpus.push_back(gpuListOf(chosen[i]));
   }
   if (resolve_only) {  // --dry-run --offline: the same nodes, nothing to start or connect to
     for (int i = 0; choice.nodes.empty() && i < want_nodes; ++i)

@@ -162,13 +162,17 @@ Result<std::vector<HostEntry>> applyIncludeExclude(std::vector<HostEntry> hosts,
         if (std::find(item.slots.begin(), item.slots.end(), s) == item.slots.end()) left.push_back(s);
       }
       h.only_slots = std::move(left);
+      h.only_slots_from_exclude = true;
       if (h.only_slots.empty()) keep[*index] = false;
     }
   }
   std::vector<HostEntry> out;
   for (size_t i = 0; i < hosts.size(); ++i) {
     if (!keep[i]) continue;
-    if (including && !chosen[i].count(-1)) hosts[i].only_slots.assign(chosen[i].begin(), chosen[i].end());
+    if (including && !chosen[i].count(-1)) {
+      hosts[i].only_slots.assign(chosen[i].begin(), chosen[i].end());
+      hosts[i].only_slots_from_exclude = false;
+    }
     out.push_back(std::move(hosts[i]));
   }
   if (out.empty()) {

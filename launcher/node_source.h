@@ -23,6 +23,7 @@ struct HostEntry {
   // --exclude node:2 on a host whose slot count is not given: the GPU indices to leave unused,
   // ascending; the planner resolves them against the node's GPUs.
   std::vector<int> excluded_slots;
+  bool only_slots_from_exclude = false;  // only_slots is what --exclude left of the slot count
 };
 
 // The slots a job may use on the host: only_slots' size when set, else `slots` (-1: unknown,

@@ -72,7 +72,7 @@ Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std
   std::vector<HostEntry> hosts;
   for (auto& n : *names) {
     if (auto bad = badHostName(n, false)) return fail(Errc::usage, std::string(variable) + ": " + *bad);
-    hosts.push_back(HostEntry{std::move(n), -1, {}, {}, {}});
+    hosts.push_back(HostEntry{std::move(n), -1, {}, {}, {}, false});
   }
   if (const std::string* tasks = envValue(env, "SLURM_TASKS_PER_NODE")) {
     auto counts = parseSlurmTasksPerNode(*tasks);

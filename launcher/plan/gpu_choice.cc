@@ -14,7 +14,7 @@ namespace {
 // What chose the list, for messages: the variable, or the flag that gave `named`.
 std::string chooser(const GpuList& list, const std::vector<int>& named) {
   if (!list.source.empty()) return list.source;
-  return &named == &list.only && list.excluded.empty() ? "--include" : "--exclude";
+  return &named == &list.only && list.excluded.empty() && !list.only_from_exclude ? "--include" : "--exclude";
 }
 
 bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
@@ -61,6 +61,16 @@ Result<GpuList> withinSlurmAllocation(const GpuList& user, const std::string& al
   if (user.none) return out;  // chooseNodeGpus says why no GPU is left
   const std::string fix = "choose among Slurm's GPUs there, or leave the choice to Slurm (no CUDA_VISIBLE_DEVICES, "
                           "no GPU list in --include/--exclude)";
+  if (user.only_from_exclude) {  // what --exclude left: Slurm's GPUs among it
+    out.only.clear();
+    for (int g : user.only)
+      if (contains(slurm->only, g)) out.only.push_back(g);
+    if (out.only.empty())
+      return fail(Errc::usage,
+                  "--exclude leaves none of the GPUs Slurm gave this job on " + node + " (" + gpuIndexList(slurm->only) + ")",
+                  fix);
+    return out;
+  }
   for (int g : user.only)
     if (!contains(slurm->only, g))
       return fail(Errc::usage,

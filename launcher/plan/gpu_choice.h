@@ -22,6 +22,7 @@ struct GpuList {
   std::vector<int> excluded;  // --exclude node:0 where the slot count was not given
   std::string source;         // what chose it, for messages; "" = --include/--exclude
   bool none = false;          // it names no GPU (CUDA_VISIBLE_DEVICES="" or "-1"): GPU ranks cannot run
+  bool only_from_exclude = false;  // `only` is what --exclude left of a hostfile's slot count
   std::string slurm;          // CUDA_VISIBLE_DEVICES that Slurm set on this node ("": none); CPU ranks get it
   std::vector<std::string> uuids;  // GPUs named by UUID ("GPU-…"), resolved on each node (resolveGpuUuids)
   bool given() const { return none || !only.empty() || !excluded.empty() || !uuids.empty(); }

@@ -477,3 +477,27 @@ TEST_CASE("CUDA_VISIBLE_DEVICES by UUID: the plan binds each rank to the GPU it 
           return w.find("goes unchanged to the ranks of 2 nodes (g1, g2)") != std::string::npos;
         }) == 1);
 }
+
+TEST_CASE("Slurm's GPUs: what --exclude left of a hostfile's slot count is Slurm's GPUs less the excluded") {
+  JobSpec s;
+  s.argv = {"true"};
+  s.hosts = "g1:4,g2:4";
+  s.launcher = LauncherKind::local;
+  s.dry_run = s.offline = true;
+  s.exclude = "g1:0@g2:2";
+  auto setup = setUpJob(s, {}, true);
+  REQUIRE(setup);
+  const auto& lists = setup->plan_context.node_gpus;
+  REQUIRE(lists.size() == 2);
+  CHECK(lists[0].only == std::vector<int>{1, 2, 3});
+  CHECK(lists[0].only_from_exclude);
+  PlanContext c = setup->plan_context;
+  c.job_id = "tl-test";
+  auto plan = makePlan(gpuJob(), sharedSlurmNodes(), c);  // Slurm gave g1 GPUs 2,3 and g2 0,1
+  REQUIRE(plan);
+  CHECK(column(*plan, "gpu_busid") == S{"0000:84:00.0", "0000:c4:00.0", "0000:03:00.0", "0000:44:00.0"});
+  c.node_gpus[0].only = {1};  // --exclude g1:0,2,3 of 4 slots: none of Slurm's GPUs is left
+  auto none = makePlan(gpuJob(), sharedSlurmNodes(), c);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message == "--exclude leaves none of the GPUs Slurm gave this job on g1 (2,3)");
+}
