@@ -38,6 +38,16 @@ JobSpec gpuJob(int gpus = 0) {
   return s;
 }
 
+// A --dry-run --offline job of the local launcher on `hosts`: nothing is started.
+JobSpec offlineOn(std::string hosts) {
+  JobSpec s;
+  s.argv = {"true"};
+  s.hosts = std::move(hosts);
+  s.launcher = LauncherKind::local;
+  s.dry_run = s.offline = true;
+  return s;
+}
+
 PlanContext context(std::vector<GpuList> lists) {
   PlanContext c;
   c.job_id = "tl-test";
@@ -130,11 +140,7 @@ TEST_CASE("ranks asked with -p are not GPU ranks: a GPU list then only counts") 
 }
 
 TEST_CASE("the command line's lists reach the plan's context per node") {
-  JobSpec s;
-  s.argv = {"true"};
-  s.hosts = "g1,g2";
-  s.launcher = LauncherKind::local;
-  s.dry_run = s.offline = true;
+  JobSpec s = offlineOn("g1,g2");
   s.include = "g1:1,3@g2:0,2";
   auto inc = setUpJob(s, {}, true);
   REQUIRE(inc);
@@ -165,11 +171,7 @@ TEST_CASE("CUDA_VISIBLE_DEVICES read as a GPU list: leading indices, as CUDA rea
 
 namespace {
 Result<JobSetup> setUpWith(const std::map<std::string, std::string>& env, int procs = 0, std::string include = {}) {
-  JobSpec s;
-  s.argv = {"true"};
-  s.hosts = "g1,g2";
-  s.launcher = LauncherKind::local;
-  s.dry_run = s.offline = true;
+  JobSpec s = offlineOn("g1,g2");
   s.procs_per_node = procs;
   s.include = std::move(include);
   return setUpJob(s, env, true);
@@ -250,6 +252,15 @@ std::vector<NodeReport> sharedSlurmNodes() {
   nodes[1].inventory.slurm_gpus = "0,1";
   return nodes;
 }
+
+// The plan of -p `procs` (CPU ranks) on `nodes`.
+Result<JobPlan> cpuRanksPlan(const std::vector<NodeReport>& nodes, int procs) {
+  JobSpec cpu = gpuJob();
+  cpu.procs_per_node = procs;
+  PlanContext c = context({});
+  c.cpu_ranks_asked = true;
+  return makePlan(cpu, nodes, c);
+}
 }  // namespace
 
 TEST_CASE("Slurm's GPUs, node by node: the plan uses the GPUs each node's step was given") {
@@ -270,11 +281,7 @@ TEST_CASE("Slurm's GPUs, node by node: the plan uses the GPUs each node's step w
   CHECK(four.error().hint.find("--gres=gpu:N") != std::string::npos);
 
   // CPU ranks see the node's allocation, as srun's tasks do.
-  JobSpec cpu = gpuJob();
-  cpu.procs_per_node = 1;
-  PlanContext c = context({});
-  c.cpu_ranks_asked = true;
-  auto cpu_plan = makePlan(cpu, sharedSlurmNodes(), c);
+  auto cpu_plan = cpuRanksPlan(sharedSlurmNodes(), 1);
   REQUIRE(cpu_plan);
   CHECK(envValue(cpu_plan->nodes[0].ranks[0].env, "CUDA_VISIBLE_DEVICES") == "2,3");
   CHECK(envValue(cpu_plan->nodes[1].ranks[0].env, "CUDA_VISIBLE_DEVICES") == "0,1");
@@ -345,11 +352,7 @@ TEST_CASE("Slurm's GPUs: a step given no GPU (NoDevFiles) refuses GPU ranks, and
         "Slurm's allocation on g1 (CUDA_VISIBLE_DEVICES=NoDevFiles in its step) leaves CUDA no GPU of g1, but the job "
         "asks for GPU ranks");
   CHECK(refused.error().hint.find("--gres=gpu:N") != std::string::npos);
-  JobSpec cpu = gpuJob();
-  cpu.procs_per_node = 2;
-  PlanContext c = context({});
-  c.cpu_ranks_asked = true;
-  auto cpu_plan = makePlan(cpu, nodes, c);
+  auto cpu_plan = cpuRanksPlan(nodes, 2);
   REQUIRE(cpu_plan);
   CHECK(envValue(cpu_plan->nodes[0].ranks[1].env, "CUDA_VISIBLE_DEVICES") == "NoDevFiles");
 }
@@ -479,11 +482,7 @@ TEST_CASE("CUDA_VISIBLE_DEVICES by UUID: the plan binds each rank to the GPU it 
 }
 
 TEST_CASE("Slurm's GPUs: what --exclude left of a hostfile's slot count is Slurm's GPUs less the excluded") {
-  JobSpec s;
-  s.argv = {"true"};
-  s.hosts = "g1:4,g2:4";
-  s.launcher = LauncherKind::local;
-  s.dry_run = s.offline = true;
+  JobSpec s = offlineOn("g1:4,g2:4");
   s.exclude = "g1:0@g2:2";
   auto setup = setUpJob(s, {}, true);
   REQUIRE(setup);
