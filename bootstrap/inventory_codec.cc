@@ -79,7 +79,8 @@ Result<NodeInventory> inventoryFromJson(const Json& j, TopologyDecodeCache* cach
     if (!r) return tl::unexpected(r.error());
   // A list of GPU indices: even 1,000 GPUs fit in 4 KiB.
   if (inv.slurm_gpus.size() > kMaxSlurmGpusBytes)
-    return fail(Errc::protocol, "a malformed inventory: slurm_gpus of " + std::to_string(inv.slurm_gpus.size()) + " bytes");
+    return fail(Errc::protocol,
+                "a malformed inventory: slurm_gpus of " + std::to_string(inv.slurm_gpus.size()) + " bytes");
   for (auto [key, out] : {std::pair{"free_port", &inv.free_port}, std::pair{"probe_port", &inv.probe_port}}) {
     auto port = portField(j, key);
     if (!port) return tl::unexpected(port.error());

@@ -41,8 +41,8 @@ void forget(PlanContext& ctx, const std::string& name) {
 
 // Inside a Slurm job with GPUs (sbatch's script, an srun step) Slurm sets CUDA_VISIBLE_DEVICES and
 // GPU_DEVICE_ORDINAL to this node's GPUs. That is no choice for every node: each daemon that srun
-// starts reports its own node's (NodeInventory::slurm_gpus). A value the user set (-x, an env file, or one that
-// differs from GPU_DEVICE_ORDINAL) stays the user's.
+// starts reports its own node's (NodeInventory::slurm_gpus). A value the user set (-x, an env
+// file, or one that differs from GPU_DEVICE_ORDINAL) stays the user's.
 void dropSlurmsGpuSetting(PlanContext& ctx, const std::map<std::string, std::string>& env) {
   const auto visible = ctx.user_env.find("CUDA_VISIBLE_DEVICES");
   const auto ordinal = env.find("GPU_DEVICE_ORDINAL");

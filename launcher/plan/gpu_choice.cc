@@ -33,8 +33,9 @@ Result<std::vector<int>> chooseNodeGpus(const TopologySnapshot& topo, const GpuL
     auto bad = std::find_if(named->begin(), named->end(), out_of_range);
     if (bad == named->end()) continue;
     return fail(Errc::usage,
-                chooser(list, *named) + " names GPU " + std::to_string(*bad) + " of " + node + ", which has " + std::to_string(count) +
-                    " GPU(s)" + (count > 1 ? " (0-" + std::to_string(count - 1) + ")" : count == 1 ? " (0)" : ""),
+                chooser(list, *named) + " names GPU " + std::to_string(*bad) + " of " + node + ", which has " +
+                    std::to_string(count) + " GPU(s)" +
+                    (count > 1 ? " (0-" + std::to_string(count - 1) + ")" : count == 1 ? " (0)" : ""),
                 "GPU indices count the node's GPUs in PCI bus order, as nvidia-smi lists them");
   }
   std::vector<int> chosen;
@@ -50,8 +51,8 @@ Result<GpuList> withinSlurmAllocation(const GpuList& user, const std::string& al
   GpuList out = user;
   out.slurm = allocated;
   if (allocated.empty()) return out;
-  const auto slurm =
-      gpuListFromCudaVisible(allocated, "Slurm's allocation on " + node + " (CUDA_VISIBLE_DEVICES=" + allocated + " in its step)");
+  const std::string source = "Slurm's allocation on " + node + " (CUDA_VISIBLE_DEVICES=" + allocated + " in its step)";
+  const auto slurm = gpuListFromCudaVisible(allocated, source);
   if (!slurm) return out;  // UUIDs: CUDA resolves Slurm's value, passed on unchanged
   if (slurm->none || !user.given()) {  // none: "NoDevFiles", a step on a GPU node given no GPU
     out = *slurm;
@@ -67,7 +68,8 @@ Result<GpuList> withinSlurmAllocation(const GpuList& user, const std::string& al
       if (contains(slurm->only, g)) out.only.push_back(g);
     if (out.only.empty())
       return fail(Errc::usage,
-                  "--exclude leaves none of the GPUs Slurm gave this job on " + node + " (" + gpuIndexList(slurm->only) + ")",
+                  "--exclude leaves none of the GPUs Slurm gave this job on " + node + " (" +
+                      gpuIndexList(slurm->only) + ")",
                   fix);
     return out;
   }
@@ -130,7 +132,8 @@ std::optional<GpuList> gpuUuidListFromCudaVisible(std::string_view value, const 
 std::optional<GpuList> resolveGpuUuids(const GpuList& list, const TopologySnapshot& topo) {
   if (list.uuids.empty()) return list;
   const auto& gpus = topo.gpus;
-  if (std::none_of(gpus.begin(), gpus.end(), [](const GpuDevice& g) { return g.uuid.has_value(); })) return std::nullopt;
+  if (std::none_of(gpus.begin(), gpus.end(), [](const GpuDevice& g) { return g.uuid.has_value(); }))
+    return std::nullopt;
   const auto startsWith = [](const std::string& uuid, const std::string& entry) {
     return uuid.size() >= entry.size() &&
            std::equal(entry.begin(), entry.end(), uuid.begin(), [](char a, char b) {

@@ -65,8 +65,9 @@ Result<std::vector<GpuList>> nodeGpuLists(const std::vector<NodeReport>& nodes, 
     for (size_t i = 0; i < unresolved.size() && i < 3; ++i) names += (i ? ", " : "") + unresolved[i];
     if (unresolved.size() > 3) names += ", ...";
     if (unresolved.size() > 1) names += ")";
-    warnings.push_back(by_uuid + " goes unchanged to the ranks of " + names + ", whose GPUs' UUIDs are unknown (neither "
-                       "hwloc nor the NVIDIA driver named them): local rank r is bound to GPU r there");
+    warnings.push_back(by_uuid + " goes unchanged to the ranks of " + names +
+                       ", whose GPUs' UUIDs are unknown (neither hwloc nor the NVIDIA driver named them): local rank r "
+                       "is bound to GPU r there");
   }
   return lists;
 }
