@@ -29,6 +29,7 @@ virtual cluster cannot be built). One cluster for all checks.
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -178,7 +179,8 @@ def sbatch_gpu_lines(options, name, sbatch_options):
 
 
 def slurm_gpus_node_by_node():
-    topology = Path(__file__).resolve().parents[1] / "fixtures" / "topologies" / JUWELS
+    # Copied where the nodes see it: each node has its own /tmp, where a clone may be.
+    topology = shutil.copy(Path(__file__).resolve().parents[1] / "fixtures" / "topologies" / JUWELS, ws.dir)
     options = [*cj.NET, "-v", "--topology-xml", str(topology)]
     hold = subprocess.Popen(["salloc", "-N", "1", "-w", "node1", "--gres=gpu:2", "-J", "tlc-hold", "sleep", "300"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ws.dir, env=vc.environ(),
