@@ -32,9 +32,15 @@ Result<void> validate(const JobSpec& spec) {
   return {};
 }
 
-void forget(PlanContext& ctx, const std::string& name) {
+// `name` is no longer the user's to win: the plan's value goes to the ranks.
+void notTheUsers(PlanContext& ctx, const std::string& name) {
   ctx.user_env.erase(name);
   ctx.user_set.erase(std::remove(ctx.user_set.begin(), ctx.user_set.end(), name), ctx.user_set.end());
+}
+
+// `name` goes to no rank at all.
+void forget(PlanContext& ctx, const std::string& name) {
+  notTheUsers(ctx, name);
   const std::string prefix = name + "=";
   std::erase_if(ctx.base_env, [&](const std::string& kv) { return kv.starts_with(prefix); });
 }
@@ -69,10 +75,9 @@ Result<void> takeCudaVisibleDevices(PlanContext& ctx) {
     return fail(Errc::usage, source + " and --include/--exclude both choose GPUs",
                 "choose them one way: unset CUDA_VISIBLE_DEVICES, or leave out the GPU lists of --include/--exclude");
   ctx.every_node_gpus = std::move(*list);  // also nodes srun picks, unknown until they report
-  // Not the user's to win any more: a GPU rank's value comes from the plan. The base environment
-  // keeps it for ranks the list does not apply to (a node where hwloc found no GPU).
-  ctx.user_env.erase(it);
-  ctx.user_set.erase(std::remove(ctx.user_set.begin(), ctx.user_set.end(), kName), ctx.user_set.end());
+  // A GPU rank's value comes from the plan. The base environment keeps it for ranks the list does
+  // not apply to (a node where hwloc found no GPU).
+  notTheUsers(ctx, kName);
   return {};
 }
 

@@ -62,33 +62,25 @@ Result<GpuList> withinSlurmAllocation(const GpuList& user, const std::string& al
   if (user.none) return out;  // chooseNodeGpus says why no GPU is left
   const std::string fix = "choose among Slurm's GPUs there, or leave the choice to Slurm (no CUDA_VISIBLE_DEVICES, "
                           "no GPU list in --include/--exclude)";
-  if (user.only_from_exclude) {  // what --exclude left: Slurm's GPUs among it
-    out.only.clear();
+  if (!user.only_from_exclude) {  // GPUs the user named: each must be Slurm's
     for (int g : user.only)
-      if (contains(slurm->only, g)) out.only.push_back(g);
-    if (out.only.empty())
-      return fail(Errc::usage,
-                  "--exclude leaves none of the GPUs Slurm gave this job on " + node + " (" +
-                      gpuIndexList(slurm->only) + ")",
-                  fix);
-    return out;
+      if (!contains(slurm->only, g))
+        return fail(Errc::usage,
+                    chooser(user, user.only) + " names GPU " + std::to_string(g) + " of " + node +
+                        ", which Slurm did not give this job (it has GPU(s) " + gpuIndexList(slurm->only) + " there)",
+                    fix);
+    if (!user.only.empty()) return out;
   }
-  for (int g : user.only)
-    if (!contains(slurm->only, g))
-      return fail(Errc::usage,
-                  chooser(user, user.only) + " names GPU " + std::to_string(g) + " of " + node +
-                      ", which Slurm did not give this job (it has GPU(s) " + gpuIndexList(slurm->only) + " there)",
-                  fix);
-  if (user.only.empty()) {  // --exclude alone: Slurm's GPUs less the excluded
-    for (int g : slurm->only)
-      if (!contains(user.excluded, g)) out.only.push_back(g);
-    out.excluded.clear();
-    if (out.only.empty())
-      return fail(Errc::usage,
-                  chooser(user, user.excluded) + " leaves none of the GPUs Slurm gave this job on " + node + " (" +
-                      gpuIndexList(slurm->only) + ")",
-                  fix);
-  }
+  // What --exclude leaves: Slurm's GPUs less the excluded ones.
+  out.only.clear();
+  out.excluded.clear();
+  for (int g : slurm->only)
+    if ((user.only.empty() || contains(user.only, g)) && !contains(user.excluded, g)) out.only.push_back(g);
+  if (out.only.empty())
+    return fail(Errc::usage,
+                "--exclude leaves none of the GPUs Slurm gave this job on " + node + " (" + gpuIndexList(slurm->only) +
+                    ")",
+                fix);
   return out;
 }
 

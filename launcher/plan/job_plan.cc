@@ -12,6 +12,7 @@
 #include "launcher/plan/plan_preflight.h"
 #include "launcher/plan/rank_layout.h"
 #include "launcher/plan/rank_env_builder.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 
@@ -61,10 +62,9 @@ Result<std::vector<GpuList>> nodeGpuLists(const std::vector<NodeReport>& nodes, 
     lists.push_back(std::move(*list));
   }
   if (!unresolved.empty()) {
-    std::string names = unresolved.size() == 1 ? "node " : std::to_string(unresolved.size()) + " nodes (";
-    for (size_t i = 0; i < unresolved.size() && i < 3; ++i) names += (i ? ", " : "") + unresolved[i];
-    if (unresolved.size() > 3) names += ", ...";
-    if (unresolved.size() > 1) names += ")";
+    const std::string names = unresolved.size() == 1
+                                  ? "node " + unresolved.front()
+                                  : std::to_string(unresolved.size()) + " nodes (" + joinSome(unresolved, 3) + ")";
     warnings.push_back(by_uuid + " goes unchanged to the ranks of " + names +
                        ", whose GPUs' UUIDs are unknown (neither hwloc nor the NVIDIA driver named them): local rank r "
                        "is bound to GPU r there");

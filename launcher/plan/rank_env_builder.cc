@@ -18,16 +18,15 @@ std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& use
   visitRankIdentityEnv(in.identity, in.job, add);
   for (const auto& [k, v] : rankDefaultEnv()) add(k, v);
 
+  // As DeepSpeed does: every rank of the node sees the same chosen GPUs (peers stay visible to
+  // each other for P2P), and LOCAL_RANK r is CUDA device r among them. CPU ranks: the node's
+  // Slurm GPUs, as srun's tasks see them.
+  if (!in.visible_gpus.empty()) add("CUDA_VISIBLE_DEVICES", in.visible_gpus);
   const RankBinding* b = in.binding;
   if (b && in.gpu_rank) {
     add("CUDA_DEVICE_ORDER", "PCI_BUS_ID");  // CUDA device r = GPU r in bus id order, as planned
-    // As DeepSpeed does: every rank of the node sees the same chosen GPUs (peers stay visible
-    // to each other for P2P), and LOCAL_RANK r is CUDA device r among them.
-    if (!in.visible_gpus.empty()) add("CUDA_VISIBLE_DEVICES", in.visible_gpus);
     if (b->gpu_busid) add(kRankGpuBusIdVar, *b->gpu_busid);
     if (b->gpu_uuid) add(kRankGpuUuidVar, *b->gpu_uuid);
-  } else if (!in.visible_gpus.empty()) {
-    add("CUDA_VISIBLE_DEVICES", in.visible_gpus);  // CPU ranks: the node's Slurm GPUs, as srun's tasks see
   }
   const std::string hca = b && b->hca ? *b->hca : "";
   if (!hca.empty()) add(kRankHcaVar, hca);
