@@ -111,6 +111,7 @@ Json nodeLaunchToJson(const NodeLaunch& n, const SharedLaunch* shared) {
     ranks.push_back({{"rank", r.rank}, {"local_rank", r.local_rank}, {"env", without(r.env, drop)}, {"cpus", r.cpus},
                      {"mem_nodes", r.mem_nodes}});
   Json pmix = {{"enabled", n.pmix.enabled}, {"this_node", n.pmix.this_node}, {"tcp_if_include", n.pmix.tcp_if_include}};
+  if (n.pmix.oversubscribed) pmix["oversubscribed"] = true;
   // The job's geometry travels once per job ("geometry"), not in each of N nodes' launches.
   if (!n.pmix.node_names.empty()) pmix["geometry"] = pmixGeometryToJson(n.pmix);
   Json j = {{"job_id", n.job_id},
@@ -213,6 +214,7 @@ Result<NodeLaunch> nodeLaunchFromJson(const Json& j, const SharedLaunch* shared)
     n.pmix.enabled = p.at("enabled").get<bool>();
     n.pmix.this_node = p.at("this_node").get<int>();
     n.pmix.tcp_if_include = p.at("tcp_if_include").get<std::string>();
+    n.pmix.oversubscribed = p.value("oversubscribed", false);
     if (auto g = p.find("geometry"); g != p.end())
       if (auto r = applyPmixGeometry(*g, n.pmix); !r) return tl::unexpected(r.error());
     if (n.argv.empty()) return fail(Errc::protocol, "launch message without a program");

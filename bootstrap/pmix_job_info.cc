@@ -125,6 +125,7 @@ Result<PmixInfoList> buildJobInfo(const PmixJobLayout& layout, const PmixJobGeom
   info.addUint32(PMIX_NODE_SIZE, local_size);
   if (!g.local_peers.empty()) info.addString(PMIX_LOCAL_PEERS, g.local_peers);
   if (!g.local_ranks.empty()) info.addRank(PMIX_LOCALLDR, static_cast<pmix_rank_t>(g.local_ranks.front()));
+  if (layout.oversubscribed) info.addBool(PMIX_NODE_OVERSUBSCRIBED, true);
   // Every rank.
   uint32_t leader = 0;
   for (uint32_t r = 0; r < g.job_size; ++r) {

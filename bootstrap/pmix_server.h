@@ -67,6 +67,9 @@ struct PmixJobLayout {
   // discovering the machine in every rank (150 sysfs reads each here; srun's plugin gives it
   // too). Empty: not given (the daemon's topology came from a file, not this machine).
   std::string topology_xml;
+  // More ranks on this node than CPUs for them (PMIX_NODE_OVERSUBSCRIBED): Open MPI 5 then lets
+  // waiting ranks yield the CPU (Open MPI 4.1 reads OMPI_MCA_mpi_yield_when_idle instead).
+  bool oversubscribed = false;
 };
 
 // PMIx_Spawn from a local rank (MPI_Comm_spawn): the apps to start in a new namespace.

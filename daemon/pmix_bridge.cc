@@ -74,6 +74,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   layout.job_tmpdir = b->node_dir_ + "/job";
   layout.shm_dir = shmDirFor(b->node_dir_, "");
   layout.tcp_if_include = launch.pmix.tcp_if_include;
+  layout.oversubscribed = launch.pmix.oversubscribed;
   b->topology_xml_ = std::move(topology_xml);
   layout.topology_xml = b->topology_xml_;
   if (auto r = b->server_->registerJob(layout); !r) return tl::unexpected(r.error());

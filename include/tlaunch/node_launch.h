@@ -20,6 +20,7 @@ struct PmixSpec {
   std::vector<std::vector<int>> ranks_by_node;
   int this_node = 0;
   std::string tcp_if_include;  // CIDR of the fabric, may be empty
+  bool oversubscribed = false;  // more ranks on this node than CPUs they may run on (PMIX_NODE_OVERSUBSCRIBED)
 };
 
 // A peer this node must reach over the chosen network before any rank starts.

@@ -97,6 +97,17 @@ Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& no
   return applyRankDefault(spec, gpus, cores, names);
 }
 
+// More ranks than the CPUs (hardware threads) the node lets them run on: ranks that wait by
+// polling (Open MPI's progress loop) then wait for each other's time slices.
+bool oversubscribed(const NodeReport& node, const NodeLaunch& launch) {
+  const auto& topo = node.inventory.topology;
+  if (!topo) return false;
+  size_t pus = 0;
+  for (const auto& numa : topo->numa_nodes)
+    for (const auto& core : numa.cores) pus += core.size();
+  return pus > 0 && launch.ranks.size() > pus;
+}
+
 // Every rank's variables, from the one builder. Job-wide names the user set (-x MASTER_ADDR=...)
 // keep the user's value, from base_env; per-rank ones cannot be exported (forwardEnvironment
 // refuses them).
@@ -118,6 +129,7 @@ void buildEnvironments(const NetworkChoice* network, const PlanContext& ctx, Job
     in.visible_gpus = i < plan.node_gpus.size() ? plan.node_gpus[i].visible_gpus : std::string();
     in.pmix = nl.pmix.enabled;
     in.pmix_tcp_if_include = nl.pmix.tcp_if_include;
+    in.oversubscribed = nl.pmix.oversubscribed;
     for (auto& r : nl.ranks) {
       in.identity = {r.rank, r.local_rank, plan.world_size, here, static_cast<int>(i), num_nodes};
       const auto row = static_cast<size_t>(r.rank);  // the manifest holds every rank, by rank
@@ -232,6 +244,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
       plan.nodes[i].pmix.enabled = true;
       plan.nodes[i].pmix.tcp_if_include = pmix.tcp_if_include;
       plan.nodes[i].pmix.this_node = static_cast<int>(i);
+      plan.nodes[i].pmix.oversubscribed = oversubscribed(nodes[i], plan.nodes[i]);
     }
     plan.pmix = std::move(pmix);
   }

@@ -46,6 +46,14 @@ std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& use
     // Without a launcher it recognises, Open MPI 4.1 makes every rank a singleton (PMIX.md §2.1).
     add("OMPI_MCA_schizo", "^orte");
     if (!in.network && !in.pmix_tcp_if_include.empty()) add("OMPI_MCA_btl_tcp_if_include", in.pmix_tcp_if_include);
+    // Ranks that poll while they wait take turns on too few CPUs: a Barrier of 8 ranks on 2
+    // CPUs took 16-30 ms of time slices, 0.2 ms when they yield. mpirun sets it there too.
+    if (in.oversubscribed) add("OMPI_MCA_mpi_yield_when_idle", "1");
+    // No RDMA chosen and no GPU: Open MPI's UCX layer would pick only verbs (pml_ucx_devices
+    // mlx*) or CUDA, yet every rank starts UCX to find that out (~200 ms of CPU per rank in
+    // MPI_Init here); on nodes whose HCAs --net tcp leaves out, it would take them. ob1 runs
+    // over shared memory and the TCP network chosen above.
+    if (!in.gpu_rank && !(in.network && in.network->rdma)) add("OMPI_MCA_pml", "ob1");
   }
   return env;
 }

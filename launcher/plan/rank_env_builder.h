@@ -26,6 +26,7 @@ struct RankEnvInput {
   std::size_t node = 0;                    // the rank's node in network->nodes
   bool pmix = false;                       // direct launch: the daemon runs a PMIx server
   std::string pmix_tcp_if_include;         // Open MPI's TCP networks without a network choice ("lo")
+  bool oversubscribed = false;             // more ranks on the node than CPUs for them
 };
 
 // "K=V" entries, in a fixed order; the daemon lays them over the node's base environment.

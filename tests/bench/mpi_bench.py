@@ -15,7 +15,10 @@ warm daemons, --keep-daemons, whose keepers the warm-up run starts; and tlaunch 
 inside salloc, to split the launch from the MPI work in the ranks)
 and prints the ratios tlaunch / srun and tlaunch / mpirun. The virtual nodes have no RDMA device:
 tlaunch runs with --net tcp --net-if ib0 (which sets OMPI_MCA_btl_tcp_if_include to ib0's subnet), and
-mpirun and srun get the same btl_tcp_if_include, so that every MPI job uses the same network.
+mpirun and srun get the same btl_tcp_if_include, so that every MPI job uses the same network. For CPU
+ranks without RDMA tlaunch also plans OMPI_MCA_pml=ob1 (Open MPI then skips UCX's start-up in
+MPI_Init); srun and mpirun run once as a user would (without it) and once with it, so that the
+launchers also compare alone.
 
 Then the PMIx fence micro-benchmark (pmix_fence_bench: time per PMIx_Fence without data, and with
 64 B and 4 KiB per rank collected) under tlaunch and mpirun from node1 and under srun --mpi=pmix
@@ -112,6 +115,7 @@ def hello_rows(args, ws, vc, programs, env):
         for key, opts in (("tlaunch-ssh", []), ("tlaunch-ssh-nopf", ["--preflight", "off"]))
     ] + [
         {"name": "mpirun", "ok_lines": world, "argv": mpirun_argv(ws, vc, ppn, hello)},
+        {"name": "mpirun-ob1", "ok_lines": world, "argv": mpirun_argv(ws, vc, ppn, hello, ["-mca", "pml", "ob1"])},
     ]
     # Warm daemons inside the allocation: the warm-up run starts the keepers (in a step of their
     # own), every timed run reuses them. A HOME of the bench's own holds the registry and secret.
@@ -127,6 +131,11 @@ def hello_rows(args, ws, vc, programs, env):
     ] + [
         {"name": "srun", "ok_lines": world, "argv": ["srun", f"--export=ALL,OMPI_MCA_btl_tcp_if_include={fabric}",
                                                      "--mpi=pmix", f"-N{NODES}", f"-n{world}", *hello]},
+        # With the Open MPI setting tlaunch plans for CPU ranks without RDMA (pml ob1: no UCX
+        # start-up in MPI_Init), so that the launchers compare alone.
+        {"name": "srun-ob1", "ok_lines": world,
+         "argv": ["srun", f"--export=ALL,OMPI_MCA_btl_tcp_if_include={fabric},OMPI_MCA_pml=ob1",
+                  "--mpi=pmix", f"-N{NODES}", f"-n{world}", *hello]},
         # The same launches of /bin/true: what the launch alone costs, without MPI.
         {"name": "tlaunch-slurm-true", "argv": [ws.tlaunch, *cj.NET, "-p", str(ppn), "--", "/bin/true"]},
         {"name": "srun-true", "argv": ["srun", "--mpi=pmix", f"-N{NODES}", f"-n{world}", "/bin/true"]},
@@ -140,12 +149,12 @@ def hello_rows(args, ws, vc, programs, env):
     return rows
 
 
-def mpirun_argv(ws, vc, ppn, program):
+def mpirun_argv(ws, vc, ppn, program, mca=()):
     hostfile = ws.path(f"hostfile-{ppn}")
     Path(hostfile).write_text("".join(f"{n} slots={ppn}\n" for n in vc.nodes))
     fabric = f"{vc.fabric_ip('node1').rsplit('.', 1)[0]}.0/24"
     return ["mpirun", "--allow-run-as-root", "--oversubscribe", "-mca", "plm_rsh_agent", "ssh",
-            "-mca", "btl_tcp_if_include", fabric, "--hostfile", hostfile, "-np", str(NODES * ppn), *program]
+            "-mca", "btl_tcp_if_include", fabric, *mca, "--hostfile", hostfile, "-np", str(NODES * ppn), *program]
 
 
 BARRIER_DELAY_MS = 200
@@ -279,7 +288,9 @@ def print_hello(args, hello):
               ("  same, --preflight off", "tlaunch-slurm-nopf"),
               ("  same, --bind none (srun leaves ranks unbound)", "tlaunch-slurm-nobind"),
               ("  same, warm daemons (--keep-daemons 10m)", "tlaunch-slurm-warm"),
-              (f"srun --mpi=pmix -N{NODES} -n{NODES * 2} inside salloc", "srun")]
+              (f"srun --mpi=pmix -N{NODES} -n{NODES * 2} inside salloc", "srun"),
+              ("  same, OMPI_MCA_pml=ob1 (as tlaunch plans here)", "srun-ob1"),
+              ("mpirun --hostfile, -mca pml ob1", "mpirun-ob1")]
     med = {key: median_ms(hello.get(key)) for _, key in labels}
     for label, key in labels:
         print(f"  {label:<46} {fmt(med[key])}")
@@ -294,6 +305,8 @@ def print_hello(args, hello):
     print(f"  {'  the rest (MPI in the ranks): tlaunch, srun':<46} {fmt(mpi['tlaunch-slurm'])} {fmt(mpi['srun'])}")
     print(f"  {'ratio tlaunch (ssh) / srun':<46} {ratio(med['tlaunch-ssh'], med['srun'])}")
     print(f"  {'ratio tlaunch (ssh) / mpirun':<46} {ratio(med['tlaunch-ssh'], med['mpirun'])}")
+    print(f"  {'same Open MPI settings: tlaunch (salloc) / srun':<46} {ratio(med['tlaunch-slurm'], med['srun-ob1'])}")
+    print(f"  {'same Open MPI settings: tlaunch (ssh) / mpirun':<46} {ratio(med['tlaunch-ssh'], med['mpirun-ob1'])}")
     for key in [key for _, key in labels] + ["tlaunch-slurm-true", "srun-true", "tlaunch-slurm-warm-true"]:
         for note in failure_notes(key, hello.get(key)):
             print(note)

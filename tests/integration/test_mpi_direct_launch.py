@@ -1,7 +1,8 @@
 """MPI programs direct-launch under tlaunch (each daemon is a PMIx server, like srun
 --mpi=pmix): Open MPI C programs and mpi4py on 1 and several simulated nodes, a raw PMIx
-client across nodes (fence + direct modex), MPI_Abort's status, a rank dying in MPI_Init, and
-no PMIx/Open MPI files left behind."""
+client across nodes (fence + direct modex), Open MPI's settings as the ranks see them (yield on an
+oversubscribed node, the PML), MPI_Abort's status, a rank dying in MPI_Init, and no PMIx/Open MPI
+files left behind."""
 import glob
 import os
 import re
@@ -15,7 +16,8 @@ HELLO = os.environ.get("PMIX_MPI_HELLO")
 CLIENT = os.environ.get("PMIX_CLIENT")
 ABORT = os.environ.get("PMIX_MPI_ABORT")
 BARRIER = os.environ.get("PMIX_BARRIER")
-if not (HELLO and CLIENT and ABORT and BARRIER and os.path.exists(HELLO)):
+SETTINGS = os.environ.get("PMIX_MPI_SETTINGS")
+if not (HELLO and CLIENT and ABORT and BARRIER and SETTINGS and os.path.exists(HELLO)):
     tl.skip("MPI test programs were not built (mpicc / libpmix-dev missing)")
 
 
@@ -93,6 +95,23 @@ waits = [(int(m[0]), float(m[1])) for m in re.findall(r"^pmix_barrier rank (\d+)
 tl.check(len(waits) == 12, f"empty fence: {len(waits)} fence lines of 12")
 # Ranks 2 and 3 run on the second node (-p 2 places ranks in blocks); half the delay, as the program checks.
 tl.check(all(w >= 500 for rank, w in waits if rank >= 2), f"ranks on the other node did not wait for rank 0: {waits}")
+
+# What Open MPI takes from the plan, read back in each rank (MPI_T) and from the PMIx server.
+# A node of two CPUs (an hwloc synthetic topology) running 3 ranks is oversubscribed: waiting
+# ranks yield the CPU (mpirun sets the same there) and PMIx says so (Open MPI 5 reads that); CPU
+# ranks without RDMA run ob1 (no UCX start-up in MPI_Init). 1 rank there: no yield; the user's
+# own PML wins.
+tiny = os.path.join(tl.tempdir(), "two-cpus.xml")
+made = subprocess.run(["lstopo-no-graphics", "--of", "xml", "-i", "pack:1 core:2 pu:1", tiny],
+                      capture_output=True, text=True)
+tl.check(made.returncode == 0, f"lstopo-no-graphics (Debian's hwloc) made no topology: {made.stderr}")
+for ranks, extra, want in ((3, [], "yield=1 pml=ob1 oversubscribed=1"),
+                           (1, ["-x", "OMPI_MCA_pml=^ucx"], "yield=0 pml=^ucx oversubscribed=0")):
+    r = tl.run(["--launcher", "local", "-p", str(ranks), "--topology-xml", tiny, "--tag-output", "none", *extra, "--",
+                SETTINGS], timeout=120)
+    lines = sorted(r.stdout.splitlines())
+    tl.check(r.returncode == 0 and lines == [f"mpi_settings rank {i} {want}" for i in range(ranks)],
+             f"Open MPI's settings, {ranks} rank(s) on 2 CPUs {extra}: exit {r.returncode}: {r.stdout!r} {r.stderr}")
 
 # Without the PMIx server the same program sees singletons: the server is what makes it work.
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--pmix=off", "--", HELLO, "2", "1"], timeout=120)

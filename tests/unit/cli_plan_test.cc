@@ -200,6 +200,39 @@ TEST_CASE("no count given: one rank per GPU on GPU nodes as the plan says") {
   CHECK(planToJson(*plan)["ranks_per_node_from"] == "one per GPU (4)");
 }
 
+TEST_CASE("Open MPI's PML: ob1 for CPU ranks over TCP, Open MPI's own choice for RDMA or GPU ranks") {
+  auto pml = [](const Result<JobPlan>& plan) {
+    REQUIRE(plan);
+    return envValue(plan->nodes[1].ranks[0].env, "OMPI_MCA_pml");
+  };
+  CHECK(pml(makePlan(cpuJob(), plainNodes(), context())) == "ob1");
+  std::vector<NodeReport> ib;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 1);
+    auto f = FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0." + n).eth("eth0", "192.168.1." + n).build();
+    ib.push_back(report(i, "node" + n, f, "192.168.1." + n));
+  }
+  JobSpec fabric = cpuJob();
+  fabric.preflight = PreflightMode::off;  // recorded values, nothing live to check
+  auto rdma = makePlan(fabric, ib, context());
+  REQUIRE(rdma);
+  REQUIRE(rdma->network);
+  CHECK(rdma->network->rdma);
+  CHECK(pml(rdma).empty());  // UCX on the HCAs, as Open MPI picks by itself
+  JobSpec tcp = cpuJob("tcp");
+  tcp.preflight = PreflightMode::off;
+  CHECK(pml(makePlan(tcp, ib, context())) == "ob1");  // --net tcp: MPI keeps off the HCAs too
+  std::vector<NodeReport> gpu;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 1);
+    gpu.push_back(report(i, "g" + n, FabricBuilder().eth("eth0", "192.168.1." + n).build(), "192.168.1." + n,
+                         kGpuTopology));
+  }
+  JobSpec gpus = cpuJob();
+  gpus.procs_per_node = 0;  // one rank per GPU
+  CHECK(pml(makePlan(gpus, gpu, context())).empty());  // CUDA-aware UCX stays Open MPI's choice
+}
+
 TEST_CASE("a hostfile of slots=8 plans 8 ranks per node offline and online alike") {
   TempDir tmp;
   const std::string hostfile = (tmp.path() / "hosts").string();

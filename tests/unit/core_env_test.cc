@@ -25,6 +25,34 @@ NodeInventory inventory(int free_port, int probe_port = 0) {
   return inv;
 }
 std::string valueIn(const std::vector<std::string>& env, const std::string& k) { return envValue(env, k); }
+
+// A node of two single-thread cores, as hwloc would report it.
+NodeInventory twoCpuInventory() {
+  auto topo = std::make_shared<TopologySnapshot>();
+  topo->source = "test";
+  topo->numa_nodes.push_back(NumaNode{0, 0, 0, {{0}, {1}}});
+  NodeInventory inv;
+  inv.free_port = 29500;
+  inv.topology = topo;
+  return inv;
+}
+
+// One node of twoCpuInventory(), `ranks` ranks there, bound to nothing; `exports` as -x.
+Result<JobPlan> planOnTwoCpus(int ranks, const std::vector<std::string>& exports = {}) {
+  auto f = forwardEnvironment({{"PATH", "/usr/bin"}}, exports);
+  if (!f) return tl::unexpected(f.error());
+  JobSpec spec;
+  spec.argv = {"./mpi_program"};
+  spec.procs_per_node = ranks;
+  spec.bind = "none";
+  PlanContext ctx;
+  ctx.job_id = "j";
+  ctx.cwd = "/";
+  ctx.base_env = f->base_env;
+  ctx.user_set = f->user_set;
+  ctx.loopback_only = true;
+  return makePlan(spec, {{0, "n0", twoCpuInventory(), "127.0.0.1"}}, ctx);
+}
 }  // namespace
 
 TEST_CASE("rank env: torchrun's and Open MPI's variables, node-major numbering", "[env]") {
@@ -110,6 +138,32 @@ TEST_CASE("rank env: the user's OMP_NUM_THREADS wins, identity variables do not"
   CHECK(valueIn(env, "HOME") == "/root");
   CHECK(valueIn(env, "NCCL_SOCKET_IFNAME") == "eth1");  // the user's choice over lo
   CHECK(valueIn(env, "GLOO_SOCKET_IFNAME") == "lo");
+}
+
+TEST_CASE("rank env: more ranks than the node's CPUs, Open MPI's ranks yield and PMIx says so", "[env]") {
+  auto over = planOnTwoCpus(3);
+  REQUIRE(over);
+  CHECK(over->nodes[0].pmix.oversubscribed);  // the node's PMIx server sets PMIX_NODE_OVERSUBSCRIBED
+  for (const auto& r : over->nodes[0].ranks)
+    CHECK(valueIn(mergeEnv(over->nodes[0].base_env, r.env), "OMPI_MCA_mpi_yield_when_idle") == "1");
+  auto fits = planOnTwoCpus(2);
+  REQUIRE(fits);
+  CHECK_FALSE(fits->nodes[0].pmix.oversubscribed);
+  const auto& alone = fits->nodes[0];
+  CHECK(valueIn(mergeEnv(alone.base_env, alone.ranks[0].env), "OMPI_MCA_mpi_yield_when_idle").empty());
+  // The user's setting wins.
+  auto busy = planOnTwoCpus(3, {"OMPI_MCA_mpi_yield_when_idle=0"});
+  REQUIRE(busy);
+  CHECK(valueIn(mergeEnv(busy->nodes[0].base_env, busy->nodes[0].ranks[2].env), "OMPI_MCA_mpi_yield_when_idle") == "0");
+}
+
+TEST_CASE("rank env: CPU ranks without RDMA run Open MPI's ob1 unless the user chose a PML", "[env]") {
+  auto plan = planOnTwoCpus(2);
+  REQUIRE(plan);
+  CHECK(valueIn(mergeEnv(plan->nodes[0].base_env, plan->nodes[0].ranks[1].env), "OMPI_MCA_pml") == "ob1");
+  auto ucx = planOnTwoCpus(2, {"OMPI_MCA_pml=ucx"});
+  REQUIRE(ucx);
+  CHECK(valueIn(mergeEnv(ucx->nodes[0].base_env, ucx->nodes[0].ranks[1].env), "OMPI_MCA_pml") == "ucx");
 }
 
 TEST_CASE("env forwarding: -x VAR, -x VAR=VALUE, errors, and what stays local", "[env]") {

@@ -41,7 +41,7 @@ std::vector<std::string> sorted(std::vector<std::string> v) {
 
 TEST_CASE("node launch: the shared part leaves every launch and comes back whole on the node") {
   std::vector<NodeLaunch> nodes = {node(0, 4), node(1, 4)};
-  nodes[1].ranks[2].env.push_back("CUDA_VISIBLE_DEVICES=2");  // one rank's own
+  nodes[1].ranks[2].env.emplace_back("CUDA_VISIBLE_DEVICES=2");  // one rank's own
   const SharedLaunch shared = sharedLaunchOf(nodes);
   CHECK(shared.has_base_env);
   CHECK(sorted(shared.rank_env) == sorted({"WORLD_SIZE=8", "MASTER_ADDR=10.0.0.1", "NCCL_SOCKET_IFNAME=ib0"}));
@@ -71,6 +71,12 @@ TEST_CASE("node launch: the shared part leaves every launch and comes back whole
   REQUIRE(alone);
   CHECK(alone->base_env == nodes[0].base_env);
   CHECK(sorted(alone->ranks[3].env) == sorted(nodes[0].ranks[3].env));
+  CHECK_FALSE(alone->pmix.oversubscribed);
+  // An oversubscribed node is told so (its PMIx server says it to the ranks).
+  nodes[1].pmix.oversubscribed = true;
+  auto told = nodeLaunchFromJson(Json::from_cbor(Json::to_cbor(nodeLaunchToJson(nodes[1], &shared))), &*shared_back);
+  REQUIRE(told);
+  CHECK(told->pmix.oversubscribed);
 }
 
 TEST_CASE("node launch: the PMIx geometry as rank runs, checked against what a job can be") {
