@@ -60,7 +60,7 @@ Containment::~Containment() {
     const auto give_up = std::chrono::steady_clock::now() + kLastBound;
     for (;;) {
       killEverything();
-      reapOrphans();
+      reapOrphans(true);
       if (count() == 0 || std::chrono::steady_clock::now() > give_up) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -150,11 +150,20 @@ void Containment::pollChildren() {
   });
 }
 
-void Containment::reapOrphans() {
+void Containment::reapOrphans(bool every_process) {
   // Only zombies that are our children and not ranks: those are orphans that re-parented to us.
+  auto orphan = [this](pid_t pid) { return !is_rank_(pid) && !(outsider_ && outsider_(pid)); };
+  if (!every_process) {
+    if (auto children = ownChildren()) {
+      int status = 0;
+      for (pid_t pid : *children)
+        if (orphan(pid)) ::waitpid(pid, &status, WNOHANG);  // reaps it only if it has ended
+      return;
+    }
+  }
   const pid_t self = ::getpid();
   for (const auto& p : listProcesses()) {
-    if (p.ppid != self || p.state != 'Z' || is_rank_(p.pid) || (outsider_ && outsider_(p.pid))) continue;
+    if (p.ppid != self || p.state != 'Z' || !orphan(p.pid)) continue;
     int status = 0;
     ::waitpid(p.pid, &status, WNOHANG);
   }
@@ -162,7 +171,7 @@ void Containment::reapOrphans() {
 
 void Containment::sweep(std::chrono::milliseconds grace, std::function<void()> done) {
   sweep_done_ = std::move(done);
-  reapOrphans();
+  reapOrphans(true);
   if (count() == 0) {
     auto d = std::move(sweep_done_);
     d();
@@ -175,7 +184,7 @@ void Containment::sweep(std::chrono::milliseconds grace, std::function<void()> d
 }
 
 void Containment::pollSweep(std::chrono::steady_clock::time_point kill_at, std::chrono::steady_clock::time_point give_up) {
-  reapOrphans();
+  reapOrphans(true);
   const auto now = std::chrono::steady_clock::now();
   if (count() == 0 || now > give_up) {
     auto d = std::move(sweep_done_);

@@ -58,7 +58,10 @@ class Containment {
   std::vector<ProcEntry> jobDescendants(const std::vector<ProcEntry>& procs) const;
   void watchChildren();
   void pollChildren();
-  void reapOrphans();
+  // Reaps the zombies among the daemon's children that are not ranks. `every_process`: from a
+  // scan of all of /proc (exact); else from the children files (a per-SIGCHLD cost of a few
+  // files, not of every process on the node), falling back to the scan without them.
+  void reapOrphans(bool every_process = false);
   void pollSweep(std::chrono::steady_clock::time_point kill_at, std::chrono::steady_clock::time_point give_up);
 
   asio::io_context& io_;

@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <unordered_map>
 
@@ -70,6 +71,35 @@ std::vector<ProcEntry> listProcesses(const std::string& proc_root) {
     if (n > 0 && parseProcStat(std::string(buf, static_cast<size_t>(n)), e)) out.push_back(e);
   }
   ::closedir(dir);
+  return out;
+}
+
+std::optional<std::vector<pid_t>> ownChildren(const std::string& task_dir) {
+  DIR* dir = ::opendir(task_dir.c_str());
+  if (!dir) return std::nullopt;
+  std::vector<pid_t> out;
+  bool readable = true;
+  while (const dirent* d = ::readdir(dir)) {
+    if (d->d_name[0] < '1' || d->d_name[0] > '9') continue;
+    const std::string path = task_dir + "/" + d->d_name + "/children";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      readable = readable && errno != ENOENT;  // no such file: the kernel lacks it; else the thread just ended
+      continue;
+    }
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    const char* p = text.c_str();
+    for (char* end = nullptr;; p = end) {
+      const long pid = std::strtol(p, &end, 10);
+      if (end == p) break;
+      if (pid > 0) out.push_back(static_cast<pid_t>(pid));
+    }
+  }
+  ::closedir(dir);
+  if (!readable) return std::nullopt;
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ bool becomeSubreaper();
 // Every process under `proc_root` (/proc), from each /proc/<pid>/stat. Processes that vanish
 // while it reads are skipped.
 std::vector<ProcEntry> listProcesses(const std::string& proc_root = "/proc");
+
+// This process's own children (of every thread: orphans re-parent to any of them), from
+// <task_dir>/<tid>/children: a file per thread instead of every process's stat. nullopt where
+// the kernel has no such files (CONFIG_PROC_CHILDREN). A hint, as the kernel says: a child
+// forked or re-parented while it reads may be missing.
+std::optional<std::vector<pid_t>> ownChildren(const std::string& task_dir = "/proc/self/task");
 
 // Every process below `root` by parent links (children, their children, ...), not `root`.
 // With `prune`: a process for which it is true is left out, and so is everything below it.

@@ -17,6 +17,12 @@ and prints the ratios tlaunch-ssh / mpirun and tlaunch-slurm / srun. On this hos
 (its stdout to /dev/null) against the same 8 writers straight into /dev/null and each through a
 pipe into `cat > /dev/null` (the least any relay does), and through mpirun --tag-output.
 
+With --plain-shell-user it also runs the ssh rows of /bin/true (tlaunch with and without reuse,
+mpirun) as a temporary user made for the run (useradd from /etc/skel, removed at the end): every
+ssh session runs the login shell with ~/.bashrc, and on a fresh Debian machine that is Debian's
+default, which returns at once for a non-interactive shell; root's .bashrc on the machine these
+numbers come from runs `pyenv init` (~100 ms of CPU per session), common to both launchers.
+
 Each measurement: --warmup untimed runs, then --runs timed ones, commands interleaved round-robin
 so that a change in machine load affects every command alike. Timings are taken where the
 command runs (inside node1, inside the allocation), without the cost of getting there. Every run
@@ -188,6 +194,8 @@ def main():
     ap.add_argument("--throughput-runs", type=int, default=3)
     ap.add_argument("--mb-per-rank", type=float, default=50)
     ap.add_argument("--no-cluster", action="store_true", help="only the local rows")
+    ap.add_argument("--plain-shell-user", action="store_true",
+                    help="also run the ssh rows as a temporary user with Debian's default shell start-up")
     ap.add_argument("--inner", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.inner:
@@ -258,9 +266,59 @@ def cluster_rows(args, ws, tlaunch, rows):
             subprocess.run(vc.exec_argv("node1", ["env", f"HOME={ws.path('warm-home')}", tlaunch, "stop-daemons"]),
                            capture_output=True, timeout=60)
         print("ssh rows done", flush=True)
+        if args.plain_shell_user:
+            rows.update(plain_shell_rows(args, ws, vc, tlaunch, node_env))
+            print("ssh rows as a user with a plain shell done", flush=True)
         rows.update(run_inner(["salloc", "-N4", "--ntasks-per-node=2", "-J", "launch-bench"], slurm_cmds, args,
                               ws.dir, vc.environ(), "salloc"))
         print("slurm rows done", flush=True)
+
+
+PLAIN_USER = "tlbench"
+VCLUSTER_STATE = Path("/var/lib/tlaunch-vcluster")  # contrib/vcluster's STATE: its client key, known hosts
+
+
+def plain_shell_rows(args, ws, vc, tlaunch, node_env):
+    """The ssh rows of /bin/true as a user made for them (Debian's default ~/.bashrc), removed after."""
+    import pwd
+    import cluster_jobs as cj
+    try:
+        pwd.getpwnam(PLAIN_USER)
+        return {"plain/" + k: {"times": [], "error": f"a user {PLAIN_USER} exists already: not touched"}
+                for k in ("tlaunch-ssh-reuse-on", "tlaunch-ssh-reuse-off", "mpirun")}
+    except KeyError:
+        pass
+    subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", PLAIN_USER], check=True)
+    try:
+        subprocess.run(["usermod", "-p", "*", PLAIN_USER], check=True)  # not locked: sshd refuses a locked account
+        user = pwd.getpwnam(PLAIN_USER)
+        ssh_dir = Path(user.pw_dir, ".ssh")
+        ssh_dir.mkdir(mode=0o700)
+        keys = VCLUSTER_STATE / "keys"
+        shutil.copy(keys / "id_ed25519", ssh_dir / "id_ed25519")
+        shutil.copy(keys / "id_ed25519.pub", ssh_dir / "authorized_keys")
+        shutil.copy(VCLUSTER_STATE / "run" / "known_hosts", ssh_dir / "known_hosts")
+        (ssh_dir / "config").write_text("Host node*\n    IdentityFile ~/.ssh/id_ed25519\n    BatchMode yes\n"
+                                        "    StrictHostKeyChecking yes\n")
+        for f in [ssh_dir, *ssh_dir.iterdir()]:
+            os.chown(f, user.pw_uid, user.pw_gid)
+            os.chmod(f, 0o700 if f.is_dir() else 0o600)
+        hostfile = ws.path("hostfile-plain")
+        Path(hostfile).write_text("".join(f"node{i} slots=2\n" for i in range(1, 5)))
+        cmds = [{"name": f"plain/{key}/true",
+                 "argv": [tlaunch, *cj.NET, "--launcher", "ssh", *opts, "--hosts", "node[1-4]", "-p", "2", "--",
+                          "/bin/true"]}
+                for key, opts in (("tlaunch-ssh-reuse-on", []), ("tlaunch-ssh-reuse-off", ["--ssh-reuse", "off"]))]
+        cmds.append({"name": "plain/mpirun/true", "argv": ["mpirun", "--oversubscribe", "-mca", "plm_rsh_agent", "ssh",
+                                                           "--hostfile", hostfile, "-np", "8", "/bin/true"]})
+        as_user = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", "env", "-i",
+                   f"PATH={node_env.get('PATH', '/usr/bin:/bin')}", f"HOME={user.pw_dir}", f"USER={PLAIN_USER}",
+                   f"LOGNAME={PLAIN_USER}", "SHELL=/bin/bash"]
+        return run_inner(vc.exec_argv("node1", as_user), cmds, args, ws.dir, node_env, "plain")
+    finally:
+        subprocess.run(["pkill", "-KILL", "-u", PLAIN_USER], capture_output=True)  # ssh masters that persist
+        time.sleep(0.5)
+        subprocess.run(["userdel", "--remove", PLAIN_USER], capture_output=True)
 
 
 def print_table(args, rows, total_bytes, tp):
@@ -292,6 +350,18 @@ def print_table(args, rows, total_bytes, tp):
         for p in ("true", "python"):
             if isinstance(med[key][p], str):
                 print(f"  {key}/{p} FAILED: {med[key][p]}")
+    if any(k.startswith("plain/") for k in rows):
+        print(f"As user {PLAIN_USER}, Debian's default ~/.bashrc (/bin/true):")
+        plain = {key: median_ms(rows.get(f"plain/{key}/true"))
+                 for key in ("tlaunch-ssh-reuse-on", "tlaunch-ssh-reuse-off", "mpirun")}
+        for label, key in (("  tlaunch --launcher ssh (ssh reuse)", "tlaunch-ssh-reuse-on"),
+                           ("  tlaunch --launcher ssh (no reuse)", "tlaunch-ssh-reuse-off"),
+                           ("  mpirun --hostfile (ssh)", "mpirun")):
+            print(f"{label:<44} {fmt(plain[key]):>9}")
+        print(f"{'  ratio tlaunch-ssh (reuse) / mpirun':<44} "
+              f"{ratio(plain['tlaunch-ssh-reuse-on'], plain['mpirun']):>9}")
+        print(f"{'  ratio tlaunch-ssh (no reuse) / mpirun':<44} "
+              f"{ratio(plain['tlaunch-ssh-reuse-off'], plain['mpirun']):>9}")
     print()
     print(f"Local simulated nodes, /bin/true, 2 ranks per node: median ms of {args.runs} runs")
     for k in (1, 4):

@@ -19,6 +19,7 @@
 #include "daemon/descendants.h"
 #include "bootstrap/spawn.h"
 #include "daemon/job_cgroup.h"
+#include "temp_dir.h"
 
 using namespace tlaunch;
 
@@ -107,6 +108,43 @@ TEST_CASE("Containment leaves the daemon's own children alone: not counted, sign
     CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
   }
   ::unsetenv("TLAUNCH_CONTAINMENT");
+}
+
+TEST_CASE("ownChildren: this process's children, an ended one until it is reaped; none where the kernel has no list") {
+  const pid_t a = sleepingChild(), b = sleepingChild();
+  REQUIRE(a > 0);
+  REQUIRE(b > 0);
+  auto has = [](pid_t pid) {
+    auto children = ownChildren();
+    REQUIRE(children);
+    return std::find(children->begin(), children->end(), pid) != children->end();
+  };
+  CHECK(has(a));
+  CHECK(has(b));
+  ::kill(a, SIGKILL);
+  siginfo_t info{};
+  REQUIRE(::waitid(P_PID, static_cast<id_t>(a), &info, WEXITED | WNOWAIT) == 0);
+  CHECK(has(a));  // a zombie is still a child: reapOrphans finds it here
+  int status = 0;
+  REQUIRE(::waitpid(a, &status, 0) == a);
+  CHECK_FALSE(has(a));
+  ::kill(b, SIGKILL);
+  REQUIRE(::waitpid(b, &status, 0) == b);
+
+  // The files' form: space-separated pids per thread; a kernel without them gives nullopt.
+  testing::TempDir tmp{"tlaunch-children"};
+  const std::string task = tmp.path().string() + "/task";
+  ::mkdir(task.c_str(), 0755);
+  for (const char* tid : {"100", "101"}) ::mkdir((task + "/" + tid).c_str(), 0755);
+  std::ofstream(task + "/100/children") << "12 34 ";
+  std::ofstream(task + "/101/children") << "";
+  auto listed = ownChildren(task);
+  REQUIRE(listed);
+  std::sort(listed->begin(), listed->end());
+  CHECK(*listed == std::vector<pid_t>{12, 34});
+  ::mkdir((task + "/102").c_str(), 0755);  // a thread without the file
+  CHECK_FALSE(ownChildren(task));
+  CHECK_FALSE(ownChildren(tmp.path().string() + "/none"));
 }
 
 TEST_CASE("closeListedFds closes every listed descriptor but the one kept (close_range fallback)") {
