@@ -57,11 +57,15 @@ Containment::~Containment() {
   } catch (...) {
   }
   try {
+    // One look at /proc per round (the common case is one round: nothing is left).
     const auto give_up = std::chrono::steady_clock::now() + kLastBound;
     for (;;) {
-      killEverything();
-      reapOrphans(true);
-      if (count() == 0 || std::chrono::steady_clock::now() > give_up) break;
+      const auto procs = listProcesses();
+      reapOrphansIn(procs);
+      const auto live = jobPids(false, procs);
+      if ((live.empty() && !(cgroup_ && cgroup_->populated())) || std::chrono::steady_clock::now() > give_up) break;
+      if (cgroup_) cgroup_->killAll();
+      for (pid_t pid : live) ::kill(pid, SIGKILL);
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   } catch (...) {  // out of memory listing /proc: the cgroup (if any) still kills below
@@ -94,9 +98,11 @@ std::vector<ProcEntry> Containment::jobDescendants(const std::vector<ProcEntry>&
   return descendantsOf(::getpid(), procs, [this](pid_t pid) { return isOutsider(pid); });
 }
 
-std::set<pid_t> Containment::jobPids(bool include_zombies) const {
+std::set<pid_t> Containment::jobPids(bool include_zombies) const { return jobPids(include_zombies, listProcesses()); }
+
+std::set<pid_t> Containment::jobPids(bool include_zombies, const std::vector<ProcEntry>& procs) const {
   std::set<pid_t> pids;
-  for (const auto& p : jobDescendants(listProcesses()))
+  for (const auto& p : jobDescendants(procs))
     if (include_zombies || p.state != 'Z') pids.insert(p.pid);
   if (cgroup_)
     for (pid_t pid : cgroup_->members()) pids.insert(pid);
@@ -124,8 +130,10 @@ void Containment::killEverything() {
   for (pid_t pid : jobPids(false)) ::kill(pid, SIGKILL);
 }
 
-size_t Containment::count() const {
-  size_t n = jobPids(false).size();
+size_t Containment::count() const { return countIn(listProcesses()); }
+
+size_t Containment::countIn(const std::vector<ProcEntry>& procs) const {
+  size_t n = jobPids(false, procs).size();
   if (n == 0 && cgroup_ && cgroup_->populated()) n = 1;  // a member we could not see in /proc
   return n;
 }
@@ -150,20 +158,21 @@ void Containment::pollChildren() {
   });
 }
 
-void Containment::reapOrphans(bool every_process) {
+void Containment::reapOrphans() {
   // Only zombies that are our children and not ranks: those are orphans that re-parented to us.
-  auto orphan = [this](pid_t pid) { return !is_rank_(pid) && !(outsider_ && outsider_(pid)); };
-  if (!every_process) {
-    if (auto children = ownChildren()) {
-      int status = 0;
-      for (pid_t pid : *children)
-        if (orphan(pid)) ::waitpid(pid, &status, WNOHANG);  // reaps it only if it has ended
-      return;
-    }
+  if (auto children = ownChildren()) {
+    int status = 0;
+    for (pid_t pid : *children)
+      if (!is_rank_(pid) && !(outsider_ && outsider_(pid))) ::waitpid(pid, &status, WNOHANG);  // only if ended
+    return;
   }
+  reapOrphansIn(listProcesses());
+}
+
+void Containment::reapOrphansIn(const std::vector<ProcEntry>& procs) {
   const pid_t self = ::getpid();
-  for (const auto& p : listProcesses()) {
-    if (p.ppid != self || p.state != 'Z' || !orphan(p.pid)) continue;
+  for (const auto& p : procs) {
+    if (p.ppid != self || p.state != 'Z' || is_rank_(p.pid) || (outsider_ && outsider_(p.pid))) continue;
     int status = 0;
     ::waitpid(p.pid, &status, WNOHANG);
   }
@@ -171,8 +180,9 @@ void Containment::reapOrphans(bool every_process) {
 
 void Containment::sweep(std::chrono::milliseconds grace, std::function<void()> done) {
   sweep_done_ = std::move(done);
-  reapOrphans(true);
-  if (count() == 0) {
+  const auto procs = listProcesses();
+  reapOrphansIn(procs);
+  if (countIn(procs) == 0) {
     auto d = std::move(sweep_done_);
     d();
     return;
@@ -184,9 +194,10 @@ void Containment::sweep(std::chrono::milliseconds grace, std::function<void()> d
 }
 
 void Containment::pollSweep(std::chrono::steady_clock::time_point kill_at, std::chrono::steady_clock::time_point give_up) {
-  reapOrphans(true);
+  const auto procs = listProcesses();
+  reapOrphansIn(procs);
   const auto now = std::chrono::steady_clock::now();
-  if (count() == 0 || now > give_up) {
+  if (countIn(procs) == 0 || now > give_up) {
     auto d = std::move(sweep_done_);
     if (d) d();
     return;

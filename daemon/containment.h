@@ -54,14 +54,17 @@ class Containment {
 
  private:
   std::set<pid_t> jobPids(bool include_zombies) const;
+  std::set<pid_t> jobPids(bool include_zombies, const std::vector<ProcEntry>& procs) const;
+  size_t countIn(const std::vector<ProcEntry>& procs) const;  // count() from one look at /proc
   bool isOutsider(pid_t pid) const { return pid == watcher_pid_ || (outsider_ && outsider_(pid)); }
   std::vector<ProcEntry> jobDescendants(const std::vector<ProcEntry>& procs) const;
   void watchChildren();
   void pollChildren();
-  // Reaps the zombies among the daemon's children that are not ranks. `every_process`: from a
-  // scan of all of /proc (exact); else from the children files (a per-SIGCHLD cost of a few
-  // files, not of every process on the node), falling back to the scan without them.
-  void reapOrphans(bool every_process = false);
+  // Reaps the zombies among the daemon's children that are not ranks, from the children files
+  // (a per-SIGCHLD cost of a few files, not of every process on the node), or from a scan of all
+  // of /proc where the kernel has no such files. reapOrphansIn: from a scan already made (exact).
+  void reapOrphans();
+  void reapOrphansIn(const std::vector<ProcEntry>& procs);
   void pollSweep(std::chrono::steady_clock::time_point kill_at, std::chrono::steady_clock::time_point give_up);
 
   asio::io_context& io_;
