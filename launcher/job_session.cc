@@ -155,7 +155,16 @@ void JobSession::finish(JobEvent why) {
   acceptor_.close(ignore);
   // A daemon's cleanup is bounded (2 s for the ranks' leftovers, 3 s for libpmix, 2 s to flush).
   phase_deadline_ = Clock::now() + std::chrono::seconds(7);
-  // tick() stops the loop once every daemon has closed its connection (or at the deadline).
+  // The last daemon to close its connection stops the loop (onLinkClosed); tick() at the deadline.
+}
+
+bool JobSession::stopOnceAllClosed(std::chrono::steady_clock::time_point now) {
+  const bool open =
+      std::any_of(links_.begin(), links_.end(), [](const auto& l) { return l->conn && l->conn->isOpen(); });
+  if ((open && now <= phase_deadline_) || !advance(JobEvent::all_closed)) return false;
+  signals_.cancel();
+  io_.stop();
+  return true;
 }
 
 void JobSession::broadcast(Json msg) {
@@ -191,12 +200,7 @@ void JobSession::tick() {
     return true;
   });
   if (phase_ == Phase::finishing) {
-    bool open = std::any_of(links_.begin(), links_.end(), [](const auto& l) { return l->conn && l->conn->isOpen(); });
-    if ((!open || now > phase_deadline_) && advance(JobEvent::all_closed)) {
-      signals_.cancel();
-      io_.stop();
-      return;
-    }
+    if (stopOnceAllClosed(now)) return;
   } else {
     std::vector<StartFailure> failures = starter_->poll();
     sayStarterNotes();

@@ -184,6 +184,8 @@ class JobSession {
   // To finishing, for `why` (the job is over, drained, or failed before any node prepared).
   void finish(JobEvent why);
   void tick();
+  // Finishing: stops the loop once no daemon's connection is open (or past the deadline).
+  bool stopOnceAllClosed(std::chrono::steady_clock::time_point now);
   void sayStarterNotes();        // what the starter wants said (warm daemons reused, ...)
   void noteCachedInventories();  // -v: warm nodes that sent their last inventory and preflight again
   void handleSignal(int sig);

@@ -113,6 +113,8 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
 void JobSession::onLinkClosed(Link& link, const std::string& reason) {
   link.closed = true;
   const auto below = closeRoutedBelow(link);  // lost with it
+  // Finishing: the last daemon's close, after its cleanup, ends the job now, not at the next tick.
+  if (phase_ == Phase::finishing) stopOnceAllClosed(Clock::now());
   if (phase_ == Phase::finishing || phase_ == Phase::done) return;
   if (phase_ == Phase::draining) {
     if (allDrained()) finish(JobEvent::all_drained);

@@ -3,8 +3,10 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "launcher/shell_quote.h"
 #include "launcher/starter_support.h"
@@ -210,8 +212,15 @@ void SlurmStarter::daemonConnected(int node_index) {
 
 void SlurmStarter::stop(int grace_ms) {
   if (!started_ || finished_) return;
-  // srun passes SIGTERM on to the step's tasks, then exits.
-  process_.terminate(grace_ms);
+  // Once told, the daemons exit by themselves and srun ends with its step: wait for that a
+  // moment first. A SIGTERM then would make srun forward it to the step and wait for
+  // slurmstepd's answer (~30 ms here, a round trip on a large allocation).
+  const int natural_ms = std::min(grace_ms / 5, 1000);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(natural_ms);
+  while (!process_.poll() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  // Else srun passes SIGTERM on to the step's tasks, then exits.
+  process_.terminate(grace_ms - natural_ms);
   finished_ = true;
 }
 
