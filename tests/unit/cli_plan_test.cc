@@ -66,6 +66,17 @@ std::vector<NodeReport> plainNodes() {
   return nodes;
 }
 
+// Two Ethernet-only nodes of the recorded 4 x H100 machine.
+std::vector<NodeReport> gpuNodes() {
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 1);
+    nodes.push_back(report(i, "g" + n, FabricBuilder().eth("eth0", "192.168.1." + n).build(), "192.168.1." + n,
+                           kGpuTopology));
+  }
+  return nodes;
+}
+
 JobSpec cpuJob(const std::string& net = "auto") {
   JobSpec s;
   s.argv = {"true"};
@@ -183,12 +194,7 @@ TEST_CASE("the user's MASTER_ADDR and MASTER_PORT win over tlaunch's as the dry 
 }
 
 TEST_CASE("no count given: one rank per GPU on GPU nodes as the plan says") {
-  std::vector<NodeReport> nodes;
-  for (int i = 0; i < 2; ++i) {
-    const std::string n = std::to_string(i + 1);
-    nodes.push_back(report(i, "g" + n, FabricBuilder().eth("eth0", "192.168.1." + n).build(), "192.168.1." + n,
-                           kGpuTopology));
-  }
+  const std::vector<NodeReport> nodes = gpuNodes();
   JobSpec s = cpuJob();
   s.procs_per_node = 0;
   auto plan = makePlan(s, nodes, context());
@@ -222,15 +228,9 @@ TEST_CASE("Open MPI's PML: ob1 for CPU ranks over TCP, Open MPI's own choice for
   JobSpec tcp = cpuJob("tcp");
   tcp.preflight = PreflightMode::off;
   CHECK(pml(makePlan(tcp, ib, context())) == "ob1");  // --net tcp: MPI keeps off the HCAs too
-  std::vector<NodeReport> gpu;
-  for (int i = 0; i < 2; ++i) {
-    const std::string n = std::to_string(i + 1);
-    gpu.push_back(report(i, "g" + n, FabricBuilder().eth("eth0", "192.168.1." + n).build(), "192.168.1." + n,
-                         kGpuTopology));
-  }
   JobSpec gpus = cpuJob();
   gpus.procs_per_node = 0;  // one rank per GPU
-  CHECK(pml(makePlan(gpus, gpu, context())).empty());  // CUDA-aware UCX stays Open MPI's choice
+  CHECK(pml(makePlan(gpus, gpuNodes(), context())).empty());  // CUDA-aware UCX stays Open MPI's choice
 }
 
 TEST_CASE("a hostfile of slots=8 plans 8 ranks per node offline and online alike") {

@@ -110,7 +110,7 @@ TEST_CASE("Containment leaves the daemon's own children alone: not counted, sign
   ::unsetenv("TLAUNCH_CONTAINMENT");
 }
 
-TEST_CASE("ownChildren: this process's children, an ended one until it is reaped; none where the kernel has no list") {
+TEST_CASE("ownChildren: this process's children, an ended one until it is reaped, none where the kernel has no list") {
   const pid_t a = sleepingChild(), b = sleepingChild();
   REQUIRE(a > 0);
   REQUIRE(b > 0);

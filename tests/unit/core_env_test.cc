@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 
 #include "binding/topology/hwloc_topology.h"
 #include "bootstrap/rank_env.h"
@@ -37,12 +38,14 @@ NodeInventory twoCpuInventory() {
   return inv;
 }
 
-// One node of twoCpuInventory(), `ranks` ranks there, bound to nothing; `exports` as -x.
-Result<JobPlan> planOnTwoCpus(int ranks, const std::vector<std::string>& exports = {}) {
-  auto f = forwardEnvironment({{"PATH", "/usr/bin"}}, exports);
+// One node "n0" of `inv` on this host, `ranks` ranks there bound to nothing, started from the
+// environment `env` with `exports` as -x.
+Result<JobPlan> planOneNode(NodeInventory inv, int ranks, const std::map<std::string, std::string>& env,
+                            const std::vector<std::string>& exports) {
+  auto f = forwardEnvironment(env, exports);
   if (!f) return tl::unexpected(f.error());
   JobSpec spec;
-  spec.argv = {"./mpi_program"};
+  spec.argv = {"./program"};
   spec.procs_per_node = ranks;
   spec.bind = "none";
   PlanContext ctx;
@@ -51,7 +54,11 @@ Result<JobPlan> planOnTwoCpus(int ranks, const std::vector<std::string>& exports
   ctx.base_env = f->base_env;
   ctx.user_set = f->user_set;
   ctx.loopback_only = true;
-  return makePlan(spec, {{0, "n0", twoCpuInventory(), "127.0.0.1"}}, ctx);
+  return makePlan(spec, {{0, "n0", std::move(inv), "127.0.0.1"}}, ctx);
+}
+
+Result<JobPlan> planOnTwoCpus(int ranks, const std::vector<std::string>& exports = {}) {
+  return planOneNode(twoCpuInventory(), ranks, {{"PATH", "/usr/bin"}}, exports);
 }
 }  // namespace
 
@@ -117,19 +124,8 @@ TEST_CASE("rank env: torchrun's and Open MPI's variables, node-major numbering",
 }
 
 TEST_CASE("rank env: the user's OMP_NUM_THREADS wins, identity variables do not", "[env]") {
-  auto f = forwardEnvironment({{"OMP_NUM_THREADS", "8"}, {"RANK", "99"}, {"HOME", "/root"}},
-                              {"FOO=bar baz", "NCCL_SOCKET_IFNAME=eth1"});
-  REQUIRE(f);
-  JobSpec spec;
-  spec.argv = {"x"};
-  spec.procs_per_node = 1;
-  PlanContext ctx;
-  ctx.job_id = "j";
-  ctx.cwd = "/";
-  ctx.base_env = f->base_env;
-  ctx.user_set = f->user_set;
-  ctx.loopback_only = true;
-  auto plan = makePlan(spec, {{0, "n0", inventory(1234), "127.0.0.1"}}, ctx);
+  auto plan = planOneNode(inventory(1234), 1, {{"OMP_NUM_THREADS", "8"}, {"RANK", "99"}, {"HOME", "/root"}},
+                          {"FOO=bar baz", "NCCL_SOCKET_IFNAME=eth1"});
   REQUIRE(plan);
   auto env = mergeEnv(plan->nodes[0].base_env, plan->nodes[0].ranks[0].env);
   CHECK(valueIn(env, "OMP_NUM_THREADS") == "8");
