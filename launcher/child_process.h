@@ -3,6 +3,7 @@
 // stdin and its stderr captured, reaped without blocking.
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ class ChildProcess {
   bool running() const { return pid_ > 0 && !exited_; }
   // Non-blocking reap. Returns true once the child has exited (then status() is valid).
   bool poll();
+  // Waits up to `timeout` for the child to exit by itself (polling); true once it has.
+  bool waitExit(std::chrono::milliseconds timeout);
   int status() const { return status_; }  // raw wait status
   std::string describeStatus() const;     // "exited with status 255" / "killed by signal 9"
   // Reads whatever the child wrote to stderr so far (non-blocking); keeps the last 16 KiB.

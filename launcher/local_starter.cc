@@ -1,7 +1,6 @@
 #include "launcher/local_starter.h"
 
 #include <chrono>
-#include <thread>
 
 namespace tlaunch {
 
@@ -33,8 +32,8 @@ void LocalStarter::stop(int grace_ms) {
   // The daemons exit by themselves once told; wait for that, then make sure.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   for (auto& s : started_) {
-    while (!s.process.poll() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const auto left = deadline - std::chrono::steady_clock::now();
+    s.process.waitExit(std::chrono::duration_cast<std::chrono::milliseconds>(left));
     s.process.terminate(0);
   }
 }

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 
 #include "launcher/shell_quote.h"
 #include "launcher/starter_support.h"
@@ -216,11 +215,8 @@ void SlurmStarter::stop(int grace_ms) {
   // moment first. A SIGTERM then would make srun forward it to the step and wait for
   // slurmstepd's answer (~30 ms here, a round trip on a large allocation).
   const int natural_ms = std::min(grace_ms / 5, 1000);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(natural_ms);
-  while (!process_.poll() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   // Else srun passes SIGTERM on to the step's tasks, then exits.
-  process_.terminate(grace_ms - natural_ms);
+  if (!process_.waitExit(std::chrono::milliseconds(natural_ms))) process_.terminate(grace_ms - natural_ms);
   finished_ = true;
 }
 

@@ -303,14 +303,12 @@ def plain_shell_rows(args, ws, vc, tlaunch, node_env):
         for f in [ssh_dir, *ssh_dir.iterdir()]:
             os.chown(f, user.pw_uid, user.pw_gid)
             os.chmod(f, 0o700 if f.is_dir() else 0o600)
-        hostfile = ws.path("hostfile-plain")
-        Path(hostfile).write_text("".join(f"node{i} slots=2\n" for i in range(1, 5)))
         cmds = [{"name": f"plain/{key}/true",
                  "argv": [tlaunch, *cj.NET, "--launcher", "ssh", *opts, "--hosts", "node[1-4]", "-p", "2", "--",
                           "/bin/true"]}
                 for key, opts in (("tlaunch-ssh-reuse-on", []), ("tlaunch-ssh-reuse-off", ["--ssh-reuse", "off"]))]
         cmds.append({"name": "plain/mpirun/true", "argv": ["mpirun", "--oversubscribe", "-mca", "plm_rsh_agent", "ssh",
-                                                           "--hostfile", hostfile, "-np", "8", "/bin/true"]})
+                                                           "--hostfile", ws.path("hostfile"), "-np", "8", "/bin/true"]})
         as_user = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", "env", "-i",
                    f"PATH={node_env.get('PATH', '/usr/bin:/bin')}", f"HOME={user.pw_dir}", f"USER={PLAIN_USER}",
                    f"LOGNAME={PLAIN_USER}", "SHELL=/bin/bash"]

@@ -77,6 +77,12 @@ TEST_CASE("node launch: the shared part leaves every launch and comes back whole
   auto told = nodeLaunchFromJson(Json::from_cbor(Json::to_cbor(nodeLaunchToJson(nodes[1], &shared))), &*shared_back);
   REQUIRE(told);
   CHECK(told->pmix.oversubscribed);
+  // A value of another type is a malformed launch, refused, not read as true or false.
+  Json odd = nodeLaunchToJson(nodes[1], &shared);
+  odd["pmix"]["oversubscribed"] = "yes";
+  auto refused = nodeLaunchFromJson(odd, &*shared_back);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == Errc::protocol);
 }
 
 TEST_CASE("node launch: the PMIx geometry as rank runs, checked against what a job can be") {
