@@ -271,6 +271,17 @@ class SnapshotBuilder {
   std::vector<int> cpu_numas_;
 };
 
+// Live discovery leaves out hwloc's OpenCL and OpenGL backends (Debian ships both as plugins).
+// They start GPU vendors' driver stacks in every daemon of every job: NVIDIA's OpenCL ICD
+// initialises CUDA on each GPU, and clGetPlatformIDs crashes with CUDA 12's ICD when hwloc's OpenCL
+// support is a plugin (open-mpi/hwloc issue 641); the GL backend opens X displays :0 to :5, locally
+// and on 127.0.0.1:6000+. What they add, a GPU's model and UUID, comes from NVML
+// (gpu_driver_view.h); GPUs are found by their PCI class and DRM devices without them.
+void skipDriverBackends(hwloc_topology_t topo) {
+  for (const char* backend : {"opencl", "gl"})
+    hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, backend);
+}
+
 // Why hwloc refused a file, in words a user can act on.
 std::string xmlProblem(const std::string& path, int err) {
   std::ifstream in(path, std::ios::binary);
@@ -303,6 +314,7 @@ Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* 
   hwloc_topology_set_type_filter(raw, HWLOC_OBJ_BRIDGE, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   hwloc_topology_set_type_filter(raw, HWLOC_OBJ_PCI_DEVICE, HWLOC_TYPE_FILTER_KEEP_ALL);
   hwloc_topology_set_type_filter(raw, HWLOC_OBJ_OS_DEVICE, HWLOC_TYPE_FILTER_KEEP_ALL);
+  if (path.empty()) skipDriverBackends(raw);
 
   const std::string hint = "check the file, or re-export it on the node with `lstopo --of xml FILE`";
   if (!path.empty()) {

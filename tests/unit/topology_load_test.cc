@@ -1,4 +1,7 @@
 // Loading recorded and live topologies into TopologySnapshot, and its JSON round trip.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -263,6 +266,46 @@ TEST_CASE("the live machine loads with its allowed CPUs", "[topology]") {
   CHECK(t->live);
   CHECK(t->source == "live");
   CHECK(puCount(*t) > 0);
+}
+
+namespace {
+
+// hwloc names the backends it runs when HWLOC_COMPONENTS_VERBOSE is set: one load in a child
+// process (hwloc reads the variable when its first topology of a process starts).
+std::string liveDiscoveryBackends() {
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setenv("HWLOC_COMPONENTS_VERBOSE", "1", 1);
+    ::dup2(out[1], STDERR_FILENO);
+    ::_exit(loadTopology("").has_value() ? 0 : 1);
+  }
+  ::close(out[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  const std::string marker = "Final list of enabled discovery components: ";
+  const auto at = text.find(marker);
+  REQUIRE(at != std::string::npos);
+  return text.substr(at + marker.size(), text.find('\n', at) - at - marker.size());
+}
+
+}  // namespace
+
+TEST_CASE("live discovery runs hwloc's CPU and PCI backends, not the OpenCL and OpenGL ones", "[topology]") {
+  const std::string backends = liveDiscoveryBackends();
+  INFO(backends);
+  CHECK(backends.find("linux(") != std::string::npos);
+  CHECK(backends.find("pci(") != std::string::npos);
+  CHECK(backends.find("opencl") == std::string::npos);
+  CHECK(backends.find("gl(") == std::string::npos);
 }
 
 TEST_CASE("HWLOC_XMLFILE replaces the live machine when no file is given", "[topology]") {
