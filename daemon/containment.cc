@@ -125,7 +125,6 @@ void Containment::signalOthers(int sig, const std::set<pid_t>& skip_groups) {
 }
 
 void Containment::killEverything() {
-  killed_ = true;
   if (cgroup_) cgroup_->killAll();
   for (pid_t pid : jobPids(false)) ::kill(pid, SIGKILL);
 }

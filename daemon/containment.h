@@ -79,7 +79,6 @@ class Containment {
   asio::steady_timer reap_timer_;           // where there is no signalfd: poll
   asio::steady_timer sweep_timer_;
   std::function<void()> sweep_done_;
-  bool killed_ = false;
 };
 
 }  // namespace tlaunch

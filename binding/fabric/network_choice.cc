@@ -42,12 +42,6 @@ std::string livenessProblem(const NetInterface& iface) {
   return "";
 }
 
-const NetInterface* findInterface(const NodeFabric& fabric, const std::string& name) {
-  for (const auto& iface : fabric.interfaces)
-    if (iface.name == name) return &iface;
-  return nullptr;
-}
-
 bool hasRoceV2Ipv4(const RdmaPort& port) {
   return std::any_of(port.gids.begin(), port.gids.end(), isRoceV2Ipv4);
 }
@@ -105,7 +99,7 @@ NodeCandidates collectCandidates(const NodeFabric& fabric, NetMode mode) {
         fabricIfs.insert(iface.name);
         addAddresses(out, iface, ib ? NetKind::ib : NetKind::roce, name, order);
       }
-      if (roce && !findInterface(fabric, port.netdev))
+      if (roce && !fabric.findInterface(port.netdev))
         out.reasons.push_back(port.netdev + " (RoCE netdev of " + name + ") is absent on the live system");
     }
   }
@@ -129,7 +123,7 @@ std::string describe(const Candidate& c) {
 // Why the interface the user named cannot be used on this node.
 std::string explainNamed(const NodeFabric& fabric, const NodeCandidates& found, const std::string& name,
                          NetMode mode) {
-  const NetInterface* iface = findInterface(fabric, name);
+  const NetInterface* iface = fabric.findInterface(name);
   if (!iface) return "has no interface named " + name;
   for (const auto& reason : found.reasons)
     if (reason.rfind(name + " ", 0) == 0 || reason.rfind(name + ":", 0) == 0 ||

@@ -42,12 +42,6 @@ std::string ratesOf(const NodeFabric& f) {
   return countedList(rates);
 }
 
-const NetInterface* findIf(const NodeFabric& f, const std::string& name) {
-  for (const auto& i : f.interfaces)
-    if (i.name == name) return &i;
-  return nullptr;
-}
-
 std::string mtusOf(const CrossNodeInput& n) {
   std::set<std::string> mtus;
   for (const auto& d : n.fabric.devices)
@@ -55,7 +49,7 @@ std::string mtusOf(const CrossNodeInput& n) {
       if (!isDataPort(p)) continue;
       if (auto it = n.port_mtu.find(portName(d.name, p.number)); it != n.port_mtu.end())
         mtus.insert("port " + std::to_string(it->second));
-      if (const NetInterface* i = findIf(n.fabric, p.netdev); i && i->live)
+      if (const NetInterface* i = n.fabric.findInterface(p.netdev); i && i->live)
         mtus.insert((p.link_layer == LinkLayer::infiniband ? "IPoIB " : "netdev ") + std::to_string(i->mtu) +
                     (i->ipoib_mode.empty() ? "" : " " + i->ipoib_mode));
     }
@@ -67,7 +61,7 @@ std::string subnetsOf(const NodeFabric& f) {
   for (const auto& d : f.devices)
     for (const auto& p : d.ports) {
       if (!isDataPort(p)) continue;
-      if (const NetInterface* i = findIf(f, p.netdev); i && i->live)
+      if (const NetInterface* i = f.findInterface(p.netdev); i && i->live)
         for (const auto& a : i->ipv4)
           if (auto addr = parseIpv4(a.address)) nets.insert(formatCidr(networkOf(*addr, a.prefix)));
     }

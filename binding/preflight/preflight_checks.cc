@@ -43,12 +43,6 @@ std::string gbps(double rate) {
   return text;
 }
 
-const NetInterface* findIf(const NodeFabric& f, const std::string& name) {
-  for (const auto& i : f.interfaces)
-    if (i.name == name) return &i;
-  return nullptr;
-}
-
 // "" when the interface can carry the job's TCP traffic.
 std::string netdevProblem(const NetInterface* iface, const std::string& name) {
   if (!iface || !iface->live) return name + " is absent on the live system";
@@ -98,7 +92,8 @@ void checkPorts(Items& items, const NodeFabric& fabric, const PreflightOptions& 
         fastest = std::max(fastest, p.rate_gbps);
         if (p.link_layer == LinkLayer::infiniband) {
           anyIb = true;
-          if (!p.netdev.empty() && netdevProblem(findIf(fabric, p.netdev), p.netdev).empty()) anyUsableNetdev = true;
+          if (!p.netdev.empty() && netdevProblem(fabric.findInterface(p.netdev), p.netdev).empty())
+            anyUsableNetdev = true;
         }
       }
 
@@ -165,7 +160,7 @@ void checkPorts(Items& items, const NodeFabric& fabric, const PreflightOptions& 
                      : "check the RoCE driver: the port has no Ethernet netdev");
         continue;
       }
-      const NetInterface* iface = findIf(fabric, p.netdev);
+      const NetInterface* iface = fabric.findInterface(p.netdev);
       std::string problem = netdevProblem(iface, p.netdev);
       if (problem.empty()) {
         items.add("netdev", device, S::pass, addressText(*iface) + " up", "up, running, with an IPv4 address");

@@ -4,6 +4,7 @@
 // state come from the live system. See shared/research/FABRIC.md §3 for the sysfs formats.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tlaunch {
@@ -89,6 +90,13 @@ struct NodeFabric {
   std::vector<NetInterface> interfaces;  // natural name order
   std::vector<std::string> notes;        // discovery remarks (unmatched netdevs, unreadable files)
   bool operator==(const NodeFabric&) const = default;
+
+  // The interface of that name, nullptr when the node has none.
+  const NetInterface* findInterface(std::string_view name) const {
+    for (const auto& iface : interfaces)
+      if (iface.name == name) return &iface;
+    return nullptr;
+  }
 };
 
 // "mlx4_0:1": the form NCCL_IB_HCA and UCX_NET_DEVICES use.
