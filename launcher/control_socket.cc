@@ -1,9 +1,11 @@
 #include "launcher/control_socket.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -111,13 +113,35 @@ void ControlSocket::accept() {
   });
 }
 
+ControlReach connectControlSocket(const std::string& path, int* fd) {
+  *fd = -1;
+  sockaddr_un addr{};
+  if (path.size() >= sizeof addr.sun_path) return ControlReach::failed;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (s < 0) return ControlReach::failed;
+  // A unix stream connect completes or fails at once; EAGAIN is a full listen queue.
+  if (::connect(s, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    const int err = errno;
+    ::close(s);
+    if (err == EAGAIN) return ControlReach::busy;
+    if (err == ECONNREFUSED) return ControlReach::gone;
+    return ControlReach::failed;
+  }
+  ::fcntl(s, F_SETFL, ::fcntl(s, F_GETFL) & ~O_NONBLOCK);
+  *fd = s;
+  return ControlReach::answering;
+}
+
 int runControlCommand(const std::string& request, const std::string& job) {
   auto dir = controlDirectory();
   if (!dir) {
     std::fprintf(stderr, "tlaunch: %s\n", dir.error().message.c_str());
     return 1;
   }
-  // The live jobs: sockets that accept a connection (a killed tlaunch leaves a stale one).
+  // The live jobs: sockets with a listener, answering or stopped (a killed tlaunch leaves a
+  // socket nothing listens on: removed here).
   std::vector<std::string> live;
   if (DIR* d = ::opendir(dir->c_str())) {
     while (dirent* e = ::readdir(d)) {
@@ -125,12 +149,11 @@ int runControlCommand(const std::string& request, const std::string& job) {
       if (name.size() < 6 || name.substr(name.size() - 5) != ".sock") continue;
       std::string id = name.substr(0, name.size() - 5);
       if (!job.empty() && id != job) continue;
-      asio::io_context io;
-      asio::local::stream_protocol::socket s(io);
-      asio::error_code ec;
-      s.connect(asio::local::stream_protocol::endpoint(*dir + "/" + name), ec);
-      if (!ec) live.push_back(id);
-      else if (ec == asio::error::connection_refused) ::unlink((*dir + "/" + name).c_str());
+      int fd = -1;
+      const ControlReach reach = connectControlSocket(*dir + "/" + name, &fd);
+      if (fd >= 0) ::close(fd);
+      if (reach == ControlReach::answering || reach == ControlReach::busy) live.push_back(id);
+      else if (reach == ControlReach::gone) ::unlink((*dir + "/" + name).c_str());
     }
     ::closedir(d);
   }
@@ -148,10 +171,20 @@ int runControlCommand(const std::string& request, const std::string& job) {
                  request.c_str());
     return 2;
   }
+  int fd = -1;
+  const ControlReach reach = connectControlSocket(*dir + "/" + live[0] + ".sock", &fd);
+  if (reach == ControlReach::busy) {
+    std::fprintf(stderr,
+                 "tlaunch: job %s accepts no request now: its tlaunch is stopped (Ctrl-Z?); `fg` it, or `kill -CONT` "
+                 "its pid\n",
+                 live[0].c_str());
+    return 1;
+  }
   asio::io_context io;
   asio::local::stream_protocol::socket s(io);
   asio::error_code ec;
-  s.connect(asio::local::stream_protocol::endpoint(*dir + "/" + live[0] + ".sock"), ec);
+  if (fd < 0) ec = asio::error::connection_refused;
+  else if (s.assign(asio::local::stream_protocol(), fd, ec); ec) ::close(fd);
   if (!ec) asio::write(s, asio::buffer(request + "\n"), ec);
   if (ec) {
     std::fprintf(stderr, "tlaunch: job %s did not answer: %s\n", live[0].c_str(), ec.message().c_str());

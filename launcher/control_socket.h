@@ -35,6 +35,18 @@ class ControlSocket {
   Handler handler_;
 };
 
+// How a job's control socket answered a connection attempt.
+enum class ControlReach {
+  answering,  // connected
+  busy,       // a listener whose queue is full: its tlaunch is stopped (Ctrl-Z) and accepts nothing
+  gone,       // nothing listens: its tlaunch ended without removing the file (SIGKILL)
+  failed,     // another error (no such file, permissions, a path too long): left alone
+};
+// Connects without ever blocking: once a stopped tlaunch's queue is full, a blocking connect()
+// would wait for as long as it stays stopped. *fd: the connected descriptor (blocking,
+// close-on-exec) when answering, -1 otherwise; the caller closes it.
+ControlReach connectControlSocket(const std::string& path, int* fd);
+
 // `tlaunch stacks|status [JOB]`: asks the job's tlaunch (the only one running, when JOB is
 // empty), prints its answer; returns the exit status.
 int runControlCommand(const std::string& request, const std::string& job);
