@@ -141,8 +141,13 @@ int runControlCommand(const std::string& request, const std::string& job) {
     return 1;
   }
   // The live jobs: sockets with a listener, answering or stopped (a killed tlaunch leaves a
-  // socket nothing listens on: removed here).
-  std::vector<std::string> live;
+  // socket nothing listens on: removed here). The connection made to find an answering job is
+  // the one its request goes on: one connection per command, not one more in a queue.
+  struct LiveJob {
+    std::string id;
+    int fd = -1;  // -1: stopped, its queue full
+  };
+  std::vector<LiveJob> live;
   if (DIR* d = ::opendir(dir->c_str())) {
     while (dirent* e = ::readdir(d)) {
       std::string name = e->d_name;
@@ -151,12 +156,14 @@ int runControlCommand(const std::string& request, const std::string& job) {
       if (!job.empty() && id != job) continue;
       int fd = -1;
       const ControlReach reach = connectControlSocket(*dir + "/" + name, &fd);
-      if (fd >= 0) ::close(fd);
-      if (reach == ControlReach::answering || reach == ControlReach::busy) live.push_back(id);
+      if (reach == ControlReach::answering || reach == ControlReach::busy) live.push_back({std::move(id), fd});
       else if (reach == ControlReach::gone) ::unlink((*dir + "/" + name).c_str());
     }
     ::closedir(d);
   }
+  if (live.size() != 1)
+    for (const auto& j : live)
+      if (j.fd >= 0) ::close(j.fd);
   if (live.empty()) {
     std::fprintf(stderr, "tlaunch: %s\n",
                  (job.empty() ? "no running tlaunch job of yours (no live socket in " + *dir + ")"
@@ -164,30 +171,28 @@ int runControlCommand(const std::string& request, const std::string& job) {
                      .c_str());
     return 1;
   }
+  const std::string& id = live[0].id;
   if (live.size() > 1) {
     std::string ids;
-    for (const auto& id : live) ids += " " + id;
+    for (const auto& j : live) ids += " " + j.id;
     std::fprintf(stderr, "tlaunch: %zu jobs are running:%s\n  -> name one: tlaunch %s JOB\n", live.size(), ids.c_str(),
                  request.c_str());
     return 2;
   }
-  int fd = -1;
-  const ControlReach reach = connectControlSocket(*dir + "/" + live[0] + ".sock", &fd);
-  if (reach == ControlReach::busy) {
+  if (live[0].fd < 0) {
     std::fprintf(stderr,
                  "tlaunch: job %s accepts no request now: its tlaunch is stopped (Ctrl-Z?); `fg` it, or `kill -CONT` "
                  "its pid\n",
-                 live[0].c_str());
+                 id.c_str());
     return 1;
   }
   asio::io_context io;
   asio::local::stream_protocol::socket s(io);
   asio::error_code ec;
-  if (fd < 0) ec = asio::error::connection_refused;
-  else if (s.assign(asio::local::stream_protocol(), fd, ec); ec) ::close(fd);
+  if (s.assign(asio::local::stream_protocol(), live[0].fd, ec); ec) ::close(live[0].fd);
   if (!ec) asio::write(s, asio::buffer(request + "\n"), ec);
   if (ec) {
-    std::fprintf(stderr, "tlaunch: job %s did not answer: %s\n", live[0].c_str(), ec.message().c_str());
+    std::fprintf(stderr, "tlaunch: job %s did not answer: %s\n", id.c_str(), ec.message().c_str());
     return 1;
   }
   // A tlaunch that is stopped (Ctrl-Z) still accepts, but never answers: wait a bounded time.
@@ -197,7 +202,7 @@ int runControlCommand(const std::string& request, const std::string& job) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     pollfd pfd{s.native_handle(), POLLIN, 0};
     if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) == 0) {
-      std::fprintf(stderr, "tlaunch: job %s did not answer within %lld s (is its tlaunch stopped?)\n", live[0].c_str(),
+      std::fprintf(stderr, "tlaunch: job %s did not answer within %lld s (is its tlaunch stopped?)\n", id.c_str(),
                    static_cast<long long>(kAnswerTimeout.count()));
       return 1;
     }

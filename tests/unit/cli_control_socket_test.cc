@@ -52,10 +52,8 @@ TEST_CASE("a job's control socket is answering, stopped with a full queue, or go
   // A tlaunch stopped with Ctrl-Z: its listener accepts nothing; earlier requests fill the queue.
   const int stopped_listener = listenAt(stopped, 1);
   std::vector<int> queued;
-  for (int i = 0; i < 64 && reach(stopped) == ControlReach::answering; ++i) {
-    int fd = -1;
-    if (connectControlSocket(stopped, &fd) == ControlReach::answering) queued.push_back(fd);
-  }
+  for (int fd = -1; queued.size() < 64 && connectControlSocket(stopped, &fd) == ControlReach::answering;)
+    queued.push_back(fd);
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(reach(stopped) == ControlReach::busy);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
