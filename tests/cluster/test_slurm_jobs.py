@@ -7,7 +7,7 @@
   non-zero;
 - outside any allocation, `tlaunch --launcher slurm -N 2 -p 1` runs (srun makes an allocation),
   and the allocation is released afterwards;
-- contrib/examples/slurm_job.sbatch, submitted with `sbatch --wait` as its comment says (CPU ranks:
+- contrib/examples/slurm_job.sbatch, submitted with `sbatch` as its comment says, then waited for (CPU ranks:
   GPUS_PER_NODE=0, and --gres=gpu:1 for the 4 stand-in GPUs of a node), runs the Gloo all-reduce on
   4 nodes x 2 ranks;
 - GPUs of a shared node (Slurm's gres/gpu on stand-in devices, the nodes' GPUs from a recorded
@@ -127,6 +127,34 @@ def srun_allocates():
     check(released, "outside an allocation: the allocation srun made is released", str(squeue("-o", "%i %T")))
 
 
+def sbatch_wait(argv, env, **kw):
+    """`sbatch ARGV`, then its job's end, as a CompletedProcess whose returncode is the job's exit
+    code. Not `sbatch --wait`: it polls after 2, 10, then 42 s (its sleep grows 4-fold while under
+    half of MinJobAge), so a job of 11 s took 42."""
+    r = subprocess.run(["sbatch", "--parsable", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       errors="replace", timeout=60, cwd=ws.dir, env=env, **kw)
+    job = r.stdout.strip().split(";")[0]
+    if r.returncode != 0 or not job.isdigit():
+        return r
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        state = subprocess.run(["scontrol", "-o", "show", "job", job], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, errors="replace", timeout=60, cwd=ws.dir, env=env).stdout
+        m = re.search(r"\bJobState=(\S+).*\bExitCode=(\d+):(\d+)", state)
+        # COMPLETING: the script has ended (its exit code is known) and the nodes are cleaning up;
+        # sbatch --wait returns then too.
+        if m and m.group(1) not in ("PENDING", "CONFIGURING", "RUNNING", "SUSPENDED"):
+            code, sig = int(m.group(2)), int(m.group(3))
+            if not code and sig:
+                code = 128 + sig
+            if not code and m.group(1) not in ("COMPLETED", "COMPLETING"):  # CANCELLED, TIMEOUT, NODE_FAIL, ...
+                code = 1
+            return subprocess.CompletedProcess(r.args, code, r.stdout + state, r.stderr)
+        if time.monotonic() > deadline:
+            return subprocess.CompletedProcess(r.args, 124, r.stdout + state, r.stderr + "job did not end in time")
+        time.sleep(0.2)
+
+
 def sbatch_example():
     script = Path(__file__).resolve().parents[2] / "contrib" / "examples" / "slurm_job.sbatch"
     env = vc.environ()
@@ -136,15 +164,12 @@ def sbatch_example():
     out, err = Path(ws.dir, "sbatch.out"), Path(ws.dir, "sbatch.err")
     t0 = time.monotonic()
     # --gres on the command line wins over the script's 8 GPUs (the virtual nodes have 4 stand-ins).
-    r = subprocess.run(["sbatch", "--wait", "--export=ALL", "--gres=gpu:1", f"--output={out}", f"--error={err}",
-                        str(script)],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", timeout=TIMEOUT,
-                       cwd=ws.dir, env=env)
+    r = sbatch_wait(["--export=ALL", "--gres=gpu:1", f"--output={out}", f"--error={err}", str(script)], env)
     stdout = out.read_text(errors="replace") if out.exists() else ""
     stderr = err.read_text(errors="replace") if err.exists() else ""
     wrong = cj.gloo_lines_ok(stdout, vc.nodes, 2)
     check(r.returncode == 0 and wrong is None,
-          f"contrib/examples/slurm_job.sbatch under sbatch --wait: Gloo all-reduce 4 nodes x 2 ranks "
+          f"contrib/examples/slurm_job.sbatch under sbatch: Gloo all-reduce 4 nodes x 2 ranks "
           f"({time.monotonic() - t0:.1f} s)", f"{wrong}\n     sbatch: {r.returncode} {r.stdout} {r.stderr}\n"
                                              f"     job stdout: {stdout[-1500:]!r}\n     job stderr: {stderr[-1500:]!r}")
     job = cj.job_id_in(stderr)
@@ -168,14 +193,25 @@ def gpu_lines(text):
 
 
 def sbatch_gpu_lines(options, name, sbatch_options):
-    """Runs tlaunch in an `sbatch --wait -N 2` script on node1 and node2; returns (sbatch, job output)."""
+    """Runs tlaunch in an `sbatch -N 2` script on node1 and node2; returns (sbatch, job output)."""
     out = Path(ws.dir, f"gpus-batch-{name}.out")
     script = f"#!/bin/sh\necho \"script CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES\"\n" \
              f"exec {ws.tlaunch} {' '.join(options)} -- /bin/sh -c '{GPU_LINE}'\n"
-    batch = subprocess.run(["sbatch", "--wait", "-N", "2", "-w", "node1,node2", *sbatch_options, "-J", f"tlc-gpub{name}",
-                            f"--output={out}"], input=script, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, errors="replace", timeout=TIMEOUT, cwd=ws.dir, env=vc.environ())
+    batch = sbatch_wait(["-N", "2", "-w", "node1,node2", *sbatch_options, "-J", f"tlc-gpub{name}", f"--output={out}"],
+                        vc.environ(), input=script)
     return batch, out.read_text(errors="replace") if out.exists() else ""
+
+
+def child_pids(pid):
+    found = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                if d.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(d))
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
 
 
 def slurm_gpus_node_by_node():
@@ -224,10 +260,16 @@ def slurm_gpus_node_by_node():
               f"want {want}\n     got {got}\n     sbatch: {cj.describe(batch)}\n     job output: {text[-1500:]!r}")
         jobs_seen.extend(j for j in [cj.job_id_in(text)] if j)
     finally:
-        os.killpg(hold.pid, signal.SIGTERM)
+        # salloc ignores SIGTERM and runs its command in a process group of its own (and here
+        # hears nothing of an scancel: it is outside the nodes' network); it ends, releasing the
+        # allocation, once its command does.
+        for pid in child_pids(hold.pid):
+            os.kill(pid, signal.SIGTERM)
         try:
             hold.wait(timeout=15)
         except subprocess.TimeoutExpired:
+            for pid in child_pids(hold.pid):
+                os.kill(pid, signal.SIGKILL)
             os.killpg(hold.pid, signal.SIGKILL)
             hold.wait()
 

@@ -85,7 +85,9 @@ def parent_unreachable(ws):
     vc.exec("node3", route, check=True)
     program = ["--", "/bin/sh", "-c", "echo rank $RANK on $(hostname)"]
     try:
-        r = run(ws, ["-v", *hosts(), "-p", "1", *program])
+        # node1's ssh to node3 waits for an answer that never comes: for as long as ConnectTimeout
+        # (a user on such a network shortens it the same way).
+        r = run(ws, ["-v", *hosts(), "--ssh-connect-timeout", "4", "-p", "1", *program])
         argv = ["salloc", "-N", "4", "--", ws.tlaunch, *cj.NET, *TREE, "-v", "-p", "1", *program]
         s = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
                            timeout=TIMEOUT, cwd=ws.dir, env=vc.environ())

@@ -9,6 +9,7 @@ classes are told apart by their native frames (select vs clock_nanosleep), and t
 say that Python frames are missing."""
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -32,17 +33,46 @@ def ask(what, *job):
     return r.stdout
 
 
-def check_two_classes(report, others, stuck):
-    tl.check(re.search(r"stacks of \d+ rank\(s\): 2 classes", report), f"not two classes: {report}")
+def two_classes_problem(report, others, stuck):
+    """What is wrong with report as two classes (`others` asleep, `stuck` in select), or None."""
+    if not re.search(r"stacks of \d+ rank\(s\): 2 classes", report):
+        return f"not two classes: {report}"
     c = classes(report)
-    tl.check(set(c) == {others, stuck}, f"classes {sorted(c)}, expected {others!r} and {stuck!r}: {report}")
+    if set(c) != {others, stuck}:
+        return f"classes {sorted(c)}, expected {others!r} and {stuck!r}: {report}"
     if "no Python frames" in report:
         # Native frames only (python3.11-dbg missing): select() against the sleepers' clock_nanosleep.
-        tl.check("select" in c[stuck] and "select" not in c[others], f"select: {report}")
-        tl.check("clock_nanosleep" in c[others] and "clock_nanosleep" not in c[stuck], f"nanosleep: {report}")
+        if not ("select" in c[stuck] and "select" not in c[others]):
+            return f"select: {report}"
+        if not ("clock_nanosleep" in c[others] and "clock_nanosleep" not in c[stuck]):
+            return f"nanosleep: {report}"
     else:
-        tl.check("tlaunch_test_rank_is_stuck_here" in c[stuck], f"stuck function: {report}")
-        tl.check("tlaunch_test_ranks_sleep_here" in c[others], f"sleeping function: {report}")
+        if "tlaunch_test_rank_is_stuck_here" not in c[stuck]:
+            return f"stuck function: {report}"
+        if "tlaunch_test_ranks_sleep_here" not in c[others]:
+            return f"sleeping function: {report}"
+    return None
+
+
+def check_two_classes(report, others, stuck):
+    problem = two_classes_problem(report, others, stuck)
+    tl.check(problem is None, problem)
+
+
+def stderr_until_report(p, others, stuck, timeout=120):
+    """tlaunch's stderr until it holds the whole stacks report (raw reads with a deadline)."""
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while two_classes_problem(buf.decode(errors="replace"), others, stuck):
+        left = deadline - time.monotonic()
+        if left <= 0 or p.poll() is not None and not select.select([p.stderr], [], [], 0)[0]:
+            break
+        if select.select([p.stderr], [], [], min(left, 1))[0]:
+            chunk = os.read(p.stderr.fileno(), 65536)
+            if not chunk:
+                break
+            buf += chunk
+    return buf.decode(errors="replace")
 
 
 def start(args):
@@ -72,11 +102,15 @@ finally:
     os.killpg(p.pid, signal.SIGINT)
     p.communicate(timeout=60)
 
-# (c): Ctrl-\ prints the stacks and the job goes on to exit 0.
-p = start(["--launcher", "local", "-p", "2", "--", tl.PYTHON, STUCK, "0", "20"])
+# (c): Ctrl-\ prints the stacks and the job goes on to exit 0. The ranks wait up to 120 s; once
+# the report is out, SIGUSR1 to tlaunch (forwarded to the ranks) lets them finish.
+p = start(["--launcher", "local", "-p", "2", "--", tl.PYTHON, STUCK, "0", "120"])
 wait_ready(p, 2, timeout=120)
 p.send_signal(signal.SIGQUIT)
-out, err = p.communicate(timeout=180)
+err = stderr_until_report(p, "rank 1", "rank 0")
+p.send_signal(signal.SIGUSR1)
+out, rest = p.communicate(timeout=60)
+err += rest
 print(out, err)
 tl.check(p.returncode == 0, f"SIGQUIT ended the job: exit {p.returncode}")
 tl.check("got SIGQUIT" in err, f"no SIGQUIT note: {err}")
@@ -84,9 +118,14 @@ check_two_classes(err, "rank 1", "rank 0")
 tl.check("rank 0 done" in out and "rank 1 done" in out, f"ranks did not finish: {out}")
 
 # --hang-timeout: silence for 5 s collects the stacks once; the job goes on. (The silence counts
-# from the start: 5 s is more than the ranks need to print, even on a loaded machine.)
-p = start(["--launcher", "local", "-p", "2", "--hang-timeout", "5s", "--", tl.PYTHON, STUCK, "1", "20"])
-out, err = p.communicate(timeout=180)
+# from the start: 5 s is more than the ranks need to print, even on a loaded machine.) The ranks
+# are released 6 s after the report: more silence than --hang-timeout, yet no second collection.
+p = start(["--launcher", "local", "-p", "2", "--hang-timeout", "5s", "--", tl.PYTHON, STUCK, "1", "120"])
+err = stderr_until_report(p, "rank 0", "rank 1")
+time.sleep(6)
+p.send_signal(signal.SIGUSR1)
+out, rest = p.communicate(timeout=60)
+err += rest
 print(out, err)
 tl.check(p.returncode == 0, f"--hang-timeout ended the job: exit {p.returncode}")
 tl.check(err.count("no rank printed anything for 5 s") == 1, f"not collected exactly once: {err}")

@@ -7,6 +7,7 @@ strangers send must never crash or stall a job. While a 2-node job runs, from th
 each connection is dropped, and the job completes with exit 0 and every rank's output."""
 import os
 import resource
+import signal
 import socket
 import struct
 import time
@@ -37,8 +38,9 @@ def closed_by_peer(s, timeout):
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
 
+# The ranks sleep until SIGUSR1 (forwarded by tlaunch) once the strangers are dealt with.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--heartbeat-timeout", "5", "--", tl.PYTHON, PAT, "sleep",
-              "14"])
+              "120"])
 try:
     tl.check(tl.wait_until(lambda: tl.listening_ports(p.pid), 30), "the frontend never listened")
     port = tl.listening_ports(p.pid)[0]
@@ -72,6 +74,8 @@ try:
     tl.check(not left_open, f"{len(left_open)} idle connections still open after the authentication deadline")
     for s in idle:
         s.close()
+    tl.check(p.poll() is None, f"the job ended while strangers were turned away: exit {p.poll()}")
+    p.send_signal(signal.SIGUSR1)
     out, err = p.communicate(timeout=120)
 finally:
     if p.poll() is None:
@@ -88,7 +92,7 @@ def low_fd_limit():
     resource.setrlimit(resource.RLIMIT_NOFILE, (60, 60))
 
 
-p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--", tl.PYTHON, PAT, "sleep", "12"], preexec_fn=low_fd_limit)
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--", tl.PYTHON, PAT, "sleep", "120"], preexec_fn=low_fd_limit)
 flood = []
 try:
     def daemon_listening():
@@ -131,6 +135,8 @@ try:
     for s in flood:
         s.close()
     flood = []
+    tl.check(p.poll() is None, f"the job ended under the flood: exit {p.poll()}")
+    p.send_signal(signal.SIGUSR1)  # the ranks may finish now
     out, err = p.communicate(timeout=120)
 finally:
     for s in flood:

@@ -2,11 +2,12 @@
   lines N        N numbered lines of 200 bytes, then sleep 1 s
   longline N [T] one line of N bytes (T repeated, default 'x'), then 'after'
   progress N S   a tqdm-like bar on stderr: N updates over S seconds, then the final line
-  sleep S        print 'ready', sleep S seconds, print 'done'
+  sleep S        print 'ready', sleep S seconds (less at SIGUSR1, which tlaunch forwards), print 'done'
   stream S       print 'ready', then ~2 MB/s of numbered lines for S seconds, then 'done N' (N lines)
   closeout S     close stdout, keep running S seconds, exit 0
 """
 import os
+import signal
 import sys
 import time
 
@@ -30,8 +31,17 @@ elif mode == "progress":
         time.sleep(secs / n)
     sys.stderr.write(f"\rR{rank} 100%|" + "#" * 20 + " done\n")
 elif mode == "sleep":
+    class Released(Exception):
+        pass
+
+    def release(signum, frame):
+        raise Released()
+    signal.signal(signal.SIGUSR1, release)
     print("ready", flush=True)
-    time.sleep(float(sys.argv[2]))
+    try:
+        time.sleep(float(sys.argv[2]))
+    except Released:
+        pass
     print("done", flush=True)
 elif mode == "stream":
     print("ready", flush=True)
