@@ -271,14 +271,18 @@ class SnapshotBuilder {
   std::vector<int> cpu_numas_;
 };
 
-// Live discovery leaves out hwloc's OpenCL and OpenGL backends (Debian ships both as plugins).
-// They start GPU vendors' driver stacks in every daemon of every job: NVIDIA's OpenCL ICD
-// initialises CUDA on each GPU, and clGetPlatformIDs crashes with CUDA 12's ICD when hwloc's OpenCL
-// support is a plugin (open-mpi/hwloc issue 641); the GL backend opens X displays :0 to :5, locally
-// and on 127.0.0.1:6000+. What they add, a GPU's model and UUID, comes from NVML
-// (gpu_driver_view.h); GPUs are found by their PCI class and DRM devices without them.
-void skipDriverBackends(hwloc_topology_t topo) {
-  for (const char* backend : {"opencl", "gl"})
+// Live discovery leaves out three of hwloc's backends (Debian ships them as plugins):
+// - OpenCL and OpenGL start GPU vendors' driver stacks in every daemon of every job: NVIDIA's
+//   OpenCL ICD initialises CUDA on each GPU (~230 ms per load on an H100), and clGetPlatformIDs
+//   crashes with CUDA 12's ICD when hwloc's OpenCL support is a plugin (open-mpi/hwloc issue 641);
+//   the GL backend opens X displays :0 to :5, locally and on 127.0.0.1:6000+. What they add, a
+//   GPU's model and UUID, comes from NVML (gpu_driver_view.h).
+// - pci (libpciaccess): the linux backend finds the same PCI devices, bridges and link speeds in
+//   sysfs by itself. What libpciaccess adds is each device's names from pci.ids, a 1.3 MB file it
+//   scans anew for every vendor (2-5 ms each: 25 ms for a GPU server's 8-10 vendors, in every
+//   daemon of every job). A GPU's model then comes from NVML, or stays unnamed.
+void skipCostlyBackends(hwloc_topology_t topo) {
+  for (const char* backend : {"opencl", "gl", "pci"})
     hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, backend);
 }
 
@@ -314,7 +318,7 @@ Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* 
   hwloc_topology_set_type_filter(raw, HWLOC_OBJ_BRIDGE, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   hwloc_topology_set_type_filter(raw, HWLOC_OBJ_PCI_DEVICE, HWLOC_TYPE_FILTER_KEEP_ALL);
   hwloc_topology_set_type_filter(raw, HWLOC_OBJ_OS_DEVICE, HWLOC_TYPE_FILTER_KEEP_ALL);
-  if (path.empty()) skipDriverBackends(raw);
+  if (path.empty()) skipCostlyBackends(raw);
 
   const std::string hint = "check the file, or re-export it on the node with `lstopo --of xml FILE`";
   if (!path.empty()) {

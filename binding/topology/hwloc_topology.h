@@ -8,7 +8,8 @@
 namespace tlaunch {
 
 // Loads the topology with PCI and OS-device discovery enabled (on the live machine without hwloc's
-// OpenCL and OpenGL backends, which start GPU drivers: see skipDriverBackends).
+// OpenCL, OpenGL and libpciaccess backends, which start GPU drivers or cost milliseconds per
+// vendor: see skipCostlyBackends).
 // xml_path empty → the live machine, unless HWLOC_XMLFILE is set (then that file, live = false).
 // Old hwloc 1.x (v1 format) exports load too. Only allowed PUs are kept (cgroup / Summit's reserved
 // cores). Fails with Errc::topology naming the file and hwloc's reason.
