@@ -16,6 +16,7 @@
 #include "daemon/inventory.h"
 #include "daemon/inventory_cache.h"
 #include "daemon/peer_probe.h"
+#include "daemon/stale_job_files.h"
 
 namespace tlaunch {
 
@@ -72,6 +73,7 @@ void DaemonSession::sendInventory(const Json& config) {
   req.gpus_required = static_cast<int>(getInt(config, "gpus_required", 0));
   if (auto it = config.find("expect_rate_gbps"); it != config.end() && it->is_number()) req.expect_rate_gbps = it->get<double>();
   if (auto it = config.find("user_env"); it != config.end() && it->is_object()) req.user_env = *it;
+  req.topology_cache_dir = topologyCacheDir();
   asio::error_code ec;
   auto ep = probe_acceptor_.local_endpoint(ec);
   const int probe_port = ec ? 0 : ep.port();

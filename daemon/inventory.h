@@ -18,6 +18,7 @@ struct InventoryRequest {
   double expect_rate_gbps = 0;   // --expect-rate
   int gpus_required = 0;         // -g
   Json user_env = Json::object();  // the ranks' NCCL_* variables: name -> {value, source}
+  std::string topology_cache_dir;  // where the live topology is kept between jobs ("" = nowhere)
 };
 
 // Never fails as a whole: a part that cannot be read is left out with its reason (topology_error,

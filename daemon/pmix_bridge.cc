@@ -13,11 +13,6 @@
 namespace tlaunch {
 
 namespace {
-std::string tmpBase() {
-  const char* t = std::getenv("TMPDIR");
-  return t && *t ? t : "/tmp";
-}
-
 // The shared-memory namesake of the node's directory (the stale-job sweeper removes both), plus
 // `suffix`; "" where /dev/shm is not writable (libpmix's store then lives under job_tmpdir).
 std::string shmDirFor(const std::string& node_dir, const std::string& suffix) {
@@ -29,13 +24,13 @@ std::string shmDirFor(const std::string& node_dir, const std::string& suffix) {
 Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, const NodeLaunch& launch, const Send& send,
                                                      std::string topology_xml) {
   // Leftovers of jobs whose daemon was killed before it could clean up (see stale_job_files.h).
-  for (const auto& dir : removeStaleJobDirs(tmpBase(), "/dev/shm"))
+  for (const auto& dir : removeStaleJobDirs(nodeTmpBase(), "/dev/shm"))
     spdlog::info("removed {}: its job's tlaunchd is gone", dir);
   std::unique_ptr<PmixBridge> b(new PmixBridge());
   b->send_ = send;
   b->io_ = &io;
   // Per node and job, so that simulated nodes sharing /tmp and two jobs at once never collide.
-  b->node_dir_ = tmpBase() + "/" + jobDirName(launch.job_id, launch.node_name);
+  b->node_dir_ = nodeTmpBase() + "/" + jobDirName(launch.job_id, launch.node_name);
   // Created on its own first: it lives in a shared directory (makeRankDir refuses a planted one).
   if (auto r = makeRankDir(b->node_dir_, static_cast<uint32_t>(::getuid()), static_cast<uint32_t>(::getgid()), launch.node_name); !r)
     return tl::unexpected(r.error());

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -67,6 +68,13 @@ bool markedByDeadDaemonHere(const std::string& mark, const std::string& identity
 }
 
 }  // namespace
+
+std::string nodeTmpBase() {
+  const char* t = std::getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
+}
+
+std::string topologyCacheDir() { return nodeTmpBase() + "/tlaunch-topology-" + std::to_string(::geteuid()); }
 
 std::string jobDirName(const std::string& job_id, const std::string& node) {
   return "tlaunch." + job_id + "." + node + "." + hexBytes(randomBytes(4));

@@ -12,6 +12,13 @@ namespace tlaunch {
 
 inline constexpr const char* kOwnerMarkFile = ".tlaunchd-owner";
 
+// Where a daemon keeps files on its node: $TMPDIR, else /tmp.
+std::string nodeTmpBase();
+
+// This user's directory (under nodeTmpBase) for the live topology kept between jobs of a boot
+// (binding/topology/topology_cache.h): not a job directory, so the sweeper leaves it alone.
+std::string topologyCacheDir();
+
 // "tlaunch.<job>.<node>.<8 random hex digits>": the name of a node's job directory under /tmp
 // (and of its /dev/shm namesake). The random part because the job id is in every daemon's
 // command line: another user who could predict the name could create it first in a shared

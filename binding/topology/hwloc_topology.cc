@@ -12,6 +12,9 @@
 #include <memory>
 #include <string_view>
 #include <tuple>
+#include <utility>
+
+#include "binding/topology/topology_cache.h"
 
 namespace tlaunch {
 namespace {
@@ -305,12 +308,10 @@ std::string xmlProblem(const std::string& path, int err) {
 
 }  // namespace
 
-Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* live_xml) {
-  std::string path = xml_path;
-  if (path.empty()) {
-    const char* env = std::getenv("HWLOC_XMLFILE");
-    if (env && *env) path = env;
-  }
+namespace {
+
+// A topology object with the I/O tree tlaunch reads: important bridges, every PCI and OS device.
+Result<TopologyPtr> newTopology() {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0)
     return fail(Errc::topology, "hwloc_topology_init failed: " + std::string(std::strerror(errno)));
@@ -318,37 +319,108 @@ Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* 
   hwloc_topology_set_type_filter(raw, HWLOC_OBJ_BRIDGE, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   hwloc_topology_set_type_filter(raw, HWLOC_OBJ_PCI_DEVICE, HWLOC_TYPE_FILTER_KEEP_ALL);
   hwloc_topology_set_type_filter(raw, HWLOC_OBJ_OS_DEVICE, HWLOC_TYPE_FILTER_KEEP_ALL);
-  if (path.empty()) skipCostlyBackends(raw);
+  return topo;
+}
+
+std::string exportXml(hwloc_topology_t topo) {
+  std::string xml;
+  char* buffer = nullptr;
+  int length = 0;
+  if (hwloc_topology_export_xmlbuffer(topo, &buffer, &length, 0) == 0 && buffer && length > 0)
+    xml.assign(buffer, static_cast<size_t>(length - 1));  // the length counts the final NUL
+  if (buffer) hwloc_free_xmlbuffer(topo, buffer);
+  return xml;
+}
+
+TopologySnapshot liveSnapshot(hwloc_topology_t topo, std::string* live_xml) {
+  if (live_xml) *live_xml = exportXml(topo);
+  TopologySnapshot snap;
+  snap.live = true;
+  snap.source = "live";
+  SnapshotBuilder(topo).build(snap);
+  return snap;
+}
+
+Result<TopologySnapshot> discoverLive(std::string* live_xml) {
+  auto topo = newTopology();
+  if (!topo) return tl::unexpected<Error>(topo.error());
+  skipCostlyBackends(topo->get());
+  errno = 0;
+  if (hwloc_topology_load(topo->get()) != 0)
+    return fail(Errc::topology,
+                "hwloc could not discover this machine's topology: " + std::string(std::strerror(errno)));
+  return liveSnapshot(topo->get(), live_xml);
+}
+
+// The whole machine for the cache, CPUs this process may not use included: its topology (kept
+// while the XML is loaded again, so that hwloc's plugins stay loaded) and its XML.
+std::optional<std::pair<TopologyPtr, std::string>> discoverWholeMachine() {
+  auto topo = newTopology();
+  if (!topo) return std::nullopt;
+  skipCostlyBackends(topo->get());
+  hwloc_topology_set_flags(topo->get(), HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+  if (hwloc_topology_load(topo->get()) != 0) return std::nullopt;
+  std::string xml = exportXml(topo->get());
+  if (xml.empty()) return std::nullopt;
+  return std::make_pair(std::move(*topo), std::move(xml));
+}
+
+// This machine from its cached whole-machine XML, restricted as a live load would be: hwloc reads
+// this process's cgroup and cpuset and leaves out what they do not allow.
+std::optional<TopologySnapshot> loadWholeMachineXml(const std::string& xml, std::string* live_xml) {
+  auto topo = newTopology();
+  if (!topo) return std::nullopt;
+  if (hwloc_topology_set_xmlbuffer(topo->get(), xml.c_str(), static_cast<int>(xml.size() + 1)) != 0 ||
+      hwloc_topology_set_flags(topo->get(), HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM |
+                                                HWLOC_TOPOLOGY_FLAG_THISSYSTEM_ALLOWED_RESOURCES) != 0 ||
+      hwloc_topology_load(topo->get()) != 0)
+    return std::nullopt;
+  return liveSnapshot(topo->get(), live_xml);
+}
+
+Result<TopologySnapshot> loadLive(std::string* live_xml, const std::string& cache_dir) {
+  const auto facts = cache_dir.empty() ? std::nullopt : liveTopologyFacts();
+  if (!facts) return discoverLive(live_xml);
+  const std::string file = topologyCacheFile(cache_dir, *facts);
+  if (auto cached = readCachedTopology(file, *facts)) {
+    if (auto snap = loadWholeMachineXml(*cached, live_xml)) return std::move(*snap);
+  }
+  auto whole = discoverWholeMachine();
+  if (!whole) return discoverLive(live_xml);
+  auto snap = loadWholeMachineXml(whole->second, live_xml);
+  if (!snap) return discoverLive(live_xml);
+  storeCachedTopology(cache_dir, file, *facts, whole->second);
+  return std::move(*snap);
+}
+
+}  // namespace
+
+Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* live_xml,
+                                      const std::string& cache_dir) {
+  std::string path = xml_path;
+  if (path.empty()) {
+    const char* env = std::getenv("HWLOC_XMLFILE");
+    if (env && *env) path = env;
+  }
+  if (path.empty()) return loadLive(live_xml, cache_dir);
 
   const std::string hint = "check the file, or re-export it on the node with `lstopo --of xml FILE`";
-  if (!path.empty()) {
-    std::ifstream probe(path);
-    if (!probe) return fail(Errc::topology, "cannot read topology XML '" + path + "': " + std::strerror(errno), hint);
-  }
+  std::ifstream probe(path);
+  if (!probe) return fail(Errc::topology, "cannot read topology XML '" + path + "': " + std::strerror(errno), hint);
+  auto topo = newTopology();
+  if (!topo) return tl::unexpected<Error>(topo.error());
   errno = 0;
-  if ((!path.empty() && hwloc_topology_set_xml(raw, path.c_str()) != 0) || hwloc_topology_load(raw) != 0) {
-    int err = errno;
-    if (path.empty())
-      return fail(Errc::topology,
-                  "hwloc could not discover this machine's topology: " + std::string(std::strerror(err)));
-    std::string problem = xmlProblem(path, err);
+  if (hwloc_topology_set_xml(topo->get(), path.c_str()) != 0 || hwloc_topology_load(topo->get()) != 0) {
+    std::string problem = xmlProblem(path, errno);
     return fail(Errc::topology, "cannot load topology XML '" + path + "': " + problem,
                 problem.find("newer than") != std::string::npos
                     ? "export the topology with hwloc 2.x (`lstopo --of xml FILE`), which this hwloc can read"
                     : hint);
   }
-
-  if (live_xml && path.empty()) {
-    char* buffer = nullptr;
-    int length = 0;
-    if (hwloc_topology_export_xmlbuffer(raw, &buffer, &length, 0) == 0 && buffer && length > 0)
-      live_xml->assign(buffer, static_cast<size_t>(length - 1));  // the length counts the final NUL
-    if (buffer) hwloc_free_xmlbuffer(raw, buffer);
-  }
   TopologySnapshot snap;
-  snap.live = path.empty();
-  snap.source = path.empty() ? "live" : path;
-  SnapshotBuilder(raw).build(snap);
+  snap.live = false;
+  snap.source = path;
+  SnapshotBuilder(topo->get()).build(snap);
   return snap;
 }
 

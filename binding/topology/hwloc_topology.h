@@ -15,6 +15,9 @@ namespace tlaunch {
 // cores). Fails with Errc::topology naming the file and hwloc's reason.
 // `live_xml`: for the live machine only, the loaded topology exported as hwloc v2 XML (the
 // daemon hands it to its ranks through PMIx, so that each need not discover it again).
-Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* live_xml = nullptr);
+// `cache_dir`: for the live machine, a directory of this user's where the whole machine's XML is
+// kept for the next load of this boot (topology_cache.h); "" = discover every time.
+Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* live_xml = nullptr,
+                                      const std::string& cache_dir = "");
 
 }  // namespace tlaunch

@@ -8,6 +8,7 @@ tlaunch_add_unit_test(NAME topology_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/topology_report_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/topology_apply_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/topology_nvml_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/topology_cache_test.cc
   LIBS tlaunch_topology PkgConfig::HWLOC)
 # Stand-ins for the driver's libnvidia-ml.so.1, one per scenario, that the real NVML reader loads.
 foreach(scenario 0 1 2 3 4 5)
