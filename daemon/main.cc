@@ -12,6 +12,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "binding/topology/hwloc_topology.h"
 #include "bootstrap/allocator_tuning.h"
 #include "bootstrap/process_hygiene.h"
 #include "daemon/containment.h"
@@ -57,6 +58,8 @@ int runDaemon(int argc, char** argv) {
     std::cout << "tlaunchd " << tlaunch::kVersion << " protocol " << tlaunch::kProtocolVersion << "\n";
     return 0;
   }
+  // Before any thread: it sets an environment variable for a moment.
+  const tlaunch::HwlocPluginsWithoutUnused hwloc_plugins;
   auto logger = spdlog::stderr_color_mt("tlaunchd");
   spdlog::set_default_logger(logger);
   if (opts.node_name.empty()) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <utility>
 
 #include "binding/topology/hwloc_topology.h"
 #include "binding/topology/topology_json.h"
@@ -390,4 +392,60 @@ TEST_CASE("the live machine's topology comes with its XML for the ranks, a recor
   std::string none = "untouched";
   REQUIRE(loadTopology(test::topologyFixtures().front(), &none));
   CHECK(none == "untouched");  // a file is not this machine: nothing for the ranks
+}
+
+namespace {
+
+// In a child (hwloc loads its plugins once per process): HwlocPluginsWithoutUnused, then a live
+// load and a recorded XML's; stderr (HWLOC_PLUGINS_VERBOSE) and whether all went well.
+std::pair<std::string, bool> pluginsChild(const char* users_blacklist) {
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  const auto fixture = test::topologyFixture("jsc-juwels-booster");
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setenv("HWLOC_PLUGINS_VERBOSE", "1", 1);
+    if (users_blacklist) ::setenv("HWLOC_PLUGINS_BLACKLIST", users_blacklist, 1);
+    ::dup2(out[1], STDERR_FILENO);
+    bool ok = true;
+    {
+      const HwlocPluginsWithoutUnused plugins;
+      const char* after = std::getenv("HWLOC_PLUGINS_BLACKLIST");
+      ok = users_blacklist ? after && std::string(after) == users_blacklist : after == nullptr;
+      auto live = loadTopology("");
+      auto recorded = loadTopology(fixture);  // hwloc's own XML parser, without libxml2
+      ok = ok && live && puCount(*live) > 0 && recorded && recorded->gpus.size() == 4;
+    }
+    std::fprintf(stderr, "child ok=%d\n", ok ? 1 : 0);
+    ::_exit(0);
+  }
+  ::close(out[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {text, WIFEXITED(status) && WEXITSTATUS(status) == 0 && text.find("child ok=1") != std::string::npos};
+}
+
+}  // namespace
+
+TEST_CASE("tlaunchd loads hwloc's plugins without the OpenCL, OpenGL, libpciaccess and libxml2 ones",
+          "[topology]") {
+  auto [text, ok] = pluginsChild(nullptr);
+  INFO(text);
+  CHECK(ok);
+  for (const char* plugin : {"hwloc_opencl", "hwloc_gl", "hwloc_pci", "hwloc_xml_libxml"})
+    if (text.find(std::string("found `/")) != std::string::npos && text.find(plugin) != std::string::npos)
+      CHECK(text.find(std::string("Plugin `") + plugin + "' is blacklisted") != std::string::npos);
+}
+
+TEST_CASE("a HWLOC_PLUGINS_BLACKLIST of the user's is kept as it is", "[topology]") {
+  auto [text, ok] = pluginsChild("hwloc_gl");
+  INFO(text);
+  CHECK(ok);
+  CHECK(text.find("Plugin `hwloc_gl' is blacklisted") != std::string::npos);
+  CHECK(text.find("Plugin `hwloc_opencl' is blacklisted") == std::string::npos);
 }
