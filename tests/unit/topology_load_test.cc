@@ -272,6 +272,18 @@ TEST_CASE("the live machine loads with its allowed CPUs", "[topology]") {
 
 namespace {
 
+// What a forked child wrote into the pipe whose read end is `fd` (the write end already closed
+// here), and its wait status once it is gone.
+std::pair<std::string, int> childOutput(int fd, pid_t pid) {
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
+  ::close(fd);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {text, status};
+}
+
 // hwloc names the backends it runs when HWLOC_COMPONENTS_VERBOSE is set: one load in a child
 // process (hwloc reads the variable when its first topology of a process starts).
 std::string liveDiscoveryBackends() {
@@ -285,12 +297,7 @@ std::string liveDiscoveryBackends() {
     ::_exit(loadTopology("").has_value() ? 0 : 1);
   }
   ::close(out[1]);
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
-  ::close(out[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  auto [text, status] = childOutput(out[0], pid);
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
   const std::string marker = "Final list of enabled discovery components: ";
@@ -421,12 +428,7 @@ std::pair<std::string, bool> pluginsChild(const char* users_blacklist) {
     ::_exit(0);
   }
   ::close(out[1]);
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
-  ::close(out[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  auto [text, status] = childOutput(out[0], pid);
   return {text, WIFEXITED(status) && WEXITSTATUS(status) == 0 && text.find("child ok=1") != std::string::npos};
 }
 
