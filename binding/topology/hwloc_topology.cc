@@ -341,25 +341,30 @@ TopologySnapshot liveSnapshot(hwloc_topology_t topo, std::string* live_xml) {
   return snap;
 }
 
-Result<TopologySnapshot> discoverLive(std::string* live_xml) {
+// This machine, discovered without the costly backends; `flags`: hwloc's topology flags.
+Result<TopologyPtr> discover(unsigned long flags) {
   auto topo = newTopology();
   if (!topo) return tl::unexpected<Error>(topo.error());
   skipCostlyBackends(topo->get());
+  hwloc_topology_set_flags(topo->get(), flags);
   errno = 0;
   if (hwloc_topology_load(topo->get()) != 0)
     return fail(Errc::topology,
                 "hwloc could not discover this machine's topology: " + std::string(std::strerror(errno)));
+  return topo;
+}
+
+Result<TopologySnapshot> discoverLive(std::string* live_xml) {
+  auto topo = discover(0);
+  if (!topo) return tl::unexpected<Error>(topo.error());
   return liveSnapshot(topo->get(), live_xml);
 }
 
 // The whole machine for the cache, CPUs this process may not use included: its topology (kept
 // while the XML is loaded again, so that hwloc's plugins stay loaded) and its XML.
 std::optional<std::pair<TopologyPtr, std::string>> discoverWholeMachine() {
-  auto topo = newTopology();
+  auto topo = discover(HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
   if (!topo) return std::nullopt;
-  skipCostlyBackends(topo->get());
-  hwloc_topology_set_flags(topo->get(), HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
-  if (hwloc_topology_load(topo->get()) != 0) return std::nullopt;
   std::string xml = exportXml(topo->get());
   if (xml.empty()) return std::nullopt;
   return std::make_pair(std::move(*topo), std::move(xml));

@@ -202,18 +202,6 @@ def sbatch_gpu_lines(options, name, sbatch_options):
     return batch, out.read_text(errors="replace") if out.exists() else ""
 
 
-def child_pids(pid):
-    found = []
-    for d in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                if d.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(d))
-        except (OSError, ValueError, IndexError):
-            pass
-    return found
-
-
 def slurm_gpus_node_by_node():
     # Copied where the nodes see it: each node has its own /tmp, where a clone may be.
     topology = shutil.copy(Path(__file__).resolve().parents[1] / "fixtures" / "topologies" / JUWELS, ws.dir)
@@ -263,12 +251,12 @@ def slurm_gpus_node_by_node():
         # salloc ignores SIGTERM and runs its command in a process group of its own (and here
         # hears nothing of an scancel: it is outside the nodes' network); it ends, releasing the
         # allocation, once its command does.
-        for pid in child_pids(hold.pid):
+        for pid in cj.tl.children_of(hold.pid):
             os.kill(pid, signal.SIGTERM)
         try:
             hold.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            for pid in child_pids(hold.pid):
+            for pid in cj.tl.children_of(hold.pid):
                 os.kill(pid, signal.SIGKILL)
             os.killpg(hold.pid, signal.SIGKILL)
             hold.wait()

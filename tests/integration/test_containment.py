@@ -59,18 +59,6 @@ for label, env_extra in (("default", {}), ("subreaper", {"TLAUNCH_CONTAINMENT": 
 # watcher (`tlaunchd --watch-cgroup`, a child with no death signal) ends the job's cgroup as soon
 # as the daemon is gone. Should the watcher be killed too, the next job's daemon on the node ends
 # what is left in the dead daemon's cgroup and removes it.
-def children_of(pid):
-    found = []
-    for d in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(d))
-        except (OSError, ValueError, IndexError):
-            pass
-    return found
-
-
 def cmdline(pid):
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -84,9 +72,9 @@ for kill_watcher in (False, True):
     p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "-v", "--", tl.PYTHON, LEAVE, marker, "0", "60"])
     try:
         tl.check(b"ready" in tl.read_until(p, b"ready"), "the rank started")
-        daemons = children_of(p.pid)
+        daemons = tl.children_of(p.pid)
         tl.check(daemons, "found the job's tlaunchd")
-        watchers = [w for d in daemons for w in children_of(d) if b"--watch-cgroup" in cmdline(w)]
+        watchers = [w for d in daemons for w in tl.children_of(d) if b"--watch-cgroup" in cmdline(w)]
         if kill_watcher:
             for w in watchers:
                 os.kill(w, 9)

@@ -68,6 +68,19 @@ def processes_with_env(name, value):
     return pids
 
 
+def children_of(pid):
+    """PIDs of the live processes whose parent is pid."""
+    found = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                if d.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(d))
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
+
+
 def processes_matching(marker):
     """PIDs of live processes whose command line contains marker."""
     pids = []
