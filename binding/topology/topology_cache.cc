@@ -62,9 +62,8 @@ std::string sha256Hex(const std::string& text) {
   return hexBytes(std::string_view(reinterpret_cast<const char*>(digest), std::min(len, 16u)));
 }
 
-// This user's directory, closed to others; created if missing.
-bool privateDir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return false;
+// This user's directory, closed to others (not a symlink): no one else can have put a file in it.
+bool isPrivateDir(const std::string& dir) {
   struct stat st{};
   return ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) == 0;
 }
@@ -103,7 +102,11 @@ std::string topologyCacheFile(const std::string& dir, const std::string& facts) 
 }
 
 std::optional<std::string> readCachedTopology(const std::string& file, const std::string& facts) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // The directory's name is predictable and the facts readable by anyone: another user may have
+  // made it first and planted a file (a FIFO would block the open; O_NONBLOCK, and no reading
+  // in such a directory at all).
+  if (!isPrivateDir(fs::path(file).parent_path().string())) return std::nullopt;
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   struct stat st{};
   std::string bytes;
@@ -129,7 +132,8 @@ std::optional<std::string> readCachedTopology(const std::string& file, const std
 
 void storeCachedTopology(const std::string& dir, const std::string& file, const std::string& facts,
                          const std::string& xml) {
-  if (!privateDir(dir)) return;
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return;
+  if (!isPrivateDir(dir)) return;
   const std::string tmp = file + ".tmp" + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return;

@@ -21,7 +21,8 @@ std::optional<std::string> liveTopologyFacts();
 std::string topologyCacheFile(const std::string& dir, const std::string& facts);
 
 // The cached XML, when `file` is this user's regular file (not a symlink), writable by no one
-// else, at most 64 MiB, and was written for `facts`.
+// else, at most 64 MiB, in a directory of this user's closed to others, and was written for
+// `facts`. Never blocks (a FIFO in its place is refused).
 std::optional<std::string> readCachedTopology(const std::string& file, const std::string& facts);
 
 // Best effort (a cache that cannot be written costs the next daemon a discovery): creates `dir`

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -152,7 +153,7 @@ TEST_CASE("a cached topology is what the next load uses, so the file is keyed by
   CHECK(slurp(file) == whole);
 }
 
-TEST_CASE("a cache file that is garbage, a symlink, another user's or writable by others is not used",
+TEST_CASE("a cache file that is garbage, a symlink, a FIFO, another user's, writable by others or in an open directory is not used",
           "[topology][cache]") {
   auto juwels = test::topologyFixture("jsc-juwels-booster");
   if (juwels.empty()) return;
@@ -184,6 +185,27 @@ TEST_CASE("a cache file that is garbage, a symlink, another user's or writable b
     spit(file, good);
     REQUIRE(::chown(file.c_str(), 65534, 65534) == 0);
     CHECK_FALSE(readCachedTopology(file, *facts).has_value());
+  }
+
+  // A FIFO in its place (nobody will ever write to it): refused at once, not waited on.
+  ::unlink(file.c_str());
+  REQUIRE(::mkfifo(file.c_str(), 0600) == 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(readCachedTopology(file, *facts).has_value());
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+
+  // A good file in a directory others may write to (another user could have made it first,
+  // knowing its name): not read.
+  ::unlink(file.c_str());
+  spit(file, good);
+  REQUIRE(::chmod(dir.c_str(), 0777) == 0);
+  CHECK_FALSE(readCachedTopology(file, *facts).has_value());
+  REQUIRE(::chmod(dir.c_str(), 0700) == 0);
+  CHECK(readCachedTopology(file, *facts).has_value());
+  if (::geteuid() == 0) {
+    REQUIRE(::chown(dir.c_str(), 65534, 65534) == 0);
+    CHECK_FALSE(readCachedTopology(file, *facts).has_value());
+    REQUIRE(::chown(dir.c_str(), 0, 0) == 0);
   }
 }
 
