@@ -9,7 +9,7 @@ command -v run-clang-tidy >/dev/null || { echo "tidy: run-clang-tidy not found (
 build=${TLAUNCH_TIDY_BUILD_DIR:-build-tidy}
 # Configure only: clang-tidy needs the compile commands and the generated headers, not objects.
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-  -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON >/dev/null
+  -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON -DTLAUNCH_UNITY_UNIT_TESTS=OFF >/dev/null
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 run-clang-tidy -p "$build" -j "$(nproc)" -quiet "${1:-$PWD/(binding|bootstrap|daemon|launcher)/.*\.cc$}" >"$log" 2>&1 || true

@@ -13,7 +13,7 @@ using namespace tlaunch;
 using Dir = FrameCipher::Direction;
 
 namespace {
-const std::string kSecret = "0123456789abcdef0123456789abcdef";
+const std::string kJobSecret = "0123456789abcdef0123456789abcdef";
 
 // One sealed link in memory: `tx` (the frontend's end, sealing toward the daemon) and `rx` (the
 // daemon's end, opening what comes), with handshake nonces of its own.
@@ -27,8 +27,8 @@ struct Link {
     auto pipe = memoryBytePipe(io, "frontend", "daemon");
     tx = Connection::create(std::move(pipe.first), kAuthenticatedMaxFrameBytes);
     rx = Connection::create(std::move(pipe.second), kAuthenticatedMaxFrameBytes);
-    tx->sealFromNow(std::make_unique<FrameCipher>(kSecret, nonce, "client", Dir::to_daemon));
-    rx->openFromNow(std::make_unique<FrameCipher>(kSecret, nonce, "client", Dir::to_daemon));
+    tx->sealFromNow(std::make_unique<FrameCipher>(kJobSecret, nonce, "client", Dir::to_daemon));
+    rx->openFromNow(std::make_unique<FrameCipher>(kJobSecret, nonce, "client", Dir::to_daemon));
     tx->start([](Json&&) {}, [](const std::string&) {});
     rx->start(
         [this](Json&& m) {
@@ -56,7 +56,7 @@ Connection::BroadcastFrame broadcastOf(FrameCipher& sealer, uint64_t number, con
 TEST_CASE("broadcast: sealed once, opened on every link in order with the link's own frames, passed on unchanged") {
   asio::io_context io;
   Link a(io, "nonce-a"), b(io, "nonce-b"), below(io, "nonce-c");
-  FrameCipher sealer(kSecret, FrameCipher::ForBroadcasts{});
+  FrameCipher sealer(kJobSecret, FrameCipher::ForBroadcasts{});
   const std::string big(300000, 'm');  // a fence's result: far larger than one read
   auto first = broadcastOf(sealer, 1, {{"t", "fence_done"}, {"d", binary(big)}});
   auto second = broadcastOf(sealer, 2, {{"t", "ping"}});
@@ -93,14 +93,14 @@ TEST_CASE("broadcast: sealed once, opened on every link in order with the link's
 }
 
 TEST_CASE("broadcast: a cipher toward the frontend opens none, a broadcast sealer seals no link frames") {
-  FrameCipher sealer(kSecret, FrameCipher::ForBroadcasts{});
+  FrameCipher sealer(kJobSecret, FrameCipher::ForBroadcasts{});
   const std::string sealed = sealer.sealBroadcast(7, "payload");
-  FrameCipher daemon_side(kSecret, "n", "c", Dir::to_daemon);
+  FrameCipher daemon_side(kJobSecret, "n", "c", Dir::to_daemon);
   auto opened = daemon_side.openBroadcast(7, sealed);
   REQUIRE(opened);
   CHECK(opened->view() == "payload");
   CHECK_FALSE(daemon_side.openBroadcast(8, sealed));  // another number: another nonce
-  FrameCipher frontend_side(kSecret, "n", "c", Dir::to_frontend);
+  FrameCipher frontend_side(kJobSecret, "n", "c", Dir::to_frontend);
   auto none = frontend_side.openBroadcast(7, sealed);
   REQUIRE_FALSE(none);
   CHECK_THAT(none.error().message, Catch::Contains("takes none"));
@@ -108,7 +108,7 @@ TEST_CASE("broadcast: a cipher toward the frontend opens none, a broadcast seale
 }
 
 TEST_CASE("broadcast: dropped, replayed, altered, swapped or renumbered on the wire -> integrity failure") {
-  FrameCipher sealer(kSecret, FrameCipher::ForBroadcasts{});
+  FrameCipher sealer(kJobSecret, FrameCipher::ForBroadcasts{});
   const auto b1 = broadcastOf(sealer, 1, {{"t", "one"}});
   const auto b2 = broadcastOf(sealer, 2, {{"t", "two"}});
   // What a peer that knows the link's key (the test) writes on the raw wire.
@@ -116,11 +116,11 @@ TEST_CASE("broadcast: dropped, replayed, altered, swapped or renumbered on the w
     asio::io_context io;
     auto pipe = memoryBytePipe(io, "frontend", "daemon");
     auto rx = Connection::create(std::move(pipe.second), kAuthenticatedMaxFrameBytes);
-    rx->openFromNow(std::make_unique<FrameCipher>(kSecret, "n", "c", Dir::to_daemon));
+    rx->openFromNow(std::make_unique<FrameCipher>(kJobSecret, "n", "c", Dir::to_daemon));
     std::vector<std::string> got;
     std::string closed;
     rx->start([&](Json&& m) { got.push_back(getString(m, "t")); }, [&](const std::string& why) { closed = why; });
-    FrameCipher link(kSecret, "n", "c", Dir::to_daemon);
+    FrameCipher link(kJobSecret, "n", "c", Dir::to_daemon);
     const std::string bytes = wire(link);
     pipe.first->write(asio::buffer(bytes), [](const asio::error_code&, size_t) {});
     io.run_for(std::chrono::seconds(2));
@@ -196,7 +196,7 @@ TEST_CASE("broadcast: a link that is not sealed yet cannot carry one") {
   auto tx = Connection::create(std::move(pipe.first));
   std::string closed;
   tx->start([](Json&&) {}, [&](const std::string& why) { closed = why; });
-  FrameCipher sealer(kSecret, FrameCipher::ForBroadcasts{});
+  FrameCipher sealer(kJobSecret, FrameCipher::ForBroadcasts{});
   tx->sendBroadcast(broadcastOf(sealer, 1, {{"t", "ping"}}));
   CHECK_FALSE(tx->isOpen());
   CHECK_THAT(closed, Catch::Contains("not sealed"));

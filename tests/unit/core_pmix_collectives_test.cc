@@ -13,7 +13,7 @@
 using namespace tlaunch;
 
 namespace {
-struct Sent {
+struct CollectiveSends {
   std::vector<std::pair<int, Json>> msgs;
   int node_count_calls = 0;
   // Ranks 0-3 on nodes 0 and 1, two each.
@@ -32,7 +32,7 @@ Json coll(int id, std::vector<int> ranks, std::string data = "") {
 }  // namespace
 
 TEST_CASE("pmix collectives: a wildcard rank named many times is looked up once") {
-  Sent s;
+  CollectiveSends s;
   s.c.onMessage(0, coll(1, std::vector<int>(100'000, -1)));
   CHECK(s.msgs.empty());  // waits for node 1
   CHECK(s.node_count_calls <= 3);  // once per node, not once per wildcard (100,000 x 2 before)
@@ -44,7 +44,7 @@ TEST_CASE("pmix collectives: a wildcard rank named many times is looked up once"
 }
 
 TEST_CASE("pmix collectives: past kMaxOpenRounds a new round is refused, and completing one makes room") {
-  Sent s;
+  CollectiveSends s;
   // Node 0 enters the same collective again and again: each entry opens a round node 1 never joins.
   for (size_t i = 0; i < PmixCollectives::kMaxOpenRounds; ++i) s.c.onMessage(0, coll(static_cast<int>(i), {0, 2}));
   REQUIRE(s.msgs.empty());
@@ -62,7 +62,7 @@ TEST_CASE("pmix collectives: past kMaxOpenRounds a new round is refused, and com
 }
 
 TEST_CASE("pmix collectives: a round whose data would not fit in one frame fails on every node in it") {
-  Sent s;
+  CollectiveSends s;
   const size_t half = kMaxCollectedBytes / 2 + 1;
   s.c.onMessage(0, coll(1, {0, 2}, std::string(half, 'a')));
   CHECK(s.msgs.empty());

@@ -34,14 +34,14 @@ RankLaunch shRank(int rank, const std::string& script) {
   return l;
 }
 
-struct Seen {
+struct SupervisorEvents {
   std::map<int, std::vector<std::string>> out, err;  // by rank
   std::map<int, RankExit> exits;
   std::vector<std::string> order;  // "out:R" / "exit:R": output must come before the exit
   int all_exited = 0;
 };
 
-RankSupervisor::Events record(Seen& s) {
+RankSupervisor::Events record(SupervisorEvents& s) {
   RankSupervisor::Events e;
   e.output = [&s](int rank, int stream, OutputKind, std::string_view bytes) {
     (stream == 1 ? s.out : s.err)[rank].emplace_back(bytes);
@@ -68,7 +68,7 @@ void runUntil(asio::io_context& io, const std::function<bool()>& done, std::chro
 
 TEST_CASE("rank supervisor: each rank's lines on its own stream, then its exit status, then all exited once") {
   asio::io_context io(1);
-  Seen s;
+  SupervisorEvents s;
   RankSupervisor sup(io, record(s), "test-rs-1");
   REQUIRE(sup.start({shRank(0, "echo out-$R; echo err-$R >&2; exit 0"),
                      shRank(1, "echo out-$R; echo err-$R >&2; echo second >&2; exit 3")}));
@@ -96,7 +96,7 @@ TEST_CASE("rank supervisor: each rank's lines on its own stream, then its exit s
 // kill would hit that process's group.
 TEST_CASE("rank supervisor: an exited rank is reaped only after its group is killed") {
   asio::io_context io(1);
-  Seen s;
+  SupervisorEvents s;
   RankSupervisor sup(io, record(s), "test-rs-zombie");
   REQUIRE(sup.start({shRank(0, "echo $$; sleep 30 & exit 4")}));  // sleep holds stdout, in the group
   runUntil(io, [&] { return !s.out[0].empty(); }, std::chrono::seconds(20));
@@ -120,7 +120,7 @@ TEST_CASE("rank supervisor: an exited rank is reaped only after its group is kil
 
 TEST_CASE("rank supervisor: a rank killed by a signal is reported with the signal") {
   asio::io_context io(1);
-  Seen s;
+  SupervisorEvents s;
   RankSupervisor sup(io, record(s), "test-rs-2");
   REQUIRE(sup.start({shRank(0, "kill -9 $$")}));
   runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
@@ -135,7 +135,7 @@ TEST_CASE("rank supervisor: a rank killed by a signal is reported with the signa
 // relayed and in its stderr tail when its exit is reported (the failure summary quotes them).
 TEST_CASE("rank supervisor: a rank that exits while output is paused keeps its last lines") {
   asio::io_context io(1);
-  Seen s;
+  SupervisorEvents s;
   RankSupervisor sup(io, record(s), "test-rs-paused");
   sup.pauseOutput();
   REQUIRE(sup.start({shRank(0, "echo progress; echo 'Traceback: boom' >&2; exit 1")}));
@@ -151,7 +151,7 @@ TEST_CASE("rank supervisor: a rank that exits while output is paused keeps its l
 
 TEST_CASE("rank supervisor: terminate ends a rank that ignores SIGTERM after the grace, marked as ours") {
   asio::io_context io(1);
-  Seen s;
+  SupervisorEvents s;
   RankSupervisor sup(io, record(s), "test-rs-3");
   REQUIRE(sup.start({shRank(0, "trap '' TERM; echo ready; while :; do sleep 1; done"), shRank(1, "exec sleep 100")}));
   runUntil(io, [&] { return !s.out[0].empty(); }, std::chrono::seconds(20));
@@ -171,7 +171,7 @@ TEST_CASE("rank supervisor: terminate ends a rank that ignores SIGTERM after the
 
 TEST_CASE("rank supervisor: destroyed while ranks run and their reads are pending, it ends them and touches nothing after") {
   asio::io_context io(1);
-  Seen s;
+  SupervisorEvents s;
   std::vector<pid_t> pids;
   {
     RankSupervisor sup(io, record(s), "test-rs-4");

@@ -7,9 +7,6 @@
 using namespace tlaunch;
 using namespace tlaunch::testing;
 
-namespace {
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-}  // namespace
 
 TEST_CASE("conf lines are read as NCCL reads them") {
   auto entries = parseNcclConf("# NCCL_IB_DISABLE=1\nNCCL_DEBUG=INFO\nno equals sign\n  NCCL_NET = Socket\nNCCL_IB_HCA==mlx5_0:1", "/etc/nccl.conf");
@@ -64,7 +61,7 @@ TEST_CASE("NCCL_IB_DISABLE=1 and NCCL_NET=Socket are reported with where they ca
   SECTION("from /etc/nccl.conf when nothing overrides it") {
     auto w = ncclTrapWarnings({}, conf, false);
     REQUIRE(w.size() == 1);
-    CHECK(has(w[0].message, "it applies to this job: remove the line"));
+    CHECK(contains(w[0].message, "it applies to this job: remove the line"));
   }
   SECTION("inherited from the environment and given with -x") {
     UserEnv env{{"NCCL_NET", {"Socket", "environment"}}, {"NCCL_IB_DISABLE", {"1", "-x"}}};
@@ -74,14 +71,14 @@ TEST_CASE("NCCL_IB_DISABLE=1 and NCCL_NET=Socket are reported with where they ca
                           "TCP sockets; unset it unless that is intended");
     CHECK(w[1].variable == "NCCL_NET");
     CHECK(w[1].source == "environment");
-    CHECK(has(w[1].message, "NCCL_NET=Socket (inherited from the environment) forces NCCL onto TCP sockets"));
+    CHECK(contains(w[1].message, "NCCL_NET=Socket (inherited from the environment) forces NCCL onto TCP sockets"));
   }
   SECTION("a conf entry shadowed by an earlier file") {
     auto both = parseNcclConf("NCCL_IB_DISABLE=0\n", "/root/.nccl.conf");
     both.insert(both.end(), conf.begin(), conf.end());
     auto w = ncclTrapWarnings({}, both, false);
     REQUIRE(w.size() == 1);
-    CHECK(has(w[0].message, "overridden for this job (/root/.nccl.conf:1 sets it first)"));
+    CHECK(contains(w[0].message, "overridden for this job (/root/.nccl.conf:1 sets it first)"));
   }
   SECTION("harmless values raise nothing") {
     UserEnv env{{"NCCL_IB_DISABLE", {"0", "environment"}}, {"NCCL_NET", {"IB", "-x"}}};

@@ -15,7 +15,6 @@ NodeFabricInput node(const std::string& name, const FabricBuilder& b, std::vecto
   return NodeFabricInput{name, b.build(), std::move(netIf)};
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -72,17 +71,17 @@ TEST_CASE("the real captures as two nodes: mlx4_0 FDR and qib0 QDR, both on ib0"
     auto refused = chooseNetwork(nodes, {});
     REQUIRE_FALSE(refused);
     CHECK(refused.error().code == Errc::fabric);
-    CHECK(has(refused.error().message, "node2: ib0 is down (HCA port qib0:1 is ACTIVE)"));
-    CHECK_FALSE(has(refused.error().message, "node1"));
-    CHECK(has(refused.error().hint, "--net tcp"));
+    CHECK(contains(refused.error().message, "node2: ib0 is down (HCA port qib0:1 is ACTIVE)"));
+    CHECK_FALSE(contains(refused.error().message, "node1"));
+    CHECK(contains(refused.error().hint, "--net tcp"));
   }
   SECTION("ib0 absent on the live system") {
     auto gone = discoverFabric(b->string(), {liveIf("eth0", "192.168.0.2", 24)});
     nodes[1].fabric = *gone;
     auto refused = chooseNetwork(nodes, {});
     REQUIRE_FALSE(refused);
-    CHECK(has(refused.error().message, "node2"));
-    CHECK(has(refused.error().message, "ib0 is in sysfs but absent on the live system"));
+    CHECK(contains(refused.error().message, "node2"));
+    CHECK(contains(refused.error().message, "ib0 is in sysfs but absent on the live system"));
   }
   SECTION("port not ACTIVE in a copy of the capture") {
     writeFile(*b / "sys/class/infiniband/qib0/ports/1/state", "1: DOWN\n");
@@ -91,7 +90,7 @@ TEST_CASE("the real captures as two nodes: mlx4_0 FDR and qib0 QDR, both on ib0"
     nodes[1].fabric = *downPort;
     auto refused = chooseNetwork(nodes, {});
     REQUIRE_FALSE(refused);
-    CHECK(has(refused.error().message, "node2: qib0:1 (ib0): port is DOWN (Disabled)"));
+    CHECK(contains(refused.error().message, "node2: qib0:1 (ib0): port is DOWN (Disabled)"));
   }
 }
 
@@ -105,10 +104,10 @@ TEST_CASE("no common subnet: the error lists each node's subnets and names the n
   REQUIRE_FALSE(choice);
   CHECK(choice.error().code == Errc::fabric);
   const std::string& m = choice.error().message;
-  CHECK(has(m, "no subnet is common to all 3 nodes"));
-  CHECK(has(m, "node3: 10.2.0.0/16 (ib0)"));
-  CHECK(has(m, "10.1.0.0/16 is missing on node3"));
-  CHECK_FALSE(has(m, "missing on node1"));
+  CHECK(contains(m, "no subnet is common to all 3 nodes"));
+  CHECK(contains(m, "node3: 10.2.0.0/16 (ib0)"));
+  CHECK(contains(m, "10.1.0.0/16 is missing on node3"));
+  CHECK_FALSE(contains(m, "missing on node1"));
 }
 
 TEST_CASE("no silent fallback to the management network") {
@@ -118,7 +117,7 @@ TEST_CASE("no silent fallback to the management network") {
   };
   auto choice = chooseNetwork(nodes, {});
   REQUIRE_FALSE(choice);
-  CHECK(has(choice.error().message, "node2: no RDMA device"));
+  CHECK(contains(choice.error().message, "node2: no RDMA device"));
 
   SECTION("--net tcp allows the common Ethernet subnet, never loopback") {
     nodes[0].fabric.interfaces.push_back(FabricBuilder().eth("lo", "127.0.0.1", 8).build().interfaces[0]);
@@ -145,7 +144,7 @@ TEST_CASE("an Ethernet interface named with --net-if needs --net tcp") {
   options.net_if = {"eth0"};
   auto choice = chooseNetwork(nodes, options);
   REQUIRE_FALSE(choice);
-  CHECK(has(choice.error().message, "node1: eth0 is not an IPoIB or RoCE interface (type 1); add --net tcp"));
+  CHECK(contains(choice.error().message, "node1: eth0 is not an IPoIB or RoCE interface (type 1); add --net tcp"));
   options.mode = NetMode::tcp;
   auto allowed = chooseNetwork(nodes, options);
   REQUIRE(allowed);
@@ -165,7 +164,7 @@ TEST_CASE("two rails: the first HCA's subnet by default, others by --net-if, --n
   CHECK(choice->cidr == "10.1.0.0/16");
   CHECK(joinHcaPorts(choice->nodes[0]) == "mlx5_0:1,mlx5_1:1");  // both rails carry NCCL data
   bool noted = false;
-  for (const auto& n : choice->notes) noted = noted || has(n, "also common to all nodes: 10.2.0.0/16");
+  for (const auto& n : choice->notes) noted = noted || contains(n, "also common to all nodes: 10.2.0.0/16");
   CHECK(noted);
 
   NetOptions byName;
@@ -191,14 +190,14 @@ TEST_CASE("two rails: the first HCA's subnet by default, others by --net-if, --n
   none.net_cidr = "172.16.0.0/12";
   auto outside = chooseNetwork(nodes, none);
   REQUIRE_FALSE(outside);
-  CHECK(has(outside.error().message, "node1: no fabric interface has an address in 172.16.0.0/12 (found ib0 10.1.0.1/16, ib1 10.2.0.1/16)"));
+  CHECK(contains(outside.error().message, "node1: no fabric interface has an address in 172.16.0.0/12 (found ib0 10.1.0.1/16, ib1 10.2.0.1/16)"));
 
   NetOptions bad;
   bad.net_cidr = "10.1.0.0";
   auto malformed = chooseNetwork(nodes, bad);
   REQUIRE_FALSE(malformed);
   CHECK(malformed.error().code == Errc::usage);
-  CHECK(has(malformed.error().message, "--net-cidr 10.1.0.0"));
+  CHECK(contains(malformed.error().message, "--net-cidr 10.1.0.0"));
 }
 
 TEST_CASE("a per-node net_if from the hostfile picks that node's interface") {
@@ -214,7 +213,7 @@ TEST_CASE("a per-node net_if from the hostfile picks that node's interface") {
   nodes[1].net_if = {"ib3"};
   auto missing = chooseNetwork(nodes, {});
   REQUIRE_FALSE(missing);
-  CHECK(has(missing.error().message, "node2: has no interface named ib3"));
+  CHECK(contains(missing.error().message, "node2: has no interface named ib3"));
 }
 
 TEST_CASE("several interfaces of one node on the chosen subnet: the first HCA's, with a note") {
@@ -255,7 +254,7 @@ TEST_CASE("RoCE: ACTIVE Ethernet ports with a RoCE v2 IPv4 GID, and NCCL's GID i
     };
     auto refused = chooseNetwork(v1only, {});
     REQUIRE_FALSE(refused);
-    CHECK(has(refused.error().message, "node1: mlx5_0:1: RoCE port has no RoCE v2 IPv4 GID"));
+    CHECK(contains(refused.error().message, "node1: mlx5_0:1: RoCE port has no RoCE v2 IPv4 GID"));
   }
   SECTION("ports whose indexes differ leave the index to NCCL (-1)") {
     FabricBuilder b = FabricBuilder().roce("mlx5_0", 1, "ens1f0", "10.3.0.1").roce("mlx5_1", 1, "ens1f1", "10.4.0.1");
@@ -318,10 +317,10 @@ TEST_CASE("an interface named with --net-if that cannot serve says why") {
   options.net_if = {"ib1"};
   auto down = chooseNetwork(nodes, options);
   REQUIRE_FALSE(down);
-  CHECK(has(down.error().message, "node2: mlx5_1:1 (ib1): port is DOWN (Disabled)"));
+  CHECK(contains(down.error().message, "node2: mlx5_1:1 (ib1): port is DOWN (Disabled)"));
   options.net_if = {"ib7"};
   auto unmatched = chooseNetwork(nodes, options);
   REQUIRE_FALSE(unmatched);
-  CHECK(has(unmatched.error().message, "node1: has no interface named ib7"));
-  CHECK(has(unmatched.error().message, "node2: ib7: IPoIB interface matched to no HCA port"));
+  CHECK(contains(unmatched.error().message, "node1: has no interface named ib7"));
+  CHECK(contains(unmatched.error().message, "node2: ib7: IPoIB interface matched to no HCA port"));
 }

@@ -21,6 +21,8 @@ namespace fs = std::filesystem;
 
 inline std::string fixturesDir() { return TLAUNCH_FIXTURES_DIR; }
 
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 inline const char* kMlx4Tarball = "sysfs/hwloc-linux_32em64t-2n8c+1mic_mlx4_0-ib0.sysfs.tar.bz2";
 inline const char* kQibTarball = "sysfs/hwloc-linux_40intel64-2g2n4c_qib0-ib0.sysfs.tar.bz2";
 

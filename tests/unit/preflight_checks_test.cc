@@ -6,22 +6,16 @@
 #include "binding/preflight/preflight_host_facts.h"
 #include "fabric_test_builder.h"
 #include "fabric_test_support.h"
+#include "preflight_item_lookup.h"
 
 using namespace tlaunch;
 using namespace tlaunch::testing;
 
 namespace {
 
-const PreflightItem* find(const std::vector<PreflightItem>& items, const std::string& check,
-                          const std::string& device = "") {
-  for (const auto& i : items)
-    if (i.check == check && i.device == device) return &i;
-  return nullptr;
-}
-
 PreflightStatus statusOf(const std::vector<PreflightItem>& items, const std::string& check,
                          const std::string& device = "") {
-  const PreflightItem* i = find(items, check, device);
+  const PreflightItem* i = findItem(items, check, device);
   if (!i) FAIL("no item " << check << " " << device);
   return i->status;
 }
@@ -58,17 +52,17 @@ TEST_CASE("the mlx4 capture passes the quick checks that apply to it") {
   o.expect_rate_gbps = 56;
   auto items = localPreflightChecks(c.discover(), o);
   CHECK(statusOf(items, "rdma_devices") == PreflightStatus::pass);
-  CHECK(find(items, "rdma_devices")->found == "mlx4_0");
+  CHECK(findItem(items, "rdma_devices")->found == "mlx4_0");
   CHECK(statusOf(items, "port_state", "mlx4_0:1") == PreflightStatus::pass);
-  CHECK(find(items, "port_state", "mlx4_0:1")->found == "ACTIVE (LinkUp)");
+  CHECK(findItem(items, "port_state", "mlx4_0:1")->found == "ACTIVE (LinkUp)");
   CHECK(statusOf(items, "lid", "mlx4_0:1") == PreflightStatus::pass);
-  CHECK(find(items, "lid", "mlx4_0:1")->found == "0x3a4");
+  CHECK(findItem(items, "lid", "mlx4_0:1")->found == "0x3a4");
   CHECK(statusOf(items, "rate", "mlx4_0:1") == PreflightStatus::pass);
   CHECK(statusOf(items, "netdev", "ib0") == PreflightStatus::pass);
-  CHECK(find(items, "netdev", "ib0")->found == "ib0 10.1.0.5/16 up");
+  CHECK(findItem(items, "netdev", "ib0")->found == "ib0 10.1.0.5/16 up");
   CHECK(statusOf(items, "uverbs") == PreflightStatus::skip);  // a capture: nothing live to open
   CHECK(statusOf(items, "memlock") == PreflightStatus::pass);
-  CHECK(find(items, "roce_gid", "mlx4_0:1") == nullptr);  // InfiniBand port
+  CHECK(findItem(items, "roce_gid", "mlx4_0:1") == nullptr);  // InfiniBand port
   CHECK(preflightPassed(items));
   for (const auto& i : items) {
     CHECK(i.node == "node1");
@@ -87,7 +81,7 @@ TEST_CASE("altered copies of the capture: port DOWN, LID 0, rate changed, ib0 do
     c.set("state", "1: DOWN");
     c.set("phys_state", "2: Polling");
     auto items = localPreflightChecks(c.discover(), o);
-    const PreflightItem* port = find(items, "port_state", "mlx4_0:1");
+    const PreflightItem* port = findItem(items, "port_state", "mlx4_0:1");
     REQUIRE(port);
     CHECK(port->status == PreflightStatus::fail);
     CHECK(port->found == "DOWN (Polling)");
@@ -98,13 +92,13 @@ TEST_CASE("altered copies of the capture: port DOWN, LID 0, rate changed, ib0 do
   SECTION("INIT with the link up: no subnet manager") {
     c.set("state", "2: INIT");
     auto items = localPreflightChecks(c.discover(), o);
-    CHECK(find(items, "port_state", "mlx4_0:1")->fix ==
+    CHECK(findItem(items, "port_state", "mlx4_0:1")->fix ==
           "the link is up but no subnet manager has configured mlx4_0:1: check opensm or the switch SM (sminfo)");
   }
   SECTION("LID 0") {
     c.set("lid", "0x0");
     auto items = localPreflightChecks(c.discover(), o);
-    const PreflightItem* lid = find(items, "lid", "mlx4_0:1");
+    const PreflightItem* lid = findItem(items, "lid", "mlx4_0:1");
     REQUIRE(lid);
     CHECK(lid->status == PreflightStatus::fail);
     CHECK(lid->found == "0x0");
@@ -117,7 +111,7 @@ TEST_CASE("altered copies of the capture: port DOWN, LID 0, rate changed, ib0 do
     c.set("rate", "40 Gb/sec (4X QDR)");
     o.expect_rate_gbps = 56;
     auto items = localPreflightChecks(c.discover(), o);
-    const PreflightItem* rate = find(items, "rate", "mlx4_0:1");
+    const PreflightItem* rate = findItem(items, "rate", "mlx4_0:1");
     REQUIRE(rate);
     CHECK(rate->status == PreflightStatus::warn);
     CHECK(rate->found == "40 Gb/sec (4X QDR)");
@@ -126,7 +120,7 @@ TEST_CASE("altered copies of the capture: port DOWN, LID 0, rate changed, ib0 do
   }
   SECTION("ib0 down: the node has no fabric address") {
     auto items = localPreflightChecks(c.discover(false), o);
-    const PreflightItem* netdev = find(items, "netdev", "ib0");
+    const PreflightItem* netdev = findItem(items, "netdev", "ib0");
     REQUIRE(netdev);
     CHECK(netdev->status == PreflightStatus::fail);
     CHECK(netdev->found == "ib0 is down");
@@ -143,7 +137,7 @@ TEST_CASE("rates differing between a node's ports: the slower port is warned") {
   auto items = localPreflightChecks(b.build(), o);
   CHECK(statusOf(items, "rate", "mlx5_0:1") == PreflightStatus::pass);
   CHECK(statusOf(items, "rate", "mlx5_1:1") == PreflightStatus::warn);
-  CHECK(find(items, "rate", "mlx5_1:1")->expected == "200 Gb/s (the node's fastest port)");
+  CHECK(findItem(items, "rate", "mlx5_1:1")->expected == "200 Gb/s (the node's fastest port)");
 }
 
 TEST_CASE("one DOWN port beside an ACTIVE one is a warning: NCCL skips it silently") {
@@ -152,8 +146,8 @@ TEST_CASE("one DOWN port beside an ACTIVE one is a warning: NCCL skips it silent
   o.host.memlock = unlimited();
   auto items = localPreflightChecks(f, o);
   CHECK(statusOf(items, "port_state", "mlx5_1:1") == PreflightStatus::warn);
-  CHECK(find(items, "port_state", "mlx5_1:1")->fix.find("NCCL skips this port silently") != std::string::npos);
-  CHECK(find(items, "lid", "mlx5_1:1") == nullptr);  // not checked on a port that is not ACTIVE
+  CHECK(findItem(items, "port_state", "mlx5_1:1")->fix.find("NCCL skips this port silently") != std::string::npos);
+  CHECK(findItem(items, "lid", "mlx5_1:1") == nullptr);  // not checked on a port that is not ACTIVE
 }
 
 TEST_CASE("RoCE GID table with and without a RoCE v2 IPv4 entry (crafted sysfs)") {
@@ -171,16 +165,16 @@ TEST_CASE("RoCE GID table with and without a RoCE v2 IPv4 entry (crafted sysfs)"
   std::vector<LiveInterface> live{liveIf("ens1f0", "10.3.0.5", 24)};
 
   auto without = localPreflightChecks(discoverFabric(tmp.path().string(), live).value(), o);
-  const PreflightItem* gid = find(without, "roce_gid", "mlx5_0:1");
+  const PreflightItem* gid = findItem(without, "roce_gid", "mlx5_0:1");
   REQUIRE(gid);
   CHECK(gid->status == PreflightStatus::fail);
   CHECK(gid->found == "no RoCE v2 IPv4 GID (1 IPv4 RoCE v1, 2 IPv6/link-local)");
-  CHECK(find(without, "lid", "mlx5_0:1") == nullptr);  // no LID on RoCE
+  CHECK(findItem(without, "lid", "mlx5_0:1") == nullptr);  // no LID on RoCE
 
   t.addGid("mlx5_0", 1, 3, ipv4Gid(10, 3, 0, 5), "RoCE v2", "ens1f0");
   auto with = localPreflightChecks(discoverFabric(tmp.path().string(), live).value(), o);
   CHECK(statusOf(with, "roce_gid", "mlx5_0:1") == PreflightStatus::pass);
-  CHECK(find(with, "roce_gid", "mlx5_0:1")->found == "index 3 (RoCE v2, 10.3.0.5)");
+  CHECK(findItem(with, "roce_gid", "mlx5_0:1")->found == "index 3 (RoCE v2, 10.3.0.5)");
   CHECK(statusOf(with, "netdev", "ens1f0") == PreflightStatus::pass);
 
   auto down = localPreflightChecks(discoverFabric(tmp.path().string(), {liveIf("ens1f0", "10.3.0.5", 24, false, false)}).value(), o);
@@ -193,7 +187,7 @@ TEST_CASE("no RDMA device: a failure when RDMA is expected, a clean skip otherwi
   PreflightOptions o;
   o.node = "node7";
   auto expected = localPreflightChecks(none, o);
-  const PreflightItem* dev = find(expected, "rdma_devices");
+  const PreflightItem* dev = findItem(expected, "rdma_devices");
   REQUIRE(dev);
   CHECK(dev->status == PreflightStatus::fail);
   CHECK(dev->found == "no RDMA device");
@@ -201,7 +195,7 @@ TEST_CASE("no RDMA device: a failure when RDMA is expected, a clean skip otherwi
   o.expect_rdma = false;
   auto tcp = localPreflightChecks(none, o);
   CHECK(statusOf(tcp, "rdma_devices") == PreflightStatus::skip);
-  CHECK(find(tcp, "memlock") == nullptr);
+  CHECK(findItem(tcp, "memlock") == nullptr);
   CHECK(preflightPassed(tcp));
 }
 
@@ -211,7 +205,7 @@ TEST_CASE("memlock below the minimum fails with the fix that applies") {
   o.host.memlock = MemlockLimit{true, false, 8u << 20, false, 8u << 20};
   const PreflightItem* m = nullptr;
   auto items = localPreflightChecks(f, o);
-  m = find(items, "memlock");
+  m = findItem(items, "memlock");
   REQUIRE(m);
   CHECK(m->status == PreflightStatus::fail);
   CHECK(m->found == "8 MiB (hard 8 MiB)");
@@ -221,7 +215,7 @@ TEST_CASE("memlock below the minimum fails with the fix that applies") {
 
   o.host.memlock = MemlockLimit{true, false, 64u << 10, true, 0};
   items = localPreflightChecks(f, o);
-  CHECK(find(items, "memlock")->fix == "run `ulimit -l unlimited` before tlaunch (the hard limit allows it)");
+  CHECK(findItem(items, "memlock")->fix == "run `ulimit -l unlimited` before tlaunch (the hard limit allows it)");
 
   o.host.memlock = MemlockLimit{true, false, std::uint64_t{4} << 30, false, std::uint64_t{4} << 30};
   CHECK(statusOf(localPreflightChecks(f, o), "memlock") == PreflightStatus::pass);
@@ -240,8 +234,8 @@ TEST_CASE("GPUs against -g, and GPUDirect RDMA when GPUs and HCAs share the node
   o.host.gpudirect_modules = findGpudirectModules(c.root->string());
   auto items = localPreflightChecks(c.discover(), o);
   CHECK(statusOf(items, "gpus") == PreflightStatus::fail);
-  CHECK(find(items, "gpus")->found == "4 GPUs");
-  CHECK(find(items, "gpus")->expected == "8 (-g 8)");
+  CHECK(findItem(items, "gpus")->found == "4 GPUs");
+  CHECK(findItem(items, "gpus")->expected == "8 (-g 8)");
   CHECK(statusOf(items, "gpudirect") == PreflightStatus::warn);  // the capture has no peermem
 
   fs::create_directories(*c.root / "sys/module/nvidia_peermem");
@@ -269,7 +263,7 @@ TEST_CASE("the NVIDIA driver: absent or not starting fails a GPU job and warns o
   PreflightOptions o;
   o.gpus_found = 1;
   auto items = localPreflightChecks(fabric, o);
-  CHECK(find(items, "gpu_driver") == nullptr);  // no NVIDIA GPU on a live machine: nothing to say
+  CHECK(findItem(items, "gpu_driver") == nullptr);  // no NVIDIA GPU on a live machine: nothing to say
 
   o.gpu_driver.consulted = true;
   o.gpu_driver.nvidia_gpus = 1;
@@ -278,10 +272,10 @@ TEST_CASE("the NVIDIA driver: absent or not starting fails a GPU job and warns o
   o.gpus_required = 1;
   items = localPreflightChecks(fabric, o);
   CHECK(statusOf(items, "gpu_driver") == PreflightStatus::fail);
-  CHECK(find(items, "gpu_driver")->found ==
+  CHECK(findItem(items, "gpu_driver")->found ==
         "1 NVIDIA GPU(s) on PCI, but NVML does not load: libnvidia-ml.so.1: cannot open shared object file: No such "
         "file or directory");
-  CHECK(find(items, "gpu_driver")->fix.find("nvidia-smi") != std::string::npos);
+  CHECK(findItem(items, "gpu_driver")->fix.find("nvidia-smi") != std::string::npos);
   o.gpus_required = 0;  // ranks without GPUs (-p) can still run
   CHECK(statusOf(localPreflightChecks(fabric, o), "gpu_driver") == PreflightStatus::warn);
 
@@ -290,8 +284,8 @@ TEST_CASE("the NVIDIA driver: absent or not starting fails a GPU job and warns o
   o.gpus_required = 1;
   items = localPreflightChecks(fabric, o);
   CHECK(statusOf(items, "gpu_driver") == PreflightStatus::fail);
-  CHECK(find(items, "gpu_driver")->found == "NVML does not start: Driver/library version mismatch");
-  CHECK(find(items, "gpu_driver")->fix.find("reboot") != std::string::npos);
+  CHECK(findItem(items, "gpu_driver")->found == "NVML does not start: Driver/library version mismatch");
+  CHECK(findItem(items, "gpu_driver")->fix.find("reboot") != std::string::npos);
 }
 
 TEST_CASE("the NVIDIA driver: answering GPUs pass, GPUs it cannot query warn and are named") {
@@ -306,15 +300,15 @@ TEST_CASE("the NVIDIA driver: answering GPUs pass, GPUs it cannot query warn and
   o.gpu_driver.unlisted = {"0000:ca:00.0"};  // hidden from this container, or failed at boot
   auto items = localPreflightChecks(fabric, o);
   CHECK(statusOf(items, "gpu_driver") == PreflightStatus::pass);
-  CHECK(find(items, "gpu_driver")->found ==
+  CHECK(findItem(items, "gpu_driver")->found ==
         "3 GPU(s) answer driver 580.159.04; 1 more on PCI that NVML does not list, left out: 0000:ca:00.0");
   CHECK(statusOf(items, "gpus") == PreflightStatus::pass);
 
   o.gpu_driver.nvml.device_errors = {"NVML device 3: GPU is lost"};
   items = localPreflightChecks(fabric, o);
   CHECK(statusOf(items, "gpu_driver") == PreflightStatus::warn);
-  CHECK(find(items, "gpu_driver")->found.ends_with("; NVML device 3: GPU is lost"));
-  CHECK(find(items, "gpu_driver")->fix.find("Xid") != std::string::npos);
+  CHECK(findItem(items, "gpu_driver")->found.ends_with("; NVML device 3: GPU is lost"));
+  CHECK(findItem(items, "gpu_driver")->fix.find("Xid") != std::string::npos);
   o.gpus_required = 4;  // more than answer: the GPU count fails the job
   CHECK(statusOf(localPreflightChecks(fabric, o), "gpus") == PreflightStatus::fail);
 }
@@ -341,7 +335,7 @@ TEST_CASE("/dev/infiniband/uverbs* found through sysfs and opened for real") {
   o.host.uverbs = missing;
   auto items = localPreflightChecks(f, o);
   CHECK(statusOf(items, "uverbs", "mlx4_0") == PreflightStatus::fail);
-  CHECK(find(items, "uverbs", "mlx4_0")->fix.find("--device=/dev/infiniband") != std::string::npos);
+  CHECK(findItem(items, "uverbs", "mlx4_0")->fix.find("--device=/dev/infiniband") != std::string::npos);
   o.host.uverbs = present;
   CHECK(statusOf(localPreflightChecks(f, o), "uverbs", "mlx4_0") == PreflightStatus::pass);
 }
@@ -361,14 +355,14 @@ TEST_CASE("NCCL environment traps: IB disabled, sockets forced, NCCL_SOCKET_IFNA
   CHECK(traps[0]->status == PreflightStatus::warn);
   CHECK(traps[0]->found == "NCCL_IB_DISABLE=1 (/etc/nccl.conf:1)");
   CHECK(traps[1]->found == "NCCL_NET=Socket (environment)");
-  const PreflightItem* ifname = find(items, "nccl_socket_ifname");
+  const PreflightItem* ifname = findItem(items, "nccl_socket_ifname");
   REQUIRE(ifname);
   CHECK(ifname->status == PreflightStatus::fail);
   CHECK(ifname->found == "NCCL_SOCKET_IFNAME==ib9 (-x) matches no running interface");
 
   o.environment = {{"NCCL_SOCKET_IFNAME", {"^docker,lo", "environment"}}};
   auto ok = localPreflightChecks(f, o);
-  CHECK(find(ok, "nccl_socket_ifname")->found == "NCCL_SOCKET_IFNAME=^docker,lo (environment) selects ib0,eth0");
+  CHECK(findItem(ok, "nccl_socket_ifname")->found == "NCCL_SOCKET_IFNAME=^docker,lo (environment) selects ib0,eth0");
 
   o.environment.clear();
   o.nccl_conf = parseNcclConf("NCCL_SOCKET_IFNAME=eth9\n", "/etc/nccl.conf");

@@ -11,7 +11,8 @@ using namespace tlaunch::testing;
 
 namespace {
 
-const PreflightItem* find(const std::vector<PreflightItem>& items, const std::string& check) {
+// The first item of `check`, whatever its device.
+const PreflightItem* firstOf(const std::vector<PreflightItem>& items, const std::string& check) {
   for (const auto& i : items)
     if (i.check == check) return &i;
   return nullptr;
@@ -37,10 +38,10 @@ TEST_CASE("identical nodes pass every cross-node check") {
   auto items = crossNodeChecks(nodes);
   REQUIRE(items.size() == 4);
   for (const auto& i : items) CHECK(i.status == PreflightStatus::pass);
-  CHECK(find(items, "cross_rails")->found == "InfiniBand x2");
-  CHECK(find(items, "cross_rate")->found == "200 Gb/sec (4X HDR) x2");
-  CHECK(find(items, "cross_mtu")->found == "IPoIB 2044");
-  CHECK(find(items, "cross_subnets")->found == "10.1.0.0/16, 10.2.0.0/16");
+  CHECK(firstOf(items, "cross_rails")->found == "InfiniBand x2");
+  CHECK(firstOf(items, "cross_rate")->found == "200 Gb/sec (4X HDR) x2");
+  CHECK(firstOf(items, "cross_mtu")->found == "IPoIB 2044");
+  CHECK(firstOf(items, "cross_subnets")->found == "10.1.0.0/16, 10.2.0.0/16");
 }
 
 TEST_CASE("one node that differs is named, with what the others have") {
@@ -63,7 +64,7 @@ TEST_CASE("one node that differs is named, with what the others have") {
   CHECK(mtu[0]->found == "IPoIB 2044, IPoIB 65520");
   CHECK_FALSE(mtu[0]->fix.empty());
 
-  CHECK(find(items, "cross_subnets")->node == "node3");  // its ib1 subnet is no longer a data port's
+  CHECK(firstOf(items, "cross_subnets")->node == "node3");  // its ib1 subnet is no longer a data port's
 }
 
 TEST_CASE("the two real captures: FDR and QDR nodes form two rate groups, both named") {
@@ -86,8 +87,8 @@ TEST_CASE("the two real captures: FDR and QDR nodes form two rate groups, both n
   CHECK(rate[0]->status == PreflightStatus::warn);
   CHECK(rate[0]->node == "n1,n2,n3,n4");
   CHECK(rate[0]->found == "n1,n2: 56 Gb/sec (4X FDR) x1; n3,n4: 40 Gb/sec (4X QDR) x1");
-  CHECK(find(items, "cross_rails")->status == PreflightStatus::pass);
-  CHECK(find(items, "cross_subnets")->status == PreflightStatus::pass);
+  CHECK(firstOf(items, "cross_rails")->status == PreflightStatus::pass);
+  CHECK(firstOf(items, "cross_subnets")->status == PreflightStatus::pass);
 
   SECTION("three FDR nodes and one QDR: the QDR node is named") {
     nodes[2].fabric = fdr1;
@@ -104,7 +105,7 @@ TEST_CASE("port MTUs from the verbs probe take part in the MTU check") {
   nodes[0].port_mtu = {{"mlx5_0:1", 4096}, {"mlx5_1:1", 4096}};
   nodes[1].port_mtu = {{"mlx5_0:1", 4096}, {"mlx5_1:1", 2048}};
   auto items = crossNodeChecks(nodes);
-  const PreflightItem* mtu = find(items, "cross_mtu");
+  const PreflightItem* mtu = firstOf(items, "cross_mtu");
   REQUIRE(mtu);
   CHECK(mtu->status == PreflightStatus::fail);
   CHECK(mtu->node == "node1,node2");  // two nodes, two values: both groups named

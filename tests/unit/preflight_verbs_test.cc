@@ -7,6 +7,7 @@
 #include "binding/rdma/verbs_selftest.h"
 #include "fabric_test_builder.h"
 #include "preflight_fake_verbs.h"
+#include "preflight_item_lookup.h"
 
 using namespace tlaunch;
 using namespace tlaunch::testing;
@@ -29,12 +30,6 @@ SelfTestOptions small(const std::string& device = "mlx5_0") {
   o.latency_iterations = 4;
   o.timeout = std::chrono::milliseconds(50);
   return o;
-}
-
-const PreflightItem* find(const std::vector<PreflightItem>& items, const std::string& check, const std::string& device = "") {
-  for (const auto& i : items)
-    if (i.check == check && i.device == device) return &i;
-  return nullptr;
 }
 
 }  // namespace
@@ -187,19 +182,19 @@ TEST_CASE("verbs probe compared with sysfs") {
   CHECK(fake.live.empty());  // every opened device is closed again
 
   auto items = verbsProbeItems(probe, sysfs, "node1", false, true);
-  REQUIRE(find(items, "verbs_devices"));
-  CHECK(find(items, "verbs_devices")->status == PreflightStatus::pass);
-  REQUIRE(find(items, "verbs_port", "mlx5_0:1"));
-  CHECK(find(items, "verbs_port", "mlx5_0:1")->status == PreflightStatus::pass);
-  REQUIRE(find(items, "verbs_devices", "mlx5_1"));
-  CHECK(find(items, "verbs_devices", "mlx5_1")->status == PreflightStatus::fail);
-  CHECK(find(items, "verbs_devices", "mlx5_1")->found == "ibv_open_device(mlx5_1) failed: Permission denied");
+  REQUIRE(findItem(items, "verbs_devices"));
+  CHECK(findItem(items, "verbs_devices")->status == PreflightStatus::pass);
+  REQUIRE(findItem(items, "verbs_port", "mlx5_0:1"));
+  CHECK(findItem(items, "verbs_port", "mlx5_0:1")->status == PreflightStatus::pass);
+  REQUIRE(findItem(items, "verbs_devices", "mlx5_1"));
+  CHECK(findItem(items, "verbs_devices", "mlx5_1")->status == PreflightStatus::fail);
+  CHECK(findItem(items, "verbs_devices", "mlx5_1")->found == "ibv_open_device(mlx5_1) failed: Permission denied");
 
   SECTION("a port DOWN in verbs but ACTIVE in sysfs is flagged") {
     fake.devices[0].ports[0].attr.state = 1;
     auto changed = verbsProbeItems(probeVerbs(fake), sysfs, "node1", false, true);
-    CHECK(find(changed, "verbs_port", "mlx5_0:1")->status == PreflightStatus::warn);
-    CHECK(find(changed, "verbs_port", "mlx5_0:1")->found == "DOWN, InfiniBand, LID 0x12, MTU 4096");
+    CHECK(findItem(changed, "verbs_port", "mlx5_0:1")->status == PreflightStatus::warn);
+    CHECK(findItem(changed, "verbs_port", "mlx5_0:1")->found == "DOWN, InfiniBand, LID 0x12, MTU 4096");
   }
   SECTION("sysfs lists HCAs that libibverbs cannot see: the container trap") {
     FakeVerbs empty;
@@ -241,8 +236,8 @@ TEST_CASE("the real libibverbs on this machine reports no RDMA device, cleanly")
     o.expect_rdma = false;
     auto all = runNodePreflight(none, o, *api);
     CHECK(preflightPassed(all));
-    CHECK(find(all, "rdma_devices")->status == PreflightStatus::skip);
-    CHECK(find(all, "verbs_selftest") == nullptr);
+    CHECK(findItem(all, "rdma_devices")->status == PreflightStatus::skip);
+    CHECK(findItem(all, "verbs_selftest") == nullptr);
   }
 }
 
@@ -256,7 +251,7 @@ TEST_CASE("full preflight runs the self-test on each ACTIVE port through the giv
   o.host.memlock = MemlockLimit{true, true, 0, true, 0};
   VerbsProbe probe;
   auto items = runNodePreflight(f, o, fake, &probe);
-  const PreflightItem* st = find(items, "verbs_selftest", "mlx5_0:1");
+  const PreflightItem* st = findItem(items, "verbs_selftest", "mlx5_0:1");
   REQUIRE(st);
   CHECK(st->status == PreflightStatus::pass);
   CHECK(probe.devices.size() == 1);
@@ -264,7 +259,7 @@ TEST_CASE("full preflight runs the self-test on each ACTIVE port through the giv
 
   o.sysfs_root_is_capture = true;
   auto capture = runNodePreflight(f, o, fake);
-  const PreflightItem* skipped = find(capture, "verbs_selftest");
+  const PreflightItem* skipped = findItem(capture, "verbs_selftest");
   REQUIRE(skipped);
   CHECK(skipped->status == PreflightStatus::skip);
   CHECK(skipped->found.find("is a capture") != std::string::npos);

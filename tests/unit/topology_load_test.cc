@@ -19,10 +19,9 @@
 
 using namespace tlaunch;
 using tlaunch::test::HwlocXml;
+using tlaunch::test::fileName;
 
 namespace {
-
-std::string fileName(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
 size_t puCount(const TopologySnapshot& t) {
   size_t n = 0;

@@ -16,11 +16,10 @@
 #include "topology_test_fixtures.h"
 
 using namespace tlaunch;
+using tlaunch::test::fileName;
 using tlaunch::test::HwlocXml;
 
 namespace {
-
-std::string fileName(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
 // ---- Independent expectations, computed from hwloc's own tree (not from the code under test) ----
 

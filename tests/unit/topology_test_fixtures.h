@@ -11,6 +11,8 @@ namespace tlaunch::test {
 
 inline std::string fixturesDir() { return TLAUNCH_FIXTURES_DIR; }
 
+inline std::string fileName(const std::string& path) { return std::filesystem::path(path).filename().string(); }
+
 inline std::string fixture(const std::string& relative) { return fixturesDir() + "/" + relative; }
 
 inline std::vector<std::string> topologyFixtures() {
