@@ -79,7 +79,7 @@ NodeInventory collectInventory(const InventoryRequest& req, std::string* live_to
   inv.node = req.node_name;
   inv.version = kVersion;
   inv.free_port = pickFreePort();
-  auto topo = loadTopology(req.topology_xml, live_topology_xml, req.topology_cache_dir);
+  auto topo = loadTopology(req.topology_xml, live_topology_xml, req.topology_cache_dir, &inv.topology_from_cache);
   GpuDriverFacts gpu_driver;  // NVML on the live machine when it has NVIDIA GPUs (hwloc alone knows PCI)
   if (topo) gpu_driver = consultNvidiaDriver(*topo);
   if (topo) inv.topology = std::make_shared<const TopologySnapshot>(std::move(*topo));

@@ -1,6 +1,7 @@
 // From the daemons' inventories to running ranks: the cross-node preflight, the plan, the
 // banner, the prepare barrier and the start.
 #include "launcher/job_session.h"
+#include "launcher/hostlist.h"
 #include "launcher/pmix_spawns.h"
 #include "launcher/job_session_link.h"
 #include "bootstrap/inventory_codec.h"
@@ -73,6 +74,19 @@ void JobSession::noteCachedInventories() {
   if (cached > 0 && cfg_.spec.verbose)
     out_.note("inventory and preflight of " + std::to_string(cached) + " warm node" + (cached == 1 ? "" : "s") +
               " taken up to " + std::to_string(oldest) + " s ago (a warm node checks itself again after 60 s)");
+  if (!cfg_.spec.verbose) return;
+  // Where each live topology came from: hwloc's discovery, or the XML a daemon of this boot left
+  // (binding/topology/topology_cache.h). A node that always discovers has HWLOC_* set or no
+  // private TMPDIR.
+  std::vector<std::string> discovered, from_cache;
+  for (const auto& l : links_) {
+    if (!l->inventory.topology || !l->inventory.topology->live) continue;
+    (l->inventory.topology_from_cache ? from_cache : discovered).push_back(l->name);
+  }
+  std::string line;
+  if (!discovered.empty()) line = "hwloc's discovery on " + compressHostlist(discovered);
+  if (!from_cache.empty()) line += (line.empty() ? "" : ", ") + std::string("this boot's cache on ") + compressHostlist(from_cache);
+  if (!line.empty()) out_.note("topology: " + line);
 }
 
 void JobSession::inventoriesComplete() {

@@ -4,6 +4,7 @@
 #include "bootstrap/asan_default_options.h"
 #include "bootstrap/allocator_tuning.h"
 #include "bootstrap/process_hygiene.h"
+#include "binding/topology/hwloc_topology.h"
 #include "launcher/cli_options.h"
 #include "launcher/control_socket.h"
 #include "launcher/nccl/nccl_report_command.h"
@@ -20,9 +21,15 @@ int main(int argc, char** argv) {
   if (parsed.exit_now) return *parsed.exit_now;
   switch (parsed.command) {
     case tlaunch::Subcommand::run:
-      return parsed.spec.offline && parsed.spec.dry_run ? tlaunch::runOfflineDryRun(parsed.spec)
-                                                        : tlaunch::runJob(parsed.spec);
-    case tlaunch::Subcommand::topo: return tlaunch::runTopo(parsed.spec);
+      if (parsed.spec.offline && parsed.spec.dry_run) {
+        const tlaunch::HwlocPluginsWithoutUnused hwloc_plugins;  // the plan loads --topology-xml with hwloc
+        return tlaunch::runOfflineDryRun(parsed.spec);
+      }
+      return tlaunch::runJob(parsed.spec);  // plans from the daemons' reports: hwloc stays unloaded
+    case tlaunch::Subcommand::topo: {
+      const tlaunch::HwlocPluginsWithoutUnused hwloc_plugins;  // before any thread, as in tlaunchd
+      return tlaunch::runTopo(parsed.spec);
+    }
     case tlaunch::Subcommand::preflight: return tlaunch::runJob(parsed.spec);
     case tlaunch::Subcommand::stacks: return tlaunch::runControlCommand("stacks", parsed.spec.control_job);
     case tlaunch::Subcommand::status: return tlaunch::runControlCommand("status", parsed.spec.control_job);

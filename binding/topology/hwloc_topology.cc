@@ -383,12 +383,15 @@ std::optional<TopologySnapshot> loadWholeMachineXml(const std::string& xml, std:
   return liveSnapshot(topo->get(), live_xml);
 }
 
-Result<TopologySnapshot> loadLive(std::string* live_xml, const std::string& cache_dir) {
+Result<TopologySnapshot> loadLive(std::string* live_xml, const std::string& cache_dir, bool* from_cache) {
   const auto facts = cache_dir.empty() ? std::nullopt : liveTopologyFacts();
   if (!facts) return discoverLive(live_xml);
   const std::string file = topologyCacheFile(cache_dir, *facts);
   if (auto cached = readCachedTopology(file, *facts)) {
-    if (auto snap = loadWholeMachineXml(*cached, live_xml)) return std::move(*snap);
+    if (auto snap = loadWholeMachineXml(*cached, live_xml)) {
+      if (from_cache) *from_cache = true;
+      return std::move(*snap);
+    }
   }
   auto whole = discoverWholeMachine();
   if (!whole) return discoverLive(live_xml);
@@ -401,13 +404,14 @@ Result<TopologySnapshot> loadLive(std::string* live_xml, const std::string& cach
 }  // namespace
 
 Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* live_xml,
-                                      const std::string& cache_dir) {
+                                      const std::string& cache_dir, bool* from_cache) {
+  if (from_cache) *from_cache = false;
   std::string path = xml_path;
   if (path.empty()) {
     const char* env = std::getenv("HWLOC_XMLFILE");
     if (env && *env) path = env;
   }
-  if (path.empty()) return loadLive(live_xml, cache_dir);
+  if (path.empty()) return loadLive(live_xml, cache_dir, from_cache);
 
   const std::string hint = "check the file, or re-export it on the node with `lstopo --of xml FILE`";
   std::ifstream probe(path);

@@ -19,8 +19,9 @@ namespace tlaunch {
 // daemon hands it to its ranks through PMIx, so that each need not discover it again).
 // `cache_dir`: for the live machine, a directory of this user's where the whole machine's XML is
 // kept for the next load of this boot (topology_cache.h); "" = discover every time.
+// `from_cache`: set to whether the live machine came from that cache (for -v).
 Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* live_xml = nullptr,
-                                      const std::string& cache_dir = "");
+                                      const std::string& cache_dir = "", bool* from_cache = nullptr);
 
 // hwloc dlopens every plugin in its directory at a process's first topology and keeps them while
 // one exists. Debian's OpenCL, OpenGL, libpciaccess and libxml2 ones pull in libOpenCL, libX11,

@@ -21,6 +21,7 @@ struct NodeInventory {
   int free_port = 0;     // a free port below the ephemeral range, for MASTER_PORT (0: none found)
   int probe_port = 0;    // where the daemon accepts the other daemons' reachability probes
   int cached_age_s = -1;  // a warm node's inventory and preflight taken this long ago (-1: just now)
+  bool topology_from_cache = false;  // the live topology came from this boot's cache, not hwloc's discovery
   // Absent: topology_error says why. Immutable and shared: identical machines report identical
   // topologies, and the frontend keeps one snapshot for all of them (bootstrap/inventory_codec).
   std::shared_ptr<const TopologySnapshot> topology;

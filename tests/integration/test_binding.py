@@ -99,4 +99,29 @@ r = tl.run(["--launcher", "local", "-N", "1", "-g", "1", "--topology-xml", juwel
             show], env=by_uuid)
 tl.check(r.returncode == 0 and "GPU-cbe0afec,GPU-541de847" in r.stdout and "UUIDs are unknown" in r.stderr,
          f"GPUs by UUID on a node without UUIDs: {r.returncode} {r.stdout!r} {r.stderr}")
+
+# -v says where each node's live topology came from. In a private TMPDIR of its own the first job
+# discovers (both daemons of a job may, racing), and the next job's daemons read what it stored.
+env = dict(os.environ, TMPDIR=tl.tempdir())
+first = tl.run(["--launcher", "local", "-N", "2", "-v", "--", "true"], env=env)
+tl.check(first.returncode == 0, f"job: {first.stderr}")
+tl.check("topology: hwloc's discovery on local" in first.stderr, f"first job of a boot discovers: {first.stderr}")
+second = tl.run(["--launcher", "local", "-N", "2", "-v", "--", "true"], env=env)
+tl.check(second.returncode == 0, f"job: {second.stderr}")
+tl.check("topology: this boot's cache on local[0-1]" in second.stderr,
+         f"the next job's daemons read the cached topology: {second.stderr}")
+# Any HWLOC_ variable turns the cache off: the daemons discover again.
+third = tl.run(["--launcher", "local", "-N", "2", "-v", "--", "true"], env=dict(env, HWLOC_HIDE_ERRORS="1"))
+tl.check("topology: hwloc's discovery on local[0-1]" in third.stderr, f"HWLOC_* set: {third.stderr}")
+# A recorded topology is no node's live one: no such line.
+recorded = tl.run(["--launcher", "local", "-N", "1", "-v", "--topology-xml", juwels, "--", "true"], env=env)
+tl.check("topology: " not in recorded.stderr, f"--topology-xml: {recorded.stderr}")
+
+# `tlaunch topo` discovers this machine without hwloc's OpenCL, GL, libpciaccess and libxml2
+# plugins (their libraries cost every process that loads them; OpenCL ~230 ms on a GPU server).
+topo = tl.run(["topo"], env=dict(os.environ, HWLOC_PLUGINS_VERBOSE="1"))
+tl.check(topo.returncode == 0 and "Topology of this machine (live)" in topo.stdout, f"tlaunch topo: {topo.stderr}")
+for plugin in ("hwloc_opencl", "hwloc_gl", "hwloc_pci", "hwloc_xml_libxml"):
+    tl.check(f"`{plugin}' is blacklisted" in topo.stderr, f"tlaunch topo loaded {plugin}: {topo.stderr}")
+
 print("PASS")

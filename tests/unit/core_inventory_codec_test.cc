@@ -35,6 +35,12 @@ TEST_CASE("inventory: this machine's report round-trips through CBOR, every part
   CHECK(*got->preflight == *sent.preflight);
   CHECK(got->port_mtu == sent.port_mtu);
   CHECK(inventoryToJson(*got) == inventoryToJson(sent));
+  NodeInventory from_cache = sent;
+  from_cache.topology_from_cache = true;
+  auto got_cached = throughCbor(inventoryToJson(from_cache));
+  REQUIRE(got_cached);
+  CHECK_FALSE(got->topology_from_cache);
+  CHECK(got_cached->topology_from_cache);  // what -v reports node by node
 }
 
 TEST_CASE("inventory: identical machines' topologies are parsed once, a malformed one is refused") {

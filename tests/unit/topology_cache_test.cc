@@ -98,10 +98,13 @@ TEST_CASE("the live topology loaded through the cache is the one discovery gives
   TempDir tmp;
   const std::string dir = tmp.path + "/cache";
   std::string xml_plain, xml_first, xml_second;
-  auto plain = loadTopology("", &xml_plain);
-  auto first = loadTopology("", &xml_first, dir);  // discovers, stores
+  bool plain_cached = true, first_cached = true, second_cached = false;
+  auto plain = loadTopology("", &xml_plain, "", &plain_cached);
+  auto first = loadTopology("", &xml_first, dir, &first_cached);  // discovers, stores
   REQUIRE(plain.has_value());
   REQUIRE(first.has_value());
+  CHECK_FALSE(plain_cached);
+  CHECK_FALSE(first_cached);  // what -v reports
   REQUIRE(cacheFiles(dir) == 1);
   struct stat st{};
   REQUIRE(::stat(dir.c_str(), &st) == 0);
@@ -113,8 +116,9 @@ TEST_CASE("the live topology loaded through the cache is the one discovery gives
   CHECK((st.st_mode & 0777) == 0600);
   const std::string stored = slurp(file);
 
-  auto second = loadTopology("", &xml_second, dir);  // from the file
+  auto second = loadTopology("", &xml_second, dir, &second_cached);  // from the file
   REQUIRE(second.has_value());
+  CHECK(second_cached);
   CHECK(slurp(file) == stored);
   CHECK(topologyToJson(*first) == topologyToJson(*plain));
   CHECK(topologyToJson(*second) == topologyToJson(*plain));
