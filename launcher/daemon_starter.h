@@ -61,6 +61,9 @@ class DaemonStarter {
   // The daemon of node `node_index` authenticated: its starter process (ssh) no longer counts
   // against the fan-out, and its later clean exit is not a failure.
   virtual void daemonConnected(int /*node_index*/) {}
+  // The frontend gave up on node `node_index`'s daemon: silent past the heartbeat timeout
+  // (stopped, hung, cut off). stop() need not wait for it to end by itself: it was never told.
+  virtual void daemonLost(int /*node_index*/) {}
   // The daemon of node `node_index` started a warm-daemon keeper (tlaunch --keep-daemons).
   virtual void daemonKeeps(int /*node_index*/, const KeeperAddress& /*keeper*/) {}
   // Whether `pid` is one of this starter's own processes (an ssh client it started).

@@ -264,6 +264,8 @@ void JobSession::tick() {
       for (auto& l : links_) {
         if (l->conn && l->conn->isOpen() && now - l->last_heard > std::chrono::seconds(cfg_.spec.heartbeat_timeout_s)) {
           l->conn->close();
+          starter_->daemonLost(l->index);
+          for (auto& s : fallback_starters_) s->daemonLost(l->index);
           onLinkClosed(*l, "no heartbeat for " + std::to_string(cfg_.spec.heartbeat_timeout_s) + " s");
         }
       }

@@ -28,8 +28,17 @@ std::vector<StartFailure> LocalStarter::poll() {
   return out;
 }
 
+void LocalStarter::daemonLost(int node_index) {
+  for (auto& s : started_)
+    if (s.node_index == node_index) s.lost = true;
+}
+
 void LocalStarter::stop(int grace_ms) {
-  // The daemons exit by themselves once told; wait for that, then make sure.
+  // A lost daemon (a stopped one: SIGTERM waits for SIGCONT) would only use up the grace. SIGKILL
+  // ends even a stopped process; its ranks' containment ends them with it.
+  for (auto& s : started_)
+    if (s.lost) s.process.terminate(0);
+  // The others exit by themselves once told; wait for that, then make sure.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   for (auto& s : started_) {
     const auto left = deadline - std::chrono::steady_clock::now();

@@ -26,6 +26,11 @@ void SplitStarter::daemonConnected(int node_index) {
   if (node_index >= static_cast<int>(is_local_.size()) || !is_local_[node_index]) remote_->daemonConnected(node_index);
 }
 
+void SplitStarter::daemonLost(int node_index) {
+  if (node_index < static_cast<int>(is_local_.size()) && is_local_[node_index]) local_.daemonLost(node_index);
+  else remote_->daemonLost(node_index);
+}
+
 void SplitStarter::stop(int grace_ms) {
   remote_->stop(grace_ms);
   local_.stop(grace_ms);

@@ -17,6 +17,7 @@ class SplitStarter : public DaemonStarter {
                      const std::string& secret) override;
   std::vector<StartFailure> poll() override;
   void daemonConnected(int node_index) override;
+  void daemonLost(int node_index) override;
   void daemonKeeps(int node_index, const KeeperAddress& keeper) override { remote_->daemonKeeps(node_index, keeper); }
   std::vector<StarterNote> takeNotes() override { return remote_->takeNotes(); }
   void stop(int grace_ms) override;

@@ -40,6 +40,7 @@ class WarmStarter final : public DaemonStarter {
                      const std::string& secret) override;
   std::vector<StartFailure> poll() override;
   void daemonConnected(int node_index) override;
+  void daemonLost(int node_index) override { cold_->daemonLost(node_index); }
   void daemonKeeps(int node_index, const KeeperAddress& keeper) override;
   std::vector<StarterNote> takeNotes() override;
   void stop(int grace_ms) override;

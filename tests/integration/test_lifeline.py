@@ -258,7 +258,9 @@ finally:
 elapsed = time.monotonic() - t0
 tl.check(p.returncode == 69, f"frozen daemon: exit {p.returncode}, want 69: {err[-800:]}")
 tl.check("lost node local1" in err and "no heartbeat" in err, f"frozen daemon: local1 not named: {err[-800:]}")
-tl.check(elapsed < 3 + 10, f"frozen daemon: the job took {elapsed:.1f} s to end")
+# The heartbeat timeout (3 s), the next ping (1 s), teardown. A stopped daemon cannot answer
+# SIGTERM: it is killed, not waited for (that wait made this 9.2 s).
+tl.check(elapsed < 8, f"frozen daemon: the job took {elapsed:.1f} s to end")
 no_survivors(job_of(err), "frozen daemon")
 print(f"PASS 6: a stopped daemon ended the job in {elapsed:.1f} s naming local1")
 
