@@ -1,5 +1,6 @@
 #include "bootstrap/process_hygiene.h"
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -14,6 +15,9 @@ struct rlimit original {};
 }  // namespace
 
 void hardenProcess() {
+  // open() takes the lowest free descriptor: a closed 0, 1 or 2 gets /dev/null, in order.
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) == -1) (void)::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   struct rlimit lim {};
   if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;

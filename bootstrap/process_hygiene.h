@@ -7,7 +7,9 @@
 
 namespace tlaunch {
 
-// PR_SET_DUMPABLE 0 and the raised RLIMIT_NOFILE. Call once, before any thread or fork.
+// Standard descriptors closed by the caller (`tlaunch ... >&-`, `<&-`) opened on /dev/null, then
+// PR_SET_DUMPABLE 0 and the raised RLIMIT_NOFILE. Call once, first, before any thread or fork:
+// otherwise the next descriptor opened (an eventfd, a socket) becomes "stdin" or "stdout".
 void hardenProcess();
 
 // The soft/hard RLIMIT_NOFILE this process had before hardenProcess() (the current limit if it

@@ -1,6 +1,7 @@
 """--tag-output forms, --output-dir files per rank, --stdin=0 forwarding, stderr to stderr."""
 import os
 import re
+import subprocess
 
 import tl
 
@@ -72,4 +73,21 @@ if os.geteuid() == 0:  # another owner needs chown
     os.mkdir(foreign, 0o777)
     os.chown(foreign, 65534, 65534)
     refused(foreign, "belongs to another user (uid 65534)", "another user's directory")
+
+# tlaunch started with its standard descriptors closed (`<&-`, `>&-`, a daemon manager): its own
+# eventfd or epoll descriptor once took their numbers, so --stdin forwarded eventfd counters to
+# the rank and output went into an epoll descriptor. Now they are /dev/null: the rank reads no
+# bytes, and its stderr still arrives.
+def closed(fds):
+    return lambda: [os.close(fd) for fd in fds]
+
+
+r = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-q", "--tag-output", "none", "--stdin", "0", "--", "sh", "-c",
+                    "wc -c >&2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+                   preexec_fn=closed([0]))
+tl.check(r.returncode == 0 and r.stderr.strip() == "0", f"stdin closed: the rank read {r.stderr!r} (exit {r.returncode})")
+r = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-q", "--tag-output", "none", "--", "sh", "-c",
+                    "echo out; echo err >&2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+                   preexec_fn=closed([0, 1]))
+tl.check(r.returncode == 0 and r.stderr.strip() == "err", f"stdin and stdout closed: exit {r.returncode}, {r.stderr!r}")
 print("PASS")
