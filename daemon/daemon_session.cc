@@ -15,6 +15,7 @@
 #include "daemon/output_channel.h"
 #include "daemon/rank_launches.h"
 #include "daemon/stack_collector.h"
+#include "daemon/stale_job_files.h"
 #include "daemon/tree_children.h"
 #include "tlaunch/version.h"
 
@@ -306,7 +307,7 @@ void DaemonSession::handleStart() {
     output_->ordered(report);
   };
   ev.all_exited = [this] { onRanksEnded(); };
-  ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev), launch_->job_id + "." + launch_->node_name);
+  ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev), launch_->job_id + "." + nodeNameForPaths(launch_->node_name));
   // The ssh sessions that started this node's tree children are the spawner's, not the job's:
   // it reaps them (a failure it reports needs their exit status) and ends them after the job.
   ranks_->leaveAlone([this](pid_t pid) { return spawner_ && spawner_->owns(pid); });

@@ -76,8 +76,10 @@ std::string nodeTmpBase() {
 
 std::string topologyCacheDir() { return nodeTmpBase() + "/tlaunch-topology-" + std::to_string(::geteuid()); }
 
+std::string nodeNameForPaths(const std::string& node) { return node.substr(0, 128); }
+
 std::string jobDirName(const std::string& job_id, const std::string& node) {
-  return "tlaunch." + job_id + "." + node + "." + hexBytes(randomBytes(4));
+  return "tlaunch." + job_id + "." + nodeNameForPaths(node) + "." + hexBytes(randomBytes(4));
 }
 
 std::string hostIdentity() {

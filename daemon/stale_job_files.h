@@ -19,6 +19,10 @@ std::string nodeTmpBase();
 // (binding/topology/topology_cache.h): not a job directory, so the sweeper leaves it alone.
 std::string topologyCacheDir();
 
+// A node's name as part of a file or cgroup name: its first 128 bytes. A host name may have 253,
+// a file or cgroup name at most 255 in all; what follows it in those names keeps them apart.
+std::string nodeNameForPaths(const std::string& node);
+
 // "tlaunch.<job>.<node>.<8 random hex digits>": the name of a node's job directory under /tmp
 // (and of its /dev/shm namesake). The random part because the job id is in every daemon's
 // command line: another user who could predict the name could create it first in a shared

@@ -10,7 +10,9 @@
 
 namespace tlaunch {
 
-inline constexpr size_t kMaxHostlistNames = 1'000'000;
+// As many nodes as a job may have (-N, kMaxNodes): a longer list is a mistake, refused before
+// anything is expanded or planned.
+inline constexpr size_t kMaxHostlistNames = 100'000;
 
 // Expands an expression into names, in order. Commas and whitespace outside brackets
 // separate names; inside brackets, commas separate ranges `N` or `N-M`. Zero padding is

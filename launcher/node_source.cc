@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "launcher/cli_values.h"
 #include "launcher/hostlist.h"
 #include "launcher/node_source_detail.h"
 #include "tlaunch/strings.h"
@@ -41,11 +42,23 @@ bool nameChar(char c) {
 // `allow_ipv6` (hostfiles, where ':' is not the slot separator of a name with many colons).
 std::optional<std::string> badHostName(std::string_view name, bool allow_ipv6) {
   if (name.empty()) return "empty host name";
-  if (name.front() == '-' || name.front() == '.') return "host name '" + std::string(name) + "' starts with '" + name[0] + "'";
+  if (name.front() == '-' || name.front() == '.') return "host name '" + visibleText(name) + "' starts with '" + name[0] + "'";
   const bool ipv6 = allow_ipv6 && std::count(name.begin(), name.end(), ':') >= 2;
   for (char c : name) {
     if (nameChar(c) || (ipv6 && c == ':')) continue;
-    return "host name '" + std::string(name) + "' contains '" + std::string(1, c) + "'";
+    return "host name '" + visibleText(name) + "' contains '" + visibleText(std::string_view(&c, 1)) + "'";
+  }
+  // DNS's limits (RFC 1035): a longer name resolves nowhere, and it would not fit in the names of
+  // the node's job directory and cgroup (255 bytes each).
+  if (name.size() > kMaxHostNameBytes)
+    return "host name '" + visibleText(name, 40) + "' has " + std::to_string(name.size()) + " characters (at most " +
+           std::to_string(kMaxHostNameBytes) + ")";
+  for (size_t start = 0; start < name.size();) {
+    const size_t dot = std::min(name.find('.', start), name.size());
+    if (dot - start > kMaxHostLabelBytes)
+      return "host name '" + visibleText(name, 80) + "' has a part of " + std::to_string(dot - start) +
+             " characters between dots (at most " + std::to_string(kMaxHostLabelBytes) + ")";
+    start = dot + 1;
   }
   return std::nullopt;
 }
@@ -53,17 +66,19 @@ std::optional<std::string> badHostName(std::string_view name, bool allow_ipv6) {
 std::optional<std::string> badUserName(std::string_view user) {
   if (user.empty()) return "empty user name before '@'";
   for (char c : user) {
-    if (!nameChar(c)) return "user name '" + std::string(user) + "' contains '" + std::string(1, c) + "'";
+    if (!nameChar(c)) return "user name '" + visibleText(user) + "' contains '" + visibleText(std::string_view(&c, 1)) + "'";
   }
   return std::nullopt;
 }
+
+static_assert(kMaxHostlistNames == static_cast<size_t>(kMaxNodes), "a host list holds at most a job's nodes");
 
 std::string tooManyHosts() {
   // Appended piece by piece: GCC 12 at -O3 misreads `"literal" + std::to_string(n) + ...` here
   // as an overread (-Wstringop-overread).
   std::string text = "more than ";
   text += std::to_string(kMaxHostlistNames);
-  text += " host names in all";
+  text += " host names in all (tlaunch runs at most that many nodes)";
   return text;
 }
 
@@ -165,20 +180,20 @@ std::string sshDestination(const HostEntry& host) {
 Result<std::vector<HostEntry>> parseHostsOption(std::string_view text) {
   std::vector<HostEntry> hosts;
   // Once, not per item: a long list would copy itself once per item.
-  const std::string where = "--hosts '" + std::string(text) + "': ";
+  const std::string where = "--hosts '" + visibleText(text) + "': ";
   for (std::string_view item : splitOutsideBrackets(text, ',')) {
     item = trim(item);
     if (item.empty()) return fail(Errc::usage, where + "empty host name", kHostsHint);
     auto parts = splitOutsideBrackets(item, ':');
     if (parts.size() > 2) {
-      return fail(Errc::usage, where + "more than one ':' in '" + std::string(item) + "'",
+      return fail(Errc::usage, where + "more than one ':' in '" + visibleText(item) + "'",
                   kHostsHint + "; IPv6 addresses go in a hostfile");
     }
     int slots = -1;
     if (parts.size() == 2) {
       auto n = parseCount(parts[1], 1);
       if (!n) {
-        return fail(Errc::usage, where + "slots '" + std::string(parts[1]) + "' of " + std::string(parts[0]) +
+        return fail(Errc::usage, where + "slots '" + visibleText(parts[1]) + "' of " + visibleText(parts[0]) +
                                      " must be a whole number of at least 1",
                     kHostsHint);
       }
@@ -211,7 +226,7 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
     if (line.empty()) continue;
 
     const std::string where = std::string(file_name) + ":" + std::to_string(line_no) + ": ";
-    const std::string quoted = " in '" + std::string(trim(raw)) + "'";
+    const std::string quoted = " in '" + visibleText(trim(raw)) + "'";
     auto bad = [&](const std::string& what, const std::string& hint = kHostfileHint) {
       return fail(Errc::usage, where + what + quoted, hint);
     };
@@ -226,7 +241,7 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
     const auto colon_parts = splitOutsideBrackets(host_spec, ':');
     if (colon_parts.size() == 2) {
       auto n = parseCount(colon_parts[1], 1);
-      if (!n) return bad("slots '" + std::string(colon_parts[1]) + "' must be a whole number of at least 1");
+      if (!n) return bad("slots '" + visibleText(colon_parts[1]) + "' must be a whole number of at least 1");
       slots = *n;
       host_spec = colon_parts[0];
     }
@@ -235,27 +250,27 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
     for (size_t t = 1; t < tokens.size(); ++t) {
       const size_t eq = tokens[t].find('=');
       if (eq == std::string_view::npos || eq == 0) {
-        return bad("expected key=value after the host name, found '" + std::string(tokens[t]) + "'");
+        return bad("expected key=value after the host name, found '" + visibleText(tokens[t]) + "'");
       }
       std::string key = asciiLower(tokens[t].substr(0, eq));
       const std::string value(tokens[t].substr(eq + 1));
-      if (value.empty()) return bad("no value for '" + key + "'");
+      if (value.empty()) return bad("no value for '" + visibleText(key) + "'");
       // Open MPI's spellings of the same keys; anything else is a mistake, not an attribute
       // (a misspelt "slot=4" made a node of one rank without a word).
       if (key == "max-slots" || key == "slots_max" || key == "slots-max") key = "max_slots";
       if (key == "username" || key == "login") key = "user";
       if (key == "slot" || key == "cpu") key = "slots";
       if (key != "slots" && key != "count" && key != "max_slots" && key != "user" && key != "net_if")
-        return bad("unknown key '" + key + "'", "a hostfile line knows slots=, max_slots=, user= and net_if=");
+        return bad("unknown key '" + visibleText(key) + "'", "a hostfile line knows slots=, max_slots=, user= and net_if=");
       if (key == "slots" || key == "count") {
         if (slots != -1) return bad("slots given twice");
         auto n = parseCount(value, 1);
-        if (!n) return bad("slots '" + value + "' must be a whole number of at least 1");
+        if (!n) return bad("slots '" + visibleText(value) + "' must be a whole number of at least 1");
         slots = *n;
         continue;
       }
       if (key == "max_slots" && !parseCount(value, 1)) {
-        return bad("max_slots '" + value + "' must be a whole number of at least 1");
+        return bad("max_slots '" + visibleText(value) + "' must be a whole number of at least 1");
       }
       if (key == "user") {
         if (auto why = badUserName(value)) return bad(*why);

@@ -11,6 +11,8 @@
 namespace tlaunch::node_source_detail {
 
 constexpr int kMaxSlots = 1'000'000;
+constexpr size_t kMaxHostNameBytes = 253;  // RFC 1035
+constexpr size_t kMaxHostLabelBytes = 63;   // between two dots
 
 // A whole number from min_value to kMaxSlots, digits only.
 std::optional<int> parseCount(std::string_view text, int min_value);

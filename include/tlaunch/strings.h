@@ -51,6 +51,34 @@ inline std::string hexBytes(std::string_view bytes) {
   return out;
 }
 
+// Text from a user's file or flag, safe to quote in a message: printable ASCII and well-formed
+// UTF-8 as they are, any other byte (NUL, control characters, a cut-off sequence) as \xNN, and
+// at most `max_bytes` of it, then "...". A NUL would end the message on a terminal, an escape
+// sequence rewrite it.
+inline std::string visibleText(std::string_view s, std::size_t max_bytes = 200) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    if (out.size() >= max_bytes) return out + "...";
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 1;
+    if (c >= 0x80 && len == 1) len = 0;  // a continuation byte, or one never used in UTF-8
+    bool ok = len > 0 && i + len <= s.size();
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (ok && len == 1) ok = c >= 0x20 && c != 0x7f;
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+      ++i;
+    }
+  }
+  return out;
+}
+
 // `s` without the blanks (space, tab, CR, LF) at its end.
 inline std::string_view trimRightBlanks(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);

@@ -80,6 +80,36 @@ TEST_CASE("hosts: hostfile: MPICH form", "[hosts][node_source]") {
   CHECK((*r)[1].attrs.at("net_if") == "eth1");
 }
 
+TEST_CASE("hosts: names beyond DNS's limits are refused where they are written", "[hosts][node_source]") {
+  // Such a name resolves nowhere, and overflowed the names of the node's job directory and cgroup
+  // (the job then failed in PMIx's set-up, with a hint to turn PMIx off).
+  const std::string label(64, 'a'), longest = std::string(63, 'a') + "." + std::string(63, 'b') + "." +
+                                               std::string(63, 'c') + "." + std::string(61, 'd');
+  REQUIRE(longest.size() == 253);
+  CHECK(parseHostsOption(longest));
+  CHECK(parseHostsOption(std::string(63, 'a') + ".example"));
+  auto too_long = parseHostfile(longest + "x\n", "hosts.txt");
+  REQUIRE_FALSE(too_long);
+  CHECK_THAT(too_long.error().message, Catch::Contains("has 254 characters (at most 253)"));
+  auto wide_part = parseHostsOption(label + ".example");
+  REQUIRE_FALSE(wide_part);
+  CHECK_THAT(wide_part.error().message, Catch::Contains("a part of 64 characters between dots (at most 63)"));
+  // A NUL in a hostfile: shown, not the end of the message.
+  auto nul = parseHostfile(std::string("\0\x01 g\n", 5), "hosts.txt");
+  REQUIRE_FALSE(nul);
+  CHECK_THAT(nul.error().message, Catch::EndsWith("in '\\x00\\x01 g'"));
+}
+
+TEST_CASE("hosts: more names than a job may have nodes are refused before they are expanded", "[hosts][node_source]") {
+  CHECK(parseHostsOption("n[1-100000]"));
+  auto over = parseHostsOption("n[1-100001]");
+  REQUIRE_FALSE(over);
+  CHECK_THAT(over.error().message, Catch::Contains("more than 100000"));
+  auto file = parseHostfile("a[1-60000]\nb[1-40000]\nc1\n", "hosts.txt");
+  REQUIRE_FALSE(file);
+  CHECK_THAT(file.error().message, Catch::Contains("hosts.txt:3:"));
+}
+
 TEST_CASE("hosts: hostfile: bad lines give file:line and the text", "[hosts][node_source]") {
   struct Case {
     const char* text;
@@ -101,7 +131,11 @@ TEST_CASE("hosts: hostfile: bad lines give file:line and the text", "[hosts][nod
         Case{"node[1-\n", "hosts.txt:1:", "'['"},
         Case{"slots=4\n", "hosts.txt:1:", "start with a host name"},
         Case{"node1 slotz=4\n", "hosts.txt:1:", "unknown key 'slotz'"},  // not a node of one rank
-        Case{"node1 slot=2 slots=2\n", "hosts.txt:1:", "twice"}}) {
+        Case{"node1 slot=2 slots=2\n", "hosts.txt:1:", "twice"},
+        // Bytes that would cut the message short or garble it are shown as \xNN; UTF-8 stays.
+        Case{"\x01\xff\xfe garbage\n", "hosts.txt:1:", "in '\\x01\\xff\\xfe garbage'"},
+        Case{"nod\xc3\xa9 slots=1\n", "hosts.txt:1:", "host name 'nod\xc3\xa9' contains '\\xc3'"},
+        Case{"node1 slots=\x1b[2J\n", "hosts.txt:1:", "slots '\\x1b[2J'"}}) {
     INFO(text);
     auto r = parseHostfile(text, "hosts.txt");
     REQUIRE_FALSE(r);
