@@ -1,6 +1,7 @@
 #include "bootstrap/process_hygiene.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,6 +19,10 @@ void hardenProcess() {
   // open() takes the lowest free descriptor: a closed 0, 1 or 2 gets /dev/null, in order.
   for (int fd = 0; fd <= 2; ++fd)
     if (::fcntl(fd, F_GETFD) == -1) (void)::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+  // Past `ulimit -f` a write fails with EFBIG, reported like a full disk, instead of SIGXFSZ
+  // killing tlaunch (and the job) while --output-dir grows. Children get every signal's default
+  // back before exec (bootstrap/spawn.cc).
+  ::signal(SIGXFSZ, SIG_IGN);
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   struct rlimit lim {};
   if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;

@@ -304,10 +304,15 @@ void OutputSink::writeTerminalText(const std::vector<OutputFormatter::Write>& wr
   // copied to join them.
   std::vector<iovec> batch;
   int batch_stream = 0;
+  bool stdout_broke = false;
+  int stdout_errno = 0;
   auto flushBatch = [&] {
     if (batch.empty()) return;
     const int fd = batch_stream == 2 ? err_fd_ : out_fd_;
-    if (!(fd == out_fd_ && out_broken_) && !writevAll(fd, batch) && fd == out_fd_) out_broken_ = true;  // `| head`
+    if (!(fd == out_fd_ && out_broken_) && !writevAll(fd, batch) && fd == out_fd_) {
+      out_broken_ = stdout_broke = true;  // `| head` (EPIPE), a full disk, /dev/full
+      stdout_errno = errno;
+    }
     batch.clear();
   };
   for (const auto& w : writes) {
@@ -316,6 +321,15 @@ void OutputSink::writeTerminalText(const std::vector<OutputFormatter::Write>& wr
     if (!w.text.empty()) batch.push_back({const_cast<char*>(w.text.data()), w.text.size()});
   }
   flushBatch();
+  if (stdout_broke) {
+    // Once, on stderr: the ranks go on (a reader that left must not end a run of days), but
+    // nobody should find out from a short file that their output went nowhere.
+    std::vector<OutputFormatter::Write> w;
+    formatter_.note(std::string("warning: cannot write to stdout (") + std::strerror(stdout_errno) +
+                        "); the ranks' stdout is dropped from here on, and the job goes on",
+                    w);
+    writeTerminalText(w);
+  }
 }
 
 void OutputSink::rereadWidth(std::chrono::steady_clock::time_point now) {

@@ -1,6 +1,7 @@
 """--tag-output forms, --output-dir files per rank, --stdin=0 forwarding, stderr to stderr."""
 import os
 import re
+import resource
 import subprocess
 
 import tl
@@ -90,4 +91,31 @@ r = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-q", "--tag-output", "no
                     "echo out; echo err >&2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
                    preexec_fn=closed([0, 1]))
 tl.check(r.returncode == 0 and r.stderr.strip() == "err", f"stdin and stdout closed: exit {r.returncode}, {r.stderr!r}")
+
+# tlaunch's stdout cannot be written (a full disk: /dev/full; a reader that left: `| head -1`):
+# said once on stderr, the job goes on to its own end and status, stderr keeps coming.
+BROKEN = "cannot write to stdout"
+with open("/dev/full", "w") as full:
+    r = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-N", "2", "-q", "--", "sh", "-c",
+                        "seq 1000; echo done >&2"], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+tl.check(r.returncode == 0 and r.stderr.count(BROKEN) == 1 and "No space left on device" in r.stderr
+         and r.stderr.count("] done") == 2, f"stdout on /dev/full: exit {r.returncode}, {r.stderr!r}")
+marker = os.path.join(tl.tempdir(), "ran-to-the-end")
+p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-q", "--", "sh", "-c",
+                      f"echo first; sleep 1; seq 100000; sleep 1; touch {marker}"],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+tl.check(p.stdout.readline().endswith("first\n"), "the first line")
+p.stdout.close()  # as `| head -1` does
+_, err = p.communicate(timeout=60)
+tl.check(p.returncode == 0 and err.count(BROKEN) == 1 and "Broken pipe" in err and os.path.exists(marker),
+         f"reader gone: exit {p.returncode}, rank finished: {os.path.exists(marker)}, {err!r}")
+
+# Past `ulimit -f` an --output-dir file fails with EFBIG, as on a full disk; SIGXFSZ killed
+# tlaunch (exit 153) and cut every rank's file short.
+odir = os.path.join(tl.tempdir(), "out")
+r = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-p", "2", "-q", "--output-dir", odir, "--", "sh", "-c",
+                    "seq 20000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+                   preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (51200, 51200)))
+tl.check(r.returncode == 0 and r.stderr.count("File too large") == 2 and r.stdout.count("\n") == 2 * 20000,
+         f"ulimit -f: exit {r.returncode}, {r.stdout.count(chr(10))} lines, {r.stderr!r}")
 print("PASS")
