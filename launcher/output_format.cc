@@ -92,7 +92,9 @@ std::string cutToColumns(std::string_view text, int columns) {
       continue;
     }
     size_t length = 1;
-    const int width = c < 0x80 ? 1 : columnsOf(text, i, &length);
+    // A tab moves to the next multiple of 8 (a terminal's default stops): counted as one column,
+    // a bar with tabs wrapped, and the wrapped rows were never redrawn.
+    const int width = c == '\t' ? 8 - seen % 8 : c < 0x80 ? 1 : columnsOf(text, i, &length);
     const size_t start = i;
     i += length - 1;  // the character's other bytes
     if ((seen += width) > columns) {
@@ -119,9 +121,23 @@ void OutputFormatter::record(const std::string& tag, int rank, int stream, Outpu
                              Clock::time_point now, std::vector<Write>& out) {
   if (kind == OutputKind::update) return update(tag, rank, stream, bytes, now, out);
   if (kind == OutputKind::unfinished) return unfinished(tag, rank, stream, bytes, now, out);
-  // The end of a progress bar, or more of its line: its held-back state is superseded.
-  if (auto h = held_.find({rank, stream}); h != held_.end()) h->second.pending = false;
-  std::string text = kind == OutputKind::continued ? tag + std::string(bytes) + "\n" : tagLines(tag, bytes);
+  // The end of a progress bar, or more of its line: its held-back state is superseded. A line
+  // that ends the bar with no text of its own ("state\r\r\n", "state\r\n" split as an update
+  // and an empty line) leaves the state on a terminal's screen: it is the line's text.
+  // Into a pipe that state may already be a line of its own: then the empty line adds nothing.
+  std::string ended_bar;
+  if (auto h = held_.find({rank, stream}); h != held_.end()) {
+    if (kind == OutputKind::lines && !h->second.state.empty() && (bytes.starts_with("\n") || bytes.starts_with("\r\n"))) {
+      if (isTty(stream) || h->second.pending) ended_bar = h->second.state;
+      else bytes.remove_prefix(bytes.find('\n') + 1);
+    }
+    h->second.pending = false;
+    h->second.state.clear();
+    if (bytes.empty()) return;
+  }
+  std::string text = kind == OutputKind::continued ? tag + std::string(bytes) + "\n"
+                     : ended_bar.empty()           ? tagLines(tag, bytes)
+                                                   : tagLines(tag, ended_bar + std::string(bytes));
   if (live_ && live_->rank == rank && live_->stream == stream) {
     out.push_back({stream, std::string(kClearLine)});  // this rank's line replaces its own bar
     live_.reset();
@@ -133,6 +149,7 @@ void OutputFormatter::update(const std::string& tag, int rank, int stream, std::
                              Clock::time_point now, std::vector<Write>& out) {
   const std::string_view content = shownPart(bytes);
   if (content.empty()) return;  // the "\r" before a bar's first state
+  held_[{rank, stream}].state = content;
   if (isTty(stream)) {
     std::string text = cutToColumns(tag + std::string(content), std::max(1, terminals_.width - 1));
     if (live_ && live_->stream != stream) out.push_back({live_->stream, std::string(kClearLine)});

@@ -60,6 +60,7 @@ class OutputFormatter {
   };
   struct Held {
     std::string text;  // tagged, with "\n"
+    std::string state;  // the bar's latest state, untagged, until a line ends it ("" = none)
     bool pending = false;
     Clock::time_point next_allowed{};
   };

@@ -142,6 +142,38 @@ TEST_CASE("formatter, terminal: updates in place, other lines clear and redraw i
   CHECK(out.empty());
 }
 
+TEST_CASE("formatter: a line that ends a bar with no text of its own keeps the bar's last state") {
+  // "L3 x\r\r\n": a terminal leaves "L3 x" on the screen; it arrives as an update and an empty
+  // line, which printed an empty tagged line and lost the text, in a pipe and on a terminal.
+  const auto now = OutputFormatter::Clock::now();
+  for (bool tty : {false, true}) {
+    INFO("terminal: " << tty);
+    OutputFormatter f({tty, tty, 80});
+    std::vector<OutputFormatter::Write> out;
+    f.record("[a:0] ", 0, 1, OutputKind::update, "L3 x\r", now, out);
+    f.record("[a:0] ", 0, 1, OutputKind::lines, "\r\nnext\n", now, out);
+    // Into a pipe the state was printed as a line at once; the empty line adds nothing.
+    CHECK(text(out) == (tty ? "\r\x1b[K[a:0] L3 x\r\x1b[K[a:0] L3 x\n[a:0] next\n" : "[a:0] L3 x\n[a:0] next\n"));
+    out.clear();
+    f.record("[a:0] ", 0, 1, OutputKind::lines, "\n", now, out);  // the bar ended: an empty line is empty
+    CHECK(text(out) == "[a:0] \n");
+  }
+  // Into a pipe, a state held back (the second within the second) is the ending line's text.
+  OutputFormatter held({});
+  std::vector<OutputFormatter::Write> printed;
+  held.record("[a:0] ", 0, 1, OutputKind::update, "1/3\r", now, printed);
+  held.record("[a:0] ", 0, 1, OutputKind::update, "2/3\r", now, printed);
+  held.record("[a:0] ", 0, 1, OutputKind::lines, "\r\n", now, printed);
+  CHECK(text(printed) == "[a:0] 1/3\n[a:0] 2/3\n");
+  // A bar's end with text of its own is that text, as before.
+  OutputFormatter pipe({});
+  std::vector<OutputFormatter::Write> out;
+  pipe.record("[a:0] ", 0, 1, OutputKind::update, " 50%\r", now, out);
+  out.clear();
+  pipe.record("[a:0] ", 0, 1, OutputKind::lines, "100%\n", now, out);
+  CHECK(text(out) == "[a:0] 100%\n");
+}
+
 // A line the rank left unfinished for a moment (a prompt waiting for input, "(Pdb) "): shown on
 // a terminal at once, in place; into a pipe only if still unfinished a second later; never
 // twice when its line ends in time.
@@ -190,6 +222,13 @@ TEST_CASE("cutToColumns counts wide characters as two columns and combining mark
   CHECK(length == 4);
   CHECK(columnsOf("\xe6\x97", 0, &length) == 1);  // cut short: not UTF-8, one column as shown
   CHECK(length == 1);
+}
+
+TEST_CASE("cutToColumns: a tab reaches the next multiple of 8 columns") {
+  CHECK(cutToColumns("ab\tcd", 9) == "ab\tc");   // columns 0-1, the tab to 8, c at 8
+  CHECK(cutToColumns("ab\tcd", 8) == "ab\t");
+  CHECK(cutToColumns("ab\tcd", 7) == "ab");
+  CHECK(cutToColumns("A\tB\tC", 80) == "A\tB\tC");
 }
 
 TEST_CASE("cutToColumns: escape sequences take no column, and a cut coloured bar resets the colour") {
