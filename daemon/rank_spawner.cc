@@ -1,14 +1,18 @@
 #include "daemon/rank_spawner.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string_view>
 
 #include "bootstrap/rank_env.h"
 #include "bootstrap/spawn.h"
 #include "tlaunch/diagnostics.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 
@@ -47,17 +51,51 @@ std::string programSearchPath(const std::vector<std::string>& env) {
   return path;
 }
 
+namespace {
+// The interpreter a script's "#!" line names when that file does not exist: exec would fail with
+// ENOENT on a file that is there, which reads as "no such program".
+std::optional<std::string> missingInterpreter(const std::string& file) {
+  char head[256];
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  const ssize_t n = ::read(fd, head, sizeof head);
+  ::close(fd);
+  if (n < 3 || head[0] != '#' || head[1] != '!') return std::nullopt;
+  const std::string_view line(head + 2, static_cast<size_t>(n) - 2);
+  const size_t from = line.find_first_not_of(" \t");
+  if (from == std::string_view::npos) return std::nullopt;
+  const size_t to = line.find_first_of(" \t\r\n", from);
+  if (to == std::string_view::npos) return std::nullopt;  // a #! line past 256 bytes: exec decides
+  const std::string interpreter(line.substr(from, to - from));
+  struct stat st {};
+  if (interpreter.empty() || ::stat(interpreter.c_str(), &st) == 0) return std::nullopt;
+  return interpreter;
+}
+
+Result<std::string> checkInterpreter(const std::string& program, const std::string& file, const std::string& node_name) {
+  if (auto interpreter = missingInterpreter(file))
+    return diagnostic(Errc::program_not_executable, "program-interpreter-missing",
+                      {{"program", program}, {"node", node_name}, {"interpreter", visibleText(*interpreter)}});
+  return file;
+}
+}  // namespace
+
 Result<std::string> resolveProgram(const std::string& program, const std::string& path, const std::string& cwd,
                                    const std::string& node_name) {
   if (program.empty()) return diagnostic(Errc::usage, "program-not-given");
   int err = 0;
   if (program.find('/') != std::string::npos) {
     std::string full = program[0] == '/' ? program : joinPath(cwd, program);
-    if (isExecutableFile(full, err)) return program;
+    if (isExecutableFile(full, err)) {
+      if (auto checked = checkInterpreter(program, full, node_name); !checked) return checked;
+      return program;
+    }
     if (err == ENOENT || err == ENOTDIR) {
       return diagnostic(Errc::program_missing, "program-path-missing",
                         {{"program", program}, {"node", node_name}, {"where", program[0] == '/' ? "" : " (in " + cwd + ")"}});
     }
+    if (err == EISDIR)
+      return diagnostic(Errc::program_not_executable, "program-is-directory", {{"program", program}, {"node", node_name}});
     return diagnostic(Errc::program_not_executable, "program-path-not-executable",
                       {{"program", program}, {"node", node_name}, {"reason", std::strerror(err)}});
   }
@@ -68,7 +106,7 @@ Result<std::string> resolveProgram(const std::string& program, const std::string
     std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     std::string base = dir.empty() ? cwd : (dir[0] == '/' ? dir : joinPath(cwd, dir));
     std::string candidate = joinPath(base, program);
-    if (isExecutableFile(candidate, err)) return candidate;
+    if (isExecutableFile(candidate, err)) return checkInterpreter(program, candidate, node_name);
     if (err == EACCES) saw_non_exec = true;
     if (colon == std::string::npos) break;
     start = colon + 1;

@@ -53,3 +53,27 @@ TEST_CASE("program lookup: a missing program names the node and the PATH searche
   CHECK(r.error().message.find("node7") != std::string::npos);
   CHECK(r.error().message.find("/usr/bin:/bin") != std::string::npos);
 }
+
+TEST_CASE("program lookup: a directory, and a script whose #! interpreter is missing, are named as such") {
+  testing::TempDir dir("tlaunch-lookup");
+  const std::string cwd = dir.path().string();
+  std::filesystem::create_directory(dir.path() / "pkg");
+  auto directory = resolveProgram("./pkg", "/usr/bin", cwd, "node3");
+  REQUIRE_FALSE(directory);
+  CHECK(directory.error().code == Errc::program_not_executable);
+  CHECK_THAT(directory.error().message, Catch::Contains("'./pkg' on node node3 is a directory"));
+  CHECK_THAT(directory.error().hint, !Catch::Contains("chmod"));
+
+  // exec fails with ENOENT on a file that exists: the message names the interpreter instead.
+  std::ofstream(dir.path() / "train.py") << "#!  /opt/conda-gone/bin/python -u\nprint(1)\n";
+  ::chmod((dir.path() / "train.py").c_str(), 0755);
+  for (const auto& [program, path] : {std::pair{"./train.py", "/usr/bin"}, std::pair{"train.py", cwd.c_str()}}) {
+    INFO(program);
+    auto script = resolveProgram(program, path, cwd, "node3");
+    REQUIRE_FALSE(script);
+    CHECK_THAT(script.error().message, Catch::Contains("names '/opt/conda-gone/bin/python' in its first line (#!)"));
+    CHECK_THAT(script.error().message, Catch::Contains("node3"));
+  }
+  writeExecutable(dir.path() / "ok.sh");  // #!/bin/sh exists
+  CHECK(resolveProgram("./ok.sh", "/usr/bin", cwd, "node3"));
+}
