@@ -344,7 +344,13 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     out.exit_now = 64;
     return out;
   } catch (const CLI::ParseError& e) {
-    std::cerr << "tlaunch: " << e.what() << "\n" << "Run 'tlaunch --help' for the options.\n";
+    // CLI11: "--nodes: At Most 1 required but received 2" (the flag given twice).
+    std::string what = e.what();
+    static constexpr std::string_view kTwice = ": At Most 1 required but received ";
+    if (const auto at = what.find(kTwice); at != std::string::npos)
+      what = what.substr(0, at) + " was given " + what.substr(at + kTwice.size()) +
+             " times: give it once";
+    std::cerr << "tlaunch: " << what << "\n" << "Run 'tlaunch --help' for the options.\n";
     out.exit_now = 64;
     return out;
   }

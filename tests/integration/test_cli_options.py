@@ -36,6 +36,9 @@ expect(["-p", "100000000", "--", "true"], 64, "from 1 to 4096")
 expect(["--launcher", "local", "-N", "1000", "-p", "4096", "--", "true"], 64, "more than 1000000")
 expect(["--launcher", "local", "-N", "5000", "-p", "1", "--", "true"], 64, "simulates at most 1024 nodes")
 expect(["--launcher", "local", "--hosts", "n[1-1100]", "-p", "1", "--", "true"], 64, "1100 nodes: --launcher local simulates at most 1024")
+# A flag given twice: named, in words (CLI11 said "--nodes: At Most 1 required but received 2").
+expect(["-N", "2", "-N", "3", "--", "true"], 64, "--nodes was given 2 times: give it once")
+expect(["--launcher", "local", "--dry-run", "--hosts", "n[1-100001]", "--", "true"], 64, "expands to more than 100000 names")
 
 # Two names of one setting (ours, torchrun's, srun's, mpirun's) given together: refused, rather
 # than one of them silently counting.
