@@ -246,11 +246,7 @@ void DaemonSession::handlePrepare(const Json& msg) {
     if (auto g = applyPmixGeometry(job_shared_["pmix"], launch->pmix); !g) return reply_error(g.error());
   }
   launch_ = std::move(*launch);
-  if (access(launch_->cwd.c_str(), X_OK) != 0) {
-    return reply_error(Error{Errc::usage,
-                             "working directory " + launch_->cwd + " does not exist on node " + launch_->node_name,
-                             "run tlaunch from a directory every node has, or pass --chdir"});
-  }
+  if (auto cwd = checkWorkingDirectory(launch_->cwd, launch_->node_name); !cwd) return reply_error(cwd.error());
   auto exe = resolveProgram(launch_->argv[0], programSearchPath(launch_->base_env), launch_->cwd, launch_->node_name);
   if (!exe) return reply_error(exe.error());
   if (auto r = probePeers(); !r) return reply_error(r.error());

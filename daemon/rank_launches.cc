@@ -76,8 +76,7 @@ Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, cons
     l.argv = app.argv;
     l.env = mergeEnv(base, app.env);
     l.cwd = app.cwd.empty() ? launch.cwd : app.cwd;
-    if (access(l.cwd.c_str(), X_OK) != 0)
-      return fail(Errc::usage, "working directory " + l.cwd + " does not exist on node " + launch.node_name);
+    if (auto cwd = checkWorkingDirectory(l.cwd, launch.node_name); !cwd) return tl::unexpected(cwd.error());
     auto exe = resolveProgram(app.argv.front(), programSearchPath(l.env), l.cwd, launch.node_name);
     if (!exe) return tl::unexpected(exe.error());
     l.exe_path = *exe;

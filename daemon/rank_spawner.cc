@@ -80,6 +80,17 @@ Result<std::string> checkInterpreter(const std::string& program, const std::stri
 }
 }  // namespace
 
+Result<void> checkWorkingDirectory(const std::string& cwd, const std::string& node_name) {
+  struct stat st {};
+  std::string why;
+  if (::stat(cwd.c_str(), &st) != 0) why = errno == ENOENT || errno == ENOTDIR ? "does not exist" : std::strerror(errno);
+  else if (!S_ISDIR(st.st_mode)) why = "is not a directory";
+  else if (::access(cwd.c_str(), X_OK) != 0) why = "cannot be entered (" + std::string(std::strerror(errno)) + ")";
+  if (why.empty()) return {};
+  return fail(Errc::usage, "working directory " + cwd + " " + why + " on node " + node_name,
+              "run tlaunch from a directory every node has, or name one with -D/--chdir");
+}
+
 Result<std::string> resolveProgram(const std::string& program, const std::string& path, const std::string& cwd,
                                    const std::string& node_name) {
   if (program.empty()) return diagnostic(Errc::usage, "program-not-given");

@@ -37,6 +37,10 @@ struct RankProcess {
 // happens to lie in its working directory.
 std::string programSearchPath(const std::vector<std::string>& env);
 
+// The ranks' working directory on this node: there, a directory, and enterable; the error says
+// which of these it is not.
+Result<void> checkWorkingDirectory(const std::string& cwd, const std::string& node_name);
+
 // Looks `program` up like execvp would, in `path` (the rank's PATH) relative to `cwd`.
 // Errors name the node and say what was searched.
 Result<std::string> resolveProgram(const std::string& program, const std::string& path, const std::string& cwd,

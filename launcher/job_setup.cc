@@ -20,6 +20,7 @@ std::string currentDirectory() {
 Result<void> validate(const JobSpec& spec) {
   if (spec.argv.empty())
     return diagnostic(Errc::usage, "command-missing");
+  if (spec.argv.front().empty()) return diagnostic(Errc::usage, "program-not-given");  // `tlaunch -- ""`
   if (spec.procs_per_node > 0 && spec.gpus_per_node > 0)
     return diagnostic(Errc::usage, "procs-and-gpus");
   if (!spec.nproc_per_node_word.empty() && spec.gpus_per_node > 0)
