@@ -15,12 +15,8 @@ namespace tlaunch {
 
 Result<void> makeRankDir(const std::string& dir, uint32_t uid, uint32_t gid, const std::string& node) {
   const std::string where = "node " + node + ": PMIx directory " + dir;
-  std::error_code ec;
-  const auto parent = std::filesystem::path(dir).parent_path();
-  if (!parent.empty() && !std::filesystem::exists(parent, ec)) std::filesystem::create_directories(parent, ec);
-  if (ec)
-    return fail(Errc::io, where + ": cannot create its parent: " + ec.message(),
-                "check that the parent directory exists and is writable by the daemon");
+  // Its parent is never made: a missing TMPDIR is a mistake to name (daemon/stale_job_files.h,
+  // checkNodeTmpBase), not a path to create.
   // /tmp and /dev/shm are shared with other users: a directory or symlink planted there under
   // our name must be refused, never used or followed. mkdir does not follow a final symlink;
   // what exists already is opened without following one and checked on its descriptor.

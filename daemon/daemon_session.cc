@@ -247,6 +247,7 @@ void DaemonSession::handlePrepare(const Json& msg) {
   }
   launch_ = std::move(*launch);
   if (auto cwd = checkWorkingDirectory(launch_->cwd, launch_->node_name); !cwd) return reply_error(cwd.error());
+  if (auto tmp = checkNodeTmpBase(launch_->node_name); !tmp) return reply_error(tmp.error());
   auto exe = resolveProgram(launch_->argv[0], programSearchPath(launch_->base_env), launch_->cwd, launch_->node_name);
   if (!exe) return reply_error(exe.error());
   if (auto r = probePeers(); !r) return reply_error(r.error());

@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -72,6 +74,21 @@ bool markedByDeadDaemonHere(const std::string& mark, const std::string& identity
 std::string nodeTmpBase() {
   const char* t = std::getenv("TMPDIR");
   return t && *t ? t : "/tmp";
+}
+
+Result<void> checkNodeTmpBase(const std::string& node_name) {
+  const std::string base = nodeTmpBase();
+  const char* t = std::getenv("TMPDIR");
+  const std::string named = t && *t ? "TMPDIR (" + base + ")" : base;
+  struct stat st {};
+  std::string why;
+  if (::stat(base.c_str(), &st) != 0) why = errno == ENOENT || errno == ENOTDIR ? "does not exist" : std::strerror(errno);
+  else if (!S_ISDIR(st.st_mode)) why = "is not a directory";
+  else if (::access(base.c_str(), W_OK | X_OK) != 0) why = "is not writable by this user";
+  if (why.empty()) return {};
+  return fail(Errc::usage, named + " " + why + " on node " + node_name,
+              t && *t ? "set TMPDIR to a writable directory that exists on every node, or unset it (then /tmp)"
+                      : "make /tmp a writable directory on that node, or set TMPDIR");
 }
 
 std::string topologyCacheDir() { return nodeTmpBase() + "/tlaunch-topology-" + std::to_string(::geteuid()); }

@@ -8,12 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "tlaunch/result.h"
+
 namespace tlaunch {
 
 inline constexpr const char* kOwnerMarkFile = ".tlaunchd-owner";
 
 // Where a daemon keeps files on its node: $TMPDIR, else /tmp.
 std::string nodeTmpBase();
+
+// nodeTmpBase() is a directory this daemon can write into. A TMPDIR that is missing or a file
+// on one node is named with the node, not left to fail in PMIx's set-up (nor created).
+Result<void> checkNodeTmpBase(const std::string& node_name);
 
 // This user's directory (under nodeTmpBase) for the live topology kept between jobs of a boot
 // (binding/topology/topology_cache.h): not a job directory, so the sweeper leaves it alone.

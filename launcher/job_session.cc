@@ -105,7 +105,7 @@ JobOutcome JobSession::run() {
   watchSignals();
   if (spawnsTree()) tree_ = TreeShape{static_cast<int>(links_.size()), cfg_.spec.tree_radix};
   if (auto r = starter_->start(nodesToStart(), daemonCommand(), cfg_.secret); !r) {
-    fail(exitStatusFor(r.error().code), r.error().message);
+    fail(exitStatusFor(r.error().code), describeError(r.error()));
   }
   sayStarterNotes();
   phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.connect_timeout_s);

@@ -45,10 +45,27 @@ std::string defaultSshControlDir(const std::map<std::string, std::string>& env, 
   return "/tmp/tlaunch-ssh-" + std::to_string(uid);
 }
 
-Result<void> ensurePrivateDir(const std::string& path, const std::string& what, const std::string& fix) {
+std::string sshControlDirBase(const std::string& control_dir, const std::map<std::string, std::string>& env) {
+  for (const char* name : {"XDG_RUNTIME_DIR", "HOME"}) {
+    const std::string dir = envOr(env, name);
+    if (!dir.empty() && dir != "/" && control_dir.starts_with(dir + "/")) return dir;
+  }
+  return control_dir.starts_with("/tmp/") ? "/tmp" : "";
+}
+
+Result<void> ensurePrivateDir(const std::string& path, const std::string& what, const std::string& fix,
+                              const std::string& base) {
   if (path.empty() || path.front() != '/') return fail(Errc::usage, what + " '" + path + "' is not an absolute path");
-  // Parents are created 0700 too (they are under the user's own home or runtime dir).
-  for (size_t slash = path.find('/', 1); ; slash = path.find('/', slash + 1)) {
+  size_t first = 1;
+  if (!base.empty() && path.starts_with(base + "/")) {
+    struct stat st {};
+    if (::stat(base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return fail(Errc::usage, "cannot create " + what + " " + path + ": " + base + " does not exist",
+                  fix + ", or set HOME to your home directory");
+    first = base.size() + 1;
+  }
+  // Parents below `base` are created 0700 too (they are under the user's own home or runtime dir).
+  for (size_t slash = path.find('/', first); ; slash = path.find('/', slash + 1)) {
     const std::string part = path.substr(0, slash);
     if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
       return fail(Errc::io, "cannot create " + what + " " + part + ": " + std::strerror(errno),
@@ -203,7 +220,7 @@ Result<void> SshStarter::start(const std::vector<NodeTarget>& nodes, const Daemo
   if (!programInPath(options_.ssh_program, path ? path : "")) {
     return diagnostic(Errc::usage, "ssh-missing", {{"ssh", options_.ssh_program}});
   }
-  std::string control_dir;
+  std::string control_dir, base;
   if (options_.reuse_connections) {
     control_dir = options_.control_dir;
     if (control_dir.empty()) {
@@ -212,8 +229,9 @@ Result<void> SshStarter::start(const std::vector<NodeTarget>& nodes, const Daemo
         if (const char* v = std::getenv(name)) env[name] = v;
       }
       control_dir = defaultSshControlDir(env, ::geteuid());
+      base = sshControlDirBase(control_dir, env);
     }
-    if (auto ok = ensurePrivateDir(control_dir); !ok) {
+    if (auto ok = ensurePrivateDir(control_dir, "ssh control dir", "pass --ssh-reuse=off", base); !ok) {
       warnings_.push_back("ssh connection reuse is off: " + ok.error().message);
       control_dir.clear();
     }

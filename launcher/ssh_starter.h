@@ -39,9 +39,15 @@ std::string defaultSshControlDir(const std::map<std::string, std::string>& env, 
 
 // Creates `path` (and parents) if needed and checks it is a directory owned by the user,
 // not a symlink, with no group/other access (tightens it to 0700 if it is ours). `what` names it
-// in errors, `fix` is the way around it offered to the user.
+// in errors, `fix` is the way around it offered to the user. `base` (a prefix of `path`, e.g.
+// HOME): it must exist already; only what lies below it is created (HOME=/nonexistent, a
+// service account's, must not make root create /nonexistent).
 Result<void> ensurePrivateDir(const std::string& path, const std::string& what = "ssh control dir",
-                              const std::string& fix = "pass --ssh-reuse=off");
+                              const std::string& fix = "pass --ssh-reuse=off", const std::string& base = "");
+
+// The directory the default ssh control directory lies in (XDG_RUNTIME_DIR, HOME or /tmp),
+// for ensurePrivateDir's `base`; "" for any other directory.
+std::string sshControlDirBase(const std::string& control_dir, const std::map<std::string, std::string>& env);
 
 // --ssh-option values → ssh arguments.
 Result<std::vector<std::string>> sshOptionArgs(const std::vector<std::string>& ssh_options);

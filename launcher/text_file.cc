@@ -1,6 +1,8 @@
 #include "launcher/text_file.h"
 #include "tlaunch/diagnostics.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +16,11 @@ Result<std::string> readTextFile(const std::string& path, std::string_view what)
   if (!file) {
     return diagnostic(Errc::usage, "file-unreadable",
                       {{"what", std::string(what)}, {"path", path}, {"reason", std::strerror(errno)}});
+  }
+  // A directory opens, and its first read fails with EISDIR, which read as an I/O error (74).
+  if (struct stat st {}; ::fstat(::fileno(file.get()), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return diagnostic(Errc::usage, "file-unreadable",
+                      {{"what", std::string(what)}, {"path", path}, {"reason", "it is a directory"}});
   }
   std::string content;
   char buf[65536];

@@ -100,11 +100,11 @@ Result<WarmRegistry> WarmRegistry::open(const std::map<std::string, std::string>
   const std::string home = homeDirectory(env);
   if (home.empty() || home.front() != '/')
     return fail(Errc::usage, "warm daemons need a home directory (HOME is not set)", kFix);
-  return openAt(home + "/.cache/tlaunch/daemons", create_secret);
+  return openAt(home + "/.cache/tlaunch/daemons", create_secret, home);
 }
 
-Result<WarmRegistry> WarmRegistry::openAt(const std::string& dir, bool create_secret) {
-  if (auto ok = ensurePrivateDir(dir, "warm-daemon directory", kFix); !ok) return tl::unexpected(ok.error());
+Result<WarmRegistry> WarmRegistry::openAt(const std::string& dir, bool create_secret, const std::string& base) {
+  if (auto ok = ensurePrivateDir(dir, "warm-daemon directory", kFix, base); !ok) return tl::unexpected(ok.error());
   auto secret = readSecret(dir + "/secret", create_secret);
   if (!secret) return tl::unexpected(secret.error());
   WarmRegistry r;

@@ -43,8 +43,9 @@ class WarmRegistry {
   // $HOME/.cache/tlaunch/daemons (HOME from `env`, else the password database). The secret is
   // created on first use when `create_secret`; without it a missing secret is an empty one.
   static Result<WarmRegistry> open(const std::map<std::string, std::string>& env, bool create_secret);
-  // For tests: any directory, checked the same way.
-  static Result<WarmRegistry> openAt(const std::string& dir, bool create_secret);
+  // For tests: any directory, checked the same way. `base`: a directory above it that must
+  // exist already (ensurePrivateDir).
+  static Result<WarmRegistry> openAt(const std::string& dir, bool create_secret, const std::string& base = "");
 
   const std::string& dir() const { return dir_; }
   const std::string& secret() const { return secret_; }

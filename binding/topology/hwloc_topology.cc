@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <string_view>
+#include <system_error>
 #include <tuple>
 #include <utility>
 
@@ -414,6 +416,8 @@ Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* 
   if (path.empty()) return loadLive(live_xml, cache_dir, from_cache);
 
   const std::string hint = "check the file, or re-export it on the node with `lstopo --of xml FILE`";
+  if (std::error_code ec; std::filesystem::is_directory(path, ec))
+    return fail(Errc::topology, "cannot read topology XML '" + path + "': it is a directory", hint);
   std::ifstream probe(path);
   if (!probe) return fail(Errc::topology, "cannot read topology XML '" + path + "': " + std::strerror(errno), hint);
   auto topo = newTopology();

@@ -25,6 +25,19 @@ tl.check("job tl-" not in r.stderr, f"an empty program is refused before any dae
 expect(["-p", "1", "--", "/tmp"], 126, "program '/tmp' on node local0 is a directory")
 expect(["-p", "1", "-D", "/etc/hostname", "--", "true"], 64, "working directory /etc/hostname is not a directory on node local0")
 expect(["-p", "1", "-D", "/no/such/dir", "--", "true"], 64, "working directory /no/such/dir does not exist on node local0")
+# Paths that are not what the flag wants: named with the flag's file and the reason (a directory
+# given as a file read as "not an hwloc XML export", "Permission denied", or an I/O error, 74).
+expect(["--hostfile", "/tmp", "--", "true"], 64, "cannot read hostfile /tmp: it is a directory")
+expect(["--launcher", "local", "--topology-xml", "/tmp", "--", "true"], 78, "cannot read topology XML '/tmp': it is a directory")
+for daemon, why in (("/tmp", "is a directory"), ("/no/such/tlaunchd", "does not exist")):
+    r = expect(["--launcher", "local", "--daemon-path", daemon, "--", "true"], 69, f"tlaunchd at {daemon} {why} on this host")
+    tl.check("--daemon-path" in r.stderr, f"the hint names --daemon-path: {r.stderr}")
+# A TMPDIR that is missing or a file on a node: named with the node, and never created.
+missing = os.path.join(tl.tempdir(), "no", "such", "tmp")
+r = tl.run(["--launcher", "local", "--", "true"], env=dict(os.environ, TMPDIR=missing))
+tl.check(r.returncode == 64 and f"TMPDIR ({missing}) does not exist on node local0" in r.stderr,
+         f"missing TMPDIR: exit {r.returncode}, {r.stderr}")
+tl.check(not os.path.exists(os.path.dirname(os.path.dirname(missing))), "tlaunch created the missing TMPDIR")
 expect(["-N", "3", "-p", "1", "--", "true"], 64, "--launcher local")
 expect(["--launcher", "local", "--hosts", "a,b", "-N", "3", "-p", "1", "--", "true"], 64, "3")
 expect(["--hostfile", "/nonexistent/hosts", "-p", "1", "--", "true"], 64, "/nonexistent/hosts")

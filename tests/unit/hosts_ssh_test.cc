@@ -112,6 +112,24 @@ TEST_CASE("hosts: ssh control dir: private per-user place whose socket paths fit
   std::ofstream(tmp.path() / "file") << "x";
   CHECK_FALSE(ensurePrivateDir((tmp.path() / "file").string()));
   CHECK_FALSE(ensurePrivateDir("relative/dir"));
+
+  // A HOME that does not exist (a service account's /nonexistent) is not created: only what lies
+  // below the base is.
+  const fs::path home = tmp.path() / "home-gone";
+  auto gone = ensurePrivateDir((home / ".cache/tlaunch/ssh").string(), "ssh control dir", "pass --ssh-reuse=off",
+                               home.string());
+  REQUIRE_FALSE(gone);
+  CHECK_THAT(gone.error().message, Catch::Contains(home.string() + " does not exist"));
+  CHECK_FALSE(fs::exists(home));
+  fs::create_directory(home);
+  REQUIRE(ensurePrivateDir((home / ".cache/tlaunch/ssh").string(), "ssh control dir", "pass --ssh-reuse=off",
+                           home.string()));
+  CHECK(fs::is_directory(home / ".cache/tlaunch/ssh"));
+  const std::map<std::string, std::string> env{{"XDG_RUNTIME_DIR", "/run/user/7"}, {"HOME", "/home/a"}};
+  CHECK(sshControlDirBase("/run/user/7/tlaunch-ssh", env) == "/run/user/7");
+  CHECK(sshControlDirBase("/home/a/.cache/tlaunch/ssh", env) == "/home/a");
+  CHECK(sshControlDirBase("/tmp/tlaunch-ssh-7", env) == "/tmp");
+  CHECK(sshControlDirBase("/srv/ctl", env).empty());
 }
 
 // Texts recorded from OpenSSH 9.2p1 (Debian 12), bash and dash as remote shells.
