@@ -29,7 +29,10 @@ const char* kHelp =
     "\n"
     "Options:\n"
     "  --json      print one JSON object instead of the table\n"
-    "  -h, --help  print this help\n";
+    "  -h, --help  print this help\n"
+    "\n"
+    "Exit status: 0; 65 when the input holds no NCCL_DEBUG=INFO output; 64 for a bad flag or an\n"
+    "unreadable file.\n";
 
 // Feeds the whole stream to the state; false with errno set when it cannot be read.
 bool feedFd(int fd, const std::string& name, nccl::NcclLogState& state) {
@@ -93,6 +96,13 @@ int runNcclReportCommand(int argc, char** argv) {
     std::cout << nccl::reportJsonText(report);
   } else {
     std::cout << nccl::reportText(report);
+  }
+  if (report.ranks.empty()) {
+    // A script pointed at the wrong file, or a job run without NCCL's log, must not read as a
+    // clean report (EX_DATAERR).
+    std::cerr << "tlaunch nccl-report: no NCCL_DEBUG=INFO output in " << (logs.size() == 1 ? logs[0] : "the inputs")
+              << "\n  -> run the job with NCCL_DEBUG=INFO (tlaunch -x NCCL_DEBUG=INFO ...) and pass its output\n";
+    return 65;
   }
   return 0;
 }

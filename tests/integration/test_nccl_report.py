@@ -4,6 +4,7 @@ tests/fixtures/nccl-logs; a missing one fails the test."""
 import glob
 import json
 import os
+import subprocess
 
 import tl
 
@@ -51,6 +52,12 @@ tl.check(r.returncode == 64, f"missing file: exit {r.returncode}")
 tl.check(missing in r.stderr and r.stdout == "", f"missing file: stdout {r.stdout!r} stderr {r.stderr!r}")
 r = tl.run(["nccl-report", LOGS])
 tl.check(r.returncode == 64 and LOGS in r.stderr, f"directory: exit {r.returncode}, {r.stderr!r}")
+# Input without NCCL's INFO lines (the wrong file, a job run without NCCL_DEBUG=INFO): the report
+# says so, and the exit status (65) lets a script tell it from a clean report.
+for args, given in ((["nccl-report", "/etc/hostname"], None), (["nccl-report", "--json"], "no nccl here\n")):
+    r = tl.run(args, input=given) if given else tl.run(args, stdin=subprocess.DEVNULL)
+    tl.check(r.returncode == 65 and "no NCCL_DEBUG=INFO output" in r.stderr and "NCCL_DEBUG=INFO" in r.stderr,
+             f"{args}: exit {r.returncode}, {r.stderr!r}")
 r = tl.run(["nccl-report", "--bogus", fixture("01")])
 tl.check(r.returncode == 64 and "--bogus" in r.stderr, f"bad flag: exit {r.returncode}, {r.stderr!r}")
 print("ok")
