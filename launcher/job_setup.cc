@@ -28,6 +28,11 @@ Result<void> validate(const JobSpec& spec) {
   if (!spec.nproc_per_node_word.empty() && spec.total_ranks > 0)
     return diagnostic(Errc::usage, "nproc-word-and-total", {{"word", spec.nproc_per_node_word}});
   if (spec.offline && !spec.dry_run) return diagnostic(Errc::usage, "offline-without-dry-run");
+  // Flags that would do nothing here: refused rather than silently ignored.
+  if (spec.json && !spec.dry_run && !spec.preflight_only) return diagnostic(Errc::usage, "json-without-dry-run");
+  if (spec.cpus_per_rank > 0 && spec.bind != "core")
+    return diagnostic(Errc::usage, "cpus-per-rank-without-core-binding",
+                      {{"bind", spec.bind}, {"what", spec.bind == "none" ? "nothing" : "whole NUMA nodes"}});
   if (spec.max_restarts > 0 && spec.stdin_rank >= 0)
     return diagnostic(Errc::usage, "stdin-and-restarts");
   return {};

@@ -32,6 +32,10 @@ expect(["--launcher", "local", "--topology-xml", "/tmp", "--", "true"], 78, "can
 for daemon, why in (("/tmp", "is a directory"), ("/no/such/tlaunchd", "does not exist")):
     r = expect(["--launcher", "local", "--daemon-path", daemon, "--", "true"], 69, f"tlaunchd at {daemon} {why} on this host")
     tl.check("--daemon-path" in r.stderr, f"the hint names --daemon-path: {r.stderr}")
+# Flags that would do nothing with the others given: refused, not silently ignored.
+expect(["--launcher", "local", "--json", "--", "true"], 64, "--json prints the plan of --dry-run")
+expect(["--launcher", "local", "--bind", "none", "--cpus-per-rank", "2", "--", "true"], 64,
+       "--cpus-per-rank sizes each rank's set of cores, but --bind none binds nothing")
 # A TMPDIR that is missing or a file on a node: named with the node, and never created.
 missing = os.path.join(tl.tempdir(), "no", "such", "tmp")
 r = tl.run(["--launcher", "local", "--", "true"], env=dict(os.environ, TMPDIR=missing))
