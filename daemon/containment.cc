@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <thread>
 
 #include "bootstrap/spawn.h"
@@ -75,6 +76,12 @@ Containment::~Containment() {
   } catch (...) {
   }
   if (watcher_stdin_ >= 0) ::close(watcher_stdin_);  // the watcher finds the cgroup gone, and exits
+  // Reaped here, briefly: else it is a zombie of init's for as long as init takes (~2 s seen).
+  for (int i = 0; watcher_pid_ > 0 && i < 200; ++i) {
+    const pid_t r = ::waitpid(watcher_pid_, nullptr, WNOHANG);
+    if (r == watcher_pid_ || (r < 0 && errno != EINTR)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 void Containment::startCgroupWatcher() {

@@ -228,4 +228,29 @@ if prefix:
     finally:
         os.killpg(p.pid, 2)
         p.communicate(timeout=30)
+
+
+# Nothing of a job is left once tlaunch returns, not even a zombie: each daemon reaps its cgroup
+# watcher (left to init, it showed as "[tlaunchd] <defunct>" for ~2 s after the job).
+def tlaunchd_zombies():
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        if comm == "tlaunchd" and rest[0] == "Z":
+            found.append(int(entry))
+    return found
+
+
+before = set(tlaunchd_zombies())
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "-q", "--", "true"], cwd="/tmp")
+tl.check(r.returncode == 0, f"job: {r.stderr}")
+left = set(tlaunchd_zombies()) - before
+tl.check(not left, f"tlaunchd zombies left after the job: {sorted(left)}")
 print("PASS")
