@@ -71,13 +71,13 @@ Result<std::vector<FilterItem>> parseFilter(std::string_view text, const std::st
   std::vector<FilterItem> items;
   size_t names = 0;
   // Once, not per entry: a long list would copy itself once per entry.
-  const std::string where = flag + " '" + std::string(text) + "': ";
+  const std::string where = flag + " '" + visibleText(text) + "': ";
   for (std::string_view part : splitOutsideBrackets(text, '@')) {
     part = trim(part);
     if (part.empty()) return fail(Errc::usage, where + "empty entry between '@'", kFilterHint);
     FilterItem item;
     const auto parts = hostAndSlots(part);
-    if (!parts) return fail(Errc::usage, where + "more than one ':' in '" + std::string(part) + "'", kFilterHint);
+    if (!parts) return fail(Errc::usage, where + "more than one ':' in '" + visibleText(part) + "'", kFilterHint);
     auto hosts = expandHostSpec(trim(parts->front()), isIpv6Literal(trim(parts->front())), where, kFilterHint,
                                 namesLeft(names));
     if (!hosts) return tl::unexpected(hosts.error());
@@ -87,8 +87,12 @@ Result<std::vector<FilterItem>> parseFilter(std::string_view text, const std::st
       for (std::string_view s : splitOutsideBrackets((*parts)[1], ',')) {
         auto index = parseCount(trim(s), 0);
         if (!index) {
-          return fail(Errc::usage, where + "slot index '" + std::string(trim(s)) + "' is not a number", kFilterHint);
+          return fail(Errc::usage, where + "slot index '" + visibleText(trim(s)) + "' is not a number", kFilterHint);
         }
+        if (std::find(item.slots.begin(), item.slots.end(), *index) != item.slots.end())
+          return fail(Errc::usage, where + "slot index " + std::to_string(*index) + " is listed twice in '" +
+                                       visibleText(part) + "'",
+                      kFilterHint);
         item.slots.push_back(*index);
       }
     }

@@ -153,7 +153,11 @@ TEST_CASE("hosts: hostfile: bad lines give file:line and the text", "[hosts][nod
 
 TEST_CASE("hosts: --include keeps hosts in their order, with slot indices", "[hosts][node_source]") {
   auto hosts = *parseHostfile("node1 slots=4\nnode2 slots=4\nnode3 slots=4\n", "h");
-  auto r = applyIncludeExclude(hosts, "node3@node1:0,2,2", "");
+  // A slot index given twice is a typo (0,0 for 0,1), not a wish: refused, not merged.
+  auto twice = applyIncludeExclude(hosts, "node3@node1:0,2,2", "");
+  REQUIRE_FALSE(twice);
+  CHECK_THAT(twice.error().message, Catch::Contains("slot index 2 is listed twice in 'node1:0,2,2'"));
+  auto r = applyIncludeExclude(hosts, "node3@node1:0,2", "");
   REQUIRE(r);
   CHECK(names(*r) == S{"node1", "node3"});
   CHECK((*r)[0].only_slots == I{0, 2});
