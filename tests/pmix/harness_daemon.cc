@@ -49,6 +49,10 @@ class Daemon {
 
   int run() {
     if (o_.localonly_fence_off) setenv("PMIX_MCA_pmix_server_fence_localonly_opt", "0", 1);
+    // The node's directory, as tlaunchd's is ($TMPDIR/tlaunch.<job>.<node>...): makeRankDir
+    // makes no parents.
+    std::error_code ec;
+    std::filesystem::create_directories(o_.nodeDir(node_), ec);
     tlaunch::PmixServerConfig config;
     config.node_name = o_.nodeName(node_);
     config.node_index = node_;
