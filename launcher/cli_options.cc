@@ -114,7 +114,13 @@ void addOutputOptions(CLI::App& app, JobSpec& s) {
   app.add_option_function<std::string>(
          "--stdin",
          [&s](const std::string& v) {
-           s.stdin_rank = v == "none" ? -1 : orThrow(parseBoundedInt("--stdin", v, 0, kMaxWorldSize - 1));
+           if (v == "none") {
+             s.stdin_rank = -1;
+             return;
+           }
+           auto rank = parseBoundedInt("--stdin", v, 0, kMaxWorldSize - 1);
+           if (!rank) rank = fail(Errc::usage, rank.error().message + ", or none", rank.error().hint);
+           s.stdin_rank = orThrow(std::move(rank));
          },
          "forward tlaunch's stdin to this rank (e.g. 0); default none")
       ->type_name("RANK|none");

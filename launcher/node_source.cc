@@ -18,6 +18,8 @@ using namespace node_source_detail;
 
 namespace {
 std::string_view trim(std::string_view s) { return trimBlanks(s); }
+// What a slot count may be, as the messages say it.
+std::string slotsRange() { return "a whole number from 1 to " + std::to_string(node_source_detail::kMaxSlots); }
 }  // namespace
 
 namespace node_source_detail {
@@ -194,7 +196,7 @@ Result<std::vector<HostEntry>> parseHostsOption(std::string_view text) {
       auto n = parseCount(parts[1], 1);
       if (!n) {
         return fail(Errc::usage, where + "slots '" + visibleText(parts[1]) + "' of " + visibleText(parts[0]) +
-                                     " must be a whole number of at least 1",
+                                     " must be " + slotsRange(),
                     kHostsHint);
       }
       slots = *n;
@@ -241,7 +243,7 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
     const auto colon_parts = splitOutsideBrackets(host_spec, ':');
     if (colon_parts.size() == 2) {
       auto n = parseCount(colon_parts[1], 1);
-      if (!n) return bad("slots '" + visibleText(colon_parts[1]) + "' must be a whole number of at least 1");
+      if (!n) return bad("slots '" + visibleText(colon_parts[1]) + "' must be " + slotsRange());
       slots = *n;
       host_spec = colon_parts[0];
     }
@@ -265,12 +267,12 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
       if (key == "slots" || key == "count") {
         if (slots != -1) return bad("slots given twice");
         auto n = parseCount(value, 1);
-        if (!n) return bad("slots '" + visibleText(value) + "' must be a whole number of at least 1");
+        if (!n) return bad("slots '" + visibleText(value) + "' must be " + slotsRange());
         slots = *n;
         continue;
       }
       if (key == "max_slots" && !parseCount(value, 1)) {
-        return bad("max_slots '" + visibleText(value) + "' must be a whole number of at least 1");
+        return bad("max_slots '" + visibleText(value) + "' must be " + slotsRange());
       }
       if (key == "user") {
         if (auto why = badUserName(value)) return bad(*why);
