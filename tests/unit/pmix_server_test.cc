@@ -33,6 +33,7 @@ struct Strand {
 
 struct TempBase {
   std::string path = "/tmp/tlaunch-pmix-unit." + std::to_string(getpid());
+  TempBase() { fs::create_directory(path); }  // as tlaunchd's job directory (makeRankDir makes no parents)
   ~TempBase() { fs::remove_all(path); }
 };
 
