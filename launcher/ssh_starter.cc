@@ -47,7 +47,7 @@ std::string defaultSshControlDir(const std::map<std::string, std::string>& env, 
 
 std::string sshControlDirBase(const std::string& control_dir, const std::map<std::string, std::string>& env) {
   for (const char* name : {"XDG_RUNTIME_DIR", "HOME"}) {
-    const std::string dir = envOr(env, name);
+    std::string dir = envOr(env, name);
     if (!dir.empty() && dir != "/" && control_dir.starts_with(dir + "/")) return dir;
   }
   return control_dir.starts_with("/tmp/") ? "/tmp" : "";
