@@ -1,6 +1,10 @@
 #include "launcher/cli_arg_checks.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -65,6 +69,49 @@ std::optional<std::string> optionGivenEmpty(const CLI::App& app) {
     if (parsed.empty()) return std::nullopt;
     a = parsed.front();
   }
+}
+
+namespace {
+// Edits between two names of a dozen letters: insert, delete, replace, or swap two neighbours
+// ("stauts" is one swap from "status"): the optimal string alignment distance.
+size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+bool executableOnPath(const std::string& program, const std::string& path) {
+  for (size_t start = 0; start <= path.size();) {
+    const size_t colon = std::min(path.find(':', start), path.size());
+    const std::string dir = colon == start ? "." : path.substr(start, colon - start);  // "" is the working directory
+    if (::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    start = colon + 1;
+  }
+  return false;
+}
+}  // namespace
+
+std::optional<std::string> subcommandLookalike(const std::string& program, const std::string& path) {
+  if (program.size() < 3 || program.find('/') != std::string::npos) return std::nullopt;
+  std::optional<std::string> closest;
+  size_t best = 3;  // at most two edits
+  for (const char* name : {"topo", "preflight", "stacks", "status", "stop-daemons", "nccl-report"}) {
+    const size_t distance = editDistance(program, name);
+    if (distance == 0) return std::nullopt;
+    if (distance < best) {
+      best = distance;
+      closest = name;
+    }
+  }
+  if (closest && executableOnPath(program, path)) return std::nullopt;
+  return closest;
 }
 
 }  // namespace tlaunch

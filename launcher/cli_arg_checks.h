@@ -19,4 +19,9 @@ std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, co
 // job on this host instead of the nodes meant). The message, or nullopt.
 std::optional<std::string> optionGivenEmpty(const CLI::App& app);
 
+// `tlaunch stauts`: a program that is no file on `path` (this host's PATH) and is one or two
+// letters from a subcommand's name. That subcommand, or nullopt. The program may still exist on
+// the nodes: the caller only says so, and runs the job.
+std::optional<std::string> subcommandLookalike(const std::string& program, const std::string& path);
+
 }  // namespace tlaunch

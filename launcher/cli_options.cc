@@ -1,6 +1,8 @@
 #include "launcher/cli_options.h"
 
+#include <cstdlib>
 #include <iostream>
+#include <string_view>
 #include <utility>
 
 #include <CLI/CLI.hpp>
@@ -421,6 +423,12 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
       std::cerr << "tlaunch: unknown option " << s.argv.front() << "\nRun 'tlaunch --help' for the options.\n";
       out.exit_now = 64;
     }
+  }
+  if (!s.argv.empty() && !s.preflight_only && !out.exit_now) {
+    const char* path = std::getenv("PATH");
+    if (auto meant = subcommandLookalike(s.argv.front(), path ? path : ""))
+      std::cerr << "tlaunch: note: no program '" << s.argv.front() << "' on this host; did you mean `tlaunch " << *meant
+                << "`? (running it as the job's program)\n";
   }
   return out;
 }

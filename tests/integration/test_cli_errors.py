@@ -32,6 +32,9 @@ expect(["--launcher", "local", "--topology-xml", "/tmp", "--", "true"], 78, "can
 for daemon, why in (("/tmp", "is a directory"), ("/no/such/tlaunchd", "does not exist")):
     r = expect(["--launcher", "local", "--daemon-path", daemon, "--", "true"], 69, f"tlaunchd at {daemon} {why} on this host")
     tl.check("--daemon-path" in r.stderr, f"the hint names --daemon-path: {r.stderr}")
+# A subcommand mistyped runs as a program (it may exist on the nodes), with a note first.
+r = expect(["--launcher", "local", "stauts"], 127, "did you mean `tlaunch status`?")
+tl.check(r.stderr.index("did you mean") < r.stderr.index("not found on node local0"), f"the note comes first: {r.stderr}")
 # Flags that would do nothing with the others given: refused, not silently ignored.
 expect(["--launcher", "local", "--json", "--", "true"], 64, "--json prints the plan of --dry-run")
 expect(["--launcher", "local", "--bind", "none", "--cpus-per-rank", "2", "--", "true"], 64,

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/cli_arg_checks.h"
 #include "launcher/cli_options.h"
 #include "cli_test_support.h"
 #include "launcher/cli_values.h"
@@ -119,4 +120,15 @@ TEST_CASE("preflight shares the job's options so typos are refused and not taken
   CHECK(p.spec.include == "a");
   CHECK(p.spec.connect_timeout_s == 5);
   CHECK(p.spec.preflight_skip == std::vector<std::string>{"memlock", "gpudirect"});
+}
+
+TEST_CASE("a program one or two letters from a subcommand, found nowhere on PATH, is said to look like it") {
+  CHECK(subcommandLookalike("stauts", "/usr/bin:/bin") == std::optional<std::string>("status"));
+  CHECK(subcommandLookalike("preflgiht", "/usr/bin:/bin") == std::optional<std::string>("preflight"));
+  CHECK(subcommandLookalike("stop-daemon", "/usr/bin:/bin") == std::optional<std::string>("stop-daemons"));
+  CHECK_FALSE(subcommandLookalike("status", "/usr/bin"));     // the subcommand itself is parsed as one
+  CHECK_FALSE(subcommandLookalike("python3", "/usr/bin"));    // far from every name
+  CHECK_FALSE(subcommandLookalike("./stauts", "/usr/bin"));   // a path is what the user means
+  CHECK_FALSE(subcommandLookalike("stat", "/usr/bin:/bin"));  // coreutils' stat, 2 from "status": it exists
+  CHECK(subcommandLookalike("stat", "/nowhere") == std::optional<std::string>("status"));
 }
