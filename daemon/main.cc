@@ -12,7 +12,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "binding/topology/hwloc_topology.h"
+#include "binding/topology/hwloc_plugins.h"
 #include "bootstrap/allocator_tuning.h"
 #include "bootstrap/process_hygiene.h"
 #include "daemon/containment.h"

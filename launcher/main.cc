@@ -4,7 +4,7 @@
 #include "bootstrap/asan_default_options.h"
 #include "bootstrap/allocator_tuning.h"
 #include "bootstrap/process_hygiene.h"
-#include "binding/topology/hwloc_topology.h"
+#include "binding/topology/hwloc_plugins.h"
 #include "launcher/cli_options.h"
 #include "launcher/control_socket.h"
 #include "launcher/nccl/nccl_report_command.h"

@@ -5,8 +5,6 @@
 #include "tlaunch/result.h"
 #include "tlaunch/topology.h"
 
-struct hwloc_topology;  // hwloc.h's hwloc_topology_t points to one
-
 namespace tlaunch {
 
 // Loads the topology with PCI and OS-device discovery enabled (on the live machine without hwloc's
@@ -22,22 +20,5 @@ namespace tlaunch {
 // `from_cache`: set to whether the live machine came from that cache (for -v).
 Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* live_xml = nullptr,
                                       const std::string& cache_dir = "", bool* from_cache = nullptr);
-
-// hwloc dlopens every plugin in its directory at a process's first topology and keeps them while
-// one exists. Debian's OpenCL, OpenGL, libpciaccess and libxml2 ones pull in libOpenCL, libX11,
-// ICU and more: ~3 ms of a daemon's start, for backends live discovery leaves out (see
-// skipCostlyBackends) and an XML parser hwloc has built in. While this object lives, hwloc's
-// plugins are the others only (HWLOC_PLUGINS_BLACKLIST, unless the user set it). It sets and
-// restores that variable: make it before any thread exists, and keep it for the process's life.
-class HwlocPluginsWithoutUnused {
- public:
-  HwlocPluginsWithoutUnused();
-  ~HwlocPluginsWithoutUnused();
-  HwlocPluginsWithoutUnused(const HwlocPluginsWithoutUnused&) = delete;
-  HwlocPluginsWithoutUnused& operator=(const HwlocPluginsWithoutUnused&) = delete;
-
- private:
-  ::hwloc_topology* keep_ = nullptr;  // an empty topology: it holds the plugins loaded
-};
 
 }  // namespace tlaunch

@@ -13,6 +13,7 @@
 #include <set>
 #include <utility>
 
+#include "binding/topology/hwloc_plugins.h"
 #include "binding/topology/hwloc_topology.h"
 #include "binding/topology/topology_json.h"
 #include "topology_test_fixtures.h"
