@@ -9,6 +9,7 @@
 #include <optional>
 #include <string_view>
 
+#include "bootstrap/path_check.h"
 #include "bootstrap/rank_env.h"
 #include "bootstrap/spawn.h"
 #include "tlaunch/diagnostics.h"
@@ -81,13 +82,9 @@ Result<std::string> checkInterpreter(const std::string& program, const std::stri
 }  // namespace
 
 Result<void> checkWorkingDirectory(const std::string& cwd, const std::string& node_name) {
-  struct stat st {};
-  std::string why;
-  if (::stat(cwd.c_str(), &st) != 0) why = errno == ENOENT || errno == ENOTDIR ? "does not exist" : std::strerror(errno);
-  else if (!S_ISDIR(st.st_mode)) why = "is not a directory";
-  else if (::access(cwd.c_str(), X_OK) != 0) why = "cannot be entered (" + std::string(std::strerror(errno)) + ")";
-  if (why.empty()) return {};
-  return fail(Errc::usage, "working directory " + cwd + " " + why + " on node " + node_name,
+  const auto why = pathProblem(cwd, PathUse::enter_directory);
+  if (!why) return {};
+  return fail(Errc::usage, "working directory " + cwd + " " + *why + " on node " + node_name,
               "run tlaunch from a directory every node has, or name one with -D/--chdir");
 }
 

@@ -4,14 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "bootstrap/auth.h"
+#include "bootstrap/path_check.h"
 #include "tlaunch/strings.h"
 
 namespace tlaunch {
@@ -80,13 +79,9 @@ Result<void> checkNodeTmpBase(const std::string& node_name) {
   const std::string base = nodeTmpBase();
   const char* t = std::getenv("TMPDIR");
   const std::string named = t && *t ? "TMPDIR (" + base + ")" : base;
-  struct stat st {};
-  std::string why;
-  if (::stat(base.c_str(), &st) != 0) why = errno == ENOENT || errno == ENOTDIR ? "does not exist" : std::strerror(errno);
-  else if (!S_ISDIR(st.st_mode)) why = "is not a directory";
-  else if (::access(base.c_str(), W_OK | X_OK) != 0) why = "is not writable by this user";
-  if (why.empty()) return {};
-  return fail(Errc::usage, named + " " + why + " on node " + node_name,
+  const auto why = pathProblem(base, PathUse::write_directory);
+  if (!why) return {};
+  return fail(Errc::usage, named + " " + *why + " on node " + node_name,
               t && *t ? "set TMPDIR to a writable directory that exists on every node, or unset it (then /tmp)"
                       : "make /tmp a writable directory on that node, or set TMPDIR");
 }

@@ -1,11 +1,8 @@
 #include "launcher/local_starter.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
-#include <cstring>
+
+#include "bootstrap/path_check.h"
 
 namespace tlaunch {
 
@@ -13,13 +10,9 @@ namespace {
 // tlaunchd on this host, checked before the first fork: exec's own error for a directory or a
 // missing file reads "cannot execute '/tmp': Permission denied", naming neither the flag nor why.
 Result<void> checkDaemonProgram(const std::string& path) {
-  struct stat st {};
-  std::string why;
-  if (::stat(path.c_str(), &st) != 0) why = errno == ENOENT || errno == ENOTDIR ? "does not exist" : std::strerror(errno);
-  else if (S_ISDIR(st.st_mode)) why = "is a directory";
-  else if (!S_ISREG(st.st_mode) || ::access(path.c_str(), X_OK) != 0) why = "is not an executable file";
-  if (why.empty()) return {};
-  return fail(Errc::node_unreachable, "tlaunchd at " + path + " " + why + " on this host",
+  const auto why = pathProblem(path, PathUse::run_file);
+  if (!why) return {};
+  return fail(Errc::node_unreachable, "tlaunchd at " + path + " " + *why + " on this host",
               "pass --daemon-path with tlaunchd's path, or reinstall tlaunch (tlaunchd belongs next to tlaunch)");
 }
 }  // namespace
