@@ -36,11 +36,16 @@ void addFailureOptions(CLI::App& app, JobSpec& s) {
   auto* keep_going = app.add_flag("--keep-going", s.keep_going,
                                   "a failed rank does not end the job: the others run to their end, and tlaunch "
                                   "exits with the first failed rank's status (MPI_Abort still ends the job)");
-  app.final_callback([&app, keep_going] {
+  app.final_callback([&app, &s, keep_going] {
     const CLI::Option* restarts = app.get_option_no_throw("--max-restarts");
     if (keep_going->count() > 0 && restarts && restarts->count() > 0)
       throw CLI::ValidationError("--keep-going and --max-restarts cannot be combined: a failed rank either restarts "
                                  "the job or stays dead\n  -> choose one of them");
+    // The grace is for the ranks' PMIx event handlers; without a PMIx server there are none.
+    const CLI::Option* grace = app.get_option_no_throw("--event-grace");
+    if (!s.pmix && grace && grace->count() > 0)
+      throw CLI::ValidationError("--event-grace gives the ranks' PMIx event handlers time, but --pmix off starts no "
+                                 "PMIx server\n  -> drop --event-grace, or leave --pmix on");
   });
 }
 

@@ -2,6 +2,8 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "binding/topology/gpu_driver_view.h"
 #include "binding/topology/placement.h"
@@ -14,6 +16,7 @@
 #include "launcher/job_setup.h"
 #include "bootstrap/error_text.h"
 #include "bootstrap/message.h"
+#include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
 
@@ -22,11 +25,21 @@ int report(const Error& e) {
   printError(e);
   return exitStatusFor(e.code);
 }
+
+// The network is chosen from every node's interfaces, which only its daemon can report.
+std::optional<std::string> networkFlagGiven(const JobSpec& spec) {
+  if (!spec.net_if.empty()) return "--net-if";
+  if (!spec.net_cidr.empty()) return "--net-cidr";
+  if (spec.net_mode != "auto") return "--net " + spec.net_mode;
+  if (spec.sysfs_root != "/") return "--sysfs-root";
+  return std::nullopt;
+}
 }  // namespace
 
 int runOfflineDryRun(const JobSpec& spec) {
   if (spec.topology_xml.empty() && !std::getenv("HWLOC_XMLFILE"))
     return report({Errc::usage, "--offline plans from a topology file", "add --topology-xml FILE"});
+  if (auto flag = networkFlagGiven(spec)) return report(diagnosticError(Errc::usage, "offline-network", {{"flag", *flag}}));
   auto topo = loadTopology(spec.topology_xml);
   if (!topo) return report(topo.error());
   const auto shared_topo = std::make_shared<const TopologySnapshot>(std::move(*topo));

@@ -39,6 +39,14 @@ tl.check(r.stderr.index("did you mean") < r.stderr.index("not found on node loca
 expect(["--launcher", "local", "--json", "--", "true"], 64, "--json prints the plan of --dry-run")
 expect(["--launcher", "local", "--bind", "none", "--cpus-per-rank", "2", "--", "true"], 64,
        "--cpus-per-rank sizes each rank's set of cores, but --bind none binds nothing")
+expect(["--launcher", "local", "--pmix", "off", "--event-grace", "2s", "--", "true"], 64,
+       "--pmix off starts no PMIx server")
+# An offline plan knows no node's interfaces: a network flag cannot be honoured, so it is refused.
+fixtures = os.environ.get("TLAUNCH_FIXTURES_DIR", os.path.join(os.path.dirname(__file__), "../fixtures"))
+xml = os.path.join(fixtures, "topologies", "llnl-ipa20_dell-xe8640_2xXeon8480_4xH100-SXM_4xmlx5-IB_hwloc2.12.xml")
+for flag in (["--net-if", "ib0"], ["--net-cidr", "10.0.0.0/8"], ["--net", "tcp"], ["--sysfs-root", "/tmp"]):
+    expect(["--dry-run", "--offline", "--topology-xml", xml, "--hosts", "n1"] + flag + ["--", "true"], 64,
+           f"{flag[0]}{' tcp' if flag[0] == '--net' else ''} chooses among the nodes' network interfaces, which --offline does not know")
 # A TMPDIR that is missing or a file on a node: named with the node, and never created.
 missing = os.path.join(tl.tempdir(), "no", "such", "tmp")
 r = tl.run(["--launcher", "local", "--", "true"], env=dict(os.environ, TMPDIR=missing))
