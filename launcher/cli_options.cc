@@ -358,7 +358,11 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     if (const auto at = what.find(kTwice); at != std::string::npos)
       what = what.substr(0, at) + " was given " + what.substr(at + kTwice.size()) +
              " times: give it once";
-    std::cerr << "tlaunch: " << what << "\n" << "Run 'tlaunch --help' for the options.\n";
+    // A subcommand's own flag points to that subcommand's help.
+    std::string help = "tlaunch --help' for the options";
+    for (const CLI::App* sub : app.get_subcommands())
+      if (sub->parsed()) help = "tlaunch " + sub->get_name() + " --help' for its options";
+    std::cerr << "tlaunch: " << what << "\n" << "Run '" << help << ".\n";
     out.exit_now = 64;
     return out;
   }

@@ -79,6 +79,7 @@ tl.check(not os.path.exists(os.path.join(d, "ran")) and not os.path.exists("--dr
 expect(["--mca", "btl", "--", "true"], 64, "--mca needs 2 values, but the argument after it is \"--\"")
 expect(["-D", "-q", "--", "true"], 64, "-D needs a value, but the argument after it is the option -q")
 expect(["topo", "--topology-xml", "--json"], 64, "--topology-xml needs a value")
+expect(["preflight", "--level", "bogus"], 64, "Run 'tlaunch preflight --help' for its options")
 for empty in ("", " "):
     expect(["--hosts", empty, "-p", "1", "--", "true"], 64, "--hosts was given an empty value")
 expect(["--hostfile", "", "-p", "1", "--", "true"], 64, "--hostfile was given an empty value")
