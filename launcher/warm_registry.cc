@@ -104,6 +104,14 @@ Result<WarmRegistry> WarmRegistry::open(const std::map<std::string, std::string>
 }
 
 Result<WarmRegistry> WarmRegistry::openAt(const std::string& dir, bool create_secret, const std::string& base) {
+  // Only looking (a launch without --keep-daemons, stop-daemons): no directory means no warm
+  // daemons, and nothing is made in the user's home for it.
+  struct stat st{};
+  if (!create_secret && ::lstat(dir.c_str(), &st) != 0 && errno == ENOENT) {
+    WarmRegistry none;
+    none.dir_ = dir;
+    return none;
+  }
   if (auto ok = ensurePrivateDir(dir, "warm-daemon directory", kFix, base); !ok) return tl::unexpected(ok.error());
   auto secret = readSecret(dir + "/secret", create_secret);
   if (!secret) return tl::unexpected(secret.error());

@@ -3,7 +3,8 @@ answer in time (a slow node, a network blip) stays written down, its node and pi
 the exit status is non-zero, so that a second stop-daemons (or kill) still reaches it; forgetting
 it would leave it accepting the user's secret until it expires. One whose port refuses the
 connection is gone, and is forgotten. Both keepers here are stand-ins on loopback: a socket that
-accepts and says nothing, and a port nothing listens on."""
+accepts and says nothing, and a port nothing listens on. A user without a warm-daemon cache has
+nothing to stop."""
 import json
 import os
 import socket
@@ -47,5 +48,12 @@ tl.check(f"node slow1: its warm daemon (127.0.0.1:{silent_port}, pid 4242) did n
          f"the silent keeper's node and pid are not named: {r.stderr!r}")
 tl.check(os.path.exists(os.path.join(reg, "node-slow1.json")), "the silent keeper's entry was forgotten")
 tl.check(not os.path.exists(os.path.join(reg, "node-gone1.json")), "the entry of a port nobody listens on was kept")
+
+# A user who never kept daemons (here: a home that does not exist) has none to stop, and
+# looking makes no directory anywhere.
+nowhere = os.path.join(tl.tempdir(), "no-such-home")
+r = tl.run(["stop-daemons"], env={**os.environ, "HOME": nowhere}, timeout=60)
+tl.check(r.returncode == 0 and "no warm daemons" in r.stdout, f"stop-daemons without a cache: {r.returncode} {r.stdout!r} {r.stderr!r}")
+tl.check(not os.path.exists(nowhere), "stop-daemons made the missing home directory")
 print("PASS: a keeper without an answer stays written down and is named (exit "
       f"{r.returncode}); one whose port refuses is forgotten")
