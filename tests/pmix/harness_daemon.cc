@@ -141,7 +141,7 @@ class Daemon {
       if (static_cast<int>(m.job) > job_)
         early_serves_.push_back(std::move(m));
       else
-        serve(std::move(m));
+        serve(m);
     }
   }
 
@@ -225,7 +225,7 @@ class Daemon {
         if (static_cast<int>(m.job) > job_)
           early_serves_.push_back(std::move(m));
         else
-          serve(std::move(m));
+          serve(m);
         break;
       case MsgType::dmdx_done:
         if (static_cast<int>(m.job) == job_) server_->completeDirectModex(m.a, m.b != 0 ? tlaunch::PmixReply::ok : tlaunch::PmixReply::not_found, std::move(m.payload));
@@ -238,7 +238,7 @@ class Daemon {
     }
   }
 
-  void serve(Msg m) {
+  void serve(const Msg& m) {
     uint64_t job = m.job, id = m.a, requester = m.b;
     if (static_cast<int>(job) < job_) {  // a job we are done with
       channel_.send({MsgType::dmdx_served, job, id, requester, false, {}});

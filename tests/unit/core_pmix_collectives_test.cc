@@ -26,7 +26,7 @@ struct CollectiveSends {
   PmixReply status(size_t i) const { return static_cast<PmixReply>(getInt(msgs.at(i).second, "status", -1)); }
 };
 
-Json coll(int id, std::vector<int> ranks, std::string data = "") {
+Json coll(int id, std::vector<int> ranks, const std::string& data = "") {
   return {{"t", "coll"}, {"id", id}, {"kind", "fence"}, {"ranks", std::move(ranks)}, {"d", binary(data)}};
 }
 }  // namespace

@@ -24,7 +24,7 @@ SelfTestOptions small(const std::string& device = "mlx5_0") {
   SelfTestOptions o;
   o.device = device;
   o.port = 1;
-  o.bytes = 64 * 1024;
+  o.bytes = size_t{64} * 1024;
   o.iterations = 8;
   o.window = 4;
   o.latency_iterations = 4;
@@ -40,7 +40,7 @@ TEST_CASE("self-test on InfiniBand: two QPs connected to each other, writes veri
   CHECK(r.ok);
   CHECK(r.stage.empty());
   CHECK(r.port == "mlx5_0:1");
-  CHECK(r.bytes_compared == 64 * 1024);
+  CHECK(r.bytes_compared == size_t{64} * 1024);
   CHECK(r.bandwidth_gbps > 0);
   CHECK(r.latency_us > 0);
   CHECK(fake.writes == 1 + 8 + 4);
