@@ -11,6 +11,7 @@
 
 #include "binding/fabric/nccl_conf.h"
 #include "bootstrap/keeper_protocol.h"  // epochSeconds
+#include "tlaunch/replace_file.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch {
@@ -81,12 +82,7 @@ void storeCachedInventory(const std::string& path, const Json& key, const Json& 
                           const std::string& topology_xml) {
   const std::string bytes = encodeMessage(
       {{"t", "inventory_cache"}, {"key", key}, {"at", epochSeconds()}, {"inv", inventory}, {"topology_xml", topology_xml}});
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  const bool ok = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+  replaceFileContents(path, bytes, 0600);  // a cache: one that cannot be written is not kept
 }
 
 }  // namespace tlaunch

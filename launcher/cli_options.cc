@@ -280,6 +280,23 @@ Result<void> applyExportFlags(const ExportFlags& f, JobSpec& s) {
 
 }  // namespace
 
+namespace {
+
+// Says `text` (lines after the first are hints) and marks the command line refused (exit 64).
+ParsedCommandLine& refuse(ParsedCommandLine& out, const CLI::App& app, const std::string& text) {
+  std::cerr << text << (text.ends_with('\n') ? "" : "\n");
+  out.exit_now = 64;
+  std::string first = text.substr(0, text.find('\n'));
+  if (first.starts_with("tlaunch: ")) first.erase(0, 9);
+  out.refusal = first;
+  out.summary_json = out.spec.summary_json;
+  if (const CLI::Option* o = app.get_option_no_throw("--summary-json"); out.summary_json.empty() && o && !o->results().empty())
+    out.summary_json = o->results().front();  // the parser stopped before storing it
+  return out;
+}
+
+}  // namespace
+
 ParsedCommandLine parseCommandLine(int argc, char** argv) {
   ParsedCommandLine out;
   JobSpec& s = out.spec;
@@ -332,9 +349,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
       "78 resources/topology/fabric/preflight or --nccl-check strict, 124 --time-limit reached, 126/127 program not executable/not found, 130/143/129 when "
       "tlaunch itself got SIGINT/SIGTERM/SIGHUP. --summary-json says which.");
   if (auto mistake = valueThatIsAnOption(app, argc, argv)) {
-    std::cerr << "tlaunch: " << *mistake << "\n";
-    out.exit_now = 64;
-    return out;
+    return refuse(out, app, "tlaunch: " + *mistake);
   }
   try {
     app.parse(argc, argv);
@@ -348,9 +363,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     std::string what = e.what();
     if (const auto at = what.find(" excludes "); at != std::string::npos)
       what = what.substr(0, at) + " and " + what.substr(at + 10) + " set the same thing: give one of them";
-    std::cerr << "tlaunch: " << what << "\n";
-    out.exit_now = 64;
-    return out;
+    return refuse(out, app, "tlaunch: " + what);
   } catch (const CLI::ParseError& e) {
     // CLI11: "--nodes: At Most 1 required but received 2" (the flag given twice).
     std::string what = e.what();
@@ -362,9 +375,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     std::string help = "tlaunch --help' for the options";
     for (const CLI::App* sub : app.get_subcommands())
       if (sub->parsed()) help = "tlaunch " + sub->get_name() + " --help' for its options";
-    std::cerr << "tlaunch: " << what << "\n" << "Run '" << help << ".\n";
-    out.exit_now = 64;
-    return out;
+    return refuse(out, app, "tlaunch: " + what + "\nRun '" + help + ".");
   }
   if (version) {
     std::cout << "tlaunch " << kVersion << " (protocol " << kProtocolVersion << ")\n";
@@ -372,14 +383,10 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     return out;
   }
   if (auto empty = optionGivenEmpty(app)) {
-    std::cerr << "tlaunch: " << *empty << "\n";
-    out.exit_now = 64;
-    return out;
+    return refuse(out, app, "tlaunch: " + *empty);
   }
   if (auto e = applyExportFlags(export_flags, s); !e) {
-    printError(e.error());
-    out.exit_now = 64;
-    return out;
+    return refuse(out, app, "tlaunch: error: " + describeError(e.error()));
   }
   // A full preflight probes every pair of nodes, unless the user chose otherwise.
   if (s.preflight == PreflightMode::full && app.get_option("--check-reachability")->count() == 0 &&
@@ -391,10 +398,8 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     auto extra = sub->remaining();
     for (const auto& e : app.remaining()) extra.push_back(e);
     if (extra.empty()) break;
-    std::cerr << "tlaunch " << sub->get_name() << ": unknown argument " << extra.front() << "\nRun 'tlaunch "
-              << sub->get_name() << " --help' for its options.\n";
-    out.exit_now = 64;
-    return out;
+    return refuse(out, app, "tlaunch " + sub->get_name() + ": unknown argument " + extra.front() + "\nRun 'tlaunch " +
+                                sub->get_name() + " --help' for its options.");
   }
   if (topo->parsed()) out.command = Subcommand::topo;
   if (stop_daemons->parsed()) {
@@ -424,8 +429,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
       if (argv[i] == s.argv.front()) break;
     }
     if (!separated) {
-      std::cerr << "tlaunch: unknown option " << s.argv.front() << "\nRun 'tlaunch --help' for the options.\n";
-      out.exit_now = 64;
+      refuse(out, app, "tlaunch: unknown option " + s.argv.front() + "\nRun 'tlaunch --help' for the options.");
     }
   }
   if (!s.argv.empty() && !s.preflight_only && !out.exit_now) {

@@ -10,6 +10,7 @@
 #include "launcher/nccl/nccl_report_command.h"
 #include "launcher/plan/offline_plan.h"
 #include "launcher/run_job.h"
+#include "launcher/summary_json.h"
 #include "launcher/warm_daemons_cli.h"
 
 int main(int argc, char** argv) {
@@ -18,7 +19,10 @@ int main(int argc, char** argv) {
   // A subcommand with its own parser (launcher/nccl/nccl_report_command.cc): it starts no job.
   if (argc > 1 && std::string_view(argv[1]) == "nccl-report") return tlaunch::runNcclReportCommand(argc - 1, argv + 1);
   auto parsed = tlaunch::parseCommandLine(argc, argv);
-  if (parsed.exit_now) return *parsed.exit_now;
+  if (parsed.exit_now) {
+    if (!parsed.summary_json.empty()) tlaunch::writeRefusalSummary(parsed.summary_json, parsed.refusal);
+    return *parsed.exit_now;
+  }
   switch (parsed.command) {
     case tlaunch::Subcommand::run:
       if (parsed.spec.offline && parsed.spec.dry_run) {

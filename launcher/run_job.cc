@@ -2,8 +2,6 @@
 
 #include <limits.h>
 #include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -63,21 +61,6 @@ Json daemonConfig(const JobSpec& spec, const UserEnv& user_env, bool loopback_on
 }
 
 namespace {
-
-// A file we cannot write is found before the job runs, not after hours of it.
-Result<void> checkSummaryPath(const std::string& path) {
-  if (path.empty()) return {};
-  const auto slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return fail(Errc::usage, "--summary-json " + path + ": " + dir + " is not a directory");
-  if (::access(dir.c_str(), W_OK) != 0)
-    return fail(Errc::usage, "--summary-json " + path + ": cannot write in " + dir + ": " + ::strerror(errno));
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    return fail(Errc::usage, "--summary-json " + path + ": is a directory; name a file");
-  return {};
-}
 
 int finishJob(const JobSpec& spec, const std::string& job_id, const JobOutcome& outcome,
               std::chrono::steady_clock::time_point started) {
@@ -151,7 +134,7 @@ int runJob(const JobSpec& input) {
     o.summary = e.message;
     return finishJob(input, run_id, o, started);
   };
-  if (auto p = checkSummaryPath(input.summary_json); !p) {
+  if (auto p = checkSummaryJsonPath(input.summary_json); !p) {
     printError(p.error());
     return exitStatusFor(p.error().code);
   }

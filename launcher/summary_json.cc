@@ -1,12 +1,15 @@
 #include "launcher/summary_json.h"
 
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <fstream>
 
+#include "bootstrap/error_text.h"
 #include "bootstrap/message.h"
+#include "tlaunch/replace_file.h"
 
 namespace tlaunch {
 
@@ -56,20 +59,74 @@ Json outcomeToJson(const std::string& job_id, const JobOutcome& o, double wall_s
   return j;
 }
 
-Result<void> writeSummaryJson(const std::string& path, const Json& summary) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << jsonText(summary, 2) << "\n";
-    f.flush();
-    if (!f) return fail(Errc::io, "--summary-json " + path + ": cannot write " + tmp + ": " + ::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+namespace {
+
+std::string directoryOf(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Replacing by rename() would put a plain file in place of /dev/stdout, a FIFO or a symlink, and
+// needs a directory we may create files in.
+bool replaceable(const std::string& path) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) return true;
+  return S_ISREG(st.st_mode) && ::access(directoryOf(path).c_str(), W_OK) == 0;
+}
+
+Result<void> writeInPlace(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     const int e = errno;
-    std::remove(tmp.c_str());
+    if (e == ENXIO) return fail(Errc::io, "--summary-json " + path + ": it is a FIFO that no process reads");
+    if (e == ENOENT) return fail(Errc::io, "--summary-json " + path + ": it is a symbolic link to nothing");
     return fail(Errc::io, "--summary-json " + path + ": " + ::strerror(e));
   }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // a FIFO's reader may be slow
+  int error = writeWhole(fd, text);
+  if (::close(fd) != 0 && error == 0 && errno != EINTR) error = errno;
+  if (error != 0) return fail(Errc::io, "--summary-json " + path + ": " + ::strerror(error));
   return {};
+}
+
+}  // namespace
+
+Result<void> checkSummaryJsonPath(const std::string& path) {
+  if (path.empty()) return {};
+  const std::string dir = directoryOf(path);
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return fail(Errc::usage, "--summary-json " + path + ": " + dir + " is not a directory");
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return fail(Errc::usage, "--summary-json " + path + ": is a directory; name a file");
+    if (replaceable(path) || ::access(path.c_str(), W_OK) == 0) return {};
+    return fail(Errc::usage, "--summary-json " + path + ": cannot write it: " + ::strerror(errno));
+  }
+  if (::lstat(path.c_str(), &st) == 0)
+    return fail(Errc::usage, "--summary-json " + path + ": it is a symbolic link to nothing; name a file");
+  if (::access(dir.c_str(), W_OK) != 0)
+    return fail(Errc::usage, "--summary-json " + path + ": cannot write in " + dir + ": " + ::strerror(errno));
+  return {};
+}
+
+Result<void> writeSummaryJson(const std::string& path, const Json& summary) {
+  const std::string text = jsonText(summary, 2) + "\n";
+  if (!replaceable(path)) return writeInPlace(path, text);
+  // Replaced whole: a reader never sees half a summary.
+  if (const int e = replaceFileContents(path, text, 0666); e != 0)
+    return fail(Errc::io, "--summary-json " + path + ": " + ::strerror(e));
+  return {};
+}
+
+void writeRefusalSummary(const std::string& path, const std::string& refusal) {
+  JobOutcome o;
+  o.exit_code = 64;
+  o.summary = refusal;
+  Json j = outcomeToJson("", o, 0);
+  j["job_id"] = nullptr;
+  auto ok = checkSummaryJsonPath(path);
+  if (ok) ok = writeSummaryJson(path, j);
+  if (!ok) printError(ok.error());
 }
 
 }  // namespace tlaunch

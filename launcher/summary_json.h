@@ -11,7 +11,17 @@ namespace tlaunch {
 // failure: usage, node lost, preflight, interrupted...). wall_seconds: from start to the end.
 Json outcomeToJson(const std::string& job_id, const JobOutcome& outcome, double wall_seconds);
 
-// Writes `summary` to `path` (atomically: a temporary file renamed), else an Errc::io error.
+// Whether `path` can take the summary, asked before the job runs (not after hours of it): a
+// usage error naming what is wrong (no such directory, a directory given, no permission).
+Result<void> checkSummaryJsonPath(const std::string& path);
+
+// Writes `summary` to `path`, else an Errc::io error. A regular file (or none yet) in a directory
+// we may write is replaced whole (a new file renamed over it); anything else (/dev/stdout, a FIFO,
+// a symlink, a file in a directory of someone else's) is written where it is, as `>` would.
 Result<void> writeSummaryJson(const std::string& path, const Json& summary);
+
+// A command line refused before any job (exit 64): its summary, with no job id, `reason` the
+// refusal. What cannot be written is said on stderr; the exit status stays 64.
+void writeRefusalSummary(const std::string& path, const std::string& refusal);
 
 }  // namespace tlaunch

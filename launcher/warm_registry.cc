@@ -16,6 +16,7 @@
 #include "bootstrap/message.h"
 #include "launcher/ssh_starter.h"
 #include "launcher/text_file.h"
+#include "tlaunch/replace_file.h"
 
 namespace tlaunch {
 
@@ -178,18 +179,10 @@ Result<void> WarmRegistry::save(const WarmEntry& e) const {
   if (!e.slurm_job.empty()) j["slurm_job"] = e.slurm_job;
   if (e.unanswered != 0) j["unanswered"] = e.unanswered;
   const std::string path = pathOf(e);
-  // A name of its own (mkstemp: O_EXCL, 0600): two hosts sharing this home over NFS may save at
-  // once with the same pid. close() is checked: NFS reports a full disk there.
-  std::string tmp = path + ".tmpXXXXXX";
-  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-  if (fd < 0) return fail(Errc::io, "cannot write " + tmp + ": " + std::strerror(errno));
-  const std::string text = jsonText(j) + "\n";
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ok = ::close(fd) == 0 && ok;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return fail(Errc::io, "cannot write " + path + ": " + std::strerror(errno));
-  }
+  // The new file has a random name of its own: two hosts sharing this home over NFS may save at
+  // once with the same pid.
+  if (const int e = replaceFileContents(path, jsonText(j) + "\n", 0600); e != 0)
+    return fail(Errc::io, "cannot write " + path + ": " + std::strerror(e));
   // The file it was read from under another name (an older tlaunch's) goes, unless that tlaunch
   // has since written another keeper into it.
   if (!e.file.empty() && e.file != path) {

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tlaunch/replace_file.h"
 #include "tlaunch/strings.h"
 #include "tlaunch/version.h"
 
@@ -134,18 +135,8 @@ void storeCachedTopology(const std::string& dir, const std::string& file, const 
                          const std::string& xml) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return;
   if (!isPrivateDir(dir)) return;
-  const std::string tmp = file + ".tmp" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return;
   const std::string bytes = std::string(kMagic) + std::to_string(facts.size()) + "\n" + facts + xml;
-  size_t put = 0;
-  for (ssize_t n; put < bytes.size() && (n = ::write(fd, bytes.data() + put, bytes.size() - put)) > 0;)
-    put += static_cast<size_t>(n);
-  const bool ok = ::close(fd) == 0 && put == bytes.size();
-  if (!ok || ::rename(tmp.c_str(), file.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return;
-  }
+  if (replaceFileContents(file, bytes, 0600) != 0) return;
   // One file per machine state: the others are stale. Another daemon's file being written is
   // left for a minute.
   const std::string keep = fs::path(file).filename().string();

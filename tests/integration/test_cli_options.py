@@ -5,6 +5,8 @@ import json
 import os
 import re
 import socket
+import stat
+import subprocess
 
 import tl
 
@@ -151,4 +153,40 @@ expect(["--summary-json", os.path.join(summary, "x.json"), "-p", "1", "--", "tru
 r, s = summary_of(["-p", "1", "--", "sh", "-c", "printf 'bad \\377 byte\\n' >&2; exit 3"])
 tl.check(r.returncode == 3 and s["exit_status"] == 3 and any("bad \ufffd byte" in l for l in s["stderr_tail"]),
          f"non-UTF-8 stderr: exit {r.returncode}: {s} {r.stderr[-300:]}")
+# A command line the parser refuses still gets its summary (the README promises it): usage, exit 64.
+for bad in (["--bogus"], ["--stdin", "abc"], ["--time-limit", "5"]):
+    r, s = summary_of(bad + ["--", "true"])
+    tl.check(r.returncode == 64 and s["exit_status"] == 64 and s["meaning"] == "usage" and s["reason"]
+             and s["job_id"] is None, f"{bad}: exit {r.returncode}: {s}")
+# What is not a regular file is written where it is, as `>` would, never replaced by a plain file;
+# a file of the summary's name plus ".tmp" (a link someone planted) is neither followed nor used.
+special = os.path.join(tmp, "special")
+os.makedirs(special)
+victim = os.path.join(special, "victim")
+with open(victim, "w") as f:
+    f.write("precious\n")
+planted = os.path.join(special, "s.json")
+os.symlink(victim, planted + ".tmp")
+r = tl.run(["--summary-json", planted, "-p", "1", "--", "false"])
+with open(victim) as f:
+    tl.check(f.read() == "precious\n", "the summary went through a planted FILE.tmp link")
+tl.check(os.path.islink(planted + ".tmp") and not os.path.islink(planted) and json.load(open(planted))["exit_status"] == 1,
+         f"summary next to a planted link: exit {r.returncode} {r.stderr}")
+link = os.path.join(special, "link.json")
+os.symlink(victim, link)
+r = tl.run(["--summary-json", link, "-p", "1", "--", "true"])
+tl.check(os.path.islink(link) and json.load(open(victim))["exit_status"] == 0, f"through a symlink: {r.stderr}")
+fifo = os.path.join(special, "fifo")
+os.mkfifo(fifo)
+reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE)
+r = tl.run(["--summary-json", fifo, "-p", "1", "--", "true"])
+got, _ = reader.communicate(timeout=30)
+tl.check(r.returncode == 0 and json.loads(got)["exit_status"] == 0 and stat.S_ISFIFO(os.lstat(fifo).st_mode),
+         f"into a FIFO: exit {r.returncode}, read {got[:200]!r}, {r.stderr}")
+# As /dev/stdout is (a private copy of it: a regression must not replace the machine's own).
+stdout_link = os.path.join(special, "stdout")
+os.symlink("/proc/self/fd/1", stdout_link)
+r = tl.run(["--summary-json", stdout_link, "-q", "-p", "1", "--", "true"])
+tl.check(r.returncode == 0 and '"exit_status": 0' in r.stdout and os.path.islink(stdout_link),
+         f"into a link to /proc/self/fd/1: exit {r.returncode}: {r.stdout!r} {r.stderr}")
 print("PASS")
