@@ -1,5 +1,6 @@
 #include "launcher/warm_daemons_cli.h"
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "bootstrap/error_text.h"
+#include "launcher/cli_values.h"  // formatDuration
 #include "launcher/job_environment.h"  // currentEnvironment
 #include "launcher/keeper_client.h"
 #include "launcher/warm_registry.h"
@@ -21,9 +23,19 @@ int runStopDaemons() {
     return exitStatusFor(registry.error().code);
   }
   const auto entries = registry->all(epochSeconds());
-  if (entries.empty() || registry->secret().empty()) {
+  if (entries.empty()) {
     std::cout << "tlaunch: no warm daemons\n";
     return 0;
+  }
+  // Keepers written down, but the secret they answer to is gone (removed, as the hint for a
+  // broken one says): nothing can stop them from here, and they are not forgotten.
+  if (registry->secret().empty()) {
+    for (const auto& e : entries)
+      std::cerr << "tlaunch: node " << e.node << ": its warm daemon (" << e.host << ":" << e.port << ", pid " << e.pid
+                << ") cannot be stopped: the secret it was started with (" << registry->dir()
+                << "/secret) is gone; end it on " << e.node << " with kill " << e.pid << ", or let it end by itself within "
+                << formatDuration(static_cast<int>(std::max(1LL, e.expires - epochSeconds()))) << "\n";
+    return exitStatusFor(Errc::protocol);
   }
   std::vector<std::unique_ptr<KeeperCall>> calls;
   std::vector<KeeperCall*> raw;

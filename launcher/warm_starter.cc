@@ -102,9 +102,15 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
       continue;
     }
     const std::string why = w.call->replied() ? getString(w.call->reply(), "why", "it refused") : w.call->error();
+    // A keeper that refuses the secret may be the user's own from before the secret was replaced:
+    // forgotten below, so this is the last time its pid is named.
+    const std::string end_it = w.call->wrongSecret() ? "; if it is yours from before the secret was replaced, end it on " +
+                                                           w.node.name + " with kill " + std::to_string(w.entry.pid)
+                                                     : "";
     notes_.push_back({true, "node " + w.node.name + ": its warm daemon (" + w.entry.host + ":" +
-                                std::to_string(w.entry.port) + ") cannot be used: " + why + "; starting it " +
-                                (options_.slurm_job.empty() ? "over ssh" : "with srun")});
+                                std::to_string(w.entry.port) + ", pid " + std::to_string(w.entry.pid) +
+                                ") cannot be used: " + why + "; starting it " +
+                                (options_.slurm_job.empty() ? "over ssh" : "with srun") + end_it});
     // Forgotten only when it is known to be gone or not ours; one that did not answer in time
     // may be alive (a busy node) and stays written down, so that stop-daemons can still end it.
     if (w.call->keeperGone()) {

@@ -49,6 +49,15 @@ tl.check(f"node slow1: its warm daemon (127.0.0.1:{silent_port}, pid 4242) did n
 tl.check(os.path.exists(os.path.join(reg, "node-slow1.json")), "the silent keeper's entry was forgotten")
 tl.check(not os.path.exists(os.path.join(reg, "node-gone1.json")), "the entry of a port nobody listens on was kept")
 
+# The secret removed (as the hint for a broken one says) while a keeper is written down: it
+# cannot be stopped from here, so it is named with its pid and kept, and the exit is not 0.
+os.remove(os.path.join(reg, "secret"))
+r = tl.run(["stop-daemons"], env={**os.environ, "HOME": home}, timeout=60)
+tl.check(r.returncode != 0 and "no warm daemons" not in r.stdout, f"stop-daemons without the secret: {r.returncode} {r.stdout!r}")
+tl.check("node slow1: its warm daemon" in r.stderr and "the secret it was started with" in r.stderr and "kill 4242" in r.stderr,
+         f"the keeper that cannot be stopped is not named: {r.stderr!r}")
+tl.check(os.path.exists(os.path.join(reg, "node-slow1.json")), "the keeper's entry was forgotten without its secret")
+
 # A user who never kept daemons (here: a home that does not exist) has none to stop, and
 # looking makes no directory anywhere.
 nowhere = os.path.join(tl.tempdir(), "no-such-home")
