@@ -19,6 +19,11 @@ void blockSessionSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+bool sighupIgnored() {
+  struct sigaction now{};
+  return ::sigaction(SIGHUP, nullptr, &now) == 0 && now.sa_handler == SIG_IGN;
+}
+
 HeldSignals::~HeldSignals() {
   takeInterrupt();  // one that came after the last session: the job's status is already decided
   release();
@@ -43,7 +48,7 @@ int HeldSignals::takeInterrupt() {
   const timespec now{};
   int interrupt = 0;
   for (int sig; (sig = ::sigtimedwait(&set, nullptr, &now)) > 0;)
-    if (interrupt == 0 && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)) interrupt = sig;
+    if (interrupt == 0 && (sig == SIGINT || sig == SIGTERM || (sig == SIGHUP && !sighup_ignored_))) interrupt = sig;
   return interrupt;
 }
 

@@ -14,9 +14,13 @@ namespace tlaunch {
 sigset_t sessionSignals();
 void blockSessionSignals();
 
+// Whether SIGHUP is ignored now (tlaunch started under nohup): asked once, before any session.
+bool sighupIgnored();
+
 class HeldSignals {
  public:
-  HeldSignals() = default;
+  // `sighup_ignored`: a SIGHUP that waited is no interrupt (nohup).
+  explicit HeldSignals(bool sighup_ignored) : sighup_ignored_(sighup_ignored) {}
   ~HeldSignals();
   HeldSignals(const HeldSignals&) = delete;
   HeldSignals& operator=(const HeldSignals&) = delete;
@@ -26,9 +30,11 @@ class HeldSignals {
   // The first SIGINT, SIGTERM or SIGHUP that waited since hold() (0: none); every waiting
   // session signal is consumed, so a SIGUSR1 sent between attempts reaches no new rank.
   int takeInterrupt();
+  bool ignoresSighup() const { return sighup_ignored_; }
 
  private:
   bool held_ = false;
+  bool sighup_ignored_ = false;
 };
 
 }  // namespace tlaunch

@@ -17,6 +17,7 @@
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cli_values.h"
 #include "launcher/cross_node_preflight.h"
+#include "launcher/held_signals.h"  // blockSessionSignals
 #include "launcher/job_inspector.h"
 #include "launcher/nccl/nccl_job_check.h"
 #include "launcher/phase_timing.h"
@@ -41,9 +42,13 @@ JobSession::JobSession(asio::io_context& io, SessionConfig config, std::unique_p
       starter_(std::move(starter)),
       out_(out),
       acceptor_(io),
-      signals_(io, SIGINT, SIGTERM, SIGHUP),
+      signals_(io, SIGINT, SIGTERM),
       tick_timer_(io),
       accept_retry_(io) {
+  // Under nohup SIGHUP stays ignored (asio set it back to SIG_DFL when an earlier attempt's
+  // session went).
+  if (cfg_.sighup_ignored) ::signal(SIGHUP, SIG_IGN);
+  else signals_.add(SIGHUP);
   signals_.add(SIGUSR1);
   signals_.add(SIGUSR2);
   auto send = [this](int node, const Json& msg) { sendToNode(node, msg); };
@@ -162,6 +167,9 @@ bool JobSession::stopOnceAllClosed(std::chrono::steady_clock::time_point now) {
   const bool open =
       std::any_of(links_.begin(), links_.end(), [](const auto& l) { return l->conn && l->conn->isOpen(); });
   if ((open && now <= phase_deadline_) || !advance(JobEvent::all_closed)) return false;
+  // No handler of ours waits from here (starters stopping take seconds): a signal now stays
+  // pending in the kernel for runJob (HeldSignals), not queued in a signal_set about to go.
+  blockSessionSignals();
   signals_.cancel();
   io_.stop();
   return true;

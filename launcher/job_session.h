@@ -55,6 +55,7 @@ struct SessionConfig {
   Json daemon_config;  // sent to every daemon in its welcome (topology_xml, sysfs_root, ...)
   // --time-limit counts from here: tlaunch's start, not this attempt's (--max-restarts).
   std::chrono::steady_clock::time_point time_limit_start = std::chrono::steady_clock::now();
+  bool sighup_ignored = false;  // tlaunch started under nohup: a closed terminal does not end the job
   // A rank's request for another node's rank's PMIx data (direct modex) fails after this long
   // (Slurm's PMIx plugin: 300 s). Shorter in tests.
   std::chrono::milliseconds dmodex_timeout = std::chrono::seconds(300);

@@ -122,6 +122,18 @@ for rank in range(4):
     tl.check(f"rank {rank} got SIGTERM" in out, f"rank {rank} did not see SIGTERM: {out}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), "leftover processes after SIGINT")
 
+# 3b. Started under nohup (SIGHUP ignored): a closed terminal's SIGHUP does not end the job; it
+# ended it with 129 although the user had asked for exactly that not to happen.
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--", tl.PYTHON, WAIT],
+             preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+wait_ready(p, 2)
+os.kill(p.pid, signal.SIGHUP)
+time.sleep(1.5)
+tl.check(p.poll() is None, f"SIGHUP under nohup ended the job: exit {p.returncode}")
+os.kill(p.pid, signal.SIGINT)
+out, err = p.communicate(timeout=30)
+tl.check(p.returncode == 130 and "got HUP" not in err, f"under nohup: exit {p.returncode}, want 130 (SIGINT): {err}")
+
 # 4. A node's daemon killed: the job aborts naming the node, nothing remains.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
 lines = wait_ready(p, 4)

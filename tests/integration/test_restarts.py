@@ -168,6 +168,31 @@ try:
     tl.check(s["exit_status"] == 3 and s["restarts"] == 0 and s["failed_rank"] == 1, f"summary: {s}")
     tl.check(tl.wait_until(lambda: not leftovers(job_ids(err)), 10), f"leftovers: {leftovers(job_ids(err))}")
 
+    # 7b. SIGTERM while a failed attempt's daemons are being reaped (here each takes 3 s after it
+    #     ends, as a slow ssh client can): no session waited for signals there, and the one
+    #     asio had queued died with the session, so the job restarted (a scheduler's SIGTERM
+    #     lost). The wrapper marks the moment its tlaunchd ended.
+    slow = os.path.join(d, "slow-tlaunchd")
+    ended = os.path.join(d, "daemon-ended")
+    with open(slow, "w") as f:
+        f.write(f"#!/bin/sh\n'{os.path.join(os.path.dirname(tl.TLAUNCH), 'tlaunchd')}' \"$@\"\nrc=$?\n"
+                f"touch '{ended}'\ntrap '' TERM\nsleep 3\nexit $rc\n")
+    os.chmod(slow, 0o755)
+    markers7b = os.path.join(d, "markers7b")
+    os.mkdir(markers7b)
+    p = tl.start(JOB + ["--daemon-path", slow, "--max-restarts", "2", "--", tl.PYTHON, RANK, "fail-once", markers7b])
+    try:
+        tl.check(tl.wait_until(lambda: os.path.exists(ended), 60), "attempt 0's daemons did not end")
+        os.kill(p.pid, signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    tl.check(p.returncode == 3 and "got SIGTERM between attempts: the job is not restarted" in err
+             and "restart 1 of 2" not in err, f"SIGTERM while daemons were reaped: exit {p.returncode}\n{err}")
+    tl.check(tl.wait_until(lambda: not leftovers(job_ids(err)), 10), f"leftovers: {leftovers(job_ids(err))}")
+
     # 5. Restarts refuse --stdin (the failed attempt's input cannot be read again).
     r = tl.run(JOB + ["--max-restarts", "1", "--stdin", "0", "--", "true"])
     tl.check(r.returncode == 64 and "--stdin and --max-restarts cannot be combined" in r.stderr, r.stderr)
