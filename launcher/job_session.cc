@@ -142,7 +142,15 @@ void JobSession::teardown() {
   const auto next = nextPhase(phase_, JobEvent::failed);
   if (!next) return;  // already draining or finishing
   if (*next == Phase::finishing) return finish(JobEvent::failed);
+  const bool ranks_ran = phase_ == Phase::running;
   phase_ = *next;  // draining: end the ranks, collect their last output
+  // Ranks that ignore SIGTERM take --kill-timeout to end: the reason is said now, not only at
+  // the end (ten silent seconds look like a hang). Ctrl-C has said it already.
+  const auto& codes = outcome_.rank_exit_codes;
+  const auto running = std::count(codes.begin(), codes.end(), -1);
+  if (ranks_ran && !outcome_.interrupted && running > 0 && cfg_.spec.kill_timeout_s > 0)
+    out_.note("ending the job (SIGTERM to the " + std::to_string(running) + " rank" + (running == 1 ? "" : "s") +
+              " still running, SIGKILL after " + std::to_string(cfg_.spec.kill_timeout_s) + " s): " + outcome_.summary);
   phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.kill_timeout_s + 5);
   broadcast({{"t", "terminate"}, {"grace_ms", cfg_.spec.kill_timeout_s * 1000}});
   if (allDrained()) finish(JobEvent::all_drained);
