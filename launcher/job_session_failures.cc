@@ -84,7 +84,8 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   const bool signaled = getBool(msg, "signaled");
   const int code = static_cast<int>(getInt(msg, "code"));
   const bool ours = getBool(msg, "ours");
-  if (rank >= 0 && static_cast<size_t>(rank) < outcome_.rank_exit_codes.size())
+  // A rank the teardown ended keeps -1 (README): its 143 is the teardown's, not its own.
+  if (!ours && rank >= 0 && static_cast<size_t>(rank) < outcome_.rank_exit_codes.size())
     outcome_.rank_exit_codes[static_cast<size_t>(rank)] = signaled ? 128 + code : code;
   pmix_directory_->onRankExit(rank);
   // Ended after PMIx_Init without PMIx_Finalize. libpmix 4.2 takes it out of the fences still

@@ -136,6 +136,8 @@ def summary_of(args):
 r, s = summary_of(["--launcher", "local", "-N", "2", "-p", "1", "--", "sh", "-c", 'test "$RANK" = 1 && exit 3; sleep 5'])
 tl.check(r.returncode == 3 and s["exit_status"] == 3 and s["origin"] == "rank" and s["failed_rank"] == 1
          and s["failed_node"] == "local1" and s["signal"] is None, f"rank exit 3: {s}")
+# Rank 0 was ended by the teardown: -1, not the 143 of our SIGTERM (it looked like its own death).
+tl.check(s["rank_exit_codes"] == [-1, 3], f"rank exit codes: {s['rank_exit_codes']}")
 r, s = summary_of(["-p", "1", "--", "sh", "-c", "kill -9 $$"])
 tl.check(r.returncode == 137 and s["origin"] == "rank" and s["signal"] == 9, f"killed: {s}")
 r, s = summary_of(["-p", "1", "-x", "NOT_SET_ANYWHERE_XYZ", "--", "true"])
