@@ -75,7 +75,9 @@ void visitRankIdentityEnv(const RankIdentity& r, const JobIdentity& j, F&& f) {
   f("OMPI_COMM_WORLD_SIZE", world.view());
   f("OMPI_COMM_WORLD_LOCAL_RANK", local_rank.view());
   f("OMPI_COMM_WORLD_LOCAL_SIZE", local_world.view());
-  f("OMPI_COMM_WORLD_NODE_RANK", node_rank.view());
+  // Open MPI's "node rank" is the process's rank among those on its node (across jobs; with one
+  // job, its local rank), not the node's index: mpirun -np 2 gives 0 and 1.
+  f("OMPI_COMM_WORLD_NODE_RANK", local_rank.view());
   f("TLAUNCH_JOB_ID", std::string_view(j.job_id));
   f("TLAUNCH_RANK", rank.view());
   f("TLAUNCH_LOCAL_RANK", local_rank.view());

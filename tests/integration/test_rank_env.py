@@ -39,7 +39,7 @@ for rank, e in seen.items():
               "TORCHELASTIC_RUN_ID": list(job_ids)[0], "TORCHELASTIC_RESTART_COUNT": 0,
               "TORCHELASTIC_MAX_RESTARTS": 0, "OMP_NUM_THREADS": 1, "OMPI_COMM_WORLD_RANK": rank,
               "OMPI_COMM_WORLD_SIZE": 6, "OMPI_COMM_WORLD_LOCAL_RANK": local, "OMPI_COMM_WORLD_LOCAL_SIZE": 2,
-              "OMPI_COMM_WORLD_NODE_RANK": node, "FOO": "a b=c", "BAR": "from-env", "SHOULD_FORWARD": "yes"}
+              "OMPI_COMM_WORLD_NODE_RANK": local, "FOO": "a b=c", "BAR": "from-env", "SHOULD_FORWARD": "yes"}
     for k, v in expect.items():
         tl.check(e[k] == str(v), f"rank {rank}: {k}={e[k]!r}, expected {v!r}")
 
