@@ -286,8 +286,11 @@ void DaemonSession::handleStart() {
     if (nccl_ && stream == 2 && kind != OutputKind::unfinished) nccl_->onStderr(rank, bytes);
     if (conn_ && conn_->isOpen()) output_->output(rank, stream, kind, bytes);
   };
-  ev.stdin_written = [this](int rank, size_t bytes) {
-    if (conn_ && conn_->isOpen()) conn_->send({{"t", "stdin_credit"}, {"r", rank}, {"n", bytes}});
+  ev.stdin_written = [this](int rank, size_t bytes, bool closed) {
+    if (!conn_ || !conn_->isOpen()) return;
+    Json credit = {{"t", "stdin_credit"}, {"r", rank}, {"n", bytes}};
+    if (closed) credit["closed"] = true;
+    conn_->send(std::move(credit));
   };
   ev.exited = [this](const RankExit& e) {
     if (nccl_) nccl_->pollNow();

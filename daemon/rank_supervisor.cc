@@ -327,7 +327,7 @@ void RankSupervisor::writeStdin(int rank, const std::string& data) {
     return;
   }
   // Nobody to take it (the rank closed its stdin or is gone): dropped, and its credit returned.
-  if (events_.stdin_written) events_.stdin_written(rank, data.size());
+  if (events_.stdin_written) events_.stdin_written(rank, data.size(), true);
 }
 
 void RankSupervisor::flushStdin(Rank& r) {
@@ -349,7 +349,7 @@ void RankSupervisor::flushStdin(Rank& r) {
       r.stdin_fd.reset();
     }
     // The frontend sends more only as the rank takes it (its stdin credit).
-    if (events_.stdin_written) events_.stdin_written(r.rank, done);
+    if (events_.stdin_written) events_.stdin_written(r.rank, done, static_cast<bool>(ec));
     if (!ec) flushStdin(r);
   });
 }

@@ -31,7 +31,9 @@ class RankSupervisor {
   struct Events {
     // stream 1 or 2; one segment of the line splitter (whole lines, a continued piece, an update)
     std::function<void(int rank, int stream, OutputKind kind, std::string_view bytes)> output;
-    std::function<void(int rank, size_t bytes)> stdin_written;  // forwarded stdin reached the rank (or was dropped)
+    // Forwarded stdin reached the rank, or was dropped; `closed`: the rank takes no more (it
+    // closed its stdin, or is gone), so the frontend can stop reading its own.
+    std::function<void(int rank, size_t bytes, bool closed)> stdin_written;
     std::function<void(const RankExit&)> exited;  // after its output was relayed
     std::function<void()> all_exited;
   };

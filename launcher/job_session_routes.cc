@@ -18,8 +18,11 @@ JobSession::Router JobSession::makeRouter() {
   r.on("ping", [](const std::string&, Json&&, Link&) {});  // last_heard is enough
   r.on("stdin_credit", [this](const std::string&, Json&& m, Link& l) {
     // Only the node of the rank that reads stdin, for that rank, takes part in its credit.
-    if (stdin_ && l.index == stdin_node_ && getInt(m, "r", -1) == cfg_.spec.stdin_rank)
-      stdin_->grant(static_cast<size_t>(std::max(0LL, getInt(m, "n"))));
+    if (!stdin_ || l.index != stdin_node_ || getInt(m, "r", -1) != cfg_.spec.stdin_rank) return;
+    stdin_->grant(static_cast<size_t>(std::max(0LL, getInt(m, "n"))));
+    // The rank closed its stdin or ended: tlaunch stops reading its own (it read on and threw
+    // the bytes away, as fast as `yes` could make them).
+    if (getBool(m, "closed")) stdin_->close();
   });
   // The job's course: inventory, the cross-node tests, prepare, start, exits, drain.
   r.on("inventory", [this](const std::string&, Json&& m, Link& l) { onInventory(l, m["inv"]); });

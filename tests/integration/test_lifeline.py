@@ -317,3 +317,18 @@ p.wait(timeout=120)
 tl.check(p.returncode == 0 and out.decode().strip().endswith(str(TOTAL)), f"stdin: exit {p.returncode}, {out!r} {err[-500:]!r}")
 tl.check(ahead <= 3 << 20, f"stdin: tlaunch took {ahead >> 10} KiB while the rank read nothing (credit is 1 MiB)")
 print(f"PASS 9: --stdin took {ahead >> 10} KiB ahead of a rank that did not read, then all 64 MiB arrived")
+
+# 9b. The rank closes its stdin at once and runs on for 3 s: tlaunch stops reading its own. It
+#     read on and threw the bytes away as fast as they came (`yes |`: two cores busy, 3 s of CPU).
+p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "-q", "--stdin", "0", "--", "sh", "-c",
+                      "head -c 5 >/dev/null; exec 0<&-; sleep 3; echo done"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+written = [0]
+feeder = threading.Thread(target=feed)
+feeder.start()
+out, err = p.stdout.read(), p.stderr.read()
+p.wait(timeout=120)
+feeder.join(timeout=60)
+tl.check(p.returncode == 0 and out.strip().endswith(b"done"), f"stdin closed by the rank: exit {p.returncode} {out!r} {err[-500:]!r}")
+tl.check(written[0] <= 8 << 20, f"stdin closed by the rank: tlaunch still took {written[0] >> 20} MiB of input")
+print(f"PASS 9b: the rank closed its stdin; tlaunch took {written[0] >> 10} KiB in all and stopped reading")

@@ -47,7 +47,7 @@ RankSupervisor::Events record(SupervisorEvents& s) {
     (stream == 1 ? s.out : s.err)[rank].emplace_back(bytes);
     s.order.push_back("out:" + std::to_string(rank));
   };
-  e.stdin_written = [](int, size_t) {};
+  e.stdin_written = [](int, size_t, bool) {};
   e.exited = [&s](const RankExit& x) {
     s.exits[x.rank] = x;
     s.order.push_back("exit:" + std::to_string(x.rank));
