@@ -52,6 +52,9 @@ print(r.stdout, r.stderr)
 tl.check(r.returncode == 3, f"exit status {r.returncode}, expected 3")
 tl.check("rank 2 on node local1 exited with status 3" in r.stderr, "summary names rank 2 on local1 and status 3")
 tl.check("rank 2 failing on purpose" in r.stderr.split("failed:")[-1], "summary shows its last stderr lines")
+# Said when the teardown starts, not only once the last rank is gone (--kill-timeout can be long).
+said = r.stderr.find("ending the job (SIGTERM to the 3 ranks still running, SIGKILL after 5 s): rank 2 on node local1")
+tl.check(0 <= said < r.stderr.find("failed: rank 2"), f"the teardown's reason is not said first: {r.stderr}")
 for other in (0, 1, 3):
     tl.check(f"rank {other} got SIGTERM" in r.stdout, f"rank {other} was sent SIGTERM")
 tl.check(elapsed < 30, f"took {elapsed:.1f} s")
