@@ -109,6 +109,9 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   ctx.base_env = forwarded->base_env;
   ctx.user_set = forwarded->user_set;
   ctx.user_env = forwarded->user_env;
+  for (const char* name : {"MASTER_ADDR", "MASTER_PORT"})
+    if (const auto it = env.find(name); it != env.end() && !ctx.user_env.contains(name))
+      ctx.unused_master_env.push_back(std::string(name) + "=" + it->second);
   // Offline, no node was asked about its network: the plan leaves it out.
   ctx.loopback_only = offline || s.choice.loopback_only;
   ctx.ranks_source = layout.source;

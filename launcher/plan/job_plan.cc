@@ -196,6 +196,10 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
       plan.warnings.push_back("MASTER_ADDR " + *user_addr + " is not on the job's network " + (*network)->cidr +
                               " (rank 0's address there is " + (*network)->master_addr + ")");
   }
+  if (!ctx.unused_master_env.empty())
+    plan.warnings.push_back(joinStrings(ctx.unused_master_env) +
+                            " in tlaunch's environment not used: the ranks' rendezvous is rank 0's address on the "
+                            "job's network; to use yours, pass it with -x (e.g. -x MASTER_ADDR) or --master-addr");
   if (spec.net_mode == "tcp") {
     const RdmaPresence rdma = rdmaPresence(nodes);
     if (rdma.with > 0) {

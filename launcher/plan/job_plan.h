@@ -43,6 +43,9 @@ struct PlanContext {
   bool loopback_only = false;          // every node is this host (local launcher): no fabric needed
   std::vector<PreflightItem> measured_preflight;  // results of the cross-node RDMA write test
   std::string ranks_source;            // why this many ranks per node ("-p 2", "slots=8 in --hostfile")
+  // MASTER_ADDR / MASTER_PORT found in tlaunch's own environment ("K=V"), which the plan does not
+  // take (often a batch script's for torchrun, on the wrong network): said, not used.
+  std::vector<std::string> unused_master_env;
 };
 
 // A variable the user exported (-x, --mca, --master-*, DeepSpeed's environment files).

@@ -47,3 +47,15 @@ for rank, e in seen.items():
 r = tl.run(["-p", "1", "-x", "OMP_NUM_THREADS=7", "--", tl.PYTHON, tl.program("print_env.py"), "OMP_NUM_THREADS"])
 tl.check('"OMP_NUM_THREADS": "7"' in r.stdout, f"user OMP_NUM_THREADS: {r.stdout!r}")
 print("PASS")
+
+# A MASTER_ADDR / MASTER_PORT merely present in tlaunch's environment (a batch script's, for
+# torchrun) is not taken, and a warning says so and how to pass it; -x passes it on.
+stale = dict(os.environ, MASTER_ADDR="127.0.0.2", MASTER_PORT="29999")
+r = tl.run(["--launcher", "local", "-p", "1", "--", "sh", "-c", "echo $MASTER_ADDR:$MASTER_PORT"], env=stale)
+tl.check(r.returncode == 0 and "127.0.0.2" not in r.stdout and ":29999" not in r.stdout, f"stale master: {r.stdout!r}")
+tl.check("MASTER_ADDR=127.0.0.2, MASTER_PORT=29999 in tlaunch's environment not used" in r.stderr and "-x MASTER_ADDR" in r.stderr,
+         f"the unused environment is not said: {r.stderr!r}")
+r = tl.run(["--launcher", "local", "-p", "1", "-x", "MASTER_PORT", "--", "sh", "-c", "echo $MASTER_PORT"], env=stale)
+tl.check(r.returncode == 0 and r.stdout.strip().endswith("29999") and "MASTER_PORT=29999" not in r.stderr,
+         f"-x MASTER_PORT: {r.stdout!r} {r.stderr!r}")
+print("PASS: the environment's MASTER_ADDR/MASTER_PORT are said and not taken; -x takes them")
