@@ -104,7 +104,7 @@ Result<int> OutputSink::openDir() {
 
 namespace {
 
-// `file` in the directory `dfd` (`path` for messages), for writing: created 0600, or refused when
+// `file` in the directory `dfd` (`path` for messages), for writing: 0600, or refused when
 // it is something someone else put there first (in a group-writable directory they could read
 // what lands in it). O_NONBLOCK: a FIFO planted under the name must not hold the open (ENXIO
 // without a reader). O_TRUNC only once the file is known to be ours: another user's would be
@@ -125,6 +125,9 @@ Result<int> openOwnFile(int dfd, const std::string& file, const std::string& pat
     return diagnostic(Errc::usage, "output-file-foreign", {{"path", path}, {"what", what}});
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  // One left by an earlier run (or made by hand) keeps no wider mode than a new one: the ranks'
+  // output can hold tokens.
+  if ((st.st_mode & 077) != 0) ::fchmod(fd, 0600);
   if ((mode & O_TRUNC) != 0 && ::ftruncate(fd, 0) != 0) {
     const int e = errno;
     ::close(fd);

@@ -17,6 +17,11 @@ for rank in (0, 1):
         tl.check(f.read() == f"out of {rank}\n", "per-rank stdout file, untagged")
     with open(os.path.join(d, f"rank.{rank}.err")) as f:
         tl.check(f.read() == f"err of {rank}\n", "per-rank stderr file")
+# A file left by an earlier run with a wider mode is written 0600 like a new one.
+os.chmod(os.path.join(d, "rank.0.out"), 0o644)
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--output-dir", d, "--", "echo", "token"])
+modes = {n: oct(os.stat(os.path.join(d, n)).st_mode & 0o777) for n in os.listdir(d)}
+tl.check(r.returncode == 0 and set(modes.values()) == {"0o600"}, f"--output-dir file modes: {modes}")
 
 r = tl.run(["-p", "2", "--tag-output=rank", "--", "sh", "-c", 'echo "x$RANK"'])
 tl.check(sorted(r.stdout.splitlines()) == ["[0] x0", "[1] x1"], f"rank tags: {r.stdout!r}")
