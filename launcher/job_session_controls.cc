@@ -110,6 +110,14 @@ void JobSession::forwardStdin() {
         continue;
       }
       if (n <= 0) {
+        if (n < 0) {  // `< somedir`, a closed terminal: said, not taken for a quiet end of input
+          const std::string why = std::strerror(errno);
+          credit->whileOpen([&] {
+            asio::post(io_, [this, why, rank] {
+              out_.note("cannot read tlaunch's stdin (" + why + "): rank " + std::to_string(rank) + " gets end of file");
+            });
+          });
+        }
         handOn({{"t", "stdin_eof"}, {"r", rank}});
         return;
       }

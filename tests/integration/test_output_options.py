@@ -34,6 +34,12 @@ tl.check(sorted(r.stdout.splitlines()) == ["[0] 0:0", "[1] 1:0"], f"stdin defaul
 r = tl.run(["-p", "2", "--stdin=0", "--tag-output=rank", "--", "sh", "-c", 'echo "$RANK:$(wc -c)"'],
            input="hello world\n" * 10000)
 tl.check(sorted(r.stdout.splitlines()) == ["[0] 0:120000", "[1] 1:0"], f"--stdin=0: {r.stdout!r}")
+# stdin that cannot be read (`< somedir`): said, and the rank gets end of file.
+dir_fd = os.open(tl.tempdir(), os.O_RDONLY | os.O_DIRECTORY)
+r = tl.run(["-p", "1", "--stdin=0", "--tag-output=none", "--", "wc", "-c"], stdin=dir_fd)
+os.close(dir_fd)
+tl.check(r.returncode == 0 and r.stdout.strip() == "0" and "cannot read tlaunch's stdin (Is a directory): rank 0 gets end of file"
+         in r.stderr, f"--stdin from a directory: {r.returncode} {r.stdout!r} {r.stderr!r}")
 
 # -v: how long the nodes took for each launch phase, the slowest named (3 nodes here).
 r = tl.run(["--launcher", "local", "-N", "3", "-p", "1", "-v", "--", "true"])
