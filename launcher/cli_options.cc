@@ -225,9 +225,7 @@ void addLaunchOptions(CLI::App& app, JobSpec& s, bool job) {
   app.add_option_function<std::string>(
          "--keep-daemons",
          [&s](const std::string& v) {
-           s.keep_daemons_s = v == "0" ? 0 : orThrow(parseDuration("--keep-daemons", v));
-           if (s.keep_daemons_s > kMaxKeepDaemonsSeconds)
-             throw CLI::ValidationError("--keep-daemons " + v + ": at most " + formatDuration(kMaxKeepDaemonsSeconds));
+           s.keep_daemons_s = orThrow(parseDuration("--keep-daemons", v, kMaxKeepDaemonsSeconds, true));
          },
          "keep the nodes' daemons this long after the job (e.g. 10m) for the next launch on them; 0 ends them; "
          "'tlaunch stop-daemons' ends them all")
@@ -345,7 +343,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
       "Also: nccl-report [--json] [LOG...]  read NCCL_DEBUG=INFO output and say which transport and interfaces "
       "NCCL used (tlaunch nccl-report --help).\n\n"
       "Exit status: 0 when every rank exited 0; otherwise the first failed rank's status (128+N if it was killed "
-      "by signal N). tlaunch's own failures: 64 usage, 69 node unreachable or lost, 76 protocol/authentication, "
+      "by signal N). tlaunch's own failures: 64 usage, 69 node unreachable or lost, 74 I/O, 76 protocol/authentication, "
       "78 resources/topology/fabric/preflight or --nccl-check strict, 124 --time-limit reached, 126/127 program not executable/not found, 130/143/129 when "
       "tlaunch itself got SIGINT/SIGTERM/SIGHUP. --summary-json says which.");
   if (auto mistake = valueThatIsAnOption(app, argc, argv)) {

@@ -64,7 +64,9 @@ Result<NprocPerNode> parseNprocPerNode(std::string_view text) {
   return NprocPerNode{*n, ""};
 }
 
-Result<int> parseDuration(std::string_view flag, std::string_view text) {
+Result<int> parseDuration(std::string_view flag, std::string_view text, int max_seconds, bool zero_allowed) {
+  const std::string range =
+      std::string("must be ") + (zero_allowed ? "0 or " : "") + "from 1s to " + formatDuration(max_seconds);
   auto bad = [&](const std::string& why) {
     return fail(Errc::usage, str(flag) + " " + str(text) + ": " + why,
                 "give a duration such as 90s, 10m, 1h30m, 2d or 1:30:00");
@@ -78,6 +80,8 @@ Result<int> parseDuration(std::string_view flag, std::string_view text) {
     }
     return j - i;
   };
+  // Zero needs no unit: it means the same in any.
+  if (zero_allowed && !text.empty() && text.find_first_not_of('0') == std::string_view::npos) return 0;
   long long total = 0;
   if (text.find(':') != std::string_view::npos) {  // [H:]MM:SS
     int fields = 0;
@@ -106,11 +110,12 @@ Result<int> parseDuration(std::string_view flag, std::string_view text) {
       const auto u = units.find(text[i]);
       if (u == std::string_view::npos) return bad("unknown unit '" + std::string(1, text[i]) + "' (s, m, h or d)");
       total += n * scale[u];
-      if (total > kMaxTimeLimitSeconds) return bad("must be from 1s to 365d");
+      if (total > max_seconds) return bad(range);
       ++i;
     }
   }
-  if (total < 1 || total > kMaxTimeLimitSeconds) return bad("must be from 1s to 365d");
+  if (total == 0 && zero_allowed) return 0;
+  if (total < 1 || total > max_seconds) return bad(range);
   return static_cast<int>(total);
 }
 

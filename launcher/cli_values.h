@@ -37,9 +37,11 @@ struct NprocPerNode {
 Result<NprocPerNode> parseNprocPerNode(std::string_view text);
 
 // --time-limit: a duration with units ("90s", "10m", "1h30m", "2d") or H:MM:SS / MM:SS, from
-// 1 s to kMaxTimeLimitSeconds. A bare number is refused: srun reads minutes, mpirun seconds.
+// 1 s to `max_seconds` (0 too when `zero_allowed`: "0", "0s", "0:00"). A bare number is
+// refused: srun reads minutes, mpirun seconds.
 inline constexpr int kMaxTimeLimitSeconds = 365 * 86'400;
-Result<int> parseDuration(std::string_view flag, std::string_view text);
+Result<int> parseDuration(std::string_view flag, std::string_view text, int max_seconds = kMaxTimeLimitSeconds,
+                          bool zero_allowed = false);
 // 5400 → "1h30m", 600 → "10m", 45 → "45s".
 std::string formatDuration(int seconds);
 

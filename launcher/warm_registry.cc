@@ -23,7 +23,7 @@ namespace tlaunch {
 namespace {
 
 constexpr const char* kEntryPrefix = "node-";
-constexpr const char* kFix = "pass --keep-daemons 0";
+constexpr const char* kFix = "run without --keep-daemons";
 
 std::string homeDirectory(const std::map<std::string, std::string>& env) {
   if (auto it = env.find("HOME"); it != env.end() && !it->second.empty()) return it->second;

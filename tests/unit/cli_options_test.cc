@@ -55,6 +55,13 @@ TEST_CASE("keep-daemons takes a duration with units, 0, and at most a week") {
   CHECK(refused({"--keep-daemons", "10", "--", "true"}));  // minutes or seconds? say which
   CHECK(refused({"--keep-daemons", "8d", "--", "true"}));
   CHECK(refused({"--keep-daemons", "-1m", "--", "true"}));
+  for (const char* zero : {"0s", "0m", "00:00"}) CHECK(parse({"--keep-daemons", zero, "--", "true"}).spec.keep_daemons_s == 0);
+  // One range in every message: the week, not --time-limit's year.
+  for (const char* far : {"8d", "365d", "400d"}) {
+    auto r = parseDuration("--keep-daemons", far, kMaxKeepDaemonsSeconds, true);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message == std::string("--keep-daemons ") + far + ": must be 0 or from 1s to 7d");
+  }
   CHECK(parse({"stop-daemons"}).command == Subcommand::stop_daemons);
 }
 
