@@ -265,6 +265,7 @@ class JobSession {
   bool failed_ = false;
   bool pmix_clients_ = false;  // a rank called PMIx_Init: --event-grace applies
   int interrupts_ = 0;
+  int kept_going_said_ = 0;  // --keep-going: later failed ranks named so far (a bounded number)
   int rejections_ = 0;
   std::optional<std::string> lost_node_;  // a daemon's connection closed: reported at lost_deadline_
   std::string lost_node_name_;

@@ -30,9 +30,16 @@ void JobSession::onRankFailed(RankFailure f) {
   }
   if (failed_) return;  // an earlier rank's grace is running
   if (decision.action == RankFailurePolicy::Action::keep_going) {
+    // Each failed rank is named as it fails, up to a bound (all ranks of a big job may fail at
+    // once); --summary-json's rank_exit_codes has every one.
+    constexpr int kNamedAfterFirst = 20;
     if (rank_failures_->first()->rank == f.rank && decision.announce) {  // the job's exit status
       out_.note(f.summary + "; the other ranks go on (--keep-going)");
       recordFailure(f.exit_status, {}, f.rank, std::move(f.stderr_tail), f.node, f.signal);
+    } else if (decision.announce && kept_going_said_ <= kNamedAfterFirst) {
+      out_.note(kept_going_said_++ < kNamedAfterFirst
+                    ? f.summary + " (--keep-going)"
+                    : "more ranks failed; they are not named one by one (--summary-json has every rank's status)");
     }
     outcome_.summary = rank_failures_->keptGoingSummary();
     return;
@@ -147,6 +154,8 @@ void JobSession::fail(int exit_code, std::string summary, int rank, std::vector<
     return;
   }
   failed_ = true;
+  // What ends a job that went on past failed ranks (--keep-going) keeps them in its reason.
+  if (rank < 0 && outcome_.failed_rank >= 0) summary += " (after " + outcome_.summary + ")";
   recordFailure(exit_code, std::move(summary), rank, std::move(tail), std::move(node), signal);
   teardown();
 }

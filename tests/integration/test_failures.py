@@ -3,6 +3,7 @@ a summary naming it; a rank killed -9 ends the job within 10 s; SIGINT to tlaunc
 rank SIGTERM and exit 130; SIGUSR1 reaches every rank; a killed daemon aborts the job naming
 its node; nothing of the job survives (checked by the job's environment, not by names)."""
 import glob
+import json
 import os
 import re
 import select
@@ -136,6 +137,23 @@ tl.check(p.poll() is None, f"SIGHUP under nohup ended the job: exit {p.returncod
 os.kill(p.pid, signal.SIGINT)
 out, err = p.communicate(timeout=30)
 tl.check(p.returncode == 130 and "got HUP" not in err, f"under nohup: exit {p.returncode}, want 130 (SIGINT): {err}")
+
+# 3c. --keep-going: each failed rank is named as it fails (only the first was), and what ends
+# the job later keeps the earlier failure in its reason (Ctrl-C dropped it).
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--keep-going", "--", "sh", "-c",
+            'case $RANK in 1) exit 3;; 2) sleep 0.5; exit 7;; *) sleep 1.5;; esac'])
+tl.check(r.returncode == 3 and "rank 1 on node local0 exited with status 3; the other ranks go on (--keep-going)" in r.stderr
+         and "rank 2 on node local1 exited with status 7 (--keep-going)" in r.stderr, f"keep-going: {r.returncode} {r.stderr}")
+summary3c = os.path.join(tl.tempdir(), "s.json")
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "2", "--keep-going", "--summary-json", summary3c, "--", "sh", "-c",
+              'test $RANK = 1 && exit 3; sleep 30'])
+time.sleep(2)
+os.kill(p.pid, signal.SIGINT)
+out, err = p.communicate(timeout=30)
+with open(summary3c) as f:
+    reason = json.load(f)["reason"]
+tl.check(p.returncode == 130 and "interrupted by SIGINT (after rank 1 on node local0 exited with status 3" in reason,
+         f"keep-going then Ctrl-C: exit {p.returncode}, reason {reason!r}")
 
 # 4. A node's daemon killed: the job aborts naming the node, nothing remains.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
