@@ -17,7 +17,7 @@
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cli_values.h"
 #include "launcher/cross_node_preflight.h"
-#include "launcher/held_signals.h"  // blockSessionSignals
+#include "launcher/held_signals.h"
 #include "launcher/job_inspector.h"
 #include "launcher/nccl/nccl_job_check.h"
 #include "launcher/phase_timing.h"
@@ -176,8 +176,8 @@ bool JobSession::stopOnceAllClosed(std::chrono::steady_clock::time_point now) {
       std::any_of(links_.begin(), links_.end(), [](const auto& l) { return l->conn && l->conn->isOpen(); });
   if ((open && now <= phase_deadline_) || !advance(JobEvent::all_closed)) return false;
   // No handler of ours waits from here (starters stopping take seconds): a signal now stays
-  // pending in the kernel for runJob (HeldSignals), not queued in a signal_set about to go.
-  blockSessionSignals();
+  // pending in the kernel for runJob, not queued in a signal_set about to go.
+  if (cfg_.held_signals) cfg_.held_signals->hold();
   signals_.cancel();
   io_.stop();
   return true;

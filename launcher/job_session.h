@@ -38,6 +38,7 @@ namespace nccl {
 class JobCheck;
 }
 class StdinCredit;
+class HeldSignals;
 
 struct SessionConfig {
   JobSpec spec;
@@ -56,6 +57,9 @@ struct SessionConfig {
   // --time-limit counts from here: tlaunch's start, not this attempt's (--max-restarts).
   std::chrono::steady_clock::time_point time_limit_start = std::chrono::steady_clock::now();
   bool sighup_ignored = false;  // tlaunch started under nohup: a closed terminal does not end the job
+  // Held again the moment the loop stops (runJob's; none in tests): a signal from then on waits
+  // for runJob instead of going to a signal_set nobody waits on.
+  HeldSignals* held_signals = nullptr;
   // A rank's request for another node's rank's PMIx data (direct modex) fails after this long
   // (Slurm's PMIx plugin: 300 s). Shorter in tests.
   std::chrono::milliseconds dmodex_timeout = std::chrono::seconds(300);

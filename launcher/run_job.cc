@@ -101,6 +101,7 @@ JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::str
   cfg.daemon_config = daemonConfig(spec, cfg.plan_context.user_env, choice.loopback_only);
   cfg.time_limit_start = started;
   cfg.sighup_ignored = held.ignoresSighup();
+  cfg.held_signals = &held;
   if (spec.verbose)
     out.note("job " + job_id + ": " +
              (cfg.unnamed_nodes > 0 ? std::to_string(cfg.unnamed_nodes) + " node(s) chosen by srun"
