@@ -286,6 +286,7 @@ ParsedCommandLine& refuse(ParsedCommandLine& out, const CLI::App& app, const std
   out.exit_now = 64;
   std::string first = text.substr(0, text.find('\n'));
   if (first.starts_with("tlaunch: ")) first.erase(0, 9);
+  if (first.starts_with("error: ")) first.erase(0, 7);
   out.refusal = first;
   out.summary_json = out.spec.summary_json;
   if (const CLI::Option* o = app.get_option_no_throw("--summary-json"); out.summary_json.empty() && o && !o->results().empty())
@@ -346,6 +347,8 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
       "by signal N). tlaunch's own failures: 64 usage, 69 node unreachable or lost, 74 I/O, 76 protocol/authentication, "
       "78 resources/topology/fabric/preflight or --nccl-check strict, 124 --time-limit reached, 126/127 program not executable/not found, 130/143/129 when "
       "tlaunch itself got SIGINT/SIGTERM/SIGHUP. --summary-json says which.");
+  // Refused before parsing, so without a summary: which argument is --summary-json's file is
+  // exactly what is in doubt here (`--summary-json --dry-run`).
   if (auto mistake = valueThatIsAnOption(app, argc, argv)) {
     return refuse(out, app, "tlaunch: " + *mistake);
   }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 
 #include "bootstrap/error_text.h"
 #include "bootstrap/message.h"
@@ -74,18 +75,40 @@ bool replaceable(const std::string& path) {
   return S_ISREG(st.st_mode) && ::access(directoryOf(path).c_str(), W_OK) == 0;
 }
 
-Result<void> writeInPlace(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    const int e = errno;
-    if (e == ENXIO) return fail(Errc::io, "--summary-json " + path + ": it is a FIFO that no process reads");
-    if (e == ENOENT) return fail(Errc::io, "--summary-json " + path + ": it is a symbolic link to nothing");
-    return fail(Errc::io, "--summary-json " + path + ": " + ::strerror(e));
+// tlaunch's own stdout or stderr under another name (/dev/stdout into a log file, or the log's
+// own name): 1 or 2, else -1. Opened again with O_TRUNC, the whole log was emptied.
+int ownStream(const std::string& path) {
+  struct stat target{};
+  if (::stat(path.c_str(), &target) != 0) return -1;
+  for (int fd : {1, 2}) {
+    struct stat s{};
+    if (::fstat(fd, &s) == 0 && s.st_dev == target.st_dev && s.st_ino == target.st_ino) return fd;
   }
+  return -1;
+}
+
+Result<void> writeInPlace(const std::string& path, const std::string& text) {
+  auto failed = [&](const std::string& why) { return fail(Errc::io, "--summary-json " + path + ": " + why); };
+  struct stat link{}, target{};
+  if (::lstat(path.c_str(), &link) != 0) return failed(::strerror(errno));
+  const bool is_link = S_ISLNK(link.st_mode);
+  // A link is followed only when this user or root (/dev/stdout) owns it: one someone else put in
+  // a directory they may write could aim the summary anywhere (the kernel's protected_symlinks
+  // covers only sticky, world-writable directories).
+  if (is_link && link.st_uid != ::geteuid() && link.st_uid != 0)
+    return failed("it is a symbolic link of another user's (uid " + std::to_string(link.st_uid) + "); name the file itself");
+  if (::stat(path.c_str(), &target) != 0) return failed(is_link ? "it is a symbolic link to nothing" : ::strerror(errno));
+  if (S_ISSOCK(target.st_mode)) return failed("it is a socket; name a file");
+  // O_TRUNC for a regular file only; a name that is not a link is never followed (one swapped in
+  // since lstat is refused).
+  const int flags = O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | (S_ISREG(target.st_mode) ? O_TRUNC : 0) |
+                    (is_link ? 0 : O_NOFOLLOW);
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0) return failed(errno == ENXIO ? "it is a FIFO that no process reads" : ::strerror(errno));
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // a FIFO's reader may be slow
   int error = writeWhole(fd, text);
   if (::close(fd) != 0 && error == 0 && errno != EINTR) error = errno;
-  if (error != 0) return fail(Errc::io, "--summary-json " + path + ": " + ::strerror(error));
+  if (error != 0) return failed(::strerror(error));
   return {};
 }
 
@@ -97,8 +120,14 @@ Result<void> checkSummaryJsonPath(const std::string& path) {
   struct stat st{};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return fail(Errc::usage, "--summary-json " + path + ": " + dir + " is not a directory");
+  if (ownStream(path) > 0) return {};  // tlaunch's own stdout or stderr: written after the job's output
+  struct stat link{};
+  if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode) && link.st_uid != ::geteuid() && link.st_uid != 0)
+    return fail(Errc::usage, "--summary-json " + path + ": it is a symbolic link of another user's (uid " +
+                                 std::to_string(link.st_uid) + "); name the file itself");
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return fail(Errc::usage, "--summary-json " + path + ": is a directory; name a file");
+    if (S_ISSOCK(st.st_mode)) return fail(Errc::usage, "--summary-json " + path + ": it is a socket; name a file");
     if (replaceable(path) || ::access(path.c_str(), W_OK) == 0) return {};
     return fail(Errc::usage, "--summary-json " + path + ": cannot write it: " + ::strerror(errno));
   }
@@ -111,6 +140,10 @@ Result<void> checkSummaryJsonPath(const std::string& path) {
 
 Result<void> writeSummaryJson(const std::string& path, const Json& summary) {
   const std::string text = jsonText(summary, 2) + "\n";
+  if (const int own = ownStream(path); own > 0) {  // after the job's output, which was flushed
+    if (const int e = writeWhole(own, text); e != 0) return fail(Errc::io, "--summary-json " + path + ": " + ::strerror(e));
+    return {};
+  }
   if (!replaceable(path)) return writeInPlace(path, text);
   // Replaced whole: a reader never sees half a summary.
   if (const int e = replaceFileContents(path, text, 0666); e != 0)
@@ -119,6 +152,7 @@ Result<void> writeSummaryJson(const std::string& path, const Json& summary) {
 }
 
 void writeRefusalSummary(const std::string& path, const std::string& refusal) {
+  ::signal(SIGPIPE, SIG_IGN);  // a FIFO whose reader left: an error said, not a death by signal
   JobOutcome o;
   o.exit_code = 64;
   o.summary = refusal;

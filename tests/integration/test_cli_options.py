@@ -191,4 +191,19 @@ os.symlink("/proc/self/fd/1", stdout_link)
 r = tl.run(["--summary-json", stdout_link, "-q", "-p", "1", "--", "true"])
 tl.check(r.returncode == 0 and '"exit_status": 0' in r.stdout and os.path.islink(stdout_link),
          f"into a link to /proc/self/fd/1: exit {r.returncode}: {r.stdout!r} {r.stderr}")
+# ... while tlaunch's stdout is a log file (sbatch's slurm-%j.out, `> run.log`): the summary comes
+# after the job's output; opened again with O_TRUNC it had emptied the log.
+log = os.path.join(special, "run.log")
+with open(log, "w") as f:
+    r = subprocess.run([tl.TLAUNCH, "--summary-json", stdout_link, "-q", "-p", "1", "--", "echo", "rank-output"],
+                       stdout=f, stderr=subprocess.PIPE, text=True, timeout=60)
+with open(log) as f:
+    text = f.read()
+tl.check(r.returncode == 0 and "rank-output" in text and text.index("rank-output") < text.index('"exit_status": 0'),
+         f"summary into tlaunch's own stdout, a file: exit {r.returncode}: {text!r} {r.stderr}")
+# A link someone else owns is not followed (it could aim the summary at any file of ours).
+foreign = os.path.join(special, "foreign.json")
+os.symlink(victim, foreign)
+os.lchown(foreign, 65534, 65534)
+expect(["--summary-json", foreign, "-p", "1", "--", "true"], 64, "is a symbolic link of another user's (uid 65534)")
 print("PASS")
