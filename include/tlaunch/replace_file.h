@@ -11,16 +11,22 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <string>
 #include <string_view>
 
 namespace tlaunch {
 
-// The name of the new file: "<path>.tmp" and 12 random hex digits.
-inline std::string replacementFileName(const std::string& path) {
+// The name of the new file: "<path>.tmp" and 12 random hex digits. Without getrandom (an old
+// seccomp profile) the clock and `attempt` make each try's name differ.
+inline std::string replacementFileName(const std::string& path, int attempt = 0) {
   uint64_t r = 0;
-  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r))
-    r = (static_cast<uint64_t>(::getpid()) << 20) ^ static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&r));
+  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r)) {
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    r = (static_cast<uint64_t>(::getpid()) << 32) ^ (static_cast<uint64_t>(now.tv_sec) << 20) ^
+        static_cast<uint64_t>(now.tv_nsec) ^ (static_cast<uint64_t>(attempt) << 44);
+  }
   char hex[16];
   std::snprintf(hex, sizeof hex, "%012llx", static_cast<unsigned long long>(r & 0xffffffffffffULL));
   return path + ".tmp" + hex;
@@ -42,7 +48,7 @@ inline int replaceFileContents(const std::string& path, std::string_view bytes, 
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; fd < 0 && attempt < 4; ++attempt) {
-    tmp = replacementFileName(path);
+    tmp = replacementFileName(path, attempt);
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0 && errno != EEXIST) return errno;
   }
