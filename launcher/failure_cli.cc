@@ -43,7 +43,7 @@ void addFailureOptions(CLI::App& app, JobSpec& s) {
                                  "the job or stays dead\n  -> choose one of them");
     // The grace is for the ranks' PMIx event handlers; without a PMIx server there are none.
     const CLI::Option* grace = app.get_option_no_throw("--event-grace");
-    if (!s.pmix && grace && grace->count() > 0)
+    if (!s.pmix && grace && grace->count() > 0 && s.event_grace_ms > 0)
       throw CLI::ValidationError("--event-grace gives the ranks' PMIx event handlers time, but --pmix off starts no "
                                  "PMIx server\n  -> drop --event-grace, or leave --pmix on");
   });

@@ -41,6 +41,8 @@ expect(["--launcher", "local", "--bind", "none", "--cpus-per-rank", "2", "--", "
        "--cpus-per-rank sizes each rank's set of cores, but --bind none binds nothing")
 expect(["--launcher", "local", "--pmix", "off", "--event-grace", "2s", "--", "true"], 64,
        "--pmix off starts no PMIx server")
+r = tl.run(["--launcher", "local", "--pmix", "off", "--event-grace", "0", "--", "true"], timeout=60)
+tl.check(r.returncode == 0, f"--event-grace 0 asks for nothing, also with --pmix off: {r.returncode} {r.stderr}")
 # An offline plan knows no node's interfaces: a network flag cannot be honoured, so it is refused.
 fixtures = os.environ.get("TLAUNCH_FIXTURES_DIR", os.path.join(os.path.dirname(__file__), "../fixtures"))
 xml = os.path.join(fixtures, "topologies", "llnl-ipa20_dell-xe8640_2xXeon8480_4xH100-SXM_4xmlx5-IB_hwloc2.12.xml")
