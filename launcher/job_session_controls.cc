@@ -3,6 +3,7 @@
 #include "launcher/job_session.h"
 #include "launcher/job_session_link.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -105,7 +106,11 @@ void JobSession::forwardStdin() {
       const size_t want = credit->take(buf.size());
       if (want == 0) return;  // the session is over
       ssize_t n = ::read(0, buf.data(), want);
-      if (n < 0 && errno == EINTR) {
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) {  // EAGAIN: a stdin left O_NONBLOCK by its opener
+        if (errno == EAGAIN) {
+          pollfd in{0, POLLIN, 0};
+          ::poll(&in, 1, 1000);
+        }
         credit->grant(want);
         continue;
       }
