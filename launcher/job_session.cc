@@ -45,10 +45,9 @@ JobSession::JobSession(asio::io_context& io, SessionConfig config, std::unique_p
       signals_(io, SIGINT, SIGTERM),
       tick_timer_(io),
       accept_retry_(io) {
-  // Under nohup SIGHUP stays ignored (asio set it back to SIG_DFL when an earlier attempt's
-  // session went).
-  if (cfg_.sighup_ignored) ::signal(SIGHUP, SIG_IGN);
-  else signals_.add(SIGHUP);
+  // Under nohup SIGHUP stays ignored: no session handles it (asio would set it back to SIG_DFL
+  // when the session goes).
+  if (!cfg_.sighup_ignored) signals_.add(SIGHUP);
   signals_.add(SIGUSR1);
   signals_.add(SIGUSR2);
   auto send = [this](int node, const Json& msg) { sendToNode(node, msg); };

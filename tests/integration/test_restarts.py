@@ -171,18 +171,20 @@ try:
     # 7b. SIGTERM while a failed attempt's daemons are being reaped (here each takes 3 s after it
     #     ends, as a slow ssh client can): no session waited for signals there, and the one
     #     asio had queued died with the session, so the job restarted (a scheduler's SIGTERM
-    #     lost). The wrapper marks the moment its tlaunchd ended.
+    #     lost). Each wrapper marks the moment its tlaunchd ended; the signal goes once both have.
     slow = os.path.join(d, "slow-tlaunchd")
-    ended = os.path.join(d, "daemon-ended")
+    ended = os.path.join(d, "daemons-ended")
+    os.mkdir(ended)
     with open(slow, "w") as f:
         f.write(f"#!/bin/sh\n'{os.path.join(os.path.dirname(tl.TLAUNCH), 'tlaunchd')}' \"$@\"\nrc=$?\n"
-                f"touch '{ended}'\ntrap '' TERM\nsleep 3\nexit $rc\n")
+                f"touch '{ended}'/$$\ntrap '' TERM\nsleep 3\nexit $rc\n")
     os.chmod(slow, 0o755)
     markers7b = os.path.join(d, "markers7b")
     os.mkdir(markers7b)
     p = tl.start(JOB + ["--daemon-path", slow, "--max-restarts", "2", "--", tl.PYTHON, RANK, "fail-once", markers7b])
     try:
-        tl.check(tl.wait_until(lambda: os.path.exists(ended), 60), "attempt 0's daemons did not end")
+        tl.check(tl.wait_until(lambda: len(os.listdir(ended)) == 2, 60), "attempt 0's daemons did not end")
+        time.sleep(0.2)  # their connections' end reaches the session
         os.kill(p.pid, signal.SIGTERM)
         out, err = p.communicate(timeout=60)
     finally:

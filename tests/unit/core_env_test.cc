@@ -101,6 +101,9 @@ TEST_CASE("rank env: torchrun's and Open MPI's variables, node-major numbering",
   CHECK(valueIn(env, "OMPI_COMM_WORLD_LOCAL_RANK") == "1");
   CHECK(valueIn(env, "OMPI_COMM_WORLD_LOCAL_SIZE") == "2");
   CHECK(valueIn(env, "OMPI_COMM_WORLD_NODE_RANK") == "1");
+  // Open MPI's node rank is the place on the node: rank 2, first on node 1, is 0 (not the node's 1).
+  const auto& r2 = plan->nodes[1].ranks[0];
+  CHECK(valueIn(mergeEnv(plan->nodes[1].base_env, r2.env), "OMPI_COMM_WORLD_NODE_RANK") == "0");
   CHECK(valueIn(env, "TLAUNCH_JOB_ID") == "tl-abc");
   CHECK(valueIn(env, "PATH") == "/usr/bin");
   // Every node is this host: every socket layer on lo, not each on its own pick.
