@@ -26,14 +26,17 @@ bool Containment::prepareProcess() {
   return becomeSubreaper();
 }
 
-Containment::Containment(asio::io_context& io, const std::string& cgroup_name, std::function<bool(pid_t)> is_rank)
+Containment::Containment(asio::io_context& io, const std::string& cgroup_name, std::function<bool(pid_t)> is_rank,
+                         std::vector<std::string> job_marks)
     : io_(io), is_rank_(std::move(is_rank)), sigchld_(io), reap_timer_(io), sweep_timer_(io) {
   std::string why_not;
   // TLAUNCH_CONTAINMENT=subreaper forces the fallback (tests; a cgroup tree one must not touch).
   const char* forced = std::getenv("TLAUNCH_CONTAINMENT");
   if (forced && std::string(forced) == "subreaper") why_not = "TLAUNCH_CONTAINMENT=subreaper";
   else cgroup_ = JobCgroup::create(cgroup_name, why_not);
-  if (cgroup_) startCgroupWatcher();
+  // Without a cgroup, a daemon killed with SIGKILL leaves its ranks' leftovers to init: the
+  // watcher then finds them by the marks in their environment (daemon/job_marked_processes.h).
+  if (cgroup_ || !job_marks.empty()) startWatcher(job_marks);
   description_ = cgroup_ ? "containment: cgroup v2 " + cgroup_->path() + " (cgroup.kill at teardown)"
                          : "containment: child subreaper, descendants found in /proc (no per-job cgroup: " + why_not + ")";
   sigset_t chld;
@@ -84,11 +87,16 @@ Containment::~Containment() {
   }
 }
 
-void Containment::startCgroupWatcher() {
+void Containment::startWatcher(const std::vector<std::string>& job_marks) {
   SpawnSpec spec;
   spec.exe = thisExecutable();
   if (spec.exe.empty()) return;
-  spec.argv = {"tlaunchd", "--watch-cgroup", cgroup_->path()};
+  spec.argv = {"tlaunchd"};
+  if (cgroup_) {
+    spec.argv.insert(spec.argv.end(), {"--watch-cgroup", cgroup_->path()});
+  } else {
+    for (const auto& m : job_marks) spec.argv.insert(spec.argv.end(), {"--watch-mark", m});
+  }
   spec.env = environmentWith({});
   spec.stdin_mode = SpawnSpec::Stdin::pipe;
   spec.stdout_pipe = false;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <asio.hpp>
 
@@ -28,8 +29,11 @@ class Containment {
   static bool prepareProcess();
 
   // `cgroup_name`: the per-job cgroup's name (JobCgroup adds the daemon's identity). `is_rank(pid)`: the
-  // supervisor's own children, which this class never reaps.
-  Containment(asio::io_context& io, const std::string& cgroup_name, std::function<bool(pid_t)> is_rank);
+  // supervisor's own children, which this class never reaps. `job_marks`: entries of the ranks'
+  // environment ("TLAUNCH_JOB_ID=...", "TLAUNCH_NODE_RANK=...") by which the watcher finds their
+  // leftovers if this daemon is killed without a cgroup (none: no watcher then).
+  Containment(asio::io_context& io, const std::string& cgroup_name, std::function<bool(pid_t)> is_rank,
+              std::vector<std::string> job_marks = {});
   ~Containment();  // SIGKILL to whatever is left, reaped, cgroup removed
 
   // The daemon's own children that are not the job's (the ssh sessions that start its tree
@@ -71,8 +75,8 @@ class Containment {
   std::function<bool(pid_t)> is_rank_;
   std::function<bool(pid_t)> outsider_;
   std::unique_ptr<JobCgroup> cgroup_;
-  void startCgroupWatcher();
-  pid_t watcher_pid_ = -1;   // `tlaunchd --watch-cgroup`: ends the cgroup if this daemon is killed
+  void startWatcher(const std::vector<std::string>& job_marks);
+  pid_t watcher_pid_ = -1;   // `tlaunchd --watch-cgroup/--watch-mark`: ends the job if this daemon is killed
   int watcher_stdin_ = -1;   // its stdin: closes when this process ends, however it ends
   std::string description_;
   asio::posix::stream_descriptor sigchld_;  // a signalfd for SIGCHLD

@@ -21,6 +21,20 @@
 
 namespace tlaunch {
 
+namespace {
+
+// What this node's ranks carry in their environment that names them, and nothing else on the
+// host (simulated nodes share one): the job and the node's place in it.
+std::vector<std::string> jobMarksOf(const NodeLaunch& launch) {
+  if (launch.ranks.empty()) return {};
+  std::vector<std::string> marks{"TLAUNCH_JOB_ID=" + launch.job_id};
+  for (const auto& e : launch.ranks.front().env)
+    if (e.starts_with("TLAUNCH_NODE_RANK=")) marks.push_back(e);
+  return marks;
+}
+
+}  // namespace
+
 DaemonSession::DaemonSession(asio::io_context& io, DaemonOptions options)
     : io_(io), opts_(std::move(options)), probe_acceptor_(io), probe_retry_(io), heartbeat_timer_(io), exit_timer_(io), challenge_timer_(io),
       attach_timer_(io) {}
@@ -307,7 +321,8 @@ void DaemonSession::handleStart() {
     output_->ordered(report);
   };
   ev.all_exited = [this] { onRanksEnded(); };
-  ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev), launch_->job_id + "." + nodeNameForPaths(launch_->node_name));
+  ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev), launch_->job_id + "." + nodeNameForPaths(launch_->node_name),
+                                            jobMarksOf(*launch_));
   // The ssh sessions that started this node's tree children are the spawner's, not the job's:
   // it reaps them (a failure it reports needs their exit status) and ends them after the job.
   ranks_->leaveAlone([this](pid_t pid) { return spawner_ && spawner_->owns(pid); });

@@ -15,6 +15,7 @@
 
 #include "bootstrap/spawn.h"
 #include "daemon/descendants.h"
+#include "daemon/job_marked_processes.h"
 
 namespace tlaunch {
 
@@ -82,7 +83,7 @@ void killAndRemoveCgroup(const std::string& path) {
   ::rmdir(path.c_str());
 }
 
-int watchCgroupForParent(const std::string& path) {
+int watchJobForParent(const std::string& cgroup_path, const std::vector<std::string>& marks) {
   // Only the end of the daemon ends this wait: its end of our stdin closes however it exits.
   ::signal(SIGHUP, SIG_IGN);
   ::signal(SIGINT, SIG_IGN);
@@ -91,7 +92,8 @@ int watchCgroupForParent(const std::string& path) {
     const ssize_t n = ::read(0, &byte, 1);
     if (n == 0 || (n < 0 && errno != EINTR)) break;
   }
-  killAndRemoveCgroup(path);  // gone already after a clean teardown: nothing to do
+  if (!cgroup_path.empty()) killAndRemoveCgroup(cgroup_path);  // gone already after a clean teardown
+  killMarkedProcesses(marks);
   return 0;
 }
 

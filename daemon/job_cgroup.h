@@ -47,9 +47,11 @@ std::string ownCgroupV2Dir();
 // cgroup.kill, a bounded wait for the members to go, rmdir.
 void killAndRemoveCgroup(const std::string& path);
 
-// `tlaunchd --watch-cgroup PATH`: a daemon killed with SIGKILL (the OOM killer, kill -9) cannot
-// end its job's processes; this watcher, its child with no death signal, waits for the daemon's
-// end of its stdin to close and then does. After a clean teardown the cgroup is gone already.
-int watchCgroupForParent(const std::string& path);
+// `tlaunchd --watch-cgroup PATH` or `--watch-mark K=V ...`: a daemon killed with SIGKILL (the OOM
+// killer, kill -9) cannot end its job's processes; this watcher, its child with no death signal,
+// waits for the daemon's end of its stdin to close and then does: the cgroup's members, or
+// without a cgroup the processes that carry every mark (daemon/job_marked_processes.h). After a
+// clean teardown nothing is left to end.
+int watchJobForParent(const std::string& cgroup_path, const std::vector<std::string>& marks);
 
 }  // namespace tlaunch

@@ -38,7 +38,9 @@ int runDaemon(int argc, char** argv) {
   app.add_option("--tree-parent", opts.tree_parent, "started by this node's daemon (tree spawn): --connect is its listener");
   app.add_flag("--version", show_version, "print the version and exit");
   std::string watch_cgroup;
+  std::vector<std::string> watch_marks;
   app.add_option("--watch-cgroup", watch_cgroup, "(internal) end this job cgroup once the daemon that started us is gone");
+  app.add_option("--watch-mark", watch_marks, "(internal) or the processes whose environment holds every K=V given");
   int keep_for = 0;
   bool keeper = false;
   app.add_option("--keep-for", keep_for, "keep this node warm for SECONDS after the job (tlaunch --keep-daemons)")
@@ -52,7 +54,7 @@ int runDaemon(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (!watch_cgroup.empty()) return tlaunch::watchCgroupForParent(watch_cgroup);
+  if (!watch_cgroup.empty() || !watch_marks.empty()) return tlaunch::watchJobForParent(watch_cgroup, watch_marks);
   if (keeper) return tlaunch::runWarmKeeper(keep_for, keeper_in_step ? tlaunch::KeeperHome::slurm_step : tlaunch::KeeperHome::detached);
   if (show_version) {
     std::cout << "tlaunchd " << tlaunch::kVersion << " protocol " << tlaunch::kProtocolVersion << "\n";

@@ -11,14 +11,16 @@
 
 namespace tlaunch {
 
-RankSupervisor::RankSupervisor(asio::io_context& io, Events events, const std::string& job_name)
+RankSupervisor::RankSupervisor(asio::io_context& io, Events events, const std::string& job_name,
+                               std::vector<std::string> job_marks)
     : io_(io), events_(std::move(events)), kill_timer_(io) {
   containment_ = std::make_unique<Containment>(io, "tlaunch." + job_name,
                                                [this](pid_t pid) {
                                                  for (const auto& r : ranks_)
                                                    if (r->pid == pid && !r->reaped) return true;
                                                  return false;
-                                               });
+                                               },
+                                               std::move(job_marks));
 }
 
 RankSupervisor::~RankSupervisor() {

@@ -47,8 +47,10 @@ class RankSupervisor {
   // than a progress bar's usual pace (tqdm: 10 states a second), short enough to feel at once.
   static constexpr std::chrono::milliseconds kQuietBeforeShowing{200};
 
-  // `job_name`: unique on the node (job id and node name); names the per-job cgroup.
-  RankSupervisor(asio::io_context& io, Events events, const std::string& job_name = "job");
+  // `job_name`: unique on the node (job id and node name); names the per-job cgroup. `job_marks`:
+  // what this node's ranks carry in their environment, for Containment's watcher (none: none).
+  RankSupervisor(asio::io_context& io, Events events, const std::string& job_name = "job",
+                 std::vector<std::string> job_marks = {});
   ~RankSupervisor();
   // Spawns in order. If one fails, the ones already started are killed and the error returned.
   Result<void> start(const std::vector<RankLaunch>& launches);

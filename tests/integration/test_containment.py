@@ -1,6 +1,6 @@
 """Containment and process hygiene as a user sees them: whatever a rank starts (setsid, a double
 fork, a child deaf to SIGTERM) ends with the job, on success and on failure, with the per-job
-cgroup and with the subreaper fallback, and with the cgroup even when the daemon is killed -9; orphans' zombies are reaped while the job runs; a rank
+cgroup and with the subreaper fallback, also when the daemon is killed -9; orphans' zombies are reaped while the job runs; a rank
 that ignores SIGTERM is killed after --kill-timeout; ranks get the user's RLIMIT_NOFILE soft
 limit while the daemon runs at the hard limit; tlaunch and tlaunchd are not dumpable, ranks are."""
 import os
@@ -89,7 +89,7 @@ for kill_watcher in (False, True):
     killed_in_cgroup = any("cgroup v2" in n for _, n in containment_notes(killed_err))
     print("daemon killed -9 while its job ran in a cgroup:", killed_in_cgroup, "its watcher killed too:", kill_watcher)
     if not killed_in_cgroup:
-        print("no per-job cgroup here: what a daemon killed -9 leaves is not tracked (the subreaper died with it)")
+        print("no per-job cgroup here: the cgroup cases are skipped (the subreaper case follows)")
         tl.kill_leftovers(marker)
         break
     tl.check(len(watchers) == 1, f"the daemon has one cgroup watcher: {watchers}")
@@ -105,6 +105,38 @@ for kill_watcher in (False, True):
         tl.check(tl.wait_until(lambda: not survivors(marker), 10),
                  f"what the ranks of a daemon killed -9 left in its cgroup ended with the next job: {survivors(marker)}")
     tl.kill_leftovers(marker)
+
+# Without a per-job cgroup (the subreaper fallback) a daemon killed -9 took its subreaper with
+# it, and what its ranks had detached ran on under init. Its watcher now finds them by the marks
+# they carry (TLAUNCH_JOB_ID, TLAUNCH_NODE_RANK), and only them: local0's ranks on this same
+# host are ended by their own daemon's teardown, and the job fails naming the lost node.
+marker = "tlaunch-contain-" + uuid.uuid4().hex
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "-v", "--", tl.PYTHON, LEAVE, marker, "0", "60"],
+             env=dict(os.environ, TLAUNCH_CONTAINMENT="subreaper"))
+try:
+    seen = tl.read_until(p, b"ready")
+    if seen.count(b"ready") < 2:
+        seen += tl.read_until(p, b"ready")
+    tl.check(seen.count(b"ready") == 2, f"the ranks started (subreaper): {seen!r}")
+    daemons = [d for d in tl.children_of(p.pid) if b"local1" in cmdline(d)]
+    watchers = [w for d in daemons for w in tl.children_of(d) if b"--watch-mark" in cmdline(w)]
+    tl.check(len(daemons) == 1 and len(watchers) == 1, f"local1's daemon with one job watcher: {daemons} {watchers}")
+    tl.check(survivors(marker), "the ranks' detached children run (else this tests nothing)")
+    os.kill(daemons[0], 9)
+    t0 = time.monotonic()
+    _, killed_err = p.communicate(timeout=60)
+finally:
+    if p.poll() is None:
+        os.killpg(p.pid, 9)
+        p.wait()
+gone = tl.wait_until(lambda: not survivors(marker), 10)
+left = survivors(marker)
+tl.kill_leftovers(marker)
+tl.check(gone, f"subreaper, kill -9 of a daemon: what the ranks left still runs after 10 s: {left}")
+print(f"subreaper: what the ranks left ended {time.monotonic() - t0:.1f} s after the daemon was killed")
+tl.check("lost node local1" in killed_err and "on node local0 was killed" not in killed_err,
+         f"the lost node is named, local0's ranks were not the watcher's: {killed_err[-600:]}")
+tl.check(tl.wait_until(lambda: not any(cmdline(w) for w in watchers), 10), "the job watcher exited afterwards")
 
 # 1c. tlaunch itself killed with -9: its daemons end, and with them everything of the job.
 for env_extra in ({}, {"TLAUNCH_CONTAINMENT": "subreaper"}):

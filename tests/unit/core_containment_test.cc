@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <string>
 #include <vector>
 
 #include "bootstrap/close_fds.h"
@@ -19,6 +20,7 @@
 #include "daemon/descendants.h"
 #include "bootstrap/spawn.h"
 #include "daemon/job_cgroup.h"
+#include "daemon/job_marked_processes.h"
 #include "temp_dir.h"
 
 using namespace tlaunch;
@@ -344,4 +346,51 @@ TEST_CASE("JobCgroup: where the kernel kills children born into it, ranks join t
     return;
   }
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+namespace {
+// /bin/sleep with exactly `env`: /proc/<pid>/environ shows what exec was given.
+pid_t sleepWithEnvironment(std::vector<std::string> env) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    char sleep_path[] = "/bin/sleep", seconds[] = "30";
+    char* argv[] = {sleep_path, seconds, nullptr};
+    ::execve(sleep_path, argv, envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+}  // namespace
+
+// A daemon killed -9 without a per-job cgroup: its watcher finds what the ranks left by the
+// marks they carry, every one of them exactly (a longer job id, another node of the same job on
+// this host, another variable holding the text, are not it).
+TEST_CASE("job-marked processes: found by every mark of their environment, and killed") {
+  const std::string job = "TLAUNCH_JOB_ID=unit-mark-" + std::to_string(::getpid());
+  const std::vector<std::string> marks{job, "TLAUNCH_NODE_RANK=1"};
+  const pid_t marked = sleepWithEnvironment({"A=1", job, "TLAUNCH_NODE_RANK=1", "Z=2"});
+  const pid_t longer = sleepWithEnvironment({job + "-r1", "TLAUNCH_NODE_RANK=1"});
+  const pid_t other_node = sleepWithEnvironment({job, "TLAUNCH_NODE_RANK=0"});
+  const pid_t other = sleepWithEnvironment({"X" + job, "NOTE=" + job, "TLAUNCH_NODE_RANK=1"});
+  REQUIRE((marked > 0 && longer > 0 && other_node > 0 && other > 0));
+  std::vector<pid_t> found;
+  for (int i = 0; i < 100 && found.empty(); ++i) {  // until the exec has happened
+    ::usleep(10000);
+    found = processesWithEnvironmentEntries(marks, ::geteuid(), ::getpid());
+  }
+  CHECK(found == std::vector<pid_t>{marked});
+  CHECK(processesWithEnvironmentEntries(marks, ::geteuid() + 1, ::getpid()).empty());  // not ours
+  CHECK(processesWithEnvironmentEntries({}, ::geteuid(), ::getpid()).empty());        // no marks, no one
+  killMarkedProcesses(marks);
+  int status = 0;
+  REQUIRE(::waitpid(marked, &status, 0) == marked);
+  CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+  for (pid_t pid : {longer, other_node, other}) CHECK(::waitpid(pid, &status, WNOHANG) == 0);  // still running
+  for (pid_t pid : {longer, other_node, other}) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
 }
