@@ -27,7 +27,7 @@ bool Containment::prepareProcess() {
 }
 
 Containment::Containment(asio::io_context& io, const std::string& cgroup_name, std::function<bool(pid_t)> is_rank,
-                         std::vector<std::string> job_marks)
+                         const std::vector<std::string>& job_marks)
     : io_(io), is_rank_(std::move(is_rank)), sigchld_(io), reap_timer_(io), sweep_timer_(io) {
   std::string why_not;
   // TLAUNCH_CONTAINMENT=subreaper forces the fallback (tests; a cgroup tree one must not touch).

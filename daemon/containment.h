@@ -33,7 +33,7 @@ class Containment {
   // environment ("TLAUNCH_JOB_ID=...", "TLAUNCH_NODE_RANK=...") by which the watcher finds their
   // leftovers if this daemon is killed without a cgroup (none: no watcher then).
   Containment(asio::io_context& io, const std::string& cgroup_name, std::function<bool(pid_t)> is_rank,
-              std::vector<std::string> job_marks = {});
+              const std::vector<std::string>& job_marks = {});
   ~Containment();  // SIGKILL to whatever is left, reaped, cgroup removed
 
   // The daemon's own children that are not the job's (the ssh sessions that start its tree

@@ -304,7 +304,7 @@ void DaemonSession::handleStart() {
     if (!conn_ || !conn_->isOpen()) return;
     Json credit = {{"t", "stdin_credit"}, {"r", rank}, {"n", bytes}};
     if (closed) credit["closed"] = true;
-    conn_->send(std::move(credit));
+    conn_->send(credit);
   };
   ev.exited = [this](const RankExit& e) {
     if (nccl_) nccl_->pollNow();

@@ -12,7 +12,7 @@
 namespace tlaunch {
 
 RankSupervisor::RankSupervisor(asio::io_context& io, Events events, const std::string& job_name,
-                               std::vector<std::string> job_marks)
+                               const std::vector<std::string>& job_marks)
     : io_(io), events_(std::move(events)), kill_timer_(io) {
   containment_ = std::make_unique<Containment>(io, "tlaunch." + job_name,
                                                [this](pid_t pid) {
@@ -20,7 +20,7 @@ RankSupervisor::RankSupervisor(asio::io_context& io, Events events, const std::s
                                                    if (r->pid == pid && !r->reaped) return true;
                                                  return false;
                                                },
-                                               std::move(job_marks));
+                                               job_marks);
 }
 
 RankSupervisor::~RankSupervisor() {

@@ -50,7 +50,7 @@ class RankSupervisor {
   // `job_name`: unique on the node (job id and node name); names the per-job cgroup. `job_marks`:
   // what this node's ranks carry in their environment, for Containment's watcher (none: none).
   RankSupervisor(asio::io_context& io, Events events, const std::string& job_name = "job",
-                 std::vector<std::string> job_marks = {});
+                 const std::vector<std::string>& job_marks = {});
   ~RankSupervisor();
   // Spawns in order. If one fails, the ones already started are killed and the error returned.
   Result<void> start(const std::vector<RankLaunch>& launches);
