@@ -145,8 +145,13 @@ void JobSession::teardown() {
   phase_ = *next;  // draining: end the ranks, collect their last output
   // Ranks that ignore SIGTERM take --kill-timeout to end: the reason is said now, not only at
   // the end (ten silent seconds look like a hang). Ctrl-C has said it already.
+  // Ranks that have not ended, on nodes still connected (a lost node's get no SIGTERM from us).
   const auto& codes = outcome_.rank_exit_codes;
-  const auto running = std::count(codes.begin(), codes.end(), -1);
+  long running = 0;
+  for (size_t i = 0; plan_ && i < plan_->nodes.size() && i < links_.size(); ++i)
+    if (!links_[i]->closed)
+      for (const auto& r : plan_->nodes[i].ranks)
+        if (r.rank >= 0 && static_cast<size_t>(r.rank) < codes.size() && codes[static_cast<size_t>(r.rank)] == -1) ++running;
   if (ranks_ran && !outcome_.interrupted && running > 0 && cfg_.spec.kill_timeout_s > 0)
     out_.note("ending the job (SIGTERM to the " + std::to_string(running) + " rank" + (running == 1 ? "" : "s") +
               " still running, SIGKILL after " + std::to_string(cfg_.spec.kill_timeout_s) + " s): " + outcome_.summary);

@@ -163,6 +163,8 @@ tl.signal_daemon(job, "local1", signal.SIGKILL, p.pid)
 out, err = tl.communicate_or_fail(p, 15, "after its daemon was killed")
 tl.check(p.returncode != 0, "job failed")
 tl.check("lost node local1" in err, f"summary names the node: {err}")
+# Only local0's two ranks get our SIGTERM: the lost node's are not counted as running.
+tl.check("ending the job (SIGTERM to the 2 ranks still running" in err, f"the teardown line's count: {err}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
 # The killed daemon could not remove its job's directories; the next job's daemons do.
 killed_dirs = glob.glob(f"/tmp/tlaunch.{job}.local1.*") + glob.glob(f"/dev/shm/tlaunch.{job}.local1.*")
