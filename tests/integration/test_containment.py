@@ -70,7 +70,7 @@ def cmdline(pid):
 for kill_watcher in (False, True):
     marker = "tlaunch-contain-" + uuid.uuid4().hex
     p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "-v", "--", tl.PYTHON, LEAVE, marker, "0", "60"])
-    try:
+    with tl.ending(p):
         tl.check(b"ready" in tl.read_until(p, b"ready"), "the rank started")
         daemons = tl.children_of(p.pid)
         tl.check(daemons, "found the job's tlaunchd")
@@ -82,10 +82,6 @@ for kill_watcher in (False, True):
             os.kill(d, 9)
         t0 = time.monotonic()
         _, killed_err = p.communicate(timeout=30)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, 9)
-            p.wait()
     killed_in_cgroup = any("cgroup v2" in n for _, n in containment_notes(killed_err))
     print("daemon killed -9 while its job ran in a cgroup:", killed_in_cgroup, "its watcher killed too:", kill_watcher)
     if not killed_in_cgroup:
@@ -113,7 +109,7 @@ for kill_watcher in (False, True):
 marker = "tlaunch-contain-" + uuid.uuid4().hex
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "-v", "--", tl.PYTHON, LEAVE, marker, "0", "60"],
              env=dict(os.environ, TLAUNCH_CONTAINMENT="subreaper"))
-try:
+with tl.ending(p):
     seen = tl.read_until(p, b"ready")
     if seen.count(b"ready") < 2:
         seen += tl.read_until(p, b"ready")
@@ -125,10 +121,6 @@ try:
     os.kill(daemons[0], 9)
     t0 = time.monotonic()
     _, killed_err = p.communicate(timeout=60)
-finally:
-    if p.poll() is None:
-        os.killpg(p.pid, 9)
-        p.wait()
 gone = tl.wait_until(lambda: not survivors(marker), 10)
 left = survivors(marker)
 tl.kill_leftovers(marker)

@@ -182,15 +182,11 @@ try:
     markers7b = os.path.join(d, "markers7b")
     os.mkdir(markers7b)
     p = tl.start(JOB + ["--daemon-path", slow, "--max-restarts", "2", "--", tl.PYTHON, RANK, "fail-once", markers7b])
-    try:
+    with tl.ending(p):
         tl.check(tl.wait_until(lambda: len(os.listdir(ended)) == 2, 60), "attempt 0's daemons did not end")
         time.sleep(0.2)  # their connections' end reaches the session
         os.kill(p.pid, signal.SIGTERM)
         out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
     tl.check(p.returncode == 3 and "got SIGTERM between attempts: the job is not restarted" in err
              and "restart 1 of 2" not in err, f"SIGTERM while daemons were reaped: exit {p.returncode}\n{err}")
     tl.check(tl.wait_until(lambda: not leftovers(job_ids(err)), 10), f"leftovers: {leftovers(job_ids(err))}")

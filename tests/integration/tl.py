@@ -5,6 +5,7 @@ skip. Tests run real tlaunch jobs and look at what a user would see: output, exi
 the processes left on the machine.
 """
 import atexit
+import contextlib
 import os
 import select
 import shutil
@@ -184,6 +185,18 @@ def signal_daemon(job, node, sig, frontend_pid):
     check(daemons, f"found the daemon of {node} in job {job}")
     for pid in daemons:
         os.kill(pid, sig)
+
+
+@contextlib.contextmanager
+def ending(p):
+    """A started tlaunch (start()) for the block: killed with its group if it has not ended by
+    the block's end, also when a check in the block fails."""
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
 
 
 def communicate_or_fail(p, timeout, what):
