@@ -1,6 +1,7 @@
 #include "launcher/ssh_starter.h"
 
 #include <signal.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <thread>
 
@@ -89,18 +91,41 @@ Result<void> ensurePrivateDir(const std::string& path, const std::string& what, 
   return {};
 }
 
+namespace {
+
+// An ssh option ("Key=value" or "Key value") that tlaunch sets itself, before the user's: ssh
+// keeps the first value given, so the user's would be ignored without a word. What to use instead.
+std::optional<std::string> optionTlaunchSets(const std::string& option) {
+  const std::string key = option.substr(0, option.find_first_of("= \t"));
+  auto is = [&](const char* name) { return ::strcasecmp(key.c_str(), name) == 0; };
+  if (is("ConnectTimeout")) return "--ssh-connect-timeout SECONDS";
+  if (is("ControlMaster") || is("ControlPath") || is("ControlPersist")) return "--ssh-reuse on|off";
+  if (is("BatchMode")) return "nothing: tlaunch needs BatchMode=yes (a password prompt would hang the launch)";
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<std::vector<std::string>> sshOptionArgs(const std::vector<std::string>& ssh_options) {
   std::vector<std::string> args;
   for (const auto& option : ssh_options) {
     if (option.empty()) continue;
+    std::vector<std::string> words;
     if (option.front() == '-') {
-      auto words = splitShellWords(option, "--ssh-option");
-      if (!words) return tl::unexpected(words.error());
-      args.insert(args.end(), words->begin(), words->end());
+      auto split = splitShellWords(option, "--ssh-option");
+      if (!split) return tl::unexpected(split.error());
+      words = std::move(*split);
     } else {
-      args.emplace_back("-o");
-      args.push_back(option);
+      words = {"-o", option};
     }
+    for (size_t i = 0; i < words.size(); ++i) {
+      const std::string& w = words[i];
+      const std::string given = w == "-o" && i + 1 < words.size() ? words[i + 1] : w.starts_with("-o") ? w.substr(2) : "";
+      if (auto instead = optionTlaunchSets(given))
+        return fail(Errc::usage, "--ssh-option " + option + ": tlaunch sets this ssh option itself (ssh keeps the first value given)",
+                    "use " + *instead);
+    }
+    args.insert(args.end(), words.begin(), words.end());
   }
   return args;
 }
@@ -332,6 +357,13 @@ void SshStarter::stop(int grace_ms) {
   for (auto& l : launches_) {
     if (!l.started) l.finished = true;
   }
+}
+
+std::vector<StarterNote> SshStarter::takeNotes() {
+  std::vector<StarterNote> out;
+  for (auto& w : warnings_) out.push_back({false, std::move(w)});
+  warnings_.clear();
+  return out;
 }
 
 }  // namespace tlaunch

@@ -89,6 +89,8 @@ class SshStarter final : public DaemonStarter {
   size_t startedCount() const;
   // Notes for the user that are not failures (e.g. connection reuse turned off, and why).
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // The warnings (reuse turned off, and why) as notes the session says, once.
+  std::vector<StarterNote> takeNotes() override;
 
  private:
   struct Launch {

@@ -183,6 +183,7 @@ void WarmStarter::daemonKeeps(int node_index, const KeeperAddress& keeper) {
 std::vector<StarterNote> WarmStarter::takeNotes() {
   std::vector<StarterNote> out;
   out.swap(notes_);
+  for (auto& n : cold_->takeNotes()) out.push_back(std::move(n));
   return out;
 }
 

@@ -77,6 +77,19 @@ TEST_CASE("hosts: ssh argv: no reuse, user@host destination, bad input", "[hosts
   auto bad = buildSshArgv(o, "", NodeTarget{0, "n1", "", {}}, cmd);
   REQUIRE_FALSE(bad);
   CHECK_THAT(bad.error().message, Catch::StartsWith("--ssh-option:"));
+  // What tlaunch sets itself would be ignored (ssh keeps the first value): refused, naming the flag.
+  for (const auto& [given, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"ConnectTimeout=60", "--ssh-connect-timeout"}, {"-o controlpath=/tmp/x", "--ssh-reuse"},
+           {"-oControlPersist=no", "--ssh-reuse"}, {"BatchMode no", "BatchMode=yes"}}) {
+    o.ssh_options = {given};
+    auto refused = buildSshArgv(o, "", NodeTarget{0, "n1", "", {}}, cmd);
+    INFO(given);
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.error().message, Catch::Contains("tlaunch sets this ssh option itself"));
+    CHECK_THAT(refused.error().hint, Catch::Contains(flag));
+  }
+  o.ssh_options = {"ServerAliveInterval=5", "-o ConnectionAttempts=2"};  // not ours: passed on
+  CHECK(buildSshArgv(o, "", NodeTarget{0, "n1", "", {}}, cmd));
   o.ssh_options.clear();
   o.connect_timeout_s = 0;
   CHECK_FALSE(buildSshArgv(o, "", NodeTarget{0, "n1", "", {}}, cmd));
@@ -225,6 +238,28 @@ TEST_CASE("hosts: SshStarter: real ssh to a name that does not resolve", "[hosts
   CHECK_THAT(failures[0].message, Catch::StartsWith("nonexistent.invalid: the host name does not resolve"));
   CHECK_THAT(failures[0].message, Catch::Contains("Could not resolve hostname nonexistent.invalid"));
   CHECK(starter.warnings().empty());
+  CHECK(starter.takeNotes().empty());
+}
+
+// A control directory that cannot be one turns reuse off, and the user is told (the note was
+// kept in the starter and never said).
+TEST_CASE("hosts: ssh reuse turned off is said as a note", "[hosts][ssh]") {
+  TempDir tmp;
+  const fs::path not_a_dir = tmp.path() / "file";
+  { std::ofstream(not_a_dir) << "x"; }
+  SshStarterOptions o;
+  o.ssh_program = "/usr/bin/ssh";
+  o.connect_timeout_s = 5;
+  o.control_dir = (not_a_dir / "ctl").string();
+  SshStarter starter(o);
+  REQUIRE(starter.start({NodeTarget{0, "nonexistent.invalid", "", {}}}, DaemonCommand{"/opt/tlaunch/bin/tlaunchd", {}},
+                        "secret"));
+  starter.stop(100);
+  const auto notes = starter.takeNotes();
+  REQUIRE(notes.size() == 1);
+  CHECK_FALSE(notes[0].verbose_only);
+  CHECK_THAT(notes[0].text, Catch::StartsWith("ssh connection reuse is off: "));
+  CHECK(starter.takeNotes().empty());  // said once
 }
 
 // A fake ssh runs the remote command with a local shell, as sshd would on the node.
