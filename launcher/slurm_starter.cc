@@ -47,7 +47,11 @@ Result<std::vector<std::string>> buildSrunArgv(const SlurmStarterOptions& option
   auto extra = splitShellWords(options.slurm_args, "--slurm-args");
   if (!extra) return tl::unexpected(extra.error());
   // A job that asked for GPUs per task gives a one-task step one task's share: ask for the node's.
-  if (options.job_gpus_per_node > 0 && !contains(options.slurm_args, "gpu") && !contains(options.slurm_args, "gres"))
+  // Not when the user's own words ask for GPUs (a word, not a substring: `-A gpu-proj` does not).
+  const bool asks_gpus = std::any_of(extra->begin(), extra->end(), [](const std::string& w) {
+    return w.starts_with("--gres") || w.starts_with("--gpus") || w.starts_with("-G") || w.starts_with("--tres-per-task");
+  });
+  if (options.job_gpus_per_node > 0 && !asks_gpus)
     argv.push_back("--gres=gpu:" + std::to_string(options.job_gpus_per_node));
   argv.insert(argv.end(), extra->begin(), extra->end());
   argv.push_back(command.daemon_path);

@@ -377,6 +377,10 @@ TEST_CASE("the daemons' srun step asks for the job's GPUs when the job asked for
   argv = buildSrunArgv(o, nodes, daemon);
   REQUIRE(argv);
   CHECK(std::count(argv->begin(), argv->end(), "--gres=gpu:4") == 0);
+  o.slurm_args = "-A gpu-proj --comment 'gres later'";  // words that only mention GPUs ask for none
+  argv = buildSrunArgv(o, nodes, daemon);
+  REQUIRE(argv);
+  CHECK(std::count(argv->begin(), argv->end(), "--gres=gpu:4") == 1);
 }
 
 TEST_CASE("withinSlurmAllocation: a node without Slurm's GPUs keeps the user's list") {
