@@ -144,8 +144,8 @@ void JobSession::teardown() {
   const bool ranks_ran = phase_ == Phase::running;
   phase_ = *next;  // draining: end the ranks, collect their last output
   // Ranks that ignore SIGTERM take --kill-timeout to end: the reason is said now, not only at
-  // the end (ten silent seconds look like a hang). Ctrl-C has said it already.
-  // Ranks that have not ended, on nodes still connected (a lost node's get no SIGTERM from us).
+  // the end (ten silent seconds look like a hang); Ctrl-C has said it already. Counted: ranks
+  // that have not ended, on nodes still connected (a lost node's get no SIGTERM from us).
   const auto& codes = outcome_.rank_exit_codes;
   long running = 0;
   for (size_t i = 0; plan_ && i < plan_->nodes.size() && i < links_.size(); ++i)
