@@ -12,6 +12,7 @@
 #include "bootstrap/auth.h"
 #include "bootstrap/close_fds.h"
 #include "bootstrap/node_launch_json.h"
+#include "daemon/job_marked_processes.h"
 #include "daemon/output_channel.h"
 #include "daemon/rank_launches.h"
 #include "daemon/stack_collector.h"
@@ -21,19 +22,6 @@
 
 namespace tlaunch {
 
-namespace {
-
-// What this node's ranks carry in their environment that names them, and nothing else on the
-// host (simulated nodes share one): the job and the node's place in it.
-std::vector<std::string> jobMarksOf(const NodeLaunch& launch) {
-  if (launch.ranks.empty()) return {};
-  std::vector<std::string> marks{"TLAUNCH_JOB_ID=" + launch.job_id};
-  for (const auto& e : launch.ranks.front().env)
-    if (e.starts_with("TLAUNCH_NODE_RANK=")) marks.push_back(e);
-  return marks;
-}
-
-}  // namespace
 
 DaemonSession::DaemonSession(asio::io_context& io, DaemonOptions options)
     : io_(io), opts_(std::move(options)), probe_acceptor_(io), probe_retry_(io), heartbeat_timer_(io), exit_timer_(io), challenge_timer_(io),
@@ -301,10 +289,7 @@ void DaemonSession::handleStart() {
     if (conn_ && conn_->isOpen()) output_->output(rank, stream, kind, bytes);
   };
   ev.stdin_written = [this](int rank, size_t bytes, bool closed) {
-    if (!conn_ || !conn_->isOpen()) return;
-    Json credit = {{"t", "stdin_credit"}, {"r", rank}, {"n", bytes}};
-    if (closed) credit["closed"] = true;
-    conn_->send(credit);
+    if (conn_ && conn_->isOpen()) conn_->send({{"t", "stdin_credit"}, {"r", rank}, {"n", bytes}, {"closed", closed}});
   };
   ev.exited = [this](const RankExit& e) {
     if (nccl_) nccl_->pollNow();

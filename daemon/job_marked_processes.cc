@@ -25,6 +25,14 @@ bool holdsEntry(std::string_view env_text, std::string_view entry) {
 
 }  // namespace
 
+std::vector<std::string> jobMarksOf(const NodeLaunch& launch) {
+  if (launch.ranks.empty()) return {};
+  std::vector<std::string> marks{"TLAUNCH_JOB_ID=" + launch.job_id};
+  for (const auto& e : launch.ranks.front().env)
+    if (e.starts_with("TLAUNCH_NODE_RANK=")) marks.push_back(e);
+  return marks;
+}
+
 std::vector<pid_t> processesWithEnvironmentEntries(const std::vector<std::string>& entries, uid_t uid, pid_t self,
                                                    const std::string& proc_root) {
   std::vector<pid_t> out;

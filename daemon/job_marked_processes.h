@@ -10,7 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "tlaunch/node_launch.h"
+
 namespace tlaunch {
+
+// The marks of a node's share of a job: its ranks' TLAUNCH_JOB_ID and TLAUNCH_NODE_RANK, as
+// the frontend put them in their environment (none for a node without ranks).
+std::vector<std::string> jobMarksOf(const NodeLaunch& launch);
 
 // Processes under `proc_root` owned by `uid` whose initial environment holds every one of
 // `entries` ("K=V", exactly), `self` left out. Unreadable ones (another user's, gone meanwhile)

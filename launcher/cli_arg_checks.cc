@@ -1,13 +1,12 @@
 #include "launcher/cli_arg_checks.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "bootstrap/path_check.h"
 #include "tlaunch/strings.h"
 
 namespace tlaunch {
@@ -91,7 +90,7 @@ bool executableOnPath(const std::string& program, const std::string& path) {
   for (size_t start = 0; start <= path.size();) {
     const size_t colon = std::min(path.find(':', start), path.size());
     const std::string dir = colon == start ? "." : path.substr(start, colon - start);  // "" is the working directory
-    if (::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    if (!pathProblem(dir + "/" + program, PathUse::run_file)) return true;
     start = colon + 1;
   }
   return false;
