@@ -163,6 +163,7 @@ Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec) {
     if (::dup2(stdin_src, STDIN_FILENO) < 0) die(errno);
     if (out.fd[1] >= 0 && ::dup2(out.fd[1], STDOUT_FILENO) < 0) die(errno);
     if (err.fd[1] >= 0 && ::dup2(err.fd[1], STDERR_FILENO) < 0) die(errno);
+    if (spec.stdout_to_stderr && err.fd[1] >= 0 && ::dup2(err.fd[1], STDOUT_FILENO) < 0) die(errno);
     closeFdsFrom(3, report_fd);  // the report pipe is close-on-exec
     if (cwd != nullptr && ::chdir(cwd) != 0) die(errno);
     if (spec.pre_exec != nullptr) {

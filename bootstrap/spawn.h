@@ -28,6 +28,9 @@ struct SpawnSpec {
   enum class Stdin { dev_null, pipe } stdin_mode = Stdin::dev_null;
   bool stdout_pipe = true;  // else the parent's stdout is inherited
   bool stderr_pipe = true;  // else inherited
+  // The child's stdout goes into its stderr pipe (needs stderr_pipe, not stdout_pipe): the
+  // frontend's ssh and srun, whose stdout must not land among the ranks' lines.
+  bool stdout_to_stderr = false;
   // Run in the child just before exec, async-signal-safe only: returns 0, or an errno-like code
   // that fails the spawn. The daemon applies a rank's CPU/memory binding here.
   int (*pre_exec)(const void* context) = nullptr;

@@ -35,6 +35,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
     exited_ = o.exited_;
     status_ = o.status_;
     stderr_ = std::move(o.stderr_);
+    drained_at_ = o.drained_at_;
   }
   return *this;
 }
@@ -53,7 +54,8 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
   spec.argv = argv;
   spec.env = environmentWith(extra_env);
   spec.stdin_mode = SpawnSpec::Stdin::pipe;
-  spec.stdout_pipe = false;  // ssh/srun/tlaunchd print nothing there we need; errors come on stderr
+  spec.stdout_pipe = false;
+  spec.stdout_to_stderr = true;  // nothing there is ours to print (README: ranks' lines only)
   auto spawned = spawnProcess(spec);
   if (!spawned) {
     Error e = spawned.error();
@@ -80,6 +82,7 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
 
 void ChildProcess::drainStderr() {
   if (stderr_fd_ < 0) return;
+  drained_at_ = std::chrono::steady_clock::now();
   char buf[4096];
   for (;;) {
     ssize_t n = ::read(stderr_fd_, buf, sizeof buf);
@@ -102,6 +105,7 @@ const std::string& ChildProcess::stderrText() {
 bool ChildProcess::poll() {
   if (pid_ <= 0) return true;
   if (exited_) return true;
+  if (std::chrono::steady_clock::now() - drained_at_ >= std::chrono::milliseconds(200)) drainStderr();
   int st = 0;
   pid_t r = ::waitpid(pid_, &st, WNOHANG);
   if (r == pid_) {

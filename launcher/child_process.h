@@ -1,6 +1,8 @@
 #pragma once
 // A helper process of the frontend (ssh, srun, a local tlaunchd): forked with a pipe on its
-// stdin and its stderr captured, reaped without blocking.
+// stdin and its stdout and stderr captured together, reaped without blocking. What it writes
+// there (ssh's warnings, a node's .bashrc that echoes, srun's messages) never reaches tlaunch's
+// own stdout, where the ranks' lines go; it is kept for the explanation of a failure.
 #include <sys/types.h>
 
 #include <chrono>
@@ -33,12 +35,15 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0 && !exited_; }
   // Non-blocking reap. Returns true once the child has exited (then status() is valid).
+  // Also reads what the child wrote (at most every 200 ms): a helper that writes more than a
+  // pipe holds during a days-long job must not block in write().
   bool poll();
   // Waits up to `timeout` for the child to exit by itself (polling); true once it has.
   bool waitExit(std::chrono::milliseconds timeout);
   int status() const { return status_; }  // raw wait status
   std::string describeStatus() const;     // "exited with status 255" / "killed by signal 9"
-  // Reads whatever the child wrote to stderr so far (non-blocking); keeps the last 16 KiB.
+  // Reads whatever the child wrote to stdout and stderr so far (non-blocking); keeps the
+  // last 16 KiB.
   const std::string& stderrText();
   void signal(int sig) const;  // to the child's process group
   // SIGTERM, wait up to grace_ms, then SIGKILL and reap.
@@ -53,6 +58,7 @@ class ChildProcess {
   bool exited_ = false;
   int status_ = 0;
   std::string stderr_;
+  std::chrono::steady_clock::time_point drained_at_{};
 };
 
 }  // namespace tlaunch

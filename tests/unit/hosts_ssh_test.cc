@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "hosts_test_support.h"
+#include "launcher/child_process.h"
 #include "launcher/ssh_starter.h"
 
 using namespace tlaunch;
@@ -219,13 +221,18 @@ TEST_CASE("hosts: explainSshFailure: a changed host key is told apart, banner le
 }
 
 TEST_CASE("hosts: SshStarter: real ssh to a name that does not resolve", "[hosts][ssh]") {
-  if (::access("/usr/bin/ssh", X_OK) != 0) {
-    WARN("SKIP: no ssh client at /usr/bin/ssh");
+  // In a network namespace of its own, with nothing but a down loopback: the name lookup fails
+  // without a query leaving this machine (tests talk to nobody outside).
+  if (::access("/usr/bin/ssh", X_OK) != 0 || ::geteuid() != 0 ||
+      std::system("unshare -n true >/dev/null 2>&1") != 0) {
+    WARN("SKIP: needs /usr/bin/ssh and root for unshare -n");
     return;
   }
   TempDir tmp;
+  const fs::path isolated_ssh = tmp.path() / "isolated-ssh";
+  writeScript(isolated_ssh, "#!/bin/sh\nexec unshare -n /usr/bin/ssh \"$@\"\n");
   SshStarterOptions o;
-  o.ssh_program = "/usr/bin/ssh";
+  o.ssh_program = isolated_ssh.string();
   o.connect_timeout_s = 5;
   o.control_dir = (tmp.path() / "ctl").string();
   SshStarter starter(o);
@@ -247,8 +254,10 @@ TEST_CASE("hosts: ssh reuse turned off is said as a note", "[hosts][ssh]") {
   TempDir tmp;
   const fs::path not_a_dir = tmp.path() / "file";
   { std::ofstream(not_a_dir) << "x"; }
+  const fs::path idle_ssh = tmp.path() / "idle-ssh";
+  writeScript(idle_ssh, "#!/bin/sh\nexec sleep 60\n");
   SshStarterOptions o;
-  o.ssh_program = "/usr/bin/ssh";
+  o.ssh_program = idle_ssh.string();
   o.connect_timeout_s = 5;
   o.control_dir = (not_a_dir / "ctl").string();
   SshStarter starter(o);
@@ -321,6 +330,57 @@ TEST_CASE("hosts: SshStarter: fanout, secret on stdin, arguments, failures, stop
   starter.stop(2000);
   CHECK(std::chrono::steady_clock::now() - before < std::chrono::seconds(3));
   CHECK(starter.poll().empty());  // stopped processes are not reported as failures
+}
+
+// What ssh prints on its stdout (a node's .bashrc that echoes, a banner) belongs to no rank:
+// it is kept with ssh's stderr for the failure's explanation, never printed among the ranks'
+// lines. And a helper that writes more than a pipe holds must not block while it runs.
+TEST_CASE("hosts: ChildProcess: stdout is captured with stderr, and read while the child runs", "[hosts][ssh]") {
+  auto echo = ChildProcess::spawn({"/bin/sh", "-c", "echo from-bashrc; echo from-ssh >&2; exit 3"}, "");
+  REQUIRE(echo);
+  REQUIRE(echo->waitExit(std::chrono::seconds(10)));
+  CHECK_THAT(echo->stderrText(), Catch::Contains("from-bashrc") && Catch::Contains("from-ssh"));
+  CHECK(echo->describeStatus() == "exited with status 3");
+
+  // 4 MiB, then it exits: it gets there only if poll() reads while it runs.
+  auto chatty = ChildProcess::spawn(
+      {"/bin/sh", "-c", "head -c 4194304 /dev/zero | tr '\\0' x >&2; echo; echo the-end >&2; exit 0"}, "");
+  REQUIRE(chatty);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!chatty->poll() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE(chatty->poll());
+  CHECK_THAT(chatty->stderrText(), Catch::EndsWith("\nthe-end\n"));
+  CHECK(chatty->stderrText().size() <= 16 * 1024);  // the last 16 KiB kept
+  chatty->terminate(1000);
+}
+
+// Every node whose ssh fails is reported by the starter, each with its own words.
+TEST_CASE("hosts: SshStarter: several nodes failing are each reported", "[hosts][ssh]") {
+  TempDir tmp;
+  const fs::path fake_ssh = tmp.path() / "fake-ssh";
+  // Destinations (the word before the remote command) starting with "dead" fail as an
+  // unreachable host does; the others wait.
+  writeScript(fake_ssh,
+              "#!/bin/sh\nfor word; do host=\"$last\"; last=\"$word\"; done\n"
+              "echo 'Welcome to the cluster'\n"
+              "case \"$host\" in dead*) echo \"ssh: connect to host $host port 22: No route to host\" >&2; exit 255;; esac\n"
+              "exec sleep 60\n");
+  SshStarterOptions o;
+  o.ssh_program = fake_ssh.string();
+  o.reuse_connections = false;
+  SshStarter starter(o);
+  std::vector<NodeTarget> nodes{{0, "n0", "", {}}, {1, "dead1", "", {}}, {2, "n2", "", {}}, {3, "dead3", "", {}}};
+  REQUIRE(starter.start(nodes, DaemonCommand{"tlaunchd", {}}, "s"));
+  auto failures = pollUntil(starter, [](const auto& f) { return f.size() >= 2; }, 30000);
+  starter.stop(100);
+  REQUIRE(failures.size() == 2);
+  std::sort(failures.begin(), failures.end(), [](const auto& a, const auto& b) { return a.node_index < b.node_index; });
+  CHECK(failures[0].node_index == 1);
+  CHECK(failures[1].node_index == 3);
+  CHECK_THAT(failures[0].message, Catch::StartsWith("dead1: ") && Catch::Contains("No route to host"));
+  CHECK_THAT(failures[1].message, Catch::StartsWith("dead3: ") && Catch::Contains("port 22: No route to host"));
+  CHECK_THAT(failures[1].message, Catch::Contains("Welcome to the cluster"));  // ssh's stdout, in its words
 }
 
 TEST_CASE("hosts: SshStarter: a missing ssh program is an error at start", "[hosts][ssh]") {
