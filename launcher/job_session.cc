@@ -226,16 +226,7 @@ void JobSession::tick() {
     sayStarterNotes();
     for (auto& s : fallback_starters_)
       for (auto& f : s->poll()) failures.push_back(std::move(f));
-    for (const auto& f : failures) {
-      if (f.node_index >= 0 && f.node_index < static_cast<int>(links_.size()) &&
-          (links_[f.node_index]->conn || links_[f.node_index]->routed))
-        continue;  // exited after connecting: the link tells
-      const bool named = f.node_index >= 0 && !failed_;
-      fail(exitStatusFor(Errc::node_unreachable),
-           (f.node_index >= 0 ? "could not start tlaunchd on node " + nodeLabel(f.node_index) + ": " : "") + f.message,
-           -1, {}, f.node_index >= 0 ? nodeLabel(f.node_index) : "");
-      if (named) outcome_.node_lost = true;  // --max-restarts replaces it with a spare
-    }
+    onStartFailures(failures, now);
     if (teardown_at_ && now >= *teardown_at_) endEventGrace();
     if (cfg_.spec.time_limit_s > 0 && !failed_ && now - cfg_.time_limit_start >= std::chrono::seconds(cfg_.spec.time_limit_s))
       fail(exitStatusFor(Errc::time_limit), "time limit of " + formatDuration(cfg_.spec.time_limit_s) +

@@ -20,6 +20,7 @@
 #include "bootstrap/tree_shape.h"
 #include "launcher/daemon_starter.h"
 #include "launcher/ssh_starter.h"
+#include "launcher/start_failure_report.h"
 #include "bootstrap/inventory_codec.h"
 #include "launcher/job_lifecycle.h"
 #include "launcher/plan/job_plan.h"
@@ -81,6 +82,7 @@ struct JobOutcome {
   Json phase_seconds = Json::object();   // launch phase → seconds (slowest node)
   std::vector<int> rank_exit_codes{};    // per rank: exit status (128+N for signal N), -1 if it never ended
   bool node_lost = false;                // a daemon went away mid-job (failed_node names it)
+  std::vector<std::string> lost_nodes{};  // with node_lost: every node lost or never started
   Json restarts = Json::array();         // --max-restarts: one entry per restart (launcher/run_job.cc)
   Json nccl = nullptr;                   // --nccl-check: the report once every rank reported (nccl::JobCheck::toJson)
   // tlaunch was told to end (Ctrl-C, SIGTERM, SIGHUP), also while a rank's failure was already
@@ -173,6 +175,8 @@ class JobSession {
   void answerSpawn(int requester_node, uint64_t request_id, PmixReply status, const std::string& nspace);
   std::unique_ptr<PmixSpawns> pmix_spawns_;  // with the plan, when PMIx is on
   std::map<int, SpawnInFlight> spawns_in_flight_;  // by spawn number
+  // The starters' failures: collected (StartFailureReport), the job ends once they are all in.
+  void onStartFailures(const std::vector<StartFailure>& failures, std::chrono::steady_clock::time_point now);
   void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {},
             std::string node = {}, int signal = 0);
   void recordFailure(int exit_code, std::string summary, int rank, std::vector<std::string> tail, std::string node,
@@ -217,6 +221,8 @@ class JobSession {
   std::unique_ptr<DaemonStarter> starter_;
   OutputSink& out_;
   const Router router_ = makeRouter();
+  // About one ssh connect timeout: a node that is going to fail to start has failed by then.
+  StartFailureReport start_failures_{std::chrono::seconds(cfg_.spec.ssh_connect_timeout_s + 2)};
   // Lets the sink's writer thread post output credit only while the session's loop runs.
   struct CreditGate {
     std::mutex mu;

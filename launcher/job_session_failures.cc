@@ -147,6 +147,29 @@ void JobSession::onDaemonSignalled(const Link& link, int sig) {
        link.name);
 }
 
+void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Clock::time_point now) {
+  for (const auto& f : failures) {
+    if (failed_) return;  // the job ends already: its first reason stands
+    if (f.node_index < 0 || f.node_index >= static_cast<int>(links_.size())) {
+      fail(exitStatusFor(Errc::node_unreachable), f.message);  // one srun step for every node
+      return;
+    }
+    const Link& link = *links_[static_cast<size_t>(f.node_index)];
+    if (link.conn || link.routed) continue;  // exited after connecting: the link tells
+    start_failures_.add(f.node_index, link.name, f.message, now);
+  }
+  if (failed_ || start_failures_.empty()) return;
+  std::vector<std::string> starting;
+  for (const auto& l : links_)
+    if (!l->conn && !l->routed && !start_failures_.has(l->index)) starting.push_back(l->name);
+  const bool connect_timed_out = phase_ == Phase::connecting && now > phase_deadline_;
+  if (!connect_timed_out && !start_failures_.due(now, starting.size())) return;
+  auto nodes = start_failures_.nodes();
+  fail(exitStatusFor(Errc::node_unreachable), start_failures_.describe(links_.size(), starting), -1, {}, nodes.front());
+  outcome_.node_lost = true;  // --max-restarts replaces them with spares
+  outcome_.lost_nodes = std::move(nodes);
+}
+
 void JobSession::fail(int exit_code, std::string summary, int rank, std::vector<std::string> tail, std::string node,
                       int signal) {
   if (failed_) {

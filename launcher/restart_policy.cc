@@ -23,31 +23,34 @@ RestartPolicy::Decision RestartPolicy::afterAttempt(const AttemptEnd& end) {
   }
   d.restart = true;
   ++restarts_;
-  const bool dropped_before =
-      std::find(dropped_.begin(), dropped_.end(), end.failed_node) != dropped_.end();
-  if (!end.failed_node.empty() && !dropped_before) {
-    if (end.node_lost) {
-      d.drop = end.failed_node;
-      d.reason = "its daemon was lost";
-    } else if (end.failed_node == last_failed_node_) {
-      d.drop = end.failed_node;
-      d.reason = "a rank failed there in two attempts in a row";
-    }
+  auto droppedBefore = [this](const std::string& node) {
+    return std::find(dropped_.begin(), dropped_.end(), node) != dropped_.end();
+  };
+  if (end.node_lost) {
+    std::vector<std::string> lost = end.lost_nodes;
+    if (lost.empty() && !end.failed_node.empty()) lost.push_back(end.failed_node);
+    for (const auto& node : lost)
+      if (!node.empty() && !droppedBefore(node) && std::find(d.drop.begin(), d.drop.end(), node) == d.drop.end())
+        d.drop.push_back(node);
+    if (!d.drop.empty()) d.reason = d.drop.size() == 1 ? "its daemon was lost" : "their daemons were lost";
+  } else if (!end.failed_node.empty() && !droppedBefore(end.failed_node) && end.failed_node == last_failed_node_) {
+    d.drop.push_back(end.failed_node);
+    d.reason = "a rank failed there in two attempts in a row";
   }
-  if (!d.drop.empty()) dropped_.push_back(d.drop);
+  dropped_.insert(dropped_.end(), d.drop.begin(), d.drop.end());
   // A node is dropped after two failures in a row; once dropped, the count starts again.
   last_failed_node_ = end.node_lost || !d.drop.empty() ? std::string() : end.failed_node;
   return d;
 }
 
-std::string describeRestart(int restart, int max_restarts, const std::string& cause, const std::string& dropped,
+std::string describeRestart(int restart, int max_restarts, const std::string& cause, const std::vector<std::string>& dropped,
                             const std::string& drop_reason, const std::vector<std::string>& before,
                             const std::vector<std::string>& after) {
   std::string text = "restart " + std::to_string(restart) + " of " + std::to_string(max_restarts) + " after " + cause;
   std::vector<std::string> added;
   for (const auto& n : after)
     if (std::find(before.begin(), before.end(), n) == before.end()) added.push_back(n);
-  if (!dropped.empty()) text += "; " + dropped + " dropped (" + drop_reason + ")";
+  if (!dropped.empty()) text += "; " + joinStrings(dropped, ", ") + " dropped (" + drop_reason + ")";
   if (!added.empty()) text += "; " + joinStrings(added, ", ") + " added";
   else if (!dropped.empty()) text += "; no spare node: " + std::to_string(after.size()) + " node(s) from now on";
   return text;

@@ -4,8 +4,8 @@
 //   - Only a failed rank (non-zero exit, a signal, MPI_Abort) or a lost node restarts the job;
 //     an interrupt, --time-limit, a preflight refusal, a program not found or --nccl-check
 //     strict end it, as they would end it again.
-//   - A node whose daemon was lost, or whose rank failed in two attempts in a row, is dropped:
-//     the next attempt takes a spare node in its place (the given nodes beyond -N / --nnodes
+//   - A node whose daemon was lost (or never started), or whose rank failed in two attempts in
+//     a row, is dropped: the next attempt takes a spare node in its place (the given nodes beyond -N / --nnodes
 //     MAX), or runs on fewer nodes when --nnodes MIN:MAX allows it (ranks renumbered).
 #include <string>
 #include <vector>
@@ -19,6 +19,7 @@ struct AttemptEnd {
   bool node_lost = false;
   bool interrupted = false;  // tlaunch got SIGINT/SIGTERM/SIGHUP, also while a failure was ending the job
   std::string failed_node;   // the failed rank's node, or the lost node ("" if unknown)
+  std::vector<std::string> lost_nodes;  // with node_lost: every node lost or never started
   std::string summary;       // "rank 3 on node n2 exited with status 1"
 };
 
@@ -28,8 +29,8 @@ class RestartPolicy {
 
   struct Decision {
     bool restart = false;
-    std::string drop;    // a node to leave out from now on ("" for none)
-    std::string reason;  // why the node is dropped, or why there is no restart
+    std::vector<std::string> drop;  // nodes to leave out from now on
+    std::string reason;             // why they are dropped, or why there is no restart
   };
   Decision afterAttempt(const AttemptEnd& end);
 
@@ -45,7 +46,7 @@ class RestartPolicy {
 };
 
 // "restart 1 of 3 after rank 3 on node n2 exited with status 1; n2 dropped (...), n5 added"
-std::string describeRestart(int restart, int max_restarts, const std::string& cause, const std::string& dropped,
+std::string describeRestart(int restart, int max_restarts, const std::string& cause, const std::vector<std::string>& dropped,
                             const std::string& drop_reason, const std::vector<std::string>& before,
                             const std::vector<std::string>& after);
 

@@ -182,7 +182,7 @@ int runJob(const JobSpec& input) {
                                 last_nodes, nodes));
       history.push_back({{"restart", attempt.restart_count},
                          {"cause", pending_cause},
-                         {"dropped", pending.drop.empty() ? Json(nullptr) : Json(pending.drop)},
+                         {"dropped", pending.drop},
                          {"nodes", nodes},
                          {"at_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}});
     }
@@ -195,6 +195,7 @@ int runJob(const JobSpec& input) {
     end.interrupted = outcome.interrupted;
     end.restartable = outcome.failed_rank >= 0 || outcome.node_lost;
     end.failed_node = outcome.failed_node;
+    end.lost_nodes = outcome.lost_nodes;
     end.summary = outcome.summary;
     pending = restarts.afterAttempt(end);
     if (!pending.restart) {
@@ -202,7 +203,7 @@ int runJob(const JobSpec& input) {
       break;
     }
     pending_cause = outcome.summary;
-    if (!pending.drop.empty()) attempt.dropped_nodes.push_back(pending.drop);
+    attempt.dropped_nodes.insert(attempt.dropped_nodes.end(), pending.drop.begin(), pending.drop.end());
   }
   outcome.restarts = std::move(history);
   if (out) out->flush();

@@ -80,7 +80,7 @@ TEST_CASE("restarts: a lost node is dropped at once, a node whose rank failed tw
   RestartPolicy p(10);
   auto d = p.afterAttempt(lost("n3"));
   CHECK(d.restart);
-  CHECK(d.drop == "n3");
+  CHECK(d.drop == std::vector<std::string>{"n3"});
   CHECK(d.reason == "its daemon was lost");
   d = p.afterAttempt(rankFailedOn("n1"));
   CHECK(d.restart);
@@ -88,7 +88,7 @@ TEST_CASE("restarts: a lost node is dropped at once, a node whose rank failed tw
   d = p.afterAttempt(rankFailedOn("n2"));
   CHECK(d.drop.empty());  // another node: the count starts again
   d = p.afterAttempt(rankFailedOn("n2"));
-  CHECK(d.drop == "n2");
+  CHECK(d.drop == std::vector<std::string>{"n2"});
   CHECK(d.reason == "a rank failed there in two attempts in a row");
   d = p.afterAttempt(rankFailedOn("n2"));  // already dropped (a stale name): nothing more to drop
   CHECK(d.drop.empty());
@@ -98,13 +98,31 @@ TEST_CASE("restarts: a lost node is dropped at once, a node whose rank failed tw
   CHECK(p.afterAttempt(unknown).drop.empty());
 }
 
+TEST_CASE("restarts: every node that could not be started is dropped at once, each only once") {
+  RestartPolicy p(10);
+  AttemptEnd e = lost("n2");
+  e.lost_nodes = {"n2", "n5", "n2"};
+  auto d = p.afterAttempt(e);
+  CHECK(d.restart);
+  CHECK(d.drop == std::vector<std::string>{"n2", "n5"});
+  CHECK(d.reason == "their daemons were lost");
+  e.lost_nodes = {"n5", "n7"};  // n5 is gone already
+  d = p.afterAttempt(e);
+  CHECK(d.drop == std::vector<std::string>{"n7"});
+  CHECK(p.dropped() == std::vector<std::string>{"n2", "n5", "n7"});
+  CHECK(describeRestart(1, 3, "could not start tlaunchd on 2 of 4 nodes", {"n2", "n5"}, "their daemons were lost",
+                        {"n1", "n2", "n3", "n5"}, {"n1", "n3", "n6", "n7"}) ==
+        "restart 1 of 3 after could not start tlaunchd on 2 of 4 nodes; n2, n5 dropped (their daemons were lost); "
+        "n6, n7 added");
+}
+
 TEST_CASE("restarts: the message names the cause, the dropped node and the spare that replaces it") {
-  CHECK(describeRestart(1, 3, "rank 3 on node n2 exited with status 1", "n2", "its daemon was lost", {"n1", "n2"},
+  CHECK(describeRestart(1, 3, "rank 3 on node n2 exited with status 1", {"n2"}, "its daemon was lost", {"n1", "n2"},
                         {"n1", "n3"}) ==
         "restart 1 of 3 after rank 3 on node n2 exited with status 1; n2 dropped (its daemon was lost); n3 added");
-  CHECK(describeRestart(2, 3, "lost node n2", "n2", "its daemon was lost", {"n1", "n2"}, {"n1"}) ==
+  CHECK(describeRestart(2, 3, "lost node n2", {"n2"}, "its daemon was lost", {"n1", "n2"}, {"n1"}) ==
         "restart 2 of 3 after lost node n2; n2 dropped (its daemon was lost); no spare node: 1 node(s) from now on");
-  CHECK(describeRestart(1, 1, "rank 0 on node n1 exited with status 2", "", "", {"n1"}, {"n1"}) ==
+  CHECK(describeRestart(1, 1, "rank 0 on node n1 exited with status 2", {}, "", {"n1"}, {"n1"}) ==
         "restart 1 of 1 after rank 0 on node n1 exited with status 2");
 }
 

@@ -41,6 +41,9 @@ struct Script {
   bool ping = true;                              // heartbeats
   std::function<void(class FakeDaemon&)> on_tree;  // told its place in the control tree
   std::function<void(class FakeDaemon&, const Json&)> on_other;  // any other message (PMIx answers...)
+  // Not empty: the node's daemon never starts; the starter reports this after start_failure_after.
+  std::string start_failure;
+  std::chrono::milliseconds start_failure_after{0};
 };
 
 class FakeDaemon {
@@ -156,9 +159,14 @@ class MemoryStarter final : public DaemonStarter {
   const char* name() const override { return "memory"; }
   Result<void> start(const std::vector<NodeTarget>& nodes, const DaemonCommand&, const std::string& secret) override {
     for (const auto& n : nodes) {
+      Script script = script_of_(n);
+      if (!script.start_failure.empty()) {
+        failing_.push_back({Clock::now() + script.start_failure_after, {n.index, script.start_failure}});
+        continue;
+      }
       auto [frontend_end, daemon_end] = memoryBytePipe(io_, "frontend", "memory:" + n.name);
       session->adopt(std::move(frontend_end));
-      daemons.push_back(std::make_unique<FakeDaemon>(io_, std::move(daemon_end), secret, n, script_of_(n)));
+      daemons.push_back(std::make_unique<FakeDaemon>(io_, std::move(daemon_end), secret, n, std::move(script)));
     }
     // Connections from another host that never answer the challenge, arriving while the
     // daemons are still proving the secret.
@@ -169,7 +177,15 @@ class MemoryStarter final : public DaemonStarter {
     }
     return {};
   }
-  std::vector<StartFailure> poll() override { return {}; }
+  std::vector<StartFailure> poll() override {
+    std::vector<StartFailure> due;
+    std::erase_if(failing_, [&](const auto& f) {
+      if (Clock::now() < f.first) return false;
+      due.push_back(f.second);
+      return true;
+    });
+    return due;
+  }
   void stop(int) override {}
 
   JobSession* session = nullptr;
@@ -178,8 +194,10 @@ class MemoryStarter final : public DaemonStarter {
   std::vector<std::unique_ptr<ByteStream>> silent;
 
  private:
+  using Clock = std::chrono::steady_clock;
   asio::io_context& io_;
   std::function<Script(const NodeTarget&)> script_of_;
+  std::vector<std::pair<Clock::time_point, StartFailure>> failing_;
 };
 
 struct Run {
@@ -409,6 +427,32 @@ TEST_CASE("lifecycle in memory: a daemon lost while its ranks run ends the job n
   CHECK(r.outcome.node_lost);
   CHECK(r.outcome.failed_node == "n1");
   CHECK(says(r.outcome, "lost node n1"));
+}
+
+// Nodes that cannot be started are all named in one run (with 5 dead nodes among 1,000, one at
+// a time would take 5 runs), and the job ends once every other node has connected, not later.
+TEST_CASE("lifecycle in memory: every node that could not be started is named, the job ends once all are in") {
+  auto r = runJob(5, [](const NodeTarget& n) {
+    Script s;
+    s.keep_running = true;
+    if (n.name == "n1") s.start_failure = "n1: no route to n1: the node is down";
+    if (n.name == "n3") {
+      s.start_failure = "n3: no route to n3: the node is down";
+      s.start_failure_after = std::chrono::milliseconds(1500);  // well after n1's
+    }
+    if (n.name == "n4") s.start_failure = "tlaunchd not found at /x on n4";
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 69);
+  CHECK(r.outcome.node_lost);
+  CHECK(r.outcome.failed_node == "n1");
+  CHECK(r.outcome.lost_nodes == std::vector<std::string>{"n1", "n4", "n3"});
+  CHECK_THAT(r.outcome.summary, Catch::StartsWith("could not start tlaunchd on 3 of 5 nodes:\n"
+                                                  "  n1: no route to n1: the node is down\n"
+                                                  "    the same on 1 more node: n3\n"
+                                                  "  n4: tlaunchd not found at /x on n4"));
+  CHECK(r.seconds > 1.4);  // it waited for n3's failure...
+  CHECK(r.seconds < 10);   // ...not for the window (ssh's connect timeout + 2 s)
 }
 
 // Wiring the control tree (radix 1: n1 attaches to n0). n0 reports n1 lost before n1's own
