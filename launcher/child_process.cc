@@ -35,6 +35,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
     exited_ = o.exited_;
     status_ = o.status_;
     stderr_ = std::move(o.stderr_);
+    captured_ = o.captured_;
     drained_at_ = o.drained_at_;
   }
   return *this;
@@ -88,6 +89,7 @@ void ChildProcess::drainStderr() {
     ssize_t n = ::read(stderr_fd_, buf, sizeof buf);
     if (n > 0) {
       stderr_.append(buf, static_cast<size_t>(n));
+      captured_ += static_cast<size_t>(n);
       if (stderr_.size() > kStderrKeep) stderr_.erase(0, stderr_.size() - kStderrKeep);
       continue;
     }

@@ -45,6 +45,8 @@ class ChildProcess {
   // Reads whatever the child wrote to stdout and stderr so far (non-blocking); keeps the
   // last 16 KiB.
   const std::string& stderrText();
+  // Bytes read from the child so far, also those no longer kept: what is new since a count.
+  size_t capturedBytes() const { return captured_; }
   void signal(int sig) const;  // to the child's process group
   // SIGTERM, wait up to grace_ms, then SIGKILL and reap.
   void terminate(int grace_ms);
@@ -58,6 +60,7 @@ class ChildProcess {
   bool exited_ = false;
   int status_ = 0;
   std::string stderr_;
+  size_t captured_ = 0;
   std::chrono::steady_clock::time_point drained_at_{};
 };
 

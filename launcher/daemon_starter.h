@@ -70,6 +70,9 @@ class DaemonStarter {
   virtual bool owns(pid_t /*pid*/) const { return false; }
   // Notes since the last call (after start(), and on the poll timer).
   virtual std::vector<StarterNote> takeNotes() { return {}; }
+  // The batch system holds the daemons back (srun's job queued, its step waiting for busy
+  // nodes): no daemon can connect yet, and --connect-timeout does not run meanwhile.
+  virtual bool waitingForResources() const { return false; }
   // Ends whatever is still running (ssh clients, the srun step), waiting at most `grace_ms`
   // before SIGKILL. Called once at job end, after the daemons were told to exit.
   virtual void stop(int grace_ms) = 0;

@@ -227,6 +227,9 @@ void JobSession::tick() {
     for (auto& s : fallback_starters_)
       for (auto& f : s->poll()) failures.push_back(std::move(f));
     onStartFailures(failures, now);
+    // Slurm holds the daemons back (a busy cluster): their connect clock has not started.
+    if (phase_ == Phase::connecting && starter_->waitingForResources())
+      phase_deadline_ = now + std::chrono::seconds(cfg_.spec.connect_timeout_s);
     if (teardown_at_ && now >= *teardown_at_) endEventGrace();
     if (cfg_.spec.time_limit_s > 0 && !failed_ && now - cfg_.time_limit_start >= std::chrono::seconds(cfg_.spec.time_limit_s))
       fail(exitStatusFor(Errc::time_limit), "time limit of " + formatDuration(cfg_.spec.time_limit_s) +
@@ -239,13 +242,18 @@ void JobSession::tick() {
       std::vector<std::string> missing;
       for (const auto& l : links_)
         if (!l->has_inventory) missing.push_back(l->name);
+      // Nodes srun chooses are known once their daemon says hello: the others have no name yet.
+      const size_t total = std::max(links_.size(), static_cast<size_t>(std::max(0, cfg_.unnamed_nodes)));
+      const size_t unnamed = total - links_.size();
+      const size_t count = missing.size() + unnamed;
+      if (unnamed > 0) missing.push_back(std::to_string(unnamed) + (unnamed == 1 ? " node" : " nodes") + " srun chose");
       fail(exitStatusFor(Errc::node_unreachable),
            describeError(diagnosticError(Errc::node_unreachable, "daemons-did-not-connect",
-                                         {{"count", std::to_string(missing.size())},
-                                          {"total", std::to_string(links_.size())},
+                                         {{"count", std::to_string(count)},
+                                          {"total", std::to_string(total)},
                                           {"seconds", std::to_string(cfg_.spec.connect_timeout_s)},
                                           {"nodes", joinSome(missing)},
-                                          {"address", cfg_.listen_address}})));
+                                          {"address", cfg_.advertise_address.empty() ? cfg_.listen_address : cfg_.advertise_address}})));
     } else if (phase_ == Phase::testing_fabric && tree_waiting_ > 0 && now > phase_deadline_) {
       std::vector<std::string> waiting;
       for (const auto& l : links_)

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "launcher/shell_quote.h"
 #include "launcher/starter_support.h"
@@ -67,6 +68,17 @@ int slurmPerTaskGpus(const std::map<std::string, std::string>& env) {
   return n > 0 && n <= 4096 ? static_cast<int>(n) : 0;
 }
 
+SrunWait srunWaitOf(std::string_view line) {
+  auto has = [line](std::string_view s) { return line.find(s) != std::string_view::npos; };
+  if (!line.starts_with("srun: ")) return SrunWait::none;
+  if (has("queued and waiting for resources") || has("step creation temporarily disabled") ||
+      has("step creation still disabled") || has("Pending job allocation"))
+    return SrunWait::waiting;
+  if (has("has been allocated resources") || has("Step created for") || has("Granted job allocation"))
+    return SrunWait::granted;
+  return SrunWait::none;
+}
+
 std::vector<std::string> nodesInSrunErrors(const std::string& stderr_text) {
   std::vector<std::string> nodes;
   const std::string marker = "srun: error: ";
@@ -86,7 +98,8 @@ std::vector<std::string> nodesInSrunErrors(const std::string& stderr_text) {
   return nodes;
 }
 
-std::string explainSrunFailure(int exit_status, const std::string& stderr_text, const std::string& daemon_path) {
+std::string explainSrunFailure(int exit_status, const std::string& stderr_text, const std::string& daemon_path,
+                               bool after_connect) {
   const std::string said = quoteToolOutput("srun", stderr_text);
   const std::string& e = stderr_text;
   auto with = [&](const std::string& text) { return text + said; };
@@ -160,11 +173,13 @@ std::string explainSrunFailure(int exit_status, const std::string& stderr_text, 
   if (exit_status < 0) {
     return with("srun was killed by signal " + std::to_string(-exit_status) + " (" + ::strsignal(-exit_status) + ")");
   }
-  if (!nodes.empty()) {
-    return with("tlaunchd" + on + " ended before connecting to this frontend (srun exited with status " +
-                std::to_string(exit_status) + ")");
+  const std::string status = "srun exited with status " + std::to_string(exit_status);
+  if (after_connect) {
+    return with(nodes.empty() ? "the daemons' srun step ended during the job (" + status + ")"
+                              : "tlaunchd" + on + " ended during the job (" + status + ")");
   }
-  return with("srun exited with status " + std::to_string(exit_status) + " before every daemon connected");
+  if (!nodes.empty()) return with("tlaunchd" + on + " ended before connecting to this frontend (" + status + ")");
+  return with(status + " before every daemon connected");
 }
 
 SlurmStarter::SlurmStarter(SlurmStarterOptions options) : options_(std::move(options)) {}
@@ -190,14 +205,46 @@ Result<void> SlurmStarter::start(const std::vector<NodeTarget>& nodes, const Dae
   return {};
 }
 
+void SlurmStarter::readSrunLines() {
+  const std::string& text = process_.stderrText();
+  size_t fresh = process_.capturedBytes() - scanned_;
+  scanned_ = process_.capturedBytes();
+  if (fresh > text.size()) {  // more than is kept came at once: its start is gone
+    partial_.clear();
+    fresh = text.size();
+  }
+  partial_.append(text, text.size() - fresh, fresh);
+  for (size_t eol = partial_.find('\n'); eol != std::string::npos; eol = partial_.find('\n')) {
+    const std::string line = partial_.substr(0, eol);
+    partial_.erase(0, eol + 1);
+    const SrunWait said = srunWaitOf(line);
+    const auto now = std::chrono::steady_clock::now();
+    if (said == SrunWait::waiting && !waiting_) {
+      waiting_ = true;
+      waiting_since_ = now;
+      notes_.push_back({false, line + " (the daemons start once Slurm gives the nodes; --connect-timeout counts from then)"});
+    } else if (said == SrunWait::granted && waiting_) {
+      waiting_ = false;
+      const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - waiting_since_).count();
+      notes_.push_back({false, line + " (after " + std::to_string(waited) + " s)"});
+    }
+  }
+  if (partial_.size() > 4096) partial_.clear();  // no line of srun's is that long
+}
+
+std::vector<StarterNote> SlurmStarter::takeNotes() { return std::exchange(notes_, {}); }
+
 std::vector<StartFailure> SlurmStarter::poll() {
-  if (!started_ || finished_ || !process_.poll()) return {};
+  if (!started_ || finished_) return {};
+  readSrunLines();
+  if (!process_.poll()) return {};
+  waiting_ = false;
   finished_ = true;
   const int code = exitCodeOf(process_.status());
   const bool all_connected = std::all_of(connected_.begin(), connected_.end(), [](bool c) { return c; });
   if (code == 0 && all_connected) return {};
   const std::string& text = process_.stderrText();
-  StartFailure failure{-1, explainSrunFailure(code, text, daemon_path_)};
+  StartFailure failure{-1, explainSrunFailure(code, text, daemon_path_, all_connected)};
   const auto named = nodesInSrunErrors(text);
   if (named.size() == 1) {
     for (const auto& t : nodes_) {

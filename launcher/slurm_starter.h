@@ -6,8 +6,10 @@
 // learn their node from SLURMD_NODENAME (no per-node arguments are possible); the step's
 // task order is Slurm's, not ours, so the frontend maps names to node indices.
 // Outside an allocation srun makes one (no --overlap), with --slurm-args such as "-p gpu -t 10".
+#include <chrono>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "launcher/child_process.h"
@@ -35,8 +37,18 @@ Result<std::vector<std::string>> buildSrunArgv(const SlurmStarterOptions& option
                                                const DaemonCommand& command);
 
 // A user-facing explanation of a failed srun step, with srun's last words. `exit_status`:
-// srun's exit code, or -signal.
-std::string explainSrunFailure(int exit_status, const std::string& stderr_text, const std::string& daemon_path);
+// srun's exit code, or -signal. `after_connect`: every daemon had connected (the step ended
+// during the job, not before it started).
+std::string explainSrunFailure(int exit_status, const std::string& stderr_text, const std::string& daemon_path,
+                               bool after_connect = false);
+
+// What one line of srun's says about the batch system holding the daemons back.
+enum class SrunWait {
+  none,     // nothing about it
+  waiting,  // "job 4 queued and waiting for resources", "step creation temporarily disabled"
+  granted,  // "job 4 has been allocated resources", "Step created for ..."
+};
+SrunWait srunWaitOf(std::string_view line);
 
 // Nodes that srun's "srun: error: <node>: task <n>: ..." lines name, in order, once each.
 std::vector<std::string> nodesInSrunErrors(const std::string& stderr_text);
@@ -58,8 +70,13 @@ class SlurmStarter final : public DaemonStarter {
 
   // The daemon of node `node_index` said hello; once all have, srun exiting 0 is no failure.
   void daemonConnected(int node_index) override;
+  // srun said its job or step is pending, and not yet that it was granted.
+  bool waitingForResources() const override { return waiting_; }
+  // srun's pending and granted lines, as it said them.
+  std::vector<StarterNote> takeNotes() override;
 
  private:
+  void readSrunLines();
   SlurmStarterOptions options_;
   std::vector<NodeTarget> nodes_;
   std::vector<bool> connected_;
@@ -67,6 +84,11 @@ class SlurmStarter final : public DaemonStarter {
   ChildProcess process_;
   bool started_ = false;
   bool finished_ = false;
+  size_t scanned_ = 0;   // of srun's output (ChildProcess::capturedBytes)
+  std::string partial_;  // a line srun has not finished yet
+  bool waiting_ = false;
+  std::chrono::steady_clock::time_point waiting_since_{};
+  std::vector<StarterNote> notes_;
 };
 
 }  // namespace tlaunch

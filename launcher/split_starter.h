@@ -20,6 +20,7 @@ class SplitStarter : public DaemonStarter {
   void daemonLost(int node_index) override;
   void daemonKeeps(int node_index, const KeeperAddress& keeper) override { remote_->daemonKeeps(node_index, keeper); }
   std::vector<StarterNote> takeNotes() override { return remote_->takeNotes(); }
+  bool waitingForResources() const override { return remote_->waitingForResources(); }
   void stop(int grace_ms) override;
 
  private:

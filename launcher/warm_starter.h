@@ -43,6 +43,7 @@ class WarmStarter final : public DaemonStarter {
   void daemonLost(int node_index) override { cold_->daemonLost(node_index); }
   void daemonKeeps(int node_index, const KeeperAddress& keeper) override;
   std::vector<StarterNote> takeNotes() override;
+  bool waitingForResources() const override { return cold_->waitingForResources(); }
   void stop(int grace_ms) override;
 
  private:

@@ -6,7 +6,8 @@
 - `scancel` of the allocation mid-job: ranks and daemons are gone within 10 s and tlaunch exits
   non-zero;
 - outside any allocation, `tlaunch --launcher slurm -N 2 -p 1` runs (srun makes an allocation),
-  and the allocation is released afterwards;
+  and the allocation is released afterwards; while another job holds every node, it says srun's
+  job is queued and runs once Slurm gives the nodes, past a 2 s --connect-timeout;
 - contrib/examples/slurm_job.sbatch, submitted with `sbatch` as its comment says, then waited for (CPU ranks:
   GPUS_PER_NODE=0, and --gres=gpu:1 for the 4 stand-in GPUs of a node), runs the Gloo all-reduce on
   4 nodes x 2 ranks;
@@ -125,6 +126,35 @@ def srun_allocates():
         jobs_seen.append(job)
     released = cj.tl.wait_until(lambda: not squeue("-o", "%i %T"), 10, 0.2)
     check(released, "outside an allocation: the allocation srun made is released", str(squeue("-o", "%i %T")))
+
+
+def srun_waits_for_busy_nodes():
+    """A busy cluster: srun's job is queued. tlaunch says why nothing happens and waits for Slurm,
+    however long that takes; --connect-timeout counts from when the nodes are given."""
+    hold = subprocess.Popen(["salloc", "-N", "4", "--exclusive", "-J", "tlc-busy", "sleep", "6"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ws.dir, env=vc.environ(),
+                            start_new_session=True)
+    try:
+        held = cj.tl.wait_until(lambda: squeue("-n", "tlc-busy", "-t", "R", "-o", "%i"), 30, 0.2)
+        check(bool(held), "another job holds every node", str(squeue("-o", "%i %j %T")))
+        if not held:
+            return
+        t0 = time.monotonic()
+        r = run([ws.tlaunch, *cj.NET, "--launcher", "slurm", "-N", "2", "-p", "1", "--connect-timeout", "2", "--",
+                 "/bin/hostname"])
+        waited = time.monotonic() - t0
+        got = cj.rank_hosts(r.stdout)
+        check(r.returncode == 0 and sorted(got) == [0, 1] and "queued and waiting for resources" in r.stderr
+              and "has been allocated resources" in r.stderr and waited > 2,
+              f"a busy cluster, --connect-timeout 2: tlaunch says srun's job is queued and runs once Slurm gives "
+              f"the nodes ({waited:.1f} s)", cj.describe(r))
+        job = cj.job_id_in(r.stderr)
+        if job:
+            jobs_seen.append(job)
+    finally:
+        if hold.poll() is None:
+            os.killpg(hold.pid, signal.SIGTERM)
+        hold.wait()
 
 
 def sbatch_wait(argv, env, **kw):
@@ -351,6 +381,7 @@ def main():
                 print("note: Debian's python3-torch is missing: the Gloo all-reduce is not checked", flush=True)
             scancel_mid_job()
             srun_allocates()
+            srun_waits_for_busy_nodes()
             if torch:
                 sbatch_example()
             slurm_gpus_node_by_node()

@@ -112,6 +112,13 @@ TEST_CASE("hosts: explainSrunFailure: typical srun errors", "[hosts][slurm]") {
     INFO(c.text);
     CHECK_THAT(explainSrunFailure(c.status, c.text, path), Catch::Contains(c.says));
   }
+  // Once every daemon had connected, the step's end is not a failure to start.
+  CHECK_THAT(explainSrunFailure(1, "srun: error: gpu03: task 2: Exited with exit code 1\n", path),
+             Catch::StartsWith("tlaunchd on gpu03 ended before connecting to this frontend (srun exited with status 1)"));
+  CHECK_THAT(explainSrunFailure(1, "srun: error: gpu03: task 2: Exited with exit code 1\n", path, true),
+             Catch::StartsWith("tlaunchd on gpu03 ended during the job (srun exited with status 1)"));
+  CHECK_THAT(explainSrunFailure(1, "", path, true),
+             Catch::StartsWith("the daemons' srun step ended during the job (srun exited with status 1)"));
   CHECK_THAT(explainSrunFailure(1, "srun: error: Unable to allocate resources: Invalid partition name specified\n", path),
              Catch::Contains("srun said: srun: error: Unable to allocate resources: Invalid partition name specified"));
 }
@@ -158,4 +165,58 @@ TEST_CASE("hosts: SlurmStarter: the step gets the secret, a failed step is expla
     CHECK(std::chrono::steady_clock::now() - before < std::chrono::seconds(3));
     CHECK(starter.poll().empty());
   }
+}
+
+// srun's words (Slurm 22.05, seen on the namespace cluster) for a job queued on a busy cluster
+// and a step waiting for busy nodes, and for the end of that wait.
+TEST_CASE("hosts: srunWaitOf reads srun's pending and granted lines", "[hosts][slurm]") {
+  CHECK(srunWaitOf("srun: job 4 queued and waiting for resources") == SrunWait::waiting);
+  CHECK(srunWaitOf("srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)") ==
+        SrunWait::waiting);
+  CHECK(srunWaitOf("srun: Job 7 step creation still disabled, retrying (Requested nodes are busy)") ==
+        SrunWait::waiting);
+  CHECK(srunWaitOf("srun: job 4 has been allocated resources") == SrunWait::granted);
+  CHECK(srunWaitOf("srun: Step created for job 7") == SrunWait::granted);
+  CHECK(srunWaitOf("srun: Step created for StepId=7.1") == SrunWait::granted);
+  CHECK(srunWaitOf("srun: error: node2: task 1: Exited with exit code 2") == SrunWait::none);
+  // A daemon's own line that quotes srun's words is not srun's.
+  CHECK(srunWaitOf("tlaunchd: job 4 queued and waiting for resources") == SrunWait::none);
+}
+
+// While Slurm holds the step back the starter says so (the session's connect clock waits), and
+// the user is told why nothing happens, once, then when it ends.
+TEST_CASE("hosts: SlurmStarter: a queued job is waiting, said once, until srun says it got the nodes", "[hosts][slurm]") {
+  TempDir tmp;
+  const fs::path fake = tmp.path() / "srun";
+  const fs::path go = tmp.path() / "go";
+  std::ofstream(fake) << "#!/bin/sh\necho 'srun: job 12 queued and waiting for resources' >&2\n"
+                         "echo 'srun: job 12 queued and waiting for resources' >&2\n"
+                         "while [ ! -e '" << go.string() << "' ]; do sleep 0.05; done\n"
+                         "echo 'srun: job 12 has been allocated resources' >&2\nexec sleep 60\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  SlurmStarterOptions o;
+  o.srun_program = fake.string();
+  o.inside_allocation = false;
+  SlurmStarter starter(o);
+  REQUIRE(starter.start(targets({"", ""}), DaemonCommand{"/bin/sh", {}}, "key"));
+  CHECK_FALSE(starter.waitingForResources());
+  auto pollUntil = [&](auto done) {
+    for (int i = 0; i < 500 && !done(); ++i) {
+      CHECK(starter.poll().empty());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  };
+  pollUntil([&] { return starter.waitingForResources(); });
+  CHECK(starter.waitingForResources());
+  auto notes = starter.takeNotes();
+  REQUIRE(notes.size() == 1);
+  CHECK_FALSE(notes[0].verbose_only);
+  CHECK_THAT(notes[0].text, Catch::StartsWith("srun: job 12 queued and waiting for resources (the daemons start once"));
+  std::ofstream(go) << "";
+  pollUntil([&] { return !starter.waitingForResources(); });
+  CHECK_FALSE(starter.waitingForResources());
+  notes = starter.takeNotes();
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0].text, Catch::StartsWith("srun: job 12 has been allocated resources (after "));
+  starter.stop(1000);
 }
