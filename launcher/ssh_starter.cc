@@ -157,6 +157,13 @@ Result<std::vector<std::string>> buildSshArgv(const SshStarterOptions& options, 
   auto extra = sshOptionArgs(options.ssh_options);
   if (!extra) return tl::unexpected(extra.error());
   argv.insert(argv.end(), extra->begin(), extra->end());
+  // After the user's options, so that theirs win (ssh keeps the first value). A master
+  // connection left by an earlier launch (ControlPersist) to a node that has since died would
+  // otherwise take every new session into a TCP connection nobody answers, until the job's
+  // --connect-timeout; with these the master gives up within about the connect timeout and
+  // ssh reports the node as it would a fresh connection.
+  const int alive_s = (options.connect_timeout_s + 1) / 2;
+  argv.insert(argv.end(), {"-o", "ServerAliveInterval=" + std::to_string(alive_s), "-o", "ServerAliveCountMax=2"});
   argv.push_back(destination);
   argv.push_back(remoteDaemonCommand(command, node));
   return argv;

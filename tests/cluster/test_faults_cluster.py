@@ -9,6 +9,9 @@ eth0; ib0 is the job's network):
   naming node3, exit 69; nothing of the job is left on any node, node3 included (its daemon
   notices the dead connection at the TCP level and ends its ranks);
 - node3's other network (ib0) cut mid-job, which the ranks do not use: the job completes;
+- node3 gone between two launches, while ssh's master connection to it (ControlPersist) is
+  still up: the next launch names node3 as unreachable well within --connect-timeout (ssh's
+  keepalives end the dead master; without them every new session hung until the timeout);
 - --max-restarts 1, a rank failing in the first attempt only: every rank runs again, exit 0;
   --max-restarts 0: the rank's status, no restart;
 - --max-restarts 1 on 3 of the 4 nodes, node3's daemon killed mid-job: the job runs again on
@@ -162,6 +165,30 @@ def restart_on_spare(ws):
           "\n     ".join(q for j in jobs_seen if j for q in cj.job_processes(j)))
 
 
+def dead_node_behind_master_connection(ws):
+    first = subprocess.run([ws.tlaunch, *cj.NET, "--hosts", "node2,node3", "-p", "1", "--", "/bin/true"],
+                           capture_output=True, text=True, errors="replace", cwd=ws.dir, env=vc.environ(), timeout=120)
+    check(first.returncode == 0, "a job on node2,node3 leaves ssh master connections behind", cj.describe(first))
+    link("m3", "down")
+    link("f3", "down")
+    try:
+        t0 = time.monotonic()
+        p = start(ws, ["--connect-timeout", "45", "--hosts", "node2,node3", "-p", "1", "--", "/bin/true"])
+        out, err = finish(p, 120)
+        ended = time.monotonic() - t0
+        at = err.find("failed:")
+        summary = err[at:] if at >= 0 else ""
+        check(p.returncode == 69 and "could not start tlaunchd on node node3" in summary and ended < 30,
+              f"node3 dead behind a master connection: exit 69 naming node3 after {ended:.1f} s "
+              f"(--connect-timeout 45)", f"exit {p.returncode}\n     stderr {err[-1500:]!r}")
+        job = cj.job_id_in(err)
+        if job:
+            jobs_seen.append(job)
+    finally:
+        link("m3", "up")
+        link("f3", "up")
+
+
 def restart_after_failed_rank(ws):
     """--max-restarts 1 over ssh, rank 1 failing in the first attempt only: the job runs again and
     ends 0; with --max-restarts 0 the same job ends with the rank's status 3 and no restart."""
@@ -188,8 +215,8 @@ def main():
         vc = cj.OwnVirtualCluster(n=4, slurm=False)
         with vc:
             print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
-            for step in (kill_ssh_client, cut_other_link, cut_control_link, restart_after_failed_rank,
-                         restart_on_spare):
+            for step in (kill_ssh_client, cut_other_link, cut_control_link, dead_node_behind_master_connection,
+                         restart_after_failed_rank, restart_on_spare):
                 step(ws)
         print(f"cluster down in {vc.down_seconds:.1f} s", flush=True)
     left = [p for job in jobs_seen if job for p in cj.job_processes(job)]

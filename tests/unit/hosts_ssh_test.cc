@@ -62,7 +62,8 @@ TEST_CASE("hosts: ssh argv: exact form with reuse and extra options", "[hosts][s
   REQUIRE(argv);
   CHECK(*argv == W{"ssh", "-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=7",
                    "-o", "ControlMaster=auto", "-o", "ControlPath=/run/user/1000/tlaunch-ssh/%C",
-                   "-o", "ControlPersist=90s", "-o", "Port=2222", "-i", "/keys/my key", "-l", "alice", "node3",
+                   "-o", "ControlPersist=90s", "-o", "Port=2222", "-i", "/keys/my key", "-l", "alice",
+                   "-o", "ServerAliveInterval=4", "-o", "ServerAliveCountMax=2", "node3",
                    "exec '/opt/tlaunch/bin/tlaunchd' '--connect' '10.0.0.1:4000' '--job-id' 'j 1' "  // NOLINT(bugprone-suspicious-missing-comma): one argument
                    "'--node-index' '2' '--node-name' 'node3'"});
 }
@@ -72,7 +73,8 @@ TEST_CASE("hosts: ssh argv: no reuse, user@host destination, bad input", "[hosts
   DaemonCommand cmd{"tlaunchd", {}};
   auto argv = buildSshArgv(o, "", NodeTarget{0, "n1", "bob@n1", {}}, cmd);
   REQUIRE(argv);
-  CHECK(*argv == W{"ssh", "-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "bob@n1",
+  CHECK(*argv == W{"ssh", "-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5",
+                   "-o", "ServerAliveCountMax=2", "bob@n1",
                    "exec 'tlaunchd' '--node-index' '0' '--node-name' 'n1'"});
   CHECK_FALSE(buildSshArgv(o, "", NodeTarget{0, "-oProxyCommand=x", "", {}}, cmd));
   o.ssh_options = {"-i 'unclosed"};
@@ -90,8 +92,12 @@ TEST_CASE("hosts: ssh argv: no reuse, user@host destination, bad input", "[hosts
     CHECK_THAT(refused.error().message, Catch::Contains("tlaunch sets this ssh option itself"));
     CHECK_THAT(refused.error().hint, Catch::Contains(flag));
   }
-  o.ssh_options = {"ServerAliveInterval=5", "-o ConnectionAttempts=2"};  // not ours: passed on
-  CHECK(buildSshArgv(o, "", NodeTarget{0, "n1", "", {}}, cmd));
+  o.ssh_options = {"ServerAliveInterval=60", "-o ConnectionAttempts=2"};  // the user's own, before tlaunch's
+  auto own = buildSshArgv(o, "", NodeTarget{0, "n1", "", {}}, cmd);
+  REQUIRE(own);
+  const auto first = std::find_if(own->begin(), own->end(), [](const std::string& w) { return w.starts_with("ServerAliveInterval="); });
+  REQUIRE(first != own->end());
+  CHECK(*first == "ServerAliveInterval=60");
   o.ssh_options.clear();
   o.connect_timeout_s = 0;
   CHECK_FALSE(buildSshArgv(o, "", NodeTarget{0, "n1", "", {}}, cmd));
