@@ -121,7 +121,7 @@ JobOutcome JobSession::run() {
   }
   out_.setDrained({});
   starter_->stop(5000);  // daemons exit on their own after "shutdown"; this is for stragglers
-  for (auto& s : fallback_starters_) s->stop(1000);
+  if (fallback_starter_) fallback_starter_->stop(1000);
   return outcome_;
 }
 
@@ -224,8 +224,8 @@ void JobSession::tick() {
   } else {
     std::vector<StartFailure> failures = starter_->poll();
     sayStarterNotes();
-    for (auto& s : fallback_starters_)
-      for (auto& f : s->poll()) failures.push_back(std::move(f));
+    if (fallback_starter_)
+      for (auto& f : fallback_starter_->poll()) failures.push_back(std::move(f));
     onStartFailures(failures, now);
     // Slurm holds the daemons back (a busy cluster): their connect clock has not started.
     if (phase_ == Phase::connecting && starter_->waitingForResources())
@@ -284,7 +284,7 @@ void JobSession::tick() {
         if (l->conn && l->conn->isOpen() && now - l->last_heard > std::chrono::seconds(cfg_.spec.heartbeat_timeout_s)) {
           l->conn->close();
           starter_->daemonLost(l->index);
-          for (auto& s : fallback_starters_) s->daemonLost(l->index);
+          if (fallback_starter_) fallback_starter_->daemonLost(l->index);
           onLinkClosed(*l, "no heartbeat for " + std::to_string(cfg_.spec.heartbeat_timeout_s) + " s");
         }
       }

@@ -153,7 +153,8 @@ class JobSession {
   void onChildJoined(Link& parent, const Json& msg);
   void onSpawnFailed(Link& parent, const Json& msg);
   DaemonCommand daemonCommand() const;  // tlaunchd's command line, connecting to this frontend
-  std::vector<std::unique_ptr<DaemonStarter>> fallback_starters_;  // nodes their parent could not start
+  // The nodes their tree parent could not start, started by the frontend under --ssh-fanout.
+  std::unique_ptr<SshStarter> fallback_starter_;
   std::vector<std::string> closeRoutedBelow(const Link& link);  // marks lost the nodes it carried; their names
   std::string lostNodeText(const Link& link, const std::string& reason, const std::vector<std::string>& below) const;
   static constexpr auto kTreeWiringTimeout = std::chrono::seconds(30);

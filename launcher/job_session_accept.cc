@@ -129,7 +129,7 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   link->conn = conn;
   link->last_heard = Clock::now();
   starter_->daemonConnected(link->index);
-  for (auto& s : fallback_starters_) s->daemonConnected(link->index);
+  if (fallback_starter_) fallback_starter_->daemonConnected(link->index);
   link->control_ip = conn->peer().substr(0, conn->peer().rfind(':'));
   if (const auto k = msg.find("keeper"); k != msg.end() && k->is_object()) {
     if (k->contains("error"))

@@ -83,13 +83,17 @@ void JobSession::onSpawnFailed(Link& parent, const Json& msg) {
   if (cfg_.spec.verbose)
     out_.note("node " + parent.name + " could not start tlaunchd on " + child.name + " over ssh (" + why +
               "); tlaunch starts it and talks to it directly");
-  auto starter = std::make_unique<SshStarter>(*cfg_.tree_spawn);
-  if (auto r = starter->start({cfg_.nodes[static_cast<size_t>(child.index)]}, daemonCommand(), cfg_.secret); !r) {
-    fail(exitStatusFor(r.error().code), "could not start tlaunchd on node " + child.name + ": " + r.error().message,
-         -1, {}, child.name);
-    return;
+  const std::vector<NodeTarget> node{cfg_.nodes[static_cast<size_t>(child.index)]};
+  Result<void> started;
+  if (fallback_starter_) {
+    started = fallback_starter_->add(node);
+  } else {
+    fallback_starter_ = std::make_unique<SshStarter>(*cfg_.tree_spawn);
+    started = fallback_starter_->start(node, daemonCommand(), cfg_.secret);
   }
-  fallback_starters_.push_back(std::move(starter));
+  if (!started)
+    fail(exitStatusFor(started.error().code),
+         "could not start tlaunchd on node " + child.name + ": " + started.error().message, -1, {}, child.name);
 }
 
 }  // namespace tlaunch

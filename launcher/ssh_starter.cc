@@ -13,6 +13,7 @@
 #include <optional>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "launcher/shell_quote.h"
 #include "launcher/starter_support.h"
@@ -278,6 +279,8 @@ Result<void> SshStarter::start(const std::vector<NodeTarget>& nodes, const Daemo
     launches.push_back(std::move(launch));
   }
   launches_ = std::move(launches);
+  control_dir_ = control_dir;
+  command_ = command;
   daemon_path_ = command.daemon_path;
   secret_line_ = secretLine(secret);
   std::vector<StartFailure> early;
@@ -286,6 +289,21 @@ Result<void> SshStarter::start(const std::vector<NodeTarget>& nodes, const Daemo
     stop(0);
     return fail(Errc::node_unreachable, early.front().message);
   }
+  return {};
+}
+
+Result<void> SshStarter::add(const std::vector<NodeTarget>& nodes) {
+  if (launches_.empty()) return fail(Errc::internal, "SshStarter::add before start");
+  if (stopped_) return {};  // the job is ending
+  for (const auto& node : nodes) {
+    auto argv = buildSshArgv(options_, control_dir_, node, command_);
+    if (!argv) return tl::unexpected(argv.error());
+    Launch launch;
+    launch.node = node;
+    launch.argv = std::move(*argv);
+    launches_.push_back(std::move(launch));
+  }
+  startMore(early_failures_);
   return {};
 }
 
@@ -324,7 +342,7 @@ bool SshStarter::owns(pid_t pid) const {
 }
 
 std::vector<StartFailure> SshStarter::poll() {
-  std::vector<StartFailure> failures;
+  std::vector<StartFailure> failures = std::exchange(early_failures_, {});
   for (size_t i = 0; i < next_; ++i) {
     Launch& l = launches_[i];
     if (!l.started || l.finished || !l.process.poll()) continue;
@@ -344,6 +362,7 @@ void SshStarter::daemonConnected(int node_index) {
 }
 
 void SshStarter::stop(int grace_ms) {
+  stopped_ = true;
   next_ = launches_.size();  // start nothing more
   std::vector<Launch*> running;
   for (auto& l : launches_) {

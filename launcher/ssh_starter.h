@@ -75,6 +75,9 @@ class SshStarter final : public DaemonStarter {
   const char* name() const override { return "ssh"; }
   Result<void> start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
                      const std::string& secret) override;
+  // More nodes for a started starter, under the same fanout: the frontend starts the nodes
+  // their tree parent could not, one by one as parents report them.
+  Result<void> add(const std::vector<NodeTarget>& nodes);
   // Also starts the next nodes as fanout slots free up.
   std::vector<StartFailure> poll() override;
   bool owns(pid_t pid) const override;
@@ -106,6 +109,10 @@ class SshStarter final : public DaemonStarter {
   void startMore(std::vector<StartFailure>& failures);
 
   SshStarterOptions options_;
+  std::string control_dir_;  // "" once reuse is off
+  DaemonCommand command_;
+  std::vector<StartFailure> early_failures_;  // from add(), for the next poll()
+  bool stopped_ = false;
   std::string daemon_path_;
   std::string secret_line_;
   std::vector<Launch> launches_;

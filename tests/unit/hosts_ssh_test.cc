@@ -389,6 +389,31 @@ TEST_CASE("hosts: SshStarter: several nodes failing are each reported", "[hosts]
   CHECK_THAT(failures[1].message, Catch::Contains("Welcome to the cluster"));  // ssh's stdout, in its words
 }
 
+// The nodes a tree parent could not start reach the frontend one by one: they are added to
+// one starter and share its fanout (one starter each started them all at once).
+TEST_CASE("hosts: SshStarter: nodes added later wait for the same fanout", "[hosts][ssh]") {
+  TempDir tmp;
+  const fs::path fake_ssh = tmp.path() / "fake-ssh";
+  writeScript(fake_ssh, "#!/bin/sh\nexec sleep 60\n");
+  SshStarterOptions o;
+  o.ssh_program = fake_ssh.string();
+  o.reuse_connections = false;
+  o.fanout = 2;
+  SshStarter starter(o);
+  REQUIRE(starter.start({NodeTarget{0, "n0", "", {}}}, DaemonCommand{"tlaunchd", {}}, "s"));
+  CHECK(starter.startedCount() == 1);
+  REQUIRE(starter.add({NodeTarget{1, "n1", "", {}}, NodeTarget{2, "n2", "", {}}, NodeTarget{3, "n3", "", {}}}));
+  CHECK(starter.startedCount() == 2);  // n0 and n1 connecting: the fanout is full
+  starter.daemonConnected(0);
+  starter.daemonConnected(1);
+  CHECK(starter.poll().empty());
+  CHECK(starter.startedCount() == 4);
+  starter.stop(100);
+  REQUIRE(starter.add({NodeTarget{4, "n4", "", {}}}));  // the job is ending: nothing more starts
+  CHECK(starter.startedCount() == 4);
+  CHECK(starter.poll().empty());
+}
+
 TEST_CASE("hosts: SshStarter: a missing ssh program is an error at start", "[hosts][ssh]") {
   SshStarterOptions o;
   o.ssh_program = "/nonexistent/ssh";
