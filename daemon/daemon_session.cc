@@ -24,7 +24,7 @@ namespace tlaunch {
 
 
 DaemonSession::DaemonSession(asio::io_context& io, DaemonOptions options)
-    : io_(io), opts_(std::move(options)), probe_acceptor_(io), probe_retry_(io), heartbeat_timer_(io), exit_timer_(io), challenge_timer_(io),
+    : io_(io), opts_(std::move(options)), probe_acceptor_(io), probe_retry_(io), heartbeat_timer_(io), exit_timer_(io), challenge_timer_(io), connect_timer_(io),
       attach_timer_(io) {}
 
 DaemonSession::~DaemonSession() = default;
@@ -62,16 +62,35 @@ void DaemonSession::connect(int attempt) {
     shutdown(69);
     return;
   }
+  const auto now = std::chrono::steady_clock::now();
+  if (attempt == 0) connect_deadline_ = now + opts_.connect_timeout;
   auto sock = std::make_shared<asio::ip::tcp::socket>(io_);
-  asio::async_connect(*sock, endpoints, [this, sock, attempt](const asio::error_code& cec, const asio::ip::tcp::endpoint&) {
+  // An address that drops packets (the frontend's host gone, a firewall) holds a connect for the
+  // kernel's SYN retries: each attempt is cut short, and all of them end at the deadline.
+  auto timed_out = std::make_shared<bool>(false);
+  connect_timer_.expires_at(std::min(now + kConnectAttemptTimeout, connect_deadline_));
+  connect_timer_.async_wait([sock, timed_out](const asio::error_code& ec) {
+    if (ec) return;
+    *timed_out = true;
+    asio::error_code ignored;
+    sock->close(ignored);
+  });
+  asio::async_connect(*sock, endpoints, [this, sock, attempt, timed_out](const asio::error_code& cec,
+                                                                          const asio::ip::tcp::endpoint&) {
+    connect_timer_.cancel();
     if (cec) {
-      if (attempt < 20) {  // ~2 s of retries for a frontend that is slow to listen
+      const bool time_left = std::chrono::steady_clock::now() < connect_deadline_;
+      if (attempt < 20 && time_left) {  // ~2 s of retries for a frontend that is slow to listen
         auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(100));
         t->async_wait([this, t, attempt](const asio::error_code&) { connect(attempt + 1); });
         return;
       }
-      spdlog::error("cannot connect to {} at {}:{}: {}", upstreamName(), opts_.connect_host, opts_.connect_port,
-                    cec.message());
+      if (*timed_out)
+        spdlog::error("cannot connect to {} at {}:{}: no answer within {} s", upstreamName(), opts_.connect_host,
+                      opts_.connect_port, opts_.connect_timeout.count());
+      else
+        spdlog::error("cannot connect to {} at {}:{}: {}", upstreamName(), opts_.connect_host, opts_.connect_port,
+                      cec.message());
       shutdown(69);
       return;
     }

@@ -32,6 +32,10 @@ class VerbsApi;
 struct DaemonOptions {
   std::string connect_host;
   int connect_port = 0;
+  // The frontend's --connect-timeout: past it, tlaunch has given up on this daemon, so neither
+  // does it try longer (a frontend host that drops packets would hold each connect for the
+  // kernel's SYN retries, about 2 minutes).
+  std::chrono::seconds connect_timeout{60};
   int node_index = -1;     // -1: the frontend matches us by node name (Slurm starts us this way)
   std::string node_name;   // empty: SLURMD_NODENAME, else the host name
   std::string job_id;
@@ -129,6 +133,9 @@ class DaemonSession {
   asio::steady_timer heartbeat_timer_;
   asio::steady_timer exit_timer_;
   asio::steady_timer challenge_timer_;
+  asio::steady_timer connect_timer_;  // one connect attempt, at most kConnectAttemptTimeout
+  std::chrono::steady_clock::time_point connect_deadline_{};
+  static constexpr std::chrono::seconds kConnectAttemptTimeout{10};
   asio::steady_timer attach_timer_;
   std::unique_ptr<TreeChildren> tree_;      // children's connections: before conn_ goes
   std::shared_ptr<Connection> parent_;      // the tree parent, while attaching

@@ -35,6 +35,9 @@ int runDaemon(int argc, char** argv) {
   app.add_option("--node-index", opts.node_index, "this node's index in the job");
   app.add_option("--node-name", opts.node_name, "this node's name in the job");
   app.add_option("--job-id", opts.job_id, "job id");
+  int connect_timeout_s = 60;
+  app.add_option("--connect-timeout", connect_timeout_s, "give up connecting after SECONDS (tlaunch's --connect-timeout)")
+      ->check(CLI::Range(1, 7 * 24 * 3600));
   app.add_option("--tree-parent", opts.tree_parent, "started by this node's daemon (tree spawn): --connect is its listener");
   app.add_flag("--version", show_version, "print the version and exit");
   std::string watch_cgroup;
@@ -81,6 +84,7 @@ int runDaemon(int argc, char** argv) {
   opts.connect_host = connect.substr(0, colon);
   if (opts.connect_host.size() > 2 && opts.connect_host.front() == '[') opts.connect_host = opts.connect_host.substr(1, opts.connect_host.size() - 2);
   opts.connect_port = std::atoi(connect.substr(colon + 1).c_str());
+  opts.connect_timeout = std::chrono::seconds(connect_timeout_s);
   // The job secret arrives on stdin, never in argv or the environment.
   if (!std::getline(std::cin, opts.secret) || opts.secret.empty()) {
     spdlog::error("no job secret on stdin (tlaunchd is started by tlaunch)");

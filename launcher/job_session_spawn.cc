@@ -32,7 +32,8 @@ DaemonCommand JobSession::daemonCommand() const {
   const auto port = cfg_.in_memory ? 0 : acceptor_.local_endpoint().port();
   const std::string& advertised = cfg_.advertise_address.empty() ? cfg_.listen_address : cfg_.advertise_address;
   const std::string host = advertised.find(':') != std::string::npos ? "[" + advertised + "]" : advertised;
-  cmd.args = {"--connect", host + ":" + std::to_string(port), "--job-id", cfg_.plan_context.job_id};
+  cmd.args = {"--connect", host + ":" + std::to_string(port), "--job-id", cfg_.plan_context.job_id,
+              "--connect-timeout", std::to_string(cfg_.spec.connect_timeout_s)};
   return cmd;
 }
 

@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""A tlaunchd whose accepted connection never gets the frontend's challenge connects again.
+"""A tlaunchd whose accepted connection never gets the frontend's challenge connects again, and
+one whose frontend address drops every packet gives up at its --connect-timeout.
 
 That is what a daemon sees when thousands connect at once and the frontend's listen queue
 overflows: the kernel drops the last packet of its handshake (with SYN cookies nothing sends it
 again), the daemon's side looks connected, and the frontend never heard of it. Here a socket
 that accepts and says nothing stands in for that frontend: the daemon must give up on the
-silent connection (closing it) and connect again, instead of waiting forever."""
+silent connection (closing it) and connect again, instead of waiting forever.
+
+The second case is a frontend whose host is gone (tlaunch Ctrl-C'd on a node that then went
+down, a firewall): each connect would wait for the kernel's SYN retries (~2 min), twenty times
+over. In a network namespace of its own, a veth pair swallows the packets (nothing leaves this
+machine); the daemon must end within its --connect-timeout (3 s here) and say why."""
 import os
 import socket
 import subprocess
@@ -44,3 +50,23 @@ err = p.stderr.read()
 tl.check("no challenge from the frontend within 10 s of connecting; connecting again" in err,
          f"the daemon says why it connects again:\n{err}")
 print("ok: a daemon whose connection never gets the challenge connects again after ~10 s")
+
+if os.geteuid() != 0 or subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
+    print("skip: the blackholed frontend needs root and unshare -n")
+else:
+    # The frontend's address is reached through a veth whose other end has no address: the
+    # packets go there (a fixed neighbour entry spares the ARP) and nothing ever answers.
+    script = ("ip link set lo up && ip link add tl-void type veth peer name tl-sink && "
+              "ip addr add 10.99.0.1/24 dev tl-void && ip link set tl-sink up && ip link set tl-void up && "
+              "ip neigh add 10.99.0.2 lladdr 02:00:00:00:00:99 dev tl-void && exec \"$@\"")
+    t0 = time.monotonic()
+    r = subprocess.run(["unshare", "-n", "sh", "-c", script, "sh", DAEMON, "--connect", "10.99.0.2:4000",
+                        "--job-id", "tl-void", "--node-index", "0", "--node-name", "local0", "--connect-timeout", "3"],
+                       input="0" * 64 + "\n", capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - t0
+    tl.check(r.returncode == 69 and took < 10,
+             f"a frontend address that drops packets: the daemon ends with 69 after {took:.1f} s (--connect-timeout 3)"
+             f"\n{r.stderr}")
+    tl.check("cannot connect to the frontend at 10.99.0.2:4000: no answer within 3 s" in r.stderr,
+             f"the daemon says it got no answer within 3 s:\n{r.stderr}")
+    print(f"ok: a blackholed frontend address: the daemon gave up after {took:.1f} s")
