@@ -15,7 +15,7 @@
 namespace tlaunch {
 
 namespace {
-constexpr size_t kStderrKeep = size_t{16} * 1024;
+constexpr size_t kOutputKeep = size_t{16} * 1024;
 
 void closeFd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -28,13 +28,13 @@ ChildProcess::ChildProcess(ChildProcess&& o) noexcept { *this = std::move(o); }
 ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
   if (this != &o) {
     closeFd(stdin_fd_);
-    closeFd(stderr_fd_);
+    closeFd(output_fd_);
     pid_ = std::exchange(o.pid_, -1);
     stdin_fd_ = std::exchange(o.stdin_fd_, -1);
-    stderr_fd_ = std::exchange(o.stderr_fd_, -1);
+    output_fd_ = std::exchange(o.output_fd_, -1);
     exited_ = o.exited_;
     status_ = o.status_;
-    stderr_ = std::move(o.stderr_);
+    output_ = std::move(o.output_);
     captured_ = o.captured_;
     drained_at_ = o.drained_at_;
   }
@@ -43,7 +43,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
 
 ChildProcess::~ChildProcess() {
   closeFd(stdin_fd_);
-  closeFd(stderr_fd_);
+  closeFd(output_fd_);
 }
 
 Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, const std::string& stdin_data,
@@ -68,8 +68,8 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
   cp.pid_ = spawned->pid;
   if (spawned->pidfd >= 0) ::close(spawned->pidfd);
   cp.stdin_fd_ = spawned->stdin_fd;
-  cp.stderr_fd_ = spawned->stderr_fd;
-  ::fcntl(cp.stderr_fd_, F_SETFL, O_NONBLOCK);
+  cp.output_fd_ = spawned->stderr_fd;
+  ::fcntl(cp.output_fd_, F_SETFL, O_NONBLOCK);
   // The secret is one short line: it fits in the pipe buffer, so this cannot block.
   size_t off = 0;
   while (off < stdin_data.size()) {
@@ -81,39 +81,39 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
   return cp;
 }
 
-void ChildProcess::drainStderr() {
-  if (stderr_fd_ < 0) return;
+void ChildProcess::drainOutput() {
+  if (output_fd_ < 0) return;
   drained_at_ = std::chrono::steady_clock::now();
   char buf[4096];
   for (;;) {
-    ssize_t n = ::read(stderr_fd_, buf, sizeof buf);
+    ssize_t n = ::read(output_fd_, buf, sizeof buf);
     if (n > 0) {
-      stderr_.append(buf, static_cast<size_t>(n));
+      output_.append(buf, static_cast<size_t>(n));
       captured_ += static_cast<size_t>(n);
-      if (stderr_.size() > kStderrKeep) stderr_.erase(0, stderr_.size() - kStderrKeep);
+      if (output_.size() > kOutputKeep) output_.erase(0, output_.size() - kOutputKeep);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n == 0) closeFd(stderr_fd_);
+    if (n == 0) closeFd(output_fd_);
     break;
   }
 }
 
-const std::string& ChildProcess::stderrText() {
-  drainStderr();
-  return stderr_;
+const std::string& ChildProcess::outputText() {
+  drainOutput();
+  return output_;
 }
 
 bool ChildProcess::poll() {
   if (pid_ <= 0) return true;
   if (exited_) return true;
-  if (std::chrono::steady_clock::now() - drained_at_ >= std::chrono::milliseconds(200)) drainStderr();
+  if (std::chrono::steady_clock::now() - drained_at_ >= std::chrono::milliseconds(200)) drainOutput();
   int st = 0;
   pid_t r = ::waitpid(pid_, &st, WNOHANG);
   if (r == pid_) {
     exited_ = true;
     status_ = st;
-    drainStderr();
+    drainOutput();
   }
   return exited_;
 }
@@ -161,7 +161,7 @@ void ChildProcess::terminate(int grace_ms) {
   if (pid_ <= 0 || poll()) return;
   if (const int st = terminateProcessGroup(pid_, grace_ms); st != -1) status_ = st;
   exited_ = true;
-  drainStderr();
+  drainOutput();
 }
 
 }  // namespace tlaunch

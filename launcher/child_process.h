@@ -44,7 +44,7 @@ class ChildProcess {
   std::string describeStatus() const;     // "exited with status 255" / "killed by signal 9"
   // Reads whatever the child wrote to stdout and stderr so far (non-blocking); keeps the
   // last 16 KiB.
-  const std::string& stderrText();
+  const std::string& outputText();
   // Bytes read from the child so far, also those no longer kept: what is new since a count.
   size_t capturedBytes() const { return captured_; }
   void signal(int sig) const;  // to the child's process group
@@ -53,13 +53,13 @@ class ChildProcess {
   void closeStdin();
 
  private:
-  void drainStderr();
+  void drainOutput();
   pid_t pid_ = -1;
   int stdin_fd_ = -1;
-  int stderr_fd_ = -1;
+  int output_fd_ = -1;
   bool exited_ = false;
   int status_ = 0;
-  std::string stderr_;
+  std::string output_;
   size_t captured_ = 0;
   std::chrono::steady_clock::time_point drained_at_{};
 };

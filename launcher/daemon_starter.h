@@ -30,7 +30,13 @@ struct DaemonCommand {
 // or that failed at all. node_index is -1 when it concerns every node (one srun step).
 struct StartFailure {
   int node_index = -1;
-  std::string message;  // ssh's / srun's own words (last stderr lines) and exit status
+  std::string message;  // the cause (first line), then ssh's / srun's own last words
+  // The node's fault (down, refusing, tlaunchd missing there), not this host's (ssh cannot run
+  // here, a bad local ssh configuration): --max-restarts drops only such nodes.
+  bool node_side = true;
+  // The starter can start nothing more (srun's one step for every node has ended): the nodes
+  // not connected by now never will be.
+  bool starter_done = false;
 };
 
 // Where a node's warm-daemon keeper listens, and who it is (daemon/warm_keeper.h).

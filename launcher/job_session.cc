@@ -237,6 +237,7 @@ void JobSession::tick() {
     if (lost_node_ && !failed_ && now >= lost_deadline_) {
       fail(exitStatusFor(Errc::node_lost), *lost_node_, -1, {}, lost_node_name_);
       outcome_.node_lost = true;
+      outcome_.lost_nodes = {lost_node_name_};
     }
     if (phase_ == Phase::connecting && now > phase_deadline_) {
       std::vector<std::string> missing;

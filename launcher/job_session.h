@@ -82,7 +82,8 @@ struct JobOutcome {
   Json phase_seconds = Json::object();   // launch phase → seconds (slowest node)
   std::vector<int> rank_exit_codes{};    // per rank: exit status (128+N for signal N), -1 if it never ended
   bool node_lost = false;                // a daemon went away mid-job (failed_node names it)
-  std::vector<std::string> lost_nodes{};  // with node_lost: every node lost or never started
+  std::vector<std::string> lost_nodes{};  // with node_lost: every node lost or never started (by its fault)
+  bool nodes_not_started = false;         // the attempt ended because nodes could not be started
   Json restarts = Json::array();         // --max-restarts: one entry per restart (launcher/run_job.cc)
   Json nccl = nullptr;                   // --nccl-check: the report once every rank reported (nccl::JobCheck::toJson)
   // tlaunch was told to end (Ctrl-C, SIGTERM, SIGHUP), also while a rank's failure was already
@@ -178,6 +179,8 @@ class JobSession {
   std::map<int, SpawnInFlight> spawns_in_flight_;  // by spawn number
   // The starters' failures: collected (StartFailureReport), the job ends once they are all in.
   void onStartFailures(const std::vector<StartFailure>& failures, std::chrono::steady_clock::time_point now);
+  bool belowFailedNode(int index) const;  // tree spawn: a node that failed was to start it
+  bool start_wait_said_ = false;          // "waiting up to N s for the other nodes" said
   void fail(int exit_code, std::string summary, int rank = -1, std::vector<std::string> tail = {},
             std::string node = {}, int signal = 0);
   void recordFailure(int exit_code, std::string summary, int rank, std::vector<std::string> tail, std::string node,

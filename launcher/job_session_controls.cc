@@ -60,7 +60,11 @@ void JobSession::handleSignal(int sig) {
   outcome_.interrupted = true;
   if (interrupts_ == 1) {
     out_.note(std::string("got ") + ::sigabbrev_np(sig) + ": ending the job (again to kill at once)");
-    fail(128 + sig, std::string("tlaunch was interrupted by SIG") + ::sigabbrev_np(sig));
+    std::string why = std::string("tlaunch was interrupted by SIG") + ::sigabbrev_np(sig);
+    // Start failures gathered so far are not lost to the interrupt: they are why it waited.
+    if (!failed_ && !start_failures_.empty())
+      why += "; before that, " + start_failures_.describe(links_.size(), {});
+    fail(128 + sig, why);
   } else {
     broadcast({{"t", "signal"}, {"sig", SIGKILL}});
   }

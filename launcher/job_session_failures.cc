@@ -148,6 +148,7 @@ void JobSession::onDaemonSignalled(const Link& link, int sig) {
 }
 
 void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Clock::time_point now) {
+  bool starter_done = false;
   for (const auto& f : failures) {
     if (failed_) return;  // the job ends already: its first reason stands
     if (f.node_index < 0 || f.node_index >= static_cast<int>(links_.size())) {
@@ -156,18 +157,41 @@ void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Cloc
     }
     const Link& link = *links_[static_cast<size_t>(f.node_index)];
     if (link.conn || link.routed) continue;  // exited after connecting: the link tells
-    start_failures_.add(f.node_index, link.name, f.message, now);
+    start_failures_.add(f.node_index, link.name, f.message, f.node_side, now);
+    starter_done = starter_done || f.starter_done;
   }
   if (failed_ || start_failures_.empty()) return;
-  std::vector<std::string> starting;
-  for (const auto& l : links_)
-    if (!l->conn && !l->routed && !start_failures_.has(l->index)) starting.push_back(l->name);
-  const bool connect_timed_out = phase_ == Phase::connecting && now > phase_deadline_;
-  if (!connect_timed_out && !start_failures_.due(now, starting.size())) return;
-  auto nodes = start_failures_.nodes();
-  fail(exitStatusFor(Errc::node_unreachable), start_failures_.describe(links_.size(), starting), -1, {}, nodes.front());
-  outcome_.node_lost = true;  // --max-restarts replaces them with spares
-  outcome_.lost_nodes = std::move(nodes);
+  std::vector<std::string> starting, not_started;
+  for (const auto& l : links_) {
+    if (l->conn || l->routed || start_failures_.has(l->index)) continue;
+    (belowFailedNode(l->index) ? not_started : starting).push_back(l->name);
+  }
+  // Nothing to wait for: the starter can start no more, or a connected daemon went away
+  // meanwhile (srun's --kill-on-bad-exit ends its whole step when one daemon fails: the
+  // failure is the cause, the lost node its consequence), or the connect timeout is over.
+  const bool now_or_never = starter_done || lost_node_ || (phase_ == Phase::connecting && now > phase_deadline_);
+  if (!now_or_never && !start_failures_.due(now, starting.size())) {
+    if (!start_wait_said_) {
+      start_wait_said_ = true;
+      const auto wait_s = std::chrono::duration_cast<std::chrono::seconds>(start_failures_.window()).count();
+      out_.note("could not start tlaunchd on node " + start_failures_.nodes().front() + "; waiting up to " +
+                std::to_string(wait_s) + " s for the other " + std::to_string(starting.size()) +
+                " starting nodes to connect or fail, then ending the job");
+    }
+    return;
+  }
+  fail(exitStatusFor(Errc::node_unreachable), start_failures_.describe(links_.size(), starting, not_started), -1, {},
+       start_failures_.nodes().front());
+  outcome_.lost_nodes = start_failures_.nodeSide();
+  outcome_.node_lost = !outcome_.lost_nodes.empty();  // --max-restarts replaces them with spares
+  outcome_.nodes_not_started = true;
+}
+
+bool JobSession::belowFailedNode(int index) const {
+  if (!tree_ || !spawnsTree()) return false;
+  for (int p = tree_->parentOf(index); p >= 0; p = tree_->parentOf(p))
+    if (start_failures_.has(p)) return true;
+  return false;
 }
 
 void JobSession::fail(int exit_code, std::string summary, int rank, std::vector<std::string> tail, std::string node,

@@ -36,7 +36,7 @@ std::vector<StartFailure> LocalStarter::poll() {
   for (auto& s : started_) {
     if (s.reported || !s.process.poll()) continue;
     s.reported = true;
-    std::string err = s.process.stderrText();
+    std::string err = s.process.outputText();
     out.push_back({s.node_index, "tlaunchd " + s.process.describeStatus() + (err.empty() ? "" : ": " + err)});
   }
   return out;

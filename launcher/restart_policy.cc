@@ -32,7 +32,10 @@ RestartPolicy::Decision RestartPolicy::afterAttempt(const AttemptEnd& end) {
     for (const auto& node : lost)
       if (!node.empty() && !droppedBefore(node) && std::find(d.drop.begin(), d.drop.end(), node) == d.drop.end())
         d.drop.push_back(node);
-    if (!d.drop.empty()) d.reason = d.drop.size() == 1 ? "its daemon was lost" : "their daemons were lost";
+    const bool one = d.drop.size() == 1;
+    if (!d.drop.empty())
+      d.reason = end.not_started ? (one ? "it could not be started" : "they could not be started")
+                                 : (one ? "its daemon was lost" : "their daemons were lost");
   } else if (!end.failed_node.empty() && !droppedBefore(end.failed_node) && end.failed_node == last_failed_node_) {
     d.drop.push_back(end.failed_node);
     d.reason = "a rank failed there in two attempts in a row";

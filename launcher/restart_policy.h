@@ -20,6 +20,7 @@ struct AttemptEnd {
   bool interrupted = false;  // tlaunch got SIGINT/SIGTERM/SIGHUP, also while a failure was ending the job
   std::string failed_node;   // the failed rank's node, or the lost node ("" if unknown)
   std::vector<std::string> lost_nodes;  // with node_lost: every node lost or never started
+  bool not_started = false;            // they could not be started (not lost mid-job)
   std::string summary;       // "rank 3 on node n2 exited with status 1"
 };
 

@@ -196,13 +196,16 @@ int runJob(const JobSpec& input) {
     end.restartable = outcome.failed_rank >= 0 || outcome.node_lost;
     end.failed_node = outcome.failed_node;
     end.lost_nodes = outcome.lost_nodes;
+    end.not_started = outcome.nodes_not_started;
     end.summary = outcome.summary;
     pending = restarts.afterAttempt(end);
     if (!pending.restart) {
       if (!end.success && input.max_restarts > 0 && !pending.reason.empty()) out->note(pending.reason);
       break;
     }
-    pending_cause = outcome.summary;
+    // Its first line: the cause ("could not start tlaunchd on 3 of 8 nodes:"), not the list.
+    pending_cause = outcome.summary.substr(0, outcome.summary.find('\n'));
+    if (pending_cause.ends_with(':')) pending_cause.pop_back();
     attempt.dropped_nodes.insert(attempt.dropped_nodes.end(), pending.drop.begin(), pending.drop.end());
   }
   outcome.restarts = std::move(history);

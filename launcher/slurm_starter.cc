@@ -206,7 +206,7 @@ Result<void> SlurmStarter::start(const std::vector<NodeTarget>& nodes, const Dae
 }
 
 void SlurmStarter::readSrunLines() {
-  const std::string& text = process_.stderrText();
+  const std::string& text = process_.outputText();
   size_t fresh = process_.capturedBytes() - scanned_;
   scanned_ = process_.capturedBytes();
   if (fresh > text.size()) {  // more than is kept came at once: its start is gone
@@ -243,8 +243,13 @@ std::vector<StartFailure> SlurmStarter::poll() {
   const int code = exitCodeOf(process_.status());
   const bool all_connected = std::all_of(connected_.begin(), connected_.end(), [](bool c) { return c; });
   if (code == 0 && all_connected) return {};
-  const std::string& text = process_.stderrText();
+  // srun's own lines about waiting for nodes are history, not the cause ("Requested nodes are
+  // busy" would read as one).
+  std::string text;
+  for (std::string_view line : lines(process_.outputText()))
+    if (srunWaitOf(line) == SrunWait::none) text.append(line).push_back('\n');
   StartFailure failure{-1, explainSrunFailure(code, text, daemon_path_, all_connected)};
+  failure.starter_done = true;
   const auto named = nodesInSrunErrors(text);
   if (named.size() == 1) {
     for (const auto& t : nodes_) {
@@ -255,6 +260,7 @@ std::vector<StartFailure> SlurmStarter::poll() {
 }
 
 void SlurmStarter::daemonConnected(int node_index) {
+  waiting_ = false;  // Slurm gave the nodes, whether or not srun's line saying so was read
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].index == node_index) connected_[i] = true;
   }

@@ -203,6 +203,12 @@ std::string sshCauseTopic(const std::string& stderr_text) {
 
 }  // namespace
 
+bool sshFailureIsLocal(int exit_status, const std::string& stderr_text) {
+  if (exit_status != 255) return false;
+  const std::string topic = sshCauseTopic(stderr_text);
+  return topic == "ssh-control-path-long" || topic == "ssh-bad-command-line" || topic == "ssh-unsafe-permissions";
+}
+
 std::string explainSshFailure(const std::string& node, int exit_status, const std::string& stderr_text,
                               const std::string& daemon_path) {
   const std::string said = quoteToolOutput("ssh", stderr_text);
@@ -325,7 +331,7 @@ void SshStarter::startMore(std::vector<StartFailure>& failures) {
     auto process = ChildProcess::spawn(l.argv, secret_line_);
     if (!process) {
       l.finished = true;
-      failures.push_back({l.node.index, l.node.name + ": could not run ssh: " + process.error().message});
+      failures.push_back({l.node.index, l.node.name + ": could not run ssh: " + process.error().message, false});
       continue;
     }
     l.process = std::move(*process);
@@ -349,7 +355,9 @@ std::vector<StartFailure> SshStarter::poll() {
     l.finished = true;
     const int code = exitCodeOf(l.process.status());
     if (code == 0 && l.connected) continue;
-    failures.push_back({l.node.index, explainSshFailure(l.node.name, code, l.process.stderrText(), daemon_path_)});
+    const std::string& said = l.process.outputText();
+    failures.push_back({l.node.index, explainSshFailure(l.node.name, code, said, daemon_path_),
+                        !sshFailureIsLocal(code, said)});
   }
   startMore(failures);
   return failures;

@@ -65,6 +65,10 @@ Result<std::vector<std::string>> buildSshArgv(const SshStarterOptions& options, 
 std::string explainSshFailure(const std::string& node, int exit_status, const std::string& stderr_text,
                               const std::string& daemon_path);
 
+// Whether a failed ssh is this host's fault (its ssh configuration or command line), which
+// another node would not fix: ssh's exit status 255 with such words.
+bool sshFailureIsLocal(int exit_status, const std::string& stderr_text);
+
 class SshStarter final : public DaemonStarter {
  public:
   explicit SshStarter(SshStarterOptions options);

@@ -51,11 +51,11 @@ std::string nodesWord(size_t n) { return n == 1 ? "node" : "nodes"; }
 
 }  // namespace
 
-void StartFailureReport::add(int node_index, const std::string& node, const std::string& message,
+void StartFailureReport::add(int node_index, const std::string& node, const std::string& message, bool node_side,
                              Clock::time_point now) {
   if (has(node_index)) return;
   if (failures_.empty()) first_at_ = now;
-  failures_.push_back({node_index, node, message});
+  failures_.push_back({node_index, node, message, node_side});
 }
 
 bool StartFailureReport::has(int node_index) const {
@@ -66,26 +66,36 @@ bool StartFailureReport::due(Clock::time_point now, size_t unresolved) const {
   return !failures_.empty() && (unresolved == 0 || now - first_at_ >= window_);
 }
 
-std::string StartFailureReport::describe(size_t total_nodes, const std::vector<std::string>& still_starting) const {
+std::string StartFailureReport::describe(size_t total_nodes, const std::vector<std::string>& still_starting,
+                                        const std::vector<std::string>& not_started) const {
   if (failures_.empty()) return {};
   std::string text;
   if (failures_.size() == 1) {
     text = "could not start tlaunchd on node " + failures_[0].node + ": " + failures_[0].message;
   } else {
-    // Causes in the order their first node failed; a message is its cause once the node's
-    // name is taken out of it (ssh's words name the host too).
+    // A cause is a message's first line with the node's name taken out: what follows (ssh's
+    // own words) differs from node to node (addresses, a .bashrc's echo) for the same cause.
     std::vector<std::string> causes;
     std::map<std::string, std::vector<const Failure*>> by_cause;
     for (const auto& f : failures_) {
-      const std::string cause = replaceName(f.message, f.node, std::string(1, '\x01'));
+      const std::string cause = replaceName(f.message.substr(0, f.message.find('\n')), f.node, std::string(1, '\x01'));
       auto& group = by_cause[cause];
       if (group.empty()) causes.push_back(cause);
       group.push_back(&f);
     }
     text = "could not start tlaunchd on " + std::to_string(failures_.size()) + " of " + std::to_string(total_nodes) +
            " nodes:";
-    for (const auto& cause : causes) {
-      const auto& group = by_cause[cause];
+    std::vector<std::string> unshown;
+    size_t unshown_causes = 0;
+    // Past kCausesShown causes, the last line sums up the rest.
+    const size_t shown = causes.size() > kCausesShown ? kCausesShown - 1 : causes.size();
+    for (size_t i = 0; i < causes.size(); ++i) {
+      const auto& group = by_cause[causes[i]];
+      if (i >= shown) {
+        ++unshown_causes;
+        for (const Failure* f : group) unshown.push_back(f->node);
+        continue;
+      }
       std::string message = group.front()->message;
       // A starter's message that does not begin with the node's name gets it in front.
       if (!message.starts_with(group.front()->node + ":")) message = group.front()->node + ": " + message;
@@ -97,7 +107,13 @@ std::string StartFailureReport::describe(size_t total_nodes, const std::vector<s
                 joinSomeNames(others);
       }
     }
+    if (unshown_causes > 0)
+      text += "\n  " + std::to_string(unshown_causes) + " other causes on " + std::to_string(unshown.size()) + " " +
+              nodesWord(unshown.size()) + ": " + joinSomeNames(unshown);
   }
+  if (!not_started.empty())
+    text += "\n  " + std::to_string(not_started.size()) + " more " + nodesWord(not_started.size()) +
+            " were to be started by a node that failed: " + joinSomeNames(not_started);
   if (!still_starting.empty())
     text += "\n  " + std::to_string(still_starting.size()) + " more " + nodesWord(still_starting.size()) +
             " had not connected yet: " + joinSomeNames(still_starting);
@@ -107,6 +123,13 @@ std::string StartFailureReport::describe(size_t total_nodes, const std::vector<s
 std::vector<std::string> StartFailureReport::nodes() const {
   std::vector<std::string> out;
   for (const auto& f : failures_) out.push_back(f.node);
+  return out;
+}
+
+std::vector<std::string> StartFailureReport::nodeSide() const {
+  std::vector<std::string> out;
+  for (const auto& f : failures_)
+    if (f.node_side) out.push_back(f.node);
   return out;
 }
 

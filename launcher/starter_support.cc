@@ -6,7 +6,6 @@
 
 namespace tlaunch {
 
-namespace {
 std::vector<std::string_view> lines(std::string_view text) {
   std::vector<std::string_view> out;
   size_t pos = 0;
@@ -18,7 +17,6 @@ std::vector<std::string_view> lines(std::string_view text) {
   }
   return out;
 }
-}  // namespace
 
 std::vector<std::string> meaningfulLines(std::string_view stderr_text, size_t max_lines) {
   std::vector<std::string> kept;

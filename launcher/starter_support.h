@@ -6,6 +6,9 @@
 
 namespace tlaunch {
 
+// `text` cut at each '\n' (a last line without one is a line too).
+std::vector<std::string_view> lines(std::string_view text);
+
 // The last `max_lines` lines of a helper's stderr worth showing a user: blank lines,
 // '@@@' banners and "Warning: Permanently added" notes are dropped; '\r' is removed.
 std::vector<std::string> meaningfulLines(std::string_view stderr_text, size_t max_lines);

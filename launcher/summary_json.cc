@@ -47,6 +47,7 @@ Json outcomeToJson(const std::string& job_id, const JobOutcome& o, double wall_s
             {"failed_rank", o.failed_rank >= 0 && o.failed_process.empty() ? Json(o.failed_rank) : Json(nullptr)},
             {"failed_process", o.failed_process.empty() ? Json(nullptr) : Json(o.failed_process)},
             {"failed_node", node.empty() ? Json(nullptr) : Json(node)},
+            {"lost_nodes", o.lost_nodes},
             {"reason", o.summary.empty() ? Json(nullptr) : Json(o.summary)},
             {"signal", signal > 0 ? Json(signal) : Json(nullptr)},
             {"stderr_tail", o.stderr_tail},

@@ -151,7 +151,7 @@ class SimStarter final : public DaemonStarter {
     for (auto& c : children_)
       if (c.poll() && c.status() != 0 && !reported_) {
         reported_ = true;
-        out.push_back({-1, "a simulated-daemon process " + c.describeStatus() + ": " + c.stderrText()});
+        out.push_back({-1, "a simulated-daemon process " + c.describeStatus() + ": " + c.outputText()});
       }
     return out;
   }

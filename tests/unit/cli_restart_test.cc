@@ -109,10 +109,15 @@ TEST_CASE("restarts: every node that could not be started is dropped at once, ea
   e.lost_nodes = {"n5", "n7"};  // n5 is gone already
   d = p.afterAttempt(e);
   CHECK(d.drop == std::vector<std::string>{"n7"});
-  CHECK(p.dropped() == std::vector<std::string>{"n2", "n5", "n7"});
-  CHECK(describeRestart(1, 3, "could not start tlaunchd on 2 of 4 nodes", {"n2", "n5"}, "their daemons were lost",
+  e.lost_nodes = {"n8"};
+  e.not_started = true;
+  d = p.afterAttempt(e);
+  CHECK(d.drop == std::vector<std::string>{"n8"});
+  CHECK(d.reason == "it could not be started");
+  CHECK(p.dropped() == std::vector<std::string>{"n2", "n5", "n7", "n8"});
+  CHECK(describeRestart(1, 3, "could not start tlaunchd on 2 of 4 nodes", {"n2", "n5"}, "they could not be started",
                         {"n1", "n2", "n3", "n5"}, {"n1", "n3", "n6", "n7"}) ==
-        "restart 1 of 3 after could not start tlaunchd on 2 of 4 nodes; n2, n5 dropped (their daemons were lost); "
+        "restart 1 of 3 after could not start tlaunchd on 2 of 4 nodes; n2, n5 dropped (they could not be started); "
         "n6, n7 added");
 }
 

@@ -20,6 +20,7 @@ TEST_CASE("a rank killed by a signal: origin rank with its node and the signal")
   CHECK(j["exit_status"] == 137);
   CHECK(j["failed_rank"] == 3);
   CHECK(j["failed_node"] == "local1");
+  CHECK(j["lost_nodes"] == Json::array());  // a rank failed: no node was lost
   CHECK(j["signal"] == 9);
   CHECK(j["reason"] == o.summary);
   CHECK(j["phase_seconds"].is_null());

@@ -44,6 +44,7 @@ struct Script {
   // Not empty: the node's daemon never starts; the starter reports this after start_failure_after.
   std::string start_failure;
   std::chrono::milliseconds start_failure_after{0};
+  bool starter_done = false;  // with start_failure: the starter can start nothing more (srun's step ended)
 };
 
 class FakeDaemon {
@@ -161,7 +162,9 @@ class MemoryStarter final : public DaemonStarter {
     for (const auto& n : nodes) {
       Script script = script_of_(n);
       if (!script.start_failure.empty()) {
-        failing_.push_back({Clock::now() + script.start_failure_after, {n.index, script.start_failure}});
+        StartFailure f{n.index, script.start_failure};
+        f.starter_done = script.starter_done;
+        failing_.push_back({Clock::now() + script.start_failure_after, f});
         continue;
       }
       auto [frontend_end, daemon_end] = memoryBytePipe(io_, "frontend", "memory:" + n.name);
@@ -426,6 +429,7 @@ TEST_CASE("lifecycle in memory: a daemon lost while its ranks run ends the job n
   CHECK(r.outcome.exit_code == 69);
   CHECK(r.outcome.node_lost);
   CHECK(r.outcome.failed_node == "n1");
+  CHECK(r.outcome.lost_nodes == std::vector<std::string>{"n1"});
   CHECK(says(r.outcome, "lost node n1"));
 }
 
@@ -451,8 +455,54 @@ TEST_CASE("lifecycle in memory: every node that could not be started is named, t
                                                   "  n1: no route to n1: the node is down\n"
                                                   "    the same on 1 more node: n3\n"
                                                   "  n4: tlaunchd not found at /x on n4"));
-  CHECK(r.seconds > 1.4);  // it waited for n3's failure...
+  CHECK(r.seconds > 1.4);  // it waited for n3's failure, and said so...
+  CHECK_THAT(r.printed, Catch::Contains("could not start tlaunchd on node n1; waiting up to 12 s for the other "));
   CHECK(r.seconds < 10);   // ...not for the window (ssh's connect timeout + 2 s)
+}
+
+// Under Slurm one daemon failing ends the whole step (--kill-on-bad-exit): the daemons that had
+// connected go away too. The failure is the cause; the lost nodes must not take its place.
+TEST_CASE("lifecycle in memory: a start failure while a connected daemon goes away is the reason given") {
+  auto r = runJob(3, [](const NodeTarget& n) {
+    Script s;
+    s.keep_running = true;
+    if (n.name == "n0") s.report = false;  // connects, then its connection closes
+    if (n.name == "n1") {
+      s.start_failure = "tlaunchd not found at /x on n1";
+      s.start_failure_after = std::chrono::milliseconds(100);
+    }
+    if (n.name == "n2") {  // still starting when n1 fails
+      s.start_failure = "n2: never mind";
+      s.start_failure_after = std::chrono::seconds(30);
+    }
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 69);
+  CHECK(r.outcome.failed_node == "n1");
+  CHECK(r.outcome.lost_nodes == std::vector<std::string>{"n1"});
+  CHECK_THAT(r.outcome.summary, Catch::StartsWith("could not start tlaunchd on node n1: tlaunchd not found at /x on n1"));
+  CHECK_THAT(r.outcome.summary, Catch::EndsWith("1 more node had not connected yet: n2"));
+  CHECK(r.seconds < 5);
+}
+
+// A starter that can start nothing more (srun's one step has ended) leaves nothing to wait for.
+TEST_CASE("lifecycle in memory: a failure from a starter that is done is reported at once") {
+  auto r = runJob(3, [](const NodeTarget& n) {
+    Script s;
+    s.keep_running = true;
+    if (n.name == "n1") {
+      s.start_failure = "tlaunchd on n1 ended before connecting to this frontend (srun exited with status 2)";
+      s.starter_done = true;
+    }
+    if (n.name == "n2") {
+      s.start_failure = "n2: never mind";
+      s.start_failure_after = std::chrono::seconds(30);
+    }
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 69);
+  CHECK(r.outcome.failed_node == "n1");
+  CHECK(r.seconds < 5);  // not the 12 s window
 }
 
 // Wiring the control tree (radix 1: n1 attaches to n0). n0 reports n1 lost before n1's own

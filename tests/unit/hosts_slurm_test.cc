@@ -220,3 +220,29 @@ TEST_CASE("hosts: SlurmStarter: a queued job is waiting, said once, until srun s
   CHECK_THAT(notes[0].text, Catch::StartsWith("srun: job 12 has been allocated resources (after "));
   starter.stop(1000);
 }
+
+// A step that waited for busy nodes, was created, then failed: the wait is history, not the
+// cause ("Requested nodes are busy" would read as one). The step is over: nothing more starts.
+TEST_CASE("hosts: SlurmStarter: a failure after a wait is explained by the failure", "[hosts][slurm]") {
+  TempDir tmp;
+  const fs::path fake = tmp.path() / "srun";
+  std::ofstream(fake) << "#!/bin/sh\n"
+                         "echo 'srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)' >&2\n"
+                         "echo 'srun: Step created for job 7' >&2\n"
+                         "echo 'srun: error: gpu02: task 1: Exited with exit code 2' >&2; exit 2\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  SlurmStarterOptions o;
+  o.srun_program = fake.string();
+  SlurmStarter starter(o);
+  REQUIRE(starter.start(targets({"gpu01", "gpu02"}), DaemonCommand{"/bin/sh", {}}, "key"));
+  std::vector<StartFailure> failures;
+  for (int i = 0; i < 250 && failures.empty(); ++i) {
+    failures = starter.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(failures.size() == 1);
+  CHECK(failures[0].starter_done);
+  CHECK(failures[0].node_index == 1);
+  CHECK_THAT(failures[0].message, Catch::StartsWith("tlaunchd on gpu02 ended before connecting to this frontend"));
+  CHECK(failures[0].message.find("busy") == std::string::npos);
+}

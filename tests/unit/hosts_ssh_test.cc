@@ -209,6 +209,17 @@ TEST_CASE("hosts: explainSshFailure: real ssh texts become causes naming the nod
   }
 }
 
+// --max-restarts drops a node only for its own fault: this host's ssh configuration would
+// fail on any node.
+TEST_CASE("hosts: sshFailureIsLocal: this host's ssh faults are told from the node's", "[hosts][ssh]") {
+  CHECK(sshFailureIsLocal(255, "unix_listener: path \"/x/%C.abc\" too long for Unix domain socket\n"));
+  CHECK(sshFailureIsLocal(255, "command-line line 0: Bad configuration option: bogus\n"));
+  CHECK(sshFailureIsLocal(255, "Bad owner or permissions on /root/.ssh/config\n"));
+  CHECK_FALSE(sshFailureIsLocal(255, "ssh: connect to host n3 port 22: No route to host\n"));
+  CHECK_FALSE(sshFailureIsLocal(255, "root@n3: Permission denied (publickey).\n"));
+  CHECK_FALSE(sshFailureIsLocal(127, "sh: 1: exec: /opt/tlaunchd: not found\n"));
+}
+
 TEST_CASE("hosts: explainSshFailure: a changed host key is told apart, banner left out", "[hosts][ssh]") {
   const std::string text =
       "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n"
@@ -345,7 +356,7 @@ TEST_CASE("hosts: ChildProcess: stdout is captured with stderr, and read while t
   auto echo = ChildProcess::spawn({"/bin/sh", "-c", "echo from-bashrc; echo from-ssh >&2; exit 3"}, "");
   REQUIRE(echo);
   REQUIRE(echo->waitExit(std::chrono::seconds(10)));
-  CHECK_THAT(echo->stderrText(), Catch::Contains("from-bashrc") && Catch::Contains("from-ssh"));
+  CHECK_THAT(echo->outputText(), Catch::Contains("from-bashrc") && Catch::Contains("from-ssh"));
   CHECK(echo->describeStatus() == "exited with status 3");
 
   // 4 MiB, then it exits: it gets there only if poll() reads while it runs.
@@ -356,8 +367,8 @@ TEST_CASE("hosts: ChildProcess: stdout is captured with stderr, and read while t
   while (!chatty->poll() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   REQUIRE(chatty->poll());
-  CHECK_THAT(chatty->stderrText(), Catch::EndsWith("\nthe-end\n"));
-  CHECK(chatty->stderrText().size() <= 16 * 1024);  // the last 16 KiB kept
+  CHECK_THAT(chatty->outputText(), Catch::EndsWith("\nthe-end\n"));
+  CHECK(chatty->outputText().size() <= 16 * 1024);  // the last 16 KiB kept
   chatty->terminate(1000);
 }
 
