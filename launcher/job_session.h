@@ -75,17 +75,17 @@ struct JobOutcome {
   std::string summary;                // empty on success
   std::vector<std::string> stderr_tail;
   int failed_rank = -1;                  // also a spawned process's number (launcher/pmix_spawns.h)
+  int signal = 0;                        // the failed rank was killed by this signal
   std::string failed_process{};          // "rank 0 of spawned namespace ..." when not one of the job's ranks
   // For --summary-json (launcher/summary_json.h).
   std::string failed_node{};             // the failed rank's node, or the node lost
-  int signal = 0;                        // the failed rank was killed by this signal
   Json phase_seconds = Json::object();   // launch phase → seconds (slowest node)
   std::vector<int> rank_exit_codes{};    // per rank: exit status (128+N for signal N), -1 if it never ended
-  bool node_lost = false;                // a daemon went away mid-job (failed_node names it)
   std::vector<std::string> lost_nodes{};  // with node_lost: every node lost or never started (by its fault)
-  bool nodes_not_started = false;         // the attempt ended because nodes could not be started
   Json restarts = Json::array();         // --max-restarts: one entry per restart (launcher/run_job.cc)
   Json nccl = nullptr;                   // --nccl-check: the report once every rank reported (nccl::JobCheck::toJson)
+  bool node_lost = false;                // a daemon went away mid-job (failed_node names it)
+  bool nodes_not_started = false;        // the attempt ended because nodes could not be started
   // tlaunch was told to end (Ctrl-C, SIGTERM, SIGHUP), also while a rank's failure was already
   // ending the job: --max-restarts never starts another attempt then.
   bool interrupted = false;

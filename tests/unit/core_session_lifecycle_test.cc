@@ -164,7 +164,7 @@ class MemoryStarter final : public DaemonStarter {
       if (!script.start_failure.empty()) {
         StartFailure f{n.index, script.start_failure};
         f.starter_done = script.starter_done;
-        failing_.push_back({Clock::now() + script.start_failure_after, f});
+        failing_.emplace_back(Clock::now() + script.start_failure_after, f);
         continue;
       }
       auto [frontend_end, daemon_end] = memoryBytePipe(io_, "frontend", "memory:" + n.name);

@@ -368,7 +368,7 @@ TEST_CASE("hosts: ChildProcess: stdout is captured with stderr, and read while t
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   REQUIRE(chatty->poll());
   CHECK_THAT(chatty->outputText(), Catch::EndsWith("\nthe-end\n"));
-  CHECK(chatty->outputText().size() <= 16 * 1024);  // the last 16 KiB kept
+  CHECK(chatty->outputText().size() <= size_t{16} * 1024);  // the last 16 KiB kept
   chatty->terminate(1000);
 }
 
