@@ -1,6 +1,7 @@
 #include "launcher/child_process.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <thread>
 
 #include "bootstrap/spawn.h"
@@ -20,6 +22,26 @@ constexpr size_t kOutputKeep = size_t{16} * 1024;
 void closeFd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
+}
+
+// write() to a pipe whose reader may have gone (a helper that exited at once): EPIPE, not
+// death by SIGPIPE, whatever the caller's disposition of it.
+ssize_t writeWithoutSigpipe(int fd, const char* data, size_t size) {
+  sigset_t pipe_only, old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  const ssize_t n = ::write(fd, data, size);
+  const int saved = errno;
+  sigset_t pending;
+  if (n < 0 && errno == EPIPE && !sigismember(&old, SIGPIPE) && ::sigpending(&pending) == 0 &&
+      sigismember(&pending, SIGPIPE)) {
+    const timespec now{};
+    ::sigtimedwait(&pipe_only, nullptr, &now);  // the SIGPIPE this write raised
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = saved;
+  return n;
 }
 }  // namespace
 
@@ -73,7 +95,7 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
   // The secret is one short line: it fits in the pipe buffer, so this cannot block.
   size_t off = 0;
   while (off < stdin_data.size()) {
-    ssize_t n = ::write(cp.stdin_fd_, stdin_data.data() + off, stdin_data.size() - off);
+    const ssize_t n = writeWithoutSigpipe(cp.stdin_fd_, stdin_data.data() + off, stdin_data.size() - off);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the child died already; poll() will tell
     off += static_cast<size_t>(n);

@@ -275,18 +275,12 @@ Result<void> SshStarter::start(const std::vector<NodeTarget>& nodes, const Daemo
       control_dir.clear();
     }
   }
-  std::vector<Launch> launches;
-  for (const auto& node : nodes) {
-    auto argv = buildSshArgv(options_, control_dir, node, command);
-    if (!argv) return tl::unexpected(argv.error());
-    Launch launch;
-    launch.node = node;
-    launch.argv = std::move(*argv);
-    launches.push_back(std::move(launch));
-  }
-  launches_ = std::move(launches);
   control_dir_ = control_dir;
   command_ = command;
+  if (auto made = appendLaunches(nodes); !made) {
+    launches_.clear();
+    return made;
+  }
   daemon_path_ = command.daemon_path;
   secret_line_ = secretLine(secret);
   std::vector<StartFailure> early;
@@ -298,17 +292,24 @@ Result<void> SshStarter::start(const std::vector<NodeTarget>& nodes, const Daemo
   return {};
 }
 
-Result<void> SshStarter::add(const std::vector<NodeTarget>& nodes) {
-  if (launches_.empty()) return fail(Errc::internal, "SshStarter::add before start");
-  if (stopped_) return {};  // the job is ending
+Result<void> SshStarter::appendLaunches(const std::vector<NodeTarget>& nodes) {
+  std::vector<Launch> more;
   for (const auto& node : nodes) {
     auto argv = buildSshArgv(options_, control_dir_, node, command_);
     if (!argv) return tl::unexpected(argv.error());
     Launch launch;
     launch.node = node;
     launch.argv = std::move(*argv);
-    launches_.push_back(std::move(launch));
+    more.push_back(std::move(launch));
   }
+  for (auto& l : more) launches_.push_back(std::move(l));
+  return {};
+}
+
+Result<void> SshStarter::add(const std::vector<NodeTarget>& nodes) {
+  if (launches_.empty()) return fail(Errc::internal, "SshStarter::add before start");
+  if (stopped_) return {};  // the job is ending
+  if (auto made = appendLaunches(nodes); !made) return made;
   startMore(early_failures_);
   return {};
 }

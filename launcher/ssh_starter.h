@@ -110,6 +110,8 @@ class SshStarter final : public DaemonStarter {
     std::chrono::steady_clock::time_point started_at;
   };
   size_t connectingCount(std::chrono::steady_clock::time_point now) const;
+  // The nodes' ssh command lines, queued behind the others; none if one cannot be built.
+  Result<void> appendLaunches(const std::vector<NodeTarget>& nodes);
   void startMore(std::vector<StartFailure>& failures);
 
   SshStarterOptions options_;

@@ -27,6 +27,7 @@
 The cluster has no sshd: nothing here may depend on ssh. Needs root (exits 77, skipped, where a
 virtual cluster cannot be built). One cluster for all checks.
 """
+import contextlib
 import json
 import os
 import re
@@ -128,15 +129,35 @@ def srun_allocates():
     check(released, "outside an allocation: the allocation srun made is released", str(squeue("-o", "%i %T")))
 
 
+@contextlib.contextmanager
+def another_job(name, salloc_args, seconds, what):
+    """Another user's job holding part of the cluster (salloc ... sleep) for the body; yields
+    whether it got to run."""
+    hold = subprocess.Popen(["salloc", *salloc_args, "-J", name, "sleep", str(seconds)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=ws.dir, env=vc.environ(), start_new_session=True)
+    try:
+        held = cj.tl.wait_until(lambda: squeue("-n", name, "-t", "R", "-o", "%i"), 30, 0.2)
+        check(bool(held), what, str(squeue("-o", "%i %j %T %b")))
+        yield bool(held)
+    finally:
+        # salloc ignores SIGTERM and runs its command in a process group of its own (and here
+        # hears nothing of an scancel: it is outside the nodes' network); it ends, releasing the
+        # allocation, once its command does.
+        for pid in cj.tl.children_of(hold.pid):
+            os.kill(pid, signal.SIGTERM)
+        try:
+            hold.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            for pid in cj.tl.children_of(hold.pid):
+                os.kill(pid, signal.SIGKILL)
+            os.killpg(hold.pid, signal.SIGKILL)
+            hold.wait()
+
+
 def srun_waits_for_busy_nodes():
     """A busy cluster: srun's job is queued. tlaunch says why nothing happens and waits for Slurm,
     however long that takes; --connect-timeout counts from when the nodes are given."""
-    hold = subprocess.Popen(["salloc", "-N", "4", "--exclusive", "-J", "tlc-busy", "sleep", "6"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ws.dir, env=vc.environ(),
-                            start_new_session=True)
-    try:
-        held = cj.tl.wait_until(lambda: squeue("-n", "tlc-busy", "-t", "R", "-o", "%i"), 30, 0.2)
-        check(bool(held), "another job holds every node", str(squeue("-o", "%i %j %T")))
+    with another_job("tlc-busy", ["-N", "4", "--exclusive"], 6, "another job holds every node") as held:
         if not held:
             return
         t0 = time.monotonic()
@@ -151,10 +172,6 @@ def srun_waits_for_busy_nodes():
         job = cj.job_id_in(r.stderr)
         if job:
             jobs_seen.append(job)
-    finally:
-        if hold.poll() is None:
-            os.killpg(hold.pid, signal.SIGTERM)
-        hold.wait()
 
 
 def sbatch_wait(argv, env, **kw):
@@ -236,12 +253,8 @@ def slurm_gpus_node_by_node():
     # Copied where the nodes see it: each node has its own /tmp, where a clone may be.
     topology = shutil.copy(Path(__file__).resolve().parents[1] / "fixtures" / "topologies" / JUWELS, ws.dir)
     options = [*cj.NET, "-v", "--topology-xml", str(topology)]
-    hold = subprocess.Popen(["salloc", "-N", "1", "-w", "node1", "--gres=gpu:2", "-J", "tlc-hold", "sleep", "300"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ws.dir, env=vc.environ(),
-                            start_new_session=True)
-    try:
-        held = cj.tl.wait_until(lambda: squeue("-n", "tlc-hold", "-t", "R", "-o", "%i"), 30, 0.2)
-        check(bool(held), "another job holds 2 of node1's 4 GPUs", str(squeue("-o", "%i %j %T %b")))
+    with another_job("tlc-hold", ["-N", "1", "-w", "node1", "--gres=gpu:2"], 300,
+                     "another job holds 2 of node1's 4 GPUs") as held:
         if not held:
             return
         r = run(["salloc", "-N", "2", "-w", "node1,node2", "--gres=gpu:2", "-J", "tlc-gpus", ws.tlaunch, *options,
@@ -277,19 +290,6 @@ def slurm_gpus_node_by_node():
               "sbatch --ntasks-per-node=2 --gpus-per-task=1: one rank per GPU of the job on each node",
               f"want {want}\n     got {got}\n     sbatch: {cj.describe(batch)}\n     job output: {text[-1500:]!r}")
         jobs_seen.extend(j for j in [cj.job_id_in(text)] if j)
-    finally:
-        # salloc ignores SIGTERM and runs its command in a process group of its own (and here
-        # hears nothing of an scancel: it is outside the nodes' network); it ends, releasing the
-        # allocation, once its command does.
-        for pid in cj.tl.children_of(hold.pid):
-            os.kill(pid, signal.SIGTERM)
-        try:
-            hold.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            for pid in cj.tl.children_of(hold.pid):
-                os.kill(pid, signal.SIGKILL)
-            os.killpg(hold.pid, signal.SIGKILL)
-            hold.wait()
 
 
 # The rank prints its node and the pid of its daemon's parent (a keeper, or slurmstepd).

@@ -18,6 +18,28 @@ using W = std::vector<std::string>;
 using test::TempDir;
 using test::targets;
 
+namespace {
+
+// An executable "srun" in `tmp` running `script`.
+fs::path writeFakeSrun(const TempDir& tmp, const std::string& script) {
+  fs::path fake = tmp.path() / "srun";
+  std::ofstream(fake) << script;
+  fs::permissions(fake, fs::perms::owner_all);
+  return fake;
+}
+
+// Polls for up to 5 s; the first failures reported.
+std::vector<StartFailure> firstFailures(DaemonStarter& starter) {
+  std::vector<StartFailure> failures;
+  for (int i = 0; i < 250 && failures.empty(); ++i) {
+    failures = starter.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return failures;
+}
+
+}  // namespace
+
 TEST_CASE("hosts: srun argv inside an allocation", "[hosts][slurm]") {
   SlurmStarterOptions o;
   o.slurm_args = "--gres=gpu:8 --comment='tlaunch job'";
@@ -127,26 +149,22 @@ TEST_CASE("hosts: SlurmStarter: the step gets the secret, a failed step is expla
   TempDir tmp;
   // A fake srun that behaves like one daemon per node: it records its argv and stdin, and
   // fails like slurmstepd when the daemon path does not exist.
-  const fs::path fake = tmp.path() / "srun";
-  std::ofstream(fake) << "#!/bin/sh\nout=\"$(dirname \"$0\")\"\nprintf '%s\\n' \"$@\" > \"$out/argv\"\n"
-                         "IFS= read -r s; printf '%s' \"$s\" > \"$out/stdin\"\n"
-                         "for last; do :; done\n"
-                         "if [ ! -e \"$last\" ]; then\n"
-                         "  echo \"slurmstepd: error: execve(): $last: No such file or directory\" >&2\n"
-                         "  echo 'srun: error: gpu02: task 1: Exited with exit code 2' >&2; exit 2\nfi\n"
-                         "exec sleep 60\n";
-  fs::permissions(fake, fs::perms::owner_all);
+  const std::string script =
+      "#!/bin/sh\nout=\"$(dirname \"$0\")\"\nprintf '%s\\n' \"$@\" > \"$out/argv\"\n"
+      "IFS= read -r s; printf '%s' \"$s\" > \"$out/stdin\"\n"
+      "for last; do :; done\n"
+      "if [ ! -e \"$last\" ]; then\n"
+      "  echo \"slurmstepd: error: execve(): $last: No such file or directory\" >&2\n"
+      "  echo 'srun: error: gpu02: task 1: Exited with exit code 2' >&2; exit 2\nfi\n"
+      "exec sleep 60\n";
+  const fs::path fake = writeFakeSrun(tmp, script);
 
   SlurmStarterOptions o;
   o.srun_program = fake.string();
   {
     SlurmStarter starter(o);
     REQUIRE(starter.start(targets({"gpu01", "gpu02"}), DaemonCommand{"/nonexistent/tlaunchd", {}}, "key"));
-    std::vector<StartFailure> failures;
-    for (int i = 0; i < 250 && failures.empty(); ++i) {
-      failures = starter.poll();
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    const std::vector<StartFailure> failures = firstFailures(starter);
     REQUIRE(failures.size() == 1);
     CHECK(failures[0].node_index == 1);
     CHECK_THAT(failures[0].message, Catch::StartsWith("tlaunchd not found at /nonexistent/tlaunchd on gpu02"));
@@ -187,13 +205,13 @@ TEST_CASE("hosts: srunWaitOf reads srun's pending and granted lines", "[hosts][s
 // the user is told why nothing happens, once, then when it ends.
 TEST_CASE("hosts: SlurmStarter: a queued job is waiting, said once, until srun says it got the nodes", "[hosts][slurm]") {
   TempDir tmp;
-  const fs::path fake = tmp.path() / "srun";
   const fs::path go = tmp.path() / "go";
-  std::ofstream(fake) << "#!/bin/sh\necho 'srun: job 12 queued and waiting for resources' >&2\n"
-                         "echo 'srun: job 12 queued and waiting for resources' >&2\n"
-                         "while [ ! -e '" << go.string() << "' ]; do sleep 0.05; done\n"
-                         "echo 'srun: job 12 has been allocated resources' >&2\nexec sleep 60\n";
-  fs::permissions(fake, fs::perms::owner_all);
+  const std::string script =
+      std::string("#!/bin/sh\necho 'srun: job 12 queued and waiting for resources' >&2\n") +
+      "echo 'srun: job 12 queued and waiting for resources' >&2\n"
+      "while [ ! -e '" + go.string() + "' ]; do sleep 0.05; done\n"
+      "echo 'srun: job 12 has been allocated resources' >&2\nexec sleep 60\n";
+  const fs::path fake = writeFakeSrun(tmp, script);
   SlurmStarterOptions o;
   o.srun_program = fake.string();
   o.inside_allocation = false;
@@ -225,21 +243,17 @@ TEST_CASE("hosts: SlurmStarter: a queued job is waiting, said once, until srun s
 // cause ("Requested nodes are busy" would read as one). The step is over: nothing more starts.
 TEST_CASE("hosts: SlurmStarter: a failure after a wait is explained by the failure", "[hosts][slurm]") {
   TempDir tmp;
-  const fs::path fake = tmp.path() / "srun";
-  std::ofstream(fake) << "#!/bin/sh\n"
-                         "echo 'srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)' >&2\n"
-                         "echo 'srun: Step created for job 7' >&2\n"
-                         "echo 'srun: error: gpu02: task 1: Exited with exit code 2' >&2; exit 2\n";
-  fs::permissions(fake, fs::perms::owner_all);
+  const std::string script =
+      "#!/bin/sh\n"
+      "echo 'srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)' >&2\n"
+      "echo 'srun: Step created for job 7' >&2\n"
+      "echo 'srun: error: gpu02: task 1: Exited with exit code 2' >&2; exit 2\n";
+  const fs::path fake = writeFakeSrun(tmp, script);
   SlurmStarterOptions o;
   o.srun_program = fake.string();
   SlurmStarter starter(o);
   REQUIRE(starter.start(targets({"gpu01", "gpu02"}), DaemonCommand{"/bin/sh", {}}, "key"));
-  std::vector<StartFailure> failures;
-  for (int i = 0; i < 250 && failures.empty(); ++i) {
-    failures = starter.poll();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const std::vector<StartFailure> failures = firstFailures(starter);
   REQUIRE(failures.size() == 1);
   CHECK(failures[0].starter_done);
   CHECK(failures[0].node_index == 1);
