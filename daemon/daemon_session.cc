@@ -62,25 +62,34 @@ void DaemonSession::connect(int attempt) {
     shutdown(69);
     return;
   }
-  const auto now = std::chrono::steady_clock::now();
-  if (attempt == 0) connect_deadline_ = now + opts_.connect_timeout;
+  // Once, at the first try: reconnecting (a challenge that never came) stays within it, as
+  // tlaunch gives up on this daemon at its --connect-timeout whatever happened meanwhile.
+  if (connect_deadline_ == std::chrono::steady_clock::time_point{})
+    connect_deadline_ = std::chrono::steady_clock::now() + opts_.connect_timeout;
   auto sock = std::make_shared<asio::ip::tcp::socket>(io_);
   // An address that drops packets (the frontend's host gone, a firewall) holds a connect for the
-  // kernel's SYN retries: each attempt is cut short, and all of them end at the deadline.
+  // kernel's SYN retries: each address gets at most kConnectAttemptTimeout, then the next is
+  // tried (cancel, not close: a closed socket ends the whole list), and all end at the deadline.
   auto timed_out = std::make_shared<bool>(false);
-  connect_timer_.expires_at(std::min(now + kConnectAttemptTimeout, connect_deadline_));
-  connect_timer_.async_wait([sock, timed_out](const asio::error_code& ec) {
-    if (ec) return;
-    *timed_out = true;
-    asio::error_code ignored;
-    sock->close(ignored);
-  });
-  asio::async_connect(*sock, endpoints, [this, sock, attempt, timed_out](const asio::error_code& cec,
-                                                                          const asio::ip::tcp::endpoint&) {
+  auto before_each = [this, sock, timed_out](const asio::error_code&, const asio::ip::tcp::endpoint&) {
+    *timed_out = false;
+    connect_timer_.expires_at(std::min(std::chrono::steady_clock::now() + kConnectAttemptTimeout, connect_deadline_));
+    connect_timer_.async_wait([sock, timed_out](const asio::error_code& ec) {
+      if (ec) return;
+      *timed_out = true;
+      asio::error_code ignored;
+      sock->cancel(ignored);
+    });
+    return true;
+  };
+  asio::async_connect(*sock, endpoints, before_each, [this, sock, attempt, timed_out](const asio::error_code& cec,
+                                                                                       const asio::ip::tcp::endpoint&) {
     connect_timer_.cancel();
     if (cec) {
       const bool time_left = std::chrono::steady_clock::now() < connect_deadline_;
-      if (attempt < 20 && time_left) {  // ~2 s of retries for a frontend that is slow to listen
+      // ~2 s of retries for a frontend that is slow to listen (refused); timed-out tries go on
+      // to the deadline.
+      if (time_left && (attempt < 20 || *timed_out)) {
         auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(100));
         t->async_wait([this, t, attempt](const asio::error_code&) { connect(attempt + 1); });
         return;

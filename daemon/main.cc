@@ -52,6 +52,9 @@ int runDaemon(int argc, char** argv) {
   app.add_flag("--keeper", keeper, "(internal) be the keeper of a warm node (daemon/warm_keeper.h)");
   bool keeper_in_step = false;
   app.add_flag("--in-slurm-step", keeper_in_step, "(internal) with --keeper: be a task of tlaunch's keeper step");
+  // A newer tlaunch may pass options this tlaunchd does not know (tlaunch and tlaunchd of
+  // different builds on one cluster): said, not fatal; the hello's protocol check decides.
+  app.allow_extras();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -67,6 +70,11 @@ int runDaemon(int argc, char** argv) {
   const tlaunch::HwlocPluginsWithoutUnused hwloc_plugins;
   auto logger = spdlog::stderr_color_mt("tlaunchd");
   spdlog::set_default_logger(logger);
+  if (!app.remaining().empty()) {
+    std::string extras;
+    for (const auto& word : app.remaining()) extras += (extras.empty() ? "" : " ") + word;
+    spdlog::warn("ignoring what this tlaunchd does not know (is tlaunch newer?): {}", extras);
+  }
   if (opts.node_name.empty()) {
     if (const char* s = getenv("SLURMD_NODENAME")) opts.node_name = s;
     else {

@@ -34,8 +34,9 @@ ssize_t writeWithoutSigpipe(int fd, const char* data, size_t size) {
   const ssize_t n = ::write(fd, data, size);
   const int saved = errno;
   sigset_t pending;
-  if (n < 0 && errno == EPIPE && !sigismember(&old, SIGPIPE) && ::sigpending(&pending) == 0 &&
-      sigismember(&pending, SIGPIPE)) {
+  // EPIPE, or a part written before the reader left: either raised a SIGPIPE of this thread's.
+  const bool raised = (n < 0 && errno == EPIPE) || (n >= 0 && static_cast<size_t>(n) < size);
+  if (raised && !sigismember(&old, SIGPIPE) && ::sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
     const timespec now{};
     ::sigtimedwait(&pipe_only, nullptr, &now);  // the SIGPIPE this write raised
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A tlaunchd whose accepted connection never gets the frontend's challenge connects again, and
-one whose frontend address drops every packet gives up at its --connect-timeout.
+one whose frontend address drops every packet gives up at its --connect-timeout, after trying
+the frontend's other addresses.
 
 That is what a daemon sees when thousands connect at once and the frontend's listen queue
 overflows: the kernel drops the last packet of its handshake (with SYN cookies nothing sends it
@@ -50,6 +51,62 @@ err = p.stderr.read()
 tl.check("no challenge from the frontend within 10 s of connecting; connecting again" in err,
          f"the daemon says why it connects again:\n{err}")
 print("ok: a daemon whose connection never gets the challenge connects again after ~10 s")
+
+# A frontend reachable at its second address only (tlaunch lists the fabric's addresses first):
+# the first drops the connection attempts (a listener whose queue is full), and the daemon must
+# go on to the second within one attempt's 10 s, not give up on the whole list.
+full = socket.socket()
+full.bind(("127.0.0.2", 0))
+full.listen(0)
+port2 = full.getsockname()[1]
+fillers = []
+for _ in range(4):
+    f = socket.socket()
+    f.settimeout(0.5)
+    try:
+        f.connect(("127.0.0.2", port2))
+    except OSError:
+        pass
+    fillers.append(f)
+good = socket.socket()
+good.bind(("127.0.0.1", port2))
+good.listen(8)
+t0 = time.monotonic()
+p = subprocess.Popen([DAEMON, "--connect", f"127.0.0.2,127.0.0.1:{port2}", "--job-id", "tl-second", "--node-index", "0",
+                      "--node-name", "local0", "--connect-timeout", "40"],
+                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+try:
+    p.stdin.write("0" * 64 + "\n")
+    p.stdin.flush()
+    good.settimeout(30)
+    try:
+        second, _ = good.accept()
+        took = time.monotonic() - t0
+        second.close()
+    except socket.timeout:
+        took = None
+    tl.check(took is not None and took < 20,
+             f"the first address drops packets: the daemon reached the second after {took} s (about 10 s expected)")
+finally:
+    p.kill()
+    p.wait()
+    for s_ in [full, good, *fillers]:
+        s_.close()
+print("ok: an address that drops packets does not hide the next one")
+
+# An option from a newer tlaunch is said and ignored: the daemon goes on to connect (and here
+# fails to, on a port nobody listens on), instead of dying of its command line.
+closed = socket.socket()
+closed.bind(("127.0.0.1", 0))
+closed_port = closed.getsockname()[1]
+r = subprocess.run([DAEMON, "--connect", f"127.0.0.1:{closed_port}", "--job-id", "tl-newer", "--node-index", "0",
+                    "--node-name", "local0", "--option-of-the-future", "3"],
+                   input="0" * 64 + "\n", capture_output=True, text=True, timeout=60)
+closed.close()
+tl.check(r.returncode == 69 and "ignoring what this tlaunchd does not know (is tlaunch newer?): --option-of-the-future 3"
+         in r.stderr and "Connection refused" in r.stderr,
+         f"an unknown option: said and ignored, the daemon tries to connect (exit {r.returncode}):\n{r.stderr}")
+print("ok: an option of a newer tlaunch is said and ignored")
 
 if os.geteuid() != 0 or subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
     print("skip: the blackholed frontend needs root and unshare -n")
