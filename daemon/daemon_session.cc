@@ -4,6 +4,9 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include <spdlog/spdlog.h>
 
 #include "daemon/rdma_pair_agent.h"
@@ -73,7 +76,10 @@ void DaemonSession::connect(int attempt) {
   auto timed_out = std::make_shared<bool>(false);
   auto before_each = [this, sock, timed_out](const asio::error_code&, const asio::ip::tcp::endpoint&) {
     *timed_out = false;
-    connect_timer_.expires_at(std::min(std::chrono::steady_clock::now() + kConnectAttemptTimeout, connect_deadline_));
+    // Half the whole time at most, so that a second address gets its turn too.
+    const auto per_try = std::clamp<std::chrono::steady_clock::duration>(opts_.connect_timeout / 2, std::chrono::seconds(1),
+                                                                         kConnectAttemptTimeout);
+    connect_timer_.expires_at(std::min(std::chrono::steady_clock::now() + per_try, connect_deadline_));
     connect_timer_.async_wait([sock, timed_out](const asio::error_code& ec) {
       if (ec) return;
       *timed_out = true;

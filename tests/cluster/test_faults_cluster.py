@@ -165,15 +165,27 @@ def restart_on_spare(ws):
           "\n     ".join(q for j in jobs_seen if j for q in cj.job_processes(j)))
 
 
+def close_ssh_master(node):
+    """Ends the master connection tlaunch's ssh keeps to `node` (ControlPersist), if any."""
+    env = vc.environ()
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    control_dir = f"{runtime}/tlaunch-ssh" if runtime.startswith("/") else f"{env['HOME']}/.cache/tlaunch/ssh"
+    subprocess.run(["ssh", "-O", "exit", "-o", f"ControlPath={control_dir}/%C", node], env=env, capture_output=True,
+                   timeout=30)
+
+
 def dead_node_behind_master_connection(ws):
-    first = subprocess.run([ws.tlaunch, *cj.NET, "--hosts", "node2,node3", "-p", "1", "--", "/bin/true"],
+    # A master made by this case's first job, with keepalives for a 2 s connect timeout.
+    close_ssh_master("node3")
+    fast = ["--ssh-connect-timeout", "2"]
+    first = subprocess.run([ws.tlaunch, *cj.NET, *fast, "--hosts", "node2,node3", "-p", "1", "--", "/bin/true"],
                            capture_output=True, text=True, errors="replace", cwd=ws.dir, env=vc.environ(), timeout=120)
     check(first.returncode == 0, "a job on node2,node3 leaves ssh master connections behind", cj.describe(first))
     link("m3", "down")
     link("f3", "down")
     try:
         t0 = time.monotonic()
-        p = start(ws, ["--connect-timeout", "45", "--hosts", "node2,node3", "-p", "1", "--", "/bin/true"])
+        p = start(ws, [*fast, "--connect-timeout", "45", "--hosts", "node2,node3", "-p", "1", "--", "/bin/true"])
         out, err = finish(p, 120)
         ended = time.monotonic() - t0
         at = err.find("failed:")
