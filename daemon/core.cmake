@@ -14,6 +14,7 @@ set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_node.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_routes.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_connect.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_tree.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_spawn.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_pmix_spawn.cc

@@ -254,7 +254,7 @@ void JobSession::tick() {
                                           {"total", std::to_string(total)},
                                           {"seconds", std::to_string(cfg_.spec.connect_timeout_s)},
                                           {"nodes", joinSome(missing)},
-                                          {"address", cfg_.advertise_address.empty() ? cfg_.listen_address : cfg_.advertise_address}})));
+                                          {"address", cfg_.connectAddress()}})));
     } else if (phase_ == Phase::testing_fabric && tree_waiting_ > 0 && now > phase_deadline_) {
       std::vector<std::string> waiting;
       for (const auto& l : links_)

@@ -48,6 +48,8 @@ struct SessionConfig {
   std::string secret;
   std::string listen_address = "127.0.0.1";  // where daemons connect
   std::string advertise_address;             // given to daemons if not listen_address
+  // Where the daemons are told to connect.
+  const std::string& connectAddress() const { return advertise_address.empty() ? listen_address : advertise_address; }
   int unnamed_nodes = 0;  // srun picks nodes: accept this many by name, ordered by name
   std::vector<NodeTarget> starter_nodes;  // what the starter starts, if not `nodes`
   // Over ssh, with more nodes than --tree-radix: the frontend starts its direct children only,

@@ -30,7 +30,7 @@ DaemonCommand JobSession::daemonCommand() const {
   DaemonCommand cmd;
   cmd.daemon_path = cfg_.daemon_path;
   const auto port = cfg_.in_memory ? 0 : acceptor_.local_endpoint().port();
-  const std::string& advertised = cfg_.advertise_address.empty() ? cfg_.listen_address : cfg_.advertise_address;
+  const std::string& advertised = cfg_.connectAddress();
   const std::string host = advertised.find(':') != std::string::npos ? "[" + advertised + "]" : advertised;
   cmd.args = {"--connect", host + ":" + std::to_string(port), "--job-id", cfg_.plan_context.job_id,
               "--connect-timeout", std::to_string(cfg_.spec.connect_timeout_s)};

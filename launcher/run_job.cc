@@ -107,7 +107,7 @@ JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::str
              (cfg.unnamed_nodes > 0 ? std::to_string(cfg.unnamed_nodes) + " node(s) chosen by srun"
                                     : std::to_string(cfg.nodes.size()) + " node(s)") +
              " via " + choice.starter->name() +
-             ", daemons connect to " + (cfg.advertise_address.empty() ? cfg.listen_address : cfg.advertise_address));
+             ", daemons connect to " + cfg.connectAddress());
   asio::io_context io(1);
   JobSession session(io, std::move(cfg), std::move(choice.starter), out);
   held.release();  // the session handles them now, one that waited too

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <map>
 
+#include "tlaunch/strings.h"
+
 namespace tlaunch {
 
 namespace {
@@ -29,13 +31,6 @@ std::string replaceName(const std::string& text, const std::string& name, const 
     from = end;
   }
   return out + text.substr(from);
-}
-
-std::string joinSomeNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size() && i < kNamesShown; ++i) out += (i ? ", " : "") + names[i];
-  if (names.size() > kNamesShown) out += " and " + std::to_string(names.size() - kNamesShown) + " more";
-  return out;
 }
 
 std::string indented(const std::string& text, const std::string& by) {
@@ -104,19 +99,19 @@ std::string StartFailureReport::describe(size_t total_nodes, const std::vector<s
         std::vector<std::string> others;
         for (size_t i = 1; i < group.size(); ++i) others.push_back(group[i]->node);
         text += "\n    the same on " + std::to_string(others.size()) + " more " + nodesWord(others.size()) + ": " +
-                joinSomeNames(others);
+                joinSome(others, kNamesShown);
       }
     }
     if (unshown_causes > 0)
       text += "\n  " + std::to_string(unshown_causes) + " other causes on " + std::to_string(unshown.size()) + " " +
-              nodesWord(unshown.size()) + ": " + joinSomeNames(unshown);
+              nodesWord(unshown.size()) + ": " + joinSome(unshown, kNamesShown);
   }
   if (!not_started.empty())
     text += "\n  " + std::to_string(not_started.size()) + " more " + nodesWord(not_started.size()) +
-            " were to be started by a node that failed: " + joinSomeNames(not_started);
+            " were to be started by a node that failed: " + joinSome(not_started, kNamesShown);
   if (!still_starting.empty())
     text += "\n  " + std::to_string(still_starting.size()) + " more " + nodesWord(still_starting.size()) +
-            " had not connected yet: " + joinSomeNames(still_starting);
+            " had not connected yet: " + joinSome(still_starting, kNamesShown);
   return text;
 }
 
