@@ -193,6 +193,12 @@ class PmixServer {
   // layout.this_node is -1 on a node that hosts none of its ranks. Its directories live in the
   // job's and go with it.
   Result<void> registerSpawned(const PmixJobLayout& layout, int base);
+  // Every process of spawned namespace `nspace` has ended (the frontend counts their exits):
+  // libpmix forgets it, which frees its shared-memory store (two 4 MiB segments per namespace
+  // on the nodes that hosted it), and its directories go. A job that spawns in a loop
+  // (mpi4py.futures) would otherwise keep every namespace it ever spawned until it ends. As
+  // PRRTE, which cleans up a spawned job once its processes have terminated.
+  Result<void> deregisterSpawned(const std::string& nspace);
   // The answer to Callbacks::spawn: the new namespace's name, or why it failed.
   void completeSpawn(uint64_t request_id, PmixReply status, const std::string& nspace);
 

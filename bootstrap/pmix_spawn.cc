@@ -145,6 +145,22 @@ Result<void> PmixServer::registerSpawned(const PmixJobLayout& layout, int base) 
   return s.registerClients(ns.nspace, ns.geometry.local_ranks);
 }
 
+Result<void> PmixServer::deregisterSpawned(const std::string& nspace) {
+  Impl& s = *impl_;
+  if (!s.job) return {};
+  auto& spawned = s.job->spawned;
+  auto it = std::find_if(spawned.begin(), spawned.end(), [&](const auto& ns) { return ns->layout.nspace == nspace; });
+  if (it == spawned.end()) return {};  // not registered here, or forgotten already
+  std::unique_ptr<Impl::Spawned> ns = std::move(*it);
+  spawned.erase(it);
+  auto result = s.deregisterNamespace(ns->nspace, s.config.op_bound);
+  const bool tmp_gone = removeTree(ns->layout.job_tmpdir);
+  const bool shm_gone = ns->layout.shm_dir.empty() || removeTree(ns->layout.shm_dir);
+  if (result && (!tmp_gone || !shm_gone))
+    result = fail(Errc::io, "PMIx on " + s.where() + ": could not remove " + (tmp_gone ? ns->layout.shm_dir : ns->layout.job_tmpdir));
+  return result;
+}
+
 // ---- numbering ------------------------------------------------------------------------------
 
 std::optional<PmixServer::Impl::NamespaceView> PmixServer::Impl::namespaceNamed(const pmix_nspace_t nspace) const {

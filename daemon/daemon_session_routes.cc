@@ -48,8 +48,13 @@ DaemonSession::Router DaemonSession::makeRouter() {
   // PMIx_Spawn: the placement, then the start (or the cancel) of this node's share.
   r.on("pmix_spawn_job", [this](Type, Json&& m) { handlePmixSpawnJob(m); });
   r.on("pmix_spawn_start", [this](Type, Json&& m) { handlePmixSpawnStart(m); });
+  r.on("pmix_spawn_end", [this](Type, Json&& m) {  // every process of that spawn has ended
+    if (pmix_) pmix_->endSpawned(static_cast<int>(getInt(m, "k", -1)));
+  });
   r.on("pmix_spawn_cancel", [this](Type, Json&& m) {
-    spawn_launches_.erase(static_cast<int>(getInt(m, "k", -1)));
+    const int spawn_id = static_cast<int>(getInt(m, "k", -1));
+    spawn_launches_.erase(spawn_id);
+    if (pmix_) pmix_->endSpawned(spawn_id);  // registered here, never started anywhere
     spawnSettled();
   });
   // Answers to this node's PMIx server (daemon/pmix_bridge.h).

@@ -104,7 +104,17 @@ Result<void> PmixBridge::registerSpawned(const SpawnedJob& job, const NodeLaunch
   layout.shm_dir = shmDirFor(node_dir_, ".spawn" + std::to_string(job.id));
   layout.tcp_if_include = launch.pmix.tcp_if_include;
   layout.topology_xml = topology_xml_;
-  return server_->registerSpawned(layout, job.base);
+  auto registered = server_->registerSpawned(layout, job.base);
+  if (registered) spawned_nspaces_[job.id] = job.nspace;
+  return registered;
+}
+
+void PmixBridge::endSpawned(int spawn_id) {
+  auto it = spawned_nspaces_.find(spawn_id);
+  if (it == spawned_nspaces_.end()) return;
+  const std::string nspace = std::move(it->second);
+  spawned_nspaces_.erase(it);
+  if (auto r = server_->deregisterSpawned(nspace); !r) spdlog::warn("{}", r.error().message);
 }
 
 Result<void> PmixBridge::setupFork(int rank, std::vector<std::string>& env) { return server_->setupFork(rank, env); }

@@ -30,6 +30,8 @@ class PmixBridge {
   // A namespace PMIx_Spawn started (the frontend's placement): registered here whether or not
   // this node hosts its ranks.
   Result<void> registerSpawned(const SpawnedJob& job, const NodeLaunch& launch);
+  // The frontend's word that every process of spawn `spawn_id` has ended: its namespace goes.
+  void endSpawned(int spawn_id);
   // Adds the PMIx variables (server URI, namespace, rank, Open MPI's hints) to a rank's env.
   Result<void> setupFork(int rank, std::vector<std::string>& env);
   // Frontend messages: "fence_done", "dmodex_serve", "dmodex_done", "pmix_spawn_done", "rank_failed" (a PMIx
@@ -49,6 +51,7 @@ class PmixBridge {
   PmixBridge() = default;
   asio::io_context* io_ = nullptr;
   std::string topology_xml_;  // for spawned namespaces too
+  std::map<int, std::string> spawned_nspaces_;  // spawn id -> namespace, while registered here
   std::vector<std::unique_ptr<asio::steady_timer>> forget_timers_;
   std::map<int, std::vector<Json>> held_events_;  // local failed ranks not yet forgotten -> their events
   void notify(const Json& msg);

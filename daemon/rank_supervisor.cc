@@ -93,7 +93,7 @@ void RankSupervisor::readStream(Rank& r, int which) {
   Stream& s = which == 1 ? r.out : r.err;
   if (s.eof || s.reading || paused_) return;
   s.reading = true;
-  s.fd->async_read_some(asio::buffer(s.buf), [this, &r, which](const asio::error_code& ec, size_t n) {
+  s.fd->async_read_some(asio::buffer(*s.buf), [this, &r, which](const asio::error_code& ec, size_t n) {
     // Aborted: the supervisor (and `r` with it) may already be gone; touch nothing.
     if (ec == asio::error::operation_aborted) return;
     Stream& st = which == 1 ? r.out : r.err;
@@ -105,7 +105,7 @@ void RankSupervisor::readStream(Rank& r, int which) {
       asio::error_code ignore;
       st.fd->close(ignore);
     } else {
-      st.splitter.feed(std::string_view(st.buf.data(), n), segments);
+      st.splitter.feed(std::string_view(st.buf->data(), n), segments);
       ++st.reads;
     }
     relay(r, which, segments);
@@ -232,9 +232,9 @@ void RankSupervisor::drainExited(Stream& s, std::vector<OutputSegment>& segments
   if (ec) return;
   // A descendant that keeps writing could keep the pipe full: take at most a bound.
   for (size_t taken = 0; taken < kExitDrainLimit;) {
-    const size_t n = s.fd->read_some(asio::buffer(s.buf), ec);
+    const size_t n = s.fd->read_some(asio::buffer(*s.buf), ec);
     if (ec) return;  // would block (the pipe is empty), end of file, or an error: done
-    s.splitter.feed(std::string_view(s.buf.data(), n), segments);
+    s.splitter.feed(std::string_view(s.buf->data(), n), segments);
     taken += n;
   }
 }
@@ -242,6 +242,8 @@ void RankSupervisor::drainExited(Stream& s, std::vector<OutputSegment>& segments
 void RankSupervisor::maybeReport(Rank& r) {
   if (r.reported || !r.exited || !r.out.eof || !r.err.eof) return;
   r.reported = true;
+  r.out.buf.reset();  // both pipes are at their end: nothing reads into them again
+  r.err.buf.reset();
   if (r.linger) r.linger->cancel();
   r.stdin_fd.reset();
   // Whatever the rank left behind in its process group goes with it. The rank is still a

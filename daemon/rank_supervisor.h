@@ -93,7 +93,9 @@ class RankSupervisor {
   struct Stream {
     std::unique_ptr<asio::posix::stream_descriptor> fd;
     LineSplitter splitter;
-    std::array<char, 65536> buf{};
+    // Not zero-filled, and freed once the rank is reported: a job that spawns processes in a
+    // loop keeps a Rank for each until it ends.
+    std::unique_ptr<std::array<char, 65536>> buf = std::make_unique_for_overwrite<std::array<char, 65536>>();
     bool reading = false;
     bool eof = false;
     // The unfinished line is shown once the rank has written nothing for a moment (a prompt

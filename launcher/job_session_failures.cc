@@ -12,6 +12,7 @@
 #include "launcher/cli_values.h"
 #include "launcher/pmix_collectives.h"
 #include "launcher/pmix_directory.h"
+#include "launcher/pmix_spawns.h"
 #include "launcher/rank_failure_policy.h"
 #include "tlaunch/diagnostics.h"
 
@@ -95,6 +96,11 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   if (!ours && rank >= 0 && static_cast<size_t>(rank) < outcome_.rank_exit_codes.size())
     outcome_.rank_exit_codes[static_cast<size_t>(rank)] = signaled ? 128 + code : code;
   pmix_directory_->onRankExit(rank);
+  if (pmix_spawns_ && phase_ == Phase::running) {
+    // The last process of a spawn: every node forgets its namespace (libpmix's store of it, its
+    // directories), so that a job spawning in a loop does not keep them all until it ends.
+    if (const auto spawn_id = pmix_spawns_->exited(rank)) broadcast({{"t", "pmix_spawn_end"}, {"k", *spawn_id}});
+  }
   // Ended after PMIx_Init without PMIx_Finalize. libpmix 4.2 takes it out of the fences still
   // to come, so nobody waits for it (mpirun would end the job as abnormal, srun says nothing):
   // said, as it is often an error path that called exit(0), but the job goes on.

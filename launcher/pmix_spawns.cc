@@ -1,6 +1,7 @@
 #include "launcher/pmix_spawns.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
 
@@ -64,18 +65,40 @@ Result<SpawnedJob> PmixSpawns::place(const PmixSpawnRequest& request, const std:
   next_number_ += job.size();
   spawned_.push_back(job);
   node_of_rank_.push_back(std::move(node_of_rank));
+  ended_.emplace_back(static_cast<size_t>(job.size()), false);
+  running_.push_back(job.size());
   return job;
 }
 
 void PmixSpawns::forget(int spawn_id) {
   if (spawn_id < 1 || spawn_id > static_cast<int>(spawned_.size())) return;
-  auto& nodes = node_of_rank_[static_cast<size_t>(spawn_id - 1)];
-  std::fill(nodes.begin(), nodes.end(), -1);
+  const auto i = static_cast<size_t>(spawn_id - 1);
+  std::fill(node_of_rank_[i].begin(), node_of_rank_[i].end(), -1);
+  running_[i] = 0;  // nothing of it will exit
+  spawned_[i].apps.clear();
+}
+
+std::optional<int> PmixSpawns::exited(int number) {
+  const Located l = locate(number);
+  if (!l.job) return std::nullopt;
+  const auto i = static_cast<size_t>(l.job->id - 1);
+  const auto r = static_cast<size_t>(l.rank);
+  if (ended_[i][r] || running_[i] == 0) return std::nullopt;  // said twice, or a spawn that never started
+  ended_[i][r] = true;
+  if (--running_[i] > 0) return std::nullopt;
+  spawned_[i].apps.clear();  // argv and environment: kept for nothing once its procs are gone
+  spawned_[i].apps.shrink_to_fit();
+  return l.job->id;
 }
 
 PmixSpawns::Located PmixSpawns::locate(int number) const {
-  for (const SpawnedJob& s : spawned_)
-    if (number >= s.base && number - s.base < s.size()) return {&s, number - s.base};
+  // Bases grow with each spawn: the last one at or below `number`. A job spawning in a loop
+  // asks this for every output record of its spawned procs.
+  auto after = std::upper_bound(spawned_.begin(), spawned_.end(), number,
+                                [](int n, const SpawnedJob& s) { return n < s.base; });
+  if (after == spawned_.begin()) return {};
+  const SpawnedJob& s = *std::prev(after);
+  if (number - s.base < s.size()) return {&s, number - s.base};
   return {};
 }
 

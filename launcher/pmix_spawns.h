@@ -8,6 +8,7 @@
 // else over every such node; the daemons bind them to the job's share of their node.
 // Numbers: the job's ranks are 0..N-1; each namespace's ranks follow the last one's.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ class PmixSpawns {
   Result<SpawnedJob> place(const PmixSpawnRequest& request, const std::function<bool(int node)>& usable);
   // A spawn whose start failed: its numbers stay taken, its procs are nowhere.
   void forget(int spawn_id);
+  // Spawned proc `number` has ended. Returns its spawn's id when it was the last of them (once):
+  // the nodes can then forget the namespace. Its apps (argv, env) are dropped then.
+  std::optional<int> exited(int number);
 
   int nodeOf(int number) const;  // -1: unknown
   // "rank 2 of spawned namespace tlaunch.j.spawn1" for a spawned proc, "rank 2" for the job's.
@@ -48,6 +52,8 @@ class PmixSpawns {
   std::vector<std::string> node_names_;
   std::vector<SpawnedJob> spawned_;
   std::vector<std::vector<int>> node_of_rank_;  // per spawned_ entry
+  std::vector<std::vector<bool>> ended_;        // per spawned_ entry: which of its procs exited
+  std::vector<int> running_;                    // per spawned_ entry: how many have not
   int next_number_ = world_size_;
 };
 

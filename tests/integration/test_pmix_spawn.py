@@ -1,7 +1,8 @@
 """PMIx_Spawn under tlaunch on simulated nodes (--launcher local): MPI_Comm_spawn from C (Open
 MPI 4.1) across nodes and onto a named host, the children's output tagged, binding, intercommunicator
 traffic and MPI_Comm_disconnect; MPI_Comm_spawn_multiple; mpi4py.futures' MPIPoolExecutor; a host outside the job and a
-missing program failing the spawn at once with a message (nothing started); a spawned process
+missing program failing the spawn at once with a message (nothing started); a job spawning in
+a loop not growing its node's daemon by every namespace; a spawned process
 that fails ending the job with its name, or with --keep-going not failing the job's fences; and Ctrl-C ending spawned processes with the job."""
 import os
 import re
@@ -69,6 +70,16 @@ r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", PY, MPI4PY, "futu
 print(r.stdout, r.stderr)
 tl.check(r.returncode == 0 and "futures squares [0, 1, 4, 9, 16, 25, 36, 49, 64, 81] workers [0, 1, 2]" in r.stdout,
          f"mpi4py.futures with 3 workers: exit {r.returncode}")
+
+# A job that spawns again and again (workers restarted per epoch): each ended spawn's namespace
+# is forgotten on its node, so the node's tlaunchd does not grow with every spawn. It kept
+# libpmix's store of each (two 4 MiB segments): 40 spawns grew it by ~330 MB.
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--", PY, MPI4PY, "loop", "40"], timeout=180)
+print(r.stdout, r.stderr)
+m = re.search(r"loop parent (\S+) grew (-?\d+) KiB over 40 spawns", r.stdout)
+tl.check(r.returncode == 0 and m and m.group(1) == "tlaunchd", f"40 spawns in a loop: exit {r.returncode}, {m}")
+# Under 4 MiB a spawn, half of one namespace's store: ASan's quarantine keeps freed memory too.
+tl.check(int(m.group(2)) < 40 * 4096, f"tlaunchd grew {m.group(2)} KiB over 40 spawns (under 4 MiB each)")
 
 # MPI_Comm_spawn_multiple: two apps in one namespace, each child knowing its app (MPI_APPNUM).
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", PY, MPI4PY, "multiple"], timeout=120)

@@ -4,6 +4,9 @@
   multiple       rank 0 starts 2 + 1 copies of this script as two apps (MPI_Comm_spawn_multiple);
                  each child prints "multiple child R of N app A arg X"
   missing        every rank spawns a program that does not exist; prints "spawn failed: ..."
+  loop N         rank 0 spawns one short-lived child N times (as a job that starts workers again
+                 and again); prints "loop parent COMM grew KIB KiB over N spawns" for the process
+                 that started rank 0 (its tlaunchd), after 5 spawns that warm everything up
   sleeper MARK   rank 0 spawns `/bin/sleep MARK`, which never joins MPI: the parent then waits in
                  MPI_Comm_spawn until the job is ended (a teardown test)
 """
@@ -51,6 +54,28 @@ def missing():
         print("spawn failed:", e.Get_error_string(), flush=True)
 
 
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(line.split()[1] for line in f if line.startswith("VmRSS:")))
+
+
+def loop(n):
+    if MPI.COMM_WORLD.Get_rank() == 0:
+        import os
+        child = ["-c", "from mpi4py import MPI; MPI.Comm.Get_parent().Disconnect()"]
+        spawn = lambda: MPI.COMM_SELF.Spawn(sys.executable, child, 1).Disconnect()  # noqa: E731
+        for _ in range(5):
+            spawn()
+        daemon = os.getppid()
+        with open(f"/proc/{daemon}/comm") as f:
+            comm = f.read().strip()
+        before = rss_kib(daemon)
+        for _ in range(n):
+            spawn()
+        print(f"loop parent {comm} grew {rss_kib(daemon) - before} KiB over {n} spawns", flush=True)
+    MPI.COMM_WORLD.Barrier()
+
+
 def sleeper(mark):
     if MPI.COMM_WORLD.Get_rank() == 0:
         print("spawning", flush=True)
@@ -66,5 +91,7 @@ if __name__ == "__main__":
         multiple()
     elif mode == "missing":
         missing()
+    elif mode == "loop":
+        loop(int(sys.argv[2]))
     else:
         sleeper(sys.argv[2])

@@ -63,6 +63,31 @@ TEST_CASE("pmix spawns: processes go round robin over the job's nodes and are nu
   CHECK(t->apps[1].hosts.empty());  // placed: the hosts are not sent on
 }
 
+TEST_CASE("pmix spawns: the last exit of a spawn's processes is said once, so nodes can forget it") {
+  PmixSpawns spawns("tlaunch.j1", 4, {"n0", "n1"});
+  auto a = spawns.place(request(0, {3}), kAll);  // numbers 4..6
+  auto b = spawns.place(request(1, {1}), kAll);  // number 7
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK_FALSE(spawns.exited(2));  // a job rank
+  CHECK_FALSE(spawns.exited(5));
+  CHECK_FALSE(spawns.exited(5));  // said twice: still one exit
+  CHECK_FALSE(spawns.exited(4));
+  CHECK(spawns.exited(7) == 2);  // b's only process
+  CHECK(spawns.exited(6) == 1);  // a's last one
+  CHECK_FALSE(spawns.exited(6));  // once
+  CHECK(spawns.nodeOf(6) == 0);  // still found: its exit's output and messages name it
+  CHECK(spawns.describe(6) == "rank 2 of spawned namespace tlaunch.j1.spawn1");
+  CHECK(spawns.find(1)->apps.empty());  // its argv and environment are not kept
+
+  // A spawn that never started has nothing to end.
+  auto c = spawns.place(request(0, {1}), kAll);  // number 8
+  REQUIRE(c);
+  spawns.forget(c->id);
+  CHECK_FALSE(spawns.exited(8));
+  CHECK(spawns.nodeOf(9) == -1);
+}
+
 TEST_CASE("pmix spawns: hosts outside the job, ended nodes and unknown callers are refused") {
   PmixSpawns spawns("tlaunch.j1", 4, {"n0", "n1"});
   auto outside = spawns.place(request(0, {1}, {{"elsewhere"}}), kAll);
