@@ -27,6 +27,9 @@ class TcpByteStream final : public ByteStream {
   }
   void readSome(asio::mutable_buffer buffer, Done done) override { socket_.async_read_some(buffer, std::move(done)); }
   void write(asio::const_buffer buffer, Done done) override { asio::async_write(socket_, buffer, std::move(done)); }
+  void write(asio::const_buffer first, asio::const_buffer second, Done done) override {
+    asio::async_write(socket_, std::array<asio::const_buffer, 2>{first, second}, std::move(done));
+  }
   void close() override {
     asio::error_code ec;
     socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
@@ -112,6 +115,15 @@ class MemoryByteStream final : public ByteStream {
       return pipe_->complete(std::move(done), asio::error::broken_pipe, 0);
     pipe_->unread[other()].append(static_cast<const char*>(buffer.data()), buffer.size());
     pipe_->complete(std::move(done), {}, buffer.size());
+    pipe_->deliver(1 - side_);
+  }
+  void write(asio::const_buffer first, asio::const_buffer second, Done done) override {
+    if (pipe_->closed[me()] || pipe_->closed[other()])
+      return pipe_->complete(std::move(done), asio::error::broken_pipe, 0);
+    auto& unread = pipe_->unread[other()];
+    unread.append(static_cast<const char*>(first.data()), first.size());
+    unread.append(static_cast<const char*>(second.data()), second.size());
+    pipe_->complete(std::move(done), {}, first.size() + second.size());
     pipe_->deliver(1 - side_);
   }
   void close() override {

@@ -21,6 +21,9 @@ class ByteStream {
   virtual void readSome(asio::mutable_buffer buffer, Done done) = 0;
   // Writes all of `buffer`; it must stay valid until `done`.
   virtual void write(asio::const_buffer buffer, Done done) = 0;
+  // Writes `first` then `second` as one write (one system call where they fit): a broadcast's
+  // envelope and its body, so the peer wakes once. Both must stay valid until `done`.
+  virtual void write(asio::const_buffer first, asio::const_buffer second, Done done) = 0;
   // Pending operations complete with operation_aborted; the peer reads eof after what was sent.
   virtual void close() = 0;
   // "10.0.0.2:40122", or a name for an in-memory peer.

@@ -6,12 +6,6 @@
 
 namespace tlaunch {
 
-namespace {
-// A broadcast up to this size goes out in one write with its envelope (copied behind it); a
-// larger one (a fence's result) in a second write of its own bytes, never copied per link.
-constexpr size_t kJoinedBroadcastBytes = size_t{64} * 1024;
-}  // namespace
-
 std::shared_ptr<Connection> Connection::create(asio::ip::tcp::socket socket, size_t max_frame_bytes) {
   return create(tcpByteStream(std::move(socket)), max_frame_bytes);
 }
@@ -178,17 +172,13 @@ void Connection::writeNext() {
   const size_t queued = out.frame->size();
   if (out.broadcast) {
     // The envelope, sealed now (in the order frames leave: the counters of both ends must
-    // agree), then the broadcast's own bytes, with nothing between them.
+    // agree), then the broadcast's own bytes in the same write: the peer wakes once, and the
+    // body, shared by every link, is never copied per link.
     Frame sealed = sealedFrame(broadcastEnvelope(out.broadcast));
-    if (out.frame->size() <= kJoinedBroadcastBytes) {  // one write: a heartbeat costs no extra system call
-      auto joined = std::make_shared<std::string>(*sealed);
-      joined->append(*out.frame);
-      return writeFrame(std::move(joined), queued);
-    }
-    stream_->write(asio::buffer(*sealed), [self, sealed, body = std::move(out.frame), queued](const asio::error_code& ec, size_t) {
-      if (!self->open_) return;
-      if (ec) return self->fail(ec.message());
-      self->writeFrame(body, queued);
+    const auto envelope = asio::buffer(*sealed);
+    const auto body = asio::buffer(*out.frame);  // before the handler takes the frame
+    stream_->write(envelope, body, [self, sealed, frame = std::move(out.frame), queued](const asio::error_code& ec, size_t) {
+      self->wrote(ec, queued);
     });
     return;
   }
@@ -200,16 +190,16 @@ void Connection::writeNext() {
 
 void Connection::writeFrame(const Frame& frame, size_t queued) {
   auto self = shared_from_this();
-  stream_->write(asio::buffer(*frame), [self, frame, queued](const asio::error_code& ec, size_t) {
-    if (!self->open_) return;
-    if (ec) {
-      self->fail(ec.message());
-      return;
-    }
-    self->queued_bytes_ -= queued;
-    if (self->drain_cb_ && self->queued_bytes_ <= self->low_water_) self->drain_cb_();
-    self->writeNext();
-  });
+  // The handler holds the frame: close() may clear the queues meanwhile.
+  stream_->write(asio::buffer(*frame), [self, frame, queued](const asio::error_code& ec, size_t) { self->wrote(ec, queued); });
+}
+
+void Connection::wrote(const asio::error_code& ec, size_t queued) {
+  if (!open_) return;
+  if (ec) return fail(ec.message());
+  queued_bytes_ -= queued;
+  if (drain_cb_ && queued_bytes_ <= low_water_) drain_cb_();
+  writeNext();
 }
 
 void Connection::setDrainCallback(size_t low_water, std::function<void()> cb) {

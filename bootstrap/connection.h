@@ -82,6 +82,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // pass on unchanged (a daemon of the tree to its children); null otherwise.
   BroadcastFrame deliveringBroadcast() const;
   size_t queuedBytes() const { return queued_bytes_; }
+  // Control frames not yet being written (a heartbeat is not queued behind an unsent one).
+  size_t controlFramesWaiting() const { return control_queue_.size(); }
   // Called once each time the write queue falls to or below `low_water` bytes.
   void setDrainCallback(size_t low_water, std::function<void()> cb);
   // Stops reading, drops queued writes, closes the socket. The close handler is not called.
@@ -110,6 +112,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     uint64_t broadcast = 0;  // the number of the broadcast `frame` is; 0: not one
   };
   void writeFrame(const Frame& frame, size_t queued);  // then the next one
+  void wrote(const asio::error_code& ec, size_t queued);  // a write's completion: the next one
   // The frame just opened was an envelope: checks it and notes the broadcast that must follow.
   Result<void> takeEnvelope(std::string_view payload);
   std::optional<uint64_t> expected_broadcast_;  // announced by an envelope, not yet received
