@@ -149,7 +149,9 @@ void DaemonSession::heartbeat() {
       return frontendLost((upstream_parent_.empty() ? std::string("the frontend's host") : "node " + upstream_parent_) +
                           " acknowledged nothing we sent for " + std::to_string(silent.count() / 1000) + " s");
     }
-    conn_->send({{"t", "ping"}});
+    // Not behind one still waiting: a peer that reads nothing (stopped for days) would otherwise
+    // make the queue grow by a ping a second.
+    if (conn_->controlFramesWaiting() == 0) conn_->send({{"t", "ping"}});
   }
   tree_->pingAll();
   tree_->checkLiveness(dead_peer_timeout_);

@@ -217,7 +217,7 @@ class JobSession {
   // by kMaxCollectedBytes.
   static constexpr size_t kMaxFencesInProgress = 4096;
   static constexpr size_t kMaxDirectModexWaiting = 1u << 16;
-  static constexpr int kRejectionsShown = 10;
+  static constexpr uint64_t kRejectionsShown = 10;
   void broadcast(Json msg);  // by value: tagged in place (a fence's result can be megabytes)
   std::string nodeLabel(int index) const;
   bool allDrained() const;
@@ -282,7 +282,7 @@ class JobSession {
   bool pmix_clients_ = false;  // a rank called PMIx_Init: --event-grace applies
   int interrupts_ = 0;
   int kept_going_said_ = 0;  // --keep-going: later failed ranks named so far (a bounded number)
-  int rejections_ = 0;
+  uint64_t rejections_ = 0;  // a stranger can cause billions over days: never wraps
   std::optional<std::string> lost_node_;  // a daemon's connection closed: reported at lost_deadline_
   std::string lost_node_name_;
   std::chrono::steady_clock::time_point lost_deadline_;
