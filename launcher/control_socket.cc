@@ -20,6 +20,7 @@ namespace {
 
 constexpr size_t kMaxSocketPath = 100;  // sun_path holds 108 bytes
 constexpr std::chrono::seconds kAnswerTimeout{120};  // the frontend gives daemons 45 s for stacks
+constexpr std::chrono::seconds kRequestTimeout{5};   // a client says its one line at once
 
 Result<std::string> ensurePrivateDir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
@@ -95,8 +96,15 @@ void ControlSocket::accept() {
       auto sock = std::make_shared<asio::local::stream_protocol::socket>(std::move(s));
       if (::getsockopt(sock->native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == ::getuid()) {
         auto buf = std::make_shared<std::string>();
+        // A client that connects and says nothing would hold its descriptor for the job's life.
+        auto deadline = std::make_shared<asio::steady_timer>(acceptor_.get_executor(), kRequestTimeout);
+        deadline->async_wait([sock](const asio::error_code& tec) {
+          asio::error_code ignore;
+          if (!tec) sock->close(ignore);
+        });
         asio::async_read_until(*sock, asio::dynamic_buffer(*buf, 256), '\n',
-                               [this, sock, buf](const asio::error_code& rec, size_t n) {
+                               [this, sock, buf, deadline](const asio::error_code& rec, size_t n) {
+                                 deadline->cancel();
                                  if (rec) return;
                                  std::string request = buf->substr(0, n - 1);
                                  handler_(request, [sock](std::string text) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -66,4 +67,41 @@ TEST_CASE("a job's control socket is answering, stopped with a full queue, or go
   for (int fd : queued) ::close(fd);
   ::close(stopped_listener);
   ::close(live_listener);
+}
+
+TEST_CASE("a control socket client that says nothing is let go, and others are answered meanwhile") {
+  testing::TempDir dir{"tlaunch-control"};
+  const char* old_runtime = std::getenv("XDG_RUNTIME_DIR");
+  const std::string saved = old_runtime ? old_runtime : "";
+  ::setenv("XDG_RUNTIME_DIR", dir.path().c_str(), 1);
+  asio::io_context io;
+  ControlSocket control(io);
+  std::vector<std::string> requests;
+  REQUIRE(control.open("tl-silent", [&](const std::string& request, const ControlSocket::Reply& reply) {
+    requests.push_back(request);
+    reply("fine\n");
+  }));
+  int silent = -1;
+  REQUIRE(connectControlSocket(control.path(), &silent) == ControlReach::answering);
+  int asking = -1;
+  REQUIRE(connectControlSocket(control.path(), &asking) == ControlReach::answering);
+  REQUIRE(::write(asking, "status\n", 7) == 7);
+
+  // The silent client's connection is closed by tlaunch: it reads end of file.
+  const auto t0 = std::chrono::steady_clock::now();
+  bool closed = false;
+  while (!closed && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15)) {
+    io.run_for(std::chrono::milliseconds(100));
+    char c = 0;
+    closed = ::recv(silent, &c, 1, MSG_DONTWAIT) == 0;
+  }
+  CHECK(closed);
+  CHECK(requests == std::vector<std::string>{"status"});
+  char answer[16] = {};
+  CHECK(::recv(asking, answer, sizeof answer - 1, MSG_DONTWAIT) == 5);
+  CHECK(std::string(answer) == "fine\n");
+  ::close(silent);
+  ::close(asking);
+  if (old_runtime) ::setenv("XDG_RUNTIME_DIR", saved.c_str(), 1);
+  else ::unsetenv("XDG_RUNTIME_DIR");
 }
