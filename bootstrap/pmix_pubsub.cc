@@ -258,7 +258,11 @@ void PmixServer::completeLookup(uint64_t request_id, PmixReply status, const std
   if (data == nullptr) return node.mapped()(PMIX_ERR_NOMEM);
   size_t n = 0;
   for (const auto& f : found) {
-    if (!unpackInto(f.value, &data[n].value) || !s.procOf(f.publisher, data[n].proc)) continue;
+    if (!unpackInto(f.value, &data[n].value)) continue;
+    if (!s.procOf(f.publisher, data[n].proc)) {
+      PMIX_VALUE_DESTRUCT(&data[n].value);  // the next entry takes its place
+      continue;
+    }
     PMIX_LOAD_KEY(data[n].key, f.key.c_str());
     ++n;
   }

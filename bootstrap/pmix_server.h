@@ -197,7 +197,9 @@ class PmixServer {
   // libpmix forgets it, which frees its shared-memory store (two 4 MiB segments per namespace
   // on the nodes that hosted it), and its directories go. A job that spawns in a loop
   // (mpi4py.futures) would otherwise keep every namespace it ever spawned until it ends. As
-  // PRRTE, which cleans up a spawned job once its processes have terminated.
+  // PRRTE, which cleans up a spawned job once its processes have terminated. Not waited for.
+  // Its procs keep their names (lookups of what they published, events about them); a request
+  // for their data is answered "not found".
   Result<void> deregisterSpawned(const std::string& nspace);
   // The answer to Callbacks::spawn: the new namespace's name, or why it failed.
   void completeSpawn(uint64_t request_id, PmixReply status, const std::string& nspace);

@@ -121,6 +121,14 @@ struct PmixServer::Impl {
     std::map<uint64_t, InfoReply> job_controls;
     std::map<uint64_t, SpawnReply> spawns;
     std::vector<std::unique_ptr<Spawned>> spawned;
+    // Spawned namespaces forgotten once their procs ended (deregisterSpawned): kept only to
+    // name those procs (data they published, an event about them), never as known to libpmix.
+    struct Retired {
+      pmix_nspace_t nspace;
+      int base = 0;
+      int size = 0;
+    };
+    std::vector<Retired> retired;
   };
 
   PmixServerConfig config;

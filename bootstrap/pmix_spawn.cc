@@ -153,12 +153,20 @@ Result<void> PmixServer::deregisterSpawned(const std::string& nspace) {
   if (it == spawned.end()) return {};  // not registered here, or forgotten already
   std::unique_ptr<Impl::Spawned> ns = std::move(*it);
   spawned.erase(it);
-  auto result = s.deregisterNamespace(ns->nspace, s.config.op_bound);
+  Impl::Job::Retired retired;
+  PMIX_LOAD_NSPACE(retired.nspace, ns->nspace);
+  retired.base = ns->base;
+  retired.size = static_cast<int>(ns->geometry.job_size);
+  s.job->retired.push_back(retired);
+  // Not waited for, unlike deregisterJob's: the daemon's thread goes on (heartbeats, relays),
+  // and a libpmix slow to answer now is not taken for a stuck one. libpmix orders it before
+  // anything asked of it later.
+  if (!s.wedged) PMIx_server_deregister_nspace(ns->nspace, [](pmix_status_t, void*) {}, nullptr);
   const bool tmp_gone = removeTree(ns->layout.job_tmpdir);
   const bool shm_gone = ns->layout.shm_dir.empty() || removeTree(ns->layout.shm_dir);
-  if (result && (!tmp_gone || !shm_gone))
-    result = fail(Errc::io, "PMIx on " + s.where() + ": could not remove " + (tmp_gone ? ns->layout.shm_dir : ns->layout.job_tmpdir));
-  return result;
+  if (!tmp_gone || !shm_gone)
+    return fail(Errc::io, "PMIx on " + s.where() + ": could not remove " + (tmp_gone ? ns->layout.shm_dir : ns->layout.job_tmpdir));
+  return {};
 }
 
 // ---- numbering ------------------------------------------------------------------------------
@@ -206,10 +214,18 @@ bool PmixServer::Impl::numbersOf(const pmix_proc_t& proc, std::vector<int>& out)
 }
 
 bool PmixServer::Impl::procOf(int number, pmix_proc_t& out) const {
-  const auto ns = namespaceOfNumber(number);
-  if (!ns) return false;
-  PMIX_PROC_LOAD(&out, ns->nspace, static_cast<pmix_rank_t>(number - ns->base));
-  return true;
+  if (const auto ns = namespaceOfNumber(number)) {
+    PMIX_PROC_LOAD(&out, ns->nspace, static_cast<pmix_rank_t>(number - ns->base));
+    return true;
+  }
+  if (!job) return false;
+  for (const auto& r : job->retired) {  // a proc of an ended spawn: its name only
+    if (number >= r.base && number - r.base < r.size) {
+      PMIX_PROC_LOAD(&out, r.nspace, static_cast<pmix_rank_t>(number - r.base));
+      return true;
+    }
+  }
+  return false;
 }
 
 bool PmixServer::Impl::isLocal(int number) const {

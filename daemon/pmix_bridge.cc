@@ -104,17 +104,25 @@ Result<void> PmixBridge::registerSpawned(const SpawnedJob& job, const NodeLaunch
   layout.shm_dir = shmDirFor(node_dir_, ".spawn" + std::to_string(job.id));
   layout.tcp_if_include = launch.pmix.tcp_if_include;
   layout.topology_xml = topology_xml_;
-  auto registered = server_->registerSpawned(layout, job.base);
-  if (registered) spawned_nspaces_[job.id] = job.nspace;
-  return registered;
+  // Remembered even if the registration failed half way: the cancel that follows forgets it.
+  spawned_nspaces_[job.id] = job.nspace;
+  return server_->registerSpawned(layout, job.base);
 }
 
 void PmixBridge::endSpawned(int spawn_id) {
   auto it = spawned_nspaces_.find(spawn_id);
   if (it == spawned_nspaces_.end()) return;
-  const std::string nspace = std::move(it->second);
+  std::string nspace = std::move(it->second);
   spawned_nspaces_.erase(it);
-  if (auto r = server_->deregisterSpawned(nspace); !r) spdlog::warn("{}", r.error().message);
+  // A moment later: libpmix's thread may not have read yet that the procs' sockets closed (as
+  // in onLocalRankFailed), and their failure events are held here for 200 ms.
+  auto& timer = end_timers_[spawn_id];  // owned here: the bridge's end cancels it
+  timer = std::make_unique<asio::steady_timer>(*io_, kForgetSpawnedAfter);
+  timer->async_wait([this, spawn_id, nspace = std::move(nspace)](const asio::error_code& ec) {
+    if (ec || finished_) return;
+    if (auto r = server_->deregisterSpawned(nspace); !r) spdlog::warn("{}", r.error().message);
+    end_timers_.erase(spawn_id);
+  });
 }
 
 Result<void> PmixBridge::setupFork(int rank, std::vector<std::string>& env) { return server_->setupFork(rank, env); }

@@ -52,6 +52,8 @@ class PmixBridge {
   asio::io_context* io_ = nullptr;
   std::string topology_xml_;  // for spawned namespaces too
   std::map<int, std::string> spawned_nspaces_;  // spawn id -> namespace, while registered here
+  std::map<int, std::unique_ptr<asio::steady_timer>> end_timers_;  // spawns to forget in a moment
+  static constexpr std::chrono::milliseconds kForgetSpawnedAfter{300};  // onLocalRankFailed waits 200
   std::vector<std::unique_ptr<asio::steady_timer>> forget_timers_;
   std::map<int, std::vector<Json>> held_events_;  // local failed ranks not yet forgotten -> their events
   void notify(const Json& msg);

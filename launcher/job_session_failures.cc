@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <cstring>
+#include <numeric>
 
 #include "bootstrap/error_text.h"
 #include "launcher/cli_values.h"
@@ -96,32 +97,42 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   if (!ours && rank >= 0 && static_cast<size_t>(rank) < outcome_.rank_exit_codes.size())
     outcome_.rank_exit_codes[static_cast<size_t>(rank)] = signaled ? 128 + code : code;
   pmix_directory_->onRankExit(rank);
-  if (pmix_spawns_ && phase_ == Phase::running) {
-    // The last process of a spawn: every node forgets its namespace (libpmix's store of it, its
-    // directories), so that a job spawning in a loop does not keep them all until it ends.
-    if (const auto spawn_id = pmix_spawns_->exited(rank)) broadcast({{"t", "pmix_spawn_end"}, {"k", *spawn_id}});
-  }
+  int ended_spawn = 0;  // the spawn whose last process this was (ids start at 1)
+  if (pmix_spawns_)
+    if (const auto k = pmix_spawns_->exited(rank)) ended_spawn = *k;
   // Ended after PMIx_Init without PMIx_Finalize. libpmix 4.2 takes it out of the fences still
   // to come, so nobody waits for it (mpirun would end the job as abnormal, srun says nothing):
   // said, as it is often an error path that called exit(0), but the job goes on.
   if (!ours && !signaled && code == 0 && getBool(msg, "unfinalized"))
     out_.note(rankName(rank) + " on node " + link.name +
               " exited with status 0 without calling MPI_Finalize / PMIx_Finalize after MPI_Init / PMIx_Init");
-  if (ours || (!signaled && code == 0)) return;
-  std::vector<std::string> tail;
-  if (msg.contains("tail") && msg["tail"].is_array())
-    for (const auto& l : msg["tail"])
-      if (l.is_string()) tail.push_back(l.get<std::string>());
-  std::string what = signaled ? std::string("was killed by signal ") + std::to_string(code) + " (" + ::strsignal(code) + ")"
-                              : "exited with status " + std::to_string(code);
-  RankFailure f;
-  f.rank = rank;
-  f.node = link.name;
-  f.exit_status = signaled ? 128 + code : code;
-  f.signal = signaled ? code : 0;
-  f.summary = rankName(rank) + " on node " + link.name + " " + what;
-  f.stderr_tail = std::move(tail);
-  onRankFailed(std::move(f));
+  if (!ours && (signaled || code != 0)) {
+    std::vector<std::string> tail;
+    if (msg.contains("tail") && msg["tail"].is_array())
+      for (const auto& l : msg["tail"])
+        if (l.is_string()) tail.push_back(l.get<std::string>());
+    std::string what = signaled ? std::string("was killed by signal ") + std::to_string(code) + " (" +
+                                      ::strsignal(code) + ")"
+                                : "exited with status " + std::to_string(code);
+    RankFailure f;
+    f.rank = rank;
+    f.node = link.name;
+    f.exit_status = signaled ? 128 + code : code;
+    f.signal = signaled ? code : 0;
+    f.summary = rankName(rank) + " on node " + link.name + " " + what;
+    f.stderr_tail = std::move(tail);
+    onRankFailed(std::move(f));
+  }
+  // The last process of a spawn: every node forgets its namespace (libpmix's store of it, its
+  // directories), so that a job spawning in a loop does not keep them all until it ends. After
+  // its failure's announcement (--keep-going), which the nodes handle first.
+  if (ended_spawn == 0) return;
+  if (const SpawnedJob* job = pmix_spawns_->find(ended_spawn)) {  // --output-dir: their files are complete
+    std::vector<int> numbers(static_cast<size_t>(job->size()));
+    std::iota(numbers.begin(), numbers.end(), job->base);
+    out_.closeFiles(std::move(numbers));
+  }
+  if (phase_ == Phase::running) broadcast({{"t", "pmix_spawn_end"}, {"k", ended_spawn}});
 }
 
 void JobSession::onLinkClosed(Link& link, const std::string& reason) {

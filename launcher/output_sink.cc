@@ -168,6 +168,14 @@ Result<void> OutputSink::openMoreFiles(const std::vector<std::pair<int, std::str
   return openNumbered(Item::Type::more_files, numbered_names, attempts_ > 1 ? O_APPEND : O_TRUNC);
 }
 
+void OutputSink::closeFiles(std::vector<int> numbers) {
+  if (dir_.empty() || numbers.empty()) return;
+  Item item;
+  item.type = Item::Type::close_files;
+  item.numbers = std::move(numbers);
+  enqueue(std::move(item));  // after their last records
+}
+
 Result<void> OutputSink::openNumbered(Item::Type type, const std::vector<std::pair<int, std::string>>& numbered_names,
                                       int mode) {
   auto dfd = openDir();
@@ -363,6 +371,18 @@ void OutputSink::handle(Item& item, std::vector<OutputFormatter::Write>& writes)
         files_[key] = fd;
       }
       file_names_.merge(item.file_names);
+      break;
+    case Item::Type::close_files:
+      for (int n : item.numbers) {
+        for (int stream : {1, 2}) {
+          if (auto f = files_.find({n, stream}); f != files_.end()) {
+            ::close(f->second);
+            files_.erase(f);
+          }
+          file_failed_.erase({n, stream});
+        }
+        file_names_.erase(n);
+      }
       break;
     case Item::Type::flush: break;
     case Item::Type::end_progress: formatter_.finish(writes); break;

@@ -43,6 +43,9 @@ class OutputSink {
   // The files of processes the job spawned (PMIx_Spawn), named "<name>.out" / "<name>.err"
   // (e.g. "spawn1.rank.0"), beside the ranks'. Nothing without --output-dir.
   Result<void> openMoreFiles(const std::vector<std::pair<int, std::string>>& numbered_names);
+  // Those processes have ended: their files are closed once what came before is written (a job
+  // that spawns in a loop would otherwise hold two descriptors per process it ever spawned).
+  void closeFiles(std::vector<int> numbers);
   // Queues one record of `source` (a daemon link); never blocks. stream 1 = stdout, 2 = stderr.
   void write(int source, int rank, int stream, OutputKind kind, std::string_view bytes);
   // The same without a copy: the record's bytes are owned.view().
@@ -61,13 +64,14 @@ class OutputSink {
 
  private:
   struct Item {
-    enum class Type { record, note, files, more_files, flush, end_progress } type = Type::record;
+    enum class Type { record, note, files, more_files, close_files, flush, end_progress } type = Type::record;
     int source = -1, rank = 0, stream = 1;
     OutputKind kind = OutputKind::lines;
     std::string tag;
     OwnedBytes data;  // a record's bytes or a note's text: data.view()
     std::map<std::pair<int, int>, int> files;
     std::map<int, std::string> file_names;  // a number's file name without .out/.err (default "rank.N")
+    std::vector<int> numbers;               // close_files: whose files
   };
   Result<int> openDir();  // --output-dir, checked; the caller closes it
   Result<void> openInto(int dfd, int number, const std::string& name, int mode, Item& item);

@@ -74,12 +74,19 @@ tl.check(r.returncode == 0 and "futures squares [0, 1, 4, 9, 16, 25, 36, 49, 64,
 # A job that spawns again and again (workers restarted per epoch): each ended spawn's namespace
 # is forgotten on its node, so the node's tlaunchd does not grow with every spawn. It kept
 # libpmix's store of each (two 4 MiB segments): 40 spawns grew it by ~330 MB.
-r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--", PY, MPI4PY, "loop", "40"], timeout=180)
+# With --output-dir, tlaunch closes an ended process's two files instead of keeping them all.
+loop_dir = os.path.join(tl.tempdir(), "loop")
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--output-dir", loop_dir, "--",
+            PY, MPI4PY, "loop", "40"], timeout=180)
 print(r.stdout, r.stderr)
 m = re.search(r"loop parent (\S+) grew (-?\d+) KiB over 40 spawns", r.stdout)
 tl.check(r.returncode == 0 and m and m.group(1) == "tlaunchd", f"40 spawns in a loop: exit {r.returncode}, {m}")
 # Under 4 MiB a spawn, half of one namespace's store: ASan's quarantine keeps freed memory too.
 tl.check(int(m.group(2)) < 40 * 4096, f"tlaunchd grew {m.group(2)} KiB over 40 spawns (under 4 MiB each)")
+fds = re.search(r"loop frontend holds (-?\d+) more descriptors", r.stdout)
+tl.check(fds and int(fds.group(1)) < 20, f"tlaunch's descriptors after 40 spawns with --output-dir: {fds and fds.group(1)}")
+with open(os.path.join(loop_dir, "spawn45.rank.0.out")) as f:
+    tl.check(f.read() == "", "the last spawn's output file is there")
 
 # MPI_Comm_spawn_multiple: two apps in one namespace, each child knowing its app (MPI_APPNUM).
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", PY, MPI4PY, "multiple"], timeout=120)

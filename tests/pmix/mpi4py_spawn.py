@@ -6,7 +6,8 @@
   missing        every rank spawns a program that does not exist; prints "spawn failed: ..."
   loop N         rank 0 spawns one short-lived child N times (as a job that starts workers again
                  and again); prints "loop parent COMM grew KIB KiB over N spawns" for the process
-                 that started rank 0 (its tlaunchd), after 5 spawns that warm everything up
+                 that started rank 0 (its tlaunchd), after 5 spawns that warm everything up, and
+                 "loop frontend holds D more descriptors" for tlaunchd's parent (--launcher local)
   sleeper MARK   rank 0 spawns `/bin/sleep MARK`, which never joins MPI: the parent then waits in
                  MPI_Comm_spawn until the job is ended (a teardown test)
 """
@@ -69,10 +70,14 @@ def loop(n):
         daemon = os.getppid()
         with open(f"/proc/{daemon}/comm") as f:
             comm = f.read().strip()
+        with open(f"/proc/{daemon}/stat") as f:
+            frontend = int(f.read().rsplit(")", 1)[1].split()[1])  # --launcher local: tlaunch
         before = rss_kib(daemon)
+        fds_before = len(os.listdir(f"/proc/{frontend}/fd"))
         for _ in range(n):
             spawn()
         print(f"loop parent {comm} grew {rss_kib(daemon) - before} KiB over {n} spawns", flush=True)
+        print(f"loop frontend holds {len(os.listdir(f'/proc/{frontend}/fd')) - fds_before} more descriptors", flush=True)
     MPI.COMM_WORLD.Barrier()
 
 
