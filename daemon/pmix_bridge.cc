@@ -168,14 +168,15 @@ void PmixBridge::onLocalRankFailed(int rank) {
   held_events_[rank];
   // The rank's socket closed as it died, but libpmix's thread may not have read that yet; if
   // it is forgotten first, libpmix never learns that the client is gone.
-  auto timer = std::make_unique<asio::steady_timer>(*io_, std::chrono::milliseconds(200));
+  auto& timer = forget_timers_[rank];  // owned here: the bridge's end cancels it
+  timer = std::make_unique<asio::steady_timer>(*io_, std::chrono::milliseconds(200));
   timer->async_wait([this, rank](const asio::error_code& ec) {
     if (ec || finished_) return;
     server_->forgetFailedRank(rank);
     auto held = held_events_.extract(rank);
     for (const auto& msg : held.mapped()) notify(msg);
+    forget_timers_.erase(rank);  // --keep-going: one per failed rank would pile up
   });
-  forget_timers_.push_back(std::move(timer));
 }
 
 void PmixBridge::finish() {

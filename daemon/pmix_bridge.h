@@ -54,7 +54,7 @@ class PmixBridge {
   std::map<int, std::string> spawned_nspaces_;  // spawn id -> namespace, while registered here
   std::map<int, std::unique_ptr<asio::steady_timer>> end_timers_;  // spawns to forget in a moment
   static constexpr std::chrono::milliseconds kForgetSpawnedAfter{300};  // onLocalRankFailed waits 200
-  std::vector<std::unique_ptr<asio::steady_timer>> forget_timers_;
+  std::map<int, std::unique_ptr<asio::steady_timer>> forget_timers_;  // failed local ranks to forget
   std::map<int, std::vector<Json>> held_events_;  // local failed ranks not yet forgotten -> their events
   void notify(const Json& msg);
   // Local ranks between PMIx_Init and PMIx_Finalize (libpmix's upcalls; shared with them).
