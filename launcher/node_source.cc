@@ -336,6 +336,12 @@ Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
       }
       break;
     case NodeOrigin::none:
+      // Not this host: the user is inside an allocation, only not one tlaunch can use.
+      if (auto components = options.use_slurm_env ? heterogeneousSlurmNodes(env) : std::nullopt) {
+        const auto job = env.find("SLURM_JOB_ID");
+        return diagnostic(Errc::usage, "slurm-heterogeneous",
+                          {{"job", job != env.end() ? job->second : "?"}, {"components", *components}});
+      }
       if (!trim(options.include).empty() || !trim(options.exclude).empty()) {
         return diagnostic(Errc::usage, "select-without-nodes");
       }

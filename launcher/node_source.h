@@ -3,6 +3,7 @@
 // --exclude, or the Slurm allocation. Pure: file contents and the environment come in as
 // values; nothing here reads files, resolves names or logs.
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,9 @@ Result<std::vector<int>> parseSlurmTasksPerNode(std::string_view text);
 
 // True inside a Slurm allocation (salloc, sbatch): a job id and a node list are set.
 bool insideSlurmAllocation(const std::map<std::string, std::string>& env);
+// Inside a heterogeneous allocation (salloc -N1 : -N1) Slurm sets no SLURM_JOB_NODELIST, only
+// one per component: their nodes ("node1 + node2,node3"), or nullopt where there is none.
+std::optional<std::string> heterogeneousSlurmNodes(const std::map<std::string, std::string>& env);
 
 // The allocation's nodes from SLURM_JOB_NODELIST (else SLURM_NODELIST), slots from
 // SLURM_TASKS_PER_NODE when present. Note: without -n/--ntasks-per-node Slurm puts the

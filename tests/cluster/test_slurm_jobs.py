@@ -8,6 +8,8 @@
 - outside any allocation, `tlaunch --launcher slurm -N 2 -p 1` runs (srun makes an allocation),
   and the allocation is released afterwards; while another job holds every node, it says srun's
   job is queued and runs once Slurm gives the nodes, past a 2 s --connect-timeout;
+- inside a heterogeneous allocation (`salloc -N1 : -N1`, no SLURM_JOB_NODELIST), tlaunch refuses
+  with exit 64 and says why, instead of running the job on the host it was started on;
 - contrib/examples/slurm_job.sbatch, submitted with `sbatch` as its comment says, then waited for (CPU ranks:
   GPUS_PER_NODE=0, and --gres=gpu:1 for the 4 stand-in GPUs of a node), runs the Gloo all-reduce on
   4 nodes x 2 ranks;
@@ -127,6 +129,18 @@ def srun_allocates():
         jobs_seen.append(job)
     released = cj.tl.wait_until(lambda: not squeue("-o", "%i %T"), 10, 0.2)
     check(released, "outside an allocation: the allocation srun made is released", str(squeue("-o", "%i %T")))
+
+
+def heterogeneous_allocation_refused():
+    # `salloc -N1 : -N1` sets no SLURM_JOB_NODELIST: tlaunch ran the job on the host it was
+    # started on, as if outside any allocation. It now says why it cannot use the allocation.
+    t0 = time.monotonic()
+    r = run(["salloc", "-N", "1", "-J", "tlc-het", ":", "-N", "1", "/bin/sh", "-c", REPORT_STATUS, "sh", ws.tlaunch,
+             *cj.NET, "-p", "1", "--", "/bin/hostname"], timeout=120)
+    ok = ("tlaunch exit status 64" in r.stderr and "is a heterogeneous allocation (node" in r.stderr
+          and "--hosts" in r.stderr and not cj.rank_hosts(r.stdout))
+    check(ok, f"inside a heterogeneous allocation: refused with a message, no rank run ({time.monotonic() - t0:.1f} s)",
+          cj.describe(r))
 
 
 @contextlib.contextmanager
@@ -375,6 +389,7 @@ def main():
         vc = cj.OwnVirtualCluster(n=4, slurm=True, ssh=False)
         with vc:
             print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
+            heterogeneous_allocation_refused()
             if torch:
                 gloo_inside_salloc()
             else:

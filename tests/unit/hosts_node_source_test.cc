@@ -313,6 +313,30 @@ TEST_CASE("hosts: resolveNodes picks the source and rejects duplicates", "[hosts
   CHECK_FALSE(resolveNodes(dup, {}));
 }
 
+TEST_CASE("hosts: a heterogeneous Slurm allocation is refused, not taken for this host", "[hosts][node_source][slurm]") {
+  // What `salloc -N1 : -N2` sets (Slurm 22.05): no SLURM_JOB_NODELIST, one list per component.
+  const Env het{{"SLURM_JOB_ID", "3"},
+                {"SLURM_HET_SIZE", "2"},
+                {"SLURM_JOB_NODELIST_HET_GROUP_0", "node1"},
+                {"SLURM_JOB_NODELIST_HET_GROUP_1", "node[2-3]"}};
+  CHECK(heterogeneousSlurmNodes(het) == "node1 + node[2-3]");
+  NodeSourceOptions none;
+  auto r = resolveNodes(none, het);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == Errc::usage);
+  CHECK_THAT(r.error().message, Catch::Contains("Slurm job 3 is a heterogeneous allocation (node1 + node[2-3])"));
+  CHECK_THAT(r.error().hint, Catch::Contains("--hosts"));
+  // Named nodes, or --launcher local / ssh (no use of Slurm's variables), are the user's choice.
+  none.hosts = "node1,node2";
+  CHECK(resolveNodes(none, het));
+  NodeSourceOptions local;
+  local.use_slurm_env = false;
+  CHECK(resolveNodes(local, het));
+  // A homogeneous allocation, and no allocation at all, are not heterogeneous.
+  CHECK_FALSE(heterogeneousSlurmNodes({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "s1"}}));
+  CHECK_FALSE(heterogeneousSlurmNodes({{"SLURM_JOB_NODELIST_HET_GROUP_0", "node1"}}));
+}
+
 TEST_CASE("hosts: selectNodes: -N takes the first nodes, slots must hold ranks per node", "[hosts][node_source]") {
   auto hosts = *parseHostfile("n1 slots=8\nn2 slots=8\nn3 slots=4\nn4\n", "h");
   CHECK(names(*selectNodes(hosts, 2, 8)) == S{"n1", "n2"});
