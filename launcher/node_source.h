@@ -53,7 +53,9 @@ Result<std::vector<int>> parseSlurmTasksPerNode(std::string_view text);
 // True inside a Slurm allocation (salloc, sbatch): a job id and a node list are set.
 bool insideSlurmAllocation(const std::map<std::string, std::string>& env);
 // Inside a heterogeneous allocation (salloc -N1 : -N1) Slurm sets no SLURM_JOB_NODELIST, only
-// one per component: their nodes ("node1 + node2,node3"), or nullopt where there is none.
+// one per component: their nodes ("node1 + node2,node3"), or nullopt where there is none. A
+// heterogeneous batch job's script has SLURM_JOB_NODELIST (the first component's): used, as
+// srun uses that component without --het-group.
 std::optional<std::string> heterogeneousSlurmNodes(const std::map<std::string, std::string>& env);
 
 // The allocation's nodes from SLURM_JOB_NODELIST (else SLURM_NODELIST), slots from
