@@ -118,8 +118,9 @@ void PmixBridge::endSpawned(int spawn_id) {
   // in onLocalRankFailed), and their failure events are held here for 200 ms.
   auto& timer = end_timers_[spawn_id];  // owned here: the bridge's end cancels it
   timer = std::make_unique<asio::steady_timer>(*io_, kForgetSpawnedAfter);
-  timer->async_wait([this, spawn_id, nspace = std::move(nspace)](const asio::error_code& ec) {
-    if (ec || finished_) return;
+  timer->async_wait([this, alive = std::weak_ptr<bool>(alive_), spawn_id, nspace = std::move(nspace)](
+                        const asio::error_code& ec) {
+    if (ec || !alive.lock() || finished_) return;
     if (auto r = server_->deregisterSpawned(nspace); !r) spdlog::warn("{}", r.error().message);
     end_timers_.erase(spawn_id);
   });
@@ -170,8 +171,8 @@ void PmixBridge::onLocalRankFailed(int rank) {
   // it is forgotten first, libpmix never learns that the client is gone.
   auto& timer = forget_timers_[rank];  // owned here: the bridge's end cancels it
   timer = std::make_unique<asio::steady_timer>(*io_, std::chrono::milliseconds(200));
-  timer->async_wait([this, rank](const asio::error_code& ec) {
-    if (ec || finished_) return;
+  timer->async_wait([this, alive = std::weak_ptr<bool>(alive_), rank](const asio::error_code& ec) {
+    if (ec || !alive.lock() || finished_) return;
     server_->forgetFailedRank(rank);
     auto held = held_events_.extract(rank);
     for (const auto& msg : held.mapped()) notify(msg);

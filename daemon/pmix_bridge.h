@@ -53,6 +53,9 @@ class PmixBridge {
   std::string topology_xml_;  // for spawned namespaces too
   std::map<int, std::string> spawned_nspaces_;  // spawn id -> namespace, while registered here
   std::map<int, std::unique_ptr<asio::steady_timer>> end_timers_;  // spawns to forget in a moment
+  // Gone with the bridge. A timer that had expired when the bridge went still runs its handler
+  // (not as cancelled), after the bridge: the handlers check it before touching anything.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   static constexpr std::chrono::milliseconds kForgetSpawnedAfter{300};  // onLocalRankFailed waits 200
   std::map<int, std::unique_ptr<asio::steady_timer>> forget_timers_;  // failed local ranks to forget
   std::map<int, std::vector<Json>> held_events_;  // local failed ranks not yet forgotten -> their events

@@ -338,7 +338,8 @@ Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
     case NodeOrigin::none:
       // Not this host: the user is inside an allocation, only not one tlaunch can use.
       if (auto components = options.use_slurm_env ? heterogeneousSlurmNodes(env) : std::nullopt) {
-        const auto job = env.find("SLURM_JOB_ID");
+        auto job = env.find("SLURM_JOB_ID");
+        if (job == env.end()) job = env.find("SLURM_JOBID");
         return diagnostic(Errc::usage, "slurm-heterogeneous",
                           {{"job", job != env.end() ? job->second : "?"}, {"components", *components}});
       }
