@@ -101,6 +101,13 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       static_cast<int>(hosts->size()) >= std::min(spec.min_nodes, spec.nodes))
     sized.nodes = static_cast<int>(hosts->size());
   const NodeOrigin origin = nodeOrigin(src, env);
+  std::vector<std::string> notes;
+  if (origin == NodeOrigin::slurm) {
+    // A heterogeneous batch job's script sees its first component's nodes only.
+    if (auto components = slurmHetComponents(env))
+      notes.push_back("this Slurm job is heterogeneous (" + *components + "): tlaunch runs on its first component, as " +
+                      "srun does without --het-group; name the nodes with --hosts to use others");
+  }
   std::vector<int> slots;
   for (const auto& h : *hosts) slots.push_back(usableSlots(h));
   std::string slots_origin = describeOrigin(origin);
@@ -151,6 +158,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   LauncherChoice choice;
   choice.kind = kind;
   choice.layout = *layout;
+  choice.notes = std::move(notes);
   if (kind == LauncherKind::local) {
     // Each simulated node is a daemon process on this host: beyond this it is a fork bomb, not a
     // test, whether the nodes are counted (-N) or named (--hosts, --hostfile).

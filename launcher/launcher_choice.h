@@ -29,6 +29,7 @@ struct LauncherChoice {
   // Over ssh: daemons start their tree children over ssh with these options (tree spawn).
   std::optional<SshStarterOptions> tree_spawn;
   RankLayout layout;                      // nodes x ranks per node, and why
+  std::vector<std::string> notes;         // said before the job starts
 };
 
 // Also decides the rank layout (-n, slots), since it chooses among the given nodes.

@@ -57,6 +57,9 @@ bool insideSlurmAllocation(const std::map<std::string, std::string>& env);
 // heterogeneous batch job's script has SLURM_JOB_NODELIST (the first component's): used, as
 // srun uses that component without --het-group.
 std::optional<std::string> heterogeneousSlurmNodes(const std::map<std::string, std::string>& env);
+// The components of a heterogeneous Slurm job ("node1 + node2,node3"), whether or not a node list
+// is set too; nullopt for a job of one component.
+std::optional<std::string> slurmHetComponents(const std::map<std::string, std::string>& env);
 
 // The allocation's nodes from SLURM_JOB_NODELIST (else SLURM_NODELIST), slots from
 // SLURM_TASKS_PER_NODE when present. Note: without -n/--ntasks-per-node Slurm puts the

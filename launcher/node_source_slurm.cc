@@ -58,18 +58,24 @@ bool insideSlurmAllocation(const std::map<std::string, std::string>& env) {
   return (envValue(env, "SLURM_JOB_ID") || envValue(env, "SLURM_JOBID")) && nodelistVariable(env);
 }
 
-std::optional<std::string> heterogeneousSlurmNodes(const std::map<std::string, std::string>& env) {
-  if (nodelistVariable(env) || !(envValue(env, "SLURM_JOB_ID") || envValue(env, "SLURM_JOBID"))) return std::nullopt;
+std::optional<std::string> slurmHetComponents(const std::map<std::string, std::string>& env) {
+  if (!(envValue(env, "SLURM_JOB_ID") || envValue(env, "SLURM_JOBID"))) return std::nullopt;
   std::string components;
-  for (int i = 0;; ++i) {
-    const std::string name = "SLURM_JOB_NODELIST_HET_GROUP_" + std::to_string(i);
+  int count = 0;
+  for (;; ++count) {
+    const std::string name = "SLURM_JOB_NODELIST_HET_GROUP_" + std::to_string(count);
     const std::string* nodes = envValue(env, name.c_str());
     if (!nodes) break;
-    components += i ? " + " : "";
+    components += count ? " + " : "";
     components += trim(*nodes);
   }
-  if (components.empty()) return std::nullopt;
+  if (count < 2) return std::nullopt;
   return components;
+}
+
+std::optional<std::string> heterogeneousSlurmNodes(const std::map<std::string, std::string>& env) {
+  if (nodelistVariable(env)) return std::nullopt;
+  return slurmHetComponents(env);
 }
 
 Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std::string>& env) {

@@ -160,7 +160,10 @@ int runJob(const JobSpec& input) {
       out->note("cannot restart the job: " + describeError(setup.error()));
       break;  // the outcome stays the failed attempt's
     }
-    if (!out) out.emplace(setup->spec.tag, setup->spec.output_dir);
+    if (!out) {
+      out.emplace(setup->spec.tag, setup->spec.output_dir);
+      for (const auto& note : setup->choice.notes) out->note(note);
+    }
     if (const int sig = held.takeInterrupt()) {  // Ctrl-C since the last attempt ended
       out->note(std::string("got SIG") + ::sigabbrev_np(sig) + " between attempts: the job is not restarted");
       outcome.interrupted = true;

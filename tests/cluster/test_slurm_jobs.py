@@ -9,7 +9,8 @@
   and the allocation is released afterwards; while another job holds every node, it says srun's
   job is queued and runs once Slurm gives the nodes, past a 2 s --connect-timeout;
 - inside a heterogeneous allocation (`salloc -N1 : -N1`, no SLURM_JOB_NODELIST), tlaunch refuses
-  with exit 64 and says why, instead of running the job on the host it was started on;
+  with exit 64 and says why, instead of running the job on the host it was started on; in a
+  heterogeneous batch job it runs on the first component and says the job has others;
 - contrib/examples/slurm_job.sbatch, submitted with `sbatch` as its comment says, then waited for (CPU ranks:
   GPUS_PER_NODE=0, and --gres=gpu:1 for the 4 stand-in GPUs of a node), runs the Gloo all-reduce on
   4 nodes x 2 ranks;
@@ -141,6 +142,18 @@ def heterogeneous_allocation_refused():
           and "--hosts" in r.stderr and not cj.rank_hosts(r.stdout))
     check(ok, f"inside a heterogeneous allocation: refused with a message, no rank run ({time.monotonic() - t0:.1f} s)",
           cj.describe(r))
+    # A heterogeneous batch job's script has the first component's SLURM_JOB_NODELIST: tlaunch runs
+    # there, as srun does without --het-group, and says that the job has other components.
+    out = Path(ws.dir, "het.out")
+    script = Path(ws.dir, "het.sbatch")
+    script.write_text(f"#!/bin/sh\n#SBATCH -N1 -J tlc-het-batch\n#SBATCH hetjob\n#SBATCH -N1\n"
+                      f"exec {ws.tlaunch} {' '.join(cj.NET)} -p 1 -- /bin/hostname\n")
+    r = sbatch_wait([f"--output={out}", str(script)], vc.environ())
+    text = out.read_text(errors="replace") if out.exists() else ""
+    got = cj.rank_hosts(text)
+    check(r.returncode == 0 and "this Slurm job is heterogeneous (node" in text and len(got) == 1
+          and got[0][0] == got[0][1], "a heterogeneous batch job: runs on its first component and says so",
+          f"{cj.describe(r)}\n     {text!r}")
 
 
 @contextlib.contextmanager

@@ -191,3 +191,23 @@ TEST_CASE("restarts: --max-restarts is bounded, refused with --keep-going, and c
   CHECK(value("TORCHELASTIC_MAX_RESTARTS") == "3");
   CHECK(value("TLAUNCH_JOB_ID") == "tl-abc-r2");
 }
+
+TEST_CASE("launcher choice: a heterogeneous batch job runs on its first component, and says so") {
+  const std::map<std::string, std::string> batch{{"SLURM_JOB_ID", "3"},
+                                                 {"SLURM_HET_SIZE", "2"},
+                                                 {"SLURM_JOB_NODELIST", "node1"},
+                                                 {"SLURM_JOB_NODELIST_HET_GROUP_0", "node1"},
+                                                 {"SLURM_JOB_NODELIST_HET_GROUP_1", "node2"}};
+  JobSpec spec;
+  spec.procs_per_node = 1;
+  auto c = chooseLauncher(spec, batch, /*resolve_only=*/true);
+  REQUIRE(c);
+  REQUIRE(c->nodes.size() == 1);
+  CHECK(c->nodes[0].name == "node1");
+  REQUIRE(c->notes.size() == 1);
+  CHECK_THAT(c->notes[0], Catch::Contains("heterogeneous (node1 + node2)") && Catch::Contains("--hosts"));
+  // One component: nothing to say.
+  auto plain = chooseLauncher(spec, {{"SLURM_JOB_ID", "4"}, {"SLURM_JOB_NODELIST", "node1"}}, true);
+  REQUIRE(plain);
+  CHECK(plain->notes.empty());
+}

@@ -335,6 +335,15 @@ TEST_CASE("hosts: a heterogeneous Slurm allocation is refused, not taken for thi
   // A homogeneous allocation, and no allocation at all, are not heterogeneous.
   CHECK_FALSE(heterogeneousSlurmNodes({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "s1"}}));
   CHECK_FALSE(heterogeneousSlurmNodes({{"SLURM_JOB_NODELIST_HET_GROUP_0", "node1"}}));
+
+  // A heterogeneous batch job's script: the first component's list is set too. Used (as srun
+  // does), the components named for the note.
+  Env batch = het;
+  batch["SLURM_JOB_NODELIST"] = "node1";
+  CHECK_FALSE(heterogeneousSlurmNodes(batch));
+  CHECK(slurmHetComponents(batch) == "node1 + node[2-3]");
+  CHECK(names(*resolveNodes(NodeSourceOptions{}, batch)) == S{"node1"});
+  CHECK_FALSE(slurmHetComponents({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "s1"}}));
 }
 
 TEST_CASE("hosts: selectNodes: -N takes the first nodes, slots must hold ranks per node", "[hosts][node_source]") {
