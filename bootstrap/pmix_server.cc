@@ -361,12 +361,15 @@ Result<void> PmixServer::deregisterJob(std::chrono::milliseconds bound) {
   for (const auto& spawned : job->spawned)
     if (result) result = s.deregisterNamespace(spawned->nspace, bound);
   if (result) result = s.deregisterNamespace(job->nspace, bound);
-  const bool tmp_gone = removeTree(job->layout.job_tmpdir);
-  const bool shm_gone = removeTree(job->shm_dir);
-  if (result && (!tmp_gone || !shm_gone))
-    result = fail(Errc::io, "PMIx on " + s.where() + ": could not remove " +
-                                (tmp_gone ? job->shm_dir : job->layout.job_tmpdir));
-  return result;
+  auto removed = s.removeDirs(job->layout.job_tmpdir, job->shm_dir);
+  return result ? removed : result;
+}
+
+Result<void> PmixServer::Impl::removeDirs(const std::string& tmpdir, const std::string& shm_dir) const {
+  const bool tmp_gone = removeTree(tmpdir);
+  const bool shm_gone = shm_dir.empty() || removeTree(shm_dir);
+  if (tmp_gone && shm_gone) return {};
+  return fail(Errc::io, "PMIx on " + where() + ": could not remove " + (tmp_gone ? shm_dir : tmpdir));
 }
 
 PmixServer::~PmixServer() {

@@ -192,6 +192,8 @@ struct PmixServer::Impl {
   bool isStale(uint64_t gen) const { return gen != generation.load(); }
   void failOutstanding(pmix_status_t status);
   std::string where() const { return "node " + config.node_name; }
+  // Removes a namespace's directories (shm_dir may be ""), saying which one stayed.
+  Result<void> removeDirs(const std::string& tmpdir, const std::string& shm_dir) const;
 };
 
 // The libpmix status a control-plane answer stands for (pmix_pubsub.cc).

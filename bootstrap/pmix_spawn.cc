@@ -162,11 +162,7 @@ Result<void> PmixServer::deregisterSpawned(const std::string& nspace) {
   // and a libpmix slow to answer now is not taken for a stuck one. libpmix orders it before
   // anything asked of it later.
   if (!s.wedged) PMIx_server_deregister_nspace(ns->nspace, [](pmix_status_t, void*) {}, nullptr);
-  const bool tmp_gone = removeTree(ns->layout.job_tmpdir);
-  const bool shm_gone = ns->layout.shm_dir.empty() || removeTree(ns->layout.shm_dir);
-  if (!tmp_gone || !shm_gone)
-    return fail(Errc::io, "PMIx on " + s.where() + ": could not remove " + (tmp_gone ? ns->layout.shm_dir : ns->layout.job_tmpdir));
-  return {};
+  return s.removeDirs(ns->layout.job_tmpdir, ns->layout.shm_dir);
 }
 
 // ---- numbering ------------------------------------------------------------------------------

@@ -116,13 +116,19 @@ void PmixBridge::endSpawned(int spawn_id) {
   spawned_nspaces_.erase(it);
   // A moment later: libpmix's thread may not have read yet that the procs' sockets closed (as
   // in onLocalRankFailed), and their failure events are held here for 200 ms.
-  auto& timer = end_timers_[spawn_id];  // owned here: the bridge's end cancels it
-  timer = std::make_unique<asio::steady_timer>(*io_, kForgetSpawnedAfter);
-  timer->async_wait([this, alive = std::weak_ptr<bool>(alive_), spawn_id, nspace = std::move(nspace)](
-                        const asio::error_code& ec) {
-    if (ec || !alive.lock() || finished_) return;
+  later(end_timers_, spawn_id, kForgetSpawnedAfter, [this, nspace = std::move(nspace)] {
     if (auto r = server_->deregisterSpawned(nspace); !r) spdlog::warn("{}", r.error().message);
-    end_timers_.erase(spawn_id);
+  });
+}
+
+void PmixBridge::later(std::map<int, std::unique_ptr<asio::steady_timer>>& timers, int key,
+                       std::chrono::milliseconds delay, std::function<void()> f) {
+  auto& timer = timers[key];  // owned here: the bridge's end cancels it
+  timer = std::make_unique<asio::steady_timer>(*io_, delay);
+  timer->async_wait([this, alive = std::weak_ptr<bool>(alive_), &timers, key, f = std::move(f)](const asio::error_code& ec) {
+    if (ec || !alive.lock() || finished_) return;
+    f();
+    timers.erase(key);  // one per spawn or failed rank would pile up over a long job
   });
 }
 
@@ -169,14 +175,10 @@ void PmixBridge::onLocalRankFailed(int rank) {
   held_events_[rank];
   // The rank's socket closed as it died, but libpmix's thread may not have read that yet; if
   // it is forgotten first, libpmix never learns that the client is gone.
-  auto& timer = forget_timers_[rank];  // owned here: the bridge's end cancels it
-  timer = std::make_unique<asio::steady_timer>(*io_, std::chrono::milliseconds(200));
-  timer->async_wait([this, alive = std::weak_ptr<bool>(alive_), rank](const asio::error_code& ec) {
-    if (ec || !alive.lock() || finished_) return;
+  later(forget_timers_, rank, std::chrono::milliseconds(200), [this, rank] {
     server_->forgetFailedRank(rank);
     auto held = held_events_.extract(rank);
     for (const auto& msg : held.mapped()) notify(msg);
-    forget_timers_.erase(rank);  // --keep-going: one per failed rank would pile up
   });
 }
 

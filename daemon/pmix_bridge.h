@@ -56,6 +56,10 @@ class PmixBridge {
   // Gone with the bridge. A timer that had expired when the bridge went still runs its handler
   // (not as cancelled), after the bridge: the handlers check it before touching anything.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // Runs `f` after `delay` on the io thread unless the bridge has finished or gone; the timer
+  // lives in `timers` under `key` until then.
+  void later(std::map<int, std::unique_ptr<asio::steady_timer>>& timers, int key, std::chrono::milliseconds delay,
+             std::function<void()> f);
   static constexpr std::chrono::milliseconds kForgetSpawnedAfter{300};  // onLocalRankFailed waits 200
   std::map<int, std::unique_ptr<asio::steady_timer>> forget_timers_;  // failed local ranks to forget
   std::map<int, std::vector<Json>> held_events_;  // local failed ranks not yet forgotten -> their events

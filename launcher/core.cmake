@@ -4,6 +4,7 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/cli_values.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/rank_layout.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/output_sink.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/output_sink_files.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/held_signals.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/output_format.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/local_starter.cc
