@@ -46,7 +46,7 @@ struct DaemonOptions {
   long long keeper_pid = 0;
   long long keeper_since = 0;
   std::string keeper_error;  // why no keeper could be started (said in the hello, for the user)
-  int keeper_lifeline_fd = -1;  // held, never read: closes with this process
+  int keeper_lifeline_fd = -1;  // held: one byte once the frontend knows the keeper; closes with this process
   std::string inventory_cache;  // started by a keeper: its inventory cache (daemon/inventory_cache.h)
 };
 

@@ -301,12 +301,18 @@ class Keeper {
     });
   }
 
-  // Our stdin is the starting daemon's pipe: it closes when that daemon ends.
+  // Our stdin is the starting daemon's pipe: it closes when that daemon ends. The daemon writes
+  // a byte once the frontend has accepted it, and so written this keeper down; a keeper whose
+  // daemon ends before that (refused, never connected) is known to nobody and ends too.
   void watchLifeline() {
-    lifeline_.async_read_some(asio::buffer(lifeline_buf_), [this](const asio::error_code& ec, size_t) {
+    lifeline_.async_read_some(asio::buffer(lifeline_buf_), [this](const asio::error_code& ec, size_t n) {
       if (ec == asio::error::operation_aborted) return;
-      if (!ec) return watchLifeline();
+      if (!ec) {
+        if (n > 0) known_ = true;
+        return watchLifeline();
+      }
       parent_alive_ = false;
+      if (!known_) keep_s_ = 0;
       checkIdle();
     });
   }
@@ -337,6 +343,7 @@ class Keeper {
   }
 
   std::string inventory_cache_;
+  bool known_ = false;  // the starting daemon said tlaunch has written this keeper down
   asio::io_context& io_;
   asio::ip::tcp::acceptor acceptor_;
   asio::posix::stream_descriptor lifeline_;

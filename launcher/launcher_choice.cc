@@ -42,9 +42,11 @@ constexpr std::string_view kNoRegistryHint =
 // The user's warm daemons, where this launch makes or may reuse some: --keep-daemons N creates
 // the secret (and fails loudly when it cannot); otherwise only where one of the job's nodes has
 // a keeper (warm daemons turn tree spawn off: no job should lose it for another job's nodes).
-// `slurm_job`: the allocation a usable keeper must belong to ("" over ssh).
+// `slurm_job`: the allocation a usable keeper must belong to ("" over ssh); `slurm_step`: the
+// settings of its keeper step (keeperStepSettings).
 Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const std::map<std::string, std::string>& env,
-                                                    const std::vector<NodeTarget>& nodes, const std::string& slurm_job) {
+                                                    const std::vector<NodeTarget>& nodes, const std::string& slurm_job,
+                                                    const std::string& slurm_step = "") {
   const bool keeping = spec.keep_daemons_s > 0;
   auto registry = WarmRegistry::open(env, keeping);
   if (!registry) {
@@ -57,7 +59,8 @@ Result<std::optional<WarmRegistry>> warmRegistryFor(const JobSpec& spec, const s
     const long long now = epochSeconds();
     const auto kept = registry->secret().empty() ? std::vector<WarmEntry>{} : registry->all(now);
     const bool any = std::any_of(nodes.begin(), nodes.end(), [&](const NodeTarget& n) {
-      return WarmRegistry::newest(kept, n.name, [&](const WarmEntry& e) { return e.mayServe(slurm_job); }).has_value();
+      return WarmRegistry::newest(kept, n.name, [&](const WarmEntry& e) { return e.mayServe(slurm_job, slurm_step); })
+          .has_value();
     });
     if (!any) return std::optional<WarmRegistry>{};
   }
@@ -253,12 +256,14 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     if (o.inside_allocation && !choice.nodes.empty()) {
       const auto job = env.find("SLURM_JOB_ID");
       const std::string slurm_job = job == env.end() ? "" : job->second;
-      auto warm = warmRegistryFor(spec, env, choice.nodes, slurm_job);
+      const std::string slurm_step = keeperStepSettings(o);
+      auto warm = warmRegistryFor(spec, env, choice.nodes, slurm_job, slurm_step);
       if (!warm) return tl::unexpected(warm.error());
       if (*warm) {
         WarmOptions w;
         w.keep_s = spec.keep_daemons_s;
         w.slurm_job = slurm_job;
+        w.slurm_step = slurm_step;
         SlurmKeeperStepOptions step;
         step.srun = o;
         step.slurm_job = slurm_job;

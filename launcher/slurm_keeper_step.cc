@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <sstream>
 
@@ -65,13 +66,25 @@ void writeAll(int fd, const std::string& bytes) {
 
 }  // namespace
 
+std::string keeperStepSettings(const SlurmStarterOptions& srun) {
+  std::string s = srun.slurm_args;
+  if (srun.job_gpus_per_node > 0) s += (s.empty() ? "" : " ") + std::string("[gpus per node ") + std::to_string(srun.job_gpus_per_node) + "]";
+  return s;
+}
+
+std::string keeperLinesPath(const std::string& log_path) {
+  std::string path = log_path;
+  if (path.ends_with(".log")) path.resize(path.size() - 4);
+  return path + ".lines";
+}
+
 void removeOldKeeperLogs(const std::string& dir, long long max_age_s) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;
   const long long now = epochSeconds();
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
-    if (!name.starts_with("keepers-") || !name.ends_with(".log")) continue;
+    if (!name.starts_with("keepers-") || !(name.ends_with(".log") || name.ends_with(".lines"))) continue;
     struct stat st {};
     if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
     if (now - st.st_mtime > max_age_s) ::unlinkat(::dirfd(d), e->d_name, 0);
@@ -107,17 +120,30 @@ SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::
   std::replace(srun->begin(), srun->end(), std::string("--kill-on-bad-exit=1"), std::string("--kill-on-bad-exit=0"));
   const size_t slash = options.log_path.rfind('/');
   if (slash != std::string::npos) removeOldKeeperLogs(options.log_path.substr(0, slash), 7LL * 86'400);
+  // The keepers' lines go to a file, not a pipe: one that answers after the deadline below
+  // would make srun write into a pipe nobody reads, and srun ends its whole step on SIGPIPE,
+  // with the job daemons the other keepers started in it.
+  const std::string lines_path = keeperLinesPath(options.log_path);
+  const int lines_fd = ::open(lines_path.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (lines_fd < 0) {
+    out.problem = "cannot open " + lines_path + ": " + std::strerror(errno);
+    return out;
+  }
+  ::lseek(lines_fd, 0, SEEK_END);  // an earlier step's lines (this allocation's) are not ours
   SpawnSpec spec;
   spec.exe = "/bin/sh";
-  spec.argv = {"sh", "-c", "log=$1; shift; exec \"$@\" 2>>\"$log\"", "sh", options.log_path};
+  spec.argv = {"sh", "-c", "log=$1; lines=$2; shift 2; exec \"$@\" >>\"$lines\" 2>>\"$log\"", "sh",
+               options.log_path, lines_path};
   spec.argv.insert(spec.argv.end(), srun->begin(), srun->end());
   spec.env = environmentWith({});
   spec.stdin_mode = SpawnSpec::Stdin::pipe;
+  spec.stdout_pipe = false;
   spec.stderr_pipe = false;
   spec.dies_with_parent = false;  // the step outlives this tlaunch: that is what it is for
   const off_t log_from = sizeOf(options.log_path);
   auto child = spawnProcess(spec);
   if (!child) {
+    ::close(lines_fd);
     out.problem = "cannot run srun for the keepers: " + child.error().message;
     return out;
   }
@@ -128,22 +154,30 @@ SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::
   std::vector<std::string> seen, unresolved;
   std::string pending;
   bool ended = false;
+  int srun_status = 0;
   const auto deadline = Clock::now() + std::chrono::milliseconds(options.timeout_ms);
   while (seen.size() < nodes.size() && !ended) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) break;
-    pollfd p{child->stdout_fd, POLLIN, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(left));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
     char buf[4096];
-    const ssize_t n = ::read(child->stdout_fd, buf, sizeof buf);
+    const ssize_t n = ::read(lines_fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ended = true;
-      break;
+    if (n <= 0) {  // nothing new: srun may have ended (its step over), else wait a little
+      if (::waitpid(child->pid, &srun_status, WNOHANG) == child->pid) {
+        ended = true;
+        // What it wrote last, before it ended, is still to be read.
+        while (true) {
+          const ssize_t m = ::read(lines_fd, buf, sizeof buf);
+          if (m <= 0) break;
+          pending.append(buf, static_cast<size_t>(m));
+        }
+      } else if (Clock::now() >= deadline) {
+        break;
+      } else {
+        ::usleep(10'000);
+        continue;
+      }
+    } else {
+      pending.append(buf, static_cast<size_t>(n));
     }
-    pending.append(buf, static_cast<size_t>(n));
     for (size_t eol; (eol = pending.find('\n')) != std::string::npos; pending.erase(0, eol + 1)) {
       auto entry = parseKeeperLine(pending.substr(0, eol), nodes, seen);
       if (!entry) continue;  // not a keeper's line (a login script's chatter): ignored
@@ -155,11 +189,12 @@ SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::
       }
       entry->keep_s = options.keep_s;
       entry->slurm_job = options.slurm_job;
+      entry->slurm_step = keeperStepSettings(options.srun);
       out.entries.push_back(std::move(*entry));
     }
     if (pending.size() > 65536) pending.clear();
   }
-  ::close(child->stdout_fd);
+  ::close(lines_fd);
   if (!unresolved.empty())
     out.problem = "this host cannot resolve " + joinStrings(unresolved) + " to an IPv4 address to reach its keeper";
   if (seen.size() == nodes.size()) {
@@ -173,8 +208,7 @@ SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::
   for (const auto& n : nodes)
     if (std::find(seen.begin(), seen.end(), n.name) == seen.end()) missing.push_back(n.name);
   if (ended) {  // srun exited before every keeper spoke: the step is over, its log says why
-    int status = 0;
-    const int code = ::waitpid(child->pid, &status, 0) == child->pid ? exitCodeOf(status) : -1;
+    const int code = exitCodeOf(srun_status);
     out.entries.clear();  // whoever answered ended with the step
     out.problem += "the keeper step ended without a keeper on " + joinStrings(missing) + ": " +
                    explainSrunFailure(code, logSince(options.log_path, log_from), daemon_path);

@@ -10,7 +10,9 @@
 // on `tlaunch stop-daemons`. srun's stderr goes to a log beside the registry, not to a pipe: a
 // write to a pipe nobody reads any more would make srun abort the step (its SIGPIPE handler).
 // The user's secret goes to srun's stdin (--input=all), each keeper's "NODE PORT PID SINCE"
-// line comes back on its stdout; after that line a keeper writes nothing there.
+// line comes back on its stdout, which is a file beside the log (keepers-JOB.lines), not a pipe,
+// for the same reason: a keeper that answers after tlaunch stopped waiting must not end the
+// step. After that line a keeper writes nothing there.
 #include <string>
 #include <vector>
 
@@ -33,7 +35,14 @@ struct SlurmKeepers {
   std::string problem;             // why the others did not, for the user; empty when all did
 };
 
-// Removes the files named keepers-*.log in `dir` last written more than `max_age_s` ago: one log
+// What of the daemons' srun options shapes the keeper step, where a keeper's job daemons run
+// (--slurm-args, GPUs per node): "" for srun's defaults. Written into each entry (slurm_step).
+std::string keeperStepSettings(const SlurmStarterOptions& srun);
+
+// Where the keepers' lines go: the log's name with ".lines" for ".log".
+std::string keeperLinesPath(const std::string& log_path);
+
+// Removes the files named keepers-*.log and keepers-*.lines in `dir` last written more than `max_age_s` ago: one log
 // is left per allocation that kept daemons, and allocations end.
 void removeOldKeeperLogs(const std::string& dir, long long max_age_s);
 

@@ -154,6 +154,7 @@ std::vector<WarmEntry> WarmRegistry::all(long long now) const {
     e.expires = getInt(j, "expires");
     e.keep_s = static_cast<int>(getInt(j, "keep_s"));
     e.slurm_job = getString(j, "slurm_job");
+    e.slurm_step = getString(j, "slurm_step");
     e.unanswered = getInt(j, "unanswered");
     e.file = file;
     if (e.node.empty() || e.host.empty() || e.port <= 0 || e.port > 65535 || e.expires <= now) {
@@ -177,6 +178,7 @@ Result<void> WarmRegistry::save(const WarmEntry& e) const {
   Json j = {{"node", e.node},   {"destination", e.destination}, {"host", e.host},     {"port", e.port},
                   {"pid", e.pid},     {"since", e.since},             {"expires", e.expires}, {"keep_s", e.keep_s}};
   if (!e.slurm_job.empty()) j["slurm_job"] = e.slurm_job;
+  if (!e.slurm_step.empty()) j["slurm_step"] = e.slurm_step;
   if (e.unanswered != 0) j["unanswered"] = e.unanswered;
   const std::string path = pathOf(e);
   // The new file has a random name of its own: two hosts sharing this home over NFS may save at

@@ -30,12 +30,18 @@ struct WarmEntry {
   std::string slurm_job;  // the Slurm allocation whose keeper step it is in; empty: started over ssh
   std::string file;       // where it was read from (not saved; empty for a new entry)
   long long unanswered = 0;  // epoch seconds when a launch last got no answer from it; 0: never
+  // That step's srun settings (keeperStepSettings: --slurm-args, GPUs per node): the job daemons
+  // a keeper starts run in its step, so a job asking srun for others (another container image,
+  // more GPUs) is not one for it. Empty: srun's defaults, or over ssh.
+  std::string slurm_step = {};
 
   // Whether a launch in the Slurm allocation `slurm_job` ("" over ssh) may ask it for a daemon:
   // one of another allocation (or over ssh for a job under Slurm, or the reverse) is not this
   // job's to use, and one that did not answer before is not tried again (each try would cost
   // the keeper timeout); both stay written down for stop-daemons.
-  bool mayServe(const std::string& job_slurm) const { return slurm_job == job_slurm && unanswered == 0; }
+  bool mayServe(const std::string& job_slurm, const std::string& job_step) const {
+    return slurm_job == job_slurm && slurm_step == job_step && unanswered == 0;
+  }
 };
 
 class WarmRegistry {

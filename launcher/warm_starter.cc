@@ -64,7 +64,7 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
     // Nor one of a name that now means another host (a changed hostfile, or a home shared
     // between clusters): it stays written down and expires by itself.
     auto entry = WarmRegistry::newest(kept, n.name, [&](const WarmEntry& e) {
-      return e.mayServe(options_.slurm_job) && e.destination == destinationOf(n);
+      return e.mayServe(options_.slurm_job, options_.slurm_step) && e.destination == destinationOf(n);
     });
     if (entry) request(n, *entry, false);
     else cold.push_back(n);
@@ -97,6 +97,12 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
       if (!w.fresh) {
         oldest = std::min(oldest, getInt(w.call->reply(), "since", now));
         ++reused;
+        // Its entry said "gone by the end of the last job + keep": a job longer than the keep
+        // would outlive that, and the entry would be taken for an expired one and dropped while
+        // the keeper lives (stop-daemons would not find it). Until this job's end, as for a new one.
+        WarmEntry busy = w.entry;
+        busy.expires = now + std::max(options_.keep_s, busy.keep_s) + kMaxKeepDaemonsSeconds;
+        (void)registry_.save(busy);
       }
       warm_.push_back(std::move(w));
       continue;

@@ -27,6 +27,7 @@ struct WarmOptions {
   // step are used (a keeper elsewhere would run the job outside the allocation), and with
   // keep_s > 0 the nodes without one get one first. Unset over ssh.
   std::string slurm_job;
+  std::string slurm_step;  // this job's keeper-step settings (keeperStepSettings): only such keepers
   std::function<SlurmKeepers(const std::vector<NodeTarget>& nodes, const std::string& daemon_path,
                              const std::string& user_secret)>
       start_keepers;

@@ -22,7 +22,9 @@ sees it, with tlaunch's cache (HOME) in a directory of the test's own:
 - `tlaunch stop-daemons`: the keepers that are left (node2's two) end, "stopped warm daemons on 1
   node";
 - a keeper told to stop while a job of its runs: that job completes, a tlaunch holding the old
-  registry entry is refused (ssh instead, not reused), and the keeper ends.
+  registry entry is refused (ssh instead, not reused), and the keeper ends;
+- a job that reuses a 3 s keeper and runs 9 s: the keeper stays written down meanwhile, so
+  `tlaunch stop-daemons` during the job finds it, and it ends with that job.
 
 Needs root (exits 77, skipped, where a virtual cluster cannot be built). Kills every keeper it
 started, whatever happens.
@@ -239,6 +241,31 @@ def scenario(ws, home):
           f"alive {alive(node3) if node3 else None}\n     running {running_err[-500:]!r}"
           f"\n     stop {stop.stdout!r} {stop.stderr[-500:]!r}"
           f"\n     again {again.stderr[-1500:]!r}")
+    # A job that reuses a keeper and lasts longer than the keep: its entry said "gone 3 s after
+    # the last job", and once that had passed, tlaunch dropped it as expired while the keeper
+    # lived on (stop-daemons said "no warm daemons"). It is written down until the job's end.
+    r = run(ws, home, ["--keep-daemons", "3s", "--hosts", "node1", "-p", "1", "--", "true"])
+    node1 = registry(home).get("node1", {}).get("pid")
+    env = {**vc.environ(), "HOME": str(home)}
+    long_job = subprocess.Popen([ws.tlaunch, *cj.NET, "--hosts", "node1", "-p", "1", "--", "sh", "-c",
+                                 "echo running; sleep 9"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ws.dir, env=env)
+    try:
+        started = select.select([long_job.stdout], [], [], 60)[0] and "running" in long_job.stdout.readline()
+        time.sleep(5)  # past the entry's old end
+        stop = run(ws, home, ["stop-daemons"])
+        _, long_err = long_job.communicate(timeout=TIMEOUT)
+    finally:
+        if long_job.poll() is None:
+            long_job.kill()
+            long_job.communicate()
+    check(r.returncode == 0 and node1 is not None and started and long_job.returncode == 0 and
+          "reused daemons on 1 node" in long_err and stop.returncode == 0 and
+          "ends once its 1 running job ends" in stop.stdout and cj.tl.wait_until(lambda: not alive(node1), 15),
+          "a keeper reused by a job longer than its keep stays written down: stop-daemons finds it during the job",
+          f"exits {r.returncode} {long_job.returncode} {stop.returncode} keeper {node1}\n     stop {stop.stdout!r} "
+          f"{stop.stderr[-500:]!r}\n     job {long_err[-800:]!r}")
+
     run(ws, home, ["stop-daemons"])
 
 

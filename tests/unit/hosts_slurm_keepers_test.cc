@@ -86,6 +86,7 @@ TEST_CASE("hosts: the keeper step is started once, told the secret, and left run
   for (const auto& e : made.entries) {
     CHECK(e.slurm_job == "4242");
     CHECK(e.keep_s == 600);
+    CHECK(e.slurm_step.empty());  // srun's defaults
   }
   CHECK(slurp(tmp.path() / "stdin") == "usersecret");
   const std::string argv = slurp(tmp.path() / "argv");
@@ -100,6 +101,21 @@ TEST_CASE("hosts: the keeper step is started once, told the secret, and left run
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   CHECK(running(pid));
   ::kill(pid, SIGKILL);
+}
+
+TEST_CASE("hosts: the keeper step's srun settings are written into its keepers' entries", "[hosts][slurm][warm]") {
+  SlurmStarterOptions o;
+  CHECK(keeperStepSettings(o).empty());
+  o.slurm_args = "--container-image=A";
+  o.job_gpus_per_node = 2;
+  CHECK(keeperStepSettings(o) == "--container-image=A [gpus per node 2]");
+  TempDir tmp;
+  auto step = fakeSrun(tmp, "printf 'localhost 40001 101 1700000000\\n'\nexec sleep 60\n");
+  step.srun.slurm_args = "--container-image=A";
+  const auto made = startSlurmKeepers(targets({"localhost"}), "tlaunchd", "s", step);
+  REQUIRE(made.entries.size() == 1);
+  CHECK(made.entries[0].slurm_step == "--container-image=A");
+  ::kill(std::stoi(slurp(tmp.path() / "pid")), SIGKILL);
 }
 
 TEST_CASE("hosts: a keeper step that fails or stays silent is explained", "[hosts][slurm][warm]") {
@@ -127,6 +143,19 @@ TEST_CASE("hosts: a keeper step that fails or stays silent is explained", "[host
     CHECK_THAT(made.problem, Catch::Contains("no keeper answered within 3 s on 127.0.0.1"));
     ::kill(std::stoi(slurp(tmp.path() / "pid")), SIGKILL);
   }
+  // srun ends its whole step on SIGPIPE: a keeper's line after tlaunch stopped waiting must not
+  // meet a closed pipe (the job daemons the other keepers started live in that step).
+  SECTION("a keeper that answers after the deadline does not end the step") {
+    auto o = fakeSrun(tmp, "printf 'localhost 40001 101 1700000000\\n'\nsleep 2\n"
+                           "printf '127.0.0.1 40002 102 1700000001\\n'\nexec sleep 60\n", 1000);
+    const auto made = startSlurmKeepers(targets({"localhost", "127.0.0.1"}), "tlaunchd", "s", o);
+    REQUIRE(made.entries.size() == 1);
+    const pid_t pid = std::stoi(slurp(tmp.path() / "pid"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    CHECK(running(pid));
+    CHECK_THAT(slurp(keeperLinesPath(o.log_path)), Catch::Contains("127.0.0.1 40002 102"));
+    ::kill(pid, SIGKILL);
+  }
   SECTION("none answers: srun is ended, not left behind") {
     auto o = fakeSrun(tmp, "exec sleep 60\n", 1000);
     const auto t0 = std::chrono::steady_clock::now();
@@ -145,11 +174,13 @@ TEST_CASE("hosts: old keeper-step logs are removed, recent ones and other files 
     fs::last_write_time(tmp.path() / name, fs::file_time_type::clock::now() - std::chrono::seconds(seconds));
   };
   age("keepers-100.log", 8LL * 86'400);
+  age("keepers-100.lines", 8LL * 86'400);
   age("keepers-200.log", 3600);
   age("node-node1.json", 30LL * 86'400);  // a registry entry: not a log
   fs::create_symlink("/etc/hostname", tmp.path() / "keepers-300.log");
   removeOldKeeperLogs(tmp.path().string(), 7LL * 86'400);
   CHECK_FALSE(fs::exists(tmp.path() / "keepers-100.log"));
+  CHECK_FALSE(fs::exists(tmp.path() / "keepers-100.lines"));
   CHECK(fs::exists(tmp.path() / "keepers-200.log"));
   CHECK(fs::exists(tmp.path() / "node-node1.json"));
   CHECK(fs::is_symlink(tmp.path() / "keepers-300.log"));  // not a file of ours: left alone

@@ -147,6 +147,20 @@ TEST_CASE("warm registry: entries per keeper, an expired one is forgotten", "[ho
   REQUIRE(reg->save({"node4", "node4", "10.0.0.4", 40004, 126, now, now + 600, 600, "4242", ""}));
   CHECK(filesIn(tmp.path() / "d") == 4);
   CHECK(newestOf(*reg, "node4", now)->slurm_job == "4242");
+  // ... and with what srun settings its step was made: a job asking srun for others (another
+  // container image, more GPUs) is not run in it.
+  WarmEntry gpus2{"node5", "node5", "10.0.0.5", 40005, 127, now, now + 600, 600, "4242", ""};
+  gpus2.slurm_step = "--gres=gpu:2";
+  REQUIRE(reg->save(gpus2));
+  const auto five = newestOf(*reg, "node5", now);
+  REQUIRE(five);
+  CHECK(five->slurm_step == "--gres=gpu:2");
+  CHECK(five->mayServe("4242", "--gres=gpu:2"));
+  CHECK_FALSE(five->mayServe("4242", "--gres=gpu:8"));
+  CHECK_FALSE(five->mayServe("4242", ""));
+  CHECK(newestOf(*reg, "node4", now)->mayServe("4242", ""));
+  CHECK_FALSE(newestOf(*reg, "node4", now)->mayServe("4343", ""));
+  reg->remove(*five);
   CHECK_FALSE(fs::exists(tmp.path() / "evil"));
   auto one = newestOf(*reg, "node1", now);
   REQUIRE(one);
