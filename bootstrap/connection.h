@@ -81,6 +81,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // While the message handler runs for a message that came as a broadcast: that broadcast, to
   // pass on unchanged (a daemon of the tree to its children); null otherwise.
   BroadcastFrame deliveringBroadcast() const;
+  // Its number alone (0: not a broadcast), without copying the frame.
+  uint64_t deliveringBroadcastNumber() const { return delivering_number_; }
   size_t queuedBytes() const { return queued_bytes_; }
   // Control frames not yet being written (a heartbeat is not queued behind an unsent one).
   size_t controlFramesWaiting() const { return control_queue_.size(); }

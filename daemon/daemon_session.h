@@ -94,6 +94,10 @@ class DaemonSession {
   void attachToParent(const std::string& host, int port, const std::string& parent_name);
   void switchToParent(const std::string& parent_name);
   bool relayDown(Json& msg);  // true: the message was for a node below this one, and went on
+  // The connection delivering the broadcast being handled: the upstream one, or the direct one
+  // still being read while this node switches to its tree parent; nullptr for a message that
+  // is not a broadcast.
+  const Connection* deliveringConnection() const;
   void sendUp(Json&& msg, bool bulk);
   void sendOwn(const Json& msg);  // this node's PMIx server's messages (fences gather the subtree's)
   void awaitChildren(std::chrono::steady_clock::time_point deadline, std::function<void()> then);
@@ -140,6 +144,7 @@ class DaemonSession {
   std::unique_ptr<TreeChildren> tree_;      // children's connections: before conn_ goes
   std::shared_ptr<Connection> parent_;      // the tree parent, while attaching
   std::shared_ptr<Connection> leaving_;     // the direct connection, until the frontend closes it
+  uint64_t last_broadcast_ = 0;             // the newest broadcast handled (they come in order)
   std::string parent_client_nonce_;
   SubtreeFence subtree_fence_;  // fences of the whole job: this node's share and its children's
   // Upstream is a daemon (the tree parent), not the frontend: its silence ends this node's ranks

@@ -50,7 +50,16 @@ void DaemonSession::sendOwn(const Json& msg) {
 
 bool DaemonSession::relayDown(Json& msg) {
   const std::string type = getString(msg, "t");
-  if (type == "fence_done") subtree_fence_.forget(static_cast<uint64_t>(getInt(msg, "seq")));
+  // A fence of the whole job ended (a broadcast): nothing more of it to gather. One node's own
+  // answer (after a failed rank, the frontend answers each node "lost" as its share arrives,
+  // the message passing through here on its way down) ends nothing for the others.
+  if (type == "fence_done" && msg.contains(kEveryNodeTag))
+    subtree_fence_.forget(static_cast<uint64_t>(getInt(msg, "seq")));
+  // A rank of the job failed (--keep-going): no fence of the whole job can complete, and a node
+  // whose ranks are all gone would never contribute. What this subtree gathered goes up now,
+  // before the news goes down, so that the frontend answers every node "lost".
+  if (type == "rank_failed" && getBool(msg, "job_rank") && conn_ && conn_->isOpen())
+    for (auto& share : subtree_fence_.passAll()) conn_->send(share);
   if (auto it = msg.find(kDestinationTag); it != msg.end()) {
     const int to = it->is_number_integer() ? it->get<int>() : -1;
     if (to == opts_.node_index) return false;
@@ -62,10 +71,17 @@ bool DaemonSession::relayDown(Json& msg) {
   if (msg.contains(kEveryNodeTag)) {
     // A broadcast goes on to the children as it came, sealed once by the frontend for all (the
     // frontend sends every "@all" message as one).
-    if (auto b = conn_->deliveringBroadcast()) tree_->sendAll(b, travelsAsBulkDown(type));
+    const Connection* from = deliveringConnection();
+    if (auto b = from ? from->deliveringBroadcast() : nullptr) tree_->sendAll(b, travelsAsBulkDown(type));
     else spdlog::warn("a '{}' for every node that did not come as a broadcast was not passed on", type);
   }
   return false;
+}
+
+const Connection* DaemonSession::deliveringConnection() const {
+  if (conn_ && conn_->deliveringBroadcastNumber() != 0) return conn_.get();
+  if (leaving_ && leaving_->deliveringBroadcastNumber() != 0) return leaving_.get();
+  return nullptr;
 }
 
 void DaemonSession::handleTree(const Json& msg) {

@@ -17,16 +17,15 @@ void appendParts(const Json& share, int node, Json& parts) {
 
 std::optional<Json> SubtreeFence::add(const Json& msg, int node, std::size_t expected) {
   const auto seq = static_cast<uint64_t>(getInt(msg, "seq"));
+  if (pass_all_) return passOn(seq, msg, node);  // the frontend answers each share: none is late
   if (ended_.count(seq)) return std::nullopt;
-  if (passing_.count(seq) || (!fences_.count(seq) && fences_.size() >= kMaxInProgress)) {
-    // No room to gather (a child opened fences without end): the share goes up as it is, and
-    // so does every later share of this fence; the frontend assembles them just the same and
-    // bounds what it holds. Dropped, the job's real fence would have waited for ever.
-    passing_.insert(seq);
-    if (passing_.size() > kRememberEnded) passing_.erase(passing_.begin());
-    Json parts = Json::array();
-    appendParts(msg, node, parts);
-    return Json{{"t", "fence"}, {"seq", seq}, {"collect", getBool(msg, "collect")}, {"parts", std::move(parts)}};
+  if (passing_.count(seq) || getBool(msg, "passed") ||
+      (!fences_.count(seq) && fences_.size() >= kMaxInProgress)) {
+    // No room to gather (a child opened fences without end), or a share a daemon below passed on
+    // already: the share goes up as it is, and so does every later share of this fence; the
+    // frontend assembles them just the same and bounds what it holds. Dropped, the job's real
+    // fence would have waited for ever.
+    return passOn(seq, msg, node);
   }
   Gathering& g = fences_[seq];
   if (!g.from.insert(node).second) return std::nullopt;  // this contributor's share is in already
@@ -36,6 +35,33 @@ std::optional<Json> SubtreeFence::add(const Json& msg, int node, std::size_t exp
   Json combined = {{"t", "fence"}, {"seq", seq}, {"collect", g.collect}, {"parts", std::move(g.parts)}};
   ended(seq);
   return combined;
+}
+
+// One share on its way up alone, with whatever this daemon had gathered of the same fence.
+Json SubtreeFence::passOn(uint64_t seq, const Json& msg, int node) {
+  passing_.insert(seq);
+  if (passing_.size() > kRememberEnded) passing_.erase(passing_.begin());
+  Json parts = Json::array();
+  bool collect = getBool(msg, "collect");
+  if (auto it = fences_.find(seq); it != fences_.end()) {
+    parts = std::move(it->second.parts);
+    collect = collect || it->second.collect;
+    fences_.erase(it);
+  }
+  appendParts(msg, node, parts);
+  return Json{{"t", "fence"}, {"seq", seq}, {"collect", collect}, {"passed", true}, {"parts", std::move(parts)}};
+}
+
+std::vector<Json> SubtreeFence::passAll() {
+  pass_all_ = true;
+  std::vector<Json> up;
+  for (auto& [seq, g] : fences_) {
+    passing_.insert(seq);
+    up.push_back(Json{{"t", "fence"}, {"seq", seq}, {"collect", g.collect}, {"passed", true}, {"parts", std::move(g.parts)}});
+  }
+  fences_.clear();
+  while (passing_.size() > kRememberEnded) passing_.erase(passing_.begin());
+  return up;
 }
 
 void SubtreeFence::forget(uint64_t seq) { ended(seq); }

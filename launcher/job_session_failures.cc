@@ -27,7 +27,7 @@ void JobSession::onRankFailed(RankFailure f) {
   }
   const auto decision = rank_failures_->onFailure(f);
   if (decision.announce) {
-    broadcast(RankFailurePolicy::announcement(f));
+    broadcast(rank_failures_->announcement(f));
     failPmixOperationsOf(f.rank);
   }
   if (failed_) return;  // an earlier rank's grace is running

@@ -30,8 +30,14 @@ std::string RankFailurePolicy::keptGoingSummary() const {
   return text + ", " + counts + " failed";
 }
 
-Json RankFailurePolicy::announcement(const RankFailure& f) {
-  return {{"t", "rank_failed"}, {"r", f.rank}, {"aborted", f.aborted()}, {"status", f.exit_status}};
+Json RankFailurePolicy::announcement(const RankFailure& f) const {
+  // job_rank: one of the job's own ranks (not a spawned process), so no fence of the whole job
+  // can complete any more (interior daemons stop gathering them: daemon/subtree_fence.h).
+  return {{"t", "rank_failed"},
+          {"r", f.rank},
+          {"aborted", f.aborted()},
+          {"status", f.exit_status},
+          {"job_rank", f.rank >= 0 && f.rank < world_size_}};
 }
 
 Result<std::chrono::milliseconds> parseEventGrace(std::string_view text) {

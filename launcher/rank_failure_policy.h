@@ -58,7 +58,7 @@ class RankFailurePolicy {
   std::string keptGoingSummary() const;
 
   // The frontend-to-daemon message that announces f ("rank_failed").
-  static Json announcement(const RankFailure& f);
+  Json announcement(const RankFailure& f) const;
 
  private:
   bool keep_going_;

@@ -2,7 +2,8 @@
 (tests/pmix/pmix_events.c): when rank 1 calls abort(), exits 3 or calls PMIx_Abort, ranks 0, 2
 and 3 get PMIX_ERR_PROC_ABORTED / PMIX_PROC_TERMINATED for it in their registered handlers
 before teardown; with --keep-going they run to their end, their fences over a job with a failed
-rank fail at once instead of hanging, and tlaunch exits with rank 1's status. --event-grace and
+rank fail at once instead of hanging (through the control tree too), and tlaunch exits with rank
+1's status. --event-grace and
 --keep-going are checked like every flag."""
 import os
 import re
@@ -69,6 +70,17 @@ for rank, kind, status, ms in fences:
     tl.check(int(ms) < 10000, f"keep-going: rank {rank} fence {kind} took {ms} ms")
 tl.check("rank 1 on node local0 exited with status 3" in r.stderr and "--keep-going" in r.stderr,
          f"keep-going: summary {r.stderr!r}")
+
+# The same through the control tree: 4 nodes x 1 rank as a chain (radix 1), so rank 1's node is
+# an interior daemon whose own share of a fence never comes once its only rank is gone. Its
+# parent and it used to wait for that share for ever (every survivor hung to its 20 s timeout).
+r = run(["--launcher", "local", "-N", "4", "-p", "1", "--tree-radix", "1", "--keep-going"], 3, ["exit", "fences"])
+fences = re.findall(r"rank (\d+) fence (all|listed) -> (\S+) in (\d+) ms", r.stdout)
+tl.check(sorted((int(f[0]), f[1]) for f in fences) == sorted((s, k) for s in SURVIVORS for k in ("all", "listed")),
+         f"keep-going, tree: fences {fences}")
+for rank, kind, status, ms in fences:
+    tl.check(status not in ("SUCCESS", "TIMEOUT"), f"keep-going, tree: rank {rank} fence {kind} -> {status}")
+    tl.check(int(ms) < 10000, f"keep-going, tree: rank {rank} fence {kind} took {ms} ms")
 
 # PMIx_Abort ends the job even with --keep-going, after the survivors heard PROC-ABORTED.
 r = run(TWO_NODES + GRACE + ["--keep-going"], 5, ["pmix-abort"])

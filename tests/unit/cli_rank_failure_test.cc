@@ -84,16 +84,25 @@ TEST_CASE("with --keep-going, spawned processes are counted apart from the job's
 }
 
 TEST_CASE("the announcement says aborted for PMIx_Abort and SIGABRT, terminated otherwise") {
+  const RankFailurePolicy policy(true, 4);
   RankFailure f = exitOf(1, 3);
-  CHECK(RankFailurePolicy::announcement(f) ==
-        Json({{"t", "rank_failed"}, {"r", 1}, {"aborted", false}, {"status", 3}}));
+  CHECK(policy.announcement(f) ==
+        Json({{"t", "rank_failed"}, {"r", 1}, {"aborted", false}, {"status", 3}, {"job_rank", true}}));
   f.signal = SIGABRT;
   f.exit_status = 128 + SIGABRT;
-  CHECK(RankFailurePolicy::announcement(f)["aborted"] == true);
+  CHECK(policy.announcement(f)["aborted"] == true);
   f.signal = SIGKILL;
-  CHECK(RankFailurePolicy::announcement(f)["aborted"] == false);
+  CHECK(policy.announcement(f)["aborted"] == false);
   f.called_abort = true;
-  CHECK(RankFailurePolicy::announcement(f)["aborted"] == true);
+  CHECK(policy.announcement(f)["aborted"] == true);
+}
+
+// Interior daemons stop gathering fences of the whole job only for one of its own ranks: a
+// spawned process is in none of them.
+TEST_CASE("the announcement says whether the failed process is one of the job's ranks") {
+  const RankFailurePolicy policy(true, 4);
+  CHECK(policy.announcement(exitOf(3, 1))["job_rank"] == true);
+  CHECK(policy.announcement(exitOf(4, 1))["job_rank"] == false);  // the first spawned process
 }
 
 TEST_CASE("collectives that include a failed rank fail at once, pending or new") {

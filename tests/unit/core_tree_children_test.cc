@@ -9,6 +9,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -304,6 +305,54 @@ TEST_CASE("subtree fence: with no room to gather a fence its shares go up one by
   REQUIRE(next);  // the same fence's next share follows the first
   CHECK((*next)["parts"][0][0] == 3);
   CHECK(f.inProgress() == 256);
+}
+
+// --keep-going: a node whose ranks all failed never contributes again. A gathering would wait
+// for it for ever, and every surviving rank of the subtree with it; the frontend answers each
+// node "lost" once the shares reach it.
+TEST_CASE("subtree fence: after a rank of the job failed, what was gathered goes up and later shares follow alone") {
+  SubtreeFence f;
+  CHECK_FALSE(f.add({{"t", "fence"}, {"seq", 3}, {"collect", true}, {"d", binary("AA")}}, 0, 3));
+  CHECK_FALSE(f.add({{"t", "fence"}, {"seq", 3}, {"collect", true}, {"d", binary("BB")}}, 2, 3));
+  auto up = f.passAll();
+  REQUIRE(up.size() == 1);
+  CHECK(getInt(up[0], "seq") == 3);
+  CHECK(up[0]["parts"].size() == 2);
+  CHECK(f.inProgress() == 0);
+  auto later = f.add({{"t", "fence"}, {"seq", 4}, {"collect", false}, {"d", binary("CC")}}, 0, 3);
+  REQUIRE(later);  // a new fence is not gathered either
+  CHECK(getBool(*later, "passed"));
+  REQUIRE((*later)["parts"].size() == 1);
+  CHECK((*later)["parts"][0][0] == 0);
+  CHECK(f.inProgress() == 0);
+  // The frontend answers each share "lost" now, so none is late: not even one of a fence
+  // this node saw end.
+  f.forget(5);
+  CHECK(f.add({{"t", "fence"}, {"seq", 5}, {"collect", false}, {"d", binary("DD")}}, 2, 3));
+}
+
+// Two levels down: the shares a child passes on one by one all come from that child. Counted by
+// contributor, its second one would be taken for a repeat and dropped, and the fence would never
+// complete at the frontend.
+TEST_CASE("subtree fence: shares a child passed on one by one are passed on here too, with what was gathered") {
+  SubtreeFence f;
+  CHECK_FALSE(f.add({{"t", "fence"}, {"seq", 8}, {"collect", true}, {"d", binary("AA")}}, 0, 3));
+  auto part = [](int node, const char* d) { return Json::array({node, binary(d)}); };
+  const Json first = {{"t", "fence"}, {"seq", 8}, {"collect", true}, {"passed", true}, {"parts", Json::array({part(2, "B")})}};
+  const Json second = {{"t", "fence"}, {"seq", 8}, {"collect", true}, {"passed", true}, {"parts", Json::array({part(5, "C")})}};
+  auto a = f.add(first, 2, 3);
+  REQUIRE(a);
+  std::set<int> nodes;
+  for (const auto& p : (*a)["parts"]) nodes.insert(p[0].get<int>());
+  CHECK(nodes == std::set<int>{0, 2});  // this node's share went with the child's first
+  auto b = f.add(second, 2, 3);
+  REQUIRE(b);
+  REQUIRE((*b)["parts"].size() == 1);
+  CHECK((*b)["parts"][0][0] == 5);
+  auto c = f.add({{"t", "fence"}, {"seq", 8}, {"collect", true}, {"d", binary("D")}}, 3, 3);
+  REQUIRE(c);  // the other child's share of that fence follows alone too
+  CHECK((*c)["parts"][0][0] == 3);
+  CHECK(f.inProgress() == 0);
 }
 
 TEST_CASE("tree children: a child's fence share may name only nodes of its own subtree") {
