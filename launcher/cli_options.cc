@@ -135,8 +135,9 @@ void addControlOptions(CLI::App& app, JobSpec& s, bool job) {
   const int day = kMaxSeconds;
   addCount(app, "--connect-timeout", "--connect-timeout", s.connect_timeout_s, 1, day,
            "seconds to wait for every daemon to connect (default 60)");
-  addCount(app, "--heartbeat-timeout", "--heartbeat-timeout", s.heartbeat_timeout_s, 1, day,
-           "seconds of silence after which a node is declared lost (default 15)");
+  addCount(app, "--heartbeat-timeout", "--heartbeat-timeout", s.heartbeat_timeout_s, 3, day,
+           "seconds of silence after which a node is declared lost (default 15; at least 3: daemons say they "
+           "live every second, and one late word must not end a job)");
   app.add_option("--daemon-path", s.daemon_path, "tlaunchd on the nodes (default: next to this tlaunch)");
   app.add_flag("-v,--verbose", s.verbose, "say what tlaunch does");
   if (!job) return;
@@ -389,10 +390,43 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   if (auto e = applyExportFlags(export_flags, s); !e) {
     return refuse(out, app, "tlaunch: error: " + describeError(e.error()));
   }
+  for (const char* flag : {"--ssh-fanout", "--ssh-option", "--ssh-reuse", "--ssh-connect-timeout"}) {
+    const bool given = app.get_option(flag)->count() > 0 || (preflight->parsed() && preflight->get_option(flag)->count() > 0);
+    if (given) s.ssh_flags_given.emplace_back(flag);
+  }
   // A full preflight probes every pair of nodes, unless the user chose otherwise.
   if (s.preflight == PreflightMode::full && app.get_option("--check-reachability")->count() == 0 &&
       (!preflight->parsed() || preflight->get_option("--check-reachability")->count() == 0))
     s.check_reachability = "all";
+  // Options before a subcommand (an alias `tlaunch --net tcp` stays usable with every one):
+  // a node choice would mean something it does not do (`tlaunch --hosts n1 stop-daemons` would
+  // end every warm daemon of the user's, not n1's), and one given on both sides of `preflight`
+  // would keep the last value without a word.
+  auto shownName = [](const CLI::Option* o) {
+    return !o->get_lnames().empty() ? "--" + o->get_lnames().front()
+           : !o->get_snames().empty() ? "-" + o->get_snames().front()
+                                       : o->get_name();
+  };
+  const std::pair<CLI::App*, const char*> whole_host[] = {
+      {topo, "it shows this host only"},
+      {stop_daemons, "it ends every warm daemon of yours, on every node"},
+      {inspect.stacks, "it asks a running job of yours on this host (name it: tlaunch stacks JOB)"},
+      {inspect.status, "it asks a running job of yours on this host (name it: tlaunch status JOB)"}};
+  for (const auto& [sub, what] : whole_host) {
+    if (!sub->parsed()) continue;
+    for (const char* flag : {"--hosts", "--hostfile", "--nodes", "--nnodes", "--include", "--exclude", "--launcher"})
+      if (app.get_option(flag)->count() > 0)
+        return refuse(out, app, "tlaunch: " + shownName(app.get_option(flag)) + " chooses nodes, but '" + sub->get_name() +
+                                    "' takes none: " + what);
+  }
+  if (preflight->parsed()) {
+    for (const CLI::Option* opt : app.get_options()) {
+      if (opt->count() == 0) continue;
+      const CLI::Option* again = preflight->get_option_no_throw(shownName(opt));
+      if (again && again->count() > 0)
+        return refuse(out, app, "tlaunch: " + shownName(opt) + " was given before and after 'preflight': give it once");
+    }
+  }
   // A subcommand runs no program: anything it did not understand is a mistake.
   for (CLI::App* sub : {topo, stop_daemons, inspect.stacks, inspect.status, preflight}) {
     if (!sub->parsed()) continue;
@@ -421,6 +455,12 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   if (!s.preflight_only) s.argv = app.remaining();
   if (!s.argv.empty() && s.argv.front() == "--") {
     s.argv.erase(s.argv.begin());
+  } else if (!s.preflight_only && !s.argv.empty() && s.argv.front() == "nccl-report") {
+    // main() hands `tlaunch nccl-report` to its own parser only as the first argument; after an
+    // option it would run as the job's program (and fail as one, after starting daemons).
+    return refuse(out, app,
+                  "tlaunch: nccl-report is a subcommand with options of its own: give it first, as in 'tlaunch "
+                  "nccl-report --json LOG...' (a program of that name goes after --)");
   } else if (!s.argv.empty() && s.argv.front().size() > 1 && s.argv.front()[0] == '-') {
     // prefix_command() hands an unknown option over as the program: refuse it, unless the user
     // separated the program with "--".

@@ -1,36 +1,17 @@
 #include "launcher/inspect_cli.h"
 
-#include <cctype>
+#include "bootstrap/error_text.h"
+#include "launcher/cli_values.h"
 
 namespace tlaunch {
-
-std::optional<int> parseDurationSeconds(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  long long total = 0;
-  size_t i = 0;
-  while (i < text.size()) {
-    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
-    long long n = 0;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-      n = n * 10 + (text[i++] - '0');
-      if (n > 100'000'000) return std::nullopt;
-    }
-    const char unit = i < text.size() ? text[i++] : 's';
-    if (unit == 's') total += n;
-    else if (unit == 'm') total += n * 60;
-    else if (unit == 'h') total += n * 3600;
-    else return std::nullopt;
-  }
-  if (total > 100'000'000) return std::nullopt;
-  return static_cast<int>(total);
-}
 
 void addHangTimeoutOption(CLI::App& app, JobSpec& s) {
   app.add_option_function<std::string>(
          "--hang-timeout",
          [&s](const std::string& v) {
-           auto d = parseDurationSeconds(v);
-           if (!d) throw CLI::ValidationError("--hang-timeout", "expected a duration such as 300, 90s, 10m or 1h");
+           // The same durations as --time-limit's ("1h30" was 1 h and 30 s here, "2d" refused).
+           auto d = parseDuration("--hang-timeout", v);
+           if (!d) throw CLI::ValidationError(describeError(d.error()));
            s.hang_timeout_s = *d;
          },
          "when no rank has printed anything for DURATION (e.g. 10m), print every rank's stacks once; the job goes on")

@@ -33,6 +33,13 @@ Result<void> validate(const JobSpec& spec) {
   if (spec.cpus_per_rank > 0 && spec.bind != "core")
     return diagnostic(Errc::usage, "cpus-per-rank-without-core-binding",
                       {{"bind", spec.bind}, {"what", spec.bind == "none" ? "nothing" : "whole NUMA nodes"}});
+  if (spec.preflight == PreflightMode::off) {
+    const char* flag = spec.preflight_strict           ? "--preflight-strict"
+                       : !spec.preflight_skip.empty() ? "--preflight-skip"
+                       : spec.expect_rate_gbps > 0     ? "--expect-rate"
+                                                       : nullptr;
+    if (flag) return diagnostic(Errc::usage, "preflight-flag-with-off", {{"flag", flag}});
+  }
   if (spec.max_restarts > 0 && spec.stdin_rank >= 0)
     return diagnostic(Errc::usage, "stdin-and-restarts");
   return {};

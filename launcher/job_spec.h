@@ -1,6 +1,7 @@
 #pragma once
 // Everything the user asked for, as parsed from the command line. Plain data: the CLI fills
 // it, planning and the session read it.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct JobSpec {  // NOLINT(clang-analyzer-optin.performance.Padding)
   // Node sources
   std::string hosts;
   std::string hostfile;
+  // Its text, read once before the first attempt (runJob): a restart must not read a pipe's end
+  // (`--hostfile <(...)`) or an edited file. Empty: read when the nodes are chosen.
+  std::optional<std::string> hostfile_content;
   std::string include, exclude;
 
   // Environment
@@ -97,6 +101,9 @@ struct JobSpec {  // NOLINT(clang-analyzer-optin.performance.Padding)
   int keep_daemons_s = -1;
   int ssh_connect_timeout_s = 10;
   std::string slurm_args;
+  // The --ssh-* flags given: a job whose daemons ssh does not start refuses them (they would do
+  // nothing), as it refuses --slurm-args outside srun.
+  std::vector<std::string> ssh_flags_given;
 
   int ranksPerNode() const { return gpus_per_node > 0 ? gpus_per_node : procs_per_node; }
 };

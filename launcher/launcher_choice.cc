@@ -83,7 +83,8 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   src.include = spec.include;
   src.exclude = spec.exclude;
   if (!spec.hostfile.empty()) {
-    auto content = readTextFile(spec.hostfile, "hostfile");
+    auto content = spec.hostfile_content ? Result<std::string>(*spec.hostfile_content)
+                                         : readTextFile(spec.hostfile, "hostfile");
     if (!content) return tl::unexpected(content.error());
     src.hostfile_name = spec.hostfile;
     src.hostfile_content = std::move(*content);
@@ -103,6 +104,12 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   if (spec.min_nodes > 0 && !hosts->empty() && static_cast<int>(hosts->size()) < spec.nodes &&
       static_cast<int>(hosts->size()) >= std::min(spec.min_nodes, spec.nodes))
     sized.nodes = static_cast<int>(hosts->size());
+  if (spec.min_nodes > 0 && !hosts->empty() && static_cast<int>(hosts->size()) < spec.min_nodes)
+    return diagnostic(Errc::usage, "nnodes-short",
+                      {{"min", std::to_string(spec.min_nodes)},
+                       {"max", std::to_string(spec.nodes)},
+                       {"available", std::to_string(hosts->size())},
+                       {"names", listNames(*hosts)}});
   const NodeOrigin origin = nodeOrigin(src, env);
   std::vector<std::string> notes;
   if (origin == NodeOrigin::slurm) {
@@ -152,6 +159,14 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
            : (origin == NodeOrigin::hosts || origin == NodeOrigin::hostfile) ? LauncherKind::ssh
                                                                              : LauncherKind::local;
   }
+  // Flags of a launcher this job does not use would do nothing: refused, not ignored.
+  const char* kind_name = kind == LauncherKind::slurm ? "srun" : kind == LauncherKind::ssh ? "ssh" : "the local launcher";
+  if (!spec.slurm_args.empty() && kind != LauncherKind::slurm)
+    return diagnostic(Errc::usage, "flag-of-other-launcher",
+                      {{"flag", "--slurm-args"}, {"for", "srun"}, {"launcher", kind_name}});
+  if (!spec.ssh_flags_given.empty() && kind != LauncherKind::ssh)
+    return diagnostic(Errc::usage, "flag-of-other-launcher",
+                      {{"flag", spec.ssh_flags_given.front()}, {"for", "ssh"}, {"launcher", kind_name}});
   // Warm daemons replace ssh sessions, or srun steps inside an allocation (which they live in);
   // a local fork has nothing as slow to save, and srun outside an allocation makes a new one.
   const bool can_keep = kind == LauncherKind::ssh || (kind == LauncherKind::slurm && insideSlurmAllocation(env));

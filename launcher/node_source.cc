@@ -377,6 +377,10 @@ Result<std::vector<HostEntry>> selectNodes(const std::vector<HostEntry>& hosts, 
   std::vector<HostEntry> chosen(hosts.begin(), hosts.begin() + static_cast<long>(count));
   if (ranks_per_node > 0) {
     for (const auto& h : chosen) {
+      // A hostfile's max_slots (Open MPI's hard limit): never more ranks than that on the node.
+      if (auto cap = h.attrs.find("max_slots"); cap != h.attrs.end() && std::stoi(cap->second) < ranks_per_node)
+        return diagnostic(Errc::usage, "max-slots-short",
+                          {{"node", h.name}, {"max", cap->second}, {"asked", std::to_string(ranks_per_node)}});
       const int usable = usableSlots(h);
       if (usable < 0 || usable >= ranks_per_node) continue;
       const std::string what = h.only_slots.empty() ? std::to_string(usable) + (usable == 1 ? " slot" : " slots")

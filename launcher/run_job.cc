@@ -16,6 +16,7 @@
 #include "launcher/job_session.h"
 #include "launcher/job_setup.h"
 #include "launcher/restart_policy.h"
+#include "launcher/text_file.h"
 #include "launcher/summary_json.h"
 #include "bootstrap/error_text.h"
 #include "bootstrap/spawn.h"
@@ -145,6 +146,11 @@ int runJob(const JobSpec& input) {
   // secret, a job id "<run id>-r<N>"), on the nodes the restart policy leaves.
   RestartPolicy restarts(input.max_restarts);
   JobSpec attempt = input;
+  if (!input.hostfile.empty() && !input.hostfile_content) {  // once, for every attempt
+    auto content = readTextFile(input.hostfile, "hostfile");
+    if (!content) return refuse(content.error());
+    attempt.hostfile_content = std::move(*content);
+  }
   std::optional<OutputSink> out;
   JobOutcome outcome;
   Json history = Json::array();

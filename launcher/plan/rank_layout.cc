@@ -24,6 +24,11 @@ RankLayout fill(int n, int p, std::string source) {
 }
 
 Result<RankLayout> checked(RankLayout l, int node_count) {
+  // -p/-g are bounded when parsed; a hostfile's slots or -n on few nodes are not (-n 1000000 on
+  // this host alone would start a million processes).
+  if (l.ranks_per_node > kMaxRanksPerNode)
+    return diagnostic(Errc::usage, "ranks-per-node-too-many",
+                      {{"source", l.source}, {"per_node", num(l.ranks_per_node)}, {"max", num(kMaxRanksPerNode)}});
   if (node_count > 0 && l.ranks_per_node > 0 &&
       static_cast<long long>(node_count) * l.ranks_per_node > kMaxWorldSize)
     return diagnostic(Errc::usage, "world-too-large",
@@ -65,7 +70,7 @@ Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots
         return diagnostic(Errc::usage, "ranks-slots-differ",
                           {{"total", num(n)}, {"first", num(s)}, {"other", num(slots[static_cast<size_t>(i)])},
                            {"origin", origin}});
-    return l;
+    return checked(l, l.nodes);
   }
   // No slots known: one rank per node up to the node count, else spread evenly.
   return checked(fill(n, ceilDiv(n, avail), "-n " + num(n) + " spread over " + num(avail) + " nodes"), avail);

@@ -33,7 +33,7 @@ def ranks_of(stdout):
 
 # Numbers: bounded, exit 64, the bound named (these aborted, overflowed or ran out of memory).
 expect(["--stdin", "99999999999", "-p", "1", "--", "true"], 64, "--stdin 99999999999: must be a whole number from 0 to")
-expect(["--heartbeat-timeout", "3000000", "-p", "1", "--", "true"], 64, "from 1 to 86400")
+expect(["--heartbeat-timeout", "3000000", "-p", "1", "--", "true"], 64, "from 3 to 86400")
 expect(["-p", "100000000", "--", "true"], 64, "from 1 to 4096")
 expect(["--launcher", "local", "-N", "1000", "-p", "4096", "--", "true"], 64, "more than 1000000")
 expect(["--launcher", "local", "-N", "5000", "-p", "1", "--", "true"], 64, "simulates at most 1024 nodes")

@@ -30,6 +30,7 @@ bool hasExport(const JobSpec& s, const std::string& kv) {
 TEST_CASE("numbers out of range are usage errors and not crashes or overflows") {
   CHECK(refused({"--stdin", "99999999999", "-p", "1", "--", "true"}));
   CHECK(refused({"--heartbeat-timeout", "3000000", "-p", "1", "--", "true"}));
+  CHECK(refused({"--heartbeat-timeout", "1", "-p", "1", "--", "true"}));  // one late ping would end the job
   CHECK(refused({"-p", "100000000", "--", "true"}));
   CHECK(refused({"-g", "0", "--", "true"}));
   CHECK(refused({"-N", "100001", "-p", "1", "--", "true"}));
@@ -127,6 +128,32 @@ TEST_CASE("preflight shares the job's options so typos are refused and not taken
   CHECK(p.spec.include == "a");
   CHECK(p.spec.connect_timeout_s == 5);
   CHECK(p.spec.preflight_skip == std::vector<std::string>{"memlock", "gpudirect"});
+}
+
+// `tlaunch --hosts n1 stop-daemons` would have ended every warm daemon of the user's, not n1's;
+// `-N 2 preflight -N 4` kept the last value. Other options before a subcommand stay allowed (an
+// alias such as `tlaunch --net tcp` is used with every subcommand).
+TEST_CASE("a node choice before a subcommand that takes none, or an option given on both sides, is refused") {
+  auto stop = parse({"--hosts", "n1", "stop-daemons"});
+  REQUIRE(stop.exit_now);
+  CHECK(*stop.exit_now == 64);
+  CHECK(stop.refusal.find("--hosts chooses nodes, but 'stop-daemons' takes none") != std::string::npos);
+  CHECK(refused({"-N", "2", "status"}));
+  CHECK(refused({"--hostfile", "h", "topo"}));
+  auto twice = parse({"-N", "2", "preflight", "-N", "4", "--hosts", "a,b,c,d"});
+  REQUIRE(twice.exit_now);
+  CHECK(twice.refusal.find("--nodes was given before and after 'preflight'") != std::string::npos);
+  CHECK_FALSE(parse({"--net", "tcp", "stop-daemons"}).exit_now);
+  auto before = parse({"--hosts", "a,b", "preflight", "-N", "2"});
+  CHECK_FALSE(before.exit_now);
+  CHECK(before.spec.hosts == "a,b");
+  CHECK_FALSE(parse({"stop-daemons"}).exit_now);
+  // nccl-report is parsed on its own only as the first argument; after an option it was run as
+  // the job's program.
+  auto report = parse({"-v", "nccl-report", "run.log"});
+  REQUIRE(report.exit_now);
+  CHECK(report.refusal.find("nccl-report is a subcommand") != std::string::npos);
+  CHECK(parse({"-p", "1", "--", "nccl-report"}).spec.argv == std::vector<std::string>{"nccl-report"});
 }
 
 TEST_CASE("a program one or two letters from a subcommand, found nowhere on PATH, is said to look like it") {

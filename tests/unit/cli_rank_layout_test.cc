@@ -112,3 +112,16 @@ TEST_CASE("default: one rank per GPU on GPU nodes else 1 and torchrun's words") 
   gpuNoGpu.nproc_per_node_word = "gpu";
   CHECK_FALSE(applyRankDefault(gpuNoGpu, {0}, {16}, {"a"}));
 }
+
+// -p/-g are bounded on the command line; -n on this host alone, a hostfile's slots or -n over a
+// few nodes were not: `tlaunch -n 1000000 -- true` started a million processes on one node.
+TEST_CASE("no layout puts more ranks on a node than one node can run") {
+  auto here = resolveRankLayout(spec(1'000'000, 0, 0), {}, "this host");
+  REQUIRE_FALSE(here);
+  CHECK(here.error().code == Errc::usage);
+  CHECK(here.error().message.find("1000000 ranks on a node, more than the 4096") != std::string::npos);
+  CHECK_FALSE(resolveRankLayout(spec(0, 0, 0), {100'000}, "--hostfile"));           // slots=100000
+  CHECK_FALSE(resolveRankLayout(spec(200'000, 0, 0), {100'000, 100'000}, "--hostfile"));
+  CHECK_FALSE(resolveRankLayout(spec(10'000, 2, 0), {}, "this host"));              // -n over -N 2
+  CHECK(resolveRankLayout(spec(8192, 2, 0), {}, "this host"));                       // 4096 each: fine
+}

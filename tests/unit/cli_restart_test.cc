@@ -158,7 +158,10 @@ TEST_CASE("restarts: --nnodes MIN:MAX runs on MAX, keeps the rest as spares, and
   spec.dropped_nodes = {"n1", "n3"};
   CHECK(chosenNodes(spec) == std::vector<std::string>{"n2", "n4"});  // fewer than MAX, at least MIN
   spec.dropped_nodes = {"n1", "n3", "n4"};
-  CHECK_FALSE(chooseLauncher(spec, {}, true));  // one node left, MIN is 2
+  auto short_of_min = chooseLauncher(spec, {}, true);  // one node left, MIN is 2
+  REQUIRE_FALSE(short_of_min);
+  CHECK_THAT(short_of_min.error().message,
+             Catch::StartsWith("--nnodes 2:3 needs at least 2 nodes, but only 1 are available (n2)"));
 }
 
 TEST_CASE("restarts: simulated nodes of the local launcher are replaced by the next name") {
@@ -210,4 +213,17 @@ TEST_CASE("launcher choice: a heterogeneous batch job runs on its first componen
   auto plain = chooseLauncher(spec, {{"SLURM_JOB_ID", "4"}, {"SLURM_JOB_NODELIST", "node1"}}, true);
   REQUIRE(plain);
   CHECK(plain->notes.empty());
+}
+
+// runJob reads --hostfile once: a restart read `--hostfile <(...)`'s pipe again, found it empty
+// and gave up ("names no hosts"), and an edited file changed the node set mid-job.
+TEST_CASE("restarts: every attempt chooses from the hostfile as it was read once") {
+  auto parsed = test::parse({"--hostfile", "/nonexistent/hosts", "-p", "1", "--", "true"});
+  REQUIRE_FALSE(parsed.exit_now);
+  JobSpec spec = parsed.spec;
+  CHECK_FALSE(chooseLauncher(spec, {}, true));  // not read yet: the file is missing
+  spec.hostfile_content = "h1 slots=2\nh2 slots=2\n";
+  CHECK(chosenNodes(spec) == std::vector<std::string>{"h1", "h2"});
+  spec.dropped_nodes = {"h1"};
+  CHECK(chosenNodes(spec) == std::vector<std::string>{"h2"});
 }

@@ -368,6 +368,13 @@ TEST_CASE("hosts: selectNodes: -N takes the first nodes, slots must hold ranks p
 
   CHECK_FALSE(selectNodes(hosts, -1, 1));
   CHECK(selectNodes({}, 0, 8)->empty());
+
+  // max_slots is Open MPI's hard limit; it was checked for its syntax, then ignored.
+  auto capped = *parseHostfile("m1 max_slots=2\nm2\n", "h");
+  auto over = selectNodes(capped, 2, 8);
+  REQUIRE_FALSE(over);
+  CHECK_THAT(over.error().message, Catch::StartsWith("m1 has max_slots=2 in the hostfile, fewer than the 8 ranks"));
+  CHECK(selectNodes(capped, 2, 2));
 }
 
 TEST_CASE("hosts: readTextFile reads a hostfile and names a missing one", "[hosts][node_source]") {
