@@ -71,6 +71,33 @@ std::optional<std::string> optionGivenEmpty(const CLI::App& app) {
 }
 
 namespace {
+// "--nodes" for -N,--nodes: the name the user can look up in --help.
+std::string shownName(const CLI::Option& o) {
+  if (!o.get_lnames().empty()) return "--" + o.get_lnames().front();
+  if (!o.get_snames().empty()) return "-" + o.get_snames().front();
+  return o.get_name();
+}
+}  // namespace
+
+std::optional<std::string> optionMisplacedAroundSubcommand(
+    const CLI::App& app, const std::vector<std::pair<const CLI::App*, const char*>>& whole_host,
+    const CLI::App& preflight) {
+  for (const auto& [sub, what] : whole_host) {
+    if (!sub->parsed()) continue;
+    for (const char* flag : {"--hosts", "--hostfile", "--nodes", "--nnodes", "--include", "--exclude", "--launcher"})
+      if (const CLI::Option* o = app.get_option_no_throw(flag); o && o->count() > 0)
+        return shownName(*o) + " chooses nodes, but '" + sub->get_name() + "' takes none: " + what;
+  }
+  if (!preflight.parsed()) return std::nullopt;
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->count() == 0) continue;
+    const CLI::Option* again = preflight.get_option_no_throw(shownName(*o));
+    if (again && again->count() > 0) return shownName(*o) + " was given before and after 'preflight': give it once";
+  }
+  return std::nullopt;
+}
+
+namespace {
 // Edits between two names of a dozen letters: insert, delete, replace, or swap two neighbours
 // ("stauts" is one swap from "status"): the optimal string alignment distance.
 size_t editDistance(std::string_view a, std::string_view b) {

@@ -2,6 +2,8 @@
 // Mistakes on the command line that CLI11 takes for values, found before they change the job.
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -18,6 +20,15 @@ std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, co
 // After parsing: an option given an empty value (`--hosts "$HOSTS"` with HOSTS unset ran the
 // job on this host instead of the nodes meant). The message, or nullopt.
 std::optional<std::string> optionGivenEmpty(const CLI::App& app);
+
+// Options before a subcommand (an alias such as `tlaunch --net tcp` stays usable with every one),
+// except: a node choice before a subcommand that takes none (`tlaunch --hosts n1 stop-daemons`
+// would end every warm daemon of the user's, not n1's) — `whole_host` pairs each such
+// subcommand with what it does instead — and an option given on both sides of `preflight`
+// (the last value would win without a word). The message, or nullopt.
+std::optional<std::string> optionMisplacedAroundSubcommand(
+    const CLI::App& app, const std::vector<std::pair<const CLI::App*, const char*>>& whole_host,
+    const CLI::App& preflight);
 
 // `tlaunch stauts`: a program that is no file on `path` (this host's PATH) and is one or two
 // letters from a subcommand's name. That subcommand, or nullopt. The program may still exist on

@@ -398,35 +398,14 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   if (s.preflight == PreflightMode::full && app.get_option("--check-reachability")->count() == 0 &&
       (!preflight->parsed() || preflight->get_option("--check-reachability")->count() == 0))
     s.check_reachability = "all";
-  // Options before a subcommand (an alias `tlaunch --net tcp` stays usable with every one):
-  // a node choice would mean something it does not do (`tlaunch --hosts n1 stop-daemons` would
-  // end every warm daemon of the user's, not n1's), and one given on both sides of `preflight`
-  // would keep the last value without a word.
-  auto shownName = [](const CLI::Option* o) {
-    return !o->get_lnames().empty() ? "--" + o->get_lnames().front()
-           : !o->get_snames().empty() ? "-" + o->get_snames().front()
-                                       : o->get_name();
-  };
-  const std::pair<CLI::App*, const char*> whole_host[] = {
-      {topo, "it shows this host only"},
-      {stop_daemons, "it ends every warm daemon of yours, on every node"},
-      {inspect.stacks, "it asks a running job of yours on this host (name it: tlaunch stacks JOB)"},
-      {inspect.status, "it asks a running job of yours on this host (name it: tlaunch status JOB)"}};
-  for (const auto& [sub, what] : whole_host) {
-    if (!sub->parsed()) continue;
-    for (const char* flag : {"--hosts", "--hostfile", "--nodes", "--nnodes", "--include", "--exclude", "--launcher"})
-      if (app.get_option(flag)->count() > 0)
-        return refuse(out, app, "tlaunch: " + shownName(app.get_option(flag)) + " chooses nodes, but '" + sub->get_name() +
-                                    "' takes none: " + what);
-  }
-  if (preflight->parsed()) {
-    for (const CLI::Option* opt : app.get_options()) {
-      if (opt->count() == 0) continue;
-      const CLI::Option* again = preflight->get_option_no_throw(shownName(opt));
-      if (again && again->count() > 0)
-        return refuse(out, app, "tlaunch: " + shownName(opt) + " was given before and after 'preflight': give it once");
-    }
-  }
+  if (auto misplaced = optionMisplacedAroundSubcommand(app, {{topo, "it shows this host only"},
+                                                             {stop_daemons, "it ends every warm daemon of yours, on every node"},
+                                                             {inspect.stacks, "it asks a running job of yours on this host "
+                                                                              "(name it: tlaunch stacks JOB)"},
+                                                             {inspect.status, "it asks a running job of yours on this host "
+                                                                              "(name it: tlaunch status JOB)"}},
+                                                       *preflight))
+    return refuse(out, app, "tlaunch: " + *misplaced);
   // A subcommand runs no program: anything it did not understand is a mistake.
   for (CLI::App* sub : {topo, stop_daemons, inspect.stacks, inspect.status, preflight}) {
     if (!sub->parsed()) continue;
