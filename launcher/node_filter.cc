@@ -17,8 +17,6 @@ using namespace node_source_detail;
 
 namespace {
 
-std::string_view trim(std::string_view s) { return trimBlanks(s); }
-
 // Names compare case-insensitively, as DNS does. An index, not a scan per name: --include with
 // a big expression against a big host list was quadratic (found by fuzzing).
 class HostIndex {
@@ -39,12 +37,10 @@ const std::string kFilterHint =
     "write --include/--exclude as node1:0,1@node2 (host, optional slot indices, '@' between hosts; an IPv6 "
     "address as fd00::1, or [fd00::1]:0,1 with slots)";
 
-
-
 // "node1:0,1" -> {node1, "0,1"}; "node1" -> {node1}. An IPv6 address (a hostfile may name nodes
 // so) is the host whole: "fd00::1", or "[fd00::1]:0,1" with slots. nullopt: more than one ':'.
 std::optional<std::vector<std::string_view>> hostAndSlots(std::string_view part) {
-  part = trim(part);
+  part = trimBlanks(part);
   if (isIpv6Literal(part)) return std::vector<std::string_view>{part};
   if (part.starts_with('[')) {
     const size_t close = part.find(']');
@@ -73,21 +69,21 @@ Result<std::vector<FilterItem>> parseFilter(std::string_view text, const std::st
   // Once, not per entry: a long list would copy itself once per entry.
   const std::string where = flag + " '" + visibleText(text) + "': ";
   for (std::string_view part : splitOutsideBrackets(text, '@')) {
-    part = trim(part);
+    part = trimBlanks(part);
     if (part.empty()) return fail(Errc::usage, where + "empty entry between '@'", kFilterHint);
     FilterItem item;
     const auto parts = hostAndSlots(part);
     if (!parts) return fail(Errc::usage, where + "more than one ':' in '" + visibleText(part) + "'", kFilterHint);
-    auto hosts = expandHostSpec(trim(parts->front()), isIpv6Literal(trim(parts->front())), where, kFilterHint,
+    auto hosts = expandHostSpec(trimBlanks(parts->front()), isIpv6Literal(trimBlanks(parts->front())), where, kFilterHint,
                                 namesLeft(names));
     if (!hosts) return tl::unexpected(hosts.error());
     names += hosts->size();
     item.hosts = std::move(*hosts);
     if (parts->size() == 2) {
       for (std::string_view s : splitOutsideBrackets((*parts)[1], ',')) {
-        auto index = parseCount(trim(s), 0);
+        auto index = parseCount(trimBlanks(s), 0);
         if (!index) {
-          return fail(Errc::usage, where + "slot index '" + visibleText(trim(s)) + "' is not a number", kFilterHint);
+          return fail(Errc::usage, where + "slot index '" + visibleText(trimBlanks(s)) + "' is not a number", kFilterHint);
         }
         if (std::find(item.slots.begin(), item.slots.end(), *index) != item.slots.end())
           return fail(Errc::usage, where + "slot index " + std::to_string(*index) + " is listed twice in '" +
@@ -112,8 +108,8 @@ std::vector<int> allSlots(const HostEntry& h) {
 
 Result<std::vector<HostEntry>> applyIncludeExclude(std::vector<HostEntry> hosts, std::string_view include,
                                                    std::string_view exclude) {
-  include = trim(include);
-  exclude = trim(exclude);
+  include = trimBlanks(include);
+  exclude = trimBlanks(exclude);
   if (include.empty() && exclude.empty()) return hosts;
   if (!include.empty() && !exclude.empty()) {
     return diagnostic(Errc::usage, "include-and-exclude");

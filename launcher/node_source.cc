@@ -17,7 +17,6 @@ namespace tlaunch {
 using namespace node_source_detail;
 
 namespace {
-std::string_view trim(std::string_view s) { return trimBlanks(s); }
 // What a slot count may be, as the messages say it.
 std::string slotsRange() { return "a whole number from 1 to " + std::to_string(node_source_detail::kMaxSlots); }
 }  // namespace
@@ -46,6 +45,10 @@ std::optional<std::string> badHostName(std::string_view name, bool allow_ipv6) {
   if (name.empty()) return "empty host name";
   if (name.front() == '-' || name.front() == '.') return "host name '" + visibleText(name) + "' starts with '" + name[0] + "'";
   const bool ipv6 = allow_ipv6 && std::count(name.begin(), name.end(), ':') >= 2;
+  // "node1::8" (a typo for node1:8) is no address: taken as one, it failed only later, as a node
+  // nobody could reach.
+  if (ipv6 && !isIpv6Literal(name))
+    return "'" + visibleText(name) + "' has several ':' but is not an IPv6 address (slots: host:8 or host slots=8)";
   for (char c : name) {
     if (nameChar(c) || (ipv6 && c == ':')) continue;
     return "host name '" + visibleText(name) + "' contains '" + visibleText(std::string_view(&c, 1)) + "'";
@@ -184,7 +187,7 @@ Result<std::vector<HostEntry>> parseHostsOption(std::string_view text) {
   // Once, not per item: a long list would copy itself once per item.
   const std::string where = "--hosts '" + visibleText(text) + "': ";
   for (std::string_view item : splitOutsideBrackets(text, ',')) {
-    item = trim(item);
+    item = trimBlanks(item);
     if (item.empty()) return fail(Errc::usage, where + "empty host name", kHostsHint);
     auto parts = splitOutsideBrackets(item, ':');
     if (parts.size() > 2) {
@@ -224,11 +227,11 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
     ++line_no;
     std::string_view line = raw;
     if (auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    line = trim(line);
+    line = trimBlanks(line);
     if (line.empty()) continue;
 
     const std::string where = std::string(file_name) + ":" + std::to_string(line_no) + ": ";
-    const std::string quoted = " in '" + visibleText(trim(raw)) + "'";
+    const std::string quoted = " in '" + visibleText(trimBlanks(raw)) + "'";
     auto bad = [&](const std::string& what, const std::string& hint = kHostfileHint) {
       return fail(Errc::usage, where + what + quoted, hint);
     };
@@ -303,7 +306,7 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
 }
 
 NodeOrigin nodeOrigin(const NodeSourceOptions& options, const std::map<std::string, std::string>& env) {
-  if (!trim(options.hosts).empty()) return NodeOrigin::hosts;
+  if (!trimBlanks(options.hosts).empty()) return NodeOrigin::hosts;
   if (!options.hostfile_name.empty()) return NodeOrigin::hostfile;
   if (options.use_slurm_env && insideSlurmAllocation(env)) return NodeOrigin::slurm;
   return NodeOrigin::none;
@@ -321,7 +324,7 @@ const char* describeOrigin(NodeOrigin origin) {
 
 Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
                                             const std::map<std::string, std::string>& env) {
-  if (!trim(options.hosts).empty() && !options.hostfile_name.empty()) {
+  if (!trimBlanks(options.hosts).empty() && !options.hostfile_name.empty()) {
     return diagnostic(Errc::usage, "hosts-and-hostfile");
   }
   Result<std::vector<HostEntry>> hosts;
@@ -343,7 +346,7 @@ Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
         return diagnostic(Errc::usage, "slurm-heterogeneous",
                           {{"job", job != env.end() ? job->second : "?"}, {"components", *components}});
       }
-      if (!trim(options.include).empty() || !trim(options.exclude).empty()) {
+      if (!trimBlanks(options.include).empty() || !trimBlanks(options.exclude).empty()) {
         return diagnostic(Errc::usage, "select-without-nodes");
       }
       return std::vector<HostEntry>{};

@@ -12,7 +12,6 @@ namespace tlaunch {
 using namespace node_source_detail;
 
 namespace {
-std::string_view trim(std::string_view s) { return trimBlanks(s); }
 }  // namespace
 
 Result<std::vector<int>> parseSlurmTasksPerNode(std::string_view text) {
@@ -20,7 +19,7 @@ Result<std::vector<int>> parseSlurmTasksPerNode(std::string_view text) {
   const std::string where = "SLURM_TASKS_PER_NODE='" + std::string(text) + "': ";
   const std::string hint = "expected a form like 2(x3),1; unset SLURM_TASKS_PER_NODE if it was set by hand";
   for (std::string_view item : splitOutsideBrackets(text, ',')) {
-    item = trim(item);
+    item = trimBlanks(item);
     int repeat = 1;
     if (const size_t paren = item.find('('); paren != std::string_view::npos) {
       std::string_view rep = item.substr(paren);
@@ -45,7 +44,7 @@ Result<std::vector<int>> parseSlurmTasksPerNode(std::string_view text) {
 namespace {
 const std::string* envValue(const std::map<std::string, std::string>& env, const char* name) {
   auto it = env.find(name);
-  return it == env.end() || trim(it->second).empty() ? nullptr : &it->second;
+  return it == env.end() || trimBlanks(it->second).empty() ? nullptr : &it->second;
 }
 const char* nodelistVariable(const std::map<std::string, std::string>& env) {
   if (envValue(env, "SLURM_JOB_NODELIST")) return "SLURM_JOB_NODELIST";
@@ -67,7 +66,7 @@ std::optional<std::string> slurmHetComponents(const std::map<std::string, std::s
     const std::string* nodes = envValue(env, name.c_str());
     if (!nodes) break;
     components += count ? " + " : "";
-    components += trim(*nodes);
+    components += trimBlanks(*nodes);
   }
   if (count < 2) return std::nullopt;
   return components;

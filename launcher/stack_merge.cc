@@ -12,8 +12,6 @@ namespace {
 
 bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-std::string_view trim(std::string_view s) { return trimBlanks(s); }
-
 // "Thread 3 (Thread 0x7f.. (LWP 12) "python3"):" -> 3; -1 if the line is no thread header.
 int threadNumber(std::string_view line) {
   if (!startsWith(line, "Thread ")) return -1;
@@ -34,7 +32,7 @@ std::string baseName(std::string_view path) {
 std::string frameName(std::string_view line) {
   size_t sp = line.find_first_of(" \t");
   if (sp == std::string_view::npos) return {};
-  std::string_view rest = trim(line.substr(sp));
+  std::string_view rest = trimBlanks(line.substr(sp));
   if (startsWith(rest, "0x")) {
     size_t in = rest.find(" in ");
     if (in == std::string_view::npos) return "??";
@@ -45,7 +43,7 @@ std::string frameName(std::string_view line) {
   std::string name(rest.substr(0, paren));
   if (name == "??") {
     size_t from = rest.rfind(" from ");
-    if (from != std::string_view::npos) name += " [" + baseName(trim(rest.substr(from + 6))) + "]";
+    if (from != std::string_view::npos) name += " [" + baseName(trimBlanks(rest.substr(from + 6))) + "]";
   }
   return name;
 }
@@ -54,7 +52,7 @@ std::string frameName(std::string_view line) {
 std::string pythonFrameName(std::string_view line) {
   size_t q1 = line.find('"'), q2 = line.find('"', q1 + 1), in = line.rfind(", in ");
   if (q1 == std::string_view::npos || q2 == std::string_view::npos || in == std::string_view::npos) return {};
-  return "py:" + std::string(trim(line.substr(in + 5))) + " (" + baseName(line.substr(q1 + 1, q2 - q1 - 1)) + ")";
+  return "py:" + std::string(trimBlanks(line.substr(in + 5))) + " (" + baseName(line.substr(q1 + 1, q2 - q1 - 1)) + ")";
 }
 
 // Process and thread start-up frames say nothing about where a rank is.
@@ -94,7 +92,7 @@ std::vector<Stack> parseGdbStacks(std::string_view text) {
     size_t nl = text.find('\n', pos);
     std::string_view raw = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
-    std::string_view line = trim(raw);
+    std::string_view line = trimBlanks(raw);
     if (int n = threadNumber(line); n >= 0) {
       current = n;
       threads[current];

@@ -132,6 +132,9 @@ TEST_CASE("hosts: hostfile: bad lines give file:line and the text", "[hosts][nod
         Case{"slots=4\n", "hosts.txt:1:", "start with a host name"},
         Case{"node1 slotz=4\n", "hosts.txt:1:", "unknown key 'slotz'"},  // not a node of one rank
         Case{"node1 slot=2 slots=2\n", "hosts.txt:1:", "twice"},
+        // A typo for node1:8, not an IPv6 address: it was taken as a host nobody could reach.
+        Case{"node1::8\n", "hosts.txt:1:", "'node1::8' has several ':' but is not an IPv6 address"},
+        Case{"fd00::1::2 slots=2\n", "hosts.txt:1:", "not an IPv6 address"},
         // Bytes that would cut the message short or garble it are shown as \xNN; UTF-8 stays.
         Case{"\x01\xff\xfe garbage\n", "hosts.txt:1:", "in '\\x01\\xff\\xfe garbage'"},
         Case{"nod\xc3\xa9 slots=1\n", "hosts.txt:1:", "host name 'nod\xc3\xa9' contains '\\xc3'"},
