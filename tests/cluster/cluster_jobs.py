@@ -205,6 +205,21 @@ def daemons_of(job, node):
     return pids
 
 
+def node_processes_matching(marker):
+    """PIDs of live processes on the cluster's nodes (another UTS namespace than this test's)
+    whose command line contains marker: a local test running beside this one may run the same
+    program on the host."""
+    host_uts = os.readlink("/proc/self/ns/uts")
+    pids = []
+    for pid in tl.processes_matching(marker):
+        try:
+            if os.readlink(f"/proc/{pid}/ns/uts") != host_uts:
+                pids.append(pid)
+        except OSError:
+            pass
+    return pids
+
+
 def job_id_of_pid(pid):
     return tl.job_of_rank(pid)
 

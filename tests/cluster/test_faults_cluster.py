@@ -55,7 +55,7 @@ def sleeping_job(ws, seconds):
     deadline = time.monotonic() + 10
     job = None
     while job is None and time.monotonic() < deadline:
-        for pid in cj.tl.processes_matching("output_patterns.py"):
+        for pid in cj.node_processes_matching("output_patterns.py"):
             job = job or cj.job_id_of_pid(pid)
         time.sleep(0.1)
     jobs_seen.append(job)

@@ -166,7 +166,7 @@ def kill_daemon(ws, node, expect, sig=signal.SIGKILL, gone_while_stopped=()):
     job = None
     deadline = time.monotonic() + 10
     while job is None and time.monotonic() < deadline:
-        for pid in cj.tl.processes_matching("output_patterns.py"):
+        for pid in cj.node_processes_matching("output_patterns.py"):
             job = job or cj.job_id_of_pid(pid)
         time.sleep(0.1)
     jobs_seen.append(job)

@@ -156,7 +156,11 @@ tl.check(p.returncode == 130 and "interrupted by SIGINT (after rank 1 on node lo
          f"keep-going then Ctrl-C: exit {p.returncode}, reason {reason!r}")
 
 # 4. A node's daemon killed: the job aborts naming the node, nothing remains.
-p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
+# A TMPDIR of its own (for this job and the next): another test's daemon beside this one would
+# sweep the killed daemon's directories from a shared /tmp before this test looks at them.
+tmp4 = tl.tempdir()
+env4 = {**os.environ, "TMPDIR": tmp4}
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT], env=env4)
 lines = wait_ready(p, 4)
 job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
 tl.signal_daemon(job, "local1", signal.SIGKILL, p.pid)
@@ -167,9 +171,9 @@ tl.check("lost node local1" in err, f"summary names the node: {err}")
 tl.check("ending the job (SIGTERM to the 2 ranks still running" in err, f"the teardown line's count: {err}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
 # The killed daemon could not remove its job's directories; the next job's daemons do.
-killed_dirs = glob.glob(f"/tmp/tlaunch.{job}.local1.*") + glob.glob(f"/dev/shm/tlaunch.{job}.local1.*")
+killed_dirs = glob.glob(f"{tmp4}/tlaunch.{job}.local1.*") + glob.glob(f"/dev/shm/tlaunch.{job}.local1.*")
 tl.check(killed_dirs, f"kill -9 of a daemon leaves its job's directories (else this check tests nothing)")
-r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", "true"])
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", "true"], env=env4)
 tl.check(r.returncode == 0, f"next job: {r.stderr}")
 tl.check(not any(os.path.exists(d) for d in killed_dirs), f"the next job removed the dead daemon's {killed_dirs}")
 
