@@ -8,7 +8,9 @@
 #include <CLI/CLI.hpp>
 
 #include "launcher/cli_arg_checks.h"
+#include "launcher/cli_option_helpers.h"
 #include "launcher/cli_values.h"
+#include "launcher/export_flags_cli.h"
 #include "launcher/failure_cli.h"
 #include "launcher/inspect_cli.h"
 #include "tlaunch/version.h"
@@ -17,23 +19,6 @@
 namespace tlaunch {
 
 namespace {
-
-// A checked value, or a CLI11 parse error carrying our message (exit 64 like every usage error).
-template <class T>
-T orThrow(Result<T> r) {
-  if (!r) throw CLI::ValidationError(describeError(r.error()));
-  return std::move(*r);
-}
-
-// An integer option whose bounds are part of its meaning; `shown` names it in messages.
-CLI::Option* addCount(CLI::App& app, const std::string& names, const std::string& shown, int& target, int min, int max,
-                      const std::string& help) {
-  return app
-      .add_option_function<std::string>(
-          names, [&target, shown, min, max](const std::string& v) { target = orThrow(parseBoundedInt(shown, v, min, max)); },
-          help + " [" + std::to_string(min) + "-" + std::to_string(max) + "]")
-      ->type_name("N");
-}
 
 // Names of one setting (ours, torchrun's, srun's, mpirun's): given together, which one counts
 // would be the order of declaration here, not the user's; refused instead.
@@ -235,51 +220,6 @@ void addLaunchOptions(CLI::App& app, JobSpec& s, bool job) {
          "--pmix", [&s](const std::string& v) { s.pmix = v != "off"; }, "PMIx server for MPI ranks: on (default), off")
       ->check(CLI::IsMember({"on", "off"}));
 }
-
-// torchrun's and mpirun's names for the rendezvous and the MPI settings; they become exports,
-// so they win over tlaunch's values exactly as -x does.
-struct ExportFlags {
-  std::string master_addr;
-  int master_port = 0;
-  std::vector<std::pair<std::string, std::string>> mca;
-};
-
-void addExportFlags(CLI::App& app, ExportFlags& f) {
-  app.add_option_function<std::string>(
-      "--master-addr,--master_addr", [&f](const std::string& v) { f.master_addr = orThrow(checkMasterAddr(v)); },
-      "MASTER_ADDR for every rank (default: rank 0's address on the chosen network)")
-      ->type_name("ADDR");
-  addCount(app, "--master-port,--master_port", "--master-port", f.master_port, 1, 65535,
-           "MASTER_PORT for every rank (default: a port rank 0's node found free)");
-  // torchrun runs once per node; tlaunch once for all nodes, so a node rank has no meaning here.
-  app.add_option_function<std::string>(
-         "--node-rank,--node_rank",
-         [](const std::string& v) {
-           throw CLI::ValidationError("--node-rank " + v +
-                                      ": tlaunch starts every node from one command, numbered in the order of "
-                                      "--hosts/--hostfile\n  -> drop --node-rank, and run tlaunch once, not on each node");
-         },
-         "torchrun's, refused: node ranks follow the order of the nodes")
-      ->group("");  // hidden: only there to explain itself
-  app.add_option("--mca", f.mca, "Open MPI parameter, exported as OMPI_MCA_KEY=VALUE (repeatable)")
-      ->allow_extra_args(false)
-      ->type_name("KEY VALUE");
-}
-
-Result<void> applyExportFlags(const ExportFlags& f, JobSpec& s) {
-  for (const auto& [k, v] : f.mca) {
-    auto e = mcaExport(k, v);
-    if (!e) return tl::unexpected(e.error());
-    s.exports.push_back(*e);
-  }
-  if (!f.master_addr.empty()) s.exports.push_back("MASTER_ADDR=" + f.master_addr);
-  if (f.master_port > 0) s.exports.push_back("MASTER_PORT=" + std::to_string(f.master_port));
-  return {};
-}
-
-}  // namespace
-
-namespace {
 
 // Says `text` (lines after the first are hints) and marks the command line refused (exit 64).
 ParsedCommandLine& refuse(ParsedCommandLine& out, const CLI::App& app, const std::string& text) {
