@@ -160,6 +160,10 @@ class SimStarter final : public DaemonStarter {
     for (auto& c : children_) {
       while (!c.poll() && Clock::now() < deadline) ::usleep(2000);
       c.terminate(0);
+      // What a simulated daemon says is why it gave up (sim_daemons.cc, failed()): the
+      // frontend only sees a connection close.
+      if (const std::string& said = c.outputText(); !said.empty())
+        std::fprintf(stderr, "simulated-daemon process %d said:\n%s\n", c.pid(), said.c_str());
     }
   }
  private:

@@ -90,6 +90,13 @@ class SimDaemons::Daemon {
 
   void onMessage(Json&& msg) {
     const std::string t = getString(msg, "t");
+    // As DaemonSession::onMessage: while this node switches to its tree parent a broadcast can
+    // come twice, on the direct connection and through the parent; handled and passed on once.
+    const Connection* from = deliveringConnection();
+    if (from) {
+      if (from->deliveringBroadcastNumber() <= last_broadcast_) return;
+      last_broadcast_ = from->deliveringBroadcastNumber();
+    }
     // Down the tree first, as DaemonSession::relayDown does.
     if (auto it = msg.find(kDestinationTag); it != msg.end() && it->get<int>() != index_) {
       if (!tree_->sendToward(it->get<int>(), std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))),
@@ -99,7 +106,7 @@ class SimDaemons::Daemon {
     }
     if (t == "fence_done") subtree_fence_.forget(static_cast<uint64_t>(getInt(msg, "seq")));
     if (msg.contains(kEveryNodeTag)) {  // a broadcast goes on as it came, sealed once by the frontend
-      if (auto b = conn_->deliveringBroadcast()) tree_->sendAll(b, travelsAsBulkDown(t));
+      if (auto b = from ? from->deliveringBroadcast() : nullptr) tree_->sendAll(b, travelsAsBulkDown(t));
       else failed("a message for every node that did not come as a broadcast");
     }
     const std::string& secret = owner_.opts_.secret;
@@ -172,6 +179,14 @@ class SimDaemons::Daemon {
       acceptor_.close(ignore);
       awaitChildrenThenClose();
     }
+  }
+
+  // The connection delivering the broadcast being handled (DaemonSession::deliveringConnection):
+  // the upstream one, or the direct one still open while attaching; null if it is no broadcast.
+  const Connection* deliveringConnection() const {
+    if (conn_ && conn_->deliveringBroadcastNumber() != 0) return conn_.get();
+    if (leaving_ && leaving_->deliveringBroadcastNumber() != 0) return leaving_.get();
+    return nullptr;
   }
 
   void awaitChildrenThenClose() {  // as the real daemon does: the frontend's wait covers the subtree
@@ -263,6 +278,7 @@ class SimDaemons::Daemon {
   std::shared_ptr<Connection> parent_, leaving_;  // attaching to the tree parent; the direct link, closing
   std::string server_nonce_, client_nonce_, parent_nonce_, parent_client_nonce_;
   std::vector<int> ranks_;
+  uint64_t last_broadcast_ = 0;  // the newest broadcast handled (they come in order)
   int fence_seq_ = 0;
   int port_ = 0;
   int reconnects_ = 0;
