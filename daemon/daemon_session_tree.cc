@@ -24,7 +24,7 @@ void DaemonSession::startTreeListener() {
   };
   hooks.lost = [this](int node, const std::string& reason) {
     spdlog::warn("lost tree child node {} ({})", node, reason);
-    sendUp({{"t", "child_lost"}, {"node", node}, {"reason", reason}}, false);
+    sendUp({{"t", "child_lost"}, {"node", node}, {"reason", reason}}, travelsBehindOutput("child_lost"));
   };
   tree_ = std::make_unique<TreeChildren>(io_, opts_.secret, std::move(hooks));
 }

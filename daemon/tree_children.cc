@@ -13,7 +13,7 @@
 namespace tlaunch {
 
 bool travelsBehindOutput(const std::string& type) {
-  return type == "exit" || type == "all_exited" || type == "drained";
+  return type == "exit" || type == "all_exited" || type == "drained" || type == "child_lost";
 }
 
 bool travelsAsBulkDown(const std::string& type) { return type == "stdin" || type == "stdin_eof"; }

@@ -21,7 +21,8 @@
 namespace tlaunch {
 
 // Where a message from the subtree travels in this daemon's upstream connection: the ones that
-// must stay behind the rank output before them (exits, the end of the ranks) go with the output.
+// must stay behind the rank output before them (exits, the end of the ranks) go with the output,
+// and so does a child's loss, which must not pass that child's last exits on their way up.
 bool travelsBehindOutput(const std::string& type);
 // Downstream, the frontend's stdin data goes in the bulk queue (control frames pass it).
 bool travelsAsBulkDown(const std::string& type);

@@ -42,8 +42,10 @@ class SimDaemons::Daemon {
     hooks.joined = [this](int node, const std::string& ip) {
       send({{"t", "child_joined"}, {"node", node}, {"ip", ip}});
     };
-    hooks.lost = [this](int node, const std::string& why) {
-      send({{"t", "child_lost"}, {"node", node}, {"reason", why}});
+    hooks.lost = [this](int node, const std::string& why) {  // behind the child's last exits, as tlaunchd
+      if (!conn_ || !conn_->isOpen()) return;
+      const Json lost = {{"t", "child_lost"}, {"node", node}, {"reason", why}};
+      conn_->sendBulk(std::make_shared<const std::string>(encodeFrame(encodeMessage(lost))));
     };
     tree_ = std::make_unique<TreeChildren>(owner_.io_, owner_.opts_.secret, std::move(hooks));
     const asio::ip::tcp::endpoint any(asio::ip::make_address(owner_.opts_.host), 0);

@@ -3,6 +3,7 @@
 // typed codec reads it, and exits 0 when told to shut down.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -13,7 +14,9 @@
 #include "bootstrap/connection.h"
 #include "bootstrap/frame_cipher.h"
 #include "bootstrap/inventory_codec.h"
+#include "bootstrap/output_record.h"
 #include "daemon/daemon_session.h"
+#include "tests/unit/scripted_tree_child.h"
 #include "tlaunch/version.h"
 
 using namespace tlaunch;
@@ -36,6 +39,12 @@ class ScriptedFrontend {
     silent_ = true;
     config_ = std::move(config);
   }
+  // After the inventory, place the daemon in the control tree with this "tree" message, then
+  // say nothing more; what comes up is noted in `arrived` ("output" for each output record).
+  void placeAfterInventory(Json tree) {
+    silent_ = true;
+    tree_ = std::move(tree);
+  }
   int port() const { return acceptor_.local_endpoint().port(); }
 
   bool hello_proved = false;
@@ -43,6 +52,8 @@ class ScriptedFrontend {
   std::string inventory_error;
   bool closed = false;
   int connections = 0;
+  std::vector<std::string> arrived;  // message types after the inventory, in order
+  size_t output_bytes = 0;
 
  private:
   void accept() {
@@ -70,12 +81,19 @@ class ScriptedFrontend {
       const std::string proof = prove_ ? welcomeProof(secret_, nonce_, client_nonce) : std::string(32, 'x');
       conn_->send({{"t", "welcome"}, {"mac", binary(proof)}});
       conn_->sealFromNow(std::make_unique<FrameCipher>(secret_, nonce_, client_nonce, FrameCipher::Direction::to_daemon));
+      conn_->setOutputHandler([this](const OutputRecord& r, OwnedBytes&&) {
+        arrived.emplace_back("output");
+        output_bytes += r.bytes.size();
+      });
       conn_->send({{"t", "config"}, {"config", config_}});
     } else if (t == "inventory") {
       auto inv = inventoryFromJson(msg["inv"]);
       if (inv) inventory = std::move(*inv);
       else inventory_error = inv.error().message;
+      if (!tree_.is_null()) conn_->send(tree_);
       if (!silent_) conn_->send({{"t", "shutdown"}});
+    } else {
+      arrived.push_back(t);
     }
   }
 
@@ -86,6 +104,7 @@ class ScriptedFrontend {
   bool drop_first_;
   bool silent_ = false;
   Json config_ = Json::object();
+  Json tree_;
   std::shared_ptr<Connection> conn_;
   std::string nonce_;
 };
@@ -191,4 +210,47 @@ TEST_CASE("daemon session: a silent tree parent ends the node's part of the job,
     CHECK_FALSE(io.stopped());  // still there, waiting for its frontend
     CHECK_FALSE(fe.closed);
   }
+}
+
+TEST_CASE("daemon session: a lost tree child is reported after its last output and exits, not before") {
+  // The frontend stops reading (a paused terminal) while a child sends 8 MiB of output, its
+  // exit, and goes away: the report of its loss queues up here behind what it said last, as its
+  // exit does behind its output. Sent ahead of them, it told the frontend of a lost node whose
+  // ranks had in fact finished.
+  asio::io_context io(1), frontend_io(1);
+  const std::string secret = newJobSecret();
+  ScriptedFrontend fe(frontend_io, secret, true);
+  // Node 0 of 3 with radix 2: the frontend's child, node 2 below it.
+  fe.placeAfterInventory({{"t", "tree"}, {"index", 0}, {"nodes", 3}, {"radix", 2}, {"children", {{"2", "n2"}}}});
+  DaemonSession d(io, optionsFor(fe.port(), secret));
+  d.start();
+  auto both_until = [&](auto done, std::chrono::seconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!done() && std::chrono::steady_clock::now() < until) {
+      io.run_for(std::chrono::milliseconds(5));
+      frontend_io.run_for(std::chrono::milliseconds(5));
+    }
+    return done();
+  };
+  REQUIRE(both_until([&] { return fe.inventory.has_value(); }, std::chrono::seconds(60)));
+  testing::ScriptedChild child(io, fe.inventory->probe_port, "n2", 2, secret);
+  REQUIRE(both_until([&] { return child.welcomed; }, std::chrono::seconds(10)));
+
+  const std::string line(64 * 1024 - 1, 'x');
+  constexpr int kLines = 128;
+  for (int i = 0; i < kLines; ++i) child.sendOutput(4, line + "\n");
+  child.sendBehindOutput({{"t", "exit"}, {"r", 4}, {"code", 0}, {"signaled", false}, {"ours", false}, {"tail", Json::array()}});
+  child.sendBehindOutput({{"t", "all_exited"}});
+  child.closeAfterFlush();
+  // Only this side runs: the child's bytes and its end reach the daemon, nothing drains upward.
+  io.run_for(std::chrono::seconds(2));
+  REQUIRE(both_until([&] { return std::count(fe.arrived.begin(), fe.arrived.end(), "child_lost") == 1; },
+                     std::chrono::seconds(20)));
+
+  const auto at = [&](const std::string& type) { return std::find(fe.arrived.begin(), fe.arrived.end(), type) - fe.arrived.begin(); };
+  CHECK(fe.output_bytes == kLines * (line.size() + 1));
+  CHECK(at("exit") < at("child_lost"));
+  CHECK(at("all_exited") < at("child_lost"));
+  const auto last_output = std::find(fe.arrived.rbegin(), fe.arrived.rend(), "output").base() - fe.arrived.begin() - 1;
+  CHECK(last_output < at("exit"));
 }

@@ -20,6 +20,7 @@
 #include "bootstrap/output_record.h"
 #include "daemon/subtree_fence.h"
 #include "daemon/tree_children.h"
+#include "tests/unit/scripted_tree_child.h"
 #include "tlaunch/version.h"
 
 using namespace tlaunch;
@@ -28,51 +29,11 @@ namespace {
 
 const std::string kSecret(64, 'a');
 
-// A child daemon's side: connect, answer the challenge with a proof for `name`/`index`, check
-// the welcome, then exchange sealed messages.
-class ScriptedChild {
+// A child daemon's side, proving `name`/`index` with the job secret (or another one).
+class ScriptedChild : public testing::ScriptedChild {
  public:
   ScriptedChild(asio::io_context& io, int port, std::string name, int index, std::string secret = kSecret)
-      : name_(std::move(name)), index_(index), secret_(std::move(secret)) {
-    asio::ip::tcp::socket s(io);
-    s.connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
-    conn_ = Connection::create(std::move(s));
-    conn_->start([this](Json&& m) { onMessage(std::move(m)); }, [this](const std::string&) { closed = true; });
-  }
-  void send(const Json& m) { conn_->send(m); }
-  void sendOutput(int rank, const std::string& text) {
-    conn_->sendBulk(std::make_shared<const std::string>(encodeOutputFrame(rank, 1, text)));
-  }
-  void close() { conn_->close(); }
-
-  bool welcomed = false;
-  bool closed = false;
-  std::vector<Json> received;
-
- private:
-  void onMessage(Json&& m) {
-    const std::string t = getString(m, "t");
-    if (t == "challenge") {
-      nonce_ = bytesOf(m["nonce"]);
-      client_nonce_ = randomBytes(kNonceBytes);
-      conn_->send({{"t", "hello"}, {"proto", kProtocolVersion}, {"node", name_}, {"index", index_},
-                   {"nonce", binary(client_nonce_)},
-                   {"mac", binary(helloProof(secret_, nonce_, client_nonce_, name_))}});
-      conn_->sealFromNow(
-          std::make_unique<FrameCipher>(secret_, nonce_, client_nonce_, FrameCipher::Direction::to_frontend));
-    } else if (t == "welcome") {
-      welcomed = constantTimeEquals(bytesOf(m["mac"]), welcomeProof(secret_, nonce_, client_nonce_));
-      conn_->setMaxFrameBytes(kAuthenticatedMaxFrameBytes);
-      conn_->openFromNow(
-          std::make_unique<FrameCipher>(secret_, nonce_, client_nonce_, FrameCipher::Direction::to_daemon));
-    } else {
-      received.push_back(std::move(m));
-    }
-  }
-  std::shared_ptr<Connection> conn_;
-  std::string name_;
-  int index_;
-  std::string secret_, nonce_, client_nonce_;
+      : testing::ScriptedChild(io, port, std::move(name), index, std::move(secret)) {}
 };
 
 // Node 0 of a 7-node radix-2 tree: children 2 ("n2", below it 6) and 3 ("n3").
