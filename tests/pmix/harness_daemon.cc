@@ -126,6 +126,10 @@ class Daemon {
     // What tlaunch's planner gives every rank of a direct launch (launcher/plan/rank_env_builder):
     // Open MPI 4.1 must not look for mpirun's ORTE daemon.
     base_env.emplace_back("OMPI_MCA_schizo=^orte");
+    // ... and, every node being this host, Open MPI's TCP traffic on the interface the PMIx
+    // server uses (lo): a cluster test beside this one adds and removes the host's bridges, and
+    // a rank that picked one of those failed to bind to its address (MPI_ERR_OTHER).
+    if (!o_.tcp_if.empty()) base_env.emplace_back("OMPI_MCA_btl_tcp_if_include=" + o_.tcp_if);
     for (auto& e : o_.rank_env) base_env.push_back(e);
     for (int rank : o_.ranksOf(node_)) {
       std::vector<std::string> env = base_env;
