@@ -71,6 +71,7 @@ Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std:
     f.user_set.push_back(e.name);
     f.user_env[e.name] = {e.value, e.source};
   }
+  std::map<std::string, std::string> exported;  // by an earlier export of the list
   for (const auto& x : exports) {
     auto eq = x.find('=');
     std::string name = x.substr(0, eq);
@@ -85,6 +86,10 @@ Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std:
       out[name] = x.substr(eq + 1);
     }
     if (auto why = badExport(name, out[name]); !why.empty()) return fail(Errc::usage, "-x " + x + ": " + why);
+    if (auto [it, first] = exported.try_emplace(name, out[name]); !first && it->second != out[name]) {
+      f.overridden.push_back(name + "=" + it->second + ", then " + name + "=" + out[name]);
+      it->second = out[name];
+    }
     f.user_set.push_back(name);
     f.user_env[name] = {out[name], "-x"};
   }

@@ -15,6 +15,9 @@ struct ForwardedEnvironment {
   std::vector<std::string> base_env;  // "K=V", sorted by name for a deterministic plan
   std::vector<std::string> user_set;  // names whose value the user chose (-x, or inherited)
   UserEnv user_env;                   // the same, with values and "-x" / "environment"
+  // "NAME=first, then NAME=second": a later export replaced an earlier one's other value (a
+  // wrapper's -x and the user's, or -x MASTER_PORT and --master-port). Said, not refused.
+  std::vector<std::string> overridden;
 };
 
 // Variables never forwarded: identity of this host/shell/session, or of another job's step

@@ -116,6 +116,7 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   ctx.base_env = forwarded->base_env;
   ctx.user_set = forwarded->user_set;
   ctx.user_env = forwarded->user_env;
+  ctx.overridden_exports = forwarded->overridden;
   for (const char* name : {"MASTER_ADDR", "MASTER_PORT"})
     if (const auto it = env.find(name); it != env.end() && !ctx.user_env.contains(name))
       ctx.unused_master_env.push_back(std::string(name) + "=" + it->second);

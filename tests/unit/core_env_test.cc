@@ -185,6 +185,16 @@ TEST_CASE("env forwarding: -x VAR, -x VAR=VALUE, errors, and what stays local", 
   CHECK_THAT(bad.error().message, Catch::Contains("NOT_SET_ANYWHERE is not set"));
 }
 
+TEST_CASE("env forwarding: an export given twice with another value is used as the later one, and said", "[env]") {
+  const std::map<std::string, std::string> env{{"A", "1"}};
+  auto f = forwardEnvironment(env, {"FOO=1", "A", "FOO=2", "A=1", "MASTER_PORT=1234", "MASTER_PORT=2345"});
+  REQUIRE(f);
+  CHECK(std::count(f->base_env.begin(), f->base_env.end(), "FOO=2") == 1);
+  CHECK(std::count(f->base_env.begin(), f->base_env.end(), "MASTER_PORT=2345") == 1);
+  // The same value twice (a bare -x A and -x A=1 here) is no conflict.
+  CHECK(f->overridden == std::vector<std::string>{"FOO=1, then FOO=2", "MASTER_PORT=1234, then MASTER_PORT=2345"});
+}
+
 TEST_CASE("env merge keeps one value per name, the override winning", "[env]") {
   auto m = mergeEnv({"A=1", "B=2"}, {"B=3", "C=4", "A=0"});
   REQUIRE(m == std::vector<std::string>{"A=0", "B=3", "C=4"});
