@@ -18,9 +18,9 @@ cmake -S . -B "$build" "${extra[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLAUNCH
   -DTLAUNCH_BUILD_TESTS=ON -DCMAKE_UNITY_BUILD=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 # Leak checking is off: hwloc's PCI plugin and libpmix keep allocations for the process's life.
-# alloc_dealloc_mismatch is off: at -O1, Asio's recycling handler allocator frees with free()
-# what another translation unit's inlined copy allocated with operator new (harmless with
-# glibc, where both are malloc; flagged in the notes to find the differing copy).
+# alloc_dealloc_mismatch is off: in the sanitized build, Asio's recycling handler allocator
+# frees with free() what another translation unit's inlined copy allocated with operator new
+# (harmless with glibc, where both are malloc; flagged in the notes to find the differing copy).
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:alloc_dealloc_mismatch=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # Two per core: the unit files side by side (each mostly sanitized processes starting), and
 # at most one cluster test beside one local test (tests/CMakeLists.txt,
