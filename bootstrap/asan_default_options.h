@@ -1,7 +1,7 @@
 #pragma once
 // Included once by each program's main (tlaunch, tlaunchd): in the sanitizer build, ASan's
 // defaults for processes whose environment we do not control (daemons started over ssh or srun).
-// alloc_dealloc_mismatch is off: at -O1, Asio's recycling handler allocator frees with free()
+// alloc_dealloc_mismatch is off: in the sanitized build, Asio's recycling handler allocator frees with free()
 // what another translation unit's inlined copy allocated with operator new (both are malloc in
 // glibc, so harmless; to be found and fixed at the root).
 #if defined(__SANITIZE_ADDRESS__)

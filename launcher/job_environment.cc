@@ -87,7 +87,7 @@ Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std:
     }
     if (auto why = badExport(name, out[name]); !why.empty()) return fail(Errc::usage, "-x " + x + ": " + why);
     if (auto [it, first] = exported.try_emplace(name, out[name]); !first && it->second != out[name]) {
-      f.overridden.push_back(name + "=" + it->second + ", then " + name + "=" + out[name]);
+      f.overridden.push_back(name + "=" + it->second + " is replaced by " + name + "=" + out[name]);
       it->second = out[name];
     }
     f.user_set.push_back(name);

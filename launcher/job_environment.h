@@ -15,8 +15,10 @@ struct ForwardedEnvironment {
   std::vector<std::string> base_env;  // "K=V", sorted by name for a deterministic plan
   std::vector<std::string> user_set;  // names whose value the user chose (-x, or inherited)
   UserEnv user_env;                   // the same, with values and "-x" / "environment"
-  // "NAME=first, then NAME=second": a later export replaced an earlier one's other value (a
-  // wrapper's -x and the user's, or -x MASTER_PORT and --master-port). Said, not refused.
+  // "NAME=dropped is replaced by NAME=used": an export replaced an earlier one's other value (a
+  // wrapper's -x and the user's; -x MASTER_PORT and --master-port, whose exports come after
+  // every -x). Said, not refused. A DeepSpeed file's value that -x replaces is the documented
+  // precedence, not listed.
   std::vector<std::string> overridden;
 };
 

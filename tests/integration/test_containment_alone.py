@@ -31,7 +31,7 @@ for kill_watcher in (False, True):
     killed_in_cgroup = any("cgroup v2" in n for _, n in containment_notes(killed_err))
     print("daemon killed -9 while its job ran in a cgroup:", killed_in_cgroup, "its watcher killed too:", kill_watcher)
     if not killed_in_cgroup:
-        print("no per-job cgroup here: the cgroup cases are skipped (the subreaper case follows)")
+        print("no per-job cgroup here: the cgroup cases are skipped (the subreaper case is in test_containment.py)")
         tl.kill_leftovers(marker)
         break
     tl.check(len(watchers) == 1, f"the daemon has one cgroup watcher: {watchers}")

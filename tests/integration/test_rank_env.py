@@ -60,11 +60,11 @@ tl.check(r.returncode == 0 and r.stdout.strip().endswith("29999") and "MASTER_PO
          f"-x MASTER_PORT: {r.stdout!r} {r.stderr!r}")
 print("PASS: the environment's MASTER_ADDR/MASTER_PORT are said and not taken; -x takes them")
 
-# Two values for one variable (a wrapper script's -x, then the user's; -x MASTER_PORT and
-# --master-port): the later one reaches the ranks, and tlaunch says which it dropped.
-r = tl.run(["--launcher", "local", "-p", "1", "-x", "FOO=wrapper", "-x", "FOO=user", "-x", "MASTER_PORT=23456",
-            "--master-port", "23457", "--", "sh", "-c", "echo $FOO:$MASTER_PORT"])
-tl.check(r.returncode == 0 and r.stdout.strip().endswith("user:23457"), f"the later values reach the rank: {r.stdout!r} {r.stderr!r}")
-tl.check("exported twice with different values (FOO=wrapper, then FOO=user)" in r.stderr and
-         "(MASTER_PORT=23456, then MASTER_PORT=23457)" in r.stderr, f"both overrides are said: {r.stderr!r}")
-print("PASS: an export given twice: the later value, said")
+# Two values for one variable (a wrapper script's -x, then the user's; --master-port, which wins
+# over -x wherever it stands): the rank gets the winner, and tlaunch says which value it dropped.
+r = tl.run(["--launcher", "local", "-p", "1", "-x", "FOO=wrapper", "--master-port", "23457", "-x", "FOO=user",
+            "-x", "MASTER_PORT=23456", "--", "sh", "-c", "echo $FOO:$MASTER_PORT"])
+tl.check(r.returncode == 0 and r.stdout.strip().endswith("user:23457"), f"the winning values reach the rank: {r.stdout!r} {r.stderr!r}")
+tl.check("FOO=wrapper is replaced by FOO=user" in r.stderr and
+         "MASTER_PORT=23456 is replaced by MASTER_PORT=23457" in r.stderr, f"both overrides are said: {r.stderr!r}")
+print("PASS: an export given twice: the winning value, said")

@@ -28,9 +28,12 @@ class ScriptedFrontend {
  public:
   // drop_first: the first connection is closed unanswered, as the frontend drops the oldest
   // connection not yet authenticated when strangers flood its port.
-  ScriptedFrontend(asio::io_context& io, std::string secret, bool prove_secret, bool drop_first = false)
-      : io_(io), acceptor_(io, {asio::ip::make_address("127.0.0.1"), 0}), secret_(std::move(secret)),
-        prove_(prove_secret), drop_first_(drop_first) {
+  // receive_buffer_bytes: the daemon's connection's, small so that what the frontend does not
+  // read stays queued in the daemon rather than in the kernel (0: the kernel's default).
+  ScriptedFrontend(asio::io_context& io, std::string secret, bool prove_secret, bool drop_first = false,
+                   int receive_buffer_bytes = 0)
+      : io_(io), acceptor_(listener(io, receive_buffer_bytes)), secret_(std::move(secret)), prove_(prove_secret),
+        drop_first_(drop_first) {
     accept();
   }
   // After the inventory, say nothing more (a stopped frontend, or a frozen tree parent: the
@@ -56,6 +59,16 @@ class ScriptedFrontend {
   size_t output_bytes = 0;
 
  private:
+  static asio::ip::tcp::acceptor listener(asio::io_context& io, int receive_buffer_bytes) {
+    asio::ip::tcp::acceptor a(io);
+    const asio::ip::tcp::endpoint at(asio::ip::make_address("127.0.0.1"), 0);
+    a.open(at.protocol());
+    // Before listen(): an accepted connection inherits it, and its TCP window with it.
+    if (receive_buffer_bytes > 0) a.set_option(asio::socket_base::receive_buffer_size(receive_buffer_bytes));
+    a.bind(at);
+    a.listen();
+    return a;
+  }
   void accept() {
     acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
       if (ec) return;
@@ -213,13 +226,13 @@ TEST_CASE("daemon session: a silent tree parent ends the node's part of the job,
 }
 
 TEST_CASE("daemon session: a lost tree child is reported after its last output and exits, not before") {
-  // The frontend stops reading (a paused terminal) while a child sends 8 MiB of output, its
+  // The frontend does not read for a moment (busy) while a child sends 8 MiB of output, its
   // exit, and goes away: the report of its loss queues up here behind what it said last, as its
   // exit does behind its output. Sent ahead of them, it told the frontend of a lost node whose
   // ranks had in fact finished.
   asio::io_context io(1), frontend_io(1);
   const std::string secret = newJobSecret();
-  ScriptedFrontend fe(frontend_io, secret, true);
+  ScriptedFrontend fe(frontend_io, secret, true, false, 64 * 1024);
   // Node 0 of 3 with radix 2: the frontend's child, node 2 below it.
   fe.placeAfterInventory({{"t", "tree"}, {"index", 0}, {"nodes", 3}, {"radix", 2}, {"children", {{"2", "n2"}}}});
   DaemonSession d(io, optionsFor(fe.port(), secret));

@@ -192,7 +192,8 @@ TEST_CASE("env forwarding: an export given twice with another value is used as t
   CHECK(std::count(f->base_env.begin(), f->base_env.end(), "FOO=2") == 1);
   CHECK(std::count(f->base_env.begin(), f->base_env.end(), "MASTER_PORT=2345") == 1);
   // The same value twice (a bare -x A and -x A=1 here) is no conflict.
-  CHECK(f->overridden == std::vector<std::string>{"FOO=1, then FOO=2", "MASTER_PORT=1234, then MASTER_PORT=2345"});
+  CHECK(f->overridden ==
+        std::vector<std::string>{"FOO=1 is replaced by FOO=2", "MASTER_PORT=1234 is replaced by MASTER_PORT=2345"});
 }
 
 TEST_CASE("env merge keeps one value per name, the override winning", "[env]") {
