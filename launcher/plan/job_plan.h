@@ -46,7 +46,7 @@ struct PlanContext {
   // MASTER_ADDR / MASTER_PORT found in tlaunch's own environment ("K=V"), which the plan does not
   // take (often a batch script's for torchrun, on the wrong network): said, not used.
   std::vector<std::string> unused_master_env;
-  // Exports given twice with different values (ForwardedEnvironment::overridden): the later is used.
+  // Exports given twice with different values (ForwardedEnvironment::overridden): said, one used.
   std::vector<std::string> overridden_exports;
 };
 
