@@ -52,14 +52,8 @@ void DaemonSession::onMessage(Json&& msg) {
     return;
   }
   upstream_heard_ = std::chrono::steady_clock::now();
-  // While this node switches to its tree parent, a broadcast can come twice: on the direct
-  // connection the frontend has not closed yet, and through the parent. Handled and passed on
-  // once (passed on twice, the child would take the second for a replay and drop the link).
-  if (const Connection* from = deliveringConnection()) {
-    const uint64_t number = from->deliveringBroadcastNumber();
-    if (number <= last_broadcast_) return;
-    last_broadcast_ = number;
-  }
+  // Twice while this node switches to its tree parent (daemon/upstream_broadcasts.h): once.
+  if (const Connection* from = deliveringConnection(); from && !upstream_broadcasts_.firstTime(*from)) return;
   if (relayDown(msg)) return;
   if (!router_.route(std::move(msg))) spdlog::warn("ignoring unknown message '{}' from the frontend", t);
 }

@@ -18,6 +18,7 @@
 #include "daemon/rank_status.h"
 #include "daemon/rank_supervisor.h"
 #include "daemon/subtree_fence.h"
+#include "daemon/upstream_broadcasts.h"
 #include "launcher/daemon_starter.h"
 #include "tlaunch/node_launch.h"
 
@@ -144,7 +145,7 @@ class DaemonSession {
   std::unique_ptr<TreeChildren> tree_;      // children's connections: before conn_ goes
   std::shared_ptr<Connection> parent_;      // the tree parent, while attaching
   std::shared_ptr<Connection> leaving_;     // the direct connection, until the frontend closes it
-  uint64_t last_broadcast_ = 0;             // the newest broadcast handled (they come in order)
+  UpstreamBroadcasts upstream_broadcasts_;  // each handled once, also while attaching
   std::string parent_client_nonce_;
   SubtreeFence subtree_fence_;  // fences of the whole job: this node's share and its children's
   // Upstream is a daemon (the tree parent), not the frontend: its silence ends this node's ranks

@@ -79,9 +79,7 @@ bool DaemonSession::relayDown(Json& msg) {
 }
 
 const Connection* DaemonSession::deliveringConnection() const {
-  if (conn_ && conn_->deliveringBroadcastNumber() != 0) return conn_.get();
-  if (leaving_ && leaving_->deliveringBroadcastNumber() != 0) return leaving_.get();
-  return nullptr;
+  return UpstreamBroadcasts::delivering(conn_, leaving_);
 }
 
 void DaemonSession::handleTree(const Json& msg) {

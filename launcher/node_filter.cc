@@ -74,8 +74,8 @@ Result<std::vector<FilterItem>> parseFilter(std::string_view text, const std::st
     FilterItem item;
     const auto parts = hostAndSlots(part);
     if (!parts) return fail(Errc::usage, where + "more than one ':' in '" + visibleText(part) + "'", kFilterHint);
-    auto hosts = expandHostSpec(trimBlanks(parts->front()), isIpv6Literal(trimBlanks(parts->front())), where, kFilterHint,
-                                namesLeft(names));
+    const std::string_view host = trimBlanks(parts->front());
+    auto hosts = expandHostSpec(host, isIpv6Literal(host), where, kFilterHint, namesLeft(names));
     if (!hosts) return tl::unexpected(hosts.error());
     names += hosts->size();
     item.hosts = std::move(*hosts);

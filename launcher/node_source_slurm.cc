@@ -11,9 +11,6 @@ namespace tlaunch {
 
 using namespace node_source_detail;
 
-namespace {
-}  // namespace
-
 Result<std::vector<int>> parseSlurmTasksPerNode(std::string_view text) {
   std::vector<int> counts;
   const std::string where = "SLURM_TASKS_PER_NODE='" + std::string(text) + "': ";

@@ -10,6 +10,7 @@
 #include "bootstrap/message.h"
 #include "daemon/subtree_fence.h"
 #include "daemon/tree_children.h"
+#include "daemon/upstream_broadcasts.h"
 #include "tlaunch/version.h"
 
 namespace tlaunch::scale {
@@ -27,25 +28,15 @@ class SimDaemons::Daemon {
   // the real interior logic behind it (daemon/tree_children.h).
   void listen() {
     TreeChildren::Hooks hooks;
-    hooks.up = [this](Json&& m, bool bulk) {
-      if (!conn_ || !conn_->isOpen()) return;
-      if (getString(m, "t") == "fence") {  // as DaemonSession::sendUp: a child's share joins ours
-        if (auto combined = subtree_fence_.addRelayed(std::move(m), 1 + tree_->openChildren())) conn_->send(*combined);
-        return;
-      }
-      auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(m)));
-      bulk ? conn_->sendBulk(std::move(frame)) : conn_->sendEncoded(std::move(frame));
-    };
+    hooks.up = [this](Json&& m, bool bulk) { sendUp(std::move(m), bulk); };
     hooks.up_output = [this](Connection::Frame f) {
       if (conn_ && conn_->isOpen()) conn_->sendBulk(std::move(f));
     };
     hooks.joined = [this](int node, const std::string& ip) {
       send({{"t", "child_joined"}, {"node", node}, {"ip", ip}});
     };
-    hooks.lost = [this](int node, const std::string& why) {  // behind the child's last exits, as tlaunchd
-      if (!conn_ || !conn_->isOpen()) return;
-      const Json lost = {{"t", "child_lost"}, {"node", node}, {"reason", why}};
-      conn_->sendBulk(std::make_shared<const std::string>(encodeFrame(encodeMessage(lost))));
+    hooks.lost = [this](int node, const std::string& why) {
+      sendUp({{"t", "child_lost"}, {"node", node}, {"reason", why}}, travelsBehindOutput("child_lost"));
     };
     tree_ = std::make_unique<TreeChildren>(owner_.io_, owner_.opts_.secret, std::move(hooks));
     const asio::ip::tcp::endpoint any(asio::ip::make_address(owner_.opts_.host), 0);
@@ -92,13 +83,9 @@ class SimDaemons::Daemon {
 
   void onMessage(Json&& msg) {
     const std::string t = getString(msg, "t");
-    // As DaemonSession::onMessage: while this node switches to its tree parent a broadcast can
-    // come twice, on the direct connection and through the parent; handled and passed on once.
-    const Connection* from = deliveringConnection();
-    if (from) {
-      if (from->deliveringBroadcastNumber() <= last_broadcast_) return;
-      last_broadcast_ = from->deliveringBroadcastNumber();
-    }
+    // As DaemonSession::onMessage: twice while attaching to the tree parent, handled once.
+    const Connection* from = UpstreamBroadcasts::delivering(conn_, leaving_);
+    if (from && !upstream_broadcasts_.firstTime(*from)) return;
     // Down the tree first, as DaemonSession::relayDown does.
     if (auto it = msg.find(kDestinationTag); it != msg.end() && it->get<int>() != index_) {
       if (!tree_->sendToward(it->get<int>(), std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))),
@@ -183,12 +170,15 @@ class SimDaemons::Daemon {
     }
   }
 
-  // The connection delivering the broadcast being handled (DaemonSession::deliveringConnection):
-  // the upstream one, or the direct one still open while attaching; null if it is no broadcast.
-  const Connection* deliveringConnection() const {
-    if (conn_ && conn_->deliveringBroadcastNumber() != 0) return conn_.get();
-    if (leaving_ && leaving_->deliveringBroadcastNumber() != 0) return leaving_.get();
-    return nullptr;
+  // As DaemonSession::sendUp: a child's fence share joins ours; the rest goes up as it came.
+  void sendUp(Json&& m, bool bulk) {
+    if (!conn_ || !conn_->isOpen()) return;
+    if (getString(m, "t") == "fence") {
+      if (auto combined = subtree_fence_.addRelayed(std::move(m), 1 + tree_->openChildren())) conn_->send(*combined);
+      return;
+    }
+    auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(m)));
+    bulk ? conn_->sendBulk(std::move(frame)) : conn_->sendEncoded(std::move(frame));
   }
 
   void awaitChildrenThenClose() {  // as the real daemon does: the frontend's wait covers the subtree
@@ -280,7 +270,7 @@ class SimDaemons::Daemon {
   std::shared_ptr<Connection> parent_, leaving_;  // attaching to the tree parent; the direct link, closing
   std::string server_nonce_, client_nonce_, parent_nonce_, parent_client_nonce_;
   std::vector<int> ranks_;
-  uint64_t last_broadcast_ = 0;  // the newest broadcast handled (they come in order)
+  UpstreamBroadcasts upstream_broadcasts_;
   int fence_seq_ = 0;
   int port_ = 0;
   int reconnects_ = 0;
