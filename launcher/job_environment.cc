@@ -6,6 +6,7 @@
 #include "bootstrap/rank_env.h"
 #include "launcher/cli_values.h"
 #include "tlaunch/diagnostics.h"
+#include "tlaunch/strings.h"
 
 extern char** environ;
 
@@ -87,7 +88,8 @@ Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std:
     }
     if (auto why = badExport(name, out[name]); !why.empty()) return fail(Errc::usage, "-x " + x + ": " + why);
     if (auto [it, first] = exported.try_emplace(name, out[name]); !first && it->second != out[name]) {
-      f.overridden.push_back(name + "=" + it->second + " is replaced by " + name + "=" + out[name]);
+      // Quoted as text: a value may hold an escape sequence, or be a page long.
+      f.overridden.push_back(visibleText(name + "=" + it->second) + " is replaced by " + visibleText(name + "=" + out[name]));
       it->second = out[name];
     }
     f.user_set.push_back(name);

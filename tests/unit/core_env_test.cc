@@ -194,6 +194,10 @@ TEST_CASE("env forwarding: an export given twice with another value is used as t
   // The same value twice (a bare -x A and -x A=1 here) is no conflict.
   CHECK(f->overridden ==
         std::vector<std::string>{"FOO=1 is replaced by FOO=2", "MASTER_PORT=1234 is replaced by MASTER_PORT=2345"});
+  // A terminal escape in a value is quoted, not sent to the user's terminal.
+  auto escaped = forwardEnvironment(env, {"BAR=\x1b]0;owned\x07", "BAR=2"});
+  REQUIRE(escaped);
+  CHECK(escaped->overridden == std::vector<std::string>{"BAR=\\x1b]0;owned\\x07 is replaced by BAR=2"});
 }
 
 TEST_CASE("env merge keeps one value per name, the override winning", "[env]") {
