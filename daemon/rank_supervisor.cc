@@ -91,7 +91,7 @@ Result<void> RankSupervisor::add(const std::vector<RankLaunch>& launches) {
 
 void RankSupervisor::readStream(Rank& r, int which) {
   Stream& s = which == 1 ? r.out : r.err;
-  if (s.eof || s.reading || paused_) return;
+  if (s.eof || s.reading || s.closing || paused_) return;
   s.reading = true;
   s.fd->async_read_some(asio::buffer(*s.buf), [this, &r, which](const asio::error_code& ec, size_t n) {
     // Aborted: the supervisor (and `r` with it) may already be gone; touch nothing.
@@ -207,21 +207,43 @@ void RankSupervisor::onExited(Rank& r) {
     r.linger = std::make_unique<asio::steady_timer>(io_, std::chrono::seconds(1));
     r.linger->async_wait([this, &r](const asio::error_code& ec) {
       if (ec) return;
+      // A read under way may have completed already (asio reads at once when data waits), its
+      // handler queued: drained and closed under it, the stream would be fed after its end,
+      // into a freed buffer. What is still pending is cancelled (its handler touches nothing),
+      // what completed is fed first, and the rest is drained on the next turn of the loop.
+      bool in_flight = false;
       for (Stream* s : {&r.out, &r.err}) {
         if (s->eof) continue;
-        std::vector<OutputSegment> rest;
-        // What the rank wrote before it ended is still in the pipe when its reading was
-        // paused (a slow reader, a stopped frontend): its last lines, often the traceback the
-        // summary quotes. Taken now, bounded, whatever the pause: the pipe holds little.
-        drainExited(*s, rest);
-        s->splitter.finish(rest);
-        relay(r, s == &r.out ? 1 : 2, rest);
-        s->eof = true;
-        asio::error_code ignore;
-        s->fd->close(ignore);
+        s->closing = true;
+        if (s->reading) {
+          asio::error_code ignore;
+          s->fd->cancel(ignore);
+          in_flight = true;
+        }
       }
-      maybeReport(r);
+      if (!in_flight) return endLingering(r);
+      r.linger->expires_after(std::chrono::seconds(0));  // completes behind what is queued now
+      r.linger->async_wait([this, &r](const asio::error_code& again) {
+        if (!again) endLingering(r);
+      });
     });
+  }
+  maybeReport(r);
+}
+
+void RankSupervisor::endLingering(Rank& r) {
+  for (Stream* s : {&r.out, &r.err}) {
+    if (s->eof) continue;
+    std::vector<OutputSegment> rest;
+    // What the rank wrote before it ended is still in the pipe when its reading was paused (a
+    // slow reader, a stopped frontend): its last lines, often the traceback the summary
+    // quotes. Taken now, bounded, whatever the pause: the pipe holds little.
+    drainExited(*s, rest);
+    s->splitter.finish(rest);
+    relay(r, s == &r.out ? 1 : 2, rest);
+    s->eof = true;
+    asio::error_code ignore;
+    s->fd->close(ignore);
   }
   maybeReport(r);
 }

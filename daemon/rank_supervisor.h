@@ -98,6 +98,7 @@ class RankSupervisor {
     std::unique_ptr<std::array<char, 65536>> buf = std::make_unique_for_overwrite<std::array<char, 65536>>();
     bool reading = false;
     bool eof = false;
+    bool closing = false;  // its rank ended and lingered (onExited): no new read, the rest is drained
     // The unfinished line is shown once the rank has written nothing for a moment (a prompt
     // waiting for input, a progress bar between states): OutputKind::unfinished.
     std::unique_ptr<asio::steady_timer> quiet;
@@ -132,6 +133,7 @@ class RankSupervisor {
   void maybeReport(Rank& r);
   void rememberStderr(Rank& r, std::string_view lines);
   void relay(Rank& r, int which, std::vector<OutputSegment>& segments);
+  void endLingering(Rank& r);  // a second after its exit: what is left in its pipes, then the report
   void drainExited(Stream& s, std::vector<OutputSegment>& segments);
   void flushStdin(Rank& r);
 

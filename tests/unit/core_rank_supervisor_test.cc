@@ -186,3 +186,31 @@ TEST_CASE("rank supervisor: destroyed while ranks run and their reads are pendin
   for (pid_t p : pids) CHECK((::kill(p, 0) != 0 || ::waitpid(p, nullptr, WNOHANG) == p));
   CHECK(s.exits.empty());  // nothing reported from a destroyed supervisor
 }
+
+// A rank ends while a descendant that left its process group (setsid: a logger, a server)
+// keeps writing into its stdout. A second after the exit the supervisor takes what is left and
+// reports; a read still under way then may already have completed (asio reads at once when
+// data waits) with its handler queued. That handler ran after the pipe was drained, closed and
+// its buffer freed: tlaunchd crashed on a null buffer. Now nothing of the stream comes after
+// the exit, and the report comes.
+TEST_CASE("rank supervisor: a rank whose setsid descendant keeps writing to its stdout is reported once it lingered") {
+  asio::io_context io(1);
+  SupervisorEvents s;
+  pid_t writer = -1;
+  {
+    RankSupervisor sup(io, record(s), "test-rs-linger");
+    REQUIRE(sup.start({shRank(0, "setsid yes descendant & echo writer=$!; sleep 0.2; exit 5")}));
+    runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
+    for (const auto& line : s.out[0])
+      if (line.rfind("writer=", 0) == 0) writer = static_cast<pid_t>(std::stol(line.substr(7)));
+    REQUIRE(s.exits.count(0));
+    CHECK(s.exits[0].code == 5);
+    const auto exit_at = std::find(s.order.begin(), s.order.end(), "exit:0");
+    CHECK(std::find(exit_at, s.order.end(), "out:0") == s.order.end());
+    io.run_for(std::chrono::milliseconds(200));  // whatever is still queued runs: none may touch the stream
+    io.restart();
+    CHECK(std::find(exit_at, s.order.end(), "out:0") == s.order.end());
+  }
+  REQUIRE(writer > 0);
+  ::kill(writer, SIGKILL);  // out of the rank's group: this test's to end, containment or not
+}
