@@ -165,7 +165,9 @@ void DaemonSession::switchToParent(const std::string& parent_name) {
   leaving_ = direct;
   direct->setHandlers([this](Json&& m) { onMessage(std::move(m)); },
                       [this](const std::string&) { asio::post(io_, [this] { leaving_.reset(); }); });
-  direct->send({{"t", "attached"}});
+  // Behind whatever waits in the direct link's bulk queue (a child's child_lost): the frontend
+  // reads nothing on that link after "attached".
+  direct->sendBulk(std::make_shared<const std::string>(encodeFrame(encodeMessage({{"t", "attached"}}))));
   spdlog::debug("attached to the tree parent at {}", conn_->peer());
 }
 

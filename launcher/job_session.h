@@ -143,7 +143,7 @@ class JobSession {
   Connection* openRouteTo(int node) const;  // the open connection toward `node`; null: unreachable
   Json treeMessage(int index) const;        // a node's place: index, shape, its children's names
   void noteTreeShape(const std::string& how);  // -v: how many daemons tlaunch talks to
-  std::vector<int> routedBelow(int node) const;  // the nodes that reach the frontend through `node`
+  std::vector<int> routedBelow(int node) const;  // the nodes that reach the frontend through `node`, or will
   void sendRouted(int node, Json msg, bool bulk);
   int outputSource(const Link& link, int rank);  // the node a rank's output on `link` is from; -1: none
   void onChildLost(Link& parent, const Json& msg);

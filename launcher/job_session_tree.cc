@@ -45,6 +45,9 @@ void JobSession::onAttached(Link& link, bool attached, const std::string& reason
     direct->setHandlers([](Json&&) {}, [](const std::string&) {});
     direct->setOutputHandler([](const OutputRecord&, OwnedBytes&&) {});
     direct->closeAfterFlush();
+    // Its parent was lost before this was read: it went down with it (its link is gone).
+    const Link& parent = *links_[static_cast<size_t>(tree_->parentOf(link.index))];
+    if (link.lost_by_parent.empty() && parent.closed) link.lost_by_parent = "its tree parent " + parent.name + " was lost";
     if (!link.lost_by_parent.empty()) {  // its parent lost it already: so has the job
       --tree_waiting_;
       onLinkClosed(link, link.lost_by_parent);
@@ -103,10 +106,21 @@ bool JobSession::reachable(int node) const { return openRouteTo(node) != nullptr
 std::vector<int> JobSession::routedBelow(int node) const {
   std::vector<int> out;
   if (!tree_) return out;
+  const bool spawned = spawnsTree();
   for (int n = 0; n < static_cast<int>(links_.size()); ++n) {
+    if (n == node || links_[static_cast<size_t>(n)]->closed) continue;
+    // Up from n while each step depends on its parent: a routed node reaches tlaunch through
+    // it; under tree spawn, a node not yet joined was (or was to be) started by it over ssh and
+    // connects to it, so it goes down with it too. A node with a connection of its own, or one
+    // tlaunch started itself, does not.
     int a = n;
-    while (a >= 0 && a != node && links_[static_cast<size_t>(a)]->routed) a = tree_->parentOf(a);
-    if (a == node && n != node) out.push_back(n);
+    while (a >= 0 && a != node) {
+      const Link& l = *links_[static_cast<size_t>(a)];
+      const bool pending = spawned && !l.conn && !l.routed && !l.started_by_frontend;
+      if (!l.routed && !pending) break;
+      a = tree_->parentOf(a);
+    }
+    if (a == node) out.push_back(n);
   }
   return out;
 }

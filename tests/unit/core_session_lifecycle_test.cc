@@ -22,6 +22,7 @@
 #include "bootstrap/connection.h"
 #include "bootstrap/inventory_codec.h"
 #include "launcher/job_session.h"
+#include "launcher/ssh_starter.h"
 #include "tlaunch/version.h"
 
 using namespace tlaunch;
@@ -543,6 +544,48 @@ TEST_CASE("lifecycle in memory: a stray attached from a node without a tree pare
       [](JobSpec& spec) { spec.tree_radix = 1; });
   CHECK(r.outcome.exit_code == 0);
   CHECK(r.outcome.summary.empty());
+  CHECK(r.seconds < 10);
+}
+
+// Wiring the tree (radix 1: n1 attaches to n0). n0 goes away, and only then is n1's "attached"
+// read: n1 went down with n0 (its only link is gone). Taken for attached, it was left neither
+// closed nor reachable, and the job waited for it to the end of the drain deadline.
+TEST_CASE("lifecycle in memory: a node whose attach is read after its tree parent was lost is lost with it") {
+  auto r = runJob(
+      2,
+      [](const NodeTarget& n) {
+        Script s;
+        if (n.name == "n0")
+          s.on_tree = [](FakeDaemon& d) { d.close(); };
+        else
+          s.on_tree = [](FakeDaemon& d) { d.sendLater({{"t", "attached"}}, std::chrono::milliseconds(100)); };
+        return s;
+      },
+      [](JobSpec& spec) { spec.tree_radix = 1; });
+  CHECK(r.outcome.exit_code == 69);
+  CHECK(r.outcome.failed_node == "n0");
+  CHECK(says(r.outcome, "lost node n0"));
+  CHECK(r.seconds < 4);  // not the drain deadline (6 s here)
+}
+
+// Tree spawn (radix 1: the frontend starts n0; n0 is to start n1 over ssh, n1 then n2). n0 dies
+// as soon as it is told its place, before any child joined: n1 and n2 can never connect (they
+// were to reach tlaunch through n0), so the loss must count them, not only the nodes that had
+// joined below it (none here).
+TEST_CASE("lifecycle in memory: tree spawn: a daemon lost before its children joined counts its whole subtree") {
+  auto r = runJob(
+      3,
+      [](const NodeTarget& n) {
+        Script s;
+        if (n.name == "n0") s.on_tree = [](FakeDaemon& d) { d.close(); };
+        return s;
+      },
+      [](JobSpec& spec) { spec.tree_radix = 1; }, 0,
+      [](SessionConfig& cfg) { cfg.tree_spawn = SshStarterOptions{}; });
+  CHECK(r.outcome.exit_code == 69);
+  CHECK(r.outcome.failed_node == "n0");
+  CHECK(says(r.outcome, "lost node n0"));
+  CHECK(says(r.outcome, "The 2 nodes below it in the control tree (n1, n2)"));
   CHECK(r.seconds < 10);
 }
 
