@@ -133,6 +133,7 @@ void OutputFormatter::record(const std::string& tag, int rank, int stream, Outpu
     }
     h->second.pending = false;
     h->second.state.clear();
+    h->second.printed.clear();
     if (bytes.empty()) return;
   }
   std::string text = kind == OutputKind::continued ? tag + std::string(bytes) + "\n"
@@ -159,10 +160,11 @@ void OutputFormatter::update(const std::string& tag, int rank, int stream, std::
   }
   Held& h = held_[{rank, stream}];
   h.text = tag + std::string(content) + "\n";
-  h.pending = true;
-  if (now >= h.next_allowed) {
+  h.pending = h.text != h.printed;  // printed already (shown while unfinished): nothing new
+  if (h.pending && now >= h.next_allowed) {
     h.pending = false;
     h.next_allowed = now + kUpdateInterval;
+    h.printed = h.text;
     print(stream, h.text, out);
   }
 }
@@ -177,7 +179,7 @@ void OutputFormatter::unfinished(const std::string& tag, int rank, int stream, s
   Held& h = held_[{rank, stream}];
   if (!h.pending) h.next_allowed = std::max(h.next_allowed, now + kUpdateInterval);
   h.text = tag + std::string(content) + "\n";
-  h.pending = true;
+  h.pending = h.text != h.printed;
 }
 
 void OutputFormatter::note(std::string_view text, std::vector<Write>& out) {
@@ -199,6 +201,7 @@ void OutputFormatter::due(Clock::time_point now, std::vector<Write>& out) {
     if (!h.pending || now < h.next_allowed) continue;
     h.pending = false;
     h.next_allowed = now + kUpdateInterval;
+    h.printed = h.text;
     print(key.second, h.text, out);
   }
 }
@@ -211,11 +214,11 @@ std::optional<OutputFormatter::Clock::time_point> OutputFormatter::nextDue() con
 }
 
 void OutputFormatter::finish(std::vector<Write>& out) {
-  for (auto& [key, h] : held_) {
-    if (!h.pending) continue;
-    h.pending = false;
-    print(key.second, h.text, out);
-  }
+  for (auto& [key, h] : held_)
+    if (h.pending) print(key.second, h.text, out);
+  // The next attempt (--max-restarts) starts with no bar: a state of this one must not end
+  // its first line.
+  held_.clear();
   if (live_) {
     out.push_back({live_->stream, "\n"});
     live_.reset();

@@ -63,6 +63,9 @@ class OutputFormatter {
     std::string state;  // the bar's latest state, untagged, until a line ends it ("" = none)
     bool pending = false;
     Clock::time_point next_allowed{};
+    // Into a pipe, the last text printed since its last line: a bar's state first shown as an
+    // unfinished line, then ended by the next "\r", is not printed twice.
+    std::string printed;
   };
   bool isTty(int stream) const { return stream == 1 ? terminals_.stdout_is_tty : terminals_.stderr_is_tty; }
   void print(int stream, std::string text, std::vector<Write>& out);

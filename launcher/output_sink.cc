@@ -236,6 +236,7 @@ void OutputSink::handle(Item& item, std::vector<OutputFormatter::Write>& writes)
       for (auto& [key, fd] : files_) ::close(fd);  // the previous attempt's, all written
       files_ = std::move(item.files);
       file_names_.clear();
+      file_failed_.clear();  // new files: the last attempt's write errors are not theirs
       break;
     case Item::Type::more_files:
       for (auto& [key, fd] : item.files) {

@@ -2,10 +2,14 @@
 // kind of output record (OutputFormatter), pipes and terminals.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -204,6 +208,41 @@ TEST_CASE("formatter: an unfinished line is drawn on a terminal and printed into
   CHECK(text(out) == "[a:0] Proceed? [y/n] \n[a:0] Proceed? [y/n] yes\n");
 }
 
+// A bar slower than a second (tqdm over batches of seconds, print(p, end="\r") per epoch):
+// each state is first an unfinished line, printed a second later, then an update when the next
+// "\r" comes. Printed again then, every state of the bar was in the log twice.
+TEST_CASE("formatter, pipe: a slow bar's state shown while unfinished is not printed again as an update") {
+  OutputFormatter f({});
+  std::vector<OutputFormatter::Write> out;
+  const auto t = OutputFormatter::Clock::now();
+  using std::chrono::milliseconds;
+  for (int step = 0; step < 3; ++step) {
+    const auto at = t + milliseconds(5000 * step);
+    const std::string state = std::to_string(step * 10) + "%";
+    f.record("[a:0] ", 0, 1, OutputKind::unfinished, state, at + milliseconds(200), out);
+    f.due(at + milliseconds(1300), out);
+    f.record("[a:0] ", 0, 1, OutputKind::update, state + "\r", at + milliseconds(5000), out);
+    f.due(at + milliseconds(5000), out);
+  }
+  f.record("[a:0] ", 0, 1, OutputKind::lines, "done\n", t + milliseconds(16000), out);
+  f.finish(out);
+  CHECK(text(out) == "[a:0] 0%\n[a:0] 10%\n[a:0] 20%\n[a:0] done\n");
+}
+
+// The formatter outlives an attempt (--max-restarts): the bar a failed rank left must not be
+// the first line of the next attempt's rank (an empty line there was taken for the bar's end).
+TEST_CASE("formatter: a bar left by one attempt ends with it") {
+  OutputFormatter f({});
+  std::vector<OutputFormatter::Write> out;
+  const auto t = OutputFormatter::Clock::now();
+  f.record("[a:0] ", 0, 1, OutputKind::update, "45%\r", t, out);
+  f.finish(out);
+  CHECK(text(out) == "[a:0] 45%\n");
+  out.clear();
+  f.record("[a:0] ", 0, 1, OutputKind::lines, "\nattempt 2\n", t + std::chrono::seconds(2), out);
+  CHECK(text(out) == "[a:0] \n[a:0] attempt 2\n");
+}
+
 TEST_CASE("cutToColumns never splits a UTF-8 character") {
   CHECK(cutToColumns("ab\xe2\x96\x88\xe2\x96\x88", 3) == "ab\xe2\x96\x88");
   CHECK(cutToColumns("abc", 10) == "abc");
@@ -258,6 +297,46 @@ TEST_CASE("output sink: the held progress state is printed before the failure su
   for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
   ::close(fds[0]);
   CHECK(got == "[0] step 0\n[0] step 9\ntlaunch: job tl-x failed: rank 0 on node n0 exited with status 1\n");
+}
+
+// --output-dir: a write error (a full disk, ulimit -f) is said once per file and that file is
+// left alone for the rest of the attempt. The next attempt (--max-restarts) has new files: the
+// old error must not keep them empty without a word once the disk has room again.
+TEST_CASE("output sink: an output file that failed in one attempt is written again in the next") {
+  char dir_template[] = "/tmp/tlaunch-sink-test-XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string dir = std::string(dir_template) + "/out";
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  auto* const saved_handler = ::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead, as tlaunch has it
+  {
+    OutputSink sink(TagMode::rank, dir, fds[1], fds[1]);
+    sink.setRankNode(0, "n0");
+    REQUIRE(sink.openFiles(1));
+    rlimit small = saved;
+    small.rlim_cur = 4096;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    sink.write(0, 0, 1, OutputKind::lines, std::string(8191, 'x') + "\n");
+    sink.flush();
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &saved) == 0);
+    REQUIRE(sink.openFiles(1));  // the second attempt: appended to
+    sink.write(0, 0, 1, OutputKind::lines, "attempt 2\n");
+    sink.flush();
+  }
+  ::signal(SIGXFSZ, saved_handler);
+  ::close(fds[1]);
+  std::string printed;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) printed.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  std::ifstream f(dir + "/rank.0.out");
+  const std::string file((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CHECK(printed.find("warning: cannot write " + dir + "/rank.0.out") != std::string::npos);
+  CHECK(file.size() == 4096 + 10);
+  CHECK(file.ends_with("attempt 2\n"));
+  std::filesystem::remove_all(dir_template);
 }
 
 // --stdin's reader thread can sit in read() after its job ended (a producer that writes late,
