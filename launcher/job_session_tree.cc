@@ -148,8 +148,11 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
   // passes its messages on as soon as it attached; its "attached", on its own connection to
   // us, may not have been read yet).
   const int source = it->is_number_integer() ? it->get<int>() : -1;
-  const bool attaching = tree_ && source >= 0 && source < static_cast<int>(links_.size()) &&
-                         !links_[static_cast<size_t>(source)]->routed && tree_->isInSubtree(source, link.index);
+  // Only while the tree is being wired: a node that could not attach, or one tlaunch started
+  // itself, is never spoken for by a daemon above it.
+  const bool attaching = tree_ && tree_waiting_ > 0 && source >= 0 && source < static_cast<int>(links_.size()) &&
+                         links_[static_cast<size_t>(source)]->conn && !links_[static_cast<size_t>(source)]->routed &&
+                         tree_->isInSubtree(source, link.index);
   if (source == link.index || (routeOf(source) != link.index && !attaching)) {
     if (++rejections_ <= kRejectionsShown)
       out_.note("node " + link.name + " relayed a message from node " + std::to_string(source) +

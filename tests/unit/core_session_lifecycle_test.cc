@@ -547,6 +547,28 @@ TEST_CASE("lifecycle in memory: a stray attached from a node without a tree pare
   CHECK(r.seconds < 10);
 }
 
+// Wiring the tree (radix 1: n1 below n0): n1 cannot attach and stays connected directly. n0
+// then relays an exit of n1's rank as if it came from below it: it is not below it any more
+// (nor ever was), and the frontend must drop it, not fail the job on a rank that never failed.
+TEST_CASE("lifecycle in memory: a daemon cannot speak for a node that stayed connected directly") {
+  auto r = runJob(
+      2,
+      [](const NodeTarget& n) {
+        Script s;
+        if (n.name == "n0")
+          s.after_start = [](FakeDaemon& d) {
+            d.send({{"t", "exit"}, {"r", 2}, {"code", 9}, {"signaled", false}, {"ours", false}, {"@src", 1}});
+          };
+        else
+          s.on_tree = [](FakeDaemon& d) { d.send({{"t", "attach_failed"}, {"reason", "scripted"}}); };
+        return s;
+      },
+      [](JobSpec& spec) { spec.tree_radix = 1; });
+  CHECK(r.outcome.exit_code == 0);
+  CHECK(r.outcome.summary.empty());
+  CHECK(r.printed.find("relayed a message from node 1") != std::string::npos);
+}
+
 // Wiring the tree (radix 1: n1 attaches to n0). n0 goes away, and only then is n1's "attached"
 // read: n1 went down with n0 (its only link is gone). Taken for attached, it was left neither
 // closed nor reachable, and the job waited for it to the end of the drain deadline.
