@@ -87,6 +87,7 @@ Json DaemonSession::helloMessage(const std::string& server_nonce, const std::str
                 {"pid", ::getpid()},
                 {"nonce", binary(client_nonce)},
                 {"mac", binary(helloProof(opts_.secret, server_nonce, client_nonce, opts_.node_name))}};
+  if (opts_.via_keeper) hello["via"] = "keeper";
   if (opts_.keeper_port > 0)
     hello["keeper"] = {{"port", opts_.keeper_port}, {"pid", opts_.keeper_pid}, {"since", opts_.keeper_since}};
   else if (!opts_.keeper_error.empty())

@@ -49,6 +49,7 @@ struct DaemonOptions {
   std::string keeper_error;  // why no keeper could be started (said in the hello, for the user)
   int keeper_lifeline_fd = -1;  // held: one byte once the frontend knows the keeper; closes with this process
   std::string inventory_cache;  // started by a keeper: its inventory cache (daemon/inventory_cache.h)
+  bool via_keeper = false;      // started by a keeper (tlaunch may have started this node otherwise meanwhile)
 };
 
 class DaemonSession {

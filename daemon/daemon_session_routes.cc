@@ -36,6 +36,12 @@ DaemonSession::Router DaemonSession::makeRouter() {
   r.on("signal", [this](Type, Json&& m) { handleSignalRanks(m); });
   r.on("terminate", [this](Type, Json&& m) { handleTerminate(m); });
   r.on("shutdown", [this](Type, Json&&) { shutdown(0); });
+  // Started by this node's keeper after tlaunch had given up waiting for it: another tlaunchd
+  // (over ssh or srun) serves the node. Nothing of the job ran here.
+  r.on("superseded", [this](Type, Json&&) {
+    spdlog::info("tlaunch started this node's daemon otherwise meanwhile; exiting");
+    shutdown(0);
+  });
   // --stdin, `tlaunch stacks`, `tlaunch status`.
   r.on("stdin", [this](Type, Json&& m) {
     if (ranks_) ranks_->writeStdin(static_cast<int>(getInt(m, "r")), bytesOf(m["d"]));

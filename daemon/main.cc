@@ -49,6 +49,7 @@ int runDaemon(int argc, char** argv) {
   app.add_option("--keep-for", keep_for, "keep this node warm for SECONDS after the job (tlaunch --keep-daemons)")
       ->check(CLI::Range(1, 7 * 86'400));
   app.add_option("--inventory-cache", opts.inventory_cache, "(internal) a warm node's last inventory (set by its keeper)");
+  app.add_flag("--via-keeper", opts.via_keeper, "(internal) started by this node's keeper (set by it)");
   app.add_flag("--keeper", keeper, "(internal) be the keeper of a warm node (daemon/warm_keeper.h)");
   bool keeper_in_step = false;
   app.add_flag("--in-slurm-step", keeper_in_step, "(internal) with --keeper: be a task of tlaunch's keeper step");

@@ -234,6 +234,7 @@ class Keeper {
       if (!a.is_string()) return refuse(c, "malformed start request", Refusal::keeps_running);
       spec.argv.push_back(a.get<std::string>());
     }
+    spec.argv.emplace_back("--via-keeper");
     if (!inventory_cache_.empty()) spec.argv.insert(spec.argv.end(), {"--inventory-cache", inventory_cache_});
     spec.env = environmentWith({});
     spec.stdin_mode = SpawnSpec::Stdin::pipe;

@@ -72,6 +72,10 @@ class DaemonStarter {
   virtual void daemonLost(int /*node_index*/) {}
   // The daemon of node `node_index` started a warm-daemon keeper (tlaunch --keep-daemons).
   virtual void daemonKeeps(int /*node_index*/, const KeeperAddress& /*keeper*/) {}
+  // Whether node `node_index`'s daemon is started otherwise now than by its warm-daemon keeper
+  // (the keeper did not answer in time: ssh or srun starts it). A daemon the keeper started all
+  // the same is then refused, so that exactly one of the two serves the node.
+  virtual bool keeperGivenUp(int /*node_index*/) const { return false; }
   // Whether `pid` is one of this starter's own processes (an ssh client it started).
   virtual bool owns(pid_t /*pid*/) const { return false; }
   // Notes since the last call (after start(), and on the poll timer).

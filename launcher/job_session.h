@@ -114,6 +114,7 @@ class JobSession {
   static constexpr int kAcceptBurst = 256;
   void challenge(std::shared_ptr<Connection> conn);
   void onPendingMessage(Pending* p, Json&& msg);
+  void supersede(Pending* p, const Json& hello, const Link& link);  // a keeper's daemon that came too late
   using Router = MessageRouter<Link&>;
   Router makeRouter();  // launcher/job_session_routes.cc: every daemon-to-frontend message
   void onLinkMessage(Link& link, Json&& msg);

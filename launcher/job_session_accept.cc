@@ -81,6 +81,21 @@ void JobSession::challenge(std::shared_ptr<Connection> conn) {
   raw->conn->send({{"t", "challenge"}, {"proto", kProtocolVersion}, {"nonce", binary(raw->nonce)}});
 }
 
+void JobSession::supersede(Pending* p, const Json& hello, const Link& link) {
+  auto conn = p->conn;
+  const std::string client_nonce = bytesOf(hello["nonce"]);
+  conn->openFromNow(std::make_unique<FrameCipher>(cfg_.secret, p->nonce, client_nonce, FrameCipher::Direction::to_frontend));
+  conn->send({{"t", "welcome"}, {"mac", binary(welcomeProof(cfg_.secret, p->nonce, client_nonce))}});
+  conn->sealFromNow(std::make_unique<FrameCipher>(cfg_.secret, p->nonce, client_nonce, FrameCipher::Direction::to_daemon));
+  conn->send({{"t", "superseded"}});
+  conn->setHandlers([](Json&&) {}, [](const std::string&) {});
+  conn->closeAfterFlush();
+  if (cfg_.spec.verbose)
+    out_.note("node " + link.name + ": the tlaunchd its warm daemon started after all (too late) was told to end; " +
+              "the one started over " + starter_->name() + " serves the node");
+  asio::post(io_, [this, id = p->id] { std::erase_if(pending_, [id](const auto& q) { return q->id == id; }); });
+}
+
 void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   auto conn = p->conn;
   auto drop = [this, p, conn](const std::string& why) {
@@ -114,6 +129,9 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
     links_.push_back(std::move(l));
   }
   if (!link) return drop("unknown node '" + node + "'");
+  // Its keeper answered too late: the node was handed to ssh or srun meanwhile, whose daemon
+  // serves it. This one is told so (after the welcome: from us, not from a stranger) and ends.
+  if (getString(msg, "via") == "keeper" && starter_->keeperGivenUp(link->index)) return supersede(p, msg, *link);
   if (link->conn || link->routed) return drop("node " + node + " connected twice");
   if (getInt(msg, "proto") != kProtocolVersion || getString(msg, "version") != kVersion) {
     conn->close();

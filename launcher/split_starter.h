@@ -21,6 +21,7 @@ class SplitStarter : public DaemonStarter {
   void daemonKeeps(int node_index, const KeeperAddress& keeper) override { remote_->daemonKeeps(node_index, keeper); }
   std::vector<StarterNote> takeNotes() override { return remote_->takeNotes(); }
   bool waitingForResources() const override { return remote_->waitingForResources(); }
+  bool keeperGivenUp(int node_index) const override { return remote_->keeperGivenUp(node_index); }
   void stop(int grace_ms) override;
 
  private:

@@ -124,6 +124,10 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
     } else {
       WarmEntry unanswered = w.entry;
       unanswered.unanswered = now;
+      // Its request may have arrived all the same: the keeper then keeps for this job's keep
+      // from this job's end, and its entry must not expire before it (as for a busy one).
+      unanswered.expires = std::max(unanswered.expires,
+                                    now + std::max(options_.keep_s, unanswered.keep_s) + kMaxKeepDaemonsSeconds);
       (void)registry_.save(unanswered);
     }
     cold.push_back(w.node);

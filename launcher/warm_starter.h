@@ -45,6 +45,8 @@ class WarmStarter final : public DaemonStarter {
   void daemonKeeps(int node_index, const KeeperAddress& keeper) override;
   std::vector<StarterNote> takeNotes() override;
   bool waitingForResources() const override { return cold_->waitingForResources(); }
+  // Started over ssh or srun: its keeper was not asked, refused, or did not answer in time.
+  bool keeperGivenUp(int node_index) const override { return cold_nodes_.contains(node_index); }
   void stop(int grace_ms) override;
 
  private:

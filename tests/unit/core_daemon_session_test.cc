@@ -51,6 +51,8 @@ class ScriptedFrontend {
   int port() const { return acceptor_.local_endpoint().port(); }
 
   bool hello_proved = false;
+  std::string hello_via;   // how the daemon says it was started ("keeper", or "" for not said)
+  bool supersede = false;  // answer the welcome with "superseded" (another daemon serves the node)
   std::optional<NodeInventory> inventory;
   std::string inventory_error;
   bool closed = false;
@@ -94,6 +96,8 @@ class ScriptedFrontend {
       const std::string proof = prove_ ? welcomeProof(secret_, nonce_, client_nonce) : std::string(32, 'x');
       conn_->send({{"t", "welcome"}, {"mac", binary(proof)}});
       conn_->sealFromNow(std::make_unique<FrameCipher>(secret_, nonce_, client_nonce, FrameCipher::Direction::to_daemon));
+      hello_via = getString(msg, "via");
+      if (supersede) return conn_->send({{"t", "superseded"}});
       conn_->setOutputHandler([this](const OutputRecord& r, OwnedBytes&&) {
         arrived.emplace_back("output");
         output_bytes += r.bytes.size();
@@ -155,6 +159,26 @@ TEST_CASE("daemon session: proves the secret, reports this machine's inventory, 
   CHECK_FALSE(fe.inventory->topology->numa_nodes.empty());
   CHECK(code == 0);
   CHECK(io.stopped());  // nothing of the daemon left running on the loop
+}
+
+// Started by its node's keeper after tlaunch had given the node to ssh: told so after the
+// welcome, it ends at once with 0, reports nothing and does not connect again.
+TEST_CASE("daemon session: a keeper's daemon told that another serves its node ends at once, reporting nothing") {
+  asio::io_context io(1);
+  const std::string secret = newJobSecret();
+  ScriptedFrontend fe(io, secret, true);
+  fe.supersede = true;
+  auto opts = optionsFor(fe.port(), secret);
+  opts.via_keeper = true;
+  DaemonSession d(io, opts);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int code = runDaemon(io, d, std::chrono::seconds(30));
+  CHECK(fe.hello_via == "keeper");
+  CHECK(code == 0);
+  CHECK(io.stopped());
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  CHECK_FALSE(fe.inventory);
+  CHECK(fe.connections == 1);
 }
 
 TEST_CASE("daemon session: a frontend that cannot prove the secret gets no inventory, and the daemon exits non-zero") {

@@ -46,6 +46,10 @@ struct Script {
   std::string start_failure;
   std::chrono::milliseconds start_failure_after{0};
   bool starter_done = false;  // with start_failure: the starter can start nothing more (srun's step ended)
+  // Also a daemon its warm-daemon keeper started too late, connecting first, after the
+  // starter had given the node to ssh (MemoryStarter::keeperGivenUp).
+  bool keeper_twin = false;
+  bool via_keeper = false;  // this daemon says it was started by a keeper
 };
 
 class FakeDaemon {
@@ -81,7 +85,8 @@ class FakeDaemon {
       client_nonce_ = randomBytes(kNonceBytes);
       conn_->send({{"t", "hello"}, {"proto", kProtocolVersion}, {"version", kVersion}, {"node", node_.name},
                    {"index", node_.index}, {"hostname", node_.name}, {"nonce", binary(client_nonce_)},
-                   {"mac", binary(helloProof(secret_, server_nonce_, client_nonce_, node_.name))}});
+                   {"mac", binary(helloProof(secret_, server_nonce_, client_nonce_, node_.name))},
+                   {"via", script_.via_keeper ? "keeper" : "ssh"}});
       conn_->sealFromNow(
           std::make_unique<FrameCipher>(secret_, server_nonce_, client_nonce_, FrameCipher::Direction::to_frontend));
     } else if (t == "welcome") {
@@ -114,6 +119,9 @@ class FakeDaemon {
       send({{"t", "drained"}});
     } else if (t == "shutdown") {
       close();
+    } else if (t == "superseded") {
+      superseded = true;
+      close();
     } else if (t == "tree" && script_.on_tree) {
       script_.on_tree(*this);
     } else if (script_.on_other) {
@@ -122,6 +130,7 @@ class FakeDaemon {
   }
 
  public:
+  bool superseded = false;  // told that another daemon serves its node
   void exitAll(bool ours) {
     running_ = false;
     for (int r : ranks_) {
@@ -168,6 +177,14 @@ class MemoryStarter final : public DaemonStarter {
         failing_.emplace_back(Clock::now() + script.start_failure_after, f);
         continue;
       }
+      if (script.keeper_twin) {
+        Script twin;
+        twin.via_keeper = true;
+        auto [frontend_end, daemon_end] = memoryBytePipe(io_, "frontend", "memory-keeper:" + n.name);
+        session->adopt(std::move(frontend_end));
+        twins.push_back(std::make_unique<FakeDaemon>(io_, std::move(daemon_end), secret, n, std::move(twin)));
+        given_up_.push_back(n.index);
+      }
       auto [frontend_end, daemon_end] = memoryBytePipe(io_, "frontend", "memory:" + n.name);
       session->adopt(std::move(frontend_end));
       daemons.push_back(std::make_unique<FakeDaemon>(io_, std::move(daemon_end), secret, n, std::move(script)));
@@ -191,9 +208,13 @@ class MemoryStarter final : public DaemonStarter {
     return due;
   }
   void stop(int) override {}
+  bool keeperGivenUp(int node_index) const override {
+    return std::find(given_up_.begin(), given_up_.end(), node_index) != given_up_.end();
+  }
 
   JobSession* session = nullptr;
   std::vector<std::unique_ptr<FakeDaemon>> daemons;
+  std::vector<std::unique_ptr<FakeDaemon>> twins;  // started by keepers too late
   int strangers = 0;
   std::vector<std::unique_ptr<ByteStream>> silent;
 
@@ -202,12 +223,14 @@ class MemoryStarter final : public DaemonStarter {
   asio::io_context& io_;
   std::function<Script(const NodeTarget&)> script_of_;
   std::vector<std::pair<Clock::time_point, StartFailure>> failing_;
+  std::vector<int> given_up_;
 };
 
 struct Run {
   JobOutcome outcome;
   double seconds = 0;
   std::string printed;  // what tlaunch printed, stdout and stderr together
+  int superseded = 0;   // keeper twins told that another daemon serves their node
 };
 
 Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const std::function<void(JobSpec&)>& tweak = {},
@@ -245,6 +268,7 @@ Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const 
     const auto t0 = std::chrono::steady_clock::now();
     r.outcome = session.run();
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (const auto& t : raw->twins) r.superseded += t->superseded ? 1 : 0;
   }
   char buf[4096];
   for (off_t at = 0;;) {
@@ -504,6 +528,23 @@ TEST_CASE("lifecycle in memory: a failure from a starter that is done is reporte
   CHECK(r.outcome.exit_code == 69);
   CHECK(r.outcome.failed_node == "n1");
   CHECK(r.seconds < 5);  // not the 12 s window
+}
+
+// --keep-daemons: n1's keeper answered after tlaunch's wait, which had handed n1 to ssh; the
+// daemon the keeper started all the same connects first. It must be told to end, and the
+// ssh-started one serve the node: before, whichever proved the secret first won, the other was
+// refused as "connected twice" (six times, as it reconnects), and under srun its failed exit
+// could end the step of the winner.
+TEST_CASE("lifecycle in memory: a daemon a keeper started too late is told to end; the one started instead serves") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    s.keeper_twin = n.name == "n1";
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 0);
+  CHECK(r.outcome.summary.empty());
+  CHECK(r.superseded == 1);
+  CHECK(r.printed.find("connected twice") == std::string::npos);
 }
 
 // Wiring the control tree (radix 1: n1 attaches to n0). n0 reports n1 lost before n1's own
