@@ -281,6 +281,18 @@ Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const 
   return r;
 }
 
+// Two nodes in a control tree of radix 1 (n1 below n0), each doing this when told its place.
+Run runTreePair(const std::function<void(FakeDaemon&)>& n0_on_tree, const std::function<void(FakeDaemon&)>& n1_on_tree) {
+  return runJob(
+      2,
+      [&](const NodeTarget& n) {
+        Script s;
+        s.on_tree = n.name == "n0" ? n0_on_tree : n1_on_tree;
+        return s;
+      },
+      [](JobSpec& spec) { spec.tree_radix = 1; });
+}
+
 bool says(const JobOutcome& o, const std::string& text) { return o.summary.find(text) != std::string::npos; }
 
 }  // namespace
@@ -551,17 +563,8 @@ TEST_CASE("lifecycle in memory: a daemon a keeper started too late is told to en
 // "attached", on its direct connection, is read: n1 is gone, and the job must say so at once,
 // not take it for attached and stall until a phase deadline with a message that names nobody.
 TEST_CASE("lifecycle in memory: a node its tree parent lost before its attach was read ends the job naming it") {
-  auto r = runJob(
-      2,
-      [](const NodeTarget& n) {
-        Script s;
-        if (n.name == "n0")
-          s.on_tree = [](FakeDaemon& d) { d.send({{"t", "child_lost"}, {"node", 1}, {"reason", "connection reset"}}); };
-        else
-          s.on_tree = [](FakeDaemon& d) { d.sendLater({{"t", "attached"}}, std::chrono::milliseconds(200)); };
-        return s;
-      },
-      [](JobSpec& spec) { spec.tree_radix = 1; });
+  auto r = runTreePair([](FakeDaemon& d) { d.send({{"t", "child_lost"}, {"node", 1}, {"reason", "connection reset"}}); },
+                       [](FakeDaemon& d) { d.sendLater({{"t", "attached"}}, std::chrono::milliseconds(200)); });
   CHECK(r.outcome.exit_code == 69);
   CHECK(r.outcome.failed_node == "n1");
   CHECK(says(r.outcome, "lost node n1"));
@@ -572,17 +575,8 @@ TEST_CASE("lifecycle in memory: a node its tree parent lost before its attach wa
 // although it was given no parent. Its only link must stay: taken for attached, it was closed,
 // and n0 with its subtree was lost without a word. (n1 cannot attach to a scripted n0 and says so.)
 TEST_CASE("lifecycle in memory: a stray attached from a node without a tree parent changes nothing") {
-  auto r = runJob(
-      2,
-      [](const NodeTarget& n) {
-        Script s;
-        if (n.name == "n0")
-          s.on_tree = [](FakeDaemon& d) { d.send({{"t", "attached"}}); };
-        else
-          s.on_tree = [](FakeDaemon& d) { d.send({{"t", "attach_failed"}, {"reason", "scripted"}}); };
-        return s;
-      },
-      [](JobSpec& spec) { spec.tree_radix = 1; });
+  auto r = runTreePair([](FakeDaemon& d) { d.send({{"t", "attached"}}); },
+                       [](FakeDaemon& d) { d.send({{"t", "attach_failed"}, {"reason", "scripted"}}); });
   CHECK(r.outcome.exit_code == 0);
   CHECK(r.outcome.summary.empty());
   CHECK(r.seconds < 10);
@@ -614,17 +608,8 @@ TEST_CASE("lifecycle in memory: a daemon cannot speak for a node that stayed con
 // read: n1 went down with n0 (its only link is gone). Taken for attached, it was left neither
 // closed nor reachable, and the job waited for it to the end of the drain deadline.
 TEST_CASE("lifecycle in memory: a node whose attach is read after its tree parent was lost is lost with it") {
-  auto r = runJob(
-      2,
-      [](const NodeTarget& n) {
-        Script s;
-        if (n.name == "n0")
-          s.on_tree = [](FakeDaemon& d) { d.close(); };
-        else
-          s.on_tree = [](FakeDaemon& d) { d.sendLater({{"t", "attached"}}, std::chrono::milliseconds(100)); };
-        return s;
-      },
-      [](JobSpec& spec) { spec.tree_radix = 1; });
+  auto r = runTreePair([](FakeDaemon& d) { d.close(); },
+                       [](FakeDaemon& d) { d.sendLater({{"t", "attached"}}, std::chrono::milliseconds(100)); });
   CHECK(r.outcome.exit_code == 69);
   CHECK(r.outcome.failed_node == "n0");
   CHECK(says(r.outcome, "lost node n0"));
