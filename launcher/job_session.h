@@ -115,6 +115,8 @@ class JobSession {
   void challenge(std::shared_ptr<Connection> conn);
   void onPendingMessage(Pending* p, Json&& msg);
   void supersede(Pending* p, const Json& hello, const Link& link);  // a keeper's daemon that came too late
+  void welcome(Connection& conn, const std::string& server_nonce, const std::string& client_nonce);  // then sealed
+  void forgetPendingLater(const Pending& p);  // after the handler that is reading it
   using Router = MessageRouter<Link&>;
   Router makeRouter();  // launcher/job_session_routes.cc: every daemon-to-frontend message
   void onLinkMessage(Link& link, Json&& msg);

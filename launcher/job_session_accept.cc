@@ -81,19 +81,31 @@ void JobSession::challenge(std::shared_ptr<Connection> conn) {
   raw->conn->send({{"t", "challenge"}, {"proto", kProtocolVersion}, {"nonce", binary(raw->nonce)}});
 }
 
+void JobSession::forgetPendingLater(const Pending& p) {
+  asio::post(io_, [this, id = p.id] { std::erase_if(pending_, [id](const auto& q) { return q->id == id; }); });
+}
+
+void JobSession::welcome(Connection& conn, const std::string& server_nonce, const std::string& client_nonce) {
+  // The welcome proves the secret and nothing more: the daemon reads it under the 4 KiB limit
+  // of a connection not yet authenticated. Every frame after the hello and the welcome is
+  // sealed under this connection's session keys.
+  conn.openFromNow(std::make_unique<FrameCipher>(cfg_.secret, server_nonce, client_nonce,
+                                                 FrameCipher::Direction::to_frontend));
+  conn.send({{"t", "welcome"}, {"mac", binary(welcomeProof(cfg_.secret, server_nonce, client_nonce))}});
+  conn.sealFromNow(std::make_unique<FrameCipher>(cfg_.secret, server_nonce, client_nonce,
+                                                 FrameCipher::Direction::to_daemon));
+}
+
 void JobSession::supersede(Pending* p, const Json& hello, const Link& link) {
   auto conn = p->conn;
-  const std::string client_nonce = bytesOf(hello["nonce"]);
-  conn->openFromNow(std::make_unique<FrameCipher>(cfg_.secret, p->nonce, client_nonce, FrameCipher::Direction::to_frontend));
-  conn->send({{"t", "welcome"}, {"mac", binary(welcomeProof(cfg_.secret, p->nonce, client_nonce))}});
-  conn->sealFromNow(std::make_unique<FrameCipher>(cfg_.secret, p->nonce, client_nonce, FrameCipher::Direction::to_daemon));
+  welcome(*conn, p->nonce, bytesOf(hello["nonce"]));
   conn->send({{"t", "superseded"}});
   conn->setHandlers([](Json&&) {}, [](const std::string&) {});
   conn->closeAfterFlush();
   if (cfg_.spec.verbose)
     out_.note("node " + link.name + ": the tlaunchd its warm daemon started after all (too late) was told to end; " +
               "the one started over " + starter_->name() + " serves the node");
-  asio::post(io_, [this, id = p->id] { std::erase_if(pending_, [id](const auto& q) { return q->id == id; }); });
+  forgetPendingLater(*p);
 }
 
 void JobSession::onPendingMessage(Pending* p, Json&& msg) {
@@ -104,7 +116,7 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
       out_.note("rejected a daemon connection from " + conn->peer() + ": " + why +
                 (rejections_ == kRejectionsShown ? " (further rejections are not shown)" : ""));
     conn->close();
-    asio::post(io_, [this, id = p->id] { std::erase_if(pending_, [id](const auto& q) { return q->id == id; }); });
+    forgetPendingLater(*p);
   };
   if (getString(msg, "t") != "hello") return drop("expected a hello");
   const std::string node = getString(msg, "node");
@@ -171,15 +183,7 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
     if (++rejections_ <= kRejectionsShown)
       out_.note("node " + link->name + " sent output of rank " + std::to_string(r.rank) + ", which does not run there or below it; dropped");
   });
-  // The welcome proves the secret and nothing more: the daemon reads it under the 4 KiB limit
-  // of a connection not yet authenticated. Every frame after the hello and the welcome is
-  // sealed under this connection's session keys, the configuration first.
-  const std::string client_nonce = bytesOf(msg["nonce"]);
-  conn->openFromNow(std::make_unique<FrameCipher>(cfg_.secret, server_nonce, client_nonce,
-                                                  FrameCipher::Direction::to_frontend));
-  conn->send({{"t", "welcome"}, {"mac", binary(welcomeProof(cfg_.secret, server_nonce, client_nonce))}});
-  conn->sealFromNow(std::make_unique<FrameCipher>(cfg_.secret, server_nonce, client_nonce,
-                                                  FrameCipher::Direction::to_daemon));
+  welcome(*conn, server_nonce, bytesOf(msg["nonce"]));  // the configuration is its first sealed frame
   conn->send({{"t", "config"}, {"config", daemonConfigFor(*link)}});
   if (tree_) placeInTree(*link);  // tree spawn: it starts its children now
 }

@@ -38,6 +38,12 @@ WarmEntry WarmStarter::entryOf(const Kept& k, long long expires, int keep_s) {
 WarmStarter::WarmStarter(WarmOptions options, WarmRegistry registry, std::unique_ptr<DaemonStarter> cold)
     : options_(std::move(options)), registry_(std::move(registry)), cold_(std::move(cold)) {}
 
+// A keeper serving this job lives until its end plus its keep: written down as alive until the
+// longest a job may run plus that keep (the job's end writes the real time).
+long long WarmStarter::untilAfterThisJob(const WarmEntry& e, long long now) const {
+  return now + std::max(options_.keep_s, e.keep_s) + kMaxKeepDaemonsSeconds;
+}
+
 Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
                                 const std::string& secret) {
   const long long now = epochSeconds();
@@ -101,7 +107,7 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
         // would outlive that, and the entry would be taken for an expired one and dropped while
         // the keeper lives (stop-daemons would not find it). Until this job's end, as for a new one.
         WarmEntry busy = w.entry;
-        busy.expires = now + std::max(options_.keep_s, busy.keep_s) + kMaxKeepDaemonsSeconds;
+        busy.expires = untilAfterThisJob(busy, now);
         (void)registry_.save(busy);
       }
       warm_.push_back(std::move(w));
@@ -126,8 +132,7 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
       unanswered.unanswered = now;
       // Its request may have arrived all the same: the keeper then keeps for this job's keep
       // from this job's end, and its entry must not expire before it (as for a busy one).
-      unanswered.expires = std::max(unanswered.expires,
-                                    now + std::max(options_.keep_s, unanswered.keep_s) + kMaxKeepDaemonsSeconds);
+      unanswered.expires = std::max(unanswered.expires, untilAfterThisJob(unanswered, now));
       (void)registry_.save(unanswered);
     }
     cold.push_back(w.node);

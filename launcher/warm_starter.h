@@ -50,6 +50,7 @@ class WarmStarter final : public DaemonStarter {
   void stop(int grace_ms) override;
 
  private:
+  long long untilAfterThisJob(const WarmEntry& e, long long now) const;
   struct WarmNode {
     NodeTarget node;
     WarmEntry entry;
