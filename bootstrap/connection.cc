@@ -135,8 +135,12 @@ void Connection::sendBroadcast(const BroadcastFrame& broadcast, bool bulk) {
   if (!writing_) writeNext();
 }
 
-void Connection::send(const Json& msg) {
-  sendEncoded(std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))));
+Connection::Frame Connection::frameOf(const Json& msg) {
+  return std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));
+}
+
+void Connection::send(const Json& msg, bool bulk) {
+  bulk ? sendBulk(frameOf(msg)) : sendEncoded(frameOf(msg));
 }
 
 void Connection::enqueue(std::deque<Outgoing>& queue, Frame frame) {

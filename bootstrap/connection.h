@@ -72,7 +72,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::string frame;
   };
   using BroadcastFrame = std::shared_ptr<const Broadcast>;
-  void send(const Json& msg);
+  static Frame frameOf(const Json& msg);  // encoded once, to queue on one link or several
+  // bulk: behind the output queued before it (sendBulk), not ahead of it.
+  void send(const Json& msg, bool bulk = false);
   void sendEncoded(Frame frame);  // an already framed message (broadcasts encode once)
   void sendBulk(Frame frame);     // after every control frame queued before it is written
   // Behind its envelope, in the control queue or the bulk one. Only on a sealed link (the

@@ -35,8 +35,7 @@ void DaemonSession::sendUp(Json&& msg, bool bulk) {
     if (auto combined = subtree_fence_.addRelayed(std::move(msg), 1 + tree_->openChildren())) conn_->send(*combined);
     return;
   }
-  auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));
-  bulk ? conn_->sendBulk(std::move(frame)) : conn_->sendEncoded(std::move(frame));
+  conn_->send(msg, bulk);
 }
 
 void DaemonSession::sendOwn(const Json& msg) {
@@ -63,8 +62,7 @@ bool DaemonSession::relayDown(Json& msg) {
   if (auto it = msg.find(kDestinationTag); it != msg.end()) {
     const int to = it->is_number_integer() ? it->get<int>() : -1;
     if (to == opts_.node_index) return false;
-    auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));
-    if (!tree_->sendToward(to, frame, travelsAsBulkDown(type)))
+    if (!tree_->sendToward(to, Connection::frameOf(msg), travelsAsBulkDown(type)))
       spdlog::warn("a '{}' for node {}, which is not below this node, dropped", type, to);
     return true;
   }
@@ -167,7 +165,7 @@ void DaemonSession::switchToParent(const std::string& parent_name) {
                       [this](const std::string&) { asio::post(io_, [this] { leaving_.reset(); }); });
   // Behind whatever waits in the direct link's bulk queue (a child's child_lost): the frontend
   // reads nothing on that link after "attached".
-  direct->sendBulk(std::make_shared<const std::string>(encodeFrame(encodeMessage({{"t", "attached"}}))));
+  direct->send({{"t", "attached"}}, /*bulk=*/true);
   spdlog::debug("attached to the tree parent at {}", conn_->peer());
 }
 

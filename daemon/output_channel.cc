@@ -19,7 +19,7 @@ void OutputChannel::output(int rank, int stream, OutputKind kind, std::string_vi
 }
 
 void OutputChannel::ordered(const Json& msg) {
-  queue_.push_back({std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))), 0});
+  queue_.push_back({Connection::frameOf(msg), 0});
   pump();
 }
 

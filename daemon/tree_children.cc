@@ -177,7 +177,7 @@ void TreeChildren::sendAll(const Connection::BroadcastFrame& broadcast, bool bul
 
 void TreeChildren::pingAll() {
   static const Json kPing = {{"t", "ping"}};
-  if (openChildren() > 0) sendAll(std::make_shared<const std::string>(encodeFrame(encodeMessage(kPing))), false);
+  if (openChildren() > 0) sendAll(Connection::frameOf(kPing), false);
 }
 
 void TreeChildren::checkLiveness(std::chrono::milliseconds timeout) {

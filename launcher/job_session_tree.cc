@@ -131,8 +131,7 @@ void JobSession::sendRouted(int node, Json msg, bool bulk) {
   Connection* conn = openRouteTo(node);
   if (!conn) return;
   if (conn != links_[static_cast<size_t>(node)]->conn.get()) msg[kDestinationTag] = node;
-  auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(msg)));
-  bulk ? conn->sendBulk(std::move(frame)) : conn->sendEncoded(std::move(frame));
+  conn->send(msg, bulk);
 }
 
 void JobSession::onLinkMessage(Link& link, Json&& msg) {

@@ -88,7 +88,7 @@ class SimDaemons::Daemon {
     if (from && !upstream_broadcasts_.firstTime(*from)) return;
     // Down the tree first, as DaemonSession::relayDown does.
     if (auto it = msg.find(kDestinationTag); it != msg.end() && it->get<int>() != index_) {
-      if (!tree_->sendToward(it->get<int>(), std::make_shared<const std::string>(encodeFrame(encodeMessage(msg))),
+      if (!tree_->sendToward(it->get<int>(), Connection::frameOf(msg),
                              travelsAsBulkDown(t)))
         failed("a message for a node not below this one");
       return;
@@ -177,8 +177,7 @@ class SimDaemons::Daemon {
       if (auto combined = subtree_fence_.addRelayed(std::move(m), 1 + tree_->openChildren())) conn_->send(*combined);
       return;
     }
-    auto frame = std::make_shared<const std::string>(encodeFrame(encodeMessage(m)));
-    bulk ? conn_->sendBulk(std::move(frame)) : conn_->sendEncoded(std::move(frame));
+    conn_->send(m, bulk);
   }
 
   void awaitChildrenThenClose() {  // as the real daemon does: the frontend's wait covers the subtree

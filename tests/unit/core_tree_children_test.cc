@@ -89,7 +89,7 @@ TEST_CASE("tree children: a placed child that proves the secret carries messages
   CHECK(record->bytes == "hello\n");
 
   // Down: a message for node 6 goes to child 2 (its parent); one for node 1 has no way here.
-  auto frame = [](const Json& m) { return std::make_shared<const std::string>(encodeFrame(encodeMessage(m))); };
+  auto frame = [](const Json& m) { return Connection::frameOf(m); };
   CHECK(p.children.sendToward(6, frame({{"t", "credit"}, {kDestinationTag, 6}}), false));
   CHECK_FALSE(p.children.sendToward(1, frame({{"t", "credit"}, {kDestinationTag, 1}}), false));
   p.children.sendAll(frame({{"t", "ping"}, {kEveryNodeTag, true}}), false);

@@ -26,7 +26,7 @@ class ScriptedChild {
   }
   void send(const Json& m) { conn_->send(m); }
   // Behind the output sent before it, as a daemon sends its ranks' exits (daemon/output_channel.h).
-  void sendBehindOutput(const Json& m) { conn_->sendBulk(std::make_shared<const std::string>(encodeFrame(encodeMessage(m)))); }
+  void sendBehindOutput(const Json& m) { conn_->send(m, /*bulk=*/true); }
   void sendOutput(int rank, const std::string& text) {
     conn_->sendBulk(std::make_shared<const std::string>(encodeOutputFrame(rank, 1, text)));
   }
