@@ -113,6 +113,10 @@ void DaemonSession::handleWelcome(const Json& msg) {
   if (!opts_.tree_parent.empty()) {  // started by its tree parent and connected to it (tree spawn)
     upstream_parent_ = opts_.tree_parent;
     upstream_heard_ = std::chrono::steady_clock::now();
+    // Watched from now, not from the config: a parent frozen before passing it on would
+    // otherwise leave this daemon waiting for ever, an orphan of a job that has ended.
+    dead_peer_timeout_ = opts_.tree_parent_timeout;
+    heartbeat();
   }
   // From here on this daemon lives as long as its control connection, not as long as whatever
   // started it: a killed ssh client (or its sshd session going away) must not end the job.

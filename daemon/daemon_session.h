@@ -42,6 +42,9 @@ struct DaemonOptions {
   std::string job_id;
   std::string secret;
   std::string tree_parent;  // tree spawn: the node whose daemon started this one, and whom --connect names
+  // Tree spawn: the parent's heartbeat timeout, in force from the welcome until the config
+  // (which may name another) arrives through the parent.
+  std::chrono::milliseconds tree_parent_timeout{15'000};
   // --keep-for: the warm-daemon keeper this daemon started (daemon/warm_keeper.h), said in the hello.
   int keeper_port = 0;
   long long keeper_pid = 0;

@@ -40,7 +40,9 @@ void DaemonSession::spawnChildren(const Json& spawn) {
   cmd.args = {"--connect", host + ":" + std::to_string(listener.port()), "--job-id", getString(spawn, "job_id"),
               "--tree-parent", opts_.node_name,
               // tlaunch's, as this daemon got it: past it the frontend has given the child up
-              "--connect-timeout", std::to_string(opts_.connect_timeout.count())};
+              "--connect-timeout", std::to_string(opts_.connect_timeout.count()),
+              // ours, from the job's config: the child watches our heartbeats before its own config
+              "--tree-parent-timeout-ms", std::to_string(dead_peer_timeout_.count())};
   auto starter = std::make_unique<SshStarter>(std::move(o));
   if (auto r = starter->start(targets, cmd, opts_.secret); !r) {
     for (const auto& t : targets) report(t.index, r.error().message);

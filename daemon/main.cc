@@ -39,6 +39,10 @@ int runDaemon(int argc, char** argv) {
   app.add_option("--connect-timeout", connect_timeout_s, "give up connecting after SECONDS (tlaunch's --connect-timeout)")
       ->check(CLI::Range(1, 7 * 24 * 3600));
   app.add_option("--tree-parent", opts.tree_parent, "started by this node's daemon (tree spawn): --connect is its listener");
+  long long tree_parent_timeout_ms = 15'000;
+  app.add_option("--tree-parent-timeout-ms", tree_parent_timeout_ms,
+                 "(tree spawn) end if the parent says nothing for MS before the config names the job's timeout")
+      ->check(CLI::Range(1'000LL, 86'400'000LL));
   app.add_flag("--version", show_version, "print the version and exit");
   std::string watch_cgroup;
   std::vector<std::string> watch_marks;
@@ -94,6 +98,7 @@ int runDaemon(int argc, char** argv) {
   if (opts.connect_host.size() > 2 && opts.connect_host.front() == '[') opts.connect_host = opts.connect_host.substr(1, opts.connect_host.size() - 2);
   opts.connect_port = std::atoi(connect.substr(colon + 1).c_str());
   opts.connect_timeout = std::chrono::seconds(connect_timeout_s);
+  opts.tree_parent_timeout = std::chrono::milliseconds(tree_parent_timeout_ms);
   // The job secret arrives on stdin, never in argv or the environment.
   if (!std::getline(std::cin, opts.secret) || opts.secret.empty()) {
     spdlog::error("no job secret on stdin (tlaunchd is started by tlaunch)");

@@ -53,6 +53,7 @@ class ScriptedFrontend {
   bool hello_proved = false;
   std::string hello_via;   // how the daemon says it was started ("keeper", or "" for not said)
   bool supersede = false;  // answer the welcome with "superseded" (another daemon serves the node)
+  bool silent_after_welcome = false;  // no config, nothing more (frozen after the welcome)
   std::optional<NodeInventory> inventory;
   std::string inventory_error;
   bool closed = false;
@@ -98,6 +99,7 @@ class ScriptedFrontend {
       conn_->sealFromNow(std::make_unique<FrameCipher>(secret_, nonce_, client_nonce, FrameCipher::Direction::to_daemon));
       hello_via = getString(msg, "via");
       if (supersede) return conn_->send({{"t", "superseded"}});
+      if (silent_after_welcome) return;
       conn_->setOutputHandler([this](const OutputRecord& r, OwnedBytes&&) {
         arrived.emplace_back("output");
         output_bytes += r.bytes.size();
@@ -245,6 +247,42 @@ TEST_CASE("daemon session: a silent tree parent ends the node's part of the job,
     REQUIRE(fe.inventory);
     io.run_for(std::chrono::seconds(3));
     CHECK_FALSE(io.stopped());  // still there, waiting for its frontend
+    CHECK_FALSE(fe.closed);
+  }
+}
+
+// A tree parent frozen between its child's welcome and passing on the child's config: before
+// the watch began at the welcome, the child waited for ever, a daemon outliving its job.
+TEST_CASE("daemon session: a tree parent silent before the config ends its child; a silent frontend does not") {
+  SECTION("upstream is the daemon's tree parent") {
+    asio::io_context io(1);
+    const std::string secret = newJobSecret();
+    ScriptedFrontend parent(io, secret, true);
+    parent.silent_after_welcome = true;
+    DaemonOptions o = optionsFor(parent.port(), secret);
+    o.tree_parent = "n9";
+    o.tree_parent_timeout = std::chrono::milliseconds(1000);
+    DaemonSession d(io, o);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int code = runDaemon(io, d, std::chrono::seconds(20));
+    CHECK(parent.hello_proved);
+    CHECK_FALSE(parent.inventory);
+    CHECK(io.stopped());
+    CHECK(code != 0);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(took >= std::chrono::milliseconds(1000));
+    CHECK(took < std::chrono::seconds(10));
+  }
+  SECTION("upstream is the frontend (stopped while it starts the job)") {
+    asio::io_context io(1);
+    const std::string secret = newJobSecret();
+    ScriptedFrontend fe(io, secret, true);
+    fe.silent_after_welcome = true;
+    DaemonSession d(io, optionsFor(fe.port(), secret));
+    d.start();
+    io.run_for(std::chrono::seconds(3));
+    CHECK(fe.hello_proved);
+    CHECK_FALSE(io.stopped());
     CHECK_FALSE(fe.closed);
   }
 }
