@@ -72,11 +72,18 @@ std::string keeperStepSettings(const SlurmStarterOptions& srun) {
   return s;
 }
 
-std::string keeperLinesPath(const std::string& log_path) {
-  std::string path = log_path;
+namespace {
+// A new file for one step's keeper lines beside the log: the log's name with "-XXXXXX.lines"
+// for ".log" (mkstemps: created here, 0600, never an existing file or link). -1 with errno.
+int newKeeperLinesFile(const std::string& log_path, std::string& path) {
+  path = log_path;
   if (path.ends_with(".log")) path.resize(path.size() - 4);
-  return path + ".lines";
+  path += "-XXXXXX.lines";
+  const int fd = ::mkstemps(path.data(), 6);
+  if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  return fd;
 }
+}  // namespace
 
 void removeOldKeeperLogs(const std::string& dir, long long max_age_s) {
   DIR* d = ::opendir(dir.c_str());
@@ -123,13 +130,12 @@ SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::
   // The keepers' lines go to a file, not a pipe: one that answers after the deadline below
   // would make srun write into a pipe nobody reads, and srun ends its whole step on SIGPIPE,
   // with the job daemons the other keepers started in it.
-  const std::string lines_path = keeperLinesPath(options.log_path);
-  const int lines_fd = ::open(lines_path.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  std::string lines_path;
+  const int lines_fd = newKeeperLinesFile(options.log_path, lines_path);
   if (lines_fd < 0) {
-    out.problem = "cannot open " + lines_path + ": " + std::strerror(errno);
+    out.problem = "cannot create " + lines_path + ": " + std::strerror(errno);
     return out;
   }
-  ::lseek(lines_fd, 0, SEEK_END);  // an earlier step's lines (this allocation's) are not ours
   SpawnSpec spec;
   spec.exe = "/bin/sh";
   spec.argv = {"sh", "-c", "log=$1; lines=$2; shift 2; exec \"$@\" >>\"$lines\" 2>>\"$log\"", "sh",
@@ -144,6 +150,7 @@ SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::
   auto child = spawnProcess(spec);
   if (!child) {
     ::close(lines_fd);
+    ::unlink(lines_path.c_str());
     out.problem = "cannot run srun for the keepers: " + child.error().message;
     return out;
   }
@@ -195,6 +202,8 @@ SlurmKeepers startSlurmKeepers(const std::vector<NodeTarget>& nodes, const std::
     if (pending.size() > 65536) pending.clear();
   }
   ::close(lines_fd);
+  // Read: a keeper answering later writes into it still (sh opened it long ago), unseen.
+  ::unlink(lines_path.c_str());
   if (!unresolved.empty())
     out.problem = "this host cannot resolve " + joinStrings(unresolved) + " to an IPv4 address to reach its keeper";
   if (seen.size() == nodes.size()) {

@@ -10,9 +10,11 @@
 // on `tlaunch stop-daemons`. srun's stderr goes to a log beside the registry, not to a pipe: a
 // write to a pipe nobody reads any more would make srun abort the step (its SIGPIPE handler).
 // The user's secret goes to srun's stdin (--input=all), each keeper's "NODE PORT PID SINCE"
-// line comes back on its stdout, which is a file beside the log (keepers-JOB.lines), not a pipe,
+// line comes back on its stdout, which is a file beside the log (keepers-JOB-XXXXXX.lines, one
+// per step: two tlaunch runs in one allocation must not read each other's keepers), not a pipe,
 // for the same reason: a keeper that answers after tlaunch stopped waiting must not end the
-// step. After that line a keeper writes nothing there.
+// step. After that line a keeper writes nothing there; the file is removed once read (srun
+// keeps writing into it unharmed).
 #include <string>
 #include <vector>
 
@@ -38,9 +40,6 @@ struct SlurmKeepers {
 // What of the daemons' srun options shapes the keeper step, where a keeper's job daemons run
 // (--slurm-args, GPUs per node): "" for srun's defaults. Written into each entry (slurm_step).
 std::string keeperStepSettings(const SlurmStarterOptions& srun);
-
-// Where the keepers' lines go: the log's name with ".lines" for ".log".
-std::string keeperLinesPath(const std::string& log_path);
 
 // Removes the files named keepers-*.log and keepers-*.lines in `dir` last written more than `max_age_s` ago: one log
 // is left per allocation that kept daemons, and allocations end.

@@ -147,13 +147,14 @@ TEST_CASE("hosts: a keeper step that fails or stays silent is explained", "[host
   // meet a closed pipe (the job daemons the other keepers started live in that step).
   SECTION("a keeper that answers after the deadline does not end the step") {
     auto o = fakeSrun(tmp, "printf 'localhost 40001 101 1700000000\\n'\nsleep 2\n"
-                           "printf '127.0.0.1 40002 102 1700000001\\n'\nexec sleep 60\n", 1000);
+                           "printf '127.0.0.1 40002 102 1700000001\\n' && echo written > \"$out/late\"\n"
+                           "exec sleep 60\n", 1000);
     const auto made = startSlurmKeepers(targets({"localhost", "127.0.0.1"}), "tlaunchd", "s", o);
     REQUIRE(made.entries.size() == 1);
     const pid_t pid = std::stoi(slurp(tmp.path() / "pid"));
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     CHECK(running(pid));
-    CHECK_THAT(slurp(keeperLinesPath(o.log_path)), Catch::Contains("127.0.0.1 40002 102"));
+    CHECK(slurp(tmp.path() / "late") == "written\n");  // its write succeeded
     ::kill(pid, SIGKILL);
   }
   SECTION("none answers: srun is ended, not left behind") {
@@ -167,6 +168,29 @@ TEST_CASE("hosts: a keeper step that fails or stays silent is explained", "[host
   }
 }
 
+// Two tlaunch runs in one allocation start a keeper step each, with the same log (it is named
+// after the allocation). Each takes only its own step's keepers: a shared lines file gave the
+// slower run the faster one's keeper.
+TEST_CASE("hosts: two keeper steps of one allocation each read their own keepers' lines", "[hosts][slurm][warm]") {
+  TempDir a_dir, b_dir;
+  auto a = fakeSrun(a_dir, "sleep 0.3; printf 'localhost 40001 101 1700000000\\n'\nexec sleep 60\n");
+  auto b = fakeSrun(b_dir, "sleep 1.5; printf 'localhost 40009 109 1700000009\\n'\nexec sleep 60\n");
+  b.log_path = a.log_path;
+  SlurmKeepers made_a;
+  std::thread first([&] { made_a = startSlurmKeepers(targets({"localhost"}), "tlaunchd", "s", a); });
+  const auto made_b = startSlurmKeepers(targets({"localhost"}), "tlaunchd", "s", b);
+  first.join();
+  REQUIRE(made_a.entries.size() == 1);
+  REQUIRE(made_b.entries.size() == 1);
+  CHECK(made_a.entries[0].port == 40001);
+  CHECK(made_b.entries[0].port == 40009);
+  // Read and removed: nothing but the log is left beside it.
+  for (const auto& e : fs::directory_iterator(a_dir.path()))
+    CHECK_FALSE(e.path().extension() == ".lines");
+  ::kill(std::stoi(slurp(a_dir.path() / "pid")), SIGKILL);
+  ::kill(std::stoi(slurp(b_dir.path() / "pid")), SIGKILL);
+}
+
 TEST_CASE("hosts: old keeper-step logs are removed, recent ones and other files stay", "[hosts][slurm][warm]") {
   TempDir tmp;
   const auto age = [&](const char* name, long long seconds) {
@@ -174,13 +198,13 @@ TEST_CASE("hosts: old keeper-step logs are removed, recent ones and other files 
     fs::last_write_time(tmp.path() / name, fs::file_time_type::clock::now() - std::chrono::seconds(seconds));
   };
   age("keepers-100.log", 8LL * 86'400);
-  age("keepers-100.lines", 8LL * 86'400);
+  age("keepers-100-a1B2c3.lines", 8LL * 86'400);  // a tlaunch killed while it waited left it
   age("keepers-200.log", 3600);
   age("node-node1.json", 30LL * 86'400);  // a registry entry: not a log
   fs::create_symlink("/etc/hostname", tmp.path() / "keepers-300.log");
   removeOldKeeperLogs(tmp.path().string(), 7LL * 86'400);
   CHECK_FALSE(fs::exists(tmp.path() / "keepers-100.log"));
-  CHECK_FALSE(fs::exists(tmp.path() / "keepers-100.lines"));
+  CHECK_FALSE(fs::exists(tmp.path() / "keepers-100-a1B2c3.lines"));
   CHECK(fs::exists(tmp.path() / "keepers-200.log"));
   CHECK(fs::exists(tmp.path() / "node-node1.json"));
   CHECK(fs::is_symlink(tmp.path() / "keepers-300.log"));  // not a file of ours: left alone
