@@ -15,6 +15,36 @@ namespace {
 
 bool takesOtherProgramsOptions(const CLI::Option& o) { return o.check_name("--ssh-option") || o.check_name("--slurm-args"); }
 
+// `--ssh-option -p 2222`: the value is "-p" alone, and 2222 became the program, with every
+// option after it (a --dry-run too) its arguments. A flag of ssh or srun that takes a value,
+// given as the whole value: the message, or nullopt. srun's long options are those users pass
+// to get or shape an allocation.
+std::optional<std::string> otherProgramsFlagWithoutValue(const CLI::Option& o, std::string_view value) {
+  const bool ssh = o.check_name("--ssh-option");
+  const std::string_view flag = trimBlanks(value);
+  bool needs_value = false;
+  if (flag.size() == 2 && flag[0] == '-') {
+    // ssh(1)'s and srun(1)'s letters that take an argument.
+    needs_value = std::string_view(ssh ? "BbcDEeFIiJLlmOoPpQRSWw" : "AbCcDdeGiJLMmNnopqSTtWwx").find(flag[1]) !=
+                  std::string_view::npos;
+  } else if (!ssh && flag.starts_with("--") && flag.find_first_of("= \t") == std::string_view::npos) {
+    static constexpr std::string_view kSrunValued[] = {
+        "--account", "--partition", "--time", "--constraint", "--qos", "--reservation", "--nodelist",
+        "--exclude", "--gres", "--gpus", "--gpus-per-node", "--mem", "--mem-per-cpu", "--mem-per-gpu",
+        "--cpus-per-task", "--cpus-per-gpu", "--job-name", "--chdir", "--export", "--mpi", "--nodes",
+        "--ntasks", "--ntasks-per-node", "--time-min", "--distribution", "--cpu-bind", "--container-image",
+        "--container-mounts", "--clusters", "--licenses", "--begin", "--deadline", "--comment", "--wckey"};
+    needs_value = std::find(std::begin(kSrunValued), std::end(kSrunValued), flag) != std::end(kSrunValued);
+  }
+  if (!needs_value) return std::nullopt;
+  const std::string name = ssh ? "--ssh-option" : "--slurm-args";
+  const std::string f(flag);
+  return name + " " + f + ": " + (ssh ? "ssh's " : "srun's ") + f +
+         " takes a value, which must come in the same word, e.g. " + name + "='" + f + " " +
+         (ssh ? (f == "-p" ? "2222" : "VALUE") : (f == "-p" || f == "--partition" ? "debug" : "VALUE")) +
+         "' (the word after it would have been taken for the program)";
+}
+
 // The option `token` names in `app` or an app above it (a subcommand sees its parent's).
 const CLI::Option* optionNamed(const CLI::App& app, std::string_view token) {
   if (token.size() < 2 || token[0] != '-' || token == "--") return nullptr;
@@ -41,6 +71,14 @@ std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, co
       continue;
     }
     const bool attached = token.find('=') != std::string_view::npos || (token[1] != '-' && token.size() > 2);
+    if (takesOtherProgramsOptions(*o)) {
+      const auto eq = token.find('=');
+      const std::string_view value = eq != std::string_view::npos ? token.substr(eq + 1)
+                                     : attached                   ? token.substr(2)
+                                     : i + 1 < argc               ? std::string_view(argv[i + 1])
+                                                                  : std::string_view();
+      if (auto why = otherProgramsFlagWithoutValue(*o, value)) return why;
+    }
     const int wants = attached ? 0 : o->get_items_expected_min();
     for (int k = 1; k <= wants && i + k < argc && !takesOtherProgramsOptions(*o); ++k) {
       const std::string_view next = argv[i + k];

@@ -14,7 +14,8 @@ namespace tlaunch {
 // CLI11 gives an option that needs a value the next argument, whatever it is. A value left out
 // before another option or "--" made that option's name the value: `--summary-json --dry-run`
 // ran the job for real and wrote a file named "--dry-run". The message, or nullopt.
-// Values of --ssh-option and --slurm-args are other programs' options and may look like ours.
+// Values of --ssh-option and --slurm-args are other programs' options and may look like ours;
+// one that is a lone ssh or srun flag needing a value (`--ssh-option -p 2222`) is refused.
 std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, const char* const* argv);
 
 // After parsing: an option given an empty value (`--hosts "$HOSTS"` with HOSTS unset ran the

@@ -95,6 +95,15 @@ expect(["--launcher", "local", "--ssh-option", "-v", "-p", "1", "--", "true"], 6
        "--ssh-option is for ssh, but this job's daemons are started by the local launcher")
 expect(["--launcher", "local", "--preflight", "off", "--preflight-strict", "-p", "1", "--", "true"], 64,
        "--preflight-strict tunes the preflight checks, but --preflight off runs none")
+# ssh's or srun's flag without its value: the value is the next word, which would have been
+# taken for the program, with every option after it (--dry-run too) the program's arguments.
+expect(["--hosts", "localhost", "-p", "1", "--ssh-option", "-p", "2222", "--dry-run", "--", "touch", os.path.join(d, "ran")],
+       64, "--ssh-option -p: ssh's -p takes a value, which must come in the same word, e.g. --ssh-option='-p 2222'")
+expect(["--hosts", "localhost", "-p", "1", "--ssh-option=-i", "key", "--dry-run", "--", "true"], 64,
+       "--ssh-option -i: ssh's -i takes a value")
+expect(["--launcher", "slurm", "-N", "1", "--slurm-args", "--partition", "debug", "--dry-run", "--", "touch", os.path.join(d, "ran")],
+       64, "--slurm-args --partition: srun's --partition takes a value, which must come in the same word")
+tl.check(not os.path.exists(os.path.join(d, "ran")), "the job ran anyway")
 # Flags of a launcher the job does not use would do nothing: refused.
 expect(["--launcher", "local", "--slurm-args", "-p gpu", "-p", "1", "--", "true"], 64,
        "--slurm-args is for srun, but this job's daemons are started by the local launcher")
