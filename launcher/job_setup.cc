@@ -125,6 +125,7 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   ctx.ranks_source = layout.source;
   for (const auto& n : s.choice.nodes) ctx.node_net_if.push_back(n.net_if);
   ctx.node_gpus = s.choice.node_gpus;
+  ctx.node_max_slots = s.choice.node_max_slots;
   ctx.cpu_ranks_asked = input.procs_per_node > 0 || input.nproc_per_node_word == "cpu";
   // Daemons srun starts report their own node's GPUs; ssh or local ones see no Slurm step.
   if (s.choice.kind == LauncherKind::slurm) dropSlurmsGpuSetting(ctx, env);

@@ -19,6 +19,7 @@ struct LauncherChoice {
   LauncherKind kind = LauncherKind::automatic;  // the launcher chosen (never automatic once chosen)
   std::vector<NodeTarget> nodes;
   std::vector<int> node_slots;  // usable slots per node from the hostfile/--hosts, -1 unknown
+  std::vector<int> node_max_slots;  // per node: the hostfile's max_slots, 0 where none
   std::vector<GpuList> node_gpus;  // per node: the GPUs --include/--exclude chose
   std::unique_ptr<DaemonStarter> starter;
   std::string listen_address;     // the frontend address the daemons connect to

@@ -12,6 +12,7 @@
 #include "launcher/plan/plan_preflight.h"
 #include "launcher/plan/rank_layout.h"
 #include "launcher/plan/rank_env_builder.h"
+#include "tlaunch/diagnostics.h"
 #include "tlaunch/strings.h"
 
 namespace tlaunch {
@@ -153,6 +154,12 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     auto why = rankDefault(spec, nodes, *gpu_lists);
     if (!why) return tl::unexpected(why.error());
     plan.ranks_source = *why;
+    // A hostfile's max_slots is a hard limit (Open MPI's), for the count decided here too.
+    for (size_t i = 0; i < nodes.size() && i < ctx.node_max_slots.size(); ++i)
+      if (const int cap = ctx.node_max_slots[i]; cap > 0 && spec.ranksPerNode() > cap)
+        return diagnostic(Errc::usage, "max-slots-short-default",
+                          {{"node", nodes[i].name}, {"max", std::to_string(cap)},
+                           {"ranks", std::to_string(spec.ranksPerNode())}, {"source", *why}});
   }
   plan.ranks_per_node = spec.ranksPerNode();
   const int num_nodes = static_cast<int>(nodes.size());

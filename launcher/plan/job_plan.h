@@ -38,6 +38,7 @@ struct PlanContext {
   UserEnv user_env;                    // the same with values and where each came from
   std::vector<std::vector<std::string>> node_net_if;  // per node: hostfile net_if= overrides
   std::vector<GpuList> node_gpus;      // per node: --include/--exclude GPU lists (missing: every GPU)
+  std::vector<int> node_max_slots;     // per node: the hostfile's max_slots, 0 (or missing) where none
   std::optional<GpuList> every_node_gpus;  // the user's CUDA_VISIBLE_DEVICES as the list of every node
   bool cpu_ranks_asked = false;        // -p or --nproc-per-node cpu: ranks without GPUs even with a GPU list
   bool loopback_only = false;          // every node is this host (local launcher): no fabric needed

@@ -252,6 +252,33 @@ TEST_CASE("a hostfile of slots=8 plans 8 ranks per node offline and online alike
   }
 }
 
+// max_slots is Open MPI's hard limit: the ranks per node decided when planning (one per GPU)
+// obey it as a count from -p or slots does. It was passed over: 4 ranks on a max_slots=2 node.
+TEST_CASE("a hostfile's max_slots caps the default of one rank per GPU") {
+  TempDir tmp;
+  const std::string hostfile = (tmp.path() / "hosts").string();
+  writeFile(hostfile, "n1 max_slots=4\nn2 max_slots=2\n");
+  JobSpec s;
+  s.argv = {"true"};
+  s.hostfile = hostfile;
+  s.launcher = LauncherKind::local;
+  auto setup = setUpJob(s, {}, false);
+  REQUIRE(setup);
+  CHECK(setup->plan_context.node_max_slots == std::vector<int>{4, 2});
+  PlanContext ctx = context();
+  ctx.node_max_slots = setup->plan_context.node_max_slots;
+  JobSpec gpus = cpuJob();
+  gpus.procs_per_node = 0;  // one rank per GPU: 4
+  auto plan = makePlan(gpus, gpuNodes(), ctx);
+  REQUIRE_FALSE(plan);
+  CHECK(plan.error().code == Errc::usage);
+  CHECK_THAT(plan.error().message, Catch::Contains("has max_slots=2 in the hostfile, fewer than the 4 ranks per node "
+                                                   "of the default, one per GPU (4)"));
+  CHECK_THAT(plan.error().hint, Catch::Contains("at most 2"));
+  ctx.node_max_slots = {4, 4};
+  CHECK(makePlan(gpus, gpuNodes(), ctx));
+}
+
 TEST_CASE("per-rank variables cannot be exported but job-wide ones can") {
   JobSpec s = cpuJob();
   s.launcher = LauncherKind::local;
