@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -33,6 +34,13 @@ bool parseProcStat(const std::string& stat, ProcEntry& out) {
   out.ppid = static_cast<pid_t>(ppid);
   out.pgid = static_cast<pid_t>(pgid);
   return true;
+}
+
+bool processEnded(pid_t pid, const std::string& start) {
+  if (pid <= 0) return false;
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;  // kill(2) sees through hidepid
+  const std::string now = processStartTime(pid);
+  return !now.empty() && now != start;
 }
 
 std::string processStartTime(pid_t pid) {

@@ -69,7 +69,7 @@ void removeStaleCgroups(const std::string& parent) {
     const std::string path = parent + "/" + name;
     if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
     const long owner = std::strtol(pid.c_str(), nullptr, 10);
-    if (owner > 0 && processStartTime(static_cast<pid_t>(owner)) != start) stale.push_back(path);
+    if (owner > 0 && processEnded(static_cast<pid_t>(owner), start)) stale.push_back(path);
   }
   ::closedir(dir);
   for (const auto& path : stale) killAndRemoveCgroup(path);

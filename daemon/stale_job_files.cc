@@ -11,6 +11,7 @@
 
 #include "bootstrap/auth.h"
 #include "bootstrap/path_check.h"
+#include "daemon/descendants.h"
 #include "tlaunch/strings.h"
 
 namespace tlaunch {
@@ -18,22 +19,6 @@ namespace tlaunch {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Field 22 of /proc/<pid>/stat (clock ticks since boot): with the pid, it names one process
-// even after the pid is reused. "" when the process does not exist.
-std::string startTime(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!f || !std::getline(f, stat)) return "";
-  const auto close = stat.rfind(')');  // the command name may contain spaces and parentheses
-  if (close == std::string::npos) return "";
-  std::istringstream rest(stat.substr(close + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i) {
-    if (i == 22) return field;
-  }
-  return "";
-}
 
 // A real directory (not a symlink) owned by this user; `at` is an open directory or AT_FDCWD.
 bool ownDirectory(int at, const std::string& name) {
@@ -65,7 +50,7 @@ bool markedByDeadDaemonHere(const std::string& mark, const std::string& identity
   long pid = 0;
   std::string start;
   if (!(first >> pid >> start) || pid <= 0) return false;
-  return startTime(static_cast<pid_t>(pid)) != start;
+  return processEnded(static_cast<pid_t>(pid), start);
 }
 
 }  // namespace
@@ -105,7 +90,7 @@ std::string hostIdentity() {
 }
 
 bool writeOwnerMark(const std::string& dir) {
-  const std::string start = startTime(::getpid());
+  const std::string start = processStartTime(::getpid());
   const std::string identity = hostIdentity();
   if (start.empty() || identity.empty()) return false;
   const std::string text = std::to_string(::getpid()) + " " + start + "\n" + identity;

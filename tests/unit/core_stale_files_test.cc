@@ -2,6 +2,10 @@
 // them, and only them: never another user's, another host's, an unmarked one or a symlink.
 #include <catch2/catch.hpp>
 
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -148,4 +152,56 @@ TEST_CASE("writeOwnerMark refuses a planted symlink in place of the mark") {
   std::string text;
   f >> text;
   CHECK(text == "keep");
+}
+
+// /proc mounted with hidepid (common hardening on shared nodes) hides a tlaunchd (not dumpable)
+// from its own user's other processes. The next job's daemon took "not in /proc" for "gone"
+// and removed a live job's directories. Run as nobody in a mount namespace of its own.
+TEST_CASE("stale job directories: a live daemon that /proc hides (hidepid) is not taken for dead") {
+  if (::geteuid() != 0) {
+    WARN("not root: cannot mount /proc with hidepid for this case");
+    return;
+  }
+  TempDir root{"tlaunch-stale-test"};
+  const fs::path tmp = root.path() / "tmp", shm = root.path() / "shm";
+  const fs::path live = makeDir(tmp / jobDirName("tl-live", "node1"));
+  fs::create_directories(shm);
+  for (const fs::path& p : {root.path(), tmp, shm, live, live / "payload"})
+    REQUIRE(::chown(p.c_str(), 65534, 65534) == 0);
+  fs::permissions(root.path(), fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
+
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") != 0)
+      _exit(77);
+    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) _exit(78);
+    int ready[2];
+    if (::pipe(ready) != 0) _exit(79);
+    const pid_t daemon = ::fork();  // the live job's daemon: not dumpable, as tlaunchd makes itself
+    if (daemon == 0) {
+      ::prctl(PR_SET_DUMPABLE, 0);
+      const char ok = writeOwnerMark(live.string()) ? '1' : '0';
+      (void)!::write(ready[1], &ok, 1);
+      ::pause();
+      _exit(0);
+    }
+    char ok = 0;
+    if (::read(ready[0], &ok, 1) != 1 || ok != '1') _exit(80);
+    const bool hidden = ::access(("/proc/" + std::to_string(daemon) + "/stat").c_str(), R_OK) != 0;
+    const auto removed = removeStaleJobDirs(tmp.string(), shm.string());
+    ::kill(daemon, SIGKILL);
+    ::waitpid(daemon, nullptr, 0);
+    if (!hidden) _exit(81);
+    _exit(removed.empty() && fs::exists(live / "payload") ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    WARN("cannot mount /proc with hidepid here");
+    return;
+  }
+  CHECK(WEXITSTATUS(status) == 0);  // 1: the live job's directory was removed
 }
