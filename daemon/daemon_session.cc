@@ -22,10 +22,14 @@
 
 namespace tlaunch {
 
+namespace {
+// How long after SIGKILL the daemon waits for ranks it ends on its own (endOwnRanks).
+constexpr std::chrono::seconds kUnkillableBound{10};
+}  // namespace
 
 DaemonSession::DaemonSession(asio::io_context& io, DaemonOptions options)
     : io_(io), opts_(std::move(options)), probe_acceptor_(io), probe_retry_(io), heartbeat_timer_(io), exit_timer_(io), challenge_timer_(io), connect_timer_(io),
-      attach_timer_(io) {}
+      attach_timer_(io), give_up_timer_(io) {}
 
 DaemonSession::~DaemonSession() = default;
 
@@ -325,10 +329,7 @@ void DaemonSession::frontendLost(const std::string& why) {
   spdlog::error("lost the frontend ({}); ending this node's ranks", why);
   if (conn_) conn_->close();
   tree_->closeAll();  // the nodes below lose their way to the frontend too: they end theirs now
-  if (ranks_ && !ranks_->allExited()) {
-    ranks_->terminate(ownTeardownGrace());
-    return;  // all_exited → shutdown
-  }
+  if (ranks_ && !ranks_->allExited()) return endOwnRanks();  // all_exited → shutdown
   shutdown(1);
 }
 
@@ -339,10 +340,24 @@ void DaemonSession::stopOnSignal(int sig) {
   // get the grace before SIGKILL. A second signal stops the daemon at once (daemon/main.cc).
   if (!done_ && !signalled_code_ && ranks_ && !ranks_->allExited()) {
     signalled_code_ = 128 + sig;
-    ranks_->terminate(ownTeardownGrace());
-    return;  // all_exited → onRanksEnded → shutdown
+    return endOwnRanks();  // all_exited → onRanksEnded → shutdown
   }
   shutdown(128 + sig);
+}
+
+void DaemonSession::endOwnRanks() {
+  const auto grace = ownTeardownGrace();
+  ranks_->terminate(grace);  // a no-op when the frontend's teardown began it: bounded all the same
+  // A rank SIGKILL does not end (asleep in a driver or on NFS, or a zombie a debugger holds)
+  // would keep this daemon for ever, with nobody left to end it.
+  give_up_timer_.expires_after(grace + kUnkillableBound);
+  give_up_timer_.async_wait([this](const asio::error_code& ec) {
+    if (ec || done_) return;
+    spdlog::error("this node's ranks have not ended {} s after SIGKILL (asleep in the kernel, or held by a debugger); "
+                  "the daemon exits without them",
+                  kUnkillableBound.count());
+    shutdown(signalled_code_ ? signalled_code_ : 1);
+  });
 }
 
 void DaemonSession::shutdown(int code) {
@@ -352,6 +367,7 @@ void DaemonSession::shutdown(int code) {
   heartbeat_timer_.cancel();
   challenge_timer_.cancel();
   attach_timer_.cancel();
+  give_up_timer_.cancel();
   tree_->expectEnd();
   asio::error_code ignore;
   probe_acceptor_.close(ignore);

@@ -88,6 +88,9 @@ class DaemonSession {
   void heartbeat();
   void frontendLost(const std::string& why);
   std::chrono::milliseconds ownTeardownGrace() const;
+  // Ends this node's ranks on the daemon's own account (its frontend lost, a signal): SIGTERM,
+  // the grace, SIGKILL, then shutdown; past a bound, shutdown without them.
+  void endOwnRanks();
   void acceptProbes();
   void handleRdmaStage(Json&& msg);
   void handleReach(const Json& msg);
@@ -146,6 +149,7 @@ class DaemonSession {
   std::chrono::steady_clock::time_point connect_deadline_{};
   static constexpr std::chrono::seconds kConnectAttemptTimeout{10};
   asio::steady_timer attach_timer_;
+  asio::steady_timer give_up_timer_;  // endOwnRanks: ranks that SIGKILL does not end
   std::unique_ptr<TreeChildren> tree_;      // children's connections: before conn_ goes
   std::shared_ptr<Connection> parent_;      // the tree parent, while attaching
   std::shared_ptr<Connection> leaving_;     // the direct connection, until the frontend closes it

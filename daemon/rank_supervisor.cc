@@ -168,22 +168,25 @@ bool hasExited(pid_t pid) {
 }  // namespace
 
 void RankSupervisor::watchExit(Rank& r) {
-  if (!r.pidfd) {
-    // No pidfd (very old kernel): poll. The timer is the rank's: destroying the supervisor
-    // cancels it, and an aborted wait touches nothing.
-    if (!r.exit_poll) r.exit_poll = std::make_unique<asio::steady_timer>(io_);
-    r.exit_poll->expires_after(std::chrono::milliseconds(50));
-    r.exit_poll->async_wait([this, &r](const asio::error_code& ec) {
-      if (ec == asio::error::operation_aborted) return;
-      if (hasExited(r.pid)) onExited(r);
-      else watchExit(r);
-    });
-    return;
-  }
+  if (!r.pidfd) return pollExit(r);  // no pidfd (very old kernel)
   r.pidfd->async_wait(asio::posix::stream_descriptor::wait_read, [this, &r](const asio::error_code& ec) {
     if (ec == asio::error::operation_aborted) return;
+    if (hasExited(r.pid)) return onExited(r);
+    // Ended, yet not ours to wait for: a debugger that is not its parent (gdb -p, tlaunch
+    // stacks) holds the zombie until it lets go. The pidfd stays readable meanwhile: waiting
+    // on it again would spin a core; poll instead.
+    pollExit(r);
+  });
+}
+
+void RankSupervisor::pollExit(Rank& r) {
+  // The timer is the rank's: destroying the supervisor cancels it, and an aborted wait touches nothing.
+  if (!r.exit_poll) r.exit_poll = std::make_unique<asio::steady_timer>(io_);
+  r.exit_poll->expires_after(std::chrono::milliseconds(50));
+  r.exit_poll->async_wait([this, &r](const asio::error_code& ec) {
+    if (ec == asio::error::operation_aborted) return;
     if (hasExited(r.pid)) onExited(r);
-    else watchExit(r);
+    else pollExit(r);
   });
 }
 

@@ -124,11 +124,12 @@ class RankSupervisor {
     std::deque<std::string> tail;
     std::chrono::steady_clock::time_point last_output;
     std::unique_ptr<asio::steady_timer> linger;  // exited but a descendant holds the pipes open
-    std::unique_ptr<asio::steady_timer> exit_poll;  // without a pidfd: polls waitpid
+    std::unique_ptr<asio::steady_timer> exit_poll;  // without a pidfd, or a traced zombie: polls waitid
   };
   void readStream(Rank& r, int which);
   void showWhenQuiet(Rank& r, int which);
   void watchExit(Rank& r);
+  void pollExit(Rank& r);  // every 50 ms until waitid sees its end
   void onExited(Rank& r);
   void maybeReport(Rank& r);
   void rememberStderr(Rank& r, std::string_view lines);

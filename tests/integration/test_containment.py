@@ -187,4 +187,50 @@ if prefix:
         p.communicate(timeout=30)
 
 
+# A rank a debugger holds (gdb -p, a tracer that is not its parent) when tlaunch is killed -9:
+# SIGKILL leaves it a zombie only the debugger may reap. Its daemon waited on its pidfd in a
+# loop at 100% of a core, and for the rank's end for as long as the debugger stayed: a daemon
+# outliving its job. It now polls, and exits within a bound after SIGKILL.
+HOLD = tl.program("ptrace_hold.py")
+
+
+def cpu_and_state(pid):
+    """(user+system CPU ticks, state letter) of pid, or (0, "gone")."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12]), fields[0]
+    except OSError:
+        return 0, "gone"
+
+
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--", tl.PYTHON, "-c",
+              "import os, time; print('rankpid', os.getpid(), flush=True); time.sleep(300)"])
+tracer = None
+try:
+    with tl.ending(p):
+        m = re.search(rb"rankpid (\d+)", tl.read_until(p, b"\n"))
+        tl.check(m, "the rank said its pid")
+        rank = int(m.group(1))
+        daemons = [d for d in tl.children_of(p.pid) if b"local0" in cmdline(d)]
+        tl.check(len(daemons) == 1, f"one daemon: {daemons}")
+        tracer = subprocess.Popen([tl.PYTHON, HOLD, str(rank)], stdout=subprocess.PIPE, text=True)
+        held = tracer.stdout.readline()
+        tl.check(held.startswith("traced"), f"the debugger holds the rank: {held!r}")
+        os.kill(p.pid, 9)
+        p.wait()
+        t0 = time.monotonic()
+        before, _ = cpu_and_state(daemons[0])
+        time.sleep(4)  # past the grace: the rank is SIGKILLed, its zombie the debugger's
+        used = (cpu_and_state(daemons[0])[0] - before) / os.sysconf("SC_CLK_TCK")
+        tl.check(used < 1.0, f"the daemon used {used:.1f} s of CPU in 4 s waiting for the rank")
+        gone = tl.wait_until(lambda: cpu_and_state(daemons[0])[1] in ("gone", "Z"), 30)
+        print(f"ptrace-held rank: the daemon ended {time.monotonic() - t0:.1f} s after tlaunch was killed")
+        tl.check(gone, "the daemon still runs 34 s after tlaunch was killed, waiting for a rank a debugger holds")
+finally:
+    if tracer:
+        tracer.kill()
+        tracer.wait()
+tl.check(tl.wait_until(lambda: cpu_and_state(rank)[1] in ("gone", "Z"), 10), "the rank ended once the debugger let go")
+
 print("PASS")

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon/descendants.h"
@@ -213,4 +215,49 @@ TEST_CASE("rank supervisor: a rank whose setsid descendant keeps writing to its 
   }
   REQUIRE(writer > 0);
   ::kill(writer, SIGKILL);  // out of the rank's group: this test's to end, containment or not
+}
+
+// A rank a debugger holds (gdb -p: a tracer that is not its parent) is killed: its pidfd turns
+// readable, but its zombie is the tracer's to see until the tracer lets go. Waiting on the
+// pidfd again spun a core (thousands of handlers a second) for as long as the debugger stayed.
+TEST_CASE("rank supervisor: a killed rank a debugger holds is waited for without spinning, then reported") {
+  asio::io_context io(1);
+  SupervisorEvents s;
+  RankSupervisor sup(io, record(s), "test-rs-traced");
+  REQUIRE(sup.start({shRank(0, "echo pid=$$; exec sleep 100")}));
+  runUntil(io, [&] { return !s.out[0].empty(); }, std::chrono::seconds(20));
+  REQUIRE_FALSE(s.out[0].empty());
+  const pid_t rank = static_cast<pid_t>(std::stol(s.out[0][0].substr(4)));
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t tracer = ::fork();
+  REQUIRE(tracer >= 0);
+  if (tracer == 0) {
+    const char ok = ::ptrace(PTRACE_SEIZE, rank, nullptr, nullptr) == 0 ? '1' : '0';
+    (void)!::write(ready[1], &ok, 1);
+    ::pause();
+    _exit(0);
+  }
+  char ok = 0;
+  REQUIRE(::read(ready[0], &ok, 1) == 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  if (ok != '1') {
+    ::kill(tracer, SIGKILL);
+    ::waitpid(tracer, nullptr, 0);
+    WARN("cannot ptrace here");
+    return;
+  }
+  ::kill(rank, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // dead, its zombie the tracer's
+  const size_t handlers = io.run_for(std::chrono::milliseconds(500));
+  io.restart();
+  CHECK(handlers < 100);
+  CHECK(s.exits.empty());  // not seen yet: the tracer holds it
+  ::kill(tracer, SIGKILL);  // the debugger goes: the zombie is its parent's again
+  ::waitpid(tracer, nullptr, 0);
+  runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
+  REQUIRE(s.exits.count(0));
+  CHECK(s.exits[0].signaled);
+  CHECK(s.exits[0].code == SIGKILL);
 }
