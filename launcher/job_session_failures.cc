@@ -77,7 +77,7 @@ void JobSession::failPmixOperationsOf(int rank) {
   if (plan_ && rank < plan_->world_size)
     for (const auto seq : fences_.abandonAll())
       broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", false}, {"lost", true}});
-  pmix_collectives_->onRankFailed(rank);
+  pmix_collectives_->onRankFailed(rank, plan_ && rank < plan_->world_size);
   for (auto it = dmodex_waiting_.begin(); it != dmodex_waiting_.end();) {
     if (it->second.rank != rank) {
       ++it;

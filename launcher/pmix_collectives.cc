@@ -52,11 +52,16 @@ void PmixCollectives::onMessage(int node, const Json& msg) {
   }
   ranks_of_[key] = ranks;
   const std::string blob = bytesAt(msg, "d");
-  if (round->bytes + blob.size() > kMaxCollectedBytes) {
-    // The result would not fit in one control-plane frame: the round fails on every node in it.
+  if (round->too_big || round->bytes + blob.size() > kMaxCollectedBytes) {
+    // The result would not fit in one control-plane frame: the round fails on every node in it,
+    // and on each that enters it later; it closes once all have.
     round->ids[node] = id;
-    answer(*round, PmixReply::no_room);
-    closeRound(key, round);
+    if (round->too_big) refuse(PmixReply::no_room);
+    else answer(*round, PmixReply::no_room);
+    round->too_big = true;
+    round->blobs.clear();
+    round->bytes = 0;
+    if (round->ids.size() >= nodes.size()) closeRound(key, round);
     return;
   }
   round->ids[node] = id;
@@ -88,7 +93,7 @@ void PmixCollectives::closeRound(const std::string& key, const std::deque<Round>
 
 bool PmixCollectives::includesFailed(const std::vector<int>& ranks) const {
   if (failed_.empty()) return false;
-  return std::any_of(ranks.begin(), ranks.end(), [this](int r) { return r < 0 || failed_.count(r); });
+  return std::any_of(ranks.begin(), ranks.end(), [this](int r) { return r < 0 ? job_rank_failed_ : failed_.count(r) > 0; });
 }
 
 void PmixCollectives::answer(const Round& round, PmixReply status) {
@@ -96,8 +101,9 @@ void PmixCollectives::answer(const Round& round, PmixReply status) {
     send_(n, {{"t", "coll_done"}, {"id", rid}, {"status", static_cast<int>(status)}, {"d", binary("")}});
 }
 
-void PmixCollectives::onRankFailed(int rank) {
+void PmixCollectives::onRankFailed(int rank, bool job_rank) {
   if (rank < 0 || !failed_.insert(rank).second) return;
+  job_rank_failed_ = job_rank_failed_ || job_rank;
   for (auto it = rounds_.begin(); it != rounds_.end();) {
     if (!includesFailed(ranks_of_[it->first])) {
       ++it;

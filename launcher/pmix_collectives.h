@@ -7,9 +7,11 @@
 // Collectives over the same ranks and kind complete in the order the nodes entered them. A
 // round whose earliest timeout (PMIX_TIMEOUT, from any node) passes fails with a timeout on the
 // nodes that entered it; a node entering later starts a new round. Once a rank has failed,
-// every collective that includes it fails at once (PmixReply::proc_lost), pending or new.
+// every collective that includes it fails at once (PmixReply::proc_lost), pending or new; the
+// whole job's wildcard includes the job's ranks, not PMIx_Spawn's processes.
 // Bounded, as the ranks are the user's code: past kMaxOpenRounds rounds open at once a new one
-// is refused, and a round whose data would not fit in one frame fails (both "out of resource").
+// is refused, and a round whose data would not fit in one frame fails (both "out of resource"),
+// also for the nodes that enter it later: they would otherwise wait for nodes already answered.
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -32,8 +34,9 @@ class PmixCollectives {
 
   void onMessage(int node, const Json& msg);
   void tick(std::chrono::steady_clock::time_point now);
-  // A rank of the job failed: answer the rounds it belongs to now, and refuse later ones.
-  void onRankFailed(int rank);
+  // A rank failed (job_rank: one of the job's, not a PMIx_Spawn process): answer the rounds it
+  // belongs to now, and refuse later ones.
+  void onRankFailed(int rank, bool job_rank);
   size_t pending() const { return rounds_.size(); }
   static constexpr size_t kMaxOpenRounds = 4096;
 
@@ -43,6 +46,7 @@ class PmixCollectives {
     std::map<int, std::string> blobs;  // node -> its blob
     size_t bytes = 0;                  // of the blobs
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    bool too_big = false;  // failed "no room": answered so to each node as it enters
   };
   bool includesFailed(const std::vector<int>& ranks) const;
   void answer(const Round& round, PmixReply status);
@@ -53,6 +57,7 @@ class PmixCollectives {
   std::map<std::string, std::deque<Round>> rounds_;  // by kind and ranks
   std::map<std::string, std::vector<int>> ranks_of_;  // the ranks of each key in rounds_ ({-1}: all)
   std::set<int> failed_;
+  bool job_rank_failed_ = false;  // one of failed_ is a rank of the job: the wildcard includes it
   size_t open_rounds_ = 0;        // in every queue of rounds_
   uint64_t next_context_id_ = 1;  // PMIX_GROUP_CONTEXT_ID of the next completed collective
 };

@@ -114,7 +114,7 @@ TEST_CASE("collectives that include a failed rank fail at once, pending or new")
   c.onMessage(0, {{"t", "coll"}, {"id", 7}, {"kind", "connect"}, {"ranks", {0, 3}}});
   c.onMessage(0, {{"t", "coll"}, {"id", 8}, {"kind", "fence"}, {"ranks", {1, 2}}});
   REQUIRE(sent.empty());
-  c.onRankFailed(3);
+  c.onRankFailed(3, true);
   REQUIRE(sent.size() == 1);
   CHECK(sent[0].first == 0);
   CHECK(sent[0].second["id"] == 7);

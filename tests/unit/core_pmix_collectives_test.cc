@@ -77,3 +77,44 @@ TEST_CASE("pmix collectives: a round whose data would not fit in one frame fails
   CHECK(s.status(3) == PmixReply::ok);
   CHECK(bytesAt(s.msgs[3].second, "d") == "xy");
 }
+
+// Nodes 0 and 1 each bring more than half of what one frame carries: the round fails for them.
+// A node that enters after that failure got a new round, which waited for nodes already
+// answered: its ranks hung in PMIx_Fence / Group_construct.
+TEST_CASE("pmix collectives: a round too big for a frame fails for the nodes that enter it later too") {
+  std::vector<std::pair<int, Json>> sent;
+  // Ranks 0-2, one per node.
+  PmixCollectives c([&](int node, const Json& m) { sent.emplace_back(node, m); },
+                    [](int rank) { return rank >= 0 && rank < 3 ? rank : -1; }, [] { return 3; });
+  const std::string half(kMaxCollectedBytes / 2 + 1, 'x');
+  c.onMessage(0, coll(1, {0, 1, 2}, half));
+  c.onMessage(1, coll(2, {0, 1, 2}, half));
+  REQUIRE(sent.size() == 2);
+  for (const auto& [node, m] : sent) CHECK(static_cast<PmixReply>(getInt(m, "status", -1)) == PmixReply::no_room);
+  c.onMessage(2, coll(3, {0, 1, 2}, "small"));
+  REQUIRE(sent.size() == 3);
+  CHECK(sent[2].first == 2);
+  CHECK(sent[2].second["id"] == 3);
+  CHECK(static_cast<PmixReply>(getInt(sent[2].second, "status", -1)) == PmixReply::no_room);
+  CHECK(c.pending() == 0);  // every node has been answered: the round is closed
+  // The next collective over the same ranks is a new round, and completes.
+  for (int n = 0; n < 3; ++n) c.onMessage(n, coll(10 + n, {0, 1, 2}, "d"));
+  REQUIRE(sent.size() == 6);
+  CHECK(static_cast<PmixReply>(getInt(sent[5].second, "status", -1)) == PmixReply::ok);
+}
+
+// Under --keep-going a PMIx_Spawn process that fails is in no collective of the whole job: the
+// wildcard stands for the job's ranks. Every job-wide connect or group construct failed after it.
+TEST_CASE("pmix collectives: a spawned process's failure does not fail the whole job's collectives") {
+  CollectiveSends s;
+  s.c.onMessage(0, coll(1, {-1}));
+  s.c.onRankFailed(4, /*job_rank=*/false);  // the first spawned process (the job has ranks 0-3)
+  CHECK(s.msgs.empty());  // the round stays open
+  s.c.onMessage(1, coll(2, {-1}));
+  REQUIRE(s.msgs.size() == 2);
+  CHECK(s.status(0) == PmixReply::ok);
+  s.c.onRankFailed(3, /*job_rank=*/true);  // a rank of the job: now the wildcard includes it
+  s.c.onMessage(0, coll(3, {-1}));
+  REQUIRE(s.msgs.size() == 3);
+  CHECK(s.status(2) == PmixReply::proc_lost);
+}
