@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "launcher/job_environment.h"
+#include "launcher/starter_support.h"
 #include "tlaunch/diagnostics.h"
 
 namespace tlaunch {
@@ -100,6 +101,8 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   if (auto v = validate(input); !v) return tl::unexpected(v.error());
   JobSetup s;
   s.spec = input;
+  const auto home = env.find("HOME");
+  s.spec.daemon_path = daemonPathFromHere(input.daemon_path, currentDirectory(), home != env.end() ? home->second : "");
   auto choice = chooseLauncher(input, env, offline);  // offline: resolve names only; nothing is started
   if (!choice) return tl::unexpected(choice.error());
   s.choice = std::move(*choice);

@@ -60,6 +60,15 @@ bool programInPath(const std::string& program, const std::string& path_variable)
   return false;
 }
 
+std::string daemonPathFromHere(const std::string& given, const std::string& cwd, const std::string& home) {
+  if (given.empty() || given.front() == '/') return given;
+  if (given == "~" || given.starts_with("~/")) return home.empty() ? given : home + given.substr(1);
+  if (given.front() == '~') return given;  // ~user/...: another user's home, not ours to guess
+  std::string rest = given;
+  while (rest.starts_with("./")) rest.erase(0, 2);
+  return cwd == "/" ? "/" + rest : cwd + "/" + rest;
+}
+
 std::string secretLine(const std::string& secret) {
   if (!secret.empty() && secret.back() == '\n') return secret;
   return secret + "\n";

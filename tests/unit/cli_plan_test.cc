@@ -23,6 +23,7 @@
 #include "launcher/plan/plan_render.h"
 #include "launcher/job_setup.h"
 #include "launcher/plan/plan_preflight.h"
+#include "launcher/starter_support.h"
 
 using namespace tlaunch;
 using namespace tlaunch::testing;
@@ -277,6 +278,27 @@ TEST_CASE("a hostfile's max_slots caps the default of one rank per GPU") {
   CHECK_THAT(plan.error().hint, Catch::Contains("at most 2"));
   ctx.node_max_slots = {4, 4};
   CHECK(makePlan(gpus, gpuNodes(), ctx));
+}
+
+// ssh runs the daemon's path in the node's home directory, where srun and the local launcher
+// run it here: `--daemon-path bin/tlaunchd` worked with those and was "not found" over ssh.
+TEST_CASE("a relative --daemon-path is this directory's, ~/ this user's home, for every launcher") {
+  CHECK(daemonPathFromHere("", "/w", "/home/u").empty());  // the default: next to tlaunch
+  CHECK(daemonPathFromHere("/opt/tl/tlaunchd", "/w", "/home/u") == "/opt/tl/tlaunchd");
+  CHECK(daemonPathFromHere("bin/tlaunchd", "/w/proj", "/home/u") == "/w/proj/bin/tlaunchd");
+  CHECK(daemonPathFromHere("./build/bin/tlaunchd", "/w", "/home/u") == "/w/build/bin/tlaunchd");
+  CHECK(daemonPathFromHere("tlaunchd", "/", "/home/u") == "/tlaunchd");
+  CHECK(daemonPathFromHere("~/bin/tlaunchd", "/w", "/home/u") == "/home/u/bin/tlaunchd");
+  CHECK(daemonPathFromHere("~/bin/tlaunchd", "/w", "") == "~/bin/tlaunchd");  // no HOME: left as given
+  JobSpec s;
+  s.argv = {"true"};
+  s.hosts = "n1,n2";
+  s.daemon_path = "bin/tlaunchd";
+  s.dry_run = s.offline = true;
+  auto setup = setUpJob(s, {{"HOME", "/home/u"}}, true);
+  REQUIRE(setup);
+  CHECK(setup->spec.daemon_path.front() == '/');
+  CHECK_THAT(setup->spec.daemon_path, Catch::EndsWith("/bin/tlaunchd"));
 }
 
 TEST_CASE("per-rank variables cannot be exported but job-wide ones can") {
