@@ -333,10 +333,7 @@ Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
     case NodeOrigin::hosts: hosts = parseHostsOption(options.hosts); break;
     case NodeOrigin::hostfile: hosts = parseHostfile(options.hostfile_content, options.hostfile_name); break;
     case NodeOrigin::slurm:
-      hosts = hostsFromSlurmEnv(env);
-      if (hosts && !options.slurm_tasks_as_slots) {
-        for (auto& h : *hosts) h.slots = -1;
-      }
+      hosts = hostsFromSlurmEnv(env, options.slurm_tasks_as_slots);
       break;
     case NodeOrigin::none:
       // Not this host: the user is inside an allocation, only not one tlaunch can use.

@@ -62,9 +62,12 @@ std::optional<std::string> heterogeneousSlurmNodes(const std::map<std::string, s
 std::optional<std::string> slurmHetComponents(const std::map<std::string, std::string>& env);
 
 // The allocation's nodes from SLURM_JOB_NODELIST (else SLURM_NODELIST), slots from
-// SLURM_TASKS_PER_NODE when present. Note: without -n/--ntasks-per-node Slurm puts the
-// node's CPU count there, so it is a ceiling, not a request.
-Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std::string>& env);
+// SLURM_TASKS_PER_NODE when present and `tasks_as_slots`. Note: without -n/--ntasks-per-node
+// Slurm puts the node's CPU count there, so it is a ceiling, not a request; inside a step
+// (`srun --pty bash` in an allocation) it is the step's layout, over the step's nodes, and is
+// neither read nor checked against the job's node list without `tasks_as_slots`.
+Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std::string>& env,
+                                                 bool tasks_as_slots = true);
 
 enum class NodeOrigin {
   none,      // no source: the job runs on this host only

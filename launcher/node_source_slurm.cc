@@ -74,7 +74,7 @@ std::optional<std::string> heterogeneousSlurmNodes(const std::map<std::string, s
   return slurmHetComponents(env);
 }
 
-Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std::string>& env) {
+Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std::string>& env, bool tasks_as_slots) {
   const char* variable = nodelistVariable(env);
   if (!variable) {
     return diagnostic(Errc::usage, "slurm-not-in-allocation");
@@ -90,7 +90,7 @@ Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std
     if (auto bad = badHostName(n, false)) return fail(Errc::usage, std::string(variable) + ": " + *bad);
     hosts.push_back(HostEntry{std::move(n), -1, {}, {}, {}, false});
   }
-  if (const std::string* tasks = envValue(env, "SLURM_TASKS_PER_NODE")) {
+  if (const std::string* tasks = tasks_as_slots ? envValue(env, "SLURM_TASKS_PER_NODE") : nullptr) {
     auto counts = parseSlurmTasksPerNode(*tasks);
     if (!counts) return tl::unexpected(counts.error());
     if (counts->size() != hosts.size()) {

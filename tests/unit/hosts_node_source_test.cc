@@ -265,6 +265,13 @@ TEST_CASE("hosts: Slurm environment: node list, slots, detection", "[hosts][node
   auto m = hostsFromSlurmEnv(mismatch);
   REQUIRE_FALSE(m);
   CHECK_THAT(m.error().message, Catch::Contains("covers 2 nodes but SLURM_JOB_NODELIST names 4"));
+  // Not taken as slots (tlaunch inside an allocation): a step's layout, over the step's nodes
+  // (`srun --pty bash` sets it so), is neither read nor refused.
+  mismatch["SLURM_STEP_ID"] = "0";
+  auto step = hostsFromSlurmEnv(mismatch, /*tasks_as_slots=*/false);
+  REQUIRE(step);
+  CHECK(names(*step) == S{"gpu01", "gpu02", "gpu03", "cpu7"});
+  CHECK(slots(*step) == I{-1, -1, -1, -1});
 
   Env bad = env;
   bad["SLURM_JOB_NODELIST"] = "gpu[01-";
