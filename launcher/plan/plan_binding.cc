@@ -40,6 +40,17 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
     if (!nl.ranks.empty()) node_req.ranks_per_node = static_cast<int>(nl.ranks.size());
     std::vector<int> gpus;  // the list's GPUs, for planNodeBinding
     const GpuList& list = gpu_lists[i];
+    // Slots on a GPU node (DeepSpeed's hostfile `node1 slots=8` means its GPUs; Open MPI's on
+    // GPU nodes is one rank per GPU in practice): a GPU for each rank, as DeepSpeed gives them,
+    // when the node has one for each. They were CPU ranks, bound far from the GPU they used.
+    if (ctx.ranks_from_slots && !ctx.cpu_ranks_asked && !list.given() &&
+        !topo->gpus.empty()) {
+      if (topo->gpus.size() >= static_cast<size_t>(node_req.ranks_per_node)) node_req.use_gpus = true;
+      else
+        plan.warnings.push_back("node " + n.name + " has " + std::to_string(topo->gpus.size()) + " GPU(s) for " +
+                                std::to_string(node_req.ranks_per_node) + " ranks (" + ctx.ranks_source +
+                                "): its ranks run without a GPU each; give it -g or fewer slots for one per GPU");
+    }
     // CUDA_VISIBLE_DEVICES: the chosen GPUs when a list narrows the node's GPUs; else what Slurm
     // set there (CPU ranks see the job's GPUs, as in srun's tasks); else unset.
     std::string visible = list.slurm;

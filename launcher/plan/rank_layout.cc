@@ -61,6 +61,7 @@ Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots
   if (slots.front() > 0) {  // fill nodes by their slots, in order (mpirun's default)
     const int s = slots.front();
     RankLayout l = fill(n, std::min(n, s), "-n " + num(n) + " filling slots=" + num(s) + " (" + origin + ")");
+    l.from_slots = true;
     if (l.nodes > avail)
       return diagnostic(Errc::usage, "ranks-exceed-slots",
                         {{"total", num(n)}, {"needed", num(l.nodes)}, {"slots", num(s)}, {"origin", origin},
@@ -99,6 +100,7 @@ Result<RankLayout> resolveRankLayout(const JobSpec& spec, const std::vector<int>
     return diagnostic(Errc::usage, "slots-differ", {{"origin", slots_origin}});
   l.ranks_per_node = known.front();
   l.source = "slots=" + num(known.front()) + " in " + slots_origin;
+  l.from_slots = true;
   return checked(l, node_count);
 }
 

@@ -18,6 +18,7 @@ struct RankLayout {
   int ranks_per_node = 0;  // 0: decide from the nodes' GPUs when planning
   int last_node_ranks = 0; // with -n: the last node's share (== ranks_per_node when even)
   std::string source;      // why, for the banner and --dry-run: "-p 2", "slots=8 in --hostfile", ...
+  bool from_slots = false; // the count is the nodes' slots (hostfile, --hosts, SLURM_NTASKS_PER_NODE)
 };
 
 // slots: each available node's usable slots in order (-1 unknown); empty when no nodes were

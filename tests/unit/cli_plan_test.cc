@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -299,6 +300,38 @@ TEST_CASE("a relative --daemon-path is this directory's, ~/ this user's home, fo
   REQUIRE(setup);
   CHECK(setup->spec.daemon_path.front() == '/');
   CHECK_THAT(setup->spec.daemon_path, Catch::EndsWith("/bin/tlaunchd"));
+}
+
+// DeepSpeed's hostfile (`node1 slots=4`) on 4-GPU nodes means one rank per GPU. The ranks were
+// CPU ranks: no GPU each, bound to NUMA node 0 while cuda:0 sits on another.
+TEST_CASE("slots on GPU nodes plan one GPU per rank, as DeepSpeed's hostfile means") {
+  PlanContext ctx = context();
+  ctx.ranks_source = "slots=4 in --hostfile";
+  ctx.ranks_from_slots = true;
+  JobSpec s = cpuJob();
+  s.procs_per_node = 4;  // as setUpJob makes the slots the count
+  auto plan = makePlan(s, gpuNodes(), ctx);
+  REQUIRE(plan);
+  REQUIRE(plan->node_gpus.size() == 2);
+  CHECK(plan->node_gpus[0].gpu_ranks);
+  std::set<std::string> gpus;  // one each, four different ones per node
+  for (const auto& row : plan->manifest)
+    if (row.node == plan->manifest.front().node && row.binding.gpu_busid) gpus.insert(*row.binding.gpu_busid);
+  CHECK(gpus.size() == 4);
+  // More slots than GPUs: CPU ranks, said.
+  s.procs_per_node = 6;
+  ctx.ranks_source = "slots=6 in --hostfile";
+  auto six = makePlan(s, gpuNodes(), ctx);
+  REQUIRE(six);
+  CHECK_FALSE(six->node_gpus[0].gpu_ranks);
+  CHECK(std::any_of(six->warnings.begin(), six->warnings.end(),
+                    [](const std::string& w) { return w.find("4 GPU(s) for 6 ranks") != std::string::npos; }));
+  // -p is a request for CPU ranks: it stays one.
+  ctx.cpu_ranks_asked = true;
+  s.procs_per_node = 4;
+  auto cpu = makePlan(s, gpuNodes(), ctx);
+  REQUIRE(cpu);
+  CHECK_FALSE(cpu->node_gpus[0].gpu_ranks);
 }
 
 TEST_CASE("per-rank variables cannot be exported but job-wide ones can") {
