@@ -13,11 +13,11 @@
 namespace tlaunch {
 
 namespace {
-// The shared-memory namesake of the node's directory (the stale-job sweeper removes both), plus
-// `suffix`; "" where /dev/shm is not writable (libpmix's store then lives under job_tmpdir).
-std::string shmDirFor(const std::string& node_dir, const std::string& suffix) {
+// The node directory's shared-memory twin (shmTwinName: the stale-job sweeper removes both),
+// plus `suffix`; "" where /dev/shm is not writable (libpmix's store then lives under job_tmpdir).
+std::string shmDirFor(const std::string& twin_name, const std::string& suffix) {
   if (::access("/dev/shm", W_OK) != 0) return "";
-  return "/dev/shm/" + std::filesystem::path(node_dir).filename().string() + suffix;
+  return "/dev/shm/" + twin_name + suffix;
 }
 }  // namespace
 
@@ -31,6 +31,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   b->io_ = &io;
   // Per node and job, so that simulated nodes sharing /tmp and two jobs at once never collide.
   b->node_dir_ = nodeTmpBase() + "/" + jobDirName(launch.job_id, launch.node_name);
+  b->shm_twin_ = shmTwinName(std::filesystem::path(b->node_dir_).filename().string());
   // Created on its own first: it lives in a shared directory (makeRankDir refuses a planted one).
   if (auto r = makeRankDir(b->node_dir_, static_cast<uint32_t>(::getuid()), static_cast<uint32_t>(::getgid()), launch.node_name); !r)
     return tl::unexpected(r.error());
@@ -67,7 +68,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   layout.ranks_by_node = launch.pmix.ranks_by_node;
   layout.this_node = launch.pmix.this_node;
   layout.job_tmpdir = b->node_dir_ + "/job";
-  layout.shm_dir = shmDirFor(b->node_dir_, "");
+  layout.shm_dir = shmDirFor(b->shm_twin_, "");
   layout.tcp_if_include = launch.pmix.tcp_if_include;
   layout.oversubscribed = launch.pmix.oversubscribed;
   b->topology_xml_ = std::move(topology_xml);
@@ -101,7 +102,7 @@ Result<void> PmixBridge::registerSpawned(const SpawnedJob& job, const NodeLaunch
   layout.ranks_by_node = job.ranks_by_node;
   for (int a : job.app_of_rank) layout.appnum_of_rank.push_back(static_cast<uint32_t>(a));
   layout.job_tmpdir = node_dir_ + "/job/spawn" + std::to_string(job.id);
-  layout.shm_dir = shmDirFor(node_dir_, ".spawn" + std::to_string(job.id));
+  layout.shm_dir = shmDirFor(shm_twin_, ".spawn" + std::to_string(job.id));
   layout.tcp_if_include = launch.pmix.tcp_if_include;
   layout.topology_xml = topology_xml_;
   // Remembered even if the registration failed half way: the cancel that follows forgets it.

@@ -69,6 +69,7 @@ class PmixBridge {
   std::unique_ptr<PmixServer> server_;
   Send send_;
   std::string node_dir_;
+  std::string shm_twin_;  // its /dev/shm twin's name (shmTwinName)
   bool finished_ = false;
 };
 

@@ -79,6 +79,8 @@ std::string jobDirName(const std::string& job_id, const std::string& node) {
   return "tlaunch." + job_id + "." + nodeNameForPaths(node) + "." + hexBytes(randomBytes(4));
 }
 
+std::string shmTwinName(const std::string& job_dir_name) { return job_dir_name + "." + hexBytes(randomBytes(4)); }
+
 std::string hostIdentity() {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0) return "";
@@ -111,8 +113,14 @@ std::vector<std::string> removeStaleJobDirs(const std::string& tmp_base, const s
     const std::string name = entry.path().filename().string();
     if (name.rfind("tlaunch.", 0) != 0 || !ownDirectory(AT_FDCWD, entry.path().string())) continue;
     if (!markedByDeadDaemonHere(readMark(entry.path().string()), identity)) continue;
-    // The namesake goes first: once the marked directory is gone nothing vouches for it.
-    for (const fs::path& dir : {fs::path(shm_base) / name, entry.path()}) {
+    // The twins go first: once the marked directory is gone nothing vouches for them.
+    std::vector<fs::path> dirs;
+    for (const auto& shm : fs::directory_iterator(shm_base, ec)) {
+      const std::string twin = shm.path().filename().string();
+      if (twin == name || (twin.size() > name.size() + 1 && twin.starts_with(name + "."))) dirs.push_back(shm.path());
+    }
+    dirs.push_back(entry.path());
+    for (const fs::path& dir : dirs) {
       if (!ownDirectory(AT_FDCWD, dir.string())) continue;
       std::error_code rm;
       // remove_all removes symlinks inside, never what they point to.

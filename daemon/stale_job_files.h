@@ -29,11 +29,16 @@ std::string topologyCacheDir();
 // a file or cgroup name at most 255 in all; what follows it in those names keeps them apart.
 std::string nodeNameForPaths(const std::string& node);
 
-// "tlaunch.<job>.<node>.<8 random hex digits>": the name of a node's job directory under /tmp
-// (and of its /dev/shm namesake). The random part because the job id is in every daemon's
-// command line: another user who could predict the name could create it first in a shared
-// directory, and the daemon, rightly refusing it, would fail the job (and every restart).
+// "tlaunch.<job>.<node>.<8 random hex digits>": the name of a node's job directory under /tmp.
+// The random part because the job id is in every daemon's command line: another user who could
+// predict the name could create it first in a shared directory, and the daemon, rightly
+// refusing it, would fail the job (and every restart).
 std::string jobDirName(const std::string& job_id, const std::string& node);
+
+// The name of the /dev/shm twin of the job directory named `job_dir_name`: that name, ".", and a
+// random part of its own. Anyone may list /tmp: a twin of the same name could be created first
+// by another user between the two mkdirs (a 200 us race, won on the first try).
+std::string shmTwinName(const std::string& job_dir_name);
 
 // This host as the marks name it: "host <name>\nboot <boot id>\npidns <inode>\n". Pids and
 // start times only mean something within one boot of one pid namespace.
@@ -43,8 +48,8 @@ std::string hostIdentity();
 bool writeOwnerMark(const std::string& dir);
 
 // Removes the "tlaunch.*" directories under `tmp_base` that this user owns, that this host
-// marked, and whose daemon is gone, with their namesakes under `shm_base` (same rules); returns
-// the paths removed.
+// marked, and whose daemon is gone, with their twins under `shm_base` (same rules: the name, or
+// the name, ".", and anything; spawned jobs' twins too); returns the paths removed.
 std::vector<std::string> removeStaleJobDirs(const std::string& tmp_base, const std::string& shm_base);
 
 }  // namespace tlaunch

@@ -44,6 +44,13 @@ TEST_CASE("stale job directories: a dead daemon's are removed, with their /dev/s
   const fs::path tmp = root.path() / "tmp", shm = root.path() / "shm";
   const std::string dead_name = jobDirName("tl-dead", "node1");  // as a daemon names it
   const fs::path dead = makeDir(tmp / dead_name), dead_shm = makeDir(shm / dead_name);
+  // Its twins as a daemon names them, the job's and a spawned job's; and a name that only
+  // begins like them (another job's) stays.
+  const std::string twin = shmTwinName(dead_name);
+  REQUIRE(twin.size() == dead_name.size() + 9);
+  CHECK(twin != shmTwinName(dead_name));  // not to be guessed from the /tmp name
+  const fs::path dead_twin = makeDir(shm / twin), dead_spawn_twin = makeDir(shm / (twin + ".spawn1"));
+  const fs::path lookalike = makeDir(shm / (dead_name + "0"));
   const fs::path alive = makeDir(tmp / "tlaunch.tl-alive.node1"), alive_shm = makeDir(shm / "tlaunch.tl-alive.node1");
   const fs::path unmarked = makeDir(tmp / "tlaunch.tl-new.node1");
   const fs::path reused = makeDir(tmp / "tlaunch.tl-reused.node1");
@@ -63,11 +70,14 @@ TEST_CASE("stale job directories: a dead daemon's are removed, with their /dev/s
 
   auto removed = removeStaleJobDirs(tmp.string(), shm.string());
   std::sort(removed.begin(), removed.end());
-  std::vector<std::string> expected{dead_shm.string(), dead.string(), reused.string()};
+  std::vector<std::string> expected{dead_shm.string(), dead_twin.string(), dead_spawn_twin.string(), dead.string(),
+                                    reused.string()};
   std::sort(expected.begin(), expected.end());
   CHECK(removed == expected);
   CHECK_FALSE(fs::exists(dead));
   CHECK_FALSE(fs::exists(dead_shm));
+  CHECK_FALSE(fs::exists(dead_twin));
+  CHECK(fs::exists(lookalike / "payload"));
   CHECK_FALSE(fs::exists(reused));
   CHECK(fs::exists(alive / "payload"));
   CHECK(fs::exists(alive_shm / "payload"));
