@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 
 #include <spdlog/spdlog.h>
 
@@ -22,6 +21,10 @@ std::vector<std::string> namesIn(const std::vector<std::string>& env) {
 }
 
 }  // namespace
+
+std::string ncclLogDir(const std::string& job_id, const std::string& node) {
+  return nodeTmpBase() + "/" + jobDirName(job_id, node) + ".nccl";
+}
 
 NcclWatchSet::NcclWatchSet(asio::io_context& io, std::string dir, Send send)
     : timer_(io), dir_(std::move(dir)), send_(std::move(send)) {}
@@ -85,10 +88,7 @@ namespace tlaunch {
 // DaemonSession's part, here to keep daemon_session.cc about the session.
 
 void DaemonSession::startNcclWatch(std::vector<RankLaunch>& launches) {
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/tlaunch." + launch_->job_id + "." +
-                          launch_->node_name + ".nccl";
-  auto set = NcclWatchSet::start(io_, dir, launches, [this](const Json& m) {
+  auto set = NcclWatchSet::start(io_, ncclLogDir(launch_->job_id, launch_->node_name), launches, [this](const Json& m) {
     if (conn_ && conn_->isOpen()) conn_->send(m);
   });
   // Without its directory the job runs unchecked: the check must never stop a job by itself.

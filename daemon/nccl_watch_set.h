@@ -17,6 +17,11 @@
 
 namespace tlaunch {
 
+// The node's NCCL log directory for the job: its job directory's name (random part, node name
+// cut: stale_job_files.h) and ".nccl", under TMPDIR. The job id is in ps: another user who
+// could predict the name would create it first and turn the check off.
+std::string ncclLogDir(const std::string& job_id, const std::string& node);
+
 class NcclWatchSet {
  public:
   using Send = std::function<void(const Json&)>;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "daemon/nccl_log_watch.h"
+#include "daemon/nccl_watch_set.h"
 #include "launcher/nccl/nccl_report.h"
 #include "nccl_test_support.h"
 #include "temp_dir.h"
@@ -85,4 +86,15 @@ TEST_CASE("nccl log watch: a log without Init COMPLETE stops being parsed at the
   for (int i = 0; i < 100 && !watch.finished(); ++i) watch.feed("host:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n");
   CHECK(watch.finished());
   CHECK_FALSE(watch.ready());
+}
+
+// The directory was TMPDIR/tlaunch.<job>.<node>.nccl: predictable from ps (another user could
+// create it first and turn the check off), and too long a name for a 250-byte host name.
+TEST_CASE("nccl check: the log directory's name has a random part and fits any host name") {
+  const std::string a = ncclLogDir("tl-0123", "node7"), b = ncclLogDir("tl-0123", "node7");
+  CHECK(a != b);
+  CHECK_THAT(a, Catch::EndsWith(".nccl"));
+  CHECK(a.find("/tlaunch.tl-0123.node7.") != std::string::npos);
+  const std::string dir = ncclLogDir("tl-0123", std::string(250, 'n'));
+  CHECK(std::filesystem::path(dir).filename().string().size() <= 255);
 }
