@@ -32,7 +32,10 @@ void DaemonSession::startTreeListener() {
 void DaemonSession::sendUp(Json&& msg, bool bulk) {
   if (!conn_ || !conn_->isOpen()) return;
   if (getString(msg, "t") == "fence") {  // a child's subtree share: it joins ours
-    if (auto combined = subtree_fence_.addRelayed(std::move(msg), 1 + tree_->openChildren())) conn_->send(*combined);
+    // One that did not fit goes up as it is: the frontend ends the job saying why.
+    if (msg.contains("too_big")) return conn_->send(msg);
+    if (auto combined = subtree_fence_.addRelayed(std::move(msg), 1 + tree_->openChildren()))
+      conn_->send(fenceThatFits(std::move(*combined)));
     return;
   }
   conn_->send(msg, bulk);
@@ -40,8 +43,11 @@ void DaemonSession::sendUp(Json&& msg, bool bulk) {
 
 void DaemonSession::sendOwn(const Json& msg) {
   if (!conn_ || !conn_->isOpen()) return;
-  if (getString(msg, "t") == "fence" && tree_->openChildren() > 0) {
-    if (auto combined = subtree_fence_.add(msg, opts_.node_index, 1 + tree_->openChildren())) conn_->send(*combined);
+  if (getString(msg, "t") == "fence") {
+    Json own = fenceThatFits(msg);
+    if (own.contains("too_big") || tree_->openChildren() == 0) return conn_->send(own);
+    if (auto combined = subtree_fence_.add(own, opts_.node_index, 1 + tree_->openChildren()))
+      conn_->send(fenceThatFits(std::move(*combined)));
     return;
   }
   conn_->send(msg);

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "bootstrap/frame_codec.h"
 #include "bootstrap/pmix_dirs.h"
 #include "daemon/pmix_pubsub_wire.h"
 #include "daemon/stale_job_files.h"
@@ -151,6 +152,9 @@ void PmixBridge::onMessage(const std::string& type, const Json& msg) {
     const auto id = getInt(msg, "id");
     Send send = send_;
     server_->serveDirectModex(static_cast<int>(getInt(msg, "rank")), [send, from, id](bool ok, const std::string& data) {
+      // More than one frame carries: sent, it would be refused above and this node taken for lost.
+      if (data.size() > kMaxCollectedBytes)
+        return send({{"t", "dmodex_resp"}, {"to", from}, {"id", id}, {"ok", false}, {"too_big", data.size()}, {"d", binary("")}});
       send({{"t", "dmodex_resp"}, {"to", from}, {"id", id}, {"ok", ok}, {"d", binary(data)}});
     });
   } else if (type == "pmix_spawn_done") {

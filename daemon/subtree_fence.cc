@@ -1,5 +1,6 @@
 #include "daemon/subtree_fence.h"
 
+#include "bootstrap/frame_codec.h"
 #include "bootstrap/tree_shape.h"
 
 namespace tlaunch {
@@ -13,7 +14,22 @@ void appendParts(const Json& share, int node, Json& parts) {
     parts.push_back(Json::array({node, share.contains("d") ? share["d"] : binary("")}));
   }
 }
+size_t binarySize(const Json& v) { return v.is_binary() ? v.get_binary().size() : 0; }
 }  // namespace
+
+Json fenceThatFits(Json fence) {
+  if (fence.contains("too_big")) return fence;
+  size_t bytes = 0;
+  if (auto it = fence.find("parts"); it != fence.end() && it->is_array()) {
+    for (const auto& p : *it)
+      if (p.is_array() && p.size() == 2) bytes += binarySize(p[1]);
+  } else if (auto d = fence.find("d"); d != fence.end()) {
+    bytes = binarySize(*d);
+  }
+  if (bytes <= kMaxCollectedBytes) return fence;
+  return Json{{"t", "fence"}, {"seq", fence.value("seq", Json(0))}, {"collect", fence.value("collect", Json(true))},
+              {"too_big", bytes}};
+}
 
 std::optional<Json> SubtreeFence::add(const Json& msg, int node, std::size_t expected) {
   const auto seq = static_cast<uint64_t>(getInt(msg, "seq"));

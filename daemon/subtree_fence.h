@@ -26,6 +26,12 @@
 
 namespace tlaunch {
 
+// A fence share (one node's "d", or a subtree's "parts") whose data would not fit in one
+// control-plane frame (kMaxCollectedBytes) becomes {"seq", "collect", "too_big": bytes}: sent as
+// it was, the frame would be refused above and this node taken for lost (and dropped by a
+// restart), where the frontend can say what happened. Others come back unchanged.
+Json fenceThatFits(Json fence);
+
 class SubtreeFence {
  public:
   // `msg` came from `node` (this daemon's own, or a child's); `expected`: contributions this

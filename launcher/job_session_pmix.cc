@@ -51,6 +51,20 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     // Every node contributes once per fence; the concatenation goes back to all of them. An
     // interior daemon of the tree sends its subtree's parts in one message (daemon/subtree_fence.h).
     const auto seq = static_cast<uint64_t>(getInt(msg, "seq"));
+    // The result would not fit in a control-plane frame (every daemon would refuse it and
+    // look lost): the fence fails, and the job ends saying why.
+    const auto too_big = [&](size_t result) {
+      fences_.abandon(seq);
+      broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", false}});
+      fail(exitStatusFor(Errc::resources),
+           "the ranks' PMIx fence collects more data than tlaunch's control plane carries (over " +
+               std::to_string(result >> 20) + " MiB; at most " + std::to_string(kMaxCollectedBytes >> 20) +
+               " MiB): for Open MPI, export OMPI_MCA_pmix_base_collect_data=0 so that ranks fetch their peers' "
+               "data when they need it instead of every rank's at MPI_Init");
+    };
+    // A daemon's share that alone would not fit in a frame comes as its size (daemon/subtree_fence.h).
+    if (auto it = msg.find("too_big"); it != msg.end())
+      return too_big(it->is_number_unsigned() ? it->get<size_t>() : kMaxCollectedBytes + 1);
     std::vector<std::pair<int, std::string>> parts;
     if (auto it = msg.find("parts"); it != msg.end() && it->is_array()) {
       for (const auto& p : *it) {
@@ -75,19 +89,8 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
              -1, {}, nodeLabel(node));
         return;
       }
-      if (const size_t result = fences_.bytesSoFar(seq) + data.size(); result > kMaxCollectedBytes) {
-        // The result would not fit in a control-plane frame (every daemon would refuse it and
-        // look lost): the fence fails, and the job ends saying why.
-        const size_t mib = result >> 20;
-        fences_.abandon(seq);
-        broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", false}});
-        fail(exitStatusFor(Errc::resources),
-             "the ranks' PMIx fence collects more data than tlaunch's control plane carries (over " +
-                 std::to_string(mib) + " MiB; at most " + std::to_string(kMaxCollectedBytes >> 20) +
-                 " MiB): for Open MPI, export OMPI_MCA_pmix_base_collect_data=0 so that ranks fetch their peers' "
-                 "data when they need it instead of every rank's at MPI_Init");
-        return;
-      }
+      if (const size_t result = fences_.bytesSoFar(seq) + data.size(); result > kMaxCollectedBytes)
+        return too_big(result);
       auto all = fences_.contribute(seq, static_cast<size_t>(node), links_.size(), data);
       if (all) broadcast({{"t", "fence_done"}, {"seq", seq}, {"ok", true}, {"d", binary(*all)}});
     }
@@ -124,6 +127,10 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     // runs the rank asked for answers for it.
     const auto waiting = dmodex_waiting_.find({static_cast<int>(to), getInt(msg, "id")});
     if (waiting == dmodex_waiting_.end() || nodeOfRank(waiting->second.rank) != link.index) return;
+    if (auto big = msg.find("too_big"); big != msg.end() && big->is_number_unsigned())
+      out_.note("rank " + std::to_string(waiting->second.rank) + "'s PMIx data (" +
+                std::to_string(big->get<size_t>() >> 20) + " MiB) is more than tlaunch's control plane carries (" +
+                std::to_string(kMaxCollectedBytes >> 20) + " MiB): the rank that asked for it was told it is not found");
     dmodex_waiting_.erase(waiting);
     sendToNode(static_cast<int>(to), {{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", getBool(msg, "ok")}, {"d", msg["d"]}});
   }

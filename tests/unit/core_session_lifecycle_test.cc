@@ -372,6 +372,23 @@ TEST_CASE("lifecycle in memory: a daemon that opens thousands of PMIx fences end
   CHECK(says(r.outcome, "tlaunchd on node n1 opened more than 4096 PMIx fences at once"));
 }
 
+// A node whose own fence share would not fit in a frame sends its size instead (as
+// fenceThatFits makes it): the job ends saying why, not as a lost node that a restart drops.
+TEST_CASE("lifecycle in memory: a fence share too big for a frame ends the job saying why, no node lost") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    s.keep_running = true;
+    if (n.name == "n1")
+      s.after_start = [](FakeDaemon& d) {
+        d.send({{"t", "fence"}, {"seq", 1}, {"collect", true}, {"too_big", size_t{300} << 20}});
+      };
+    return s;
+  });
+  CHECK(r.outcome.exit_code != 0);
+  CHECK_FALSE(r.outcome.node_lost);
+  CHECK(says(r.outcome, "the ranks' PMIx fence collects more data than tlaunch's control plane carries (over 300 MiB"));
+}
+
 // A rank that is alive but never commits its PMIx data would hold a peer's direct-modex request
 // (and the peer, in MPI_Init) for ever: the frontend answers it with a timeout, and says so.
 TEST_CASE("lifecycle in memory: a direct-modex request the owner never answers fails with a timeout") {

@@ -344,3 +344,19 @@ TEST_CASE("tree children: a child relays no fence share of a node below it on it
   REQUIRE(p.up.size() == 1);
   CHECK(p.up[0][kSourceTag] == 2);
 }
+
+// A share over what one frame carries, sent as it was, was refused by the daemon above (or the
+// frontend) as a frame over the limit: this node taken for lost, and dropped by a restart.
+TEST_CASE("subtree fence: a share too big for a frame goes up as its size") {
+  const Json small = {{"t", "fence"}, {"seq", 3}, {"collect", true}, {"d", binary("abc")}};
+  CHECK(fenceThatFits(small) == small);
+  const Json one = {{"t", "fence"}, {"seq", 3}, {"collect", true}, {"d", binary(std::string(kMaxCollectedBytes + 1, 'x'))}};
+  const Json cut = fenceThatFits(one);
+  CHECK(cut["too_big"] == kMaxCollectedBytes + 1);
+  CHECK(cut["seq"] == 3);
+  CHECK_FALSE(cut.contains("d"));
+  const std::string half(kMaxCollectedBytes / 2 + 1, 'y');
+  const Json parts = {{"t", "fence"}, {"seq", 4}, {"collect", true},
+                      {"parts", Json::array({Json::array({1, binary(half)}), Json::array({2, binary(half)})})}};
+  CHECK(fenceThatFits(parts)["too_big"] == 2 * half.size());
+}
