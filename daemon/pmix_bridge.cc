@@ -163,6 +163,7 @@ void PmixBridge::onMessage(const std::string& type, const Json& msg) {
   } else if (type == "dmodex_done") {
     const auto status = getBool(msg, "ok")        ? PmixReply::ok
                         : getBool(msg, "timeout") ? PmixReply::timeout
+                        : getBool(msg, "no_room") ? PmixReply::no_room
                                                   : PmixReply::not_found;
     server_->completeDirectModex(static_cast<uint64_t>(getInt(msg, "id")), status, bytesAt(msg, "d"));
   } else {

@@ -66,6 +66,9 @@ struct SessionConfig {
   // A rank's request for another node's rank's PMIx data (direct modex) fails after this long
   // (Slurm's PMIx plugin: 300 s). Shorter in tests.
   std::chrono::milliseconds dmodex_timeout = std::chrono::seconds(300);
+  // ... and past this many waiting at once, a new one is answered "out of resource" (a bound on
+  // what ranks' code can make the frontend hold). Smaller in tests.
+  size_t dmodex_max_waiting = size_t{1} << 16;
   // Daemons come only through JobSession::adopt (in-memory tests): no TCP listener and no
   // `tlaunch stacks` control socket.
   bool in_memory = false;
@@ -219,7 +222,6 @@ class JobSession {
   // PMIx fences: a bound on those open at once (a job has a few at a time); a result is bounded
   // by kMaxCollectedBytes.
   static constexpr size_t kMaxFencesInProgress = 4096;
-  static constexpr size_t kMaxDirectModexWaiting = 1u << 16;
   static constexpr uint64_t kRejectionsShown = 10;
   void broadcast(Json msg);  // by value: tagged in place (a fence's result can be megabytes)
   std::string nodeLabel(int index) const;
@@ -268,6 +270,7 @@ class JobSession {
   };
   using DirectModexKey = std::pair<int, long long>;
   std::map<DirectModexKey, DirectModexWait> dmodex_waiting_;
+  bool dmodex_full_said_ = false;  // dmodex_max_waiting reached once: the note is given once
   std::deque<std::pair<DirectModexKey, std::chrono::steady_clock::time_point>> dmodex_deadlines_;
   void expireDirectModex(std::chrono::steady_clock::time_point now);
   std::unique_ptr<PmixDirectory> pmix_directory_;      // PMIx publish / lookup store

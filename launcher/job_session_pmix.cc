@@ -100,9 +100,16 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     const int rank = static_cast<int>(getInt(msg, "rank"));
     const int owner = nodeOfRank(rank);
     const bool failed = rank_failures_ && rank_failures_->hasFailed(rank);  // it may never commit its data
-    if (owner < 0 || failed || owner >= static_cast<int>(links_.size()) || !reachable(owner) ||
-        dmodex_waiting_.size() >= kMaxDirectModexWaiting) {
+    if (owner < 0 || failed || owner >= static_cast<int>(links_.size()) || !reachable(owner)) {
       sendToNode(link.index, {{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", false}, {"d", binary("")}});
+      return;
+    }
+    if (dmodex_waiting_.size() >= cfg_.dmodex_max_waiting) {  // "out of resource", not "not found", and said
+      if (!dmodex_full_said_)
+        out_.note("more than " + std::to_string(cfg_.dmodex_max_waiting) +
+                  " PMIx direct-modex requests wait at once: the ranks asking past that are told \"out of resource\"");
+      dmodex_full_said_ = true;
+      sendToNode(link.index, {{"t", "dmodex_done"}, {"id", msg["id"]}, {"ok", false}, {"no_room", true}, {"d", binary("")}});
       return;
     }
     const DirectModexKey key{link.index, getInt(msg, "id")};

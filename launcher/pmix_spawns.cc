@@ -5,6 +5,8 @@
 #include <limits>
 #include <map>
 
+#include "launcher/cli_values.h"
+
 namespace tlaunch {
 
 Result<SpawnedJob> PmixSpawns::place(const PmixSpawnRequest& request, const std::function<bool(int)>& usable) {
@@ -59,6 +61,13 @@ Result<SpawnedJob> PmixSpawns::place(const PmixSpawnRequest& request, const std:
   for (int rank = 0; rank < static_cast<int>(node_of_rank.size()); ++rank)
     ranks_on[node_of_rank[static_cast<size_t>(rank)]].push_back(rank);
   for (auto& [node, ranks] : ranks_on) {
+    // As -p's bound: an MPI_Comm_spawn of 65,536 on two nodes forked 32,768 processes on each.
+    if (ranks.size() > static_cast<size_t>(kMaxRanksPerNode))
+      return fail(Errc::usage,
+                  "PMIx_Spawn of " + std::to_string(node_of_rank.size()) + " processes would start " +
+                      std::to_string(ranks.size()) + " on node " + node_names_[static_cast<size_t>(node)] +
+                      ", more than the " + std::to_string(kMaxRanksPerNode) + " a node runs for a job",
+                  "spawn fewer processes, or name more nodes in the spawn's \"host\" info");
     job.nodes.push_back(node);
     job.ranks_by_node.push_back(std::move(ranks));
   }

@@ -99,11 +99,20 @@ TEST_CASE("pmix spawns: hosts outside the job, ended nodes and unknown callers a
   CHECK_FALSE(spawns.place(request(0, {1}), [](int) { return false; }));
   CHECK_FALSE(spawns.place(request(4, {1}), kAll));  // no such process
   CHECK_FALSE(spawns.place(request(0, {kMaxSpawnProcs + 1}), kAll));
+  // MPI_Comm_spawn(maxprocs=65536) on two nodes: 32,768 processes forked on each. Refused past
+  // what -p allows a node, naming the node; within it, placed.
+  auto many = spawns.place(request(0, {kMaxSpawnProcs}), kAll);
+  REQUIRE_FALSE(many);
+  CHECK(many.error().message.find("would start 32768 on node n0, more than the 4096 a node runs") != std::string::npos);
+  auto most = spawns.place(request(0, {8192}), kAll);
+  REQUIRE(most);
+  CHECK(most->base == 4);
+  spawns.forget(most->id);
   // Only nodes still running ranks get processes.
   auto s = spawns.place(request(0, {3}), [](int n) { return n == 1; });
   REQUIRE(s);
   CHECK(s->nodes == std::vector<int>{1});
-  CHECK(s->base == 4);  // the refused ones took no numbers
+  CHECK(s->base == 4 + 8192);  // the refused ones took no numbers
   spawns.forget(s->id);
   CHECK(spawns.nodeOf(4) == -1);
 }

@@ -455,6 +455,42 @@ TEST_CASE("lifecycle in memory: a repeated direct-modex request id is served and
   CHECK(serves[43] == 1);
 }
 
+// Past SessionConfig::dmodex_max_waiting requests at once, the next was answered "not found" without a
+// word: MPI_Init failed as if a peer had published nothing. It is "out of resource", said once.
+TEST_CASE("lifecycle in memory: direct-modex requests past the cap are out of resource, and said") {
+  int no_room = 0, other_answers = 0;
+  auto r = runJob(
+      2,
+      [&](const NodeTarget& n) {
+        Script s;
+        s.keep_running = true;
+        if (n.name == "n0") {
+          s.exit_codes = {{0, 1}};  // rank 0 fails once the answers are in: the job ends at once
+          s.after_start = [](FakeDaemon& d) {
+            for (int id = 0; id < 16 + 2; ++id) d.send({{"t", "dmodex_req"}, {"id", id}, {"rank", 2}});
+          };
+          s.on_other = [&](FakeDaemon& d, const Json& m) {
+            if (getString(m, "t") != "dmodex_done") return;
+            if (getBool(m, "no_room")) ++no_room;
+            else if (no_room < 2) ++other_answers;  // the 16 waiting are answered at the job's end
+            if (no_room == 2) d.exitAll(false);
+          };
+        }
+        return s;
+      },
+      [](JobSpec& spec) { spec.time_limit_s = 60; }, 0,
+      [](SessionConfig& cfg) {
+        cfg.dmodex_timeout = std::chrono::seconds(50);
+        cfg.dmodex_max_waiting = 16;
+      });
+  CHECK(r.outcome.failed_rank == 0);
+  CHECK(no_room == 2);
+  CHECK(other_answers == 0);
+  const auto said = r.printed.find("PMIx direct-modex requests wait at once");
+  CHECK(said != std::string::npos);
+  CHECK(r.printed.find("PMIx direct-modex requests wait at once", said + 1) == std::string::npos);
+}
+
 // In a star each node's daemon speaks for its own ranks only: output it sends for another node's
 // rank is not printed under that rank's tag.
 TEST_CASE("lifecycle in memory: output a daemon sends for a rank of another node is dropped and said") {
