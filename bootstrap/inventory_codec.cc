@@ -46,6 +46,7 @@ Result<std::shared_ptr<const TopologySnapshot>> TopologyDecodeCache::decode(std:
 
 Json inventoryToJson(const NodeInventory& inv) {
   Json j = {{"hostname", inv.hostname},
+            {"boot_id", inv.boot_id},
             {"node", inv.node},
             {"version", inv.version},
             {"free_port", inv.free_port},
@@ -74,7 +75,7 @@ Result<NodeInventory> inventoryFromJson(const Json& j, TopologyDecodeCache* cach
     out = std::move(*v);
     return {};
   };
-  for (auto r : {text("hostname", false, inv.hostname), text("node", false, inv.node),
+  for (auto r : {text("hostname", false, inv.hostname), text("boot_id", false, inv.boot_id), text("node", false, inv.node),
                  text("version", false, inv.version), text("topology_error", false, inv.topology_error),
                  text("fabric_error", false, inv.fabric_error), text("slurm_gpus", false, inv.slurm_gpus)})
     if (!r) return tl::unexpected(r.error());

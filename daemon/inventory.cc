@@ -76,6 +76,7 @@ NodeInventory collectInventory(const InventoryRequest& req, std::string* live_to
   ::gethostname(host, sizeof host - 1);
   NodeInventory inv;
   inv.hostname = host;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> inv.boot_id;
   inv.node = req.node_name;
   inv.version = kVersion;
   inv.free_port = pickFreePort();

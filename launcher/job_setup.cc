@@ -127,6 +127,7 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   ctx.loopback_only = offline || s.choice.loopback_only;
   ctx.ranks_source = layout.source;
   ctx.ranks_from_slots = layout.from_slots;
+  ctx.simulated_nodes = s.choice.kind == LauncherKind::local;
   for (const auto& n : s.choice.nodes) ctx.node_net_if.push_back(n.net_if);
   ctx.node_gpus = s.choice.node_gpus;
   ctx.node_max_slots = s.choice.node_max_slots;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "binding/fabric/ipv4_net.h"
@@ -98,6 +100,22 @@ Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& no
   return applyRankDefault(spec, gpus, cores, names);
 }
 
+// Two of the job's nodes that are one machine (an alias and an address, `localhost` and the host
+// name): each would plan every GPU and core of it, twice. Known by the kernel's boot id with the
+// host name (a namespace per node, as containers are, has a host name of its own).
+std::optional<Error> oneMachineTwice(const std::vector<NodeReport>& nodes) {
+  std::map<std::pair<std::string, std::string>, const NodeReport*> seen;
+  for (const NodeReport& n : nodes) {
+    const NodeInventory& inv = n.inventory;
+    if (inv.boot_id.empty() || inv.hostname.empty()) continue;  // an older daemon: nothing to compare
+    const auto [it, fresh] = seen.emplace(std::pair{inv.boot_id, inv.hostname}, &n);
+    if (!fresh)
+      return diagnosticError(Errc::usage, "one-machine-twice",
+                             {{"first", it->second->name}, {"second", n.name}, {"host", inv.hostname}});
+  }
+  return std::nullopt;
+}
+
 // More ranks than the CPUs (hardware threads) the node lets them run on: ranks that wait by
 // polling (Open MPI's progress loop) then wait for each other's time slices.
 bool oversubscribed(const NodeReport& node, const NodeLaunch& launch) {
@@ -144,6 +162,8 @@ void buildEnvironments(const NetworkChoice* network, const PlanContext& ctx, Job
 
 Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& nodes, const PlanContext& ctx) {
   if (nodes.empty()) return fail(Errc::internal, "no nodes to plan for");
+  if (!ctx.simulated_nodes)
+    if (auto twice = oneMachineTwice(nodes)) return tl::unexpected(*twice);
   JobSpec spec = input;
   JobPlan plan;
   plan.job_id = ctx.job_id;

@@ -42,6 +42,7 @@ struct PlanContext {
   std::optional<GpuList> every_node_gpus;  // the user's CUDA_VISIBLE_DEVICES as the list of every node
   bool cpu_ranks_asked = false;        // -p or --nproc-per-node cpu: ranks without GPUs even with a GPU list
   bool ranks_from_slots = false;       // the count came from the nodes' slots (RankLayout::from_slots)
+  bool simulated_nodes = false;        // --launcher local: every node is this host by design
   bool loopback_only = false;          // every node is this host (local launcher): no fabric needed
   std::vector<PreflightItem> measured_preflight;  // results of the cross-node RDMA write test
   std::string ranks_source;            // why this many ranks per node ("-p 2", "slots=8 in --hostfile")

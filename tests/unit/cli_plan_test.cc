@@ -334,6 +334,30 @@ TEST_CASE("slots on GPU nodes plan one GPU per rank, as DeepSpeed's hostfile mea
   CHECK_FALSE(cpu->node_gpus[0].gpu_ranks);
 }
 
+// `--hosts localhost,vm,127.0.0.1` on the machine named vm: three "nodes" sharing every GPU.
+TEST_CASE("two nodes that are one machine are refused, naming both; namespaces and simulated nodes are not") {
+  std::vector<NodeReport> nodes = gpuNodes();
+  for (auto& n : nodes) {
+    n.inventory.hostname = "vm";
+    n.inventory.boot_id = "6c1a3f3e-0d6e-4b87-9f0b-1d2a3c4b5e6f";
+  }
+  JobSpec s = cpuJob();
+  auto twice = makePlan(s, nodes, context());
+  REQUIRE_FALSE(twice);
+  CHECK(twice.error().code == Errc::usage);
+  CHECK_THAT(twice.error().message, Catch::Contains("nodes " + nodes[0].name + " and " + nodes[1].name +
+                                                    " are one machine (vm)"));
+  CHECK_THAT(twice.error().hint, Catch::Contains("name each machine once"));
+  PlanContext simulated = context();
+  simulated.simulated_nodes = true;  // --launcher local -N 2: one host by design
+  CHECK(makePlan(s, nodes, simulated));
+  nodes[1].inventory.hostname = "vm-ns2";  // a network namespace (or container) of its own name
+  CHECK(makePlan(s, nodes, context()));
+  nodes[1].inventory.hostname = "vm";
+  nodes[1].inventory.boot_id = "0f5d8a7e-1111-4b87-9f0b-1d2a3c4b5e6f";  // another machine of the same name
+  CHECK(makePlan(s, nodes, context()));
+}
+
 TEST_CASE("per-rank variables cannot be exported but job-wide ones can") {
   JobSpec s = cpuJob();
   s.launcher = LauncherKind::local;
