@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include "bootstrap/spawn.h"
@@ -39,6 +42,15 @@ Containment::Containment(asio::io_context& io, const std::string& cgroup_name, s
   if (cgroup_ || !job_marks.empty()) startWatcher(job_marks);
   description_ = cgroup_ ? "containment: cgroup v2 " + cgroup_->path() + " (cgroup.kill at teardown)"
                          : "containment: child subreaper, descendants found in /proc (no per-job cgroup: " + why_not + ")";
+  // /proc mounted hidepid hides the user's own processes that made themselves not dumpable (an
+  // ssh-agent, a nested tlaunch): those a rank detaches cannot be found, and may outlive the job.
+  if (!cgroup_ && ::geteuid() != 0) {
+    std::ifstream in("/proc/self/mountinfo");
+    const std::string mountinfo((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (procHidesPids(mountinfo))
+      description_ += "; /proc is mounted hidepid: a detached process that is not dumpable cannot be found, a "
+                      "delegated cgroup v2 would end it";
+  }
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);

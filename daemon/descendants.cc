@@ -36,6 +36,37 @@ bool parseProcStat(const std::string& stat, ProcEntry& out) {
   return true;
 }
 
+bool procHidesPids(std::string_view mountinfo) {
+  bool hides = false;  // the last mount on /proc is the one in force
+  while (!mountinfo.empty()) {
+    const size_t eol = mountinfo.find('\n');
+    const std::string_view line = mountinfo.substr(0, eol);
+    mountinfo = eol == std::string_view::npos ? std::string_view() : mountinfo.substr(eol + 1);
+    // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS"
+    size_t at = 0;
+    std::string_view field;
+    for (int i = 0; i < 5 && at != std::string_view::npos; ++i) {
+      const size_t end = line.find(' ', at);
+      field = line.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+      at = end == std::string_view::npos ? end : end + 1;
+    }
+    const size_t dash = line.find(" - proc ");
+    if (field != "/proc" || dash == std::string_view::npos) continue;
+    const size_t opts = line.find(' ', dash + 8);
+    const std::string_view super = opts == std::string_view::npos ? std::string_view() : line.substr(opts + 1);
+    const size_t h = super.find("hidepid=");
+    if (h == std::string_view::npos) {
+      hides = false;
+      continue;
+    }
+    const std::string_view value = super.substr(h + 8, super.find(',', h) == std::string_view::npos
+                                                           ? std::string_view::npos
+                                                           : super.find(',', h) - h - 8);
+    hides = value != "0" && value != "off";
+  }
+  return hides;
+}
+
 bool processEnded(pid_t pid, const std::string& start) {
   if (pid <= 0) return false;
   if (::kill(pid, 0) != 0 && errno == ESRCH) return true;  // kill(2) sees through hidepid

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tlaunch {
@@ -45,6 +46,11 @@ std::string processStartTime(pid_t pid);
 // /proc does not show (mounted with hidepid: tlaunchd is not dumpable, so even its own user's
 // other processes cannot read its entry) is taken as alive: "not seen" is not "gone".
 bool processEnded(pid_t pid, const std::string& start);
+
+// Whether /proc, as this mountinfo text (/proc/self/mountinfo) shows it, is mounted with hidepid
+// (1, 2, invisible, noaccess, ptraceable): then another user's processes, and this user's that
+// are not dumpable, are missing from it. Pure.
+bool procHidesPids(std::string_view mountinfo);
 
 // Parses the text of /proc/<pid>/stat; false if it is not one.
 bool parseProcStat(const std::string& stat, ProcEntry& out);

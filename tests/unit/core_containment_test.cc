@@ -394,3 +394,19 @@ TEST_CASE("job-marked processes: found by every mark of their environment, and k
     ::waitpid(pid, &status, 0);
   }
 }
+
+// Under hidepid the daemon cannot see its user's processes that are not dumpable: -v says so
+// where no cgroup makes up for it. The mount on /proc that counts is the last one.
+TEST_CASE("procHidesPids reads /proc's hidepid from mountinfo") {
+  const std::string plain = "22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n";
+  const std::string hidden = "22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw,hidepid=invisible\n";
+  CHECK_FALSE(procHidesPids(plain));
+  CHECK(procHidesPids(hidden));
+  CHECK(procHidesPids("23 1 0:22 / /proc rw - proc proc rw,hidepid=2,gid=10\n"));
+  CHECK_FALSE(procHidesPids("23 1 0:22 / /proc rw - proc proc rw,hidepid=0\n"));
+  CHECK_FALSE(procHidesPids("23 1 0:22 / /proc rw - proc proc rw,hidepid=off\n"));
+  CHECK_FALSE(procHidesPids(hidden + "40 22 0:33 / /proc rw - proc proc rw\n"));  // mounted over again, plainly
+  CHECK_FALSE(procHidesPids("50 1 0:40 / /srv/proc rw - proc proc rw,hidepid=2\n"));  // not /proc
+  CHECK_FALSE(procHidesPids("60 1 0:41 / /proc rw - tmpfs tmpfs rw,hidepid=2\n"));   // not procfs
+  CHECK_FALSE(procHidesPids(""));
+}
