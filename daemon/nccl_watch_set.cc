@@ -30,7 +30,10 @@ NcclWatchSet::NcclWatchSet(asio::io_context& io, std::string dir, Send send)
     : timer_(io), dir_(std::move(dir)), send_(std::move(send)) {}
 
 NcclWatchSet::~NcclWatchSet() {
-  timer_.cancel();
+  try {  // asio's cancel() throws on a failing epoll_ctl: the directory goes regardless
+    timer_.cancel();
+  } catch (const std::exception&) {
+  }
   removeTree(dir_);
 }
 

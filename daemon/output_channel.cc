@@ -1,5 +1,6 @@
 #include "daemon/output_channel.h"
 
+#include "bootstrap/connection.h"
 #include "bootstrap/frame_codec.h"
 
 namespace tlaunch {
