@@ -47,6 +47,7 @@ Result<std::shared_ptr<const TopologySnapshot>> TopologyDecodeCache::decode(std:
 Json inventoryToJson(const NodeInventory& inv) {
   Json j = {{"hostname", inv.hostname},
             {"boot_id", inv.boot_id},
+            {"pid_ns", inv.pid_ns},
             {"node", inv.node},
             {"version", inv.version},
             {"free_port", inv.free_port},
@@ -75,7 +76,7 @@ Result<NodeInventory> inventoryFromJson(const Json& j, TopologyDecodeCache* cach
     out = std::move(*v);
     return {};
   };
-  for (auto r : {text("hostname", false, inv.hostname), text("boot_id", false, inv.boot_id), text("node", false, inv.node),
+  for (auto r : {text("hostname", false, inv.hostname), text("boot_id", false, inv.boot_id), text("pid_ns", false, inv.pid_ns), text("node", false, inv.node),
                  text("version", false, inv.version), text("topology_error", false, inv.topology_error),
                  text("fabric_error", false, inv.fabric_error), text("slurm_gpus", false, inv.slurm_gpus)})
     if (!r) return tl::unexpected(r.error());

@@ -297,7 +297,9 @@ void DaemonSession::handleTerminate(const Json& msg) {
     else conn_->send({{"t", "drained"}});
     return;
   }
-  ranks_->terminate(std::chrono::milliseconds(getInt(msg, "grace_ms", 10000)));
+  const std::chrono::milliseconds grace(getInt(msg, "grace_ms", 10000));
+  if (!kill_at_) kill_at_ = std::chrono::steady_clock::now() + grace;
+  ranks_->terminate(grace);
 }
 
 void DaemonSession::onClose(const std::string& reason) {
@@ -346,11 +348,15 @@ void DaemonSession::stopOnSignal(int sig) {
 }
 
 void DaemonSession::endOwnRanks() {
-  const auto grace = ownTeardownGrace();
-  ranks_->terminate(grace);  // a no-op when the frontend's teardown began it: bounded all the same
+  // When the frontend's teardown began it, its grace (--kill-timeout: a checkpoint) stands.
+  if (!kill_at_) {
+    const auto grace = ownTeardownGrace();
+    kill_at_ = std::chrono::steady_clock::now() + grace;
+    ranks_->terminate(grace);
+  }
   // A rank SIGKILL does not end (asleep in a driver or on NFS, or a zombie a debugger holds)
   // would keep this daemon for ever, with nobody left to end it.
-  give_up_timer_.expires_after(grace + kUnkillableBound);
+  give_up_timer_.expires_at(*kill_at_ + kUnkillableBound);
   give_up_timer_.async_wait([this](const asio::error_code& ec) {
     if (ec || done_) return;
     spdlog::error("this node's ranks have not ended {} s after SIGKILL (asleep in the kernel, or held by a debugger); "

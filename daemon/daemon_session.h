@@ -150,6 +150,7 @@ class DaemonSession {
   static constexpr std::chrono::seconds kConnectAttemptTimeout{10};
   asio::steady_timer attach_timer_;
   asio::steady_timer give_up_timer_;  // endOwnRanks: ranks that SIGKILL does not end
+  std::optional<std::chrono::steady_clock::time_point> kill_at_;  // when the ranks' teardown sends SIGKILL
   std::unique_ptr<TreeChildren> tree_;      // children's connections: before conn_ goes
   std::shared_ptr<Connection> parent_;      // the tree parent, while attaching
   std::shared_ptr<Connection> leaving_;     // the direct connection, until the frontend closes it

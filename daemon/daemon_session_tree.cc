@@ -32,8 +32,12 @@ void DaemonSession::startTreeListener() {
 void DaemonSession::sendUp(Json&& msg, bool bulk) {
   if (!conn_ || !conn_->isOpen()) return;
   if (getString(msg, "t") == "fence") {  // a child's subtree share: it joins ours
-    // One that did not fit goes up as it is: the frontend ends the job saying why.
-    if (msg.contains("too_big")) return conn_->send(msg);
+    // One that did not fit goes up as its own, untagged: the frontend ends the job saying why
+    // (a tagged fence share, relayed as it came, is refused by a daemon above).
+    if (msg.contains("too_big")) {
+      msg.erase(kSourceTag);
+      return conn_->send(msg);
+    }
     if (auto combined = subtree_fence_.addRelayed(std::move(msg), 1 + tree_->openChildren()))
       conn_->send(fenceThatFits(std::move(*combined)));
     return;
@@ -64,7 +68,7 @@ bool DaemonSession::relayDown(Json& msg) {
   // whose ranks are all gone would never contribute. What this subtree gathered goes up now,
   // before the news goes down, so that the frontend answers every node "lost".
   if (type == "rank_failed" && getBool(msg, "job_rank") && conn_ && conn_->isOpen())
-    for (auto& share : subtree_fence_.passAll()) conn_->send(share);
+    for (auto& share : subtree_fence_.passAll()) conn_->send(fenceThatFits(std::move(share)));
   if (auto it = msg.find(kDestinationTag); it != msg.end()) {
     const int to = it->is_number_integer() ? it->get<int>() : -1;
     if (to == opts_.node_index) return false;

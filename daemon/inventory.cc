@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,6 +78,7 @@ NodeInventory collectInventory(const InventoryRequest& req, std::string* live_to
   NodeInventory inv;
   inv.hostname = host;
   std::ifstream("/proc/sys/kernel/random/boot_id") >> inv.boot_id;
+  if (struct stat ns {}; ::stat("/proc/self/ns/pid", &ns) == 0) inv.pid_ns = std::to_string(ns.st_ino);
   inv.node = req.node_name;
   inv.version = kVersion;
   inv.free_port = pickFreePort();

@@ -270,6 +270,7 @@ class JobSession {
   };
   using DirectModexKey = std::pair<int, long long>;
   std::map<DirectModexKey, DirectModexWait> dmodex_waiting_;
+  std::set<int> dmodex_big_said_;  // ranks whose too-big direct-modex data was said (once each)
   bool dmodex_full_said_ = false;  // dmodex_max_waiting reached once: the note is given once
   std::deque<std::pair<DirectModexKey, std::chrono::steady_clock::time_point>> dmodex_deadlines_;
   void expireDirectModex(std::chrono::steady_clock::time_point now);

@@ -134,7 +134,8 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     // runs the rank asked for answers for it.
     const auto waiting = dmodex_waiting_.find({static_cast<int>(to), getInt(msg, "id")});
     if (waiting == dmodex_waiting_.end() || nodeOfRank(waiting->second.rank) != link.index) return;
-    if (auto big = msg.find("too_big"); big != msg.end() && big->is_number_unsigned())
+    if (auto big = msg.find("too_big"); big != msg.end() && big->is_number_unsigned() &&
+        dmodex_big_said_.insert(waiting->second.rank).second)
       out_.note("rank " + std::to_string(waiting->second.rank) + "'s PMIx data (" +
                 std::to_string(big->get<size_t>() >> 20) + " MiB) is more than tlaunch's control plane carries (" +
                 std::to_string(kMaxCollectedBytes >> 20) + " MiB): the rank that asked for it was told it is not found");

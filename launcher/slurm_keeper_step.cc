@@ -74,14 +74,12 @@ std::string keeperStepSettings(const SlurmStarterOptions& srun) {
 
 namespace {
 // A new file for one step's keeper lines beside the log: the log's name with "-XXXXXX.lines"
-// for ".log" (mkstemps: created here, 0600, never an existing file or link). -1 with errno.
+// for ".log" (mkostemps: created here, 0600, never an existing file or link). -1 with errno.
 int newKeeperLinesFile(const std::string& log_path, std::string& path) {
   path = log_path;
   if (path.ends_with(".log")) path.resize(path.size() - 4);
   path += "-XXXXXX.lines";
-  const int fd = ::mkstemps(path.data(), 6);
-  if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  return fd;
+  return ::mkostemps(path.data(), 6, O_CLOEXEC);
 }
 }  // namespace
 

@@ -64,6 +64,7 @@ std::string daemonPathFromHere(const std::string& given, const std::string& cwd,
   if (given.empty() || given.front() == '/') return given;
   if (given == "~" || given.starts_with("~/")) return home.empty() ? given : home + given.substr(1);
   if (given.front() == '~') return given;  // ~user/...: another user's home, not ours to guess
+  if (given.find('/') == std::string::npos) return given;  // a name: found on each node's PATH
   std::string rest = given;
   while (rest.starts_with("./")) rest.erase(0, 2);
   return cwd == "/" ? "/" + rest : cwd + "/" + rest;

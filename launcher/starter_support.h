@@ -23,7 +23,8 @@ std::string lineContaining(std::string_view text, std::string_view needle);
 // `path_variable` (PATH's value). Edge: looks at the file system.
 bool programInPath(const std::string& program, const std::string& path_variable);
 
-// --daemon-path as every starter can use it: a relative path is `cwd`'s and "~/..." `home`'s.
+// --daemon-path as every starter can use it: a relative path is `cwd`'s and "~/..." `home`'s;
+// a name without '/' stays one (each node's PATH: a module-loaded tlaunch).
 // ssh would read a relative path in the node's home directory (srun and the local launcher
 // read it here), and "~" is quoted for the remote shell, so it is not expanded there.
 std::string daemonPathFromHere(const std::string& given, const std::string& cwd, const std::string& home);

@@ -16,7 +16,8 @@ namespace tlaunch {
 
 struct NodeInventory {
   std::string hostname;  // the node's own host name
-  std::string boot_id;   // the kernel's boot id: with the host name, one machine (until it reboots)
+  std::string boot_id;   // the kernel's boot id: with the host name and pid_ns, one machine (until it reboots)
+  std::string pid_ns;    // the daemon's pid namespace (inode): containers sharing a host name have their own
   std::string node;      // the name tlaunch gives it
   std::string version;   // tlaunchd's
   int free_port = 0;     // a free port below the ephemeral range, for MASTER_PORT (0: none found)

@@ -101,14 +101,16 @@ Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& no
 }
 
 // Two of the job's nodes that are one machine (an alias and an address, `localhost` and the host
-// name): each would plan every GPU and core of it, twice. Known by the kernel's boot id with the
-// host name (a namespace per node, as containers are, has a host name of its own).
+// name): each would plan every GPU and core of it, twice. Known by the kernel's boot id, the host
+// name and the pid namespace: a namespace per node (the test cluster) has a host name of its own,
+// and containers sharing the host's name and network (hostNetwork pods, each given its own GPUs)
+// have pid namespaces of their own.
 std::optional<Error> oneMachineTwice(const std::vector<NodeReport>& nodes) {
-  std::map<std::pair<std::string, std::string>, const NodeReport*> seen;
+  std::map<std::string, const NodeReport*> seen;
   for (const NodeReport& n : nodes) {
     const NodeInventory& inv = n.inventory;
     if (inv.boot_id.empty() || inv.hostname.empty()) continue;  // an older daemon: nothing to compare
-    const auto [it, fresh] = seen.emplace(std::pair{inv.boot_id, inv.hostname}, &n);
+    const auto [it, fresh] = seen.emplace(inv.boot_id + "\n" + inv.hostname + "\n" + inv.pid_ns, &n);
     if (!fresh)
       return diagnosticError(Errc::usage, "one-machine-twice",
                              {{"first", it->second->name}, {"second", n.name}, {"host", inv.hostname}});

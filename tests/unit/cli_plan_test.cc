@@ -288,7 +288,8 @@ TEST_CASE("a relative --daemon-path is this directory's, ~/ this user's home, fo
   CHECK(daemonPathFromHere("/opt/tl/tlaunchd", "/w", "/home/u") == "/opt/tl/tlaunchd");
   CHECK(daemonPathFromHere("bin/tlaunchd", "/w/proj", "/home/u") == "/w/proj/bin/tlaunchd");
   CHECK(daemonPathFromHere("./build/bin/tlaunchd", "/w", "/home/u") == "/w/build/bin/tlaunchd");
-  CHECK(daemonPathFromHere("tlaunchd", "/", "/home/u") == "/tlaunchd");
+  CHECK(daemonPathFromHere("./tlaunchd", "/", "/home/u") == "/tlaunchd");
+  CHECK(daemonPathFromHere("tlaunchd", "/w", "/home/u") == "tlaunchd");  // a name: each node's PATH
   CHECK(daemonPathFromHere("~/bin/tlaunchd", "/w", "/home/u") == "/home/u/bin/tlaunchd");
   CHECK(daemonPathFromHere("~/bin/tlaunchd", "/w", "") == "~/bin/tlaunchd");  // no HOME: left as given
   JobSpec s;
@@ -353,6 +354,10 @@ TEST_CASE("two nodes that are one machine are refused, naming both; namespaces a
   CHECK(makePlan(s, nodes, simulated));
   nodes[1].inventory.hostname = "vm-ns2";  // a network namespace (or container) of its own name
   CHECK(makePlan(s, nodes, context()));
+  nodes[1].inventory.hostname = "vm";
+  nodes[1].inventory.pid_ns = "4026532999";  // a container on the host's name and network, its own GPUs
+  CHECK(makePlan(s, nodes, context()));
+  nodes[1].inventory.pid_ns.clear();
   nodes[1].inventory.hostname = "vm";
   nodes[1].inventory.boot_id = "0f5d8a7e-1111-4b87-9f0b-1d2a3c4b5e6f";  // another machine of the same name
   CHECK(makePlan(s, nodes, context()));

@@ -17,6 +17,7 @@
 #include "bootstrap/output_record.h"
 #include "daemon/daemon_session.h"
 #include "tests/unit/scripted_tree_child.h"
+#include "bootstrap/tree_shape.h"
 #include "tlaunch/version.h"
 
 using namespace tlaunch;
@@ -59,6 +60,7 @@ class ScriptedFrontend {
   bool closed = false;
   int connections = 0;
   std::vector<std::string> arrived;  // message types after the inventory, in order
+  std::vector<Json> arrived_fences;  // the "fence" messages among them
   size_t output_bytes = 0;
 
  private:
@@ -113,6 +115,7 @@ class ScriptedFrontend {
       if (!silent_) conn_->send({{"t", "shutdown"}});
     } else {
       arrived.push_back(t);
+      if (t == "fence") arrived_fences.push_back(msg);
     }
   }
 
@@ -285,6 +288,35 @@ TEST_CASE("daemon session: a tree parent silent before the config ends its child
     CHECK_FALSE(io.stopped());
     CHECK_FALSE(fe.closed);
   }
+}
+
+// A child's share too big for a frame comes as its size (fenceThatFits) and goes up as this
+// daemon's own message. Passed on still tagged with the child's number, the daemon above
+// (three levels deep) dropped it as a relayed share, and the fence hung.
+TEST_CASE("daemon session: a tree child's too-big fence share goes up untagged") {
+  asio::io_context io(1), frontend_io(1);
+  const std::string secret = newJobSecret();
+  ScriptedFrontend fe(frontend_io, secret, true);
+  fe.placeAfterInventory({{"t", "tree"}, {"index", 0}, {"nodes", 3}, {"radix", 2}, {"children", {{"2", "n2"}}}});
+  DaemonSession d(io, optionsFor(fe.port(), secret));
+  d.start();
+  auto both_until = [&](auto done, std::chrono::seconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!done() && std::chrono::steady_clock::now() < until) {
+      io.run_for(std::chrono::milliseconds(5));
+      frontend_io.run_for(std::chrono::milliseconds(5));
+    }
+    return done();
+  };
+  REQUIRE(both_until([&] { return fe.inventory.has_value(); }, std::chrono::seconds(60)));
+  testing::ScriptedChild child(io, fe.inventory->probe_port, "n2", 2, secret);
+  REQUIRE(both_until([&] { return child.welcomed; }, std::chrono::seconds(10)));
+  child.send({{"t", "fence"}, {"seq", 1}, {"collect", true}, {"too_big", size_t{300} << 20}});
+  REQUIRE(both_until([&] { return !fe.arrived_fences.empty(); }, std::chrono::seconds(10)));
+  const Json& up = fe.arrived_fences.front();
+  CHECK(up["too_big"] == size_t{300} << 20);
+  CHECK(up["seq"] == 1);
+  CHECK_FALSE(up.contains(kSourceTag));
 }
 
 TEST_CASE("daemon session: a lost tree child is reported after its last output and exits, not before") {

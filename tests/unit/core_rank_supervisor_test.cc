@@ -238,13 +238,20 @@ TEST_CASE("rank supervisor: a killed rank a debugger holds is waited for without
     ::pause();
     _exit(0);
   }
+  struct EndTracer {  // on every way out of the test, a failed check included
+    pid_t pid;
+    ~EndTracer() {
+      if (pid <= 0) return;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } end_tracer{tracer};
   char ok = 0;
-  REQUIRE(::read(ready[0], &ok, 1) == 1);
+  const bool told = ::read(ready[0], &ok, 1) == 1;
   ::close(ready[0]);
   ::close(ready[1]);
+  REQUIRE(told);
   if (ok != '1') {
-    ::kill(tracer, SIGKILL);
-    ::waitpid(tracer, nullptr, 0);
     WARN("cannot ptrace here");
     return;
   }
@@ -256,6 +263,7 @@ TEST_CASE("rank supervisor: a killed rank a debugger holds is waited for without
   CHECK(s.exits.empty());  // not seen yet: the tracer holds it
   ::kill(tracer, SIGKILL);  // the debugger goes: the zombie is its parent's again
   ::waitpid(tracer, nullptr, 0);
+  end_tracer.pid = -1;
   runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
   REQUIRE(s.exits.count(0));
   CHECK(s.exits[0].signaled);

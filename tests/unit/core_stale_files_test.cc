@@ -198,7 +198,10 @@ TEST_CASE("stale job directories: a live daemon that /proc hides (hidepid) is no
       _exit(0);
     }
     char ok = 0;
-    if (::read(ready[0], &ok, 1) != 1 || ok != '1') _exit(80);
+    if (::read(ready[0], &ok, 1) != 1 || ok != '1') {
+      ::kill(daemon, SIGKILL);
+      _exit(80);
+    }
     const bool hidden = ::access(("/proc/" + std::to_string(daemon) + "/stat").c_str(), R_OK) != 0;
     const auto removed = removeStaleJobDirs(tmp.string(), shm.string());
     ::kill(daemon, SIGKILL);
