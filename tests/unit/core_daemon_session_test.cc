@@ -3,6 +3,8 @@
 // typed codec reads it, and exits 0 when told to shut down.
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -131,6 +133,17 @@ class ScriptedFrontend {
   std::string nonce_;
 };
 
+// Runs the daemon's loop and the frontend's by turns until `done` or the limit; `done` then.
+bool runBothUntil(asio::io_context& io, asio::io_context& frontend_io, const std::function<bool()>& done,
+                  std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done() && std::chrono::steady_clock::now() < until) {
+    io.run_for(std::chrono::milliseconds(5));
+    frontend_io.run_for(std::chrono::milliseconds(5));
+  }
+  return done();
+}
+
 int runDaemon(asio::io_context& io, DaemonSession& d, std::chrono::milliseconds limit) {
   d.start();
   io.run_for(limit);
@@ -147,6 +160,29 @@ DaemonOptions optionsFor(int port, const std::string& secret) {
   o.secret = secret;
   return o;
 }
+
+// Node 0 of 3 (radix 2), the frontend's child, with node 2 below it welcomed: a daemon of the
+// tree between a scripted frontend and a scripted child. frontend_receive_buffer: as
+// ScriptedFrontend's receive_buffer_bytes.
+struct InteriorDaemon {
+  explicit InteriorDaemon(int frontend_receive_buffer = 0)
+      : secret(newJobSecret()), fe(frontend_io, secret, true, false, frontend_receive_buffer) {
+    fe.placeAfterInventory({{"t", "tree"}, {"index", 0}, {"nodes", 3}, {"radix", 2}, {"children", {{"2", "n2"}}}});
+    d = std::make_unique<DaemonSession>(io, optionsFor(fe.port(), secret));
+    d->start();
+    REQUIRE(until([&] { return fe.inventory.has_value(); }, std::chrono::seconds(60)));
+    child = std::make_unique<testing::ScriptedChild>(io, fe.inventory->probe_port, "n2", 2, secret);
+    REQUIRE(until([&] { return child->welcomed; }, std::chrono::seconds(10)));
+  }
+  bool until(const std::function<bool()>& done, std::chrono::seconds limit) {
+    return runBothUntil(io, frontend_io, done, limit);
+  }
+  asio::io_context io{1}, frontend_io{1};
+  std::string secret;
+  ScriptedFrontend fe;
+  std::unique_ptr<DaemonSession> d;
+  std::unique_ptr<testing::ScriptedChild> child;
+};
 
 }  // namespace
 
@@ -294,26 +330,10 @@ TEST_CASE("daemon session: a tree parent silent before the config ends its child
 // daemon's own message. Passed on still tagged with the child's number, the daemon above
 // (three levels deep) dropped it as a relayed share, and the fence hung.
 TEST_CASE("daemon session: a tree child's too-big fence share goes up untagged") {
-  asio::io_context io(1), frontend_io(1);
-  const std::string secret = newJobSecret();
-  ScriptedFrontend fe(frontend_io, secret, true);
-  fe.placeAfterInventory({{"t", "tree"}, {"index", 0}, {"nodes", 3}, {"radix", 2}, {"children", {{"2", "n2"}}}});
-  DaemonSession d(io, optionsFor(fe.port(), secret));
-  d.start();
-  auto both_until = [&](auto done, std::chrono::seconds limit) {
-    const auto until = std::chrono::steady_clock::now() + limit;
-    while (!done() && std::chrono::steady_clock::now() < until) {
-      io.run_for(std::chrono::milliseconds(5));
-      frontend_io.run_for(std::chrono::milliseconds(5));
-    }
-    return done();
-  };
-  REQUIRE(both_until([&] { return fe.inventory.has_value(); }, std::chrono::seconds(60)));
-  testing::ScriptedChild child(io, fe.inventory->probe_port, "n2", 2, secret);
-  REQUIRE(both_until([&] { return child.welcomed; }, std::chrono::seconds(10)));
-  child.send({{"t", "fence"}, {"seq", 1}, {"collect", true}, {"too_big", size_t{300} << 20}});
-  REQUIRE(both_until([&] { return !fe.arrived_fences.empty(); }, std::chrono::seconds(10)));
-  const Json& up = fe.arrived_fences.front();
+  InteriorDaemon t;
+  t.child->send({{"t", "fence"}, {"seq", 1}, {"collect", true}, {"too_big", size_t{300} << 20}});
+  REQUIRE(t.until([&] { return !t.fe.arrived_fences.empty(); }, std::chrono::seconds(10)));
+  const Json& up = t.fe.arrived_fences.front();
   CHECK(up["too_big"] == size_t{300} << 20);
   CHECK(up["seq"] == 1);
   CHECK_FALSE(up.contains(kSourceTag));
@@ -324,40 +344,23 @@ TEST_CASE("daemon session: a lost tree child is reported after its last output a
   // exit, and goes away: the report of its loss queues up here behind what it said last, as its
   // exit does behind its output. Sent ahead of them, it told the frontend of a lost node whose
   // ranks had in fact finished.
-  asio::io_context io(1), frontend_io(1);
-  const std::string secret = newJobSecret();
-  ScriptedFrontend fe(frontend_io, secret, true, false, 64 * 1024);
-  // Node 0 of 3 with radix 2: the frontend's child, node 2 below it.
-  fe.placeAfterInventory({{"t", "tree"}, {"index", 0}, {"nodes", 3}, {"radix", 2}, {"children", {{"2", "n2"}}}});
-  DaemonSession d(io, optionsFor(fe.port(), secret));
-  d.start();
-  auto both_until = [&](auto done, std::chrono::seconds limit) {
-    const auto until = std::chrono::steady_clock::now() + limit;
-    while (!done() && std::chrono::steady_clock::now() < until) {
-      io.run_for(std::chrono::milliseconds(5));
-      frontend_io.run_for(std::chrono::milliseconds(5));
-    }
-    return done();
-  };
-  REQUIRE(both_until([&] { return fe.inventory.has_value(); }, std::chrono::seconds(60)));
-  testing::ScriptedChild child(io, fe.inventory->probe_port, "n2", 2, secret);
-  REQUIRE(both_until([&] { return child.welcomed; }, std::chrono::seconds(10)));
+  InteriorDaemon t(64 * 1024);
 
   const std::string line(64 * 1024 - 1, 'x');
   constexpr int kLines = 128;
-  for (int i = 0; i < kLines; ++i) child.sendOutput(4, line + "\n");
-  child.sendBehindOutput({{"t", "exit"}, {"r", 4}, {"code", 0}, {"signaled", false}, {"ours", false}, {"tail", Json::array()}});
-  child.sendBehindOutput({{"t", "all_exited"}});
-  child.closeAfterFlush();
+  for (int i = 0; i < kLines; ++i) t.child->sendOutput(4, line + "\n");
+  t.child->sendBehindOutput({{"t", "exit"}, {"r", 4}, {"code", 0}, {"signaled", false}, {"ours", false}, {"tail", Json::array()}});
+  t.child->sendBehindOutput({{"t", "all_exited"}});
+  t.child->closeAfterFlush();
   // Only this side runs: the child's bytes and its end reach the daemon, nothing drains upward.
-  io.run_for(std::chrono::seconds(2));
-  REQUIRE(both_until([&] { return std::count(fe.arrived.begin(), fe.arrived.end(), "child_lost") == 1; },
-                     std::chrono::seconds(20)));
+  t.io.run_for(std::chrono::seconds(2));
+  REQUIRE(t.until([&] { return std::count(t.fe.arrived.begin(), t.fe.arrived.end(), "child_lost") == 1; },
+                  std::chrono::seconds(20)));
 
-  const auto at = [&](const std::string& type) { return std::find(fe.arrived.begin(), fe.arrived.end(), type) - fe.arrived.begin(); };
-  CHECK(fe.output_bytes == kLines * (line.size() + 1));
+  const auto at = [&](const std::string& type) { return std::find(t.fe.arrived.begin(), t.fe.arrived.end(), type) - t.fe.arrived.begin(); };
+  CHECK(t.fe.output_bytes == kLines * (line.size() + 1));
   CHECK(at("exit") < at("child_lost"));
   CHECK(at("all_exited") < at("child_lost"));
-  const auto last_output = std::find(fe.arrived.rbegin(), fe.arrived.rend(), "output").base() - fe.arrived.begin() - 1;
+  const auto last_output = std::find(t.fe.arrived.rbegin(), t.fe.arrived.rend(), "output").base() - t.fe.arrived.begin() - 1;
   CHECK(last_output < at("exit"));
 }
