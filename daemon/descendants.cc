@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <sstream>
 #include <unordered_map>
 
 namespace tlaunch {
@@ -38,31 +39,20 @@ bool parseProcStat(const std::string& stat, ProcEntry& out) {
 
 bool procHidesPids(std::string_view mountinfo) {
   bool hides = false;  // the last mount on /proc is the one in force
-  while (!mountinfo.empty()) {
-    const size_t eol = mountinfo.find('\n');
-    const std::string_view line = mountinfo.substr(0, eol);
-    mountinfo = eol == std::string_view::npos ? std::string_view() : mountinfo.substr(eol + 1);
+  std::istringstream lines{std::string(mountinfo)};
+  for (std::string line; std::getline(lines, line);) {
     // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS"
-    size_t at = 0;
-    std::string_view field;
-    for (int i = 0; i < 5 && at != std::string_view::npos; ++i) {
-      const size_t end = line.find(' ', at);
-      field = line.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
-      at = end == std::string_view::npos ? end : end + 1;
-    }
-    const size_t dash = line.find(" - proc ");
-    if (field != "/proc" || dash == std::string_view::npos) continue;
-    const size_t opts = line.find(' ', dash + 8);
-    const std::string_view super = opts == std::string_view::npos ? std::string_view() : line.substr(opts + 1);
-    const size_t h = super.find("hidepid=");
-    if (h == std::string_view::npos) {
-      hides = false;
+    std::istringstream head(line);
+    std::string id, parent, device, root, mountpoint, fstype, source, super;
+    const size_t dash = line.find(" - ");
+    if (!(head >> id >> parent >> device >> root >> mountpoint) || mountpoint != "/proc" || dash == std::string::npos)
       continue;
-    }
-    const std::string_view value = super.substr(h + 8, super.find(',', h) == std::string_view::npos
-                                                           ? std::string_view::npos
-                                                           : super.find(',', h) - h - 8);
-    hides = value != "0" && value != "off";
+    std::istringstream tail(line.substr(dash + 3));
+    if (!(tail >> fstype >> source >> super) || fstype != "proc") continue;
+    hides = false;
+    std::istringstream options(super);
+    for (std::string option; std::getline(options, option, ',');)
+      if (option.starts_with("hidepid=")) hides = option != "hidepid=0" && option != "hidepid=off";
   }
   return hides;
 }

@@ -106,25 +106,31 @@ bool writeOwnerMark(const std::string& dir) {
 }
 
 std::vector<std::string> removeStaleJobDirs(const std::string& tmp_base, const std::string& shm_base) {
-  std::vector<std::string> removed;
   const std::string identity = hostIdentity();
   std::error_code ec;
+  std::vector<fs::path> stale;
   for (const auto& entry : fs::directory_iterator(tmp_base, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("tlaunch.", 0) != 0 || !ownDirectory(AT_FDCWD, entry.path().string())) continue;
-    if (!markedByDeadDaemonHere(readMark(entry.path().string()), identity)) continue;
+    if (markedByDeadDaemonHere(readMark(entry.path().string()), identity)) stale.push_back(entry.path());
+  }
+  std::vector<std::string> removed;
+  if (stale.empty()) return removed;
+  std::vector<std::string> shm_names;  // listed once for all the stale directories
+  for (const auto& shm : fs::directory_iterator(shm_base, ec)) shm_names.push_back(shm.path().filename().string());
+  for (const fs::path& dir : stale) {
+    const std::string name = dir.filename().string();
     // The twins go first: once the marked directory is gone nothing vouches for them.
     std::vector<fs::path> dirs;
-    for (const auto& shm : fs::directory_iterator(shm_base, ec)) {
-      const std::string twin = shm.path().filename().string();
-      if (twin == name || (twin.size() > name.size() + 1 && twin.starts_with(name + "."))) dirs.push_back(shm.path());
-    }
-    dirs.push_back(entry.path());
-    for (const fs::path& dir : dirs) {
-      if (!ownDirectory(AT_FDCWD, dir.string())) continue;
+    for (const std::string& twin : shm_names)
+      if (twin == name || (twin.size() > name.size() + 1 && twin.starts_with(name + ".")))
+        dirs.push_back(fs::path(shm_base) / twin);
+    dirs.push_back(dir);
+    for (const fs::path& d : dirs) {
+      if (!ownDirectory(AT_FDCWD, d.string())) continue;
       std::error_code rm;
       // remove_all removes symlinks inside, never what they point to.
-      if (fs::remove_all(dir, rm) > 0 && !rm) removed.push_back(dir.string());
+      if (fs::remove_all(d, rm) > 0 && !rm) removed.push_back(d.string());
     }
   }
   return removed;

@@ -20,12 +20,6 @@
 namespace tlaunch {
 
 namespace {
-// The hostfile's max_slots (parsed and range-checked there), 0 where none was given.
-int maxSlotsOf(const HostEntry& h) {
-  const auto it = h.attrs.find("max_slots");
-  return it == h.attrs.end() ? 0 : std::atoi(it->second.c_str());
-}
-
 std::vector<std::string> netIfOf(const HostEntry& h) {
   std::vector<std::string> out;
   auto it = h.attrs.find("net_if");
@@ -212,7 +206,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     for (size_t i = 0; i < chosen.size(); ++i) {
       choice.nodes.push_back({static_cast<int>(i), chosen[i].name, {}, netIfOf(chosen[i])});
       choice.node_slots.push_back(usableSlots(chosen[i]));
-      choice.node_max_slots.push_back(maxSlotsOf(chosen[i]));
+      choice.node_max_slots.push_back(maxSlots(chosen[i]));
       choice.node_gpus.push_back(gpuListOf(chosen[i]));
     }
     choice.starter = std::make_unique<LocalStarter>();
@@ -234,7 +228,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   for (size_t i = 0; i < chosen.size(); ++i) {
     choice.nodes.push_back({static_cast<int>(i), chosen[i].name, sshDestination(chosen[i]), netIfOf(chosen[i])});
     choice.node_slots.push_back(usableSlots(chosen[i]));
-    choice.node_max_slots.push_back(maxSlotsOf(chosen[i]));
+    choice.node_max_slots.push_back(maxSlots(chosen[i]));
     choice.node_gpus.push_back(gpuListOf(chosen[i]));
   }
   if (resolve_only) {  // --dry-run --offline: the same nodes, nothing to start or connect to

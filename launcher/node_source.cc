@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <set>
 
@@ -175,6 +176,11 @@ const std::string kHostfileHint =
 
 int usableSlots(const HostEntry& host) {
   return host.only_slots.empty() ? host.slots : static_cast<int>(host.only_slots.size());
+}
+
+int maxSlots(const HostEntry& host) {
+  const auto it = host.attrs.find("max_slots");
+  return it == host.attrs.end() ? 0 : std::atoi(it->second.c_str());
 }
 
 std::string sshDestination(const HostEntry& host) {
@@ -378,9 +384,9 @@ Result<std::vector<HostEntry>> selectNodes(const std::vector<HostEntry>& hosts, 
   if (ranks_per_node > 0) {
     for (const auto& h : chosen) {
       // A hostfile's max_slots (Open MPI's hard limit): never more ranks than that on the node.
-      if (auto cap = h.attrs.find("max_slots"); cap != h.attrs.end() && std::stoi(cap->second) < ranks_per_node)
+      if (const int cap = maxSlots(h); cap > 0 && cap < ranks_per_node)
         return diagnostic(Errc::usage, "max-slots-short",
-                          {{"node", h.name}, {"max", cap->second}, {"asked", std::to_string(ranks_per_node)}});
+                          {{"node", h.name}, {"max", std::to_string(cap)}, {"asked", std::to_string(ranks_per_node)}});
       const int usable = usableSlots(h);
       if (usable < 0 || usable >= ranks_per_node) continue;
       const std::string what = h.only_slots.empty() ? std::to_string(usable) + (usable == 1 ? " slot" : " slots")

@@ -30,6 +30,9 @@ struct HostEntry {
 // The slots a job may use on the host: only_slots' size when set, else `slots` (-1: unknown,
 // also when excluded_slots waits for the node's GPU count).
 int usableSlots(const HostEntry& host);
+
+// The hostfile's max_slots (parsed and range-checked with the hostfile), 0 where none was given.
+int maxSlots(const HostEntry& host);
 // "user@name" when the entry has a user attribute, else the name: the ssh destination.
 std::string sshDestination(const HostEntry& host);
 
