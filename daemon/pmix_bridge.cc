@@ -30,6 +30,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   std::unique_ptr<PmixBridge> b(new PmixBridge());
   b->send_ = send;
   b->io_ = &io;
+  b->this_node_ = launch.pmix.this_node;
   // Per node and job, so that simulated nodes sharing /tmp and two jobs at once never collide.
   b->node_dir_ = nodeTmpBase() + "/" + jobDirName(launch.job_id, launch.node_name);
   b->shm_twin_ = shmTwinName(std::filesystem::path(b->node_dir_).filename().string());
@@ -167,7 +168,7 @@ void PmixBridge::onMessage(const std::string& type, const Json& msg) {
                                                   : PmixReply::not_found;
     server_->completeDirectModex(static_cast<uint64_t>(getInt(msg, "id")), status, bytesAt(msg, "d"));
   } else {
-    onPubsubMessage(*server_, type, msg);
+    onPubsubMessage(*server_, type, msg, this_node_);
   }
 }
 

@@ -68,6 +68,7 @@ class PmixBridge {
   std::shared_ptr<std::set<int>> unfinalized_ = std::make_shared<std::set<int>>();
   std::unique_ptr<PmixServer> server_;
   Send send_;
+  int this_node_ = -1;  // the node's index in the job
   std::string node_dir_;
   std::string shm_twin_;  // its /dev/shm twin's name (shmTwinName)
   bool finished_ = false;

@@ -42,7 +42,7 @@ void addPubsubCallbacks(PmixServer::Callbacks& cb, const std::function<void(Json
   };
 }
 
-void onPubsubMessage(PmixServer& server, const std::string& type, const Json& msg) {
+void onPubsubMessage(PmixServer& server, const std::string& type, const Json& msg, int this_node) {
   if (type == "pub_done") {
     server.completePublish(idOf(msg), replyOf(msg));
   } else if (type == "unpub_done") {
@@ -57,7 +57,14 @@ void onPubsubMessage(PmixServer& server, const std::string& type, const Json& ms
   } else if (type == "jobctl_done") {
     server.completeJobControl(idOf(msg), replyOf(msg));
   } else if (type == "coll_done") {
-    server.completeCollective(idOf(msg), replyOf(msg), bytesAt(msg, "d"),
+    // Broadcast to every node ("ids": node -> request id) when most nodes took part.
+    uint64_t id = idOf(msg);
+    if (auto ids = msg.find("ids"); ids != msg.end()) {
+      auto own = ids->is_object() ? ids->find(std::to_string(this_node)) : ids->end();
+      if (own == ids->end() || !own->is_number_integer()) return;  // this node is not in it
+      id = own->get<uint64_t>();
+    }
+    server.completeCollective(id, replyOf(msg), bytesAt(msg, "d"),
                               static_cast<uint64_t>(std::max(0LL, getInt(msg, "cid", 0))));
   }
 }

@@ -13,6 +13,7 @@
 namespace tlaunch {
 
 void addPubsubCallbacks(PmixServer::Callbacks& cb, const std::function<void(Json)>& send);
-void onPubsubMessage(PmixServer& server, const std::string& type, const Json& msg);
+// `this_node`: the node's index in the job, to find its own request in a broadcast answer.
+void onPubsubMessage(PmixServer& server, const std::string& type, const Json& msg, int this_node);
 
 }  // namespace tlaunch

@@ -53,7 +53,7 @@ JobSession::JobSession(asio::io_context& io, SessionConfig config, std::unique_p
   auto send = [this](int node, const Json& msg) { sendToNode(node, msg); };
   pmix_directory_ = std::make_unique<PmixDirectory>(send);
   pmix_collectives_ = std::make_unique<PmixCollectives>(
-      send, [this](int rank) { return nodeOfRank(rank); }, [this] { return static_cast<int>(links_.size()); });
+      send, [this](Json msg) { broadcast(std::move(msg)); }, [this](int rank) { return nodeOfRank(rank); }, [this] { return static_cast<int>(links_.size()); });
   signals_.add(SIGQUIT);  // Ctrl-\: the ranks' stacks, and the job goes on
   for (const auto& n : cfg_.nodes) {
     auto l = std::make_unique<Link>();

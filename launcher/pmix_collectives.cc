@@ -74,11 +74,22 @@ void PmixCollectives::onMessage(int node, const Json& msg) {
   all.reserve(round->bytes);
   for (const auto& [n, part] : round->blobs) all += part;
   // Every completed collective gets the next number: a group's context id, the same on each node.
-  const uint64_t context_id = next_context_id_++;
-  for (const auto& [n, rid] : round->ids)
-    send_(n, {{"t", "coll_done"}, {"id", rid}, {"status", static_cast<int>(PmixReply::ok)}, {"d", binary(all)},
-              {"cid", context_id}});
+  complete(*round, all, next_context_id_++);
   closeRound(key, round);
+}
+
+void PmixCollectives::complete(const Round& round, const std::string& result, uint64_t context_id) {
+  const auto n = round.ids.size();
+  if (n < 2 || n * 2 < static_cast<size_t>(std::max(1, node_count_()))) {
+    for (const auto& [node, rid] : round.ids)
+      send_(node, {{"t", "coll_done"}, {"id", rid}, {"status", static_cast<int>(PmixReply::ok)}, {"d", binary(result)},
+                   {"cid", context_id}});
+    return;
+  }
+  Json ids = Json::object();
+  for (const auto& [node, rid] : round.ids) ids[std::to_string(node)] = rid;
+  broadcast_({{"t", "coll_done"}, {"ids", std::move(ids)}, {"status", static_cast<int>(PmixReply::ok)},
+              {"d", binary(result)}, {"cid", context_id}});
 }
 
 void PmixCollectives::closeRound(const std::string& key, const std::deque<Round>::iterator& round) {

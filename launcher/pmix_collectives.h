@@ -3,7 +3,9 @@
 // (Open MPI's MPI_Comm_accept/connect and MPI_Comm_disconnect), fences over a subset of the
 // ranks, and PMIx_Group_construct / destruct (each completed one numbered: the group's context
 // id). Each node that hosts one of the ranks enters once ("coll"); when all of them have,
-// each gets "coll_done" with its own request id and every node's blob, concatenated.
+// each gets "coll_done" with its own request id and every node's blob, concatenated. A result
+// for at least half of the job's nodes is broadcast once ("ids": node -> request id; the other
+// nodes ignore it), as N copies of it, one per node, would be N times its size in the queues.
 // Collectives over the same ranks and kind complete in the order the nodes entered them. A
 // round whose earliest timeout (PMIX_TIMEOUT, from any node) passes fails with a timeout on the
 // nodes that entered it; a node entering later starts a new round. Once a rank has failed,
@@ -28,9 +30,13 @@ namespace tlaunch {
 class PmixCollectives {
  public:
   using Send = std::function<void(int node, const Json& msg)>;
+  using Broadcast = std::function<void(Json msg)>;  // to every node
   using NodeOf = std::function<int(int rank)>;  // -1: unknown rank
-  PmixCollectives(Send send, NodeOf node_of, std::function<int()> node_count)
-      : send_(std::move(send)), node_of_(std::move(node_of)), node_count_(std::move(node_count)) {}
+  PmixCollectives(Send send, Broadcast broadcast, NodeOf node_of, std::function<int()> node_count)
+      : send_(std::move(send)),
+        broadcast_(std::move(broadcast)),
+        node_of_(std::move(node_of)),
+        node_count_(std::move(node_count)) {}
 
   void onMessage(int node, const Json& msg);
   void tick(std::chrono::steady_clock::time_point now);
@@ -51,7 +57,9 @@ class PmixCollectives {
   bool includesFailed(const std::vector<int>& ranks) const;
   void answer(const Round& round, PmixReply status);
   void closeRound(const std::string& key, const std::deque<Round>::iterator& round);
+  void complete(const Round& round, const std::string& result, uint64_t context_id);
   Send send_;
+  Broadcast broadcast_;
   NodeOf node_of_;
   std::function<int()> node_count_;
   std::map<std::string, std::deque<Round>> rounds_;  // by kind and ranks

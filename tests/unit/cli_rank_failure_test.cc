@@ -107,7 +107,7 @@ TEST_CASE("the announcement says whether the failed process is one of the job's 
 
 TEST_CASE("collectives that include a failed rank fail at once, pending or new") {
   std::vector<std::pair<int, Json>> sent;
-  PmixCollectives c([&](int node, const Json& m) { sent.emplace_back(node, m); },
+  PmixCollectives c([&](int node, const Json& m) { sent.emplace_back(node, m); }, [](const Json&) {},
                     [](int rank) { return rank >= 0 && rank < 4 ? rank / 2 : -1; }, [] { return 2; });
   const auto lost = static_cast<int>(PmixReply::proc_lost);
   // Node 0 enters a connect over ranks 0 and 3; rank 3 fails before node 1 enters.

@@ -13,11 +13,26 @@
 using namespace tlaunch;
 
 namespace {
+// What each node takes from a broadcast answer: its own request id (daemon/pmix_pubsub_wire.cc).
+void deliverBroadcast(std::vector<std::pair<int, Json>>& to, const Json& m) {
+  for (const auto& [node, id] : m["ids"].items()) {
+    Json own = m;
+    own.erase("ids");
+    own["id"] = id;
+    to.emplace_back(std::stoi(node), std::move(own));
+  }
+}
+
 struct CollectiveSends {
   std::vector<std::pair<int, Json>> msgs;
   int node_count_calls = 0;
+  int broadcasts = 0;
   // Ranks 0-3 on nodes 0 and 1, two each.
   PmixCollectives c{[this](int node, const Json& m) { msgs.emplace_back(node, m); },
+                    [this](const Json& m) {
+                      ++broadcasts;
+                      deliverBroadcast(msgs, m);
+                    },
                     [](int rank) { return rank >= 0 && rank < 4 ? rank / 2 : -1; },
                     [this] {
                       ++node_count_calls;
@@ -85,6 +100,7 @@ TEST_CASE("pmix collectives: a round too big for a frame fails for the nodes tha
   std::vector<std::pair<int, Json>> sent;
   // Ranks 0-2, one per node.
   PmixCollectives c([&](int node, const Json& m) { sent.emplace_back(node, m); },
+                    [&](const Json& m) { deliverBroadcast(sent, m); },
                     [](int rank) { return rank >= 0 && rank < 3 ? rank : -1; }, [] { return 3; });
   const std::string half(kMaxCollectedBytes / 2 + 1, 'x');
   c.onMessage(0, coll(1, {0, 1, 2}, half));
@@ -117,4 +133,35 @@ TEST_CASE("pmix collectives: a spawned process's failure does not fail the whole
   s.c.onMessage(0, coll(3, {-1}));
   REQUIRE(s.msgs.size() == 3);
   CHECK(s.status(2) == PmixReply::proc_lost);
+}
+
+// A collective of the whole job on 2,000 nodes sent its result once per node, each copy sealed
+// for its link: 2,000 x the result in the frontend's queues. Most nodes: one broadcast.
+TEST_CASE("pmix collectives: a result for most nodes is broadcast once, one for a few is sent to each") {
+  std::vector<std::pair<int, Json>> sent;
+  std::vector<Json> broadcasts;
+  // Ranks 0-7, one per node.
+  PmixCollectives c([&](int node, const Json& m) { sent.emplace_back(node, m); },
+                    [&](const Json& m) { broadcasts.push_back(m); },
+                    [](int rank) { return rank >= 0 && rank < 8 ? rank : -1; }, [] { return 8; });
+  for (int n = 0; n < 8; ++n) c.onMessage(n, coll(100 + n, {-1}, std::string(1, static_cast<char>('a' + n))));
+  CHECK(sent.empty());
+  REQUIRE(broadcasts.size() == 1);
+  CHECK(bytesAt(broadcasts[0], "d") == "abcdefgh");
+  CHECK(static_cast<PmixReply>(getInt(broadcasts[0], "status", -1)) == PmixReply::ok);
+  REQUIRE(broadcasts[0]["ids"].size() == 8);
+  for (int n = 0; n < 8; ++n) CHECK(broadcasts[0]["ids"][std::to_string(n)] == 100 + n);
+  // Half the nodes still share one broadcast; the others find no id of theirs in it.
+  for (int n = 0; n < 4; ++n) c.onMessage(n, coll(200 + n, {0, 1, 2, 3}));
+  REQUIRE(broadcasts.size() == 2);
+  CHECK_FALSE(broadcasts[1]["ids"].contains("4"));
+  // Two of eight: one answer each.
+  c.onMessage(5, coll(300, {5, 6}, "x"));
+  c.onMessage(6, coll(301, {5, 6}, "y"));
+  CHECK(broadcasts.size() == 2);
+  REQUIRE(sent.size() == 2);
+  CHECK(sent[0].second["id"] == 300);
+  CHECK(sent[1].second["id"] == 301);
+  CHECK(bytesAt(sent[1].second, "d") == "xy");
+  CHECK(sent[0].second["cid"] == sent[1].second["cid"]);
 }
