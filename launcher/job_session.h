@@ -185,6 +185,13 @@ class JobSession {
   void answerSpawn(int requester_node, uint64_t request_id, PmixReply status, const std::string& nspace);
   std::unique_ptr<PmixSpawns> pmix_spawns_;  // with the plan, when PMIx is on
   std::map<int, SpawnInFlight> spawns_in_flight_;  // by spawn number
+  // Each spawn in flight has every node register a namespace: past kMaxSpawnsInFlight requests
+  // wait here (ranks that each spawn a helper with MPI_COMM_SELF), past kMaxSpawnsWaiting they
+  // are refused ("out of resource").
+  std::deque<std::pair<int, Json>> spawns_waiting_;  // node, request
+  static constexpr size_t kMaxSpawnsInFlight = 8;
+  static constexpr size_t kMaxSpawnsWaiting = 4096;
+  void spawnLeftFlight(std::map<int, SpawnInFlight>::iterator it);
   // The starters' failures: collected (StartFailureReport), the job ends once they are all in.
   void onStartFailures(const std::vector<StartFailure>& failures, std::chrono::steady_clock::time_point now);
   bool belowFailedNode(int index) const;  // tree spawn: a node that failed was to start it

@@ -35,6 +35,14 @@ void JobSession::onPmixSpawn(Link& link, const Json& msg) {
   if (phase_ != Phase::running || failed_) return refuse("the job is ending", PmixReply::not_supported);
   if (nodeOfRank(request->requester) != link.index)  // a daemon speaks for its own processes only
     return refuse("the caller does not run on that node", PmixReply::bad_param);
+  if (spawns_in_flight_.size() >= kMaxSpawnsInFlight) {
+    if (spawns_waiting_.size() >= kMaxSpawnsWaiting)
+      return refuse(std::to_string(kMaxSpawnsWaiting) + " spawns wait already", PmixReply::no_room);
+    if (cfg_.spec.verbose && spawns_waiting_.empty())
+      out_.note("PMIx_Spawn: " + std::to_string(kMaxSpawnsInFlight) + " spawns are being started; more wait their turn");
+    spawns_waiting_.emplace_back(link.index, msg);
+    return;
+  }
   auto usable = [this](int node) { return reachable(node) && !links_[static_cast<size_t>(node)]->all_exited; };
   auto placed = pmix_spawns_->place(*request, usable);
   if (!placed) {
@@ -82,7 +90,7 @@ void JobSession::onPmixSpawnReady(Link& link, const Json& msg) {
     out_.note("PMIx_Spawn from " + rankName(f.requester) + " failed: " + f.error);
     pmix_spawns_->forget(spawn_id);
     answerSpawn(f.requester_node, f.request_id, PmixReply::not_found, {});
-    spawns_in_flight_.erase(it);
+    spawnLeftFlight(it);
     return;
   }
   f.starting = true;
@@ -113,7 +121,16 @@ void JobSession::onPmixSpawnStarted(Link& link, const Json& msg) {
               (job->size() == 1 ? "" : "es") + " (namespace " + job->nspace + ") on " + where);
   }
   answerSpawn(f.requester_node, f.request_id, PmixReply::ok, job ? job->nspace : std::string());
+  spawnLeftFlight(it);
+}
+
+void JobSession::spawnLeftFlight(std::map<int, SpawnInFlight>::iterator it) {
   spawns_in_flight_.erase(it);
+  while (!spawns_waiting_.empty() && spawns_in_flight_.size() < kMaxSpawnsInFlight) {
+    auto [node, request] = std::move(spawns_waiting_.front());
+    spawns_waiting_.pop_front();
+    onPmixSpawn(*links_[static_cast<size_t>(node)], request);
+  }
 }
 
 std::string JobSession::rankName(int rank) const {

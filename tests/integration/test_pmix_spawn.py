@@ -2,7 +2,7 @@
 MPI 4.1) across nodes and onto a named host, the children's output tagged, binding, intercommunicator
 traffic and MPI_Comm_disconnect; MPI_Comm_spawn_multiple; mpi4py.futures' MPIPoolExecutor; a host outside the job and a
 missing program failing the spawn at once with a message (nothing started); a job spawning in
-a loop not growing its node's daemon by every namespace; a spawned process
+a loop not growing its node's daemon by every namespace; 24 spawns at once; a spawned process
 that fails ending the job with its name, or with --keep-going not failing the job's fences; and Ctrl-C ending spawned processes with the job."""
 import os
 import re
@@ -114,6 +114,16 @@ tl.check(fences == [("0", "1", "ok"), ("0", "2", "ok"), ("1", "1", "ok"), ("1", 
          f"both fences complete on both ranks after the spawned process failed: {fences}")
 tl.check(r.returncode == 1 and "spawned namespace" in r.stderr and "--keep-going" in r.stderr,
          f"--keep-going: exit {r.returncode} (the spawned process's status), named")
+
+# Many spawns at once (each rank starts 12 helpers with PMIx_Spawn_nb): past 8 in flight they
+# wait their turn at the frontend, and each of the 24 is answered and succeeds.
+SPAWN_MANY = os.environ.get("PMIX_SPAWN_MANY")
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "-v", "--", SPAWN_MANY, "12"], timeout=180)
+print(r.stdout, r.stderr)
+many = sorted(re.findall(r"spawn_many rank (\d) ok (\d+) failed (\d+)$", r.stdout, re.M))
+tl.check(r.returncode == 0 and many == [("0", "12", "0"), ("1", "12", "0")],
+         f"24 spawns at once: exit {r.returncode}, {many}")
+tl.check("more wait their turn" in r.stderr, "-v says that spawns waited")
 
 # Ctrl-C while a spawned process runs: it ends with the job.
 mark = str(4000 + os.getpid() % 1000) + ".25"
