@@ -304,16 +304,22 @@ void DaemonSession::handleTerminate(const Json& msg) {
 
 void DaemonSession::onClose(const std::string& reason) {
   if (done_) return;
-  if (!authenticated_ && challenge_retries_ < kChallengeRetries) {
+  if (!authenticated_ && std::chrono::steady_clock::now() < connect_deadline_) {
     // Closed before we could prove the secret: the frontend makes room among connections not
-    // yet authenticated when strangers flood its port, and ours may have been the oldest.
-    // Nothing of the job is lost yet: connect again (a frontend that is gone refuses it).
-    ++challenge_retries_;
-    spdlog::warn("the frontend closed the connection before authentication ({}); connecting again", reason);
+    // yet authenticated when strangers flood its port (bootstrap/stranger_eviction.h), and
+    // ours was chosen. Nothing of the job is lost yet: connect again, backing off, until
+    // --connect-timeout, when tlaunch gives up on this node anyway (a frontend that is gone
+    // refuses the connection).
+    const auto backoff = std::chrono::milliseconds(50 << std::min(early_closes_++, 5));  // 50 ms .. 1.6 s
+    if (early_closes_ <= 3 || early_closes_ % 10 == 0)
+      spdlog::warn("{} closed the connection before authentication ({}); connecting again", upstreamName(), reason);
     challenge_timer_.cancel();
     server_nonce_.clear();
     conn_->close();
-    connect(0);
+    auto t = std::make_shared<asio::steady_timer>(io_, backoff);
+    t->async_wait([this, t](const asio::error_code&) {
+      if (!done_) connect(0);
+    });
     return;
   }
   frontendLost(reason);

@@ -167,6 +167,7 @@ class DaemonSession {
   static constexpr std::chrono::seconds kChallengeTimeout{10};
   static constexpr int kChallengeRetries = 5;
   int challenge_retries_ = 0;
+  int early_closes_ = 0;  // connections closed before authentication (a flood of strangers)
   std::chrono::milliseconds heartbeat_interval_{1000};
   bool draining_ = false;
   bool lost_ = false;

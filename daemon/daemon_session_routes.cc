@@ -42,6 +42,12 @@ DaemonSession::Router DaemonSession::makeRouter() {
     spdlog::info("tlaunch started this node's daemon otherwise meanwhile; exiting");
     shutdown(0);
   });
+  // It proved the job secret, but tlaunch has no place for it (another daemon serves this
+  // node, or the node is not one of the job's): connecting again would not change that.
+  r.on("refused", [this](Type, Json&& m) {
+    spdlog::error("tlaunch refused this daemon: {}", getString(m, "reason"));
+    shutdown(69);
+  });
   // --stdin, `tlaunch stacks`, `tlaunch status`.
   r.on("stdin", [this](Type, Json&& m) {
     if (ranks_) ranks_->writeStdin(static_cast<int>(getInt(m, "r")), bytesOf(m["d"]));

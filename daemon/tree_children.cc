@@ -43,7 +43,8 @@ void TreeChildren::adopt(asio::ip::tcp::socket socket) {
     const bool any_stranger = std::any_of(children_.begin(), children_.end(), [](const auto& c) { return !c->proved; });
     const auto victim = strangerToDrop(
         children_.begin(), children_.end(), [&](const auto& c) { return !c->child && (!c->proved || !any_stranger); },
-        [](const auto& c) { return std::string_view(c->conn->peer()); });
+        [](const auto& c) { return std::string_view(c->conn->peer()); }, [](const auto& c) { return c->since; },
+        std::chrono::steady_clock::now());
     if (victim != children_.end()) drop((*victim)->id);
   }
   auto c = std::make_unique<Child>();

@@ -136,7 +136,8 @@ class Keeper {
   void dropOneStranger() {  // bootstrap/stranger_eviction.h; a closed one is on its way out already
     const auto victim = strangerToDrop(
         clients_.begin(), clients_.end(), [](const auto& c) { return !c->authenticated && c->conn->isOpen(); },
-        [](const auto& c) { return std::string_view(c->conn->peer()); });
+        [](const auto& c) { return std::string_view(c->conn->peer()); }, [](const auto& c) { return c->since; },
+        Clock::now());
     if (victim == clients_.end()) return;
     (*victim)->conn->close();
     clients_.erase(victim);

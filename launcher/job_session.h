@@ -230,6 +230,14 @@ class JobSession {
   // by kMaxCollectedBytes.
   static constexpr size_t kMaxFencesInProgress = 4096;
   static constexpr uint64_t kRejectionsShown = 10;
+  // What a node that proved the job secret did wrong (connected twice, spoke for a node or
+  // rank that is not its own): counted apart from strangers' rejections, which anyone can
+  // cause, so that a flood of strangers cannot hide these.
+  static constexpr uint64_t kAnomaliesShown = 20;
+  void noteAnomaly(const std::string& text);
+  // A daemon that proved the secret but cannot serve the job (unknown node, connected twice):
+  // told why (after the welcome, so the word is ours), so that it ends instead of connecting again.
+  void refuseProved(Pending* p, const Json& hello, const std::string& why);
   void broadcast(Json msg);  // by value: tagged in place (a fence's result can be megabytes)
   std::string nodeLabel(int index) const;
   bool allDrained() const;
@@ -297,6 +305,7 @@ class JobSession {
   int interrupts_ = 0;
   int kept_going_said_ = 0;  // --keep-going: later failed ranks named so far (a bounded number)
   uint64_t rejections_ = 0;  // a stranger can cause billions over days: never wraps
+  uint64_t anomalies_ = 0;
   std::optional<std::string> lost_node_;  // a daemon's connection closed: reported at lost_deadline_
   std::string lost_node_name_;
   std::chrono::steady_clock::time_point lost_deadline_;

@@ -108,6 +108,21 @@ void JobSession::supersede(Pending* p, const Json& hello, const Link& link) {
   forgetPendingLater(*p);
 }
 
+void JobSession::noteAnomaly(const std::string& text) {
+  if (++anomalies_ <= kAnomaliesShown)
+    out_.note(text + (anomalies_ == kAnomaliesShown ? " (further such notes are not shown)" : ""));
+}
+
+void JobSession::refuseProved(Pending* p, const Json& hello, const std::string& why) {
+  auto conn = p->conn;
+  noteAnomaly("refused a tlaunchd from " + conn->peer() + " that proved the job secret: " + why);
+  welcome(*conn, p->nonce, bytesOf(hello["nonce"]));
+  conn->send({{"t", "refused"}, {"reason", why}});
+  conn->setHandlers([](Json&&) {}, [](const std::string&) {});
+  conn->closeAfterFlush();
+  forgetPendingLater(*p);
+}
+
 void JobSession::onPendingMessage(Pending* p, Json&& msg) {
   auto conn = p->conn;
   auto drop = [this, p, conn](const std::string& why) {
@@ -140,11 +155,11 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
     link = l.get();
     links_.push_back(std::move(l));
   }
-  if (!link) return drop("unknown node '" + node + "'");
+  if (!link) return refuseProved(p, msg, "node '" + node + "' is not a node of this job");
   // Its keeper answered too late: the node was handed to ssh or srun meanwhile, whose daemon
   // serves it. This one is told so (after the welcome: from us, not from a stranger) and ends.
   if (getString(msg, "via") == "keeper" && starter_->keeperGivenUp(link->index)) return supersede(p, msg, *link);
-  if (link->conn || link->routed) return drop("node " + node + " connected twice");
+  if (link->conn || link->routed) return refuseProved(p, msg, "node " + node + " is connected already");
   if (getInt(msg, "proto") != kProtocolVersion || getString(msg, "version") != kVersion) {
     conn->close();
     fail(exitStatusFor(Errc::protocol),
@@ -180,8 +195,8 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
     // name. A node that sent it itself gets its credit back at once (its window would shrink
     // for good); relayed through a tree, whose window it took is not known.
     if (!tree_) grantOutputCredit(link->index, r.bytes.size());
-    if (++rejections_ <= kRejectionsShown)
-      out_.note("node " + link->name + " sent output of rank " + std::to_string(r.rank) + ", which does not run there or below it; dropped");
+    noteAnomaly("node " + link->name + " sent output of rank " + std::to_string(r.rank) +
+                ", which does not run there or below it; dropped");
   });
   welcome(*conn, server_nonce, bytesOf(msg["nonce"]));  // the configuration is its first sealed frame
   conn->send({{"t", "config"}, {"config", daemonConfigFor(*link)}});
@@ -211,7 +226,8 @@ void JobSession::dropOneStranger() {
   // Among the open ones: a rejected one is already closed and on its way out.
   const auto victim = strangerToDrop(
       pending_.begin(), pending_.end(), [](const auto& p) { return p->conn->isOpen(); },
-      [](const auto& p) { return std::string_view(p->conn->peer()); });
+      [](const auto& p) { return std::string_view(p->conn->peer()); }, [](const auto& p) { return p->since; },
+      Clock::now());
   if (victim == pending_.end()) return;
   auto conn = (*victim)->conn;
   pending_.erase(victim);

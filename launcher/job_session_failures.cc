@@ -90,6 +90,11 @@ void JobSession::failPmixOperationsOf(int rank) {
 
 void JobSession::onRankExit(Link& link, const Json& msg) {
   const int rank = static_cast<int>(getInt(msg, "r"));
+  // A node speaks for its own ranks only: another's exit (from a daemon gone wrong, or anyone
+  // holding the job secret) must not fail the job or count as that rank's end.
+  if (nodeOfRank(rank) != link.index)
+    return noteAnomaly("node " + link.name + " reported the exit of rank " + std::to_string(rank) +
+                       ", which does not run there; ignored");
   const bool signaled = getBool(msg, "signaled");
   const int code = static_cast<int>(getInt(msg, "code"));
   const bool ours = getBool(msg, "ours");

@@ -153,8 +153,7 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
                          links_[static_cast<size_t>(source)]->conn && !links_[static_cast<size_t>(source)]->routed &&
                          tree_->isInSubtree(source, link.index);
   if (source == link.index || (routeOf(source) != link.index && !attaching)) {
-    if (++rejections_ <= kRejectionsShown)
-      out_.note("node " + link.name + " relayed a message from node " + std::to_string(source) +
+    noteAnomaly("node " + link.name + " relayed a message from node " + std::to_string(source) +
                 ", which is not below it in the control tree; dropped");
     return;
   }

@@ -5,6 +5,7 @@ strangers send must never crash or stall a job. While a 2-node job runs, from th
     wrong shape, a hello with a wrong proof, rank output before authentication, deep nesting
     inside the 4 KiB pre-authentication limit;
 each connection is dropped, and the job completes with exit 0 and every rank's output."""
+import multiprocessing
 import os
 import resource
 import signal
@@ -153,3 +154,61 @@ finally:
         p.kill()
 tl.check(p.returncode == 0 and out.count("done") == 2, f"job under a flood of its daemon's port: exit {p.returncode}: {err[-1500:]}")
 print("PASS: a daemon out of descriptors under a flood waits instead of spinning; the job completed")
+
+# A flood spread over many addresses of the daemons' own host (anyone can bind any address in
+# 127.0.0.0/8) while 16 local daemons are connecting: the frontend makes room by closing one
+# connection not yet authenticated, and the busiest host's were the daemons'. Each daemon gave
+# up after its fifth such close and the job failed (exit 69, "lost the frontend"); now it
+# connects again, backing off, until --connect-timeout, and the job completes once the flood
+# stops. The daemons start a second late, so that the flood is on when they connect.
+late = os.path.join(tl.tempdir(), "late-tlaunchd")
+with open(late, "w") as f:
+    f.write(f"#!/bin/sh\nsleep 1\nexec {os.path.join(os.path.dirname(os.path.abspath(tl.TLAUNCH)), 'tlaunchd')} \"$@\"\n")
+os.chmod(late, 0o755)
+p = tl.start(["--launcher", "local", "-N", "16", "-p", "1", "--connect-timeout", "40", "--daemon-path", late, "--",
+              tl.PYTHON, PAT, "lines", "1"])
+stop_flood = multiprocessing.Event()
+counts = multiprocessing.Queue()
+
+
+def spread_flood(seed, port):
+    held, n = [], 0
+    while not stop_flood.is_set():
+        k = n * 7919 + seed
+        src = "127.0.0.1" if k % 4 == 0 else f"127.{(k >> 16) % 250 + 1}.{(k >> 8) % 256}.{k % 254 + 1}"
+        try:
+            s = socket.socket()
+            s.bind((src, 0))
+            s.settimeout(1)
+            s.connect(("127.0.0.1", port))
+            held.append(s)
+            n += 1
+        except OSError:
+            s.close()
+        if len(held) > 900:
+            held.pop(0).close()
+    for s in held:
+        s.close()
+    counts.put(n)
+
+
+try:
+    tl.check(tl.wait_until(lambda: tl.listening_ports(p.pid), 30), "the frontend never listened")
+    port = tl.listening_ports(p.pid)[0]
+    flooders = [multiprocessing.Process(target=spread_flood, args=(i, port)) for i in range(4)]
+    for t in flooders:
+        t.start()
+    time.sleep(8)
+    stop_flood.set()
+    for t in flooders:
+        t.join()
+    made = sum(counts.get() for _ in flooders)
+    out, err = p.communicate(timeout=120)
+finally:
+    stop_flood.set()
+    if p.poll() is None:
+        p.kill()
+print(err[-3000:])
+tl.check(made > 2000, f"the flood made {made} connections")
+tl.check(p.returncode == 0, f"job under a flood from many addresses of its daemons' host: exit {p.returncode}")
+print(f"PASS: {made} connections from many loopback addresses while 16 daemons connected; the job completed")

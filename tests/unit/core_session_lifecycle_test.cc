@@ -50,6 +50,7 @@ struct Script {
   // starter had given the node to ssh (MemoryStarter::keeperGivenUp).
   bool keeper_twin = false;
   bool via_keeper = false;  // this daemon says it was started by a keeper
+  bool second_daemon = false;  // a second tlaunchd for the node connects after the first
 };
 
 class FakeDaemon {
@@ -122,6 +123,9 @@ class FakeDaemon {
     } else if (t == "superseded") {
       superseded = true;
       close();
+    } else if (t == "refused") {
+      refused = getString(msg, "reason");
+      close();
     } else if (t == "tree" && script_.on_tree) {
       script_.on_tree(*this);
     } else if (script_.on_other) {
@@ -131,6 +135,7 @@ class FakeDaemon {
 
  public:
   bool superseded = false;  // told that another daemon serves its node
+  std::string refused;      // why tlaunch refused it, after it proved the secret
   void exitAll(bool ours) {
     running_ = false;
     for (int r : ranks_) {
@@ -187,7 +192,13 @@ class MemoryStarter final : public DaemonStarter {
       }
       auto [frontend_end, daemon_end] = memoryBytePipe(io_, "frontend", "memory:" + n.name);
       session->adopt(std::move(frontend_end));
+      const bool second = script.second_daemon;
       daemons.push_back(std::make_unique<FakeDaemon>(io_, std::move(daemon_end), secret, n, std::move(script)));
+      if (second) {
+        auto [frontend_twin, twin_end] = memoryBytePipe(io_, "frontend", "memory-second:" + n.name);
+        session->adopt(std::move(frontend_twin));
+        twins.push_back(std::make_unique<FakeDaemon>(io_, std::move(twin_end), secret, n, Script{}));
+      }
     }
     // Connections from another host that never answer the challenge, arriving while the
     // daemons are still proving the secret.
@@ -231,6 +242,7 @@ struct Run {
   double seconds = 0;
   std::string printed;  // what tlaunch printed, stdout and stderr together
   int superseded = 0;   // keeper twins told that another daemon serves their node
+  std::vector<std::string> refused;  // why each twin was refused
 };
 
 Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const std::function<void(JobSpec&)>& tweak = {},
@@ -268,7 +280,10 @@ Run runJob(int nodes, std::function<Script(const NodeTarget&)> script_of, const 
     const auto t0 = std::chrono::steady_clock::now();
     r.outcome = session.run();
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (const auto& t : raw->twins) r.superseded += t->superseded ? 1 : 0;
+    for (const auto& t : raw->twins) {
+      r.superseded += t->superseded ? 1 : 0;
+      if (!t->refused.empty()) r.refused.push_back(t->refused);
+    }
   }
   char buf[4096];
   for (off_t at = 0;;) {
@@ -507,6 +522,37 @@ TEST_CASE("lifecycle in memory: output a daemon sends for a rank of another node
   CHECK(r.printed.find("genuine from n1") != std::string::npos);
   CHECK(r.printed.find("forged by n1") == std::string::npos);
   CHECK(r.printed.find("node n1 sent output of rank 0, which does not run there or below it; dropped") != std::string::npos);
+}
+
+// A node that proved the job secret could report any rank's exit: a forged failure of rank 0
+// from n1 ended the job "rank 0 on node n1 exited with status 7".
+TEST_CASE("lifecycle in memory: the exit of another node's rank is ignored and said") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    if (n.name == "n1")
+      s.after_start = [](FakeDaemon& d) {
+        d.send({{"t", "exit"}, {"r", 0}, {"code", 7}, {"signaled", false}, {"ours", false}});
+      };
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 0);
+  CHECK(r.outcome.summary.empty());
+  CHECK(r.outcome.rank_exit_codes == std::vector<int>{0, 0, 0, 0});
+  CHECK(r.printed.find("node n1 reported the exit of rank 0, which does not run there; ignored") != std::string::npos);
+}
+
+// A second tlaunchd for a node (started twice by mistake) was closed without a word before its
+// welcome; it took that for a flood of strangers and connected again and again.
+TEST_CASE("lifecycle in memory: a second daemon for a node is told why it is refused") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    s.second_daemon = n.name == "n1";
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 0);
+  REQUIRE(r.refused.size() == 1);
+  CHECK(r.refused[0] == "node n1 is connected already");
+  CHECK(r.printed.find("that proved the job secret: node n1 is connected already") != std::string::npos);
 }
 
 TEST_CASE("lifecycle in memory: a daemon lost while its ranks run ends the job naming it") {

@@ -1,6 +1,8 @@
 // Which unauthenticated connection goes when there are too many (bootstrap/stranger_eviction.h).
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,4 +37,29 @@ TEST_CASE("stranger eviction: the oldest connection of the host with the most wa
     flood.erase(flood.begin() + static_cast<std::ptrdiff_t>(drop));
   }
   CHECK(flood.front() == "10.0.0.5:1000");
+}
+
+// Connections on one host (the local launcher's daemons, and a flood spread over 127.0.0.0/8):
+// a connection that has waited past the grace goes first, whoever's host holds the most.
+TEST_CASE("stranger eviction: a connection waiting past the grace goes before the busiest host's") {
+  using Clock = std::chrono::steady_clock;
+  const auto now = Clock::now();
+  struct Waiting {
+    std::string peer;
+    Clock::time_point since;
+  };
+  const auto peerOf = [](const Waiting& w) { return std::string_view(w.peer); };
+  const auto sinceOf = [](const Waiting& w) { return w.since; };
+  const auto all = [](const Waiting&) { return true; };
+  // A stale stranger first, then two daemons from 127.0.0.1 (the busiest host), fresh.
+  std::vector<Waiting> list = {{"127.0.0.7:1", now - std::chrono::seconds(3)},
+                               {"127.0.0.1:10", now - std::chrono::milliseconds(5)},
+                               {"127.0.0.1:11", now}};
+  CHECK(strangerToDrop(list.begin(), list.end(), all, peerOf, sinceOf, now) == list.begin());
+  // Every one fresh: the busiest host's oldest, as before.
+  list[0].since = now;
+  CHECK(strangerToDrop(list.begin(), list.end(), all, peerOf, sinceOf, now) == list.begin() + 1);
+  // Only those `waiting` accepts count.
+  CHECK(strangerToDrop(list.begin(), list.end(), [](const Waiting&) { return false; }, peerOf, sinceOf, now) ==
+        list.end());
 }
