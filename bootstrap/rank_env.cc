@@ -46,7 +46,12 @@ EnvList rankIdentityEnv(const RankIdentity& r, const JobIdentity& j) {
   return out;
 }
 
-EnvList rankDefaultEnv() { return {{"OMP_NUM_THREADS", "1"}}; }
+EnvList rankDefaultEnv(size_t bound_cpus, int local_world_size) {
+  EnvList out = {{"PYTHONUNBUFFERED", "1"}};
+  if (bound_cpus > 0) out.emplace_back("OMP_NUM_THREADS", std::to_string(bound_cpus));
+  else if (local_world_size > 1) out.emplace_back("OMP_NUM_THREADS", "1");
+  return out;
+}
 
 const std::vector<std::string>& rankIdentityNames() {
   static const std::vector<std::string> names = [] {

@@ -86,8 +86,12 @@ void visitRankIdentityEnv(const RankIdentity& r, const JobIdentity& j, F&& f) {
 
 // The same variables as a list.
 EnvList rankIdentityEnv(const RankIdentity& r, const JobIdentity& j);
-// Defaults a user may override with -x or their environment (OMP_NUM_THREADS=1, ...).
-EnvList rankDefaultEnv();
+// Defaults a user may override with -x or their environment. PYTHONUNBUFFERED=1: a rank's
+// stdout is a pipe, where Python holds output back in blocks of 8 KiB; what a rank printed
+// would arrive late (a false --hang-timeout) or be lost when it is ended. OMP_NUM_THREADS:
+// the CPUs the rank is bound to (`bound_cpus`), else 1 when several ranks share the node (as
+// torchrun), else unset.
+EnvList rankDefaultEnv(size_t bound_cpus, int local_world_size);
 // The value of `key` in a "K=V" list, if it is set at all ("" included; the last one wins).
 std::optional<std::string> envLookup(const std::vector<std::string>& env, const std::string& key);
 // The same, "" if absent.

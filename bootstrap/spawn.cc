@@ -145,7 +145,8 @@ Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec) {
       (void)!::write(report_fd, &code, sizeof code);
       ::_exit(127);
     };
-    ::setpgid(0, 0);
+    if (spec.new_session) ::setsid();
+    else ::setpgid(0, 0);
     if (spec.dies_with_parent) {
       if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) die(errno);
       if (::getppid() != parent) ::_exit(137);  // the parent died before we got here
@@ -179,7 +180,10 @@ Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec) {
   err.closeEnd(1);
   report.closeEnd(1);
   if (devnull >= 0) ::close(devnull);
-  ::setpgid(pid, pid);  // from the parent too, so that a group signal works before the child runs
+  // From the parent too, so that a group signal works before the child runs; not for a new
+  // session, which setsid() refuses to a process that leads its group already (and whose group
+  // exists once the report below says the child has exec'd).
+  if (!spec.new_session) ::setpgid(pid, pid);
   int child_errno = 0;
   ssize_t n = 0;
   do {

@@ -42,6 +42,11 @@ struct SpawnSpec {
   int cgroup_dir_fd = -1;
   bool allow_parent_ptrace = false;  // PR_SET_PTRACER(parent): `tlaunch stacks` under Yama
   bool dies_with_parent = true;  // false: no death signal (the daemon's cgroup watcher outlives it)
+  // A session of its own (setsid), not only a process group: no controlling terminal, so a
+  // rank that opens /dev/tty (getpass, an ssh or sudo prompt) gets an error it can handle
+  // instead of being stopped by SIGTTIN/SIGTTOU as a background group of the user's terminal
+  // (the local launcher's daemon runs in it). Its process group is still its pid.
+  bool new_session = false;
 };
 
 // Whether a child born in the cgroup `cgroup_dir_fd` (SpawnSpec::cgroup_dir_fd) lives: some

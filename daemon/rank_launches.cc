@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "daemon/job_marked_processes.h"
+
 namespace tlaunch {
 namespace {
 
@@ -74,7 +76,9 @@ Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, cons
     RankLaunch l;
     l.rank = job.base + rank;
     l.argv = app.argv;
-    l.env = mergeEnv(base, app.env);
+    // With the job's marks (no rank identity, but the job's id and the node's place): what the
+    // daemon's watcher finds a process of the job by when no cgroup holds it (job_marked_processes.h).
+    l.env = mergeEnv(mergeEnv(base, app.env), jobMarksOf(launch));
     l.cwd = app.cwd.empty() ? launch.cwd : app.cwd;
     if (auto cwd = checkWorkingDirectory(l.cwd, launch.node_name); !cwd) return tl::unexpected(cwd.error());
     auto exe = resolveProgram(app.argv.front(), programSearchPath(l.env), l.cwd, launch.node_name);

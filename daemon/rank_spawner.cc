@@ -65,7 +65,9 @@ std::optional<std::string> missingInterpreter(const std::string& file) {
   const std::string_view line(head + 2, static_cast<size_t>(n) - 2);
   const size_t from = line.find_first_not_of(" \t");
   if (from == std::string_view::npos) return std::nullopt;
-  const size_t to = line.find_first_of(" \t\r\n", from);
+  // The kernel ends the name at a blank or the newline only: a '\r' (Windows line endings) is
+  // part of it, and "/bin/bash\r" does not exist.
+  const size_t to = line.find_first_of(" \t\n", from);
   if (to == std::string_view::npos) return std::nullopt;  // a #! line past 256 bytes: exec decides
   const std::string interpreter(line.substr(from, to - from));
   struct stat st {};
@@ -74,9 +76,13 @@ std::optional<std::string> missingInterpreter(const std::string& file) {
 }
 
 Result<std::string> checkInterpreter(const std::string& program, const std::string& file, const std::string& node_name) {
-  if (auto interpreter = missingInterpreter(file))
+  if (auto interpreter = missingInterpreter(file)) {
+    if (interpreter->ends_with('\r'))
+      return diagnostic(Errc::program_not_executable, "program-windows-line-endings",
+                        {{"program", program}, {"node", node_name}});
     return diagnostic(Errc::program_not_executable, "program-interpreter-missing",
                       {{"program", program}, {"node", node_name}, {"interpreter", visibleText(*interpreter)}});
+  }
   return file;
 }
 }  // namespace
@@ -147,6 +153,7 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
   spec.cgroup_procs_fd = launch.cgroup_procs_fd;
   spec.cgroup_dir_fd = launch.cgroup_dir_fd;
   spec.allow_parent_ptrace = true;  // `tlaunch stacks`: the daemon's gdb is the rank's sibling
+  spec.new_session = true;          // never stopped by the user's terminal (local launcher)
   auto spawned = spawnProcess(spec);
   if (!spawned) {
     Error e = spawned.error();

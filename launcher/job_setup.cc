@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "launcher/job_environment.h"
 #include "launcher/starter_support.h"
@@ -13,9 +15,10 @@ namespace tlaunch {
 
 namespace {
 
+// Empty when it cannot be told (removed, or a parent not searchable): nothing to run the ranks in.
 std::string currentDirectory() {
   char buf[PATH_MAX];
-  return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string("/");
+  return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string();
 }
 
 Result<void> validate(const JobSpec& spec) {
@@ -101,8 +104,12 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   if (auto v = validate(input); !v) return tl::unexpected(v.error());
   JobSetup s;
   s.spec = input;
+  // The ranks run in it (or in -D relative to it): a removed one must not become "/".
+  const std::string cwd = currentDirectory();
+  if (cwd.empty() && (input.chdir.empty() || input.chdir.front() != '/'))
+    return diagnostic(Errc::usage, "cwd-unknown", {{"why", std::strerror(errno)}});
   const auto home = env.find("HOME");
-  s.spec.daemon_path = daemonPathFromHere(input.daemon_path, currentDirectory(), home != env.end() ? home->second : "");
+  s.spec.daemon_path = daemonPathFromHere(input.daemon_path, cwd.empty() ? "/" : cwd, home != env.end() ? home->second : "");
   auto choice = chooseLauncher(input, env, offline);  // offline: resolve names only; nothing is started
   if (!choice) return tl::unexpected(choice.error());
   s.choice = std::move(*choice);
@@ -115,7 +122,7 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   auto forwarded = forwardEnvironment(env, s.spec.exports, *files);
   if (!forwarded) return tl::unexpected(forwarded.error());
   PlanContext& ctx = s.plan_context;
-  ctx.cwd = currentDirectory();
+  ctx.cwd = cwd;
   ctx.base_env = forwarded->base_env;
   ctx.user_set = forwarded->user_set;
   ctx.user_env = forwarded->user_env;

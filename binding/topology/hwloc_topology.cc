@@ -1,6 +1,7 @@
 #include "binding/topology/hwloc_topology.h"
 
 #include <hwloc.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -334,12 +335,27 @@ std::string exportXml(hwloc_topology_t topo) {
   return xml;
 }
 
+// Leaves out the CPUs this process may not run on (taskset, numactl --physcpubind, a systemd
+// CPUAffinity): hwloc leaves out only what the cgroup's cpuset forbids. The daemon's affinity is
+// what its ranks may use (srun starts it with --cpu-bind=none: its step's CPUs on the node).
+void keepAffinityOnly(TopologySnapshot& snap) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  for (auto& numa : snap.numa_nodes) {
+    for (auto& core : numa.cores)
+      std::erase_if(core, [&](int pu) { return pu < 0 || pu >= CPU_SETSIZE || !CPU_ISSET(pu, &allowed); });
+    std::erase_if(numa.cores, [](const std::vector<int>& core) { return core.empty(); });
+  }
+}
+
 TopologySnapshot liveSnapshot(hwloc_topology_t topo, std::string* live_xml) {
   if (live_xml) *live_xml = exportXml(topo);
   TopologySnapshot snap;
   snap.live = true;
   snap.source = "live";
   SnapshotBuilder(topo).build(snap);
+  keepAffinityOnly(snap);
   return snap;
 }
 

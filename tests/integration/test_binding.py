@@ -1,7 +1,8 @@
 """Binding as a user checks it: on this machine -p 2 gives each rank its own core
 (Cpus_allowed_list), --bind none leaves ranks unbound, --report-bindings prints the manifest,
 and --dry-run --json exposes the manifest and a fingerprint that is stable across runs and
-independent of host names; a recorded topology is planned but not applied."""
+independent of host names; a recorded topology is planned but not applied; under taskset the
+ranks stay on the CPUs it allows."""
 import json
 import os
 import re
@@ -21,6 +22,13 @@ if online == "0-1":
 else:
     tl.check(cpus[0] != cpus[1], f"ranks share a cpuset: {cpus}")
 tl.check("binding manifest (fingerprint" in r.stderr and "cpuset" in r.stderr, "--report-bindings prints the manifest")
+
+# Started under `taskset -c 0`: both ranks stay on CPU 0 (rank 1 was bound to CPU 1, outside
+# what the user allowed).
+r = tl.run(["-p", "2", "--tag-output=rank", "--", "grep", "Cpus_allowed_list", "/proc/self/status"],
+           preexec_fn=lambda: os.sched_setaffinity(0, {0}))
+tl.check(r.returncode == 0 and sorted(r.stdout.splitlines()) == ["[0] Cpus_allowed_list:\t0", "[1] Cpus_allowed_list:\t0"],
+         f"under taskset -c 0: {r.returncode} {r.stdout!r} {r.stderr[-500:]!r}")
 
 r = tl.run(["-p", "2", "--bind", "none", "--tag-output=rank", "--", "grep", "Cpus_allowed_list", "/proc/self/status"])
 tl.check(all(l.endswith(online) for l in r.stdout.splitlines()), f"--bind none: {r.stdout!r}")

@@ -25,6 +25,29 @@ tl.check("job tl-" not in r.stderr, f"an empty program is refused before any dae
 expect(["-p", "1", "--", "/tmp"], 126, "program '/tmp' on node local0 is a directory")
 expect(["-p", "1", "-D", "/etc/hostname", "--", "true"], 64, "working directory /etc/hostname is not a directory on node local0")
 expect(["-p", "1", "-D", "/no/such/dir", "--", "true"], 64, "working directory /no/such/dir does not exist on node local0")
+# A script saved with Windows line endings: exec fails with ENOENT on a file that is there.
+dos = os.path.join(tl.tempdir(), "dos.sh")
+with open(dos, "wb") as f:
+    f.write(b"#!/bin/sh\r\necho hi\r\n")
+os.chmod(dos, 0o755)
+r = expect(["--launcher", "local", "-N", "2", "-p", "1", "--", dos], 126, "has Windows line endings")
+tl.check("dos2unix" in r.stderr, f"the hint says how to convert it: {r.stderr}")
+# Started in a directory that was removed meanwhile: the ranks ran in / (and wrote there).
+gone = os.path.join(tl.tempdir(), "gone")
+os.mkdir(gone)
+
+
+def in_removed_directory():
+    os.chdir(gone)
+    os.rmdir(gone)
+
+
+r = tl.run(["--launcher", "local", "-p", "1", "--", "/bin/pwd"], timeout=30, preexec_fn=in_removed_directory)
+tl.check(r.returncode == 64 and "the current directory cannot be read" in r.stderr and "-D" in r.stderr,
+         f"a removed current directory: exit {r.returncode}: {r.stderr!r} {r.stdout!r}")
+r = tl.run(["--launcher", "local", "-p", "1", "--tag-output=none", "-D", "/tmp", "--", "/bin/pwd"], timeout=30,
+           preexec_fn=lambda: (os.mkdir(gone), in_removed_directory()))
+tl.check(r.returncode == 0 and r.stdout == "/tmp\n", f"-D /tmp from a removed directory: exit {r.returncode}: {r.stdout!r}")
 # Paths that are not what the flag wants: named with the flag's file and the reason (a directory
 # given as a file read as "not an hwloc XML export", "Permission denied", or an I/O error, 74).
 expect(["--hostfile", "/tmp", "--", "true"], 64, "cannot read hostfile /tmp: it is a directory")

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "binding/topology/hwloc_topology.h"
 #include "bootstrap/rank_env.h"
@@ -10,6 +12,7 @@
 #include "launcher/job_environment.h"
 #include "launcher/plan/job_plan.h"
 #include "launcher/plan/plan_render.h"
+#include "launcher/plan/rank_env_builder.h"
 #include "tlaunch/result.h"
 
 using namespace tlaunch;
@@ -215,4 +218,29 @@ TEST_CASE("exit status mapping: launcher failures stay clear of rank and signal 
   CHECK(exitStatusFor(Errc::preflight) == 78);
   for (auto c : {Errc::usage, Errc::node_lost, Errc::protocol, Errc::fabric, Errc::internal, Errc::io})
     CHECK(exitStatusFor(c) < 128);
+}
+
+// OMP_NUM_THREADS=1 for every rank took a rank bound to 8 cores (--cpus-per-rank, one rank per
+// node) down to one thread; Python's prints sat in an 8 KiB buffer of the rank's stdout pipe.
+TEST_CASE("rank env: OMP_NUM_THREADS follows the rank's CPUs, PYTHONUNBUFFERED is set, the user's values win", "[env]") {
+  RankEnvInput in;
+  in.identity.local_world_size = 1;
+  RankBinding bound;
+  bound.cpus = {4, 5, 6, 7};
+  in.binding = &bound;
+  auto env = buildRankEnv(in, {});
+  CHECK(envLookup(env, "OMP_NUM_THREADS") == std::optional<std::string>("4"));
+  CHECK(envLookup(env, "PYTHONUNBUFFERED") == std::optional<std::string>("1"));
+  // Unbound: 1 when ranks share the node (as torchrun), unset for one rank per node.
+  RankBinding unbound;
+  in.binding = &unbound;
+  in.identity.local_world_size = 2;
+  CHECK(envLookup(buildRankEnv(in, {}), "OMP_NUM_THREADS") == std::optional<std::string>("1"));
+  in.identity.local_world_size = 1;
+  CHECK_FALSE(envLookup(buildRankEnv(in, {}), "OMP_NUM_THREADS"));
+  in.binding = &bound;
+  UserEnv user{{"OMP_NUM_THREADS", {"2", "-x"}}, {"PYTHONUNBUFFERED", {"", "environment"}}};
+  env = buildRankEnv(in, user);
+  CHECK_FALSE(envLookup(env, "OMP_NUM_THREADS"));  // the rank keeps the user's, from its base environment
+  CHECK_FALSE(envLookup(env, "PYTHONUNBUFFERED"));
 }

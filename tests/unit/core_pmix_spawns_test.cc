@@ -3,9 +3,14 @@
 // with hostile input.
 #include <catch2/catch.hpp>
 
+#include <optional>
+#include <string>
+
 #include "bootstrap/pmix_spawn_wire.h"
+#include "bootstrap/rank_env.h"
 #include "daemon/rank_launches.h"
 #include "launcher/pmix_spawns.h"
+#include "tlaunch/node_launch.h"
 
 using namespace tlaunch;
 
@@ -170,4 +175,36 @@ TEST_CASE("pmix spawn: spawned processes get the job's variables, not a rank's i
   CHECK(withoutRankIdentity(one_rank_job) == std::vector<std::string>{"OMPI_MCA_btl_tcp_if_include=10.1.0.0/16",
                                                                       "CUDA_VISIBLE_DEVICES=0,1",
                                                                       "UCX_NET_DEVICES=mlx5_0:1"});
+}
+
+// Without a cgroup the daemon's watcher finds the job's processes by TLAUNCH_JOB_ID and
+// TLAUNCH_NODE_RANK in their environment: a spawned process had neither (they were taken out
+// with the rank's identity), so what it detached outlived a daemon killed with -9.
+TEST_CASE("pmix spawn: spawned processes carry the job's marks") {
+  NodeLaunch launch;
+  launch.job_id = "tl-marks";
+  launch.node_name = "n1";
+  launch.cwd = "/";
+  launch.pmix.this_node = 1;
+  RankSpec r;
+  r.rank = 2;
+  r.env = {"RANK=2", "TLAUNCH_JOB_ID=tl-marks", "TLAUNCH_NODE_RANK=1"};
+  launch.ranks.push_back(r);
+  SpawnedJob job;
+  job.id = 1;
+  job.base = 4;
+  job.nodes = {1};
+  job.ranks_by_node = {{0}};
+  PmixSpawnApp app;
+  app.argv = {"/bin/true"};
+  app.maxprocs = 1;
+  job.apps = {app};
+  job.app_of_rank = {0};
+  auto launches = buildSpawnedLaunches(job, launch, withoutRankIdentity(r.env));
+  REQUIRE(launches);
+  REQUIRE(launches->size() == 1);
+  const auto& env = launches->front().env;
+  CHECK(envLookup(env, "TLAUNCH_JOB_ID") == std::optional<std::string>("tl-marks"));
+  CHECK(envLookup(env, "TLAUNCH_NODE_RANK") == std::optional<std::string>("1"));
+  CHECK_FALSE(envLookup(env, "RANK"));
 }
