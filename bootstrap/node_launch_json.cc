@@ -123,6 +123,8 @@ Json nodeLaunchToJson(const NodeLaunch& n, const SharedLaunch* shared) {
             {"apply_binding", n.apply_binding},
             {"stdin_rank", n.stdin_rank},
             {"kill_timeout_ms", n.kill_timeout_ms},
+            {"umask", n.umask},
+            {"nofile", n.nofile},
             {"reach", reachToJson(n.reach)},
             {"pmix", std::move(pmix)}};
   if (shared) j["rank_env_shared"] = true;
@@ -207,6 +209,8 @@ Result<NodeLaunch> nodeLaunchFromJson(const Json& j, const SharedLaunch* shared)
     n.apply_binding = j.at("apply_binding").get<bool>();
     n.stdin_rank = j.at("stdin_rank").get<int>();
     n.kill_timeout_ms = j.at("kill_timeout_ms").get<int>();
+    n.umask = std::clamp(j.value("umask", -1), -1, 0777);
+    n.nofile = std::max(j.value("nofile", -1LL), -1LL);
     auto reach = reachFromJson(j.at("reach"));
     if (!reach) return tl::unexpected(reach.error());
     n.reach = std::move(*reach);

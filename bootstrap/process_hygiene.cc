@@ -51,6 +51,17 @@ struct rlimit userNofileLimit() {
   return lim;
 }
 
+int currentUmask() {
+  FILE* f = std::fopen("/proc/self/status", "re");
+  if (!f) return -1;
+  char line[256];
+  unsigned mask = 01000;  // none read
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "Umask: %o", &mask) == 1) break;
+  std::fclose(f);
+  return mask <= 0777 ? static_cast<int>(mask) : -1;
+}
+
 void restoreUserNofile(const struct rlimit& limit) {
   // Lowering the soft limit needs no privilege; the hard limit stays as it is.
   struct rlimit soft_only {};

@@ -15,6 +15,8 @@ void hardenProcess();
 // The soft/hard RLIMIT_NOFILE this process had before hardenProcess() (the current limit if it
 // was never called). Read it before fork; pass the value into the child.
 struct rlimit userNofileLimit();
+// This process's umask, read without changing it (/proc/self/status); -1 where it cannot be read.
+int currentUmask();
 
 // In a forked child, before exec: one raw system call, async-signal-safe.
 void restoreUserNofile(const struct rlimit& limit);

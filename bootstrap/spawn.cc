@@ -124,7 +124,8 @@ Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec) {
   const pid_t parent = ::getpid();
   const int stdin_src = pipe_in ? in.fd[0] : devnull;
   const int report_fd = report.fd[1];
-  const struct rlimit user_nofile = userNofileLimit();
+  struct rlimit user_nofile = userNofileLimit();
+  if (spec.nofile >= 0) user_nofile.rlim_cur = static_cast<rlim_t>(spec.nofile);
 
   // Signals blocked across fork: the child never runs one of the parent's handlers.
   sigset_t all, old;
@@ -154,6 +155,7 @@ Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec) {
     // Into the job's cgroup before anything runs: whatever the child starts is born inside it.
     if (!born_inside && spec.cgroup_procs_fd >= 0) (void)!::write(spec.cgroup_procs_fd, "0", 1);
     restoreUserNofile(user_nofile);
+    if (spec.umask >= 0) ::umask(static_cast<mode_t>(spec.umask));
     // Under Yama's ptrace_scope=1 only ancestors may attach; naming the parent admits its
     // descendants (the daemon's gdb). The consent survives execve; EINVAL without Yama.
     if (spec.allow_parent_ptrace) ::prctl(PR_SET_PTRACER, static_cast<unsigned long>(parent), 0, 0, 0);

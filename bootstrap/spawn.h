@@ -47,6 +47,9 @@ struct SpawnSpec {
   // instead of being stopped by SIGTTIN/SIGTTOU as a background group of the user's terminal
   // (the local launcher's daemon runs in it). Its process group is still its pid.
   bool new_session = false;
+  int umask = -1;         // >= 0: the child's umask
+  long long nofile = -1;  // >= 0: the child's soft limit of open files (at most the hard one); else
+                          // the one this process started with (bootstrap/process_hygiene.h)
 };
 
 // Whether a child born in the cgroup `cgroup_dir_fd` (SpawnSpec::cgroup_dir_fd) lives: some

@@ -31,6 +31,8 @@ Result<std::vector<RankLaunch>> buildRankLaunches(const NodeLaunch& launch) {
     if (!exe) return tl::unexpected(exe.error());
     l.exe_path = *exe;
     l.stdin_pipe = launch.stdin_rank == r.rank;
+    l.umask = launch.umask;
+    l.nofile = launch.nofile;
     if (launch.apply_binding && (!r.cpus.empty() || !r.mem_nodes.empty())) {
       auto prepared = bindingLike(r);
       if (!prepared) return tl::unexpected(prepared.error());
@@ -84,6 +86,8 @@ Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, cons
     auto exe = resolveProgram(app.argv.front(), programSearchPath(l.env), l.cwd, launch.node_name);
     if (!exe) return tl::unexpected(exe.error());
     l.exe_path = *exe;
+    l.umask = launch.umask;
+    l.nofile = launch.nofile;
     if (launch.apply_binding && (!share.cpus.empty() || !share.mem_nodes.empty())) {
       share.local_rank = static_cast<int>(local);
       auto prepared = bindingLike(share);

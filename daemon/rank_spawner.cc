@@ -154,6 +154,8 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
   spec.cgroup_dir_fd = launch.cgroup_dir_fd;
   spec.allow_parent_ptrace = true;  // `tlaunch stacks`: the daemon's gdb is the rank's sibling
   spec.new_session = true;          // never stopped by the user's terminal (local launcher)
+  spec.umask = launch.umask;
+  spec.nofile = launch.nofile;
   auto spawned = spawnProcess(spec);
   if (!spawned) {
     Error e = spawned.error();

@@ -21,6 +21,8 @@ struct RankLaunch {
   bool stdin_pipe = false;         // else /dev/null
   int cgroup_procs_fd = -1;        // the job cgroup's cgroup.procs, open for writing; -1: none
   int cgroup_dir_fd = -1;          // the job cgroup's directory, to be born in it; -1: none
+  int umask = -1;                  // -1: the daemon's
+  long long nofile = -1;           // soft RLIMIT_NOFILE; -1: the one the daemon started with
 };
 
 struct RankProcess {

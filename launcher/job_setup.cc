@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "bootstrap/process_hygiene.h"
 #include "launcher/job_environment.h"
 #include "launcher/starter_support.h"
 #include "tlaunch/diagnostics.h"
@@ -123,6 +124,10 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   if (!forwarded) return tl::unexpected(forwarded.error());
   PlanContext& ctx = s.plan_context;
   ctx.cwd = cwd;
+  // The ranks get the caller's umask and open-files limit on every node, as srun passes them on
+  // (a warm daemon would otherwise give them the first job's).
+  ctx.umask = currentUmask();
+  if (const auto nofile = userNofileLimit().rlim_cur; nofile != RLIM_INFINITY) ctx.nofile = static_cast<long long>(nofile);
   ctx.base_env = forwarded->base_env;
   ctx.user_set = forwarded->user_set;
   ctx.user_env = forwarded->user_env;

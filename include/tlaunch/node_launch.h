@@ -40,6 +40,10 @@ struct NodeLaunch {
   bool apply_binding = false;
   int stdin_rank = -1;               // global rank whose stdin the frontend forwards, -1 none
   int kill_timeout_ms = 10000;
+  // The caller's umask and soft limit of open files, which ranks get on every node (as srun
+  // passes them on); -1: the daemon's own (a plan from an older frontend).
+  int umask = -1;
+  long long nofile = -1;
   std::vector<ReachTarget> reach;    // the next node (ring), or every other node (all-pairs)
   PmixSpec pmix;
 };

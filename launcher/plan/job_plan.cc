@@ -251,6 +251,8 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     nl.base_env = ctx.base_env;
     nl.stdin_rank = spec.stdin_rank;
     nl.kill_timeout_ms = spec.kill_timeout_s * 1000;
+    nl.umask = ctx.umask;
+    nl.nofile = ctx.nofile;
     const int here = n.index == num_nodes - 1 ? last_node_ranks : plan.ranks_per_node;
     for (int l = 0; l < here; ++l) {
       RankSpec r;

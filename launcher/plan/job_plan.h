@@ -33,6 +33,8 @@ struct PlanContext {
   int restart_count = 0;   // --max-restarts: this attempt's number, and the most there may be
   int max_restarts = 0;
   std::string cwd;
+  int umask = -1;           // the caller's, for the ranks (-1: each daemon's own)
+  long long nofile = -1;    // the caller's soft limit of open files, for the ranks (-1: the daemons')
   std::vector<std::string> base_env;   // forwarded environment with -x applied, "K=V"
   std::vector<std::string> user_set;   // names the user set explicitly (-x) or inherited: they win
   UserEnv user_env;                    // the same with values and where each came from

@@ -1,11 +1,13 @@
 // The one fork/exec (bootstrap/spawn.h): what a started program sees, and what its starter is
 // told when it cannot start.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <string>
 
 #include "bootstrap/spawn.h"
@@ -120,4 +122,33 @@ TEST_CASE("environmentWith replaces and adds variables") {
   CHECK(a == 1);
   CHECK(b == 1);
   ::unsetenv("TLAUNCH_SPAWN_TEST_A");
+}
+
+// A warm daemon started ranks with the first job's umask and open-files limit: the caller's
+// now travel in the plan (NodeLaunch) and the spawn applies them.
+TEST_CASE("a spawned program gets the umask and soft open-files limit asked for, in a session of its own") {
+  SpawnSpec s = shell("umask; ulimit -Sn; ps -o sid= -o pgid= -p $$; echo $$");
+  s.umask = 077;
+  s.nofile = 321;
+  s.new_session = true;
+  auto p = spawnProcess(s);
+  REQUIRE(p);
+  const std::string out = readAll(p->stdout_fd);
+  readAll(p->stderr_fd);
+  CHECK(waitExit(*p) == 0);
+  const std::string pid = std::to_string(p->pid);
+  CHECK(out.rfind("0077\n321\n", 0) == 0);
+  // Its session and process group are its own pid (signals to the group still reach it all).
+  CHECK(out.find(pid + " " + pid) != std::string::npos);
+  // Without them: this process's umask.
+  const mode_t ours = ::umask(022);
+  ::umask(ours);
+  auto plain = spawnProcess(shell("umask"));
+  REQUIRE(plain);
+  const std::string plain_out = readAll(plain->stdout_fd);
+  readAll(plain->stderr_fd);
+  CHECK(waitExit(*plain) == 0);
+  char expected[8];
+  std::snprintf(expected, sizeof expected, "%04o\n", static_cast<unsigned>(ours));
+  CHECK(plain_out == expected);
 }
