@@ -46,9 +46,9 @@ EnvList rankIdentityEnv(const RankIdentity& r, const JobIdentity& j) {
   return out;
 }
 
-EnvList rankDefaultEnv(size_t bound_cpus, int local_world_size) {
+EnvList rankDefaultEnv(size_t own_cpus, int local_world_size) {
   EnvList out = {{"PYTHONUNBUFFERED", "1"}};
-  if (bound_cpus > 0) out.emplace_back("OMP_NUM_THREADS", std::to_string(bound_cpus));
+  if (own_cpus > 0) out.emplace_back("OMP_NUM_THREADS", std::to_string(own_cpus));
   else if (local_world_size > 1) out.emplace_back("OMP_NUM_THREADS", "1");
   return out;
 }

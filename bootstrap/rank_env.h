@@ -89,9 +89,9 @@ EnvList rankIdentityEnv(const RankIdentity& r, const JobIdentity& j);
 // Defaults a user may override with -x or their environment. PYTHONUNBUFFERED=1: a rank's
 // stdout is a pipe, where Python holds output back in blocks of 8 KiB; what a rank printed
 // would arrive late (a false --hang-timeout) or be lost when it is ended. OMP_NUM_THREADS:
-// the CPUs the rank is bound to (`bound_cpus`), else 1 when several ranks share the node (as
-// torchrun), else unset.
-EnvList rankDefaultEnv(size_t bound_cpus, int local_world_size);
+// the CPUs the rank is bound to and no other rank of the node is (`own_cpus`), else 1 when
+// several ranks share the node (as torchrun), else unset.
+EnvList rankDefaultEnv(size_t own_cpus, int local_world_size);
 // The value of `key` in a "K=V" list, if it is set at all ("" included; the last one wins).
 std::optional<std::string> envLookup(const std::vector<std::string>& env, const std::string& key);
 // The same, "" if absent.

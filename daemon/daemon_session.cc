@@ -106,14 +106,6 @@ void DaemonSession::handleWelcome(const Json& msg) {
     return;
   }
   authenticated_ = true;
-  // The frontend has accepted our hello, and with it written this node's keeper down
-  // (--keep-for): the keeper may now outlive us. Until this byte, it ends with us: a daemon
-  // refused or never connected leaves a keeper nobody knows of, for up to a week.
-  if (opts_.keeper_lifeline_fd >= 0) {
-    const char known = '1';
-    if (::write(opts_.keeper_lifeline_fd, &known, 1) != 1)
-      spdlog::warn("cannot tell this node's warm-daemon keeper that it is written down: it ends with the job");
-  }
   if (!opts_.tree_parent.empty()) {  // started by its tree parent and connected to it (tree spawn)
     upstream_parent_ = opts_.tree_parent;
     upstream_heard_ = std::chrono::steady_clock::now();
@@ -131,6 +123,16 @@ void DaemonSession::handleWelcome(const Json& msg) {
 }
 
 void DaemonSession::handleConfig(const Json& msg) {
+  // The configuration comes only to a daemon the frontend accepted, and with it wrote this
+  // node's keeper down (--keep-for): the keeper may now outlive us. Until this byte, it ends
+  // with us: a daemon refused (after its welcome: "refused", "superseded") or never connected
+  // leaves a keeper nobody knows of, for up to a week.
+  if (opts_.keeper_lifeline_fd >= 0 && !keeper_told_) {
+    keeper_told_ = true;
+    const char known = '1';
+    if (::write(opts_.keeper_lifeline_fd, &known, 1) != 1)
+      spdlog::warn("cannot tell this node's warm-daemon keeper that it is written down: it ends with the job");
+  }
   if (output_) return;  // once per job
   const Json& config = msg.contains("config") ? msg["config"] : Json::object();
   heartbeat_interval_ = std::chrono::milliseconds(std::clamp<long long>(getInt(config, "heartbeat_ms", 1000), 10, 60'000));

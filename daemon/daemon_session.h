@@ -168,6 +168,7 @@ class DaemonSession {
   static constexpr int kChallengeRetries = 5;
   int challenge_retries_ = 0;
   int early_closes_ = 0;  // connections closed before authentication (a flood of strangers)
+  bool keeper_told_ = false;  // this node's keeper knows that the frontend wrote it down
   std::chrono::milliseconds heartbeat_interval_{1000};
   bool draining_ = false;
   bool lost_ = false;

@@ -53,37 +53,43 @@ std::string programSearchPath(const std::vector<std::string>& env) {
 }
 
 namespace {
-// The interpreter a script's "#!" line names when that file does not exist: exec would fail with
-// ENOENT on a file that is there, which reads as "no such program".
-std::optional<std::string> missingInterpreter(const std::string& file) {
+// What is wrong with a script's "#!" line, if anything exec would fail on (ENOENT on a file
+// that is there reads as "no such program"): the interpreter it names does not exist, or the
+// line ends in a carriage return (Windows line endings: the kernel keeps the '\r' in the
+// interpreter's name or its argument, "/usr/bin/env python3\r").
+struct ShebangProblem {
+  bool windows_line_ending = false;
+  std::string missing_interpreter;
+};
+
+std::optional<ShebangProblem> shebangProblem(const std::string& file) {
   char head[256];
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
   const ssize_t n = ::read(fd, head, sizeof head);
   ::close(fd);
   if (n < 3 || head[0] != '#' || head[1] != '!') return std::nullopt;
-  const std::string_view line(head + 2, static_cast<size_t>(n) - 2);
+  std::string_view line(head + 2, static_cast<size_t>(n) - 2);
+  const size_t newline = line.find('\n');
+  if (newline == std::string_view::npos) return std::nullopt;  // a #! line past 256 bytes: exec decides
+  line = line.substr(0, newline);
+  if (line.ends_with('\r')) return ShebangProblem{true, {}};
   const size_t from = line.find_first_not_of(" \t");
   if (from == std::string_view::npos) return std::nullopt;
-  // The kernel ends the name at a blank or the newline only: a '\r' (Windows line endings) is
-  // part of it, and "/bin/bash\r" does not exist.
-  const size_t to = line.find_first_of(" \t\n", from);
-  if (to == std::string_view::npos) return std::nullopt;  // a #! line past 256 bytes: exec decides
-  const std::string interpreter(line.substr(from, to - from));
+  // The kernel ends the name at a blank or the end of the line.
+  const std::string interpreter(line.substr(from, line.find_first_of(" \t", from) - from));
   struct stat st {};
-  if (interpreter.empty() || ::stat(interpreter.c_str(), &st) == 0) return std::nullopt;
-  return interpreter;
+  if (::stat(interpreter.c_str(), &st) == 0) return std::nullopt;
+  return ShebangProblem{false, interpreter};
 }
 
 Result<std::string> checkInterpreter(const std::string& program, const std::string& file, const std::string& node_name) {
-  if (auto interpreter = missingInterpreter(file)) {
-    if (interpreter->ends_with('\r'))
-      return diagnostic(Errc::program_not_executable, "program-windows-line-endings",
-                        {{"program", program}, {"node", node_name}});
-    return diagnostic(Errc::program_not_executable, "program-interpreter-missing",
-                      {{"program", program}, {"node", node_name}, {"interpreter", visibleText(*interpreter)}});
-  }
-  return file;
+  const auto problem = shebangProblem(file);
+  if (!problem) return file;
+  if (problem->windows_line_ending)
+    return diagnostic(Errc::program_not_executable, "program-windows-line-endings", {{"program", program}, {"node", node_name}});
+  return diagnostic(Errc::program_not_executable, "program-interpreter-missing",
+                    {{"program", program}, {"node", node_name}, {"interpreter", visibleText(problem->missing_interpreter)}});
 }
 }  // namespace
 

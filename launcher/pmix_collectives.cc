@@ -52,7 +52,9 @@ void PmixCollectives::onMessage(int node, const Json& msg) {
   }
   ranks_of_[key] = ranks;
   const std::string blob = bytesAt(msg, "d");
-  if (round->too_big || round->bytes + blob.size() > kMaxCollectedBytes) {
+  // A broadcast answer also carries each node's request id (up to ~16 bytes a node).
+  const size_t cap = kMaxCollectedBytes - std::min(kMaxCollectedBytes / 2, nodes.size() * 16);
+  if (round->too_big || round->bytes + blob.size() > cap) {
     // The result would not fit in one control-plane frame: the round fails on every node in it,
     // and on each that enters it later; it closes once all have.
     round->ids[node] = id;

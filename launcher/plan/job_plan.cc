@@ -151,10 +151,19 @@ void buildEnvironments(const NetworkChoice* network, const PlanContext& ctx, Job
     in.pmix = nl.pmix.enabled;
     in.pmix_tcp_if_include = nl.pmix.tcp_if_include;
     in.oversubscribed = nl.pmix.oversubscribed;
+    // How many ranks of the node each CPU is bound to: a rank's CPUs are its own (its
+    // OMP_NUM_THREADS) only where the binding is applied and no other rank shares them.
+    std::map<int, int> ranks_on_cpu;
+    if (nl.apply_binding)
+      for (const auto& r : nl.ranks)
+        for (int cpu : r.cpus) ++ranks_on_cpu[cpu];
     for (auto& r : nl.ranks) {
       in.identity = {r.rank, r.local_rank, plan.world_size, here, static_cast<int>(i), num_nodes};
       const auto row = static_cast<size_t>(r.rank);  // the manifest holds every rank, by rank
       in.binding = row < plan.manifest.size() && plan.manifest[row].rank == r.rank ? &plan.manifest[row].binding : nullptr;
+      const bool own = nl.apply_binding && !r.cpus.empty() &&
+                       std::all_of(r.cpus.begin(), r.cpus.end(), [&](int cpu) { return ranks_on_cpu[cpu] == 1; });
+      in.own_cpus = own ? r.cpus.size() : 0;
       r.env = buildRankEnv(in, user);
     }
   }

@@ -16,8 +16,7 @@ std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& use
     env.push_back(std::move(kv));
   };
   visitRankIdentityEnv(in.identity, in.job, add);
-  for (const auto& [k, v] : rankDefaultEnv(in.binding ? in.binding->cpus.size() : 0, in.identity.local_world_size))
-    add(k, v);
+  for (const auto& [k, v] : rankDefaultEnv(in.own_cpus, in.identity.local_world_size)) add(k, v);
 
   // As DeepSpeed does: every rank of the node sees the same chosen GPUs (peers stay visible to
   // each other for P2P), and LOCAL_RANK r is CUDA device r among them. CPU ranks: the node's

@@ -27,6 +27,9 @@ struct RankEnvInput {
   bool pmix = false;                       // direct launch: the daemon runs a PMIx server
   std::string pmix_tcp_if_include;         // Open MPI's TCP networks without a network choice ("lo")
   bool oversubscribed = false;             // more ranks on the node than CPUs for them
+  // The CPUs the rank is bound to and no other rank of the node is (core binding, applied);
+  // 0 when it shares them (--bind numa, more ranks than cores) or runs unbound.
+  std::size_t own_cpus = 0;
 };
 
 // "K=V" entries, in a fixed order; the daemon lays them over the node's base environment.

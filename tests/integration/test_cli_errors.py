@@ -32,6 +32,9 @@ with open(dos, "wb") as f:
 os.chmod(dos, 0o755)
 r = expect(["--launcher", "local", "-N", "2", "-p", "1", "--", dos], 126, "has Windows line endings")
 tl.check("dos2unix" in r.stderr, f"the hint says how to convert it: {r.stderr}")
+with open(dos, "wb") as f:  # the usual header: env finds no "python3\r"
+    f.write(b"#!/usr/bin/env python3\r\nprint('hi')\r\n")
+expect(["--launcher", "local", "-p", "1", "--", dos], 126, "has Windows line endings")
 # Started in a directory that was removed meanwhile: the ranks ran in / (and wrote there).
 gone = os.path.join(tl.tempdir(), "gone")
 os.mkdir(gone)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "binding/topology/hwloc_topology.h"
@@ -222,25 +223,58 @@ TEST_CASE("exit status mapping: launcher failures stay clear of rank and signal 
 
 // OMP_NUM_THREADS=1 for every rank took a rank bound to 8 cores (--cpus-per-rank, one rank per
 // node) down to one thread; Python's prints sat in an 8 KiB buffer of the rank's stdout pipe.
-TEST_CASE("rank env: OMP_NUM_THREADS follows the rank's CPUs, PYTHONUNBUFFERED is set, the user's values win", "[env]") {
+TEST_CASE("rank env: OMP_NUM_THREADS follows the rank's own CPUs, PYTHONUNBUFFERED is set, the user's values win", "[env]") {
   RankEnvInput in;
   in.identity.local_world_size = 1;
-  RankBinding bound;
-  bound.cpus = {4, 5, 6, 7};
-  in.binding = &bound;
+  in.own_cpus = 4;
   auto env = buildRankEnv(in, {});
   CHECK(envLookup(env, "OMP_NUM_THREADS") == std::optional<std::string>("4"));
   CHECK(envLookup(env, "PYTHONUNBUFFERED") == std::optional<std::string>("1"));
-  // Unbound: 1 when ranks share the node (as torchrun), unset for one rank per node.
-  RankBinding unbound;
-  in.binding = &unbound;
+  // No CPUs of its own: 1 when ranks share the node (as torchrun), unset for one rank per node.
+  in.own_cpus = 0;
   in.identity.local_world_size = 2;
   CHECK(envLookup(buildRankEnv(in, {}), "OMP_NUM_THREADS") == std::optional<std::string>("1"));
   in.identity.local_world_size = 1;
   CHECK_FALSE(envLookup(buildRankEnv(in, {}), "OMP_NUM_THREADS"));
-  in.binding = &bound;
+  in.own_cpus = 4;
   UserEnv user{{"OMP_NUM_THREADS", {"2", "-x"}}, {"PYTHONUNBUFFERED", {"", "environment"}}};
   env = buildRankEnv(in, user);
   CHECK_FALSE(envLookup(env, "OMP_NUM_THREADS"));  // the rank keeps the user's, from its base environment
   CHECK_FALSE(envLookup(env, "PYTHONUNBUFFERED"));
+}
+
+// A rank's CPUs are its own only with core binding, applied, and no other rank on them: ranks
+// that share a NUMA node's CPUs (--bind numa, more ranks than cores) each counted them all (6
+// ranks on 2 CPUs got OMP_NUM_THREADS=2 each).
+TEST_CASE("rank env: OMP_NUM_THREADS counts only CPUs no other rank of the node is bound to", "[env]") {
+  auto topo = std::make_shared<TopologySnapshot>();
+  topo->source = "live";
+  topo->live = true;
+  topo->numa_nodes.push_back(NumaNode{0, 0, 0, {{0}, {1}, {2}, {3}}});
+  const auto omp = [&](int ranks, const std::string& bind, bool live) {
+    auto snap = std::make_shared<TopologySnapshot>(*topo);
+    snap->live = live;
+    NodeInventory inv;
+    inv.free_port = 29500;
+    inv.topology = snap;
+    JobSpec spec;
+    spec.argv = {"./program"};
+    spec.procs_per_node = ranks;
+    spec.bind = bind;
+    PlanContext ctx;
+    ctx.job_id = "j";
+    ctx.cwd = "/";
+    ctx.loopback_only = true;
+    auto plan = makePlan(spec, {{0, "n0", std::move(inv), "127.0.0.1"}}, ctx);
+    REQUIRE(plan);
+    std::set<std::string> values;
+    for (const auto& r : plan->nodes[0].ranks) values.insert(envLookup(r.env, "OMP_NUM_THREADS").value_or("unset"));
+    return values;
+  };
+  CHECK(omp(2, "core", true) == std::set<std::string>{"2"});       // two cores each, their own
+  CHECK(omp(1, "core", true) == std::set<std::string>{"4"});
+  CHECK(omp(6, "core", true) == std::set<std::string>{"1"});       // more ranks than cores: shared
+  CHECK(omp(2, "numa", true) == std::set<std::string>{"1"});       // the whole NUMA node, shared
+  CHECK(omp(2, "core", false) == std::set<std::string>{"1"});      // a recorded topology: not applied
+  CHECK(omp(1, "none", true) == std::set<std::string>{"unset"});
 }

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "bootstrap/spawn.h"
@@ -98,7 +99,7 @@ TEST_CASE("stdin is /dev/null unless piped, a piped stdin carries what is writte
   SpawnSpec s = shell("cat; cd; pwd");
   s.stdin_mode = SpawnSpec::Stdin::pipe;
   s.cwd = "/tmp";
-  s.env.push_back("HOME=/");
+  s.env.emplace_back("HOME=/");
   auto q = spawnProcess(s);
   REQUIRE(q);
   REQUIRE(::write(q->stdin_fd, "hello\n", 6) == 6);
