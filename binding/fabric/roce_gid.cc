@@ -84,6 +84,12 @@ bool isRoceV2Ipv4(const GidEntry& entry) {
   return bytes && entry.type == GidType::roce_v2 && gidIpv4Mapped(*bytes) && gidValid(*bytes);
 }
 
+bool isRdmaDataPort(const RdmaPort& port) {
+  if (port.state != kPortStateActive) return false;
+  if (port.link_layer == LinkLayer::infiniband) return true;
+  return port.link_layer == LinkLayer::ethernet && std::any_of(port.gids.begin(), port.gids.end(), isRoceV2Ipv4);
+}
+
 const GidEntry* gidAt(const RdmaPort& port, int index) {
   for (const auto& entry : port.gids)
     if (entry.index == index) return &entry;

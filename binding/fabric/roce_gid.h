@@ -25,6 +25,11 @@ GidEntry makeGidEntry(int index, std::string_view gidText, GidType type, std::st
 // RoCE v2, IPv4-mapped, valid (not link-local): what NCCL and UCX want on RoCE.
 bool isRoceV2Ipv4(const GidEntry& entry);
 
+// A port that can carry the job's RDMA traffic, as the network choice counts them: ACTIVE
+// InfiniBand, or ACTIVE Ethernet with a RoCE v2 IPv4 GID. An Ethernet port without one (Azure's
+// accelerated-networking VF, whose netdev has no IPv4 address by design) is not a data port.
+bool isRdmaDataPort(const RdmaPort& port);
+
 // The index NCCL would pick for AF_INET with NCCL_IB_ROCE_VERSION_NUM=`roceVersion` and,
 // when given, NCCL_IB_ADDR_RANGE=`range`. Entries missing from port.gids count as empty,
 // an unknown type as an unreadable types/<i> file (NCCL skips those). 0 when nothing fits.

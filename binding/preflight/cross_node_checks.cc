@@ -5,17 +5,17 @@
 #include <set>
 
 #include "binding/fabric/ipv4_net.h"
+#include "binding/fabric/roce_gid.h"
 #include "tlaunch/strings.h"
 
 namespace tlaunch {
 namespace {
 
-using S = PreflightStatus;
+// Every check counts only the ports that can carry the job (isRdmaDataPort): an Ethernet port
+// without a RoCE v2 IPv4 GID (an Azure accelerated-networking VF) is not a rail and its MTU
+// does not matter.
 
-bool isDataPort(const RdmaPort& p) {
-  return p.state == kPortStateActive &&
-         (p.link_layer == LinkLayer::infiniband || p.link_layer == LinkLayer::ethernet);
-}
+using S = PreflightStatus;
 
 // "200 Gb/sec (4X HDR) x2, 100 Gb/sec (4X EDR) x1": a multiset, sorted.
 std::string countedList(const std::vector<std::string>& values) {
@@ -30,7 +30,7 @@ std::string railsOf(const NodeFabric& f) {
   std::vector<std::string> layers;
   for (const auto& d : f.devices)
     for (const auto& p : d.ports)
-      if (isDataPort(p)) layers.emplace_back(p.link_layer == LinkLayer::infiniband ? "InfiniBand" : "RoCE");
+      if (isRdmaDataPort(p)) layers.emplace_back(p.link_layer == LinkLayer::infiniband ? "InfiniBand" : "RoCE");
   return countedList(layers);
 }
 
@@ -38,7 +38,7 @@ std::string ratesOf(const NodeFabric& f) {
   std::vector<std::string> rates;
   for (const auto& d : f.devices)
     for (const auto& p : d.ports)
-      if (isDataPort(p)) rates.push_back(p.rate.empty() ? "unknown rate" : p.rate);
+      if (isRdmaDataPort(p)) rates.push_back(p.rate.empty() ? "unknown rate" : p.rate);
   return countedList(rates);
 }
 
@@ -46,7 +46,7 @@ std::string mtusOf(const CrossNodeInput& n) {
   std::set<std::string> mtus;
   for (const auto& d : n.fabric.devices)
     for (const auto& p : d.ports) {
-      if (!isDataPort(p)) continue;
+      if (!isRdmaDataPort(p)) continue;
       if (auto it = n.port_mtu.find(portName(d.name, p.number)); it != n.port_mtu.end())
         mtus.insert("port " + std::to_string(it->second));
       if (const NetInterface* i = n.fabric.findInterface(p.netdev); i && i->live)
@@ -60,7 +60,7 @@ std::string subnetsOf(const NodeFabric& f) {
   std::set<std::string> nets;
   for (const auto& d : f.devices)
     for (const auto& p : d.ports) {
-      if (!isDataPort(p)) continue;
+      if (!isRdmaDataPort(p)) continue;
       if (const NetInterface* i = f.findInterface(p.netdev); i && i->live)
         for (const auto& a : i->ipv4)
           if (auto addr = parseIpv4(a.address)) nets.insert(formatCidr(networkOf(*addr, a.prefix)));

@@ -82,20 +82,38 @@ void checkDevices(Items& items, const NodeFabric& fabric, const PreflightOptions
   items.add("rdma_devices", "", S::pass, names);
 }
 
+// Why an ACTIVE Ethernet port cannot carry RoCE (it has no RoCE v2 IPv4 GID).
+std::string roceProblem(const NodeFabric& fabric, const RdmaPort& p) {
+  if (p.netdev.empty()) return "no netdev";
+  const NetInterface* iface = fabric.findInterface(p.netdev);
+  if (iface && iface->live && iface->ipv4.empty()) return p.netdev + " has no IPv4 address";
+  return "no RoCE v2 IPv4 GID";
+}
+
 void checkPorts(Items& items, const NodeFabric& fabric, const PreflightOptions& o) {
   bool anyActive = false, anyUsableNetdev = false, anyIb = false;
-  double fastest = 0;
+  std::vector<std::string> usable;  // data ports the network choice could take (isRdmaDataPort + address)
   for (const auto& d : fabric.devices)
     for (const auto& p : d.ports)
       if (isDataLinkLayer(p) && p.state == kPortStateActive) {
         anyActive = true;
-        fastest = std::max(fastest, p.rate_gbps);
+        const bool addressed = !p.netdev.empty() && netdevProblem(fabric.findInterface(p.netdev), p.netdev).empty();
         if (p.link_layer == LinkLayer::infiniband) {
           anyIb = true;
-          if (!p.netdev.empty() && netdevProblem(fabric.findInterface(p.netdev), p.netdev).empty())
-            anyUsableNetdev = true;
+          anyUsableNetdev = anyUsableNetdev || addressed;
         }
+        if (addressed && isRdmaDataPort(p)) usable.push_back(portName(d.name, p.number));
       }
+  // An ACTIVE Ethernet port without a RoCE v2 IPv4 GID is no data port (network_choice.cc leaves
+  // it out): ignored while another port carries the job, or when the job does not want RDMA.
+  auto ignored = [&](const RdmaPort& p) {
+    return p.link_layer == LinkLayer::ethernet && p.state == kPortStateActive && !isRdmaDataPort(p) &&
+           (!usable.empty() || !o.expect_rdma);
+  };
+  double fastest = 0;
+  for (const auto& d : fabric.devices)
+    for (const auto& p : d.ports)
+      if (isDataLinkLayer(p) && p.state == kPortStateActive && !ignored(p)) fastest = std::max(fastest, p.rate_gbps);
 
   for (const auto& d : fabric.devices) {
     for (const auto& p : d.ports) {
@@ -114,6 +132,13 @@ void checkPorts(Items& items, const NodeFabric& fabric, const PreflightOptions& 
         items.add("port_state", name, S::warn, stateText(p), "ACTIVE (LinkUp)", portFix(p, name));
       else
         items.add("port_state", name, S::pass, stateText(p), "ACTIVE (LinkUp)");
+      if (ignored(p)) {
+        items.add("roce_gid", name, S::skip,
+                  "not usable for RoCE: " + roceProblem(fabric, p) + "; ignored" +
+                      (usable.empty() ? " (the job does not use RDMA)" : ", the job uses " + joinStrings(usable, ",")),
+                  "a RoCE v2 GID with an IPv4 address");
+        continue;
+      }
 
       if (p.link_layer == LinkLayer::infiniband) {
         bool assigned = p.has_lid && p.lid != 0 && p.lid != 0xffff;

@@ -132,8 +132,7 @@ std::vector<SelfTestOptions> selfTestTargets(const NodeFabric& fabric) {
   std::vector<SelfTestOptions> out;
   for (const auto& d : fabric.devices)
     for (const auto& p : d.ports) {
-      if (p.state != kPortStateActive) continue;
-      if (p.link_layer != LinkLayer::infiniband && p.link_layer != LinkLayer::ethernet) continue;
+      if (!isRdmaDataPort(p)) continue;  // not ACTIVE, or Ethernet without a RoCE v2 IPv4 GID: not the job's
       SelfTestOptions o;
       o.device = d.name;
       o.port = p.number;

@@ -181,6 +181,63 @@ TEST_CASE("RoCE GID table with and without a RoCE v2 IPv4 entry (crafted sysfs)"
   CHECK(statusOf(down, "netdev", "ens1f0") == PreflightStatus::fail);  // RoCE traffic needs its netdev
 }
 
+// The Azure HBv4 fixture (azure-hbv4-vm_*.xml): IPoIB on the IB HCA, and mlx5_an0, the
+// accelerated-networking VF: Ethernet, ACTIVE, no GID, its netdev without IPv4 by design.
+TEST_CASE("an ACTIVE Ethernet port without IPv4 beside a healthy IB port is ignored, not a failure") {
+  Capture c;
+  if (!c.root) {
+    FAIL("fixture missing (tests/fixtures is part of the repository)");
+  }
+  SysfsTree t(*c.root);
+  t.addDevice("mlx5_an0", "8f23:00:02.0");
+  t.addPort("mlx5_an0", 1, "Ethernet", "4: ACTIVE", "5: LinkUp", "50 Gb/sec (2X HDR)", "0x0");
+  t.addNetdev("enP36643s1", kArphrdEther, "8f23:00:02.0", 0, "00:0d:3a:f4:12:34", 1500);
+  PreflightOptions o = captureOptions();
+  auto discover = [&](bool ib0Addressed) {
+    return discoverFabric(c.root->string(), {liveIf("ib0", ib0Addressed ? "10.1.0.5" : "", 16),
+                                             liveIf("enP36643s1")}).value();
+  };
+
+  auto items = localPreflightChecks(discover(true), o);
+  const PreflightItem* an = findItem(items, "roce_gid", "mlx5_an0:1");
+  REQUIRE(an);
+  CHECK(an->status == PreflightStatus::skip);
+  CHECK(an->found == "not usable for RoCE: enP36643s1 has no IPv4 address; ignored, the job uses mlx4_0:1");
+  CHECK(findItem(items, "netdev", "enP36643s1") == nullptr);
+  CHECK(findItem(items, "rate", "mlx5_an0:1") == nullptr);
+  CHECK(statusOf(items, "netdev", "ib0") == PreflightStatus::pass);
+  CHECK(preflightPassed(items));
+
+  SECTION("the IB port cannot carry the job either: the Ethernet port's failure stands") {
+    auto none = localPreflightChecks(discover(false), o);
+    CHECK(statusOf(none, "roce_gid", "mlx5_an0:1") == PreflightStatus::fail);
+    CHECK(statusOf(none, "netdev", "enP36643s1") == PreflightStatus::fail);
+    CHECK_FALSE(preflightPassed(none));
+  }
+  SECTION("--net tcp: no RDMA wanted, the port is ignored") {
+    o.expect_rdma = false;
+    auto tcp = localPreflightChecks(discover(false), o);
+    CHECK(statusOf(tcp, "roce_gid", "mlx5_an0:1") == PreflightStatus::skip);
+    CHECK(findItem(tcp, "roce_gid", "mlx5_an0:1")->found ==
+          "not usable for RoCE: enP36643s1 has no IPv4 address; ignored (the job does not use RDMA)");
+  }
+}
+
+TEST_CASE("a RoCE port without a v2 GID beside a healthy RoCE port is ignored") {
+  NodeFabric f = FabricBuilder().roce("mlx5_0", 1, "ens1f0", "10.3.0.5").roce("mlx5_1", 1, "ens1f1", "").build();
+  PreflightOptions o;
+  o.host.memlock = unlimited();
+  auto items = localPreflightChecks(f, o);
+  CHECK(statusOf(items, "roce_gid", "mlx5_0:1") == PreflightStatus::pass);
+  CHECK(statusOf(items, "roce_gid", "mlx5_1:1") == PreflightStatus::skip);
+  CHECK(findItem(items, "roce_gid", "mlx5_1:1")->found ==
+        "not usable for RoCE: ens1f1 has no IPv4 address; ignored, the job uses mlx5_0:1");
+  CHECK(preflightPassed(items));
+  // The only RoCE port: the fabric would be RoCE on that very port, so it fails.
+  NodeFabric only = FabricBuilder().roce("mlx5_1", 1, "ens1f1", "").build();
+  CHECK(statusOf(localPreflightChecks(only, o), "roce_gid", "mlx5_1:1") == PreflightStatus::fail);
+}
+
 TEST_CASE("no RDMA device: a failure when RDMA is expected, a clean skip otherwise") {
   NodeFabric none;
   none.sysfs_root = "/";

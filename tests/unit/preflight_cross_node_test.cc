@@ -111,3 +111,15 @@ TEST_CASE("port MTUs from the verbs probe take part in the MTU check") {
   CHECK(mtu->node == "node1,node2");  // two nodes, two values: both groups named
   CHECK(mtu->found == "node1: IPoIB 2044, port 4096; node2: IPoIB 2044, port 2048, port 4096");
 }
+
+TEST_CASE("an Ethernet port without a RoCE v2 GID on some nodes is no rail and its MTU does not count") {
+  std::vector<CrossNodeInput> nodes{hdrNode("node1", "1"), hdrNode("node2", "2")};
+  // node2 also has Azure's accelerated-networking VF: ACTIVE, no IPv4, netdev MTU 1500.
+  FabricBuilder b;
+  b.ib("mlx5_0", 1, "ib0", "10.1.0.2").ib("mlx5_1", 1, "ib1", "10.2.0.2").roce("mlx5_an0", 1, "enP1s1", "");
+  nodes[1].fabric = b.build();
+  auto items = crossNodeChecks(nodes);
+  for (const auto& i : items) CHECK(i.status == PreflightStatus::pass);
+  CHECK(firstOf(items, "cross_rails")->found == "InfiniBand x2");
+  CHECK(firstOf(items, "cross_mtu")->found == "IPoIB 2044");
+}

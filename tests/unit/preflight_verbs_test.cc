@@ -159,6 +159,7 @@ TEST_CASE("self-test targets: ACTIVE ports, RoCE with NCCL's GID index") {
                      .ib("mlx5_0", 1, "ib0", "10.1.0.1")
                      .ib("mlx5_1", 1, "ib1", "10.2.0.1", 16, 1)
                      .roce("mlx5_2", 1, "ens1f0", "10.3.0.1")
+                     .roce("mlx5_an0", 1, "enP1s1", "")  // no IPv4, no RoCE v2 GID: not the job's port
                      .build();
   auto targets = selfTestTargets(f);
   REQUIRE(targets.size() == 2);
