@@ -1,9 +1,11 @@
 #include "binding/fabric/network_choice.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "binding/fabric/ipv4_net.h"
@@ -52,6 +54,15 @@ void addAddresses(NodeCandidates& out, const NetInterface& iface, NetKind kind, 
     if (!address) continue;
     out.list.push_back(Candidate{&iface, *address, networkOf(*address, a.prefix), kind, port, order});
   }
+}
+
+// Bridges and tunnels that containers and VMs create on each host; their addresses are usually
+// the same on every host (docker0 172.17.0.1), so they rank after the real interfaces.
+bool virtualBridge(const std::string& name) {
+  static constexpr std::string_view kPrefixes[] = {"docker", "br-",   "virbr", "veth", "cni", "flannel", "cali",
+                                                   "vxlan",  "tun",   "tap",   "lxcbr", "podman"};
+  return std::any_of(std::begin(kPrefixes), std::end(kPrefixes),
+                     [&](std::string_view prefix) { return name.starts_with(prefix); });
 }
 
 NodeCandidates collectCandidates(const NodeFabric& fabric, NetMode mode) {
@@ -110,7 +121,8 @@ NodeCandidates collectCandidates(const NodeFabric& fabric, NetMode mode) {
     for (std::size_t i = 0; i < fabric.interfaces.size(); ++i) {
       const NetInterface& iface = fabric.interfaces[i];
       if (fabricIfs.count(iface.name) || iface.loopback || !livenessProblem(iface).empty()) continue;
-      addAddresses(out, iface, NetKind::tcp, "", 1000000 + static_cast<long>(i));
+      const long rank = virtualBridge(iface.name) ? 2000000 : 1000000;
+      addAddresses(out, iface, NetKind::tcp, "", rank + static_cast<long>(i));
     }
   }
   return out;
@@ -135,6 +147,23 @@ std::string explainNamed(const NodeFabric& fabric, const NodeCandidates& found, 
     return name + " is not an IPoIB or RoCE interface (type " + std::to_string(iface->type) +
            "); add --net tcp to allow plain Ethernet";
   return name + " cannot be used";
+}
+
+// "node1 and node2 both have 172.17.0.1 (docker0)": the first address two nodes share among
+// `chosen` (one candidate per node, in node order); nullopt when every address differs.
+std::optional<std::string> sharedAddress(const std::vector<NodeFabricInput>& nodes,
+                                         const std::vector<const Candidate*>& chosen) {
+  std::map<std::uint32_t, std::size_t> first;  // address -> the first node that has it
+  for (std::size_t n = 0; n < chosen.size(); ++n) {
+    auto [it, fresh] = first.emplace(chosen[n]->address, n);
+    if (fresh) continue;
+    const std::size_t m = it->second;
+    const std::string& a = chosen[m]->iface->name;
+    const std::string& b = chosen[n]->iface->name;
+    return nodes[m].node + " and " + nodes[n].node + " both have " + formatIpv4(chosen[n]->address) + " (" +
+           (a == b ? a : a + " and " + b) + ")";
+  }
+  return std::nullopt;
 }
 
 int kindRank(NetKind kind) { return kind == NetKind::ib ? 0 : kind == NetKind::roce ? 1 : 2; }
@@ -272,6 +301,8 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
     long order;
   };
   std::vector<Option> common;
+  std::vector<std::string> duplicates;  // "172.17.0.0/16: node1 and node2 both have 172.17.0.1 (docker0)"
+  std::set<Ipv4Net> rejected;
   for (const auto& [net, node0] : bySubnet[0]) {
     bool everywhere = true;
     for (std::size_t n = 1; n < nodes.size() && everywhere; ++n) everywhere = bySubnet[n].count(net) > 0;
@@ -286,14 +317,33 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
       chosen.push_back(list.front());
       kinds.insert(list.front()->kind);
     }
+    if (auto shared = sharedAddress(nodes, chosen); shared && !options.same_host) {
+      duplicates.push_back(formatCidr(net) + ": " + *shared);
+      rejected.insert(net);
+      continue;
+    }
     NetKind kind = kinds.size() == 1 ? *kinds.begin() : NetKind::tcp;
     if (kinds.size() > 1 && options.mode == NetMode::fabric) {
       notes.push_back(formatCidr(net) + " mixes IPoIB and RoCE interfaces across nodes; not used");
+      rejected.insert(net);
       continue;
     }
     best[net] = chosen;
     common.push_back(Option{net, kind, chosen.front()->order});
   }
+  const bool forced = !options.net_cidr.empty() || !options.net_if.empty() ||
+                      std::any_of(nodes.begin(), nodes.end(),
+                                  [](const NodeFabricInput& n) { return !n.net_if.empty(); });
+  if (common.empty() && forced && !duplicates.empty())
+    return fail(Errc::usage,
+                "cannot join the nodes over the network chosen with --net-if / --net-cidr: " +
+                    joinStrings(duplicates, "; ") +
+                    "; an address found on two nodes is local to each (a container bridge such as docker0), and "
+                    "each node would talk to itself",
+                "choose the subnet of the nodes' real interfaces with --net-cidr or --net-if (per node: net_if= in "
+                "the hostfile), or give each node its own address on that subnet");
+  for (const auto& d : duplicates)
+    notes.push_back(d + ": not used, an address found on two nodes is local to each");
   if (common.empty()) {
     std::map<Ipv4Net, std::vector<std::string>> holders;
     std::string message = "no subnet is common to all " + std::to_string(nodes.size()) + " nodes:";
@@ -308,16 +358,19 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
       message += "\n  " + nodes[n].node + ": " + line;
     }
     // Name the nodes missing the most widely present subnet (rank 0's first on ties).
+    // (Subnets left out above are on every node already: not named as missing.)
     std::optional<Ipv4Net> widest;
     for (const auto& [net, list] : bySubnet[0])
-      if (!widest || holders[net].size() > holders[*widest].size()) widest = net;
+      if (!rejected.count(net) && (!widest || holders[net].size() > holders[*widest].size())) widest = net;
     for (const auto& [net, names] : holders)
-      if (!widest || names.size() > holders[*widest].size()) widest = net;
-    std::vector<std::string> lacking;
-    for (const auto& node : nodes)
-      if (std::find(holders[*widest].begin(), holders[*widest].end(), node.node) == holders[*widest].end())
-        lacking.push_back(node.node);
-    message += "\n" + formatCidr(*widest) + " is missing on " + joinStrings(lacking, ", ");
+      if (!rejected.count(net) && (!widest || names.size() > holders[*widest].size())) widest = net;
+    if (widest) {
+      std::vector<std::string> lacking;
+      for (const auto& node : nodes)
+        if (std::find(holders[*widest].begin(), holders[*widest].end(), node.node) == holders[*widest].end())
+          lacking.push_back(node.node);
+      message += "\n" + formatCidr(*widest) + " is missing on " + joinStrings(lacking, ", ");
+    }
     for (const auto& note : notes) message += "\n" + note;
     return fail(Errc::fabric, message,
                 "put every node's fabric interface on one subnet, or choose with --net-cidr / --net-if "

@@ -2,7 +2,9 @@
 // Choosing the job's network (pure): one IPv4 subnet present on every node, and each node's
 // interface on it, by address (interface names may differ between nodes). By default only
 // fabric interfaces count: IPoIB netdevs of ACTIVE HCA ports, and netdevs of ACTIVE RoCE ports
-// with a RoCE v2 IPv4 GID. `--net tcp` also allows plain (non-loopback) interfaces.
+// with a RoCE v2 IPv4 GID. `--net tcp` also allows plain (non-loopback) interfaces, well-known
+// virtual and container bridges (docker0, virbr0, ...) after the real ones. A subnet on which two
+// nodes have the same address (172.17.0.1 on every Docker host) cannot join them: never chosen.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -21,6 +23,7 @@ struct NetOptions {
   NetMode mode = NetMode::fabric;
   std::vector<std::string> net_if;  // --net-if NAME[,NAME]: allowed names on every node
   std::string net_cidr;             // --net-cidr 10.1.0.0/16: choose by subnet, names free
+  bool same_host = false;           // every node is this host (--launcher local): shared addresses are expected
 };
 
 struct NodeFabricInput {

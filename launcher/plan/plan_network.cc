@@ -60,6 +60,7 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
   opts.mode = spec.net_mode == "tcp" ? NetMode::tcp : NetMode::fabric;
   opts.net_if = spec.net_if;
   opts.net_cidr = spec.net_cidr;
+  opts.same_host = ctx.loopback_only;  // every node is this host: the same addresses everywhere
   const RdmaPresence rdma = rdmaPresence(nodes);
   const bool plain = plainEthernet(spec, rdma);
   std::string control;
@@ -72,7 +73,7 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
     }
   }
   auto choice = chooseNetwork(inputs, opts);
-  if (!choice && !control.empty()) {  // not every node has an address there: any common subnet
+  if (!choice && !control.empty()) {  // not every node has an address there: a common subnet where they differ
     opts.net_cidr.clear();
     control.clear();
     choice = chooseNetwork(inputs, opts);

@@ -125,6 +125,33 @@ TEST_CASE("no RDMA and net-cidr chooses another network") {
   CHECK(plan->master_addr == "10.0.0.1");
 }
 
+TEST_CASE("no RDMA, the control network not common: the fallback is a real subnet, never docker0's") {
+  // docker0 172.17.0.1/16 on every Docker host, listed first (interfaces are in name order);
+  // each node reached the frontend over a subnet of its own.
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 1);
+    auto f = FabricBuilder()
+                 .eth("docker0", "172.17.0.1", 16)
+                 .eth("eth0", "10.0.0." + n)
+                 .eth("eth1", "192.168." + n + ".1")
+                 .build();
+    nodes.push_back(report(i, "node" + n, f, "192.168." + n + ".1"));
+  }
+  auto plan = makePlan(cpuJob(), nodes, context());
+  REQUIRE(plan);
+  CHECK(plan->master_addr == "10.0.0.1");
+  CHECK(plan->network->nodes[1].ifname == "eth0");
+
+  SECTION("--net-cidr forcing docker0's subnet is refused, naming both nodes and the address") {
+    JobSpec s = cpuJob();
+    s.net_cidr = "172.17.0.0/16";
+    auto refused = makePlan(s, nodes, context());
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message.find("node1 and node2 both have 172.17.0.1 (docker0)") != std::string::npos);
+  }
+}
+
 TEST_CASE("net ib requires the fabric: refused without RDMA") {
   auto plan = makePlan(cpuJob("ib"), plainNodes(), context());
   REQUIRE_FALSE(plan);

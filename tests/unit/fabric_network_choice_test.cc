@@ -324,3 +324,67 @@ TEST_CASE("an interface named with --net-if that cannot serve says why") {
   CHECK(contains(unmatched.error().message, "node1: has no interface named ib7"));
   CHECK(contains(unmatched.error().message, "node2: ib7: IPoIB interface matched to no HCA port"));
 }
+
+// Every Docker host has docker0 172.17.0.1/16: a subnet common to all nodes, on which every
+// node has the same address. MASTER_ADDR there would make each node talk to itself.
+TEST_CASE("docker0: the same address on every node never joins them; real interfaces rank first") {
+  auto host = [](const std::string& name, const std::string& enp) {
+    // Interfaces in discovery's (name) order: docker0 sorts before enp65s0.
+    return node(name, FabricBuilder().eth("docker0", "172.17.0.1", 16).eth("enp65s0", enp));
+  };
+  std::vector<NodeFabricInput> nodes{host("node1", "192.168.1.11"), host("node2", "192.168.1.12")};
+  NetOptions tcp;
+  tcp.mode = NetMode::tcp;
+
+  auto choice = chooseNetwork(nodes, tcp);
+  REQUIRE(choice);
+  CHECK(choice->cidr == "192.168.1.0/24");
+  CHECK(choice->master_addr == "192.168.1.11");
+  CHECK(choice->nodes[1].ifname == "enp65s0");
+  CHECK(std::find(choice->notes.begin(), choice->notes.end(),
+                  "172.17.0.0/16: node1 and node2 both have 172.17.0.1 (docker0): not used, an address found on "
+                  "two nodes is local to each") != choice->notes.end());
+
+  SECTION("forced with --net-cidr or --net-if: refused, naming the nodes and the address") {
+    NetOptions forced = tcp;
+    SECTION("--net-cidr") { forced.net_cidr = "172.17.0.0/16"; }
+    SECTION("--net-if") { forced.net_if = {"docker0"}; }
+    auto refused = chooseNetwork(nodes, forced);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == Errc::usage);
+    CHECK(contains(refused.error().message, "172.17.0.0/16: node1 and node2 both have 172.17.0.1 (docker0)"));
+    CHECK(contains(refused.error().hint, "--net-cidr"));
+  }
+  SECTION("--launcher local: every node is this host, the same address is expected") {
+    NetOptions local = tcp;
+    local.net_cidr = "172.17.0.0/16";
+    local.same_host = true;
+    auto same = chooseNetwork(nodes, local);
+    REQUIRE(same);
+    CHECK(same->master_addr == "172.17.0.1");
+  }
+  SECTION("the shared subnet is the only common one: refused, and not named as missing anywhere") {
+    nodes[1].fabric.interfaces[1].ipv4[0].address = "192.168.2.12";
+    auto none = chooseNetwork(nodes, tcp);
+    REQUIRE_FALSE(none);
+    CHECK(contains(none.error().message, "172.17.0.0/16: node1 and node2 both have 172.17.0.1 (docker0)"));
+    CHECK(contains(none.error().message, "192.168.1.0/24 is missing on node2"));
+  }
+}
+
+TEST_CASE("virtual bridges with distinct addresses rank after the real interfaces") {
+  auto host = [](const std::string& name, const std::string& last) {
+    return node(name, FabricBuilder()
+                          .eth("br-5f3a", "172.18.0." + last, 16)
+                          .eth("cni0", "10.244.0." + last)
+                          .eth("eno1", "192.168.1." + last)
+                          .eth("virbr0", "192.168.122." + last));
+  };
+  std::vector<NodeFabricInput> nodes{host("node1", "1"), host("node2", "2")};
+  NetOptions tcp;
+  tcp.mode = NetMode::tcp;
+  auto choice = chooseNetwork(nodes, tcp);
+  REQUIRE(choice);
+  CHECK(choice->cidr == "192.168.1.0/24");
+  CHECK(choice->nodes[0].ifname == "eno1");
+}
