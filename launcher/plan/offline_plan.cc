@@ -64,16 +64,31 @@ int runOfflineDryRun(const JobSpec& spec) {
   return 0;
 }
 
+TopoView topoView(const TopologySnapshot& topo, const GpuDriverFacts& driver) {
+  BindingRequest req;
+  req.use_gpus = !topo.gpus.empty();
+  req.ranks_per_node = req.use_gpus ? static_cast<int>(topo.gpus.size()) : 1;
+  auto pairing = planNodeBinding(topo, req, "this node");
+  if (pairing) return {renderTopoReport(topo, *pairing, driver), std::nullopt};
+  // The map is what a user debugs with: shown anyway, then the reason (the exit status stays
+  // the plan's, for scripts).
+  Error e = pairing.error();
+  std::string why = e.message;  // "node this node: NUMA node 0 has ...", "node this node has ..."
+  if (why.starts_with("node this node: ")) why.erase(0, 16);
+  else if (why.starts_with("node this node ")) why.erase(0, 5);
+  e.message = "the default plan (" + std::to_string(req.ranks_per_node) + " rank" +
+              (req.ranks_per_node == 1 ? "" : "s") + (req.use_gpus ? ", one per GPU" : "") +
+              ") does not fit this node: " + why;
+  return {renderTopoReport(topo, {}, driver), std::move(e)};
+}
+
 int runTopo(const JobSpec& spec) {
   auto topo = loadTopology(spec.topology_xml);
   if (!topo) return report(topo.error());
   const GpuDriverFacts gpu_driver = consultNvidiaDriver(*topo);  // as the daemon does
-  BindingRequest req;
-  req.use_gpus = !topo->gpus.empty();
-  req.ranks_per_node = req.use_gpus ? static_cast<int>(topo->gpus.size()) : 1;
-  auto pairing = planNodeBinding(*topo, req, "this node");
-  if (!pairing) return report(pairing.error());
-  std::cout << renderTopoReport(*topo, *pairing, gpu_driver);
+  TopoView view = topoView(*topo, gpu_driver);
+  std::cout << view.report << std::flush;
+  if (view.plan_error) return report(*view.plan_error);
   return 0;
 }
 

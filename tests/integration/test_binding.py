@@ -131,5 +131,12 @@ topo = tl.run(["topo"], env=dict(os.environ, HWLOC_PLUGINS_VERBOSE="1"))
 tl.check(topo.returncode == 0 and "Topology of this machine (live)" in topo.stdout, f"tlaunch topo: {topo.stderr}")
 for plugin in ("hwloc_opencl", "hwloc_gl", "hwloc_pci", "hwloc_xml_libxml"):
     tl.check(f"`{plugin}' is blacklisted" in topo.stderr, f"tlaunch topo loaded {plugin}: {topo.stderr}")
+# A node the default plan does not fit (16 GPUs, 2 cores per NUMA node): the map all the same,
+# then why, with the plan's exit status.
+dgx = os.path.join(fixtures, "topologies", "nvidia-dgx2h_16xV100-SXM3_nvml_trimmed-no-nics_hwloc-testsuite.xml")
+topo = tl.run(["topo", "--topology-xml", dgx])
+tl.check(topo.returncode == 78 and "NUMA nodes" in topo.stdout and "GPU15" in topo.stdout,
+         f"tlaunch topo on a node the default plan does not fit: {topo.returncode} {topo.stdout!r}")
+tl.check("the default plan (16 ranks, one per GPU) does not fit this node" in topo.stderr, topo.stderr)
 
 print("PASS")

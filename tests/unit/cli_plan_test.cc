@@ -24,6 +24,7 @@
 #include "launcher/plan/plan_render.h"
 #include "launcher/job_setup.h"
 #include "launcher/plan/plan_preflight.h"
+#include "launcher/plan/offline_plan.h"
 #include "launcher/starter_support.h"
 
 using namespace tlaunch;
@@ -557,4 +558,22 @@ TEST_CASE("a relative --chdir is below the directory tlaunch runs in, on every n
   plan = makePlan(s, plainNodes(), ctx);
   REQUIRE(plan);
   for (const auto& n : plan->nodes) CHECK(n.cwd == "/proj/exp");
+}
+
+TEST_CASE("tlaunch topo: the map is shown even when the default plan does not fit") {
+  // 16 V100s on 2 NUMA nodes of 2 cores each (trimmed): one rank per GPU does not fit.
+  auto topo = loadTopology(std::string(TLAUNCH_FIXTURES_DIR) +
+                           "/topologies/nvidia-dgx2h_16xV100-SXM3_nvml_trimmed-no-nics_hwloc-testsuite.xml");
+  REQUIRE(topo);
+  TopoView view = topoView(*topo, {});
+  REQUIRE(view.plan_error);
+  CHECK(view.plan_error->message ==
+        "the default plan (16 ranks, one per GPU) does not fit this node: NUMA node 0 has 2 cores but 8 ranks are "
+        "placed on it");
+  CHECK(view.report.find("NUMA") != std::string::npos);
+  CHECK(view.report.find("GPU15") != std::string::npos);
+
+  auto fits = loadTopology(std::string(TLAUNCH_FIXTURES_DIR) + "/" + kGpuTopology);
+  REQUIRE(fits);
+  CHECK_FALSE(topoView(*fits, {}).plan_error);
 }
