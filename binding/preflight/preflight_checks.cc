@@ -52,6 +52,20 @@ std::string netdevProblem(const NetInterface* iface, const std::string& name) {
   return "";
 }
 
+// The netdev of the port that can carry the job's TCP traffic, as the network choice scans
+// them: on IB every IPoIB interface of the port (the parent ib0 and its pkey children such as
+// ib0.8001, p.netdev first), on RoCE p.netdev. nullptr when none can.
+const NetInterface* usableNetdev(const NodeFabric& fabric, const std::string& device, const RdmaPort& p) {
+  if (const NetInterface* iface = fabric.findInterface(p.netdev); iface && netdevProblem(iface, p.netdev).empty())
+    return iface;
+  if (p.link_layer != LinkLayer::infiniband) return nullptr;
+  for (const auto& iface : fabric.interfaces)
+    if (iface.type == kArphrdInfiniband && iface.rdma_device == device && iface.rdma_port == p.number &&
+        netdevProblem(&iface, iface.name).empty())
+      return &iface;
+  return nullptr;
+}
+
 std::string addressText(const NetInterface& iface) {
   std::string out = iface.name;
   for (const auto& a : iface.ipv4) out += " " + a.address + "/" + std::to_string(a.prefix);
@@ -97,7 +111,7 @@ void checkPorts(Items& items, const NodeFabric& fabric, const PreflightOptions& 
     for (const auto& p : d.ports)
       if (isDataLinkLayer(p) && p.state == kPortStateActive) {
         anyActive = true;
-        const bool addressed = !p.netdev.empty() && netdevProblem(fabric.findInterface(p.netdev), p.netdev).empty();
+        const bool addressed = usableNetdev(fabric, d.name, p) != nullptr;
         if (p.link_layer == LinkLayer::infiniband) {
           anyIb = true;
           anyUsableNetdev = anyUsableNetdev || addressed;
@@ -185,11 +199,10 @@ void checkPorts(Items& items, const NodeFabric& fabric, const PreflightOptions& 
                      : "check the RoCE driver: the port has no Ethernet netdev");
         continue;
       }
-      const NetInterface* iface = fabric.findInterface(p.netdev);
-      std::string problem = netdevProblem(iface, p.netdev);
-      if (problem.empty()) {
-        items.add("netdev", device, S::pass, addressText(*iface) + " up", "up, running, with an IPv4 address");
+      if (const NetInterface* usable = usableNetdev(fabric, d.name, p)) {
+        items.add("netdev", usable->name, S::pass, addressText(*usable) + " up", "up, running, with an IPv4 address");
       } else {
+        std::string problem = netdevProblem(fabric.findInterface(p.netdev), p.netdev);
         bool critical = p.link_layer == LinkLayer::ethernet || (anyIb && !anyUsableNetdev && o.expect_rdma);
         items.add("netdev", device, critical ? S::fail : S::warn, problem, "up, running, with an IPv4 address",
                   "ip link set " + p.netdev + " up and give it an address on the fabric subnet");

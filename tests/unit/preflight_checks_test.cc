@@ -238,6 +238,34 @@ TEST_CASE("a RoCE port without a v2 GID beside a healthy RoCE port is ignored") 
   CHECK(statusOf(localPreflightChecks(only, o), "roce_gid", "mlx5_1:1") == PreflightStatus::fail);
 }
 
+// The job's address on a pkey child (ib0.8001) of the IPoIB parent, which has none: the
+// network choice takes the child (it scans every IPoIB netdev of the port), so preflight must too.
+TEST_CASE("an IPv4 address on a pkey child interface of the port passes the netdev check") {
+  Capture c;
+  if (!c.root) {
+    FAIL("fixture missing (tests/fixtures is part of the repository)");
+  }
+  const fs::path parent = *c.root / "sys/class/net/ib0";
+  const fs::path child = *c.root / "sys/class/net/ib0.8001";
+  writeFile(child / "type", "32\n");
+  writeFile(child / "mtu", "2044\n");
+  writeFile(child / "dev_id", "0x0\n");
+  writeFile(child / "mode", "datagram\n");
+  writeFile(child / "address", readFile(parent / "address"));
+  fs::create_directory_symlink(fs::canonical(parent / "device"), child / "device");
+  auto fabric = discoverFabric(c.root->string(), {liveIf("ib0"), liveIf("ib0.8001", "10.1.0.5", 16)}).value();
+  REQUIRE(fabric.findInterface("ib0.8001"));
+  REQUIRE(fabric.findInterface("ib0.8001")->rdma_device == "mlx4_0");
+
+  auto items = localPreflightChecks(fabric, captureOptions());
+  const PreflightItem* netdev = findItem(items, "netdev", "ib0.8001");
+  REQUIRE(netdev);
+  CHECK(netdev->status == PreflightStatus::pass);
+  CHECK(netdev->found == "ib0.8001 10.1.0.5/16 up");
+  CHECK(findItem(items, "netdev", "ib0") == nullptr);
+  CHECK(preflightPassed(items));
+}
+
 TEST_CASE("no RDMA device: a failure when RDMA is expected, a clean skip otherwise") {
   NodeFabric none;
   none.sysfs_root = "/";
