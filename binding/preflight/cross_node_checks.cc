@@ -61,9 +61,16 @@ std::string subnetsOf(const NodeFabric& f) {
   for (const auto& d : f.devices)
     for (const auto& p : d.ports) {
       if (!isRdmaDataPort(p)) continue;
-      if (const NetInterface* i = f.findInterface(p.netdev); i && i->live)
-        for (const auto& a : i->ipv4)
+      // Every netdev of the port, as the network choice scans them: on IB the IPoIB parent and
+      // its pkey children (ib0.8001), on RoCE the port's netdev.
+      for (const auto& i : f.interfaces) {
+        const bool ofPort = p.link_layer == LinkLayer::infiniband
+                                ? i.type == kArphrdInfiniband && i.rdma_device == d.name && i.rdma_port == p.number
+                                : i.name == p.netdev;
+        if (!ofPort || !i.live) continue;
+        for (const auto& a : i.ipv4)
           if (auto addr = parseIpv4(a.address)) nets.insert(formatCidr(networkOf(*addr, a.prefix)));
+      }
     }
   return nets.empty() ? "none" : joinStrings(nets);
 }

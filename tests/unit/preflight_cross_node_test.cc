@@ -123,3 +123,17 @@ TEST_CASE("an Ethernet port without a RoCE v2 GID on some nodes is no rail and i
   CHECK(firstOf(items, "cross_rails")->found == "InfiniBand x2");
   CHECK(firstOf(items, "cross_mtu")->found == "IPoIB 2044");
 }
+
+TEST_CASE("a fabric address on a pkey child (ib0.8001) counts among the node's subnets") {
+  std::vector<CrossNodeInput> nodes{hdrNode("node1", "1"), hdrNode("node2", "2")};
+  // node2: no address on ib0, the same subnet on its pkey child instead.
+  NetInterface& ib0 = nodes[1].fabric.interfaces[0];
+  REQUIRE(ib0.name == "ib0");
+  NetInterface child = ib0;
+  child.name = "ib0.8001";
+  ib0.ipv4.clear();
+  nodes[1].fabric.interfaces.push_back(child);
+  auto items = crossNodeChecks(nodes);
+  CHECK(firstOf(items, "cross_subnets")->status == PreflightStatus::pass);
+  CHECK(firstOf(items, "cross_subnets")->found == "10.1.0.0/16, 10.2.0.0/16");
+}
