@@ -110,7 +110,7 @@ void checkPorts(Items& items, const NodeFabric& fabric, const PreflightOptions& 
   for (const auto& d : fabric.devices)
     for (const auto& p : d.ports)
       if (isDataLinkLayer(p) && p.state == kPortStateActive) {
-        anyActive = true;
+        anyActive = anyActive || isRdmaDataPort(p);  // an Ethernet port without a RoCE v2 GID carries nothing
         const bool addressed = usableNetdev(fabric, d.name, p) != nullptr;
         if (p.link_layer == LinkLayer::infiniband) {
           anyIb = true;

@@ -214,6 +214,12 @@ TEST_CASE("an ACTIVE Ethernet port without IPv4 beside a healthy IB port is igno
     CHECK(statusOf(none, "netdev", "enP36643s1") == PreflightStatus::fail);
     CHECK_FALSE(preflightPassed(none));
   }
+  SECTION("the IB port DOWN: its state fails, the Ethernet port does not stand in for it") {
+    c.set("state", "1: DOWN");
+    auto down = localPreflightChecks(discover(true), o);
+    CHECK(statusOf(down, "port_state", "mlx4_0:1") == PreflightStatus::fail);
+    CHECK_FALSE(preflightPassed(down));
+  }
   SECTION("--net tcp: no RDMA wanted, the port is ignored") {
     o.expect_rdma = false;
     auto tcp = localPreflightChecks(discover(false), o);
