@@ -128,7 +128,7 @@ TEST_CASE("environmentWith replaces and adds variables") {
 // A warm daemon started ranks with the first job's umask and open-files limit: the caller's
 // now travel in the plan (NodeLaunch) and the spawn applies them.
 TEST_CASE("a spawned program gets the umask and soft open-files limit asked for, in a session of its own") {
-  SpawnSpec s = shell("umask; ulimit -Sn; ps -o sid= -o pgid= -p $$; echo $$");
+  SpawnSpec s = shell("umask; ulimit -Sn; ps -o sid= -o pgid= -p $$ | awk '{print \"ids \" $1 \" \" $2}'");
   s.umask = 077;
   s.nofile = 321;
   s.new_session = true;
@@ -140,7 +140,7 @@ TEST_CASE("a spawned program gets the umask and soft open-files limit asked for,
   const std::string pid = std::to_string(p->pid);
   CHECK(out.rfind("0077\n321\n", 0) == 0);
   // Its session and process group are its own pid (signals to the group still reach it all).
-  CHECK(out.find(pid + " " + pid) != std::string::npos);
+  CHECK(out.find("ids " + pid + " " + pid + "\n") != std::string::npos);
   // Without them: this process's umask.
   const mode_t ours = ::umask(022);
   ::umask(ours);
