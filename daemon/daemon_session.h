@@ -163,12 +163,12 @@ class DaemonSession {
   std::chrono::steady_clock::time_point upstream_heard_{};
   std::unique_ptr<DaemonStarter> spawner_;  // ssh to this node's tree children (tree spawn)
   bool attaching_ = false;
+  bool keeper_told_ = false;  // this node's keeper knows that the frontend wrote it down
   std::chrono::milliseconds dead_peer_timeout_{15000};
   static constexpr std::chrono::seconds kChallengeTimeout{10};
   static constexpr int kChallengeRetries = 5;
   int challenge_retries_ = 0;
   int early_closes_ = 0;  // connections closed before authentication (a flood of strangers)
-  bool keeper_told_ = false;  // this node's keeper knows that the frontend wrote it down
   std::chrono::milliseconds heartbeat_interval_{1000};
   bool draining_ = false;
   bool lost_ = false;
