@@ -1,7 +1,6 @@
 #include "binding/topology/hwloc_topology.h"
 
 #include <hwloc.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +16,7 @@
 #include <tuple>
 #include <utility>
 
+#include "binding/topology/process_affinity.h"
 #include "binding/topology/topology_cache.h"
 
 namespace tlaunch {
@@ -333,20 +333,6 @@ std::string exportXml(hwloc_topology_t topo) {
     xml.assign(buffer, static_cast<size_t>(length - 1));  // the length counts the final NUL
   if (buffer) hwloc_free_xmlbuffer(topo, buffer);
   return xml;
-}
-
-// Leaves out the CPUs this process may not run on (taskset, numactl --physcpubind, a systemd
-// CPUAffinity): hwloc leaves out only what the cgroup's cpuset forbids. The daemon's affinity is
-// what its ranks may use (srun starts it with --cpu-bind=none: its step's CPUs on the node).
-void keepAffinityOnly(TopologySnapshot& snap) {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
-  for (auto& numa : snap.numa_nodes) {
-    for (auto& core : numa.cores)
-      std::erase_if(core, [&](int pu) { return pu < 0 || pu >= CPU_SETSIZE || !CPU_ISSET(pu, &allowed); });
-    std::erase_if(numa.cores, [](const std::vector<int>& core) { return core.empty(); });
-  }
 }
 
 TopologySnapshot liveSnapshot(hwloc_topology_t topo, std::string* live_xml) {
