@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <bit>
 #include <charconv>
 
 namespace tlaunch {
@@ -48,6 +50,13 @@ std::string formatCidr(const Ipv4Net& net) {
 
 bool contains(const Ipv4Net& net, std::uint32_t address) {
   return (address & prefixMask(net.prefix)) == net.network;
+}
+
+std::optional<Ipv4Net> coveringNet(const std::vector<std::uint32_t>& addresses) {
+  if (addresses.empty()) return std::nullopt;
+  const auto [low, high] = std::minmax_element(addresses.begin(), addresses.end());
+  // Every address between the lowest and the highest shares their common leading bits.
+  return networkOf(*low, std::countl_zero(*low ^ *high));
 }
 
 }  // namespace tlaunch

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tlaunch {
 
@@ -22,5 +23,8 @@ Ipv4Net networkOf(std::uint32_t address, int prefix);
 std::optional<Ipv4Net> parseCidr(std::string_view text);
 std::string formatCidr(const Ipv4Net& net);
 bool contains(const Ipv4Net& net, std::uint32_t address);
+// The smallest network holding every address (10.1.0.5 and 10.1.0.9: 10.1.0.0/28); nullopt when
+// there are none.
+std::optional<Ipv4Net> coveringNet(const std::vector<std::uint32_t>& addresses);
 
 }  // namespace tlaunch

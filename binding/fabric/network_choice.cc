@@ -18,7 +18,8 @@ namespace {
 struct Candidate {
   const NetInterface* iface = nullptr;
   std::uint32_t address = 0;
-  Ipv4Net net;
+  Ipv4Net net;    // the interface's own network
+  Ipv4Net group;  // the network it joins the other nodes on: net, or --net-cidr's
   NetKind kind = NetKind::tcp;
   std::string port;  // "mlx4_0:1" or ""
   long order = 0;    // rank 0's preference: HCA order first, then interface order
@@ -52,7 +53,8 @@ void addAddresses(NodeCandidates& out, const NetInterface& iface, NetKind kind, 
   for (const auto& a : iface.ipv4) {
     auto address = parseIpv4(a.address);
     if (!address) continue;
-    out.list.push_back(Candidate{&iface, *address, networkOf(*address, a.prefix), kind, port, order});
+    const Ipv4Net net = networkOf(*address, a.prefix);
+    out.list.push_back(Candidate{&iface, *address, net, net, kind, port, order});
   }
 }
 
@@ -164,6 +166,38 @@ std::optional<std::string> sharedAddress(const std::vector<NodeFabricInput>& nod
            (a == b ? a : a + " and " + b) + ")";
   }
   return std::nullopt;
+}
+
+bool someNetOnEveryNode(const std::vector<NodeCandidates>& perNode) {
+  if (perNode.empty()) return false;
+  for (const auto& c : perNode.front().list) {
+    const bool everywhere = std::all_of(perNode.begin() + 1, perNode.end(), [&](const NodeCandidates& node) {
+      return std::any_of(node.list.begin(), node.list.end(), [&](const Candidate& o) { return o.net == c.net; });
+    });
+    if (everywhere) return true;
+  }
+  return false;
+}
+
+// When the nodes' preferred addresses are host addresses (/32, as cloud VMs get them) or ends of
+// point-to-point links (/31, routed fabrics), no subnet can be common: say so, and suggest the
+// smallest network holding them. "" when some node's preferred address is on a wider subnet.
+std::string hostAddressHint(const std::vector<NodeCandidates>& perNode) {
+  std::vector<std::uint32_t> preferred;
+  std::string example;
+  for (const auto& node : perNode) {
+    const auto first = std::min_element(node.list.begin(), node.list.end(), [](const Candidate& a, const Candidate& b) {
+      return std::tie(a.order, a.address) < std::tie(b.order, b.address);
+    });
+    if (first == node.list.end() || first->net.prefix < 31) return "";
+    preferred.push_back(first->address);
+    if (example.empty()) example = describe(*first);
+  }
+  auto covering = coveringNet(preferred);
+  if (!covering) return "";
+  return "the nodes' addresses are host addresses (" + example +
+         "): each is a network of its own; if they reach each other, choose the network with --net-cidr " +
+         formatCidr(*covering) + " or wider";
 }
 
 int kindRank(NetKind kind) { return kind == NetKind::ib ? 0 : kind == NetKind::roce ? 1 : 2; }
@@ -289,11 +323,18 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
                 "with --net-if / --net-cidr (per node: net_if= in the hostfile); --net tcp allows plain Ethernet");
   }
 
+  // The user's network joins the nodes when their own subnets cannot: host addresses (/32 on
+  // cloud VMs) and routed fabrics (a /31 per NIC) have no subnet in common. Where one is common,
+  // it is the job's (a --net-cidr wider than two rails still picks one rail).
+  if (cidr && !someNetOnEveryNode(perNode))
+    for (auto& node : perNode)
+      for (auto& c : node.list) c.group = *cidr;
+
   // Subnets present on every node.
   std::map<Ipv4Net, std::vector<const Candidate*>> best;  // subnet -> each node's preferred candidate
   std::vector<std::map<Ipv4Net, std::vector<const Candidate*>>> bySubnet(nodes.size());
   for (std::size_t n = 0; n < nodes.size(); ++n)
-    for (const auto& c : perNode[n].list) bySubnet[n][c.net].push_back(&c);
+    for (const auto& c : perNode[n].list) bySubnet[n][c.group].push_back(&c);
   std::vector<std::string> notes;
   struct Option {
     Ipv4Net net;
@@ -372,6 +413,10 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
       message += "\n" + formatCidr(*widest) + " is missing on " + joinStrings(lacking, ", ");
     }
     for (const auto& note : notes) message += "\n" + note;
+    if (auto hint = hostAddressHint(perNode); !hint.empty() && !cidr)
+      return fail(Errc::fabric, message + "\n" + hint,
+                  "name the network that holds the nodes' addresses with --net-cidr (the subnet of your VPC or "
+                  "fabric)");
     return fail(Errc::fabric, message,
                 "put every node's fabric interface on one subnet, or choose with --net-cidr / --net-if "
                 "(per node: net_if= in the hostfile)");

@@ -1,5 +1,8 @@
 #include "launcher/plan/plan_network.h"
 
+#include <cstdint>
+#include <string>
+
 #include "binding/fabric/fabric_env.h"
 #include "binding/fabric/ipv4_net.h"
 #include "tlaunch/strings.h"
@@ -16,6 +19,21 @@ std::string controlSubnet(const NodeFabric& fabric, const std::string& control_i
       if (a.address == control_ip)
         if (auto ip = parseIpv4(a.address)) return formatCidr(networkOf(*ip, a.prefix));
   return "";
+}
+
+// The smallest network holding every node's control address, when each is an address of that
+// node's own interfaces (no NAT between them and us); "" otherwise. Nodes whose addresses are
+// host addresses (/32 on cloud VMs) reached us over it: it is the network they share.
+std::string controlAddressesNet(const std::vector<NodeFabricInput>& inputs, const std::vector<NodeReport>& nodes) {
+  std::vector<std::uint32_t> addresses;
+  for (size_t i = 0; i < nodes.size() && i < inputs.size(); ++i) {
+    auto ip = parseIpv4(nodes[i].control_ip);
+    if (!ip || controlSubnet(inputs[i].fabric, nodes[i].control_ip).empty()) return "";
+    addresses.push_back(*ip);
+  }
+  auto net = coveringNet(addresses);
+  // A covering network as wide as a /8 says the nodes are not of one network: no guess then.
+  return net && net->prefix >= 8 && (net->network >> 24) != 127 ? formatCidr(*net) : "";
 }
 
 }  // namespace
@@ -77,6 +95,16 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
     opts.net_cidr.clear();
     control.clear();
     choice = chooseNetwork(inputs, opts);
+    if (!choice) {  // no subnet in common (host addresses): the one the daemons reached us over
+      const std::string reached = controlAddressesNet(inputs, nodes);
+      if (!reached.empty()) {
+        opts.net_cidr = reached;
+        if (auto joined = chooseNetwork(inputs, opts)) {
+          choice = std::move(joined);
+          control = reached;
+        }
+      }
+    }
   }
   if (!choice) {
     Error e = choice.error();

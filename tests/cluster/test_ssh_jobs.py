@@ -8,11 +8,14 @@
   they were written in;
 - an unreachable node fails the job quickly, naming the node; a wrong --daemon-path names the node
   and the path;
+- addresses that are /32 (cloud VMs): the job runs on the network the daemons reached the
+  frontend over, or on the one --net-cidr names;
 - kill -9 of one node's tlaunchd aborts the job naming that node, kill -9 of tlaunch itself: in
   both cases nothing of the job is left on any node within 10 s.
 
 Needs root (exits 77, skipped, where a virtual cluster cannot be built). One cluster for all checks.
 """
+import json
 import os
 import signal
 import subprocess
@@ -62,6 +65,49 @@ def gloo_allreduce(ws, nodes):
         check(r.returncode == 0 and wrong is None,
               f"Gloo all-reduce 4 nodes x 2 ranks over ssh, frontend on {who} ({time.monotonic() - t0:.1f} s)",
               f"{wrong}\n     {cj.describe(r)}")
+
+
+def host_addresses(ws, torch):
+    """Every node's addresses made /32 with an on-link route to their /24, as cloud VMs have them
+    (GCP: `eth0 10.128.0.5/32`): no subnet is common to the nodes. A plain job runs on the network
+    the daemons reached the frontend over, --net-cidr picks the other one, and in both the ranks'
+    variables name the chosen interface and the Gloo all-reduce runs over it."""
+    changed = []
+    try:
+        for node in vc.nodes:
+            for dev, ip in (("eth0", vc.mgmt_ip(node)), ("ib0", vc.fabric_ip(node))):
+                net = ip.rsplit(".", 1)[0] + ".0/24"
+                r = vc.exec(node, f"ip addr add {ip}/32 dev {dev} && ip addr del {ip}/24 dev {dev} && "
+                                  f"ip route replace {net} dev {dev} src {ip}", capture_output=True, text=True)
+                check(r.returncode == 0, f"{node}: {dev} {ip}/24 made a /32 with a route to {net}", r.stderr)
+                changed.append((node, dev, ip, net))
+        hosts = ",".join(vc.nodes)
+        keys = ["MASTER_ADDR", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include"]
+        cases = [("no --net flag: the daemons' control network", [], "eth0", vc.mgmt_ip("node1"), "198.18.0.8/29"),
+                 ("--net tcp --net-cidr 198.19.0.0/24", ["--net", "tcp", "--net-cidr", "198.19.0.0/24"], "ib0",
+                  vc.fabric_ip("node1"), "198.19.0.0/24")]
+        for what, args, dev, master, cidr in cases:
+            r = subprocess.run([ws.tlaunch, "--hosts", hosts, "-p", "1", *args, "--", cj.PYTHON,
+                                ws.program("print_env.py"), *keys], capture_output=True, text=True, errors="replace",
+                               timeout=TIMEOUT, cwd=ws.dir, env=vc.environ())
+            want = {"MASTER_ADDR": master, "GLOO_SOCKET_IFNAME": dev, "NCCL_SOCKET_IFNAME": "=" + dev,
+                    "OMPI_MCA_btl_tcp_if_include": cidr}
+            lines = [line for line in r.stdout.splitlines() if line.startswith("[")]
+            got = [json.loads(line.split("] ", 1)[1]) for line in lines]
+            check(r.returncode == 0 and len(got) == 4 and all(g == want for g in got),
+                  f"/32 addresses, {what}: every rank gets {want}", cj.describe(r))
+            if not torch:
+                continue
+            r = subprocess.run([ws.tlaunch, "--hosts", hosts, "-p", "2", *args, "--", cj.PYTHON,
+                                ws.program("gloo_allreduce.py"), "3", "1000"], capture_output=True, text=True,
+                               errors="replace", timeout=TIMEOUT, cwd=ws.dir, env=vc.environ())
+            wrong = cj.gloo_lines_ok(r.stdout, vc.nodes, 2)
+            check(r.returncode == 0 and wrong is None, f"/32 addresses, {what}: Gloo all-reduce on 4 nodes x 2 ranks",
+                  f"{wrong}\n     {cj.describe(r)}")
+    finally:
+        for node, dev, ip, net in changed:
+            vc.exec(node, f"ip route del {net} dev {dev}; ip addr add {ip}/24 dev {dev}; ip addr del {ip}/32 dev {dev}",
+                    capture_output=True)
 
 
 ODD_ARGUMENTS = ["a b", "  two  spaces ", "it's", '"double"', "$HOME", "${PATH}", "x; echo INJECTED", "a && b",
@@ -211,7 +257,8 @@ def main():
                 steps.insert(0, lambda ws: gloo_allreduce(ws, vc.nodes))
             else:
                 print("note: Debian's python3-torch is missing: the Gloo all-reduce is not checked", flush=True)
-            steps += [lambda ws: kill_daemon(ws, vc.nodes), lambda ws: kill_frontend(ws, vc.nodes)]
+            steps += [lambda ws: host_addresses(ws, torch), lambda ws: kill_daemon(ws, vc.nodes),
+                      lambda ws: kill_frontend(ws, vc.nodes)]
             for step in steps:
                 step(ws)
         print(f"cluster down in {vc.down_seconds:.1f} s", flush=True)

@@ -153,6 +153,30 @@ TEST_CASE("no RDMA, the control network not common: the fallback is a real subne
   }
 }
 
+TEST_CASE("no RDMA, host addresses (/32, cloud VMs): the network the daemons reached the frontend over") {
+  // Each VM's only address is a /32, with docker0 beside it; no subnet is common.
+  std::vector<NodeReport> nodes;
+  const char* addresses[] = {"10.128.0.5", "10.128.0.9", "10.128.0.12"};
+  for (int i = 0; i < 3; ++i) {
+    auto f = FabricBuilder().eth("docker0", "172.17.0.1", 16).eth("ens4", addresses[i], 32).build();
+    nodes.push_back(report(i, "vm" + std::to_string(i + 1), f, addresses[i]));
+  }
+  auto plan = makePlan(cpuJob(), nodes, context());
+  REQUIRE(plan);
+  CHECK(plan->master_addr == "10.128.0.5");
+  REQUIRE(plan->network);
+  CHECK(plan->network->cidr == "10.128.0.0/28");
+  CHECK(plan->network->nodes[2].ifname == "ens4");
+  CHECK(renderNetwork(*plan).find("runs over TCP on 10.128.0.0/28 (the daemons' control network)") != std::string::npos);
+
+  SECTION("a daemon seen from an address that is not its own (NAT): refused, suggesting --net-cidr") {
+    nodes[2].control_ip = "192.0.2.7";
+    auto refused = makePlan(cpuJob(), nodes, context());
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message.find("--net-cidr 10.128.0.0/28 or wider") != std::string::npos);
+  }
+}
+
 TEST_CASE("net ib requires the fabric: refused without RDMA") {
   auto plan = makePlan(cpuJob("ib"), plainNodes(), context());
   REQUIRE_FALSE(plan);

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "binding/fabric/fabric_discovery.h"
+#include "binding/fabric/ipv4_net.h"
 #include "binding/fabric/network_choice.h"
 #include "fabric_test_builder.h"
 #include "fabric_test_support.h"
@@ -387,4 +388,68 @@ TEST_CASE("virtual bridges with distinct addresses rank after the real interface
   REQUIRE(choice);
   CHECK(choice->cidr == "192.168.1.0/24");
   CHECK(choice->nodes[0].ifname == "eno1");
+}
+
+TEST_CASE("host addresses (/32, as cloud VMs have them): --net-cidr joins the nodes, the error says so") {
+  std::vector<NodeFabricInput> nodes{
+      node("vm1", FabricBuilder().eth("eth0", "10.128.0.5", 32).eth("docker0", "172.17.0.1", 16)),
+      node("vm2", FabricBuilder().eth("ens4", "10.128.0.9", 32).eth("docker0", "172.17.0.1", 16)),
+      node("vm3", FabricBuilder().eth("eth0", "10.128.0.12", 32)),
+  };
+  NetOptions tcp;
+  tcp.mode = NetMode::tcp;
+  auto refused = chooseNetwork(nodes, tcp);
+  REQUIRE_FALSE(refused);
+  const std::string& m = refused.error().message;
+  CHECK(contains(m, "no subnet is common to all 3 nodes"));
+  CHECK(contains(m, "host addresses (eth0 10.128.0.5/32)"));
+  CHECK(contains(m, "--net-cidr 10.128.0.0/28 or wider"));
+  CHECK(contains(refused.error().hint, "--net-cidr"));
+
+  tcp.net_cidr = "10.128.0.0/20";
+  auto choice = chooseNetwork(nodes, tcp);
+  REQUIRE(choice);
+  CHECK(choice->cidr == "10.128.0.0/20");  // what Open MPI's if_include gets: it holds every node's address
+  CHECK(choice->master_addr == "10.128.0.5");
+  REQUIRE(choice->nodes.size() == 3);
+  CHECK(choice->nodes[1].ifname == "ens4");
+  CHECK(choice->nodes[1].ipv4 == "10.128.0.9");
+  CHECK(choice->nodes[1].prefix == 32);  // each interface keeps its own prefix
+  CHECK(choice->nodes[2].ifname == "eth0");
+
+  SECTION("an address outside the named network still refuses, naming the node") {
+    nodes[2] = node("vm3", FabricBuilder().eth("eth0", "10.140.0.3", 32));
+    auto outside = chooseNetwork(nodes, tcp);
+    REQUIRE_FALSE(outside);
+    CHECK(contains(outside.error().message, "vm3: no interface has an address in 10.128.0.0/20 (found eth0 10.140.0.3/32)"));
+  }
+}
+
+TEST_CASE("a routed RoCE fabric (a /31 per NIC): --net-cidr joins the nodes and keeps NCCL's GID in it") {
+  std::vector<NodeFabricInput> nodes{
+      node("node1", FabricBuilder().roce("mlx5_0", 1, "ens1f0", "10.200.0.1", 31)),
+      node("node2", FabricBuilder().roce("mlx5_0", 1, "ens1f0", "10.200.0.3", 31)),
+  };
+  auto refused = chooseNetwork(nodes, {});
+  REQUIRE_FALSE(refused);
+  CHECK(contains(refused.error().message, "--net-cidr 10.200.0.0/30 or wider"));
+  NetOptions opts;
+  opts.net_cidr = "10.200.0.0/16";
+  auto choice = chooseNetwork(nodes, opts);
+  REQUIRE(choice);
+  CHECK(choice->kind == NetKind::roce);
+  CHECK(choice->rdma);
+  CHECK(choice->cidr == "10.200.0.0/16");
+  REQUIRE(choice->nodes[1].hca_ports.size() == 1);
+  CHECK(choice->nodes[1].hca_ports[0].gid_in_subnet);
+  CHECK(choice->nodes[1].hca_ports[0].gid_index == 3);
+}
+
+TEST_CASE("the smallest network holding a set of addresses") {
+  auto ip = [](const char* text) { return parseIpv4(text).value(); };
+  CHECK_FALSE(coveringNet({}));
+  CHECK(formatCidr(*coveringNet({ip("10.1.0.5")})) == "10.1.0.5/32");
+  CHECK(formatCidr(*coveringNet({ip("10.1.0.9"), ip("10.1.0.5")})) == "10.1.0.0/28");
+  CHECK(formatCidr(*coveringNet({ip("10.1.1.5"), ip("10.1.2.5"), ip("10.1.0.200")})) == "10.1.0.0/22");
+  CHECK(formatCidr(*coveringNet({ip("1.0.0.0"), ip("255.0.0.0")})) == "0.0.0.0/0");
 }
