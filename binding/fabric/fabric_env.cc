@@ -138,6 +138,7 @@ std::vector<EnvSetting> fabricEnv(const NetworkChoice& choice, std::size_t nodeI
           choice.nodes.front().ifname + ")");
   add("NCCL_SOCKET_IFNAME", "=" + node.ifname, "exact name of " + on);
   add("NCCL_SOCKET_FAMILY", "AF_INET", "the chosen address is IPv4; keeps NCCL off IPv6 link-local");
+  if (choice.sockets_only) add("NCCL_IB_DISABLE", "1", "--net tcp: NCCL over sockets, not the HCAs it finds");
   if (choice.rdma) {
     add("NCCL_IB_DISABLE", "0", "RDMA ports on every node; overrides any nccl.conf");
     if (netPluginInPlay(node, user).empty()) add("NCCL_NET", "IB", "fail instead of falling back to TCP sockets");
@@ -162,7 +163,9 @@ std::vector<EnvSetting> fabricEnv(const NetworkChoice& choice, std::size_t nodeI
   }
   add("GLOO_SOCKET_IFNAME", node.ifname, on);
   add("TP_SOCKET_IFNAME", node.ifname, on);
-  if (!ucxNetDevices.empty())
+  if (choice.sockets_only)
+    add("UCX_NET_DEVICES", node.ifname, "--net tcp: " + on);
+  else if (!ucxNetDevices.empty())
     add("UCX_NET_DEVICES", ucxNetDevices, "the rank's nearest HCA port");
   else if (!node.hca_ports.empty())
     add("UCX_NET_DEVICES", joinHcaPorts(node), "all data ports on " + node.node);

@@ -168,7 +168,8 @@ json networkChoiceToJson(const NetworkChoice& choice) {
                      {"hca_ports", std::move(ports)}, {"roce_gid_index", n.roce_gid_index}, {"efa", n.efa}});
   }
   return {{"kind", netKindName(choice.kind)}, {"cidr", choice.cidr}, {"master_addr", choice.master_addr},
-          {"rdma", choice.rdma}, {"nodes", std::move(nodes)}, {"notes", choice.notes}};
+          {"rdma", choice.rdma}, {"sockets_only", choice.sockets_only}, {"nodes", std::move(nodes)},
+          {"notes", choice.notes}};
 }
 
 Result<NetworkChoice> networkChoiceFromJson(const json& j) {
@@ -178,6 +179,7 @@ Result<NetworkChoice> networkChoiceFromJson(const json& j) {
     c.cidr = field<std::string>(j, "cidr");
     c.master_addr = field<std::string>(j, "master_addr");
     c.rdma = field<bool>(j, "rdma");
+    c.sockets_only = j.value("sockets_only", false);
     for (const auto& n : j.at("nodes")) {
       NodeNetChoice node;
       node.node = field<std::string>(n, "node");

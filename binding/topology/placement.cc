@@ -1,6 +1,7 @@
 #include "binding/topology/placement.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <tuple>
 
@@ -51,12 +52,27 @@ std::vector<int> flatten(const std::vector<const std::vector<int>*>& cores, size
   return pus;
 }
 
-// Nearest HCA per GPU rank, ties spread over the least-used candidate.
-void assignHcas(const TopologySnapshot& topo, const std::vector<int>& gpu_of_rank, std::vector<RankBinding>& ranks) {
+// The port of `hca` among the job's data ports ("mlx5_0:1"), or 0.
+int dataPortOf(const HcaDevice& hca, const std::vector<std::string>& data_ports) {
+  for (const auto& port : data_ports)
+    if (port.size() > hca.name.size() + 1 && port.starts_with(hca.name) && port[hca.name.size()] == ':')
+      return std::atoi(port.c_str() + hca.name.size() + 1);
+  return 0;
+}
+
+// Nearest HCA per GPU rank, ties spread over the least-used candidate: among the job's data
+// ports when the network choice named them (a management ConnectX nearer a GPU must not carry
+// its UCX traffic), else among HCAs with an ACTIVE port.
+void assignHcas(const TopologySnapshot& topo, const std::vector<int>& gpu_of_rank,
+                const std::vector<std::string>& data_ports, std::vector<RankBinding>& ranks) {
   std::vector<const HcaDevice*> candidates;
-  bool any_active = std::any_of(topo.hcas.begin(), topo.hcas.end(), hcaHasActivePort);
   for (const auto& h : topo.hcas)
-    if (!any_active || hcaHasActivePort(h)) candidates.push_back(&h);
+    if (dataPortOf(h, data_ports) > 0) candidates.push_back(&h);
+  if (candidates.empty()) {  // no network choice, or its ports are not in this topology (another machine's XML)
+    bool any_active = std::any_of(topo.hcas.begin(), topo.hcas.end(), hcaHasActivePort);
+    for (const auto& h : topo.hcas)
+      if (!any_active || hcaHasActivePort(h)) candidates.push_back(&h);
+  }
   if (candidates.empty()) return;
   std::vector<int> uses(candidates.size(), 0);
   for (auto& rb : ranks) {
@@ -75,7 +91,8 @@ void assignHcas(const TopologySnapshot& topo, const std::vector<int>& gpu_of_ran
     }
     ++uses[best];
     const HcaDevice& h = *candidates[best];
-    rb.hca = h.name + ":" + std::to_string(hcaPreferredPort(h));
+    const int port = dataPortOf(h, data_ports);
+    rb.hca = h.name + ":" + std::to_string(port > 0 ? port : hcaPreferredPort(h));
     rb.path = pciDistanceName(key(h).first);
   }
 }
@@ -201,7 +218,7 @@ Result<std::vector<RankBinding>> planNodeBinding(const TopologySnapshot& topo, c
     }
   }
 
-  if (req.use_gpus) assignHcas(topo, gpu_of_rank, out);
+  if (req.use_gpus) assignHcas(topo, gpu_of_rank, req.data_ports, out);
   return out;
 }
 

@@ -24,7 +24,8 @@ int hcaPreferredPort(const HcaDevice& hca);
 // Plans the local ranks of one node. Deterministic and pure.
 // With GPUs: local rank r uses GPU r (bus id order), or gpus[r] when a list is given; it is bound to the GPU's NUMA node, whose cores
 // are split evenly and disjointly (whole cores, remainder left free) among the ranks sharing it; its
-// HCA is the nearest by PCI path among HCAs with an ACTIVE port (all HCAs when none is known ACTIVE),
+// HCA is the nearest by PCI path among req.data_ports (the job network's ports on this node), else
+// among HCAs with an ACTIVE port (all HCAs when none is known ACTIVE),
 // ties spread round-robin. Without GPUs: ranks go round-robin over NUMA nodes that have CPUs.
 // A GPU whose NUMA node is unknown is placed on the least-loaded NUMA node. BindMode::numa gives each
 // rank its whole NUMA node, BindMode::none no cpus and no mem_nodes. node_name only feeds messages.

@@ -63,6 +63,9 @@ struct BindingRequest {
   bool use_gpus = false;  // -g: local rank r drives GPU r; otherwise -p: CPU-only ranks
   BindMode mode = BindMode::core;
   int cpus_per_rank = 0;  // cores per rank in core mode; 0 = even split of the NUMA node's cores
+  // The node's data ports of the job's network ("mlx5_0:1"): a rank's HCA is the nearest of
+  // these. Empty: the nearest HCA with an ACTIVE port.
+  std::vector<std::string> data_ports;
 };
 
 // PCI distance between a GPU and an HCA, nearest first (same words as `nvidia-smi topo -m`).

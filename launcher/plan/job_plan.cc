@@ -223,8 +223,12 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   if (!network) return tl::unexpected(network.error());
   if (*network) {
     if (!user_addr) plan.master_addr = (*network)->master_addr;
-    // --net tcp: the user chose plain sockets; do not pin NCCL to verbs.
-    if (spec.net_mode == "tcp") (*network)->rdma = false;
+    // --net tcp: the user chose plain sockets (often because the fabric is broken): NCCL, UCX
+    // and Open MPI must not take the HCAs on their own either.
+    if (spec.net_mode == "tcp") {
+      (*network)->rdma = false;
+      (*network)->sockets_only = true;
+    }
   }
   if (user_addr && *network) {
     // The user's rendezvous address off the job's network: TCPStore traffic takes another route.
@@ -248,7 +252,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
       for (size_t i = 0; i < rdma.with_names.size() && i < 4; ++i) names += (i ? ", " : "") + rdma.with_names[i];
       if (rdma.with_names.size() > 4) names += ", ...";
       plan.warnings.push_back("--net tcp: " + std::to_string(rdma.with) + " node(s) have RDMA devices (" + names +
-                              ") that this job does not use; NCCL and MPI run over TCP sockets");
+                              ") that this job does not use; NCCL (NCCL_IB_DISABLE=1), UCX and Open MPI run over TCP sockets");
     }
   }
   for (const auto& n : nodes) {
@@ -273,7 +277,8 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   }
   auto reach = reachabilityTargets(spec, nodes, *network);
   for (size_t i = 0; i < reach.size(); ++i) plan.nodes[i].reach = std::move(reach[i]);
-  if (auto b = planBindings(spec, nodes, ctx, *gpu_lists, plan); !b) return tl::unexpected(b.error());
+  if (auto b = planBindings(spec, nodes, ctx, *gpu_lists, *network ? &**network : nullptr, plan); !b)
+    return tl::unexpected(b.error());
   if (spec.pmix) {
     PmixSpec pmix;
     pmix.enabled = true;

@@ -17,7 +17,7 @@ BindMode bindModeOf(const std::string& s) {
 }  // namespace
 
 Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx,
-                          const std::vector<GpuList>& gpu_lists, JobPlan& plan) {
+                          const std::vector<GpuList>& gpu_lists, const NetworkChoice* network, JobPlan& plan) {
   BindingRequest req;
   req.ranks_per_node = plan.ranks_per_node;
   req.use_gpus = spec.gpus_per_node > 0;
@@ -38,6 +38,8 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
     BindingRequest node_req = req;
     // The last node of an uneven -n runs fewer ranks: its cores are split among those it runs.
     if (!nl.ranks.empty()) node_req.ranks_per_node = static_cast<int>(nl.ranks.size());
+    if (network && network->rdma && i < network->nodes.size())
+      for (const auto& port : network->nodes[i].hca_ports) node_req.data_ports.push_back(port.name);
     std::vector<int> gpus;  // the list's GPUs, for planNodeBinding
     const GpuList& list = gpu_lists[i];
     // Slots on a GPU node (DeepSpeed's hostfile `node1 slots=8` means its GPUs; Open MPI's on

@@ -53,7 +53,10 @@ std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& use
     // mlx*) or CUDA, yet every rank starts UCX to find that out (~200 ms of CPU per rank in
     // MPI_Init here); on nodes whose HCAs --net tcp leaves out, it would take them. ob1 runs
     // over shared memory and the TCP network chosen above.
-    if (!in.gpu_rank && !(in.network && in.network->rdma)) add("OMPI_MCA_pml", "ob1");
+    // --net tcp keeps GPU ranks off UCX too (it would take the HCAs), and ob1 off openib/uct.
+    const bool sockets_only = in.network && in.network->sockets_only;
+    if ((!in.gpu_rank || sockets_only) && !(in.network && in.network->rdma)) add("OMPI_MCA_pml", "ob1");
+    if (sockets_only) add("OMPI_MCA_btl", "^openib,uct");
   }
   return env;
 }

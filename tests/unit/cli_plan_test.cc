@@ -218,8 +218,22 @@ TEST_CASE("net tcp on the recorded mlx4 capture: allowed with a warning") {
   bool warned = false;
   for (const auto& w : plan->warnings) warned = warned || w.find("--net tcp: 2 node(s) have RDMA devices") == 0;
   CHECK(warned);
+  // NCCL, UCX and Open MPI would take the HCA they find on their own: each is kept off it.
+  for (const auto& node : plan->nodes)
+    for (const auto& rank : node.ranks) {
+      CHECK(envValue(rank.env, "NCCL_IB_DISABLE") == "1");
+      CHECK(envValue(rank.env, "NCCL_IB_HCA").empty());
+      CHECK(envValue(rank.env, "UCX_NET_DEVICES") == "ib0");
+      CHECK(envValue(rank.env, "OMPI_MCA_btl") == "^openib,uct");
+    }
   auto fabric = makePlan(cpuJob(), nodes, context());  // auto on the same capture: the fabric, no warning
-  if (fabric) CHECK(fabric->warnings.empty());
+  if (fabric) {
+    CHECK(fabric->warnings.empty());
+    const auto& env = fabric->nodes[0].ranks[0].env;
+    CHECK(envValue(env, "NCCL_IB_DISABLE") == "0");
+    CHECK(envValue(env, "UCX_NET_DEVICES") == "mlx4_0:1");
+    CHECK(envValue(env, "OMPI_MCA_btl").empty());
+  }
 }
 
 TEST_CASE("the user's MASTER_ADDR and MASTER_PORT win over tlaunch's as the dry run says") {

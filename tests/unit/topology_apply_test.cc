@@ -88,7 +88,7 @@ TEST_CASE("with -p 2 this machine pins two children to two different single core
     WARN("this machine has fewer than 2 allowed cores; skipped");
     return;
   }
-  auto plan = planNodeBinding(*topo, {2, false, BindMode::core, 1}, "localhost");
+  auto plan = planNodeBinding(*topo, {2, false, BindMode::core, 1, {}}, "localhost");
   REQUIRE(plan.has_value());
   REQUIRE(plan->size() == 2);
   CHECK((*plan)[0].cpus != (*plan)[1].cpus);

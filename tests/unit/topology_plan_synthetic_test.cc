@@ -53,7 +53,7 @@ TEST_CASE("asking for more GPUs than a node has names the node and both numbers"
   if (path.empty()) return;
   auto topo = loadTopology(path);
   REQUIRE(topo.has_value());
-  auto plan = planNodeBinding(*topo, {8, true, BindMode::core, 0}, "n1");
+  auto plan = planNodeBinding(*topo, {8, true, BindMode::core, 0, {}}, "n1");
   REQUIRE_FALSE(plan.has_value());
   CHECK(plan.error().code == Errc::resources);
   CHECK(plan.error().message == "node n1 has 4 GPUs but the job asks for 8 per node (-g 8)");
@@ -65,11 +65,11 @@ TEST_CASE("cores per rank: taken from the rank's share, and refused when larger 
   if (path.empty()) return;
   auto topo = loadTopology(path);
   REQUIRE(topo.has_value());
-  auto plan = planNodeBinding(*topo, {6, true, BindMode::core, 2}, "n1");
+  auto plan = planNodeBinding(*topo, {6, true, BindMode::core, 2, {}}, "n1");
   REQUIRE(plan.has_value());
   CHECK(formatCpuList((*plan)[0].cpus) == "0-7");  // 2 SMT4 cores at the start of its 7-core share
   CHECK(formatCpuList((*plan)[1].cpus) == "28-35");
-  auto too_many = planNodeBinding(*topo, {6, true, BindMode::core, 8}, "n1");
+  auto too_many = planNodeBinding(*topo, {6, true, BindMode::core, 8, {}}, "n1");
   REQUIRE_FALSE(too_many.has_value());
   CHECK(too_many.error().code == Errc::resources);
   CHECK_THAT(too_many.error().message,
@@ -79,17 +79,17 @@ TEST_CASE("cores per rank: taken from the rank's share, and refused when larger 
 
 TEST_CASE("more CPU-only ranks than a NUMA node has cores are refused clearly", "[topology][plan]") {
   TopologySnapshot t = machine(2, 2);
-  auto plan = planNodeBinding(t, {6, false, BindMode::core, 0}, "n7");
+  auto plan = planNodeBinding(t, {6, false, BindMode::core, 0, {}}, "n7");
   REQUIRE_FALSE(plan.has_value());
   CHECK(plan.error().code == Errc::resources);
   CHECK(plan.error().message == "node n7: NUMA node 0 has 2 cores but 3 ranks are placed on it");
   // The same ranks without core binding are fine.
-  CHECK(planNodeBinding(t, {6, false, BindMode::none, 0}, "n7").has_value());
+  CHECK(planNodeBinding(t, {6, false, BindMode::none, 0, {}}, "n7").has_value());
 }
 
 TEST_CASE("CPU-only ranks spread round-robin over NUMA nodes and then split cores", "[topology][plan]") {
   TopologySnapshot t = machine(2, 4);
-  auto plan = planNodeBinding(t, {4, false, BindMode::core, 0}, "n1");
+  auto plan = planNodeBinding(t, {4, false, BindMode::core, 0, {}}, "n1");
   REQUIRE(plan.has_value());
   std::vector<std::string> cpus;
   for (const auto& b : *plan) cpus.push_back(std::to_string(b.numa) + ":" + formatCpuList(b.cpus));
@@ -101,12 +101,12 @@ TEST_CASE("BindMode numa gives the whole NUMA node, none binds nothing but still
   if (path.empty()) return;
   auto topo = loadTopology(path);
   REQUIRE(topo.has_value());
-  auto numa = planNodeBinding(*topo, {6, true, BindMode::numa, 0}, "n1");
+  auto numa = planNodeBinding(*topo, {6, true, BindMode::numa, 0, {}}, "n1");
   REQUIRE(numa.has_value());
   CHECK(formatCpuList((*numa)[1].cpus) == "0-83");
   CHECK(formatCpuList((*numa)[4].cpus) == "88-171");
   CHECK((*numa)[4].mem_nodes == std::vector<int>{8});
-  auto none = planNodeBinding(*topo, {6, true, BindMode::none, 0}, "n1");
+  auto none = planNodeBinding(*topo, {6, true, BindMode::none, 0, {}}, "n1");
   REQUIRE(none.has_value());
   for (const auto& b : *none) {
     CHECK(b.cpus.empty());
@@ -126,12 +126,12 @@ TEST_CASE("two GPUs under one switch with two HCAs get different HCAs", "[topolo
   t.gpus = {gpuAt("0000:03:00.0", below("0000:02:00.0"), 0), gpuAt("0000:04:00.0", below("0000:02:01.0"), 0),
             gpuAt("0000:07:00.0", below("0000:02:04.0"), 0), gpuAt("0000:08:00.0", below("0000:02:05.0"), 0)};
   t.hcas = {hcaAt("mlx5_0", below("0000:02:02.0"), 0), hcaAt("mlx5_1", below("0000:02:03.0"), 0)};
-  auto two = planNodeBinding(t, {2, true, BindMode::core, 0}, "n1");
+  auto two = planNodeBinding(t, {2, true, BindMode::core, 0, {}}, "n1");
   REQUIRE(two.has_value());
   CHECK((*two)[0].hca == std::optional<std::string>("mlx5_0:1"));
   CHECK((*two)[1].hca == std::optional<std::string>("mlx5_1:1"));
   CHECK((*two)[0].path == "PIX");
-  auto four = planNodeBinding(t, {4, true, BindMode::core, 0}, "n1");
+  auto four = planNodeBinding(t, {4, true, BindMode::core, 0, {}}, "n1");
   REQUIRE(four.has_value());
   std::map<std::string, int> uses;
   for (const auto& b : *four) ++uses[*b.hca];
@@ -159,13 +159,13 @@ TEST_CASE("the HCA port is the first ACTIVE one, HCAs without an ACTIVE port are
   t.gpus = {gpuAt("0000:03:00.0", {"hb:0000:00-0f", "0000:00:01.0"}, 0)};
   t.hcas = {hcaAt("mlx5_0", {"hb:0000:00-0f", "0000:00:01.0"}, 0, {{1, 1, {}}}),
             hcaAt("mlx5_1", {"hb:0000:40-4f"}, 0, {{1, 1, {}}, {2, 4, {"ib1"}}})};
-  auto plan = planNodeBinding(t, {1, true, BindMode::core, 0}, "n1");
+  auto plan = planNodeBinding(t, {1, true, BindMode::core, 0, {}}, "n1");
   REQUIRE(plan.has_value());
   CHECK((*plan)[0].hca == std::optional<std::string>("mlx5_1:2"));
   CHECK((*plan)[0].path == "NODE");
   // When no port is ACTIVE anywhere, the nearest HCA is still named (preflight reports the state).
   t.hcas[1].ports[1].state = 1;
-  plan = planNodeBinding(t, {1, true, BindMode::core, 0}, "n1");
+  plan = planNodeBinding(t, {1, true, BindMode::core, 0, {}}, "n1");
   REQUIRE(plan.has_value());
   CHECK((*plan)[0].hca == std::optional<std::string>("mlx5_0:1"));
   CHECK((*plan)[0].path == "PIX");
@@ -174,7 +174,7 @@ TEST_CASE("the HCA port is the first ACTIVE one, HCAs without an ACTIVE port are
 TEST_CASE("GPUs of unknown locality go to the least-loaded NUMA node and stay disjoint", "[topology][plan]") {
   TopologySnapshot t = machine(2, 4);
   t.gpus = {gpuAt("0000:03:00.0", {}, 0), gpuAt("0000:04:00.0", {}, -1), gpuAt("0000:05:00.0", {}, -1)};
-  auto plan = planNodeBinding(t, {3, true, BindMode::core, 0}, "n1");
+  auto plan = planNodeBinding(t, {3, true, BindMode::core, 0, {}}, "n1");
   REQUIRE(plan.has_value());
   CHECK((*plan)[0].numa == 0);
   CHECK((*plan)[1].numa == 1);
@@ -196,7 +196,7 @@ TEST_CASE("a machine without Core objects binds PUs, one without CPUs fails unle
   auto topo = loadTopology(xml.string());
   std::filesystem::remove(xml);
   REQUIRE(topo.has_value());
-  auto plan = planNodeBinding(*topo, {6, false, BindMode::core, 0}, "n1");
+  auto plan = planNodeBinding(*topo, {6, false, BindMode::core, 0, {}}, "n1");
   REQUIRE(plan.has_value());
   std::set<int> pus;
   for (const auto& b : *plan) {
@@ -207,18 +207,18 @@ TEST_CASE("a machine without Core objects binds PUs, one without CPUs fails unle
 
   TopologySnapshot empty;
   empty.numa_nodes.push_back({0, 0, 0, {}});
-  auto no_cpus = planNodeBinding(empty, {1, false, BindMode::core, 0}, "n3");
+  auto no_cpus = planNodeBinding(empty, {1, false, BindMode::core, 0, {}}, "n3");
   REQUIRE_FALSE(no_cpus.has_value());
   CHECK(no_cpus.error().code == Errc::topology);
   CHECK_THAT(no_cpus.error().message, Catch::Contains("node n3"));
-  CHECK(planNodeBinding(empty, {1, false, BindMode::none, 0}, "n3").has_value());
+  CHECK(planNodeBinding(empty, {1, false, BindMode::none, 0, {}}, "n3").has_value());
 }
 
 TEST_CASE("bad requests are usage errors", "[topology][plan]") {
   TopologySnapshot t = machine(1, 2);
-  CHECK(planNodeBinding(t, {0, false, BindMode::core, 0}, "n1").error().code == Errc::usage);
-  CHECK(planNodeBinding(t, {1, false, BindMode::core, -1}, "n1").error().code == Errc::usage);
-  auto no_gpu = planNodeBinding(t, {1, true, BindMode::core, 0}, "n1");
+  CHECK(planNodeBinding(t, {0, false, BindMode::core, 0, {}}, "n1").error().code == Errc::usage);
+  CHECK(planNodeBinding(t, {1, false, BindMode::core, -1, {}}, "n1").error().code == Errc::usage);
+  auto no_gpu = planNodeBinding(t, {1, true, BindMode::core, 0, {}}, "n1");
   REQUIRE_FALSE(no_gpu.has_value());
   CHECK(no_gpu.error().message == "node n1 has 0 GPUs but the job asks for 1 per node (-g 1)");
 }

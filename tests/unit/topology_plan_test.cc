@@ -180,7 +180,7 @@ std::string manifestFor(const std::string& prefix, int gpus, const std::string& 
   if (path.empty()) return {};
   auto topo = loadTopology(path);
   REQUIRE(topo.has_value());
-  auto plan = planNodeBinding(*topo, {gpus, true, BindMode::core, 0}, node);
+  auto plan = planNodeBinding(*topo, {gpus, true, BindMode::core, 0, {}}, node);
   REQUIRE(plan.has_value());
   return renderManifestTable(rowsFor(*plan, node));
 }
@@ -198,14 +198,14 @@ TEST_CASE(
     HwlocXml hw(path);
     REQUIRE(hw.ok());
     std::vector<BindingRequest> requests;
-    for (int g = 1; g <= int(topo->gpus.size()); ++g) requests.push_back({g, true, BindMode::core, 0});
+    for (int g = 1; g <= int(topo->gpus.size()); ++g) requests.push_back({g, true, BindMode::core, 0, {}});
     int cpu_numas = 0, cores = 0;
     for (const auto& n : topo->numa_nodes) {
       cpu_numas += !n.cores.empty();
       cores += int(n.cores.size());
     }
     for (int p : std::set<int>{1, 2, cpu_numas, cpu_numas + 1, cores})
-      requests.push_back({p, false, BindMode::core, 0});
+      requests.push_back({p, false, BindMode::core, 0, {}});
     for (const auto& req : requests) {
       INFO((req.use_gpus ? "-g " : "-p ") << req.ranks_per_node);
       auto plan = planNodeBinding(*topo, req, "n1");
@@ -239,7 +239,7 @@ TEST_CASE("plans and fingerprints are the same for two loads of a machine, and i
     INFO(fileName(path));
     auto a = loadTopology(path), b = loadTopology(path);
     REQUIRE((a && b));
-    BindingRequest req{std::max<int>(1, int(a->gpus.size())), !a->gpus.empty(), BindMode::core, 0};
+    BindingRequest req{std::max<int>(1, int(a->gpus.size())), !a->gpus.empty(), BindMode::core, 0, {}};
     auto pa = planNodeBinding(*a, req, "n1"), pb = planNodeBinding(*b, req, "n2");
     if (!pa) continue;  // the trimmed DGX-2 export has 2 cores per 8 GPUs
     REQUIRE(pb.has_value());
@@ -294,4 +294,34 @@ TEST_CASE("manifest of the JUWELS Booster node: PCI-only A100s, each with its ow
       "3     jwb0004  3           0000:c4:00.0  mlx5_3:1  PIX   5     30-35,78-83\n";
   auto got = manifestFor("jsc-juwels-booster", 4, "jwb0004");
   if (!got.empty()) CHECK(got == expected);
+}
+
+TEST_CASE("a rank's HCA is the nearest of the job network's data ports, not a nearer port off that network",
+          "[topology][plan]") {
+  auto path = test::topologyFixture("llnl-ipa20");
+  if (path.empty()) return;
+  auto topo = loadTopology(path);
+  REQUIRE(topo.has_value());
+  // As if mlx5_0 (ACTIVE, beside GPU 0) were a management port and mlx5_1..3 the fabric's.
+  BindingRequest req{4, true, BindMode::core, 0, {}};
+  req.data_ports = {"mlx5_1:1", "mlx5_2:1", "mlx5_3:1"};
+  auto plan = planNodeBinding(*topo, req, "ipa20");
+  REQUIRE(plan.has_value());
+  std::set<std::string> used;
+  for (const auto& rb : *plan) {
+    REQUIRE(rb.hca.has_value());
+    CHECK(std::find(req.data_ports.begin(), req.data_ports.end(), *rb.hca) != req.data_ports.end());
+    used.insert(*rb.hca);
+  }
+  CHECK(used.size() == 3);  // 4 GPUs spread over the 3 data ports
+  const std::string table = renderManifestTable(rowsFor(*plan, "ipa20"));
+  INFO(table);
+  CHECK(table.find("mlx5_0") == std::string::npos);
+
+  SECTION("data ports this topology does not have (another machine's XML): the nearest ACTIVE HCA, as before") {
+    req.data_ports = {"mlx5_9:1"};
+    auto fallback = planNodeBinding(*topo, req, "ipa20");
+    REQUIRE(fallback.has_value());
+    for (const auto& rb : *fallback) CHECK(rb.hca == std::optional<std::string>("mlx5_0:1"));
+  }
 }

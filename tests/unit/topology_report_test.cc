@@ -28,7 +28,7 @@ std::string reportFor(const std::string& prefix, bool pair_gpus) {
   topo->source = std::filesystem::path(path).filename().string();  // golden files must not hold local paths
   std::vector<RankBinding> pairing;
   if (pair_gpus) {
-    auto plan = planNodeBinding(*topo, {int(topo->gpus.size()), true, BindMode::core, 0}, "n1");
+    auto plan = planNodeBinding(*topo, {int(topo->gpus.size()), true, BindMode::core, 0, {}}, "n1");
     REQUIRE(plan.has_value());
     pairing = *plan;
   }
