@@ -132,7 +132,37 @@ bool oversubscribed(const NodeReport& node, const NodeLaunch& launch) {
 // Every rank's variables, from the one builder. Job-wide names the user set (-x MASTER_ADDR=...)
 // keep the user's value, from base_env; per-rank ones cannot be exported (forwardEnvironment
 // refuses them).
-void buildEnvironments(const NetworkChoice* network, const PlanContext& ctx, JobPlan& plan) {
+// Each PU's (OS index's) core, numbered in the topology's order; -1 for PUs it does not list.
+std::vector<int> coreOfPu(const TopologySnapshot& topo) {
+  std::vector<int> out;
+  int next = 0;
+  for (const auto& numa : topo.numa_nodes)
+    for (const auto& core : numa.cores) {
+      for (int pu : core) {
+        if (pu < 0) continue;
+        if (static_cast<size_t>(pu) >= out.size()) out.resize(static_cast<size_t>(pu) + 1, -1);
+        out[static_cast<size_t>(pu)] = next;
+      }
+      ++next;
+    }
+  return out;
+}
+
+// How many cores the CPUs touch: hardware threads of one core count once, as OMP_NUM_THREADS
+// should (PyTorch's own default is the physical cores). A CPU the topology does not list counts as a core.
+size_t coresOf(const std::vector<int>& cpus, const std::vector<int>& core_of_pu) {
+  std::set<int> cores;
+  size_t unknown = 0;
+  for (int cpu : cpus) {
+    const int core = cpu >= 0 && static_cast<size_t>(cpu) < core_of_pu.size() ? core_of_pu[static_cast<size_t>(cpu)] : -1;
+    if (core < 0) ++unknown;
+    else cores.insert(core);
+  }
+  return cores.size() + unknown;
+}
+
+void buildEnvironments(const NetworkChoice* network, const std::vector<NodeReport>& nodes, const PlanContext& ctx,
+                       JobPlan& plan) {
   const JobIdentity job{ctx.job_id, plan.master_addr, plan.master_port, ctx.run_id, ctx.restart_count,
                        ctx.max_restarts};
   UserEnv user = ctx.user_env;  // every name the user set, with its value
@@ -154,16 +184,19 @@ void buildEnvironments(const NetworkChoice* network, const PlanContext& ctx, Job
     // How many ranks of the node each CPU is bound to: a rank's CPUs are its own (its
     // OMP_NUM_THREADS) only where the binding is applied and no other rank shares them.
     std::map<int, int> ranks_on_cpu;
-    if (nl.apply_binding)
+    std::vector<int> core_of_pu;
+    if (nl.apply_binding) {
       for (const auto& r : nl.ranks)
         for (int cpu : r.cpus) ++ranks_on_cpu[cpu];
+      if (i < nodes.size() && nodes[i].inventory.topology) core_of_pu = coreOfPu(*nodes[i].inventory.topology);
+    }
     for (auto& r : nl.ranks) {
       in.identity = {r.rank, r.local_rank, plan.world_size, here, static_cast<int>(i), num_nodes};
       const auto row = static_cast<size_t>(r.rank);  // the manifest holds every rank, by rank
       in.binding = row < plan.manifest.size() && plan.manifest[row].rank == r.rank ? &plan.manifest[row].binding : nullptr;
       const bool own = nl.apply_binding && !r.cpus.empty() &&
                        std::all_of(r.cpus.begin(), r.cpus.end(), [&](int cpu) { return ranks_on_cpu[cpu] == 1; });
-      in.own_cpus = own ? r.cpus.size() : 0;
+      in.own_cpus = own ? coresOf(r.cpus, core_of_pu) : 0;
       r.env = buildRankEnv(in, user);
     }
   }
@@ -304,7 +337,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   for (const auto& [name, v] : ctx.user_env)
     if (v.source != "environment") plan.exports.push_back({name, v.value, v.source});
   if (*network) applyNetworkEnv(**network, ctx, plan);
-  buildEnvironments(*network ? &**network : nullptr, ctx, plan);
+  buildEnvironments(*network ? &**network : nullptr, nodes, ctx, plan);
   return plan;
 }
 

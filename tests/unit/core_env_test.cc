@@ -170,9 +170,11 @@ TEST_CASE("rank env: CPU ranks without RDMA run Open MPI's ob1 unless the user c
 }
 
 TEST_CASE("env forwarding: -x VAR, -x VAR=VALUE, errors, and what stays local", "[env]") {
-  std::map<std::string, std::string> env{{"A", "1"}, {"SLURM_JOB_ID", "5"}, {"OMPI_COMM_WORLD_RANK", "2"},
-                                         {"OMPI_MCA_btl", "self,tcp"}, {"SSH_CONNECTION", "x"}};
-  auto f = forwardEnvironment(env, {"A", "B=2", "SLURM_JOB_ID"});
+  std::map<std::string, std::string> env{{"A", "1"}, {"SLURM_PROCID", "5"}, {"OMPI_COMM_WORLD_RANK", "2"},
+                                         {"OMPI_MCA_btl", "self,tcp"}, {"SSH_CONNECTION", "x"},
+                                         {"SLURM_JOB_ID", "77"}, {"SLURM_ARRAY_TASK_ID", "3"},
+                                         {"SLURM_NTASKS", "8"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NODELIST", "n[1-2]"}};
+  auto f = forwardEnvironment(env, {"A", "B=2", "SLURM_PROCID"});
   REQUIRE(f);
   auto has = [&](const std::string& kv) {
     return std::find(f->base_env.begin(), f->base_env.end(), kv) != f->base_env.end();
@@ -182,7 +184,14 @@ TEST_CASE("env forwarding: -x VAR, -x VAR=VALUE, errors, and what stays local", 
   CHECK(has("OMPI_MCA_btl=self,tcp"));  // MCA settings are the user's
   CHECK_FALSE(has("OMPI_COMM_WORLD_RANK=2"));
   CHECK_FALSE(has("SSH_CONNECTION=x"));
-  CHECK(has("SLURM_JOB_ID=5"));  // explicitly exported: the user's choice
+  CHECK(has("SLURM_PROCID=5"));  // explicitly exported: the user's choice
+  // The Slurm job's identity passes (checkpoints named by it); a task's or step's does not
+  // (Lightning takes SLURM_NTASKS for "srun started me", Open MPI SLURM_STEP_ID).
+  CHECK(has("SLURM_JOB_ID=77"));
+  CHECK(has("SLURM_ARRAY_TASK_ID=3"));
+  CHECK_FALSE(has("SLURM_NTASKS=8"));
+  CHECK_FALSE(has("SLURM_STEP_ID=0"));
+  CHECK_FALSE(has("SLURM_NODELIST=n[1-2]"));
   auto bad = forwardEnvironment(env, {"NOT_SET_ANYWHERE"});
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == Errc::usage);
@@ -230,6 +239,7 @@ TEST_CASE("rank env: OMP_NUM_THREADS follows the rank's own CPUs, PYTHONUNBUFFER
   auto env = buildRankEnv(in, {});
   CHECK(envLookup(env, "OMP_NUM_THREADS") == std::optional<std::string>("4"));
   CHECK(envLookup(env, "PYTHONUNBUFFERED") == std::optional<std::string>("1"));
+  CHECK(envLookup(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING") == std::optional<std::string>("1"));
   // No CPUs of its own: 1 when ranks share the node (as torchrun), unset for one rank per node.
   in.own_cpus = 0;
   in.identity.local_world_size = 2;
@@ -277,4 +287,30 @@ TEST_CASE("rank env: OMP_NUM_THREADS counts only CPUs no other rank of the node 
   CHECK(omp(2, "numa", true) == std::set<std::string>{"1"});       // the whole NUMA node, shared
   CHECK(omp(2, "core", false) == std::set<std::string>{"1"});      // a recorded topology: not applied
   CHECK(omp(1, "none", true) == std::set<std::string>{"unset"});
+}
+
+// Core binding gives a rank whole cores with their hardware threads: OMP_NUM_THREADS counted the
+// threads (28 per rank on a 14-core share of a 2-way SMT node), where PyTorch's own default and
+// torchrun's advice are the physical cores.
+TEST_CASE("rank env: OMP_NUM_THREADS counts cores, not their hardware threads", "[env]") {
+  auto topo = std::make_shared<TopologySnapshot>();
+  topo->source = "live";
+  topo->live = true;
+  topo->numa_nodes.push_back(NumaNode{0, 0, 0, {{0, 4}, {1, 5}, {2, 6}, {3, 7}}});  // 4 cores, 2 threads each
+  NodeInventory inv;
+  inv.free_port = 29500;
+  inv.topology = topo;
+  JobSpec spec;
+  spec.argv = {"./program"};
+  spec.procs_per_node = 2;
+  PlanContext ctx;
+  ctx.job_id = "j";
+  ctx.cwd = "/";
+  ctx.loopback_only = true;
+  auto plan = makePlan(spec, {{0, "n0", std::move(inv), "127.0.0.1"}}, ctx);
+  REQUIRE(plan);
+  for (const auto& r : plan->nodes[0].ranks) {
+    CHECK(r.cpus.size() == 4);  // bound to both threads of two cores
+    CHECK(envLookup(r.env, "OMP_NUM_THREADS") == std::optional<std::string>("2"));
+  }
 }
