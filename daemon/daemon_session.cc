@@ -327,10 +327,9 @@ void DaemonSession::onClose(const std::string& reason) {
   frontendLost(reason);
 }
 
-// How long ranks ended by this daemon on its own (its frontend lost, a signal) get between
-// SIGTERM and SIGKILL: --kill-timeout, at most 2 s, as nobody may be waiting to see them end.
-std::chrono::milliseconds DaemonSession::ownTeardownGrace() const {
-  return std::chrono::milliseconds(launch_ ? std::min(launch_->kill_timeout_ms, 2000) : 2000);
+std::chrono::milliseconds DaemonSession::ownTeardownGrace(bool signalled) const {
+  if (!launch_) return std::chrono::milliseconds(2000);
+  return std::chrono::milliseconds(signalled ? launch_->kill_timeout_ms : std::min(launch_->kill_timeout_ms, 2000));
 }
 
 void DaemonSession::frontendLost(const std::string& why) {
@@ -339,7 +338,7 @@ void DaemonSession::frontendLost(const std::string& why) {
   spdlog::error("lost the frontend ({}); ending this node's ranks", why);
   if (conn_) conn_->close();
   tree_->closeAll();  // the nodes below lose their way to the frontend too: they end theirs now
-  if (ranks_ && !ranks_->allExited()) return endOwnRanks();  // all_exited → shutdown
+  if (ranks_ && !ranks_->allExited()) return endOwnRanks(ownTeardownGrace(false));  // all_exited → shutdown
   shutdown(1);
 }
 
@@ -347,18 +346,21 @@ void DaemonSession::stopOnSignal(int sig) {
   // A control frame, so it leaves ahead of the exits of the ranks this signal is about to end.
   if (!done_ && authenticated_ && conn_ && conn_->isOpen()) conn_->send({{"t", "signalled"}, {"sig", sig}});
   // SIGTERM first, as scancel and a user's kill mean it: the ranks' handlers (a checkpoint)
-  // get the grace before SIGKILL. A second signal stops the daemon at once (daemon/main.cc).
+  // get --kill-timeout before SIGKILL. Repeats do not cut it short (daemon/main.cc).
   if (!done_ && !signalled_code_ && ranks_ && !ranks_->allExited()) {
     signalled_code_ = 128 + sig;
-    return endOwnRanks();  // all_exited → onRanksEnded → shutdown
+    return endOwnRanks(ownTeardownGrace(true));  // all_exited → onRanksEnded → shutdown
   }
   shutdown(128 + sig);
 }
 
-void DaemonSession::endOwnRanks() {
+void DaemonSession::forwardSignal(int sig) {
+  if (ranks_ && !done_) ranks_->signalAll(sig, /*whole_group=*/false);
+}
+
+void DaemonSession::endOwnRanks(std::chrono::milliseconds grace) {
   // When the frontend's teardown began it, its grace (--kill-timeout: a checkpoint) stands.
   if (!kill_at_) {
-    const auto grace = ownTeardownGrace();
     kill_at_ = std::chrono::steady_clock::now() + grace;
     ranks_->terminate(grace);
   }

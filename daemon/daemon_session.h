@@ -65,6 +65,9 @@ class DaemonSession {
   // first, then end the ranks, remove the job's files and exit — the same bounded path as the
   // frontend's shutdown. Ranks that exit 0 on SIGTERM must not make the job look finished.
   void stopOnSignal(int sig);
+  // SIGUSR1/SIGUSR2 sent to the daemon (Slurm's --signal=USR1@T signals every task of a step):
+  // the ranks', as tlaunch forwards them.
+  void forwardSignal(int sig);
 
  private:
   void connect(int attempt);
@@ -87,10 +90,13 @@ class DaemonSession {
   void sendInventory(const Json& config);
   void heartbeat();
   void frontendLost(const std::string& why);
-  std::chrono::milliseconds ownTeardownGrace() const;
+  // The grace between SIGTERM and SIGKILL for ranks the daemon ends on its own: --kill-timeout
+  // when signalled (the ranks' checkpoint, as scancel means it), at most 2 s when the frontend is
+  // lost (nobody waits to see them end).
+  std::chrono::milliseconds ownTeardownGrace(bool signalled) const;
   // Ends this node's ranks on the daemon's own account (its frontend lost, a signal): SIGTERM,
   // the grace, SIGKILL, then shutdown; past a bound, shutdown without them.
-  void endOwnRanks();
+  void endOwnRanks(std::chrono::milliseconds grace);
   void acceptProbes();
   void handleRdmaStage(Json&& msg);
   void handleReach(const Json& msg);

@@ -133,16 +133,26 @@ int runDaemon(int argc, char** argv) {
   asio::io_context io(1);
   tlaunch::DaemonSession session(io, opts);
   asio::signal_set signals(io, SIGTERM, SIGINT, SIGHUP);
-  // The first signal ends the ranks and cleans up (bounded: a few seconds); a second one stops now.
+  signals.add(SIGUSR1);
+  signals.add(SIGUSR2);
+  // The first ending signal ends the ranks with their --kill-timeout grace and cleans up. A
+  // second is most often the same request by another way (under Slurm, slurmstepd's SIGTERM and
+  // the one srun passes on): it must not cut the ranks' checkpoint short. A third stops now.
   int received = 0;
   std::function<void(const asio::error_code&, int)> on_signal = [&](const asio::error_code& ec, int sig) {
     if (ec) return;
-    if (++received > 1) {
+    if (sig == SIGUSR1 || sig == SIGUSR2) {  // Slurm's --signal=USR1@T reaches every task: the ranks'
+      spdlog::info("received signal {}; passing it to this node's ranks", sig);
+      session.forwardSignal(sig);
+    } else if (++received == 1) {
+      spdlog::warn("received signal {}; ending this node's ranks", sig);
+      session.stopOnSignal(sig);
+    } else if (received == 2) {
+      spdlog::warn("received signal {} again; the ranks keep their grace (a third signal ends them now)", sig);
+    } else {
       io.stop();
       return;
     }
-    spdlog::warn("received signal {}; ending this node's ranks", sig);
-    session.stopOnSignal(sig);
     signals.async_wait(on_signal);
   };
   signals.async_wait(on_signal);

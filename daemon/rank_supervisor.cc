@@ -6,8 +6,11 @@
 
 #include <cerrno>
 #include <set>
+#include <vector>
 
 #include <spdlog/spdlog.h>
+
+#include "daemon/signal_catchers.h"
 
 namespace tlaunch {
 
@@ -299,9 +302,16 @@ void RankSupervisor::maybeReport(Rank& r) {
 
 void RankSupervisor::signalAll(int sig, bool whole_group) {
   std::set<pid_t> groups;
+  // A passed-on signal goes to the processes of each rank's group that catch it (signal_catchers.h).
+  const std::vector<ProcEntry> procs = whole_group ? std::vector<ProcEntry>{} : listProcesses();
   for (auto& r : ranks_) {
-    if (!r->exited) ::kill(whole_group ? -r->pid : r->pid, sig);
     groups.insert(r->pid);
+    if (r->exited) continue;
+    if (whole_group) {
+      ::kill(-r->pid, sig);
+      continue;
+    }
+    for (pid_t target : forwardTargets(r->pid, sig, procs, procStatus)) ::kill(target, sig);
   }
   // Teardown reaches what left the ranks' groups too (setsid, a double fork).
   if (whole_group) containment_->signalOthers(sig, groups);

@@ -58,8 +58,10 @@ class RankSupervisor {
   // batch already started are killed, the others go on, and the error is returned. all_exited
   // then waits for these too.
   Result<void> add(const std::vector<RankLaunch>& launches);
-  // To each rank's process group (teardown), or to the rank process alone (forwarded signals:
-  // a training script's SIGUSR1 handler must not kill its data-loader workers).
+  // To each rank's process group (teardown), or, for a signal passed on (SIGUSR1), to the
+  // processes of each group that catch it, else the rank's own (signal_catchers.h): a training
+  // script behind a wrapper shell gets it, the shell and data-loader workers, which would die
+  // of it, do not.
   void signalAll(int sig, bool whole_group = true);
   // One rank (PMIx_Job_control): SIGKILL to its process group, other signals to it alone.
   // False if the rank is not here or has exited.

@@ -303,6 +303,7 @@ class JobSession {
   bool failed_ = false;
   bool pmix_clients_ = false;  // a rank called PMIx_Init: --event-grace applies
   int interrupts_ = 0;
+  int first_interrupt_ = 0;  // its signal; a repeat within a second of it is the same request
   int kept_going_said_ = 0;  // --keep-going: later failed ranks named so far (a bounded number)
   uint64_t rejections_ = 0;  // a stranger can cause billions over days: never wraps
   uint64_t anomalies_ = 0;
@@ -310,6 +311,7 @@ class JobSession {
   std::string lost_node_name_;
   std::chrono::steady_clock::time_point lost_deadline_;
   std::chrono::steady_clock::time_point started_at_;
+  std::chrono::steady_clock::time_point first_interrupt_at_;
   std::chrono::steady_clock::time_point prepare_sent_at_, start_sent_at_;
   std::chrono::steady_clock::time_point phase_deadline_;
   std::chrono::steady_clock::time_point last_ping_;

@@ -56,9 +56,17 @@ void JobSession::handleSignal(int sig) {
     out_.note("got SIGQUIT: no ranks run here, so there are no stacks to collect (Ctrl-C ends tlaunch)");
     return;
   }
+  // SIGTERM or SIGHUP again within a second is the same request by another way (a batch
+  // script's trap and slurmstepd, `kill` of the group and of tlaunch): it must not cut the
+  // ranks' checkpoint short. Ctrl-C twice is a person insisting.
+  if (interrupts_ == 1 && sig == first_interrupt_ && sig != SIGINT &&
+      std::chrono::steady_clock::now() - first_interrupt_at_ < std::chrono::seconds(1))
+    return;
   ++interrupts_;
   outcome_.interrupted = true;
   if (interrupts_ == 1) {
+    first_interrupt_ = sig;
+    first_interrupt_at_ = std::chrono::steady_clock::now();
     out_.note(std::string("got ") + ::sigabbrev_np(sig) + ": ending the job (again to kill at once)");
     std::string why = std::string("tlaunch was interrupted by SIG") + ::sigabbrev_np(sig);
     // Start failures gathered so far are not lost to the interrupt: they are why it waited.
@@ -66,6 +74,7 @@ void JobSession::handleSignal(int sig) {
       why += "; before that, " + start_failures_.describe(links_.size(), {});
     fail(128 + sig, why);
   } else {
+    if (interrupts_ == 2) out_.note(std::string("got ") + ::sigabbrev_np(sig) + " again: killing the ranks now");
     broadcast({{"t", "signal"}, {"sig", SIGKILL}});
   }
 }

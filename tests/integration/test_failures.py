@@ -126,6 +126,30 @@ for rank in range(4):
     tl.check(f"rank {rank} got SIGTERM" in out, f"rank {rank} did not see SIGTERM: {out}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), "leftover processes after SIGINT")
 
+# 3a. The program behind a wrapper shell (`tlaunch -- ./train.sh`, the shell not exec'ing it):
+# SIGUSR1 reaches the script, which catches it; the shell, which would die of it, is left alone.
+# (Sent to the rank process alone, it killed the shell: "rank 1 ... killed by signal 10".)
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--", "/bin/sh", "-c",
+              f'"{tl.PYTHON}" "{WAIT}"; echo "wrapper of rank $RANK done"'])
+with tl.ending(p):
+    wait_ready(p, 2)
+    os.kill(p.pid, signal.SIGUSR1)
+    got = b""
+    deadline = time.monotonic() + 30
+    while got.count(b"SIGUSR1") < 2 and time.monotonic() < deadline:
+        if select.select([p.stdout], [], [], 1)[0]:
+            chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            got += chunk
+    time.sleep(0.5)
+    tl.check(got.count(b"SIGUSR1") == 2 and p.poll() is None,
+             f"SIGUSR1 reaches the script behind each rank's wrapper shell, and the job goes on: {got!r}, "
+             f"exit {p.poll()}")
+    os.kill(p.pid, signal.SIGINT)
+    out, err = tl.communicate_or_fail(p, 30, "after SIGINT")
+    tl.check(p.returncode == 130, f"then Ctrl-C: exit {p.returncode}, want 130: {err}")
+
 # 3b. Started under nohup (SIGHUP ignored): a closed terminal's SIGHUP does not end the job; it
 # ended it with 129 although the user had asked for exactly that not to happen.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--", tl.PYTHON, WAIT],
@@ -190,6 +214,54 @@ tl.check("node local1: its tlaunchd received SIGTERM" in err, f"summary names th
 for rank in (2, 3):  # local1's
     tl.check(f"rank {rank} got SIGTERM" in out, f"rank {rank} was not sent SIGTERM before SIGKILL: {out}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
+
+# 4c. Slurm's --signal=USR1@60 (and scancel --signal=USR1) signals every task of a step: the
+# daemons. A daemon passes SIGUSR1 to its ranks and the job goes on (the daemon died of it: the
+# job ended "lost node").
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])
+with tl.ending(p):
+    lines = wait_ready(p, 4)
+    job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+    tl.signal_daemon(job, "local1", signal.SIGUSR1, p.pid)
+    got = b""
+    deadline = time.monotonic() + 30
+    while got.count(b"SIGUSR1") < 2 and time.monotonic() < deadline:
+        if select.select([p.stdout], [], [], 1)[0]:
+            chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            got += chunk
+    tl.check(b"rank 2 got SIGUSR1" in got and b"rank 3 got SIGUSR1" in got,
+             f"a daemon's SIGUSR1 reaches its node's ranks: {got!r}")
+    time.sleep(0.5)
+    tl.check(p.poll() is None, f"the job goes on after a daemon's SIGUSR1 (exit {p.returncode})")
+    os.kill(p.pid, signal.SIGINT)
+    out, err = tl.communicate_or_fail(p, 30, "after SIGINT")
+    tl.check(p.returncode == 130 and "lost node" not in err, f"then Ctrl-C: exit {p.returncode}, want 130: {err}")
+
+# 4d. Signalled twice (slurmstepd's SIGTERM and the one srun passes on, 50 ms apart): the ranks
+# keep --kill-timeout for their checkpoint. The daemon's own grace was at most 2 s, and its
+# second signal SIGKILLed them at once; tlaunch's second SIGTERM did the same.
+CHECKPOINT = {**os.environ, "CHECKPOINT_SECONDS": "3"}
+for who in ("daemon", "tlaunch"):
+    p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--kill-timeout", "30", "--", tl.PYTHON, WAIT],
+                 env=CHECKPOINT)
+    with tl.ending(p):
+        lines = wait_ready(p, 2)
+        job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+        for _ in range(2):
+            if who == "daemon":
+                tl.signal_daemon(job, "local1", signal.SIGTERM, p.pid)
+            else:
+                os.kill(p.pid, signal.SIGTERM)
+            time.sleep(0.05)
+        out, err = tl.communicate_or_fail(p, 60, f"after two SIGTERMs to {who}")
+        checkpointed = [r for r in (0, 1) if f"rank {r} checkpointed" in out]
+        want = [0, 1]  # the daemon's node's rank, and the other's by the job's teardown that follows
+        tl.check(checkpointed == want and p.returncode != 0,
+                 f"two SIGTERMs to {who} 50 ms apart: ranks {want} finish a 3 s checkpoint (--kill-timeout 30); "
+                 f"got {checkpointed}, exit {p.returncode}: {out} {err}")
+    tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
 
 # 5. tlaunch killed with SIGKILL: daemons and ranks die with it.
 p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT])

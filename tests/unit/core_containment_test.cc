@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "bootstrap/process_hygiene.h"
 #include "daemon/containment.h"
 #include "daemon/descendants.h"
+#include "daemon/signal_catchers.h"
 #include "bootstrap/spawn.h"
 #include "daemon/job_cgroup.h"
 #include "daemon/job_marked_processes.h"
@@ -409,4 +412,42 @@ TEST_CASE("procHidesPids reads /proc's hidepid from mountinfo") {
   CHECK_FALSE(procHidesPids("50 1 0:40 / /srv/proc rw - proc proc rw,hidepid=2\n"));  // not /proc
   CHECK_FALSE(procHidesPids("60 1 0:41 / /proc rw - tmpfs tmpfs rw,hidepid=2\n"));   // not procfs
   CHECK_FALSE(procHidesPids(""));
+}
+
+TEST_CASE("a passed-on signal goes to the processes of the rank's group that catch it, else to the rank") {
+  // /proc/<pid>/status's mask: bit sig-1. 0x200 = SIGUSR1 (10), 0x800 = SIGUSR2 (12).
+  CHECK(catchesSignal("\nName:\tpython3\nSigCgt:\t0000000000000200\n", SIGUSR1));
+  CHECK_FALSE(catchesSignal("\nName:\tpython3\nSigCgt:\t0000000000000200\n", SIGUSR2));
+  CHECK(catchesSignal("\nSigCgt:\t0000000180004a02\n", SIGUSR2));
+  CHECK_FALSE(catchesSignal("\nSigIgn:\t0000000000000200\n", SIGUSR1));  // ignoring is not catching
+  CHECK_FALSE(catchesSignal("", SIGUSR1));
+  CHECK_FALSE(catchesSignal("\nSigCgt:\tzz\n", SIGUSR1));
+
+  // The rank (100) is `sh train.sh`, which runs python (101, catches SIGUSR1), which runs two
+  // data-loader workers (102, 103: default action); 104 left the group (setsid).
+  const std::vector<ProcEntry> procs{{100, 1, 100, 'S'}, {101, 100, 100, 'S'}, {102, 101, 100, 'S'},
+                                     {103, 101, 100, 'S'}, {104, 101, 104, 'S'}, {105, 1, 105, 'S'}};
+  std::map<pid_t, std::string> status{{101, "\nSigCgt:\t0000000000000200\n"}, {104, "\nSigCgt:\t0000000000000200\n"}};
+  auto statusOf = [&](pid_t pid) { return status.count(pid) ? status[pid] : std::string("\nSigCgt:\t0\n"); };
+  CHECK(forwardTargets(100, SIGUSR1, procs, statusOf) == std::vector<pid_t>{101});
+  CHECK(forwardTargets(100, SIGUSR2, procs, statusOf) == std::vector<pid_t>{100});  // nobody catches it: the rank
+
+  SECTION("a real process that catches SIGUSR1 shows it in its status; one that does not, does not") {
+    pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      ::signal(SIGUSR1, [](int) {});
+      ::pause();
+      ::_exit(0);
+    }
+    bool seen = false;
+    for (int i = 0; i < 200 && !seen; ++i) {
+      seen = catchesSignal(procStatus(child), SIGUSR1);
+      if (!seen) ::usleep(10000);
+    }
+    CHECK(seen);
+    CHECK_FALSE(catchesSignal(procStatus(::getpid()), SIGUSR2));
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+  }
 }

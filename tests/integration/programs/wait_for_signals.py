@@ -1,4 +1,5 @@
-# Reports the signals it gets; exits 0 on SIGTERM. Optionally exits with a code after a delay
+# Reports the signals it gets; exits 0 on SIGTERM, after CHECKPOINT_SECONDS (environment) of
+# "checkpoint" when set, then says "rank R checkpointed". Optionally exits with a code after a delay
 # when its RANK matches (argv: fail_rank fail_code delay [markers]). With a directory as markers
 # (ranks on one host), each rank leaves a marker there once its handlers are in place, and the
 # failing rank's delay starts only when every rank's marker is there: a test can expect every
@@ -16,6 +17,11 @@ rank = int(os.environ["RANK"])
 def on(sig, _frame):
     print(f"rank {rank} got {signal.Signals(sig).name}", flush=True)
     if sig == signal.SIGTERM:
+        checkpoint = float(os.environ.get("CHECKPOINT_SECONDS", "0"))
+        if checkpoint > 0:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one checkpoint, whatever comes again
+            time.sleep(checkpoint)
+            print(f"rank {rank} checkpointed", flush=True)
         sys.exit(0)
 
 
