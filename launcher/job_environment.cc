@@ -58,7 +58,10 @@ bool slurmJobIdentity(const std::string& name) {
 bool isLocalOnlyVariable(const std::string& name) {
   static const char* const exact[] = {"HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "TMUX", "TMUX_PANE",
                                       "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY", "SSH_AUTH_SOCK",
-                                      "PMI_FD", "PMI_RANK", "PMI_SIZE", "LOCAL_WORLD_SIZE", "GROUP_WORLD_SIZE"};
+                                      "PMI_FD", "PMI_RANK", "PMI_SIZE", "LOCAL_WORLD_SIZE", "GROUP_WORLD_SIZE",
+                                      // NCCL's bootstrap root, left from another job's script: NCCL would
+                                      // rendezvous there, off the job's network (-x passes it on).
+                                      "NCCL_COMM_ID"};
   for (const char* e : exact)
     if (name == e) return true;
   // Another launcher's per-step state would confuse MPI and torch in our ranks.

@@ -132,7 +132,7 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   ctx.user_set = forwarded->user_set;
   ctx.user_env = forwarded->user_env;
   ctx.overridden_exports = forwarded->overridden;
-  for (const char* name : {"MASTER_ADDR", "MASTER_PORT"})
+  for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "NCCL_COMM_ID"})
     if (const auto it = env.find(name); it != env.end() && !ctx.user_env.contains(name))
       ctx.unused_master_env.push_back(std::string(name) + "=" + it->second);
   // Offline, no node was asked about its network: the plan leaves it out.

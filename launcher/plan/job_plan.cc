@@ -274,7 +274,8 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   if (!ctx.unused_master_env.empty())
     plan.warnings.push_back(joinStrings(ctx.unused_master_env) +
                             " in tlaunch's environment not used: the ranks' rendezvous is rank 0's address on the "
-                            "job's network; to use yours, pass it with -x (e.g. -x MASTER_ADDR) or --master-addr");
+                            "job's network; to use yours, pass it with -x (e.g. -x MASTER_ADDR, -x NCCL_COMM_ID) or "
+                            "--master-addr");
   for (const auto& twice : ctx.overridden_exports)
     plan.warnings.push_back("exported twice with different values: " + twice +
                             " (--master-addr, --master-port and --mca win over -x, a later -x over an earlier one)");

@@ -58,7 +58,16 @@ tl.check("MASTER_ADDR=127.0.0.2, MASTER_PORT=29999 in tlaunch's environment not 
 r = tl.run(["--launcher", "local", "-p", "1", "-x", "MASTER_PORT", "--", "sh", "-c", "echo $MASTER_PORT"], env=stale)
 tl.check(r.returncode == 0 and r.stdout.strip().endswith("29999") and "MASTER_PORT=29999" not in r.stderr,
          f"-x MASTER_PORT: {r.stdout!r} {r.stderr!r}")
-print("PASS: the environment's MASTER_ADDR/MASTER_PORT are said and not taken; -x takes them")
+# NCCL_COMM_ID (NCCL's bootstrap root) left from another job's script: NCCL would rendezvous
+# there instead of through the job's network. Not taken, and said; -x passes it on.
+stale_nccl = dict(os.environ, NCCL_COMM_ID="127.0.0.2:6000")
+r = tl.run(["--launcher", "local", "-p", "1", "--", "sh", "-c", 'echo "id=$NCCL_COMM_ID"'], env=stale_nccl)
+tl.check(r.returncode == 0 and "id=\n" in r.stdout + "\n" and "NCCL_COMM_ID=127.0.0.2:6000 in tlaunch's environment not used"
+         in r.stderr, f"stale NCCL_COMM_ID: {r.stdout!r} {r.stderr!r}")
+r = tl.run(["--launcher", "local", "-p", "1", "-x", "NCCL_COMM_ID", "--", "sh", "-c", 'echo "id=$NCCL_COMM_ID"'],
+           env=stale_nccl)
+tl.check(r.returncode == 0 and "id=127.0.0.2:6000" in r.stdout, f"-x NCCL_COMM_ID: {r.stdout!r} {r.stderr!r}")
+print("PASS: the environment's MASTER_ADDR/MASTER_PORT/NCCL_COMM_ID are said and not taken; -x takes them")
 
 # Two values for one variable (a wrapper script's -x, then the user's; --master-port, which wins
 # over -x wherever it stands): the rank gets the winner, and tlaunch says which value it dropped.

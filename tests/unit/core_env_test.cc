@@ -173,7 +173,8 @@ TEST_CASE("env forwarding: -x VAR, -x VAR=VALUE, errors, and what stays local", 
   std::map<std::string, std::string> env{{"A", "1"}, {"SLURM_PROCID", "5"}, {"OMPI_COMM_WORLD_RANK", "2"},
                                          {"OMPI_MCA_btl", "self,tcp"}, {"SSH_CONNECTION", "x"},
                                          {"SLURM_JOB_ID", "77"}, {"SLURM_ARRAY_TASK_ID", "3"},
-                                         {"SLURM_NTASKS", "8"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NODELIST", "n[1-2]"}};
+                                         {"SLURM_NTASKS", "8"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NODELIST", "n[1-2]"},
+                                         {"NCCL_COMM_ID", "10.0.0.1:5000"}};
   auto f = forwardEnvironment(env, {"A", "B=2", "SLURM_PROCID"});
   REQUIRE(f);
   auto has = [&](const std::string& kv) {
@@ -192,6 +193,7 @@ TEST_CASE("env forwarding: -x VAR, -x VAR=VALUE, errors, and what stays local", 
   CHECK_FALSE(has("SLURM_NTASKS=8"));
   CHECK_FALSE(has("SLURM_STEP_ID=0"));
   CHECK_FALSE(has("SLURM_NODELIST=n[1-2]"));
+  CHECK_FALSE(has("NCCL_COMM_ID=10.0.0.1:5000"));  // another job's bootstrap root: NCCL would go there
   auto bad = forwardEnvironment(env, {"NOT_SET_ANYWHERE"});
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == Errc::usage);
