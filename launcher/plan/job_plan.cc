@@ -246,6 +246,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   const std::string* user_addr = userValue(ctx, "MASTER_ADDR");
   const std::string* user_port = userValue(ctx, "MASTER_PORT");
   plan.master_addr = user_addr ? *user_addr : head.control_ip;
+  plan.offline = spec.offline;
   plan.master_port = user_port ? std::atoi(user_port->c_str()) : head.inventory.free_port;
   if (plan.master_port <= 0 && !spec.offline && !user_port) {
     return fail(Errc::io, "node " + head.name + " found no free TCP port for MASTER_PORT");

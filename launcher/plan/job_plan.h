@@ -75,7 +75,8 @@ struct JobPlan {
   PmixSpec pmix;  // the job's PMIx geometry (every node's name and ranks), once: not in `nodes`
   std::vector<std::string> warnings;
   std::vector<ExportedVar> exports;
-  std::optional<NetworkChoice> network;  // none: every node is this host (loopback)
+  std::optional<NetworkChoice> network;  // none: every node is this host (loopback), or offline
+  bool offline = false;                  // planned without asking the nodes (--offline)
   // Per node: the fabric variables of its first rank, with who wins (the user or the choice).
   std::vector<std::vector<EnvSetting>> network_env;
   std::vector<PreflightItem> preflight_items;

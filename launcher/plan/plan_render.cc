@@ -110,6 +110,9 @@ std::string environmentFilesLine(const JobPlan& plan) {
 }  // namespace
 
 std::string renderNetwork(const JobPlan& plan) {
+  if (!plan.network && plan.offline && plan.nodes.size() > 1)
+    return "network: not chosen offline: it is chosen from every node's interfaces when the job runs (--dry-run "
+           "without --offline asks the nodes)\n";
   if (!plan.network) return "network: loopback (every node is this host): NCCL, Gloo, TensorPipe and Open MPI on lo\n";
   std::string out = networkSummary(*plan.network);
   for (size_t i = 0; i < plan.network->nodes.size(); ++i) out += networkNode(plan.network->nodes[i], nodeEnv(plan, i));

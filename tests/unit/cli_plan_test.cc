@@ -320,6 +320,21 @@ TEST_CASE("a hostfile of slots=8 plans 8 ranks per node offline and online alike
   }
 }
 
+TEST_CASE("an offline plan of several hosts does not claim they are this host's loopback") {
+  JobSpec s = cpuJob();
+  s.offline = true;
+  s.dry_run = true;
+  PlanContext ctx = context();
+  ctx.loopback_only = true;  // as offline planning sets it: no node was asked about its network
+  auto plan = makePlan(s, plainNodes(), ctx);
+  REQUIRE(plan);
+  CHECK(renderNetwork(*plan).find("network: not chosen offline") == 0);
+  s.offline = false;  // simulated nodes of this host: loopback indeed
+  auto local = makePlan(s, plainNodes(), ctx);
+  REQUIRE(local);
+  CHECK(renderNetwork(*local).find("network: loopback (every node is this host)") == 0);
+}
+
 // max_slots is Open MPI's hard limit: the ranks per node decided when planning (one per GPU)
 // obey it as a count from -p or slots does. It was passed over: 4 ranks on a max_slots=2 node.
 TEST_CASE("a hostfile's max_slots caps the default of one rank per GPU") {
