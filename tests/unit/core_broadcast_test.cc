@@ -44,6 +44,16 @@ struct Link {
   }
 };
 
+// Runs the io_context until nothing is left to do: a memory pipe has no timers and no sockets, so
+// it goes idle exactly when every frame written has been read and handled (or a link closed).
+// The bound only stops a loop that never goes idle; it is no budget for a slow or loaded machine,
+// where a fixed run_for(2 s) stopped halfway through the frames.
+void runUntilIdle(asio::io_context& io) {
+  io.restart();
+  io.run_for(std::chrono::minutes(2));
+  CHECK(io.stopped());  // went idle rather than hit the bound
+}
+
 Connection::BroadcastFrame broadcastOf(FrameCipher& sealer, uint64_t number, const Json& msg) {
   auto b = std::make_shared<Connection::Broadcast>();
   b->number = number;
@@ -67,7 +77,7 @@ TEST_CASE("broadcast: sealed once, opened on every link in order with the link's
     l->tx->sendBroadcast(second, /*bulk=*/true);
     l->tx->send({{"t", "after"}});
   }
-  io.run_for(std::chrono::seconds(2));
+  runUntilIdle(io);
   for (Link* l : {&a, &b}) {
     INFO(l->closed);
     // The bulk broadcast leaves after the control frame queued behind it, as any bulk frame.
@@ -86,8 +96,7 @@ TEST_CASE("broadcast: sealed once, opened on every link in order with the link's
   }
   // A daemon of the tree passes what it received on to its child as it came.
   below.tx->sendBroadcast(a.delivered[1]);
-  io.restart();
-  io.run_for(std::chrono::seconds(2));
+  runUntilIdle(io);
   CHECK(below.types() == std::vector<std::string>{"fence_done"});
   CHECK(below.closed.empty());
 }
@@ -123,7 +132,7 @@ TEST_CASE("broadcast: dropped, replayed, altered, swapped or renumbered on the w
     FrameCipher link(kJobSecret, "n", "c", Dir::to_daemon);
     const std::string bytes = wire(link);
     pipe.first->write(asio::buffer(bytes), [](const asio::error_code&, size_t) {});
-    io.run_for(std::chrono::seconds(2));
+    runUntilIdle(io);
     return std::make_pair(got, closed);
   };
   // The wire's parts in the order given (the link's counter advances with each sealed one; the
