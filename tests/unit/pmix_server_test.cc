@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -37,6 +38,13 @@ struct TempBase {
   ~TempBase() { fs::remove_all(path); }
 };
 
+// How long each libpmix call may take here. The default (5 s) is the daemon's: past it libpmix
+// counts as wedged, and a loaded machine that stalled the test for seconds in the middle of
+// PMIx_server_deregister_nspace failed it (REQUIRE(deregisterJob(5 s)) -> {?}). What this test
+// checks does not depend on the bound: the calls return as soon as libpmix answers, and the
+// bound only keeps a libpmix that never answers from hanging the test.
+constexpr std::chrono::milliseconds kOpBound = std::chrono::minutes(2);
+
 tlaunch::PmixServerConfig config(const TempBase& base) {
   tlaunch::PmixServerConfig c;
   c.node_name = "nodeA";
@@ -44,6 +52,7 @@ tlaunch::PmixServerConfig config(const TempBase& base) {
   c.tmpdir = base.path + "/srv";
   c.uid = getuid();
   c.gid = getgid();
+  c.op_bound = kOpBound;
   return c;
 }
 
@@ -165,7 +174,7 @@ TEST_CASE("pmix server: registration, rank environment, cleanup, one server per 
   REQUIRE_FALSE(remote);
   CHECK(remote.error().message.find("rank 2") != std::string::npos);
 
-  REQUIRE((*server)->deregisterJob(std::chrono::seconds(5)));
+  REQUIRE((*server)->deregisterJob(kOpBound));
   CHECK_FALSE(fs::exists(l.job_tmpdir));
   CHECK_FALSE(fs::exists(l.shm_dir));
   std::vector<std::string> late;
@@ -174,7 +183,7 @@ TEST_CASE("pmix server: registration, rank environment, cleanup, one server per 
   // The same server takes the next job.
   l.nspace += ".next";
   REQUIRE((*server)->registerJob(l));
-  REQUIRE((*server)->deregisterJob(std::chrono::seconds(5)));
+  REQUIRE((*server)->deregisterJob(kOpBound));
 
   server->reset();
   CHECK_FALSE(fs::exists(base.path + "/srv"));
