@@ -338,7 +338,17 @@ void DaemonSession::frontendLost(const std::string& why) {
   spdlog::error("lost the frontend ({}); ending this node's ranks", why);
   if (conn_) conn_->close();
   tree_->closeAll();  // the nodes below lose their way to the frontend too: they end theirs now
-  if (ranks_ && !ranks_->allExited()) return endOwnRanks(ownTeardownGrace(false));  // all_exited → shutdown
+  if (ranks_ && !ranks_->allExited()) {
+    // A signal may have come first (PR_SET_PDEATHSIG when tlaunch or sshd dies) and given the
+    // ranks --kill-timeout: with nobody left to wait for them, the 2 s bound wins. (A teardown
+    // the frontend began keeps its grace: the user asked for that checkpoint.)
+    const auto bound = std::chrono::steady_clock::now() + ownTeardownGrace(false);
+    if (signalled_code_ && kill_at_ && *kill_at_ > bound) {
+      kill_at_ = bound;
+      ranks_->killBy(bound);
+    }
+    return endOwnRanks(ownTeardownGrace(false));  // all_exited → shutdown
+  }
   shutdown(1);
 }
 

@@ -302,13 +302,15 @@ void RankSupervisor::maybeReport(Rank& r) {
 
 void RankSupervisor::signalAll(int sig, bool whole_group) {
   std::set<pid_t> groups;
-  // A passed-on signal goes to the processes of each rank's group that catch it (signal_catchers.h).
-  const std::vector<ProcEntry> procs = whole_group ? std::vector<ProcEntry>{} : listProcesses();
+  // SIGUSR1/SIGUSR2 passed on go to the topmost processes of each rank's group that catch them
+  // (signal_catchers.h); other signals to one process (PMIx_Job_control) to the rank's own.
+  const bool to_catchers = !whole_group && (sig == SIGUSR1 || sig == SIGUSR2);
+  const std::vector<ProcEntry> procs = to_catchers ? listProcesses() : std::vector<ProcEntry>{};
   for (auto& r : ranks_) {
     groups.insert(r->pid);
     if (r->exited) continue;
-    if (whole_group) {
-      ::kill(-r->pid, sig);
+    if (!to_catchers) {
+      ::kill(whole_group ? -r->pid : r->pid, sig);
       continue;
     }
     for (pid_t target : forwardTargets(r->pid, sig, procs, procStatus)) ::kill(target, sig);
@@ -331,6 +333,14 @@ void RankSupervisor::terminate(std::chrono::milliseconds grace) {
   // pending until SIGKILL: continued, its handler runs within the grace like everyone's.
   signalAll(SIGCONT);
   kill_timer_.expires_after(grace);
+  kill_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) killAll();
+  });
+}
+
+void RankSupervisor::killBy(std::chrono::steady_clock::time_point deadline) {
+  if (!terminating_ || kill_timer_.expiry() <= deadline) return;
+  kill_timer_.expires_at(deadline);  // cancels the wait armed by terminate()
   kill_timer_.async_wait([this](const asio::error_code& ec) {
     if (!ec) killAll();
   });

@@ -58,16 +58,18 @@ class RankSupervisor {
   // batch already started are killed, the others go on, and the error is returned. all_exited
   // then waits for these too.
   Result<void> add(const std::vector<RankLaunch>& launches);
-  // To each rank's process group (teardown), or, for a signal passed on (SIGUSR1), to the
-  // processes of each group that catch it, else the rank's own (signal_catchers.h): a training
-  // script behind a wrapper shell gets it, the shell and data-loader workers, which would die
-  // of it, do not.
+  // To each rank's process group (teardown), or to one process of each: for SIGUSR1/SIGUSR2
+  // passed on, the topmost that catch it, else the rank's own (signal_catchers.h: a training
+  // script behind a wrapper shell gets it, the shell and data-loader workers do not); any
+  // other signal (PMIx_Job_control), the rank's own.
   void signalAll(int sig, bool whole_group = true);
   // One rank (PMIx_Job_control): SIGKILL to its process group, other signals to it alone.
   // False if the rank is not here or has exited.
   bool signalRank(int rank, int sig);
   // SIGTERM now, SIGKILL to whatever is left after `grace`.
   void terminate(std::chrono::milliseconds grace);
+  // A terminate() already under way kills by `deadline` at the latest.
+  void killBy(std::chrono::steady_clock::time_point deadline);
   void killAll();  // SIGKILL now, to everything of the job
   // At the daemon's exit: what the ranks left behind gets SIGTERM, SIGKILL after `grace`;
   // `done` runs (from the io_context) once nothing is left.

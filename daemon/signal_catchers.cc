@@ -1,9 +1,12 @@
 #include "daemon/signal_catchers.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace tlaunch {
 
@@ -21,9 +24,23 @@ bool catchesSignal(std::string_view status_text, int sig) {
 
 std::vector<pid_t> forwardTargets(pid_t leader, int sig, const std::vector<ProcEntry>& procs,
                                   const std::function<std::string(pid_t)>& statusOf) {
-  std::vector<pid_t> out;
+  std::unordered_map<pid_t, pid_t> parent;  // the group's live members
   for (const auto& p : procs)
-    if (p.pgid == leader && p.state != 'Z' && catchesSignal(statusOf(p.pid), sig)) out.push_back(p.pid);
+    if (p.pgid == leader && p.state != 'Z') parent[p.pid] = p.ppid;
+  std::unordered_set<pid_t> catching;
+  for (const auto& [pid, ppid] : parent)
+    if (catchesSignal(statusOf(pid), sig)) catching.insert(pid);
+  std::vector<pid_t> out;
+  for (pid_t pid : catching) {
+    bool topmost = true;
+    // Up the parent links while they stay in the group (bounded: a pid cycle cannot occur, but
+    // a list read while processes come and go is no proof of that).
+    pid_t up = parent[pid];
+    for (size_t steps = 0; topmost && parent.count(up) && steps < parent.size(); ++steps, up = parent[up])
+      topmost = !catching.count(up);
+    if (topmost) out.push_back(pid);
+  }
+  std::sort(out.begin(), out.end());
   if (out.empty()) out.push_back(leader);
   return out;
 }

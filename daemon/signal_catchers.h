@@ -1,9 +1,11 @@
 #pragma once
 // Where a signal tlaunch passes on (SIGUSR1/SIGUSR2: Slurm's --signal=USR1@T, `kill -USR1` of
-// tlaunch) goes in a rank's process group: to every process that catches it. A training script
-// started by a wrapper (`tlaunch -- ./train.sh`, the shell not exec'ing python) gets it, while
-// the shell, which would die of it, and data-loader workers, which would too, do not. When no
-// process catches it, the rank's own process gets it, as srun and mpirun deliver it.
+// tlaunch) goes in a rank's process group: to the topmost processes that catch it, those with no
+// catching ancestor in the group. A training script behind a wrapper shell (`tlaunch --
+// ./train.sh`, the shell not exec'ing python) gets it and the shell, which would die of it, does
+// not; data-loader workers, which inherit the script's handler when forked, are left to their
+// parent, and a wrapper that traps the signal to pass it on gets it alone (the script once). When
+// no process catches it, the rank's own process gets it, as srun and mpirun deliver it.
 #include <sys/types.h>
 
 #include <functional>
@@ -18,8 +20,8 @@ namespace tlaunch {
 // Whether the "SigCgt:" mask of a /proc/<pid>/status text has `sig`. False when absent.
 bool catchesSignal(std::string_view status_text, int sig);
 
-// The processes of `leader`'s process group (`procs`: listProcesses()) that catch `sig`, by
-// their status text (`statusOf(pid)`: "" when gone); {leader} when none does.
+// The topmost processes of `leader`'s process group (`procs`: listProcesses()) that catch `sig`,
+// by their status text (`statusOf(pid)`: "" when gone); {leader} when none does.
 std::vector<pid_t> forwardTargets(pid_t leader, int sig, const std::vector<ProcEntry>& procs,
                                   const std::function<std::string(pid_t)>& statusOf);
 

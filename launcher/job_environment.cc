@@ -40,21 +40,6 @@ std::string badExport(const std::string& name, const std::string& value) {
 }
 }  // namespace
 
-namespace {
-// The Slurm job's own identity, the same in every step: scripts name checkpoints and runs by it
-// (and requeue on SLURM_RESTART_COUNT). None makes MPI, torch or Lightning think a rank is a
-// Slurm task: those read SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_ID, SLURM_NODELIST, kept local.
-bool slurmJobIdentity(const std::string& name) {
-  static const char* const names[] = {"SLURM_JOB_ID",           "SLURM_JOBID",          "SLURM_JOB_NAME",
-                                      "SLURM_JOB_ACCOUNT",      "SLURM_JOB_PARTITION",  "SLURM_JOB_QOS",
-                                      "SLURM_CLUSTER_NAME",     "SLURM_SUBMIT_DIR",     "SLURM_SUBMIT_HOST",
-                                      "SLURM_ARRAY_JOB_ID",     "SLURM_ARRAY_TASK_ID",  "SLURM_ARRAY_TASK_COUNT",
-                                      "SLURM_ARRAY_TASK_MIN",   "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_STEP",
-                                      "SLURM_RESTART_COUNT"};
-  return std::find(std::begin(names), std::end(names), name) != std::end(names);
-}
-}  // namespace
-
 bool isLocalOnlyVariable(const std::string& name) {
   static const char* const exact[] = {"HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "TMUX", "TMUX_PANE",
                                       "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY", "SSH_AUTH_SOCK",
@@ -65,7 +50,9 @@ bool isLocalOnlyVariable(const std::string& name) {
   for (const char* e : exact)
     if (name == e) return true;
   // Another launcher's per-step state would confuse MPI and torch in our ranks.
-  if ((startsWith(name, "SLURM_") && !slurmJobIdentity(name)) || startsWith(name, "SLURMD_") || startsWith(name, "PMIX_") ||
+  // Every SLURM_* too, the job's SLURM_JOB_ID included: programs take it for "srun started me"
+  // and then read SLURM_PROCID and SLURM_NTASKS (DINOv2's launcher does); -x passes it on.
+  if (startsWith(name, "SLURM_") || startsWith(name, "SLURMD_") || startsWith(name, "PMIX_") ||
       startsWith(name, "TORCHELASTIC_") || startsWith(name, "TLAUNCH_"))
     return true;
   if (startsWith(name, "OMPI_") && !startsWith(name, "OMPI_MCA_")) return true;

@@ -137,6 +137,7 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
       ctx.unused_master_env.push_back(std::string(name) + "=" + it->second);
   // Offline, no node was asked about its network: the plan leaves it out.
   ctx.loopback_only = offline || s.choice.loopback_only;
+  ctx.network_unasked = offline && !s.choice.loopback_only;
   ctx.ranks_source = layout.source;
   ctx.ranks_from_slots = layout.from_slots;
   ctx.simulated_nodes = s.choice.kind == LauncherKind::local;

@@ -138,7 +138,10 @@ std::vector<EnvSetting> fabricEnv(const NetworkChoice& choice, std::size_t nodeI
           choice.nodes.front().ifname + ")");
   add("NCCL_SOCKET_IFNAME", "=" + node.ifname, "exact name of " + on);
   add("NCCL_SOCKET_FAMILY", "AF_INET", "the chosen address is IPv4; keeps NCCL off IPv6 link-local");
-  if (choice.sockets_only) add("NCCL_IB_DISABLE", "1", "--net tcp: NCCL over sockets, not the HCAs it finds");
+  if (choice.sockets_only) {
+    add("NCCL_IB_DISABLE", "1", "--net tcp: NCCL over sockets, not the HCAs it finds");
+    add("NCCL_NET", "Socket", "--net tcp: not a net plugin either (aws-ofi-nccl on EFA)");
+  }
   if (choice.rdma) {
     add("NCCL_IB_DISABLE", "0", "RDMA ports on every node; overrides any nccl.conf");
     if (netPluginInPlay(node, user).empty()) add("NCCL_NET", "IB", "fail instead of falling back to TCP sockets");

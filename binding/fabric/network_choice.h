@@ -58,7 +58,7 @@ struct NetworkChoice {
   std::string cidr;         // the chosen subnet
   std::string master_addr;  // rank 0 node's (nodes[0]'s) address on it
   bool rdma = false;        // every node has ACTIVE data ports: keep NCCL on verbs
-  bool sockets_only = false;  // --net tcp: NCCL, UCX and Open MPI kept off the HCAs too
+  bool sockets_only = false;  // --net tcp where RDMA devices exist: NCCL, UCX and Open MPI kept off them too
   std::vector<NodeNetChoice> nodes;  // same order as the input
   std::vector<std::string> notes;    // other common subnets, several interfaces on one subnet...
   bool operator==(const NetworkChoice&) const = default;

@@ -246,7 +246,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   const std::string* user_addr = userValue(ctx, "MASTER_ADDR");
   const std::string* user_port = userValue(ctx, "MASTER_PORT");
   plan.master_addr = user_addr ? *user_addr : head.control_ip;
-  plan.offline = spec.offline;
+  plan.network_unasked = ctx.network_unasked;
   plan.master_port = user_port ? std::atoi(user_port->c_str()) : head.inventory.free_port;
   if (plan.master_port <= 0 && !spec.offline && !user_port) {
     return fail(Errc::io, "node " + head.name + " found no free TCP port for MASTER_PORT");
@@ -258,10 +258,11 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   if (*network) {
     if (!user_addr) plan.master_addr = (*network)->master_addr;
     // --net tcp: the user chose plain sockets (often because the fabric is broken): NCCL, UCX
-    // and Open MPI must not take the HCAs on their own either.
+    // and Open MPI must not take the HCAs (or EFA) on their own either. Without RDMA devices
+    // there is nothing to keep them off, and a NCCL net plugin there (GCP's TCPX) stays theirs.
     if (spec.net_mode == "tcp") {
       (*network)->rdma = false;
-      (*network)->sockets_only = true;
+      (*network)->sockets_only = rdmaPresence(nodes).with > 0;
     }
   }
   if (user_addr && *network) {

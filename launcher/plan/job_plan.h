@@ -45,7 +45,8 @@ struct PlanContext {
   bool cpu_ranks_asked = false;        // -p or --nproc-per-node cpu: ranks without GPUs even with a GPU list
   bool ranks_from_slots = false;       // the count came from the nodes' slots (RankLayout::from_slots)
   bool simulated_nodes = false;        // --launcher local: every node is this host by design
-  bool loopback_only = false;          // every node is this host (local launcher): no fabric needed
+  bool loopback_only = false;          // every node is this host (local launcher), or --offline: no fabric chosen
+  bool network_unasked = false;        // --offline for hosts other than this one: the network is chosen at run time
   std::vector<PreflightItem> measured_preflight;  // results of the cross-node RDMA write test
   std::string ranks_source;            // why this many ranks per node ("-p 2", "slots=8 in --hostfile")
   // MASTER_ADDR / MASTER_PORT found in tlaunch's own environment ("K=V"), which the plan does not
@@ -76,7 +77,7 @@ struct JobPlan {
   std::vector<std::string> warnings;
   std::vector<ExportedVar> exports;
   std::optional<NetworkChoice> network;  // none: every node is this host (loopback), or offline
-  bool offline = false;                  // planned without asking the nodes (--offline)
+  bool network_unasked = false;          // --offline for hosts that are not this one: no network chosen
   // Per node: the fabric variables of its first rank, with who wins (the user or the choice).
   std::vector<std::vector<EnvSetting>> network_env;
   std::vector<PreflightItem> preflight_items;

@@ -21,6 +21,14 @@ std::string controlSubnet(const NodeFabric& fabric, const std::string& control_i
   return "";
 }
 
+// The interface that holds the node's control address; "" when none does.
+std::string controlInterface(const NodeFabric& fabric, const std::string& control_ip) {
+  for (const auto& iface : fabric.interfaces)
+    for (const auto& a : iface.ipv4)
+      if (a.address == control_ip) return iface.name;
+  return "";
+}
+
 // The smallest network holding every node's control address, when each is an address of that
 // node's own interfaces (no NAT between them and us); "" otherwise. Nodes whose addresses are
 // host addresses (/32 on cloud VMs) reached us over it: it is the network they share.
@@ -32,8 +40,9 @@ std::string controlAddressesNet(const std::vector<NodeFabricInput>& inputs, cons
     addresses.push_back(*ip);
   }
   auto net = coveringNet(addresses);
-  // A covering network as wide as a /8 says the nodes are not of one network: no guess then.
-  return net && net->prefix >= 8 && (net->network >> 24) != 127 ? formatCidr(*net) : "";
+  // A covering network as wide as a /8 or wider says the nodes are not of one network: no guess
+  // then (Open MPI's and PMIx's if_include would take overlay interfaces inside it too).
+  return net && net->prefix > 8 && (net->network >> 24) != 127 ? formatCidr(*net) : "";
 }
 
 }  // namespace
@@ -99,7 +108,13 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
       const std::string reached = controlAddressesNet(inputs, nodes);
       if (!reached.empty()) {
         opts.net_cidr = reached;
-        if (auto joined = chooseNetwork(inputs, opts)) {
+        // Each node on the interface its daemon reached us over, not another one inside that
+        // network (a bridge, a second NIC) that comes first by name.
+        std::vector<NodeFabricInput> pinned = inputs;
+        for (size_t i = 0; i < pinned.size() && i < nodes.size(); ++i)
+          if (pinned[i].net_if.empty())
+            pinned[i].net_if = {controlInterface(pinned[i].fabric, nodes[i].control_ip)};
+        if (auto joined = chooseNetwork(pinned, opts)) {
           choice = std::move(joined);
           control = reached;
         }

@@ -110,7 +110,7 @@ std::string environmentFilesLine(const JobPlan& plan) {
 }  // namespace
 
 std::string renderNetwork(const JobPlan& plan) {
-  if (!plan.network && plan.offline && plan.nodes.size() > 1)
+  if (!plan.network && plan.network_unasked)
     return "network: not chosen offline: it is chosen from every node's interfaces when the job runs (--dry-run "
            "without --offline asks the nodes)\n";
   if (!plan.network) return "network: loopback (every node is this host): NCCL, Gloo, TensorPipe and Open MPI on lo\n";

@@ -29,7 +29,8 @@ std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& use
     if (b->gpu_uuid) add(kRankGpuUuidVar, *b->gpu_uuid);
   }
   const std::string hca = b && b->hca ? *b->hca : "";
-  if (!hca.empty()) add(kRankHcaVar, hca);
+  // --net tcp: the rank uses no HCA, whichever is nearest.
+  if (!hca.empty() && !(in.network && in.network->sockets_only)) add(kRankHcaVar, hca);
 
   if (in.network) {
     for (const auto& s : fabricEnv(*in.network, in.node, user, hca)) {
@@ -56,7 +57,7 @@ std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& use
     // --net tcp keeps GPU ranks off UCX too (it would take the HCAs), and ob1 off openib/uct.
     const bool sockets_only = in.network && in.network->sockets_only;
     if ((!in.gpu_rank || sockets_only) && !(in.network && in.network->rdma)) add("OMPI_MCA_pml", "ob1");
-    if (sockets_only) add("OMPI_MCA_btl", "^openib,uct");
+    if (sockets_only) add("OMPI_MCA_btl", "^openib,uct,ofi");  // an exclude list may name absent ones
   }
   return env;
 }

@@ -8,8 +8,8 @@
 - outside any allocation, `tlaunch --launcher slurm -N 2 -p 1` runs (srun makes an allocation),
   and the allocation is released afterwards; while another job holds every node, it says srun's
   job is queued and runs once Slurm gives the nodes, past a 2 s --connect-timeout;
-- inside `salloc -N 2`, each rank sees the allocation's SLURM_JOB_ID and SLURM_JOB_NAME, and no task
-  or step variable (SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_ID, SLURM_NODELIST);
+- inside `salloc -N 2` with `-x SLURM_JOB_ID`, each rank sees the allocation's id and no other Slurm
+  variable (SLURM_JOB_NAME, SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_ID, SLURM_NODELIST);
 - inside a heterogeneous allocation (`salloc -N1 : -N1`, no SLURM_JOB_NODELIST), tlaunch refuses
   with exit 64 and says why, instead of running the job on the host it was started on; in a
   heterogeneous batch job it runs on the first component and says the job has others;
@@ -135,17 +135,18 @@ def srun_allocates():
 
 
 def slurm_job_identity():
-    """Ranks see the Slurm job's identity (scripts name checkpoints by it), never a task's or a step's."""
+    """Ranks see no Slurm variable of their own accord (a program seeing SLURM_JOB_ID takes itself
+    for an srun task); -x SLURM_JOB_ID passes the job's id, and only it."""
     keys = ["SLURM_JOB_ID", "SLURM_JOB_NAME", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID", "SLURM_NODELIST"]
     script = 'echo "allocation=$SLURM_JOB_ID"; exec "$@"'
     r = run(["salloc", "-N", "2", "-J", "tlc-ident", "/bin/sh", "-c", script, "sh", ws.tlaunch, *cj.NET, "-p", "1",
-             "--", cj.PYTHON, ws.program("print_env.py"), *keys])
+             "-x", "SLURM_JOB_ID", "--", cj.PYTHON, ws.program("print_env.py"), *keys])
     allocation = next((line.split("=", 1)[1] for line in r.stdout.splitlines() if line.startswith("allocation=")), None)
     ranks = [json.loads(line.split("] ", 1)[1]) for line in r.stdout.splitlines() if line.startswith("[")]
-    want = {"SLURM_JOB_ID": allocation, "SLURM_JOB_NAME": "tlc-ident", "SLURM_PROCID": None, "SLURM_NTASKS": None,
-            "SLURM_STEP_ID": None, "SLURM_NODELIST": None}
+    want = {k: None for k in keys}
+    want["SLURM_JOB_ID"] = allocation
     check(r.returncode == 0 and allocation and len(ranks) == 2 and all(g == want for g in ranks),
-          f"inside salloc: each rank has the job's SLURM_JOB_ID ({allocation}) and name, no task or step variable",
+          f"inside salloc with -x SLURM_JOB_ID: each rank has the job's id ({allocation}), no other Slurm variable",
           cj.describe(r))
 
 

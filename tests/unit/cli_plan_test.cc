@@ -222,9 +222,10 @@ TEST_CASE("net tcp on the recorded mlx4 capture: allowed with a warning") {
   for (const auto& node : plan->nodes)
     for (const auto& rank : node.ranks) {
       CHECK(envValue(rank.env, "NCCL_IB_DISABLE") == "1");
+      CHECK(envValue(rank.env, "NCCL_NET") == "Socket");
       CHECK(envValue(rank.env, "NCCL_IB_HCA").empty());
       CHECK(envValue(rank.env, "UCX_NET_DEVICES") == "ib0");
-      CHECK(envValue(rank.env, "OMPI_MCA_btl") == "^openib,uct");
+      CHECK(envValue(rank.env, "OMPI_MCA_btl") == "^openib,uct,ofi");
     }
   auto fabric = makePlan(cpuJob(), nodes, context());  // auto on the same capture: the fabric, no warning
   if (fabric) {
@@ -320,19 +321,26 @@ TEST_CASE("a hostfile of slots=8 plans 8 ranks per node offline and online alike
   }
 }
 
-TEST_CASE("an offline plan of several hosts does not claim they are this host's loopback") {
-  JobSpec s = cpuJob();
-  s.offline = true;
-  s.dry_run = true;
-  PlanContext ctx = context();
-  ctx.loopback_only = true;  // as offline planning sets it: no node was asked about its network
-  auto plan = makePlan(s, plainNodes(), ctx);
-  REQUIRE(plan);
-  CHECK(renderNetwork(*plan).find("network: not chosen offline") == 0);
-  s.offline = false;  // simulated nodes of this host: loopback indeed
-  auto local = makePlan(s, plainNodes(), ctx);
-  REQUIRE(local);
-  CHECK(renderNetwork(*local).find("network: loopback (every node is this host)") == 0);
+TEST_CASE("an offline plan of other hosts does not claim they are this host's loopback") {
+  for (const bool local : {false, true}) {  // --hosts a,b (or -H gpu1) --offline; --launcher local -N 2 --offline
+    JobSpec s;
+    s.argv = {"true"};
+    s.launcher = local ? LauncherKind::local : LauncherKind::ssh;
+    if (local) s.nodes = 2;
+    else s.hosts = "gpu1";
+    s.offline = true;
+    s.dry_run = true;
+    s.topology_xml = std::string(TLAUNCH_FIXTURES_DIR) + "/" + kCpuTopology;
+    auto setup = setUpJob(s, {}, true);
+    REQUIRE(setup);
+    INFO("local " << local);
+    CHECK(setup->plan_context.network_unasked == !local);
+    JobSpec planned = cpuJob();
+    planned.offline = true;
+    auto plan = makePlan(planned, plainNodes(), setup->plan_context);
+    REQUIRE(plan);
+    CHECK(renderNetwork(*plan).find(local ? "network: loopback (every node is this host)" : "network: not chosen offline") == 0);
+  }
 }
 
 // max_slots is Open MPI's hard limit: the ranks per node decided when planning (one per GPU)

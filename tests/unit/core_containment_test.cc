@@ -423,14 +423,24 @@ TEST_CASE("a passed-on signal goes to the processes of the rank's group that cat
   CHECK_FALSE(catchesSignal("", SIGUSR1));
   CHECK_FALSE(catchesSignal("\nSigCgt:\tzz\n", SIGUSR1));
 
-  // The rank (100) is `sh train.sh`, which runs python (101, catches SIGUSR1), which runs two
-  // data-loader workers (102, 103: default action); 104 left the group (setsid).
+  // The rank (100) is `sh train.sh`, which runs python (101, catches SIGUSR1), which forked two
+  // data-loader workers (102, 103) that inherited its handler; 104 left the group (setsid).
+  const std::string usr1 = "\nSigCgt:\t0000000000000200\n";
   const std::vector<ProcEntry> procs{{100, 1, 100, 'S'}, {101, 100, 100, 'S'}, {102, 101, 100, 'S'},
                                      {103, 101, 100, 'S'}, {104, 101, 104, 'S'}, {105, 1, 105, 'S'}};
-  std::map<pid_t, std::string> status{{101, "\nSigCgt:\t0000000000000200\n"}, {104, "\nSigCgt:\t0000000000000200\n"}};
+  std::map<pid_t, std::string> status{{101, usr1}, {102, usr1}, {103, usr1}, {104, usr1}};
   auto statusOf = [&](pid_t pid) { return status.count(pid) ? status[pid] : std::string("\nSigCgt:\t0\n"); };
-  CHECK(forwardTargets(100, SIGUSR1, procs, statusOf) == std::vector<pid_t>{101});
+  CHECK(forwardTargets(100, SIGUSR1, procs, statusOf) == std::vector<pid_t>{101});  // once, to the script
   CHECK(forwardTargets(100, SIGUSR2, procs, statusOf) == std::vector<pid_t>{100});  // nobody catches it: the rank
+  // A wrapper that traps SIGUSR1 to pass it on (`trap 'kill -USR1 $child' USR1`): the wrapper alone.
+  status[100] = usr1;
+  CHECK(forwardTargets(100, SIGUSR1, procs, statusOf) == std::vector<pid_t>{100});
+  // Two scripts side by side under a wrapper that does not catch it: each once.
+  status.erase(100);
+  const std::vector<ProcEntry> two{{100, 1, 100, 'S'}, {101, 100, 100, 'S'}, {106, 100, 100, 'S'}, {107, 106, 100, 'S'}};
+  status[106] = usr1;
+  status[107] = usr1;
+  CHECK(forwardTargets(100, SIGUSR1, two, statusOf) == std::vector<pid_t>{101, 106});
 
   SECTION("a real process that catches SIGUSR1 shows it in its status; one that does not, does not") {
     pid_t child = ::fork();

@@ -186,10 +186,10 @@ TEST_CASE("env forwarding: -x VAR, -x VAR=VALUE, errors, and what stays local", 
   CHECK_FALSE(has("OMPI_COMM_WORLD_RANK=2"));
   CHECK_FALSE(has("SSH_CONNECTION=x"));
   CHECK(has("SLURM_PROCID=5"));  // explicitly exported: the user's choice
-  // The Slurm job's identity passes (checkpoints named by it); a task's or step's does not
-  // (Lightning takes SLURM_NTASKS for "srun started me", Open MPI SLURM_STEP_ID).
-  CHECK(has("SLURM_JOB_ID=77"));
-  CHECK(has("SLURM_ARRAY_TASK_ID=3"));
+  // No Slurm variable passes unasked, the job's id neither: a program that sees SLURM_JOB_ID
+  // takes itself for an srun task and reads SLURM_PROCID (DINOv2 does).
+  CHECK_FALSE(has("SLURM_JOB_ID=77"));
+  CHECK_FALSE(has("SLURM_ARRAY_TASK_ID=3"));
   CHECK_FALSE(has("SLURM_NTASKS=8"));
   CHECK_FALSE(has("SLURM_STEP_ID=0"));
   CHECK_FALSE(has("SLURM_NODELIST=n[1-2]"));
