@@ -26,6 +26,7 @@
 #include "launcher/pmix_collectives.h"
 #include "launcher/pmix_directory.h"
 #include "launcher/pmix_job_control.h"
+#include "launcher/plan/plan_network.h"
 #include "launcher/plan/plan_preflight.h"
 #include "launcher/rank_failure_policy.h"
 #include "launcher/stdin_credit.h"
@@ -129,7 +130,9 @@ void JobSession::planAndPrepare() {
   if (cross_node_) cfg_.plan_context.measured_preflight = cross_node_->items();
   if (cfg_.spec.preflight_only) {
     JobPlan checked;
-    auto verdict = evaluatePreflight(cfg_.spec, reports, checked, cfg_.plan_context.measured_preflight);
+    auto network = chooseJobNetwork(cfg_.spec, reports, cfg_.plan_context);  // which ports are the job's
+    const NetworkChoice* chosen = network && *network ? &**network : nullptr;
+    auto verdict = evaluatePreflight(cfg_.spec, reports, checked, cfg_.plan_context.measured_preflight, chosen);
     std::string text = cfg_.spec.json ? jsonText(preflightToJson(checked.preflight_items), 2) + "\n"
                                       : renderPreflightTable(checked.preflight_items) + "\n" +
                                             "preflight: " + preflightSummary(checked.preflight_items) + "\n";

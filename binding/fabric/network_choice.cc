@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "binding/fabric/ipv4_net.h"
+#include "binding/fabric/network_ports.h"
 #include "binding/fabric/roce_gid.h"
 #include "tlaunch/strings.h"
 
@@ -23,6 +24,7 @@ struct Candidate {
   NetKind kind = NetKind::tcp;
   std::string port;  // "mlx4_0:1" or ""
   long order = 0;    // rank 0's preference: HCA order first, then interface order
+  double rate = 0;   // the port's rate in Gb/s; 0 for plain TCP
 };
 
 struct NodeCandidates {
@@ -49,12 +51,13 @@ bool hasRoceV2Ipv4(const RdmaPort& port) {
   return std::any_of(port.gids.begin(), port.gids.end(), isRoceV2Ipv4);
 }
 
-void addAddresses(NodeCandidates& out, const NetInterface& iface, NetKind kind, const std::string& port, long order) {
+void addAddresses(NodeCandidates& out, const NetInterface& iface, NetKind kind, const std::string& port, long order,
+                  double rate = 0) {
   for (const auto& a : iface.ipv4) {
     auto address = parseIpv4(a.address);
     if (!address) continue;
     const Ipv4Net net = networkOf(*address, a.prefix);
-    out.list.push_back(Candidate{&iface, *address, net, net, kind, port, order});
+    out.list.push_back(Candidate{&iface, *address, net, net, kind, port, order, rate});
   }
 }
 
@@ -110,7 +113,7 @@ NodeCandidates collectCandidates(const NodeFabric& fabric, NetMode mode) {
           continue;
         }
         fabricIfs.insert(iface.name);
-        addAddresses(out, iface, ib ? NetKind::ib : NetKind::roce, name, order);
+        addAddresses(out, iface, ib ? NetKind::ib : NetKind::roce, name, order, port.rate_gbps);
       }
       if (roce && !fabric.findInterface(port.netdev))
         out.reasons.push_back(port.netdev + " (RoCE netdev of " + name + ") is absent on the live system");
@@ -202,55 +205,46 @@ std::string hostAddressHint(const std::vector<NodeCandidates>& perNode) {
 
 int kindRank(NetKind kind) { return kind == NetKind::ib ? 0 : kind == NetKind::roce ? 1 : 2; }
 
-// The chosen subnet's data ports on one node, and the RoCE GID each would use.
-void fillHcaPorts(NodeNetChoice& out, const NodeFabric& fabric, const Candidate& chosen, const Ipv4Net& net) {
-  std::optional<std::array<std::uint8_t, 8>> ibPrefix;
-  if (out.kind == NetKind::ib) {
-    for (const auto& device : fabric.devices)
-      for (const auto& port : device.ports)
-        if (portName(device.name, port.number) == chosen.port)
-          if (const GidEntry* g0 = gidAt(port, 0))
-            if (auto bytes = parseGid(g0->gid)) {
-              std::array<std::uint8_t, 8> p{};
-              std::copy(bytes->begin(), bytes->begin() + 8, p.begin());
-              ibPrefix = p;
-            }
+// A subnet common to all nodes, and how it ranks.
+struct Option {
+  Ipv4Net net;
+  NetKind kind = NetKind::tcp;
+  bool control = false;  // a fabric subnet carrying the daemons' control connections (a management NIC)
+  double rate = 0;       // the slowest of the nodes' ports on it (0: plain TCP)
+  long order = 0;        // rank 0's HCA / interface order
+};
+
+// Kind first (IB, RoCE, TCP), then fabric subnets without the control connections, the faster
+// link, rank 0's HCA order: a management ConnectX enumerated first is not the job's network.
+bool ranksBefore(const Option& a, const Option& b) {
+  return std::make_tuple(kindRank(a.kind), a.control, -a.rate, a.order, a.net) <
+         std::make_tuple(kindRank(b.kind), b.control, -b.rate, b.order, b.net);
+}
+
+Option makeOption(const Ipv4Net& net, NetKind kind, const std::vector<const Candidate*>& chosen,
+                  const std::vector<std::uint32_t>& control) {
+  Option o{net, kind, kind != NetKind::tcp && carriesControl(net, control), 0, chosen.front()->order};
+  if (kind != NetKind::tcp) {
+    o.rate = chosen.front()->rate;
+    for (const auto* c : chosen) o.rate = std::min(o.rate, c->rate);
   }
-  for (const auto& device : fabric.devices) {
-    for (const auto& port : device.ports) {
-      if (port.state != kPortStateActive) continue;
-      HcaPortChoice use{portName(device.name, port.number), -1, false};
-      if (port.link_layer == LinkLayer::infiniband) {
-        if (out.kind == NetKind::roce) continue;
-        if (ibPrefix) {  // another IB subnet (a storage fabric, say) is not ours
-          const GidEntry* g0 = gidAt(port, 0);
-          auto bytes = g0 ? parseGid(g0->gid) : std::nullopt;
-          if (bytes && !std::equal(ibPrefix->begin(), ibPrefix->end(), bytes->begin())) continue;
-        }
-      } else if (port.link_layer == LinkLayer::ethernet) {
-        if (out.kind == NetKind::ib || !hasRoceV2Ipv4(port)) continue;
-        int inSubnet = ncclRoceGidIndex(port, net);
-        const GidEntry* entry = gidAt(port, inSubnet);
-        if (entry && isRoceV2Ipv4(*entry) && contains(net, parseIpv4(entry->ipv4).value_or(0))) {
-          use.gid_index = inSubnet;
-          use.gid_in_subnet = true;
-        } else {
-          use.gid_index = ncclRoceGidIndex(port);
-        }
-      } else {
-        continue;
-      }
-      out.hca_ports.push_back(use);
-    }
-  }
-  bool allRoce = !out.hca_ports.empty();
-  for (const auto& p : out.hca_ports) allRoce = allRoce && p.gid_index >= 0;
-  if (allRoce) {
-    int first = out.hca_ports.front().gid_index;
-    bool same = std::all_of(out.hca_ports.begin(), out.hca_ports.end(),
-                            [&](const HcaPortChoice& p) { return p.gid_index == first; });
-    out.roce_gid_index = same ? first : -1;
-  }
+  return o;
+}
+
+// Says why the job's fabric subnet carries the daemons' control connections, when another
+// fabric subnet was common to all nodes.
+std::optional<std::string> controlNote(const std::vector<Option>& common) {
+  const Option& pick = common.front();
+  if (!pick.control) return std::nullopt;
+  const auto other = std::find_if(common.begin() + 1, common.end(),
+                                  [](const Option& o) { return o.kind != NetKind::tcp; });
+  if (other == common.end()) return std::nullopt;
+  const bool allControl = std::all_of(common.begin() + 1, common.end(),
+                                      [](const Option& o) { return o.kind == NetKind::tcp || o.control; });
+  return "the job's network " + formatCidr(pick.net) + " also carries the daemons' control connections (" +
+         (allControl ? "so does every other fabric subnet common to all nodes"
+                     : std::string(netKindName(pick.kind)) + " ranks before " + netKindName(other->kind)) +
+         "); to use another: --net-cidr " + formatCidr(other->net);
 }
 
 }  // namespace
@@ -336,11 +330,7 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
   for (std::size_t n = 0; n < nodes.size(); ++n)
     for (const auto& c : perNode[n].list) bySubnet[n][c.group].push_back(&c);
   std::vector<std::string> notes;
-  struct Option {
-    Ipv4Net net;
-    NetKind kind;
-    long order;
-  };
+  const std::vector<std::uint32_t> control = controlAddresses(options.control_ips);
   std::vector<Option> common;
   std::vector<std::string> duplicates;  // "172.17.0.0/16: node1 and node2 both have 172.17.0.1 (docker0)"
   std::set<Ipv4Net> rejected;
@@ -352,8 +342,8 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
     std::set<NetKind> kinds;
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       auto list = bySubnet[n].at(net);
-      std::sort(list.begin(), list.end(), [](const Candidate* a, const Candidate* b) {
-        return std::tie(a->order, a->address) < std::tie(b->order, b->address);
+      std::sort(list.begin(), list.end(), [](const Candidate* a, const Candidate* b) {  // the faster port first
+        return std::make_tuple(-a->rate, a->order, a->address) < std::make_tuple(-b->rate, b->order, b->address);
       });
       chosen.push_back(list.front());
       kinds.insert(list.front()->kind);
@@ -370,7 +360,7 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
       continue;
     }
     best[net] = chosen;
-    common.push_back(Option{net, kind, chosen.front()->order});
+    common.push_back(makeOption(net, kind, chosen, control));
   }
   const bool forced = !options.net_cidr.empty() || !options.net_if.empty() ||
                       std::any_of(nodes.begin(), nodes.end(),
@@ -421,17 +411,24 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
                 "put every node's fabric interface on one subnet, or choose with --net-cidr / --net-if "
                 "(per node: net_if= in the hostfile)");
   }
-  std::sort(common.begin(), common.end(), [](const Option& a, const Option& b) {
-    return std::make_tuple(kindRank(a.kind), a.order, a.net) < std::make_tuple(kindRank(b.kind), b.order, b.net);
-  });
+  std::sort(common.begin(), common.end(), ranksBefore);
 
   const Option& pick = common.front();
   NetworkChoice choice;
   choice.kind = pick.kind;
   choice.cidr = formatCidr(pick.net);
+  SubnetFacts facts{{}, control};
+  DataPortRules rules{pick.net, {}, 0};
+  for (const auto& o : common) {
+    facts.common.push_back(o.net);
+    if (o.net != pick.net && !carriesControl(o.net, control)) rules.rails.push_back(o.net);
+  }
   for (std::size_t i = 1; i < common.size(); ++i)
     notes.push_back("also common to all nodes: " + formatCidr(common[i].net) + " (" + netKindName(common[i].kind) +
-                    "); choose it with --net-cidr " + formatCidr(common[i].net));
+                    (common[i].control ? ", the daemons' control network" : "") + "); choose it with --net-cidr " +
+                    formatCidr(common[i].net));
+  if (auto note = controlNote(common); note && !forced) notes.push_back(*note);
+  std::vector<std::string> slower;  // "node1: the job's RoCE port mlx5_0:1 (25 Gb/s) is slower than ..."
   choice.rdma = true;
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     const Candidate& c = *best[pick.net][n];
@@ -443,7 +440,10 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
     out.cidr = choice.cidr;
     out.kind = pick.kind;
     out.port = c.port;
-    fillHcaPorts(out, nodes[n].fabric, c, pick.net);
+    rules.chosen_rate = c.rate;
+    fillDataPorts(out, nodes[n].fabric, rules);
+    if (auto why = slowerPortReason(out, nodes[n].fabric, c.rate, facts); !why.empty() && !forced)
+      slower.push_back(nodes[n].node + ": the job's RoCE port " + why);
     for (const auto& device : nodes[n].fabric.devices) out.efa = out.efa || device.vendor_id == kPciVendorAmazon;
     choice.rdma = choice.rdma && !out.hca_ports.empty();
     std::set<std::string> others;
@@ -453,6 +453,7 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
       notes.push_back(nodes[n].node + ": " + other + " is also on " + choice.cidr + "; using " + c.iface->name);
     choice.nodes.push_back(std::move(out));
   }
+  addSlowPortNotes(notes, slower, choice.cidr);
   choice.master_addr = choice.nodes.front().ipv4;
   choice.notes = std::move(notes);
   return choice;

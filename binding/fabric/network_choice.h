@@ -24,6 +24,9 @@ struct NetOptions {
   std::vector<std::string> net_if;  // --net-if NAME[,NAME]: allowed names on every node
   std::string net_cidr;             // --net-cidr 10.1.0.0/16: choose by subnet, names free
   bool same_host = false;           // every node is this host (--launcher local): shared addresses are expected
+  // Per node (input order): the address its daemon reached the frontend from ("" or loopback:
+  // unknown). A fabric subnet holding one is a management network: it ranks after the others.
+  std::vector<std::string> control_ips;
 };
 
 struct NodeFabricInput {

@@ -252,8 +252,11 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     return fail(Errc::io, "node " + head.name + " found no free TCP port for MASTER_PORT");
   }
 
-  if (auto p = evaluatePreflight(spec, nodes, plan, ctx.measured_preflight); !p) return tl::unexpected(p.error());
+  // The network first, so that preflight knows the job's data ports; preflight's verdict first.
   auto network = chooseJobNetwork(spec, nodes, ctx);
+  const NetworkChoice* chosen = network && *network ? &**network : nullptr;
+  if (auto p = evaluatePreflight(spec, nodes, plan, ctx.measured_preflight, chosen); !p)
+    return tl::unexpected(p.error());
   if (!network) return tl::unexpected(network.error());
   if (*network) {
     if (!user_addr) plan.master_addr = (*network)->master_addr;

@@ -88,6 +88,7 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
   opts.net_if = spec.net_if;
   opts.net_cidr = spec.net_cidr;
   opts.same_host = ctx.loopback_only;  // every node is this host: the same addresses everywhere
+  for (const auto& n : nodes) opts.control_ips.push_back(n.control_ip);
   const RdmaPresence rdma = rdmaPresence(nodes);
   const bool plain = plainEthernet(spec, rdma);
   std::string control;

@@ -47,10 +47,33 @@ std::vector<PreflightItem> notablePreflight(const std::vector<PreflightItem>& it
   return notable;
 }
 
+namespace {
+
+// Each daemon judged its ports' rates against its fastest ACTIVE port before the job's network
+// was chosen: a slower port that the job does not use (a 25G management ConnectX beside 400G
+// rails) is no degraded link of the job.
+void excuseUnusedPortRates(std::vector<PreflightItem>& items, const NetworkChoice& network) {
+  for (auto& i : items) {
+    if (i.check != "rate" || i.status != PreflightStatus::warn) continue;
+    const auto node = std::find_if(network.nodes.begin(), network.nodes.end(),
+                                   [&](const NodeNetChoice& n) { return n.node == i.node; });
+    if (node == network.nodes.end() || node->hca_ports.empty()) continue;
+    const bool used = std::any_of(node->hca_ports.begin(), node->hca_ports.end(),
+                                  [&](const HcaPortChoice& p) { return p.name == i.device; });
+    if (used) continue;
+    i.status = PreflightStatus::skip;
+    i.found += " (not a data port of the job's network " + network.cidr + ")";
+    i.fix.clear();
+  }
+}
+
+}  // namespace
+
 Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport>& nodes, JobPlan& plan,
-                               const std::vector<PreflightItem>& measured) {
+                               const std::vector<PreflightItem>& measured, const NetworkChoice* network) {
   if (spec.preflight == PreflightMode::off) return {};
   auto items = collectPreflight(nodes, measured);
+  if (network) excuseUnusedPortRates(items, *network);
   if (plainEthernet(spec, rdmaPresence(nodes))) {
     // A plain-Ethernet cluster runs over TCP: the RDMA checks have nothing to check.
     static const std::set<std::string> rdma_checks = {"rdma_devices", "verbs_devices", "uverbs",

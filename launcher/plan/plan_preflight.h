@@ -16,7 +16,10 @@ std::vector<PreflightItem> collectPreflight(const std::vector<NodeReport>& nodes
 // The checks worth showing: every non-skipped check of each node where one warned or failed.
 std::vector<PreflightItem> notablePreflight(const std::vector<PreflightItem>& items);
 
+// `network`, when chosen: a port that is not one of its data ports (a management ConnectX) gets
+// no slow-link warning.
 Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport>& nodes, JobPlan& plan,
-                               const std::vector<PreflightItem>& measured = {});
+                               const std::vector<PreflightItem>& measured = {},
+                               const NetworkChoice* network = nullptr);
 
 }  // namespace tlaunch

@@ -638,3 +638,38 @@ TEST_CASE("tlaunch topo: the map is shown even when the default plan does not fi
   REQUIRE(fits);
   CHECK_FALSE(topoView(*fits, {}).plan_error);
 }
+
+TEST_CASE("RoCE: the management ConnectX the daemons came in over is not the job's network or a data port") {
+  // mlx5_0 eth0 192.168.1.x/24 at 25G (management, enumerated first), mlx5_1 eth2 10.10.0.x/16 at 400G.
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 5);
+    FabricBuilder b =
+        FabricBuilder().roce("mlx5_0", 1, "eth0", "192.168.1." + n).roce("mlx5_1", 1, "eth2", "10.10.0." + n, 16);
+    b.port("mlx5_0", 1).rate_gbps = 25;
+    b.port("mlx5_0", 1).rate = "25 Gb/sec (1X EDR)";
+    b.port("mlx5_1", 1).rate_gbps = 400;
+    b.port("mlx5_1", 1).rate = "400 Gb/sec (4X NDR)";
+    nodes.push_back(report(i, "node" + n, b.build(), "192.168.1." + n));
+  }
+  JobSpec s = cpuJob();
+  s.preflight_strict = true;  // a warning would refuse the job
+  auto plan = makePlan(s, nodes, context());
+  REQUIRE(plan);
+  CHECK(plan->network->cidr == "10.10.0.0/16");
+  CHECK(plan->master_addr == "10.10.0.5");
+  const auto& env = plan->nodes[1].ranks[0].env;
+  CHECK(envValue(env, "NCCL_IB_HCA") == "=mlx5_1:1");
+  CHECK(envValue(env, "NCCL_SOCKET_IFNAME") == "=eth2");
+  CHECK(envValue(env, "UCX_NET_DEVICES") == "mlx5_1:1");
+  CHECK(envValue(env, "NCCL_IB_ADDR_RANGE") == "10.10.0.0/16");
+  // The daemon judged mlx5_0:1's 25G against its 400G port; it is no data port of the job.
+  const PreflightItem* slow = nullptr;
+  for (const auto& i : plan->preflight_items)
+    if (i.check == "rate" && i.node == "node6" && i.device == "mlx5_0:1") slow = &i;
+  REQUIRE(slow);
+  CHECK(slow->status == PreflightStatus::skip);
+  CHECK(slow->found == "25 Gb/sec (1X EDR) (not a data port of the job's network 10.10.0.0/16)");
+  CHECK(slow->fix.empty());
+  CHECK(renderPlanText(*plan).find("check the cable") == std::string::npos);
+}

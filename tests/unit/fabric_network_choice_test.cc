@@ -453,3 +453,145 @@ TEST_CASE("the smallest network holding a set of addresses") {
   CHECK(formatCidr(*coveringNet({ip("10.1.1.5"), ip("10.1.2.5"), ip("10.1.0.200")})) == "10.1.0.0/22");
   CHECK(formatCidr(*coveringNet({ip("1.0.0.0"), ip("255.0.0.0")})) == "0.0.0.0/0");
 }
+
+namespace {
+
+// Sets a port's link speed, as sysfs reports it.
+FabricBuilder& rate(FabricBuilder& b, const std::string& device, double gbps) {
+  b.port(device, 1).rate_gbps = gbps;
+  b.port(device, 1).rate = std::to_string(static_cast<int>(gbps)) + " Gb/sec";
+  return b;
+}
+
+// A management ConnectX (mlx5_0, eth0 192.168.1.x/24, 25G by default) enumerated before the data
+// NIC (mlx5_1, eth2 on `dataNet`/16, 400G), as a reviewer reproduced it.
+FabricBuilder managedNode(const std::string& last, double mgmtRate = 25, const std::string& dataNet = "10.10.0.") {
+  FabricBuilder b =
+      FabricBuilder().roce("mlx5_0", 1, "eth0", "192.168.1." + last).roce("mlx5_1", 1, "eth2", dataNet + last, 16);
+  rate(b, "mlx5_0", mgmtRate);
+  return rate(b, "mlx5_1", 400);
+}
+
+bool hasNote(const NetworkChoice& choice, const std::string& part) {
+  return std::any_of(choice.notes.begin(), choice.notes.end(), [&](const std::string& n) { return contains(n, part); });
+}
+
+}  // namespace
+
+TEST_CASE("RoCE: a management port enumerated first is neither the job's network nor one of its data ports") {
+  NetOptions options;
+  double mgmtRate = 25;
+  SECTION("by rate: the faster link's subnet") {}
+  SECTION("by control address: the subnet the daemons reached tlaunch over ranks after the others") {
+    mgmtRate = 400;
+    options.control_ips = {"192.168.1.5", "192.168.1.6"};
+  }
+  SECTION("one node's control address is enough") {
+    mgmtRate = 400;
+    options.control_ips = {"", "192.168.1.6"};
+  }
+  std::vector<NodeFabricInput> nodes{node("node1", managedNode("5", mgmtRate)),
+                                     node("node2", managedNode("6", mgmtRate))};
+  auto choice = chooseNetwork(nodes, options);
+  REQUIRE(choice);
+  CHECK(choice->kind == NetKind::roce);
+  CHECK(choice->cidr == "10.10.0.0/16");
+  CHECK(choice->master_addr == "10.10.0.5");
+  CHECK(choice->nodes[1].ifname == "eth2");
+  CHECK(joinHcaPorts(choice->nodes[0]) == "mlx5_1:1");  // not NCCL_IB_HCA==mlx5_0:1,mlx5_1:1
+  CHECK(joinHcaPorts(choice->nodes[1]) == "mlx5_1:1");
+  CHECK(choice->nodes[0].hca_ports[0] == HcaPortChoice{"mlx5_1:1", 3, true});
+  CHECK(hasNote(*choice, "also common to all nodes: 192.168.1.0/24"));
+  CHECK_FALSE(hasNote(*choice, "is slower than"));
+}
+
+TEST_CASE("RoCE: loopback control addresses say nothing; equal rates keep the HCA order and both rails") {
+  std::vector<NodeFabricInput> nodes{node("node1", managedNode("5", 400)), node("node2", managedNode("6", 400))};
+  NetOptions options;
+  options.control_ips = {"127.0.0.1", "127.0.0.1"};  // --launcher local
+  auto choice = chooseNetwork(nodes, options);
+  REQUIRE(choice);
+  CHECK(choice->cidr == "192.168.1.0/24");
+  REQUIRE(choice->nodes[0].hca_ports.size() == 2);
+  CHECK(choice->nodes[0].hca_ports[1] == HcaPortChoice{"mlx5_1:1", 3, false});  // a rail: common, as fast
+  CHECK(*choice == chooseNetwork(nodes, options).value());                      // deterministic
+}
+
+TEST_CASE("RoCE rails (one subnet per NIC): every rail is a data port; slower, control and odd ones are not") {
+  auto railNode = [](const std::string& last) {
+    FabricBuilder b = FabricBuilder().roce("mlx5_0", 1, "eno1", "192.168.1." + last);  // management, 100G
+    rate(b, "mlx5_0", 100);
+    for (int r = 1; r <= 4; ++r)
+      rate(b.roce("mlx5_" + std::to_string(r), 1, "ens" + std::to_string(r), "10.20." + std::to_string(r) + "." + last),
+           "mlx5_" + std::to_string(r), 400);
+    return b;
+  };
+  FabricBuilder n1 = railNode("1");
+  FabricBuilder n2 = railNode("2");
+  rate(n1, "mlx5_4", 200);                                  // a degraded rail on node1
+  n2.roce("mlx5_5", 1, "ens5", "10.99.0.2");                // a subnet node1 lacks
+  rate(n2, "mlx5_5", 400);
+  std::vector<NodeFabricInput> nodes{node("node1", n1), node("node2", n2)};
+  NetOptions options;
+  options.control_ips = {"192.168.1.1", "192.168.1.2"};
+  auto choice = chooseNetwork(nodes, options);
+  REQUIRE(choice);
+  CHECK(choice->cidr == "10.20.1.0/24");  // 10.20.4.0/24 is as common, but its slowest port is 200G
+  CHECK(joinHcaPorts(choice->nodes[0]) == "mlx5_1:1,mlx5_2:1,mlx5_3:1");  // mlx5_4:1 is slower than the chosen one
+  CHECK(joinHcaPorts(choice->nodes[1]) == "mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1");  // not 10.99/24, not eno1
+  CHECK(choice->nodes[1].hca_ports[3] == HcaPortChoice{"mlx5_4:1", 3, false});
+  CHECK(choice->nodes[1].roce_gid_index == 3);
+  CHECK(hasNote(*choice, "also common to all nodes: 192.168.1.0/24 (roce, the daemons' control network)"));
+}
+
+TEST_CASE("RoCE: the data NICs share no subnet: the management one is used, and a note says why and how to choose") {
+  std::vector<NodeFabricInput> nodes{node("node1", managedNode("5", 25, "10.10.0.")),
+                                     node("node2", managedNode("6", 25, "10.11.0."))};
+  NetOptions options;
+  options.control_ips = {"192.168.1.5", "192.168.1.6"};
+  auto choice = chooseNetwork(nodes, options);
+  REQUIRE(choice);
+  CHECK(choice->cidr == "192.168.1.0/24");
+  CHECK(joinHcaPorts(choice->nodes[0]) == "mlx5_0:1");
+  CHECK(std::find(choice->notes.begin(), choice->notes.end(),
+                  "node1: the job's RoCE port mlx5_0:1 (25 Gb/s) is slower than mlx5_1:1 (400 Gb/s; eth2 on "
+                  "10.10.0.0/16, which is not on every node); the job runs on 192.168.1.0/24: to choose another "
+                  "network, --net-cidr (per node: net_if= in the hostfile)") != choice->notes.end());
+  CHECK(hasNote(*choice, "node2: the job's RoCE port mlx5_0:1 (25 Gb/s) is slower than mlx5_1:1"));
+
+  SECTION("many nodes: three named, then how many more") {
+    for (int i = 7; i < 12; ++i)
+      nodes.push_back(
+          node("node" + std::to_string(i), managedNode(std::to_string(i), 25, "10.1" + std::to_string(i) + ".0.")));
+    auto many = chooseNetwork(nodes, {});
+    REQUIRE(many);
+    CHECK(hasNote(*many, "node7: the job's RoCE port"));
+    CHECK_FALSE(hasNote(*many, "node8: the job's RoCE port"));
+    CHECK(hasNote(*many, "and 4 more nodes whose RoCE port on 192.168.1.0/24 is slower than another of theirs"));
+  }
+  SECTION("chosen by the user: no note") {
+    options.net_cidr = "192.168.1.0/24";
+    auto forced = chooseNetwork(nodes, options);
+    REQUIRE(forced);
+    CHECK_FALSE(hasNote(*forced, "is slower than"));
+  }
+}
+
+TEST_CASE("the job's fabric subnet carries the control connections while another fabric subnet is common: a note") {
+  auto host = [](const std::string& last) {
+    return FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0." + last).roce("mlx5_1", 1, "ens1f0", "10.3.0." + last);
+  };
+  std::vector<NodeFabricInput> nodes{node("node1", host("1")), node("node2", host("2"))};
+  NetOptions options;
+  options.control_ips = {"10.1.0.1", "10.1.0.2"};  // the daemons came in over IPoIB
+  auto choice = chooseNetwork(nodes, options);
+  REQUIRE(choice);
+  CHECK(choice->cidr == "10.1.0.0/16");  // the kind ranks first
+  CHECK(std::find(choice->notes.begin(), choice->notes.end(),
+                  "the job's network 10.1.0.0/16 also carries the daemons' control connections (ib ranks before "
+                  "roce); to use another: --net-cidr 10.3.0.0/24") != choice->notes.end());
+  options.control_ips = {"192.168.0.1", "192.168.0.2"};
+  auto elsewhere = chooseNetwork(nodes, options);
+  REQUIRE(elsewhere);
+  CHECK_FALSE(hasNote(*elsewhere, "control connections"));
+}
