@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "binding/fabric/env_selection.h"
 #include "binding/fabric/ipv4_net.h"
 #include "binding/fabric/nccl_if_list.h"
 
@@ -74,8 +75,8 @@ std::string conflictFor(const std::string& name, const std::string& userValue, c
     }
     return missing.empty() ? "" : "leaves out data port(s) " + missing;
   }
-  if (name == "NCCL_IB_DISABLE")
-    return std::strtoll(userValue.c_str(), nullptr, 0) != 0
+  if (name == "NCCL_IB_DISABLE")  // --net tcp (sockets_only) asks for 1 itself
+    return std::strtoll(userValue.c_str(), nullptr, 0) != 0 && !choice.sockets_only
                ? "disables InfiniBand/RoCE: NCCL falls back to TCP sockets"
                : "";
   if (name == "NCCL_NET")
@@ -86,11 +87,13 @@ std::string conflictFor(const std::string& name, const std::string& userValue, c
     return userValue == node.ifname ? "" : "does not name " + node.ifname + where;
   if (name == "UCX_NET_DEVICES") {
     if (userValue == "all") return "";
-    for (const auto& token : splitComma(userValue))
-      for (const auto& port : node.hca_ports)
-        if (token == port.name) return "";
-    if (contains(splitComma(userValue), node.ifname)) return "";
-    return "names none of " + (node.hca_ports.empty() ? node.ifname : joinHcaPorts(node));
+    const bool deny = userValue.starts_with('^');  // "^mlx5_2:1": every device but those
+    const auto tokens = splitComma(deny ? userValue.substr(1) : userValue);
+    for (const auto& port : node.hca_ports)
+      if (contains(tokens, port.name) != deny) return "";
+    if (contains(tokens, node.ifname) != deny) return "";
+    return (deny ? "leaves out all of " : "names none of ") +
+           (node.hca_ports.empty() ? node.ifname : joinHcaPorts(node));
   }
   if (name.ends_with("_if_include"))
     return includesOurs(userValue, node) ? "" : "leaves out " + node.ifname + " / " + node.cidr;
@@ -125,7 +128,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& loopbackEnv() 
 }
 
 std::vector<EnvSetting> fabricEnv(const NetworkChoice& choice, std::size_t nodeIndex, const UserEnv& user,
-                                  const std::string& ucxNetDevices) {
+                                  const std::string& ucxNetDevices, const NodeFabric* fabric) {
   const NodeNetChoice& node = choice.nodes.at(nodeIndex);
   const std::string on = node.ifname + " " + node.ipv4 + "/" + std::to_string(node.prefix) + " on " + node.node;
   std::vector<EnvSetting> out;
@@ -185,6 +188,8 @@ std::vector<EnvSetting> fabricEnv(const NetworkChoice& choice, std::size_t nodeI
       setting.user_value = it->second.value;
       setting.user_source = it->second.source;
       setting.conflict = conflictFor(setting.name, it->second.value, choice, node);
+      if (setting.conflict.empty() && fabric)  // it selects ours: does it select others too?
+        setting.conflict = offNetworkSelection(setting.name, it->second.value, node, *fabric);
       continue;
     }
     if (setting.name.ends_with("_if_include")) {  // Open MPI refuses include together with exclude
@@ -194,6 +199,8 @@ std::vector<EnvSetting> fabricEnv(const NetworkChoice& choice, std::size_t nodeI
         setting.user_source = exclude + "=" + it->second.value + " (" + it->second.source +
                               "); the two are mutually exclusive";
         setting.conflict = includesOurs(it->second.value, node) ? "excludes " + node.ifname + " / " + node.cidr : "";
+        if (setting.conflict.empty() && fabric)
+          setting.conflict = offNetworkSelection(exclude, it->second.value, node, *fabric);
       }
     }
   }

@@ -26,9 +26,11 @@ struct EnvSetting {
 };
 
 // Settings for a rank of choice.nodes[node]. `ucxNetDevices` is the rank's nearest HCA port
-// ("mlx5_0:1") when the placement knows it; empty = all of the node's data ports.
+// ("mlx5_0:1") when the placement knows it; empty = all of the node's data ports. `fabric`, the
+// node's interfaces and ports when known: a user's value that also selects others off the job's
+// network is a conflict too (env_selection.h).
 std::vector<EnvSetting> fabricEnv(const NetworkChoice& choice, std::size_t node, const UserEnv& user,
-                                  const std::string& ucxNetDevices = {});
+                                  const std::string& ucxNetDevices = {}, const NodeFabric* fabric = nullptr);
 
 // Every node is this host (the local launcher) and no network was asked for: the socket layers
 // stay on the loopback interface, as Open MPI's TCP does there, instead of each picking its own

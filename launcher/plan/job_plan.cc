@@ -342,7 +342,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   // What the user exported (-x, --mca, --master-*, DeepSpeed's env files), for --dry-run.
   for (const auto& [name, v] : ctx.user_env)
     if (v.source != "environment") plan.exports.push_back({name, v.value, v.source});
-  if (*network) applyNetworkEnv(**network, ctx, plan);
+  if (*network) applyNetworkEnv(**network, ctx, nodes, plan);
   buildEnvironments(*network ? &**network : nullptr, nodes, ctx, plan);
   return plan;
 }

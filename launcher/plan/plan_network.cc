@@ -1,7 +1,10 @@
 #include "launcher/plan/plan_network.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "binding/fabric/fabric_env.h"
 #include "binding/fabric/ipv4_net.h"
@@ -43,6 +46,61 @@ std::string controlAddressesNet(const std::vector<NodeFabricInput>& inputs, cons
   // A covering network as wide as a /8 or wider says the nodes are not of one network: no guess
   // then (Open MPI's and PMIx's if_include would take overlay interfaces inside it too).
   return net && net->prefix > 8 && (net->network >> 24) != 127 ? formatCidr(*net) : "";
+}
+
+// "NCCL_SOCKET_IFNAME=^docker,lo (environment) conflicts with the job's network on 5 nodes:
+// node1, node2, node3 and 2 more: also selects eth0 (...)": nodes with the same conflict
+// together, at most kShown nodes named.
+std::string conflictWarning(const EnvSetting& first, const std::vector<std::pair<std::string, std::string>>& byNode) {
+  constexpr size_t kShown = 3;
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // conflict -> nodes, in node order
+  for (const auto& entry : byNode) {  // (node, conflict)
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == entry.second; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {entry.second, {}});
+    it->second.push_back(entry.first);
+  }
+  std::vector<std::string> parts;
+  size_t named = 0, covered = 0;
+  for (const auto& [conflict, names] : groups) {
+    if (named == kShown) break;
+    const size_t take = std::min(names.size(), kShown - named);
+    std::vector<std::string> shown(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(take));
+    parts.push_back(joinStrings(shown, ", ") +
+                    (names.size() > take ? " and " + std::to_string(names.size() - take) + " more" : "") + ": " +
+                    conflict);
+    named += take;
+    covered += names.size();
+  }
+  if (const size_t rest = byNode.size() - covered; rest > 0)
+    parts.push_back("and " + std::to_string(rest) + " more node" + (rest == 1 ? "" : "s"));
+  const std::string yours =
+      first.user_value.empty() ? first.name + " (" + first.user_source + ")"
+                               : first.name + "=" + first.user_value + " (" + first.user_source + ")";
+  return yours + " conflicts with the job's network on " + std::to_string(byNode.size()) + " node" +
+         (byNode.size() == 1 ? "" : "s") + ": " + joinStrings(parts, "; ") + " (--dry-run shows each node)";
+}
+
+// One warning per variable the user set that defeats the choice on some node. A MASTER_ADDR off
+// the job's network is warned about already (makePlan).
+void addConflictWarnings(JobPlan& plan) {
+  std::vector<std::string> names;  // in the settings' order
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> byName;
+  std::map<std::string, const EnvSetting*> firstOf;
+  for (size_t i = 0; i < plan.network_env.size() && i < plan.nodes.size(); ++i)
+    for (const auto& s : plan.network_env[i]) {
+      if (s.conflict.empty()) continue;
+      if (!byName.count(s.name)) {
+        names.push_back(s.name);
+        firstOf[s.name] = &s;
+      }
+      byName[s.name].emplace_back(plan.nodes[i].node_name, s.conflict);
+    }
+  for (const auto& name : names) {
+    const std::string masterAddr = "MASTER_ADDR " + firstOf[name]->user_value + " ";
+    auto saysIt = [&](const std::string& w) { return w.starts_with(masterAddr); };
+    const bool said = name == "MASTER_ADDR" && std::any_of(plan.warnings.begin(), plan.warnings.end(), saysIt);
+    if (!said) plan.warnings.push_back(conflictWarning(*firstOf[name], byName[name]));
+  }
 }
 
 }  // namespace
@@ -142,7 +200,8 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
   return std::optional<NetworkChoice>{std::move(*choice)};
 }
 
-void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPlan& plan) {
+void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, const std::vector<NodeReport>& nodes,
+                     JobPlan& plan) {
   plan.network_env.assign(plan.nodes.size(), {});
   for (size_t i = 0; i < plan.nodes.size() && i < choice.nodes.size(); ++i) {
     // Kept for the node's first rank (UCX_NET_DEVICES differs per rank: its nearest HCA); the
@@ -152,8 +211,10 @@ void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPla
     std::string hca;
     for (const auto& row : plan.manifest)
       if (row.rank == first && row.binding.hca) hca = *row.binding.hca;
-    plan.network_env[i] = fabricEnv(choice, i, ctx.user_env, hca);
+    const NodeFabric* fabric = i < nodes.size() && nodes[i].inventory.fabric ? &*nodes[i].inventory.fabric : nullptr;
+    plan.network_env[i] = fabricEnv(choice, i, ctx.user_env, hca, fabric);
   }
+  addConflictWarnings(plan);
   plan.network = choice;
 }
 

@@ -24,8 +24,11 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
 bool plainEthernet(const JobSpec& spec, const RdmaPresence& rdma);
 
 // plan.network and plan.network_env: the choice and the fabric variables of each node's first
-// rank (after planBindings: its HCA is in plan.manifest).
-void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, JobPlan& plan);
+// rank (after planBindings: its HCA is in plan.manifest). A user's variable that defeats the
+// choice on some node (judged against that node's interfaces) is also one warning in
+// plan.warnings, naming the nodes.
+void applyNetworkEnv(const NetworkChoice& choice, const PlanContext& ctx, const std::vector<NodeReport>& nodes,
+                     JobPlan& plan);
 
 // The peers each node probes before any rank starts (--check-reachability): the next node
 // (ring) or every other node (all), at its address on the chosen network. Empty lists when off.

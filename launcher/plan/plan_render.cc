@@ -52,6 +52,7 @@ Json envSettingsToJson(const std::vector<EnvSetting>& env) {
                    {"overridden_by_user", s.overridden_by_user},
                    {"user_value", s.user_value},
                    {"user_source", s.user_source},
+                   {"conflict", s.conflict},  // "" when none
                    {"effective", s.effective()}});
   return out;
 }

@@ -260,6 +260,8 @@ TEST_CASE("the user's MASTER_ADDR and MASTER_PORT win over tlaunch's as the dry 
     warned = warned || w == "MASTER_ADDR 10.9.9.9 is not on the job's network 192.168.1.0/24 (rank 0's address there is "
                             "192.168.1.1)";
   CHECK(warned);
+  for (const auto& w : plan->warnings)  // said once
+    CHECK(w.find("MASTER_ADDR=10.9.9.9 (-x) conflicts") == std::string::npos);
 }
 
 TEST_CASE("no count given: one rank per GPU on GPU nodes as the plan says") {
@@ -672,4 +674,63 @@ TEST_CASE("RoCE: the management ConnectX the daemons came in over is not the job
   CHECK(slow->found == "25 Gb/sec (1X EDR) (not a data port of the job's network 10.10.0.0/16)");
   CHECK(slow->fix.empty());
   CHECK(renderPlanText(*plan).find("check the cable") == std::string::npos);
+}
+
+TEST_CASE("a user's network variable that defeats the choice is one plan warning per variable, and in the JSON") {
+  // Five IB nodes beside a management eth0.
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 5; ++i) {
+    const std::string n = std::to_string(i + 1);
+    auto f =
+        FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0." + n).eth("eth0", "192.168.1." + n).eth("lo", "127.0.0.1", 8);
+    nodes.push_back(report(i, "node" + n, f.build(), "192.168.1." + n));
+  }
+  PlanContext c = context();
+  c.user_env["NCCL_SOCKET_IFNAME"] = {"^docker,lo", "environment"};
+  c.user_env["GLOO_SOCKET_IFNAME"] = {"ib0,eth0", "-x"};
+  c.user_env["UCX_NET_DEVICES"] = {"mlx5_0:1", "-x"};  // only the data port: no conflict
+  c.user_set = {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "UCX_NET_DEVICES"};
+  c.base_env = {"NCCL_SOCKET_IFNAME=^docker,lo", "GLOO_SOCKET_IFNAME=ib0,eth0", "UCX_NET_DEVICES=mlx5_0:1"};
+  JobSpec s = cpuJob();
+  s.quiet = true;  // -q hides the banner (and its per-node WARNING lines), not the plan's warnings
+  auto plan = makePlan(s, nodes, c);
+  REQUIRE(plan);
+  CHECK(plan->network->cidr == "10.1.0.0/16");
+  std::vector<std::string> conflicts;
+  for (const auto& w : plan->warnings)
+    if (w.find("conflicts with the job's network") != std::string::npos) conflicts.push_back(w);
+  REQUIRE(conflicts.size() == 2);
+  CHECK(conflicts[0] ==
+        "NCCL_SOCKET_IFNAME=^docker,lo (environment) conflicts with the job's network on 5 nodes: node1, node2, node3 "
+        "and 2 more: also selects eth0 (not on the job's network 10.1.0.0/16): NCCL's bootstrap takes the first match "
+        "in the kernel's interface order (--dry-run shows each node)");
+  CHECK(conflicts[1].starts_with("GLOO_SOCKET_IFNAME=ib0,eth0 (-x) conflicts with the job's network on 5 nodes: "
+                                 "node1, node2, node3 and 2 more: also names eth0"));
+  CHECK(renderPlanText(*plan).find("warning: NCCL_SOCKET_IFNAME=^docker,lo (environment) conflicts") !=
+        std::string::npos);
+
+  const Json json = planToJson(*plan);
+  const Json& env = json.at("network").at("env").at(4).at("env");
+  std::map<std::string, std::string> conflictOf;
+  for (const auto& e : env) conflictOf[e.at("name").get<std::string>()] = e.at("conflict").get<std::string>();
+  CHECK(conflictOf["GLOO_SOCKET_IFNAME"] ==
+        "also names eth0 (not on the job's network 10.1.0.0/16): every interface listed is used");
+  CHECK(conflictOf["UCX_NET_DEVICES"].empty());
+  CHECK(conflictOf["NCCL_IB_HCA"].empty());
+  CHECK(json.at("warnings").size() == plan->warnings.size());
+
+  SECTION("nodes whose conflicts differ are named with their own") {
+    nodes[4] = report(4, "node5",
+                      FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.5").eth("eno1", "192.168.1.5").build(),
+                      "192.168.1.5");
+    auto mixed = makePlan(s, nodes, c);
+    REQUIRE(mixed);
+    bool named = false;
+    for (const auto& w : mixed->warnings)
+      named = named || w.starts_with("NCCL_SOCKET_IFNAME=^docker,lo (environment) conflicts with the job's network on "
+                                     "5 nodes: node1, node2, node3 and 1 more: also selects eth0 (not on the job's "
+                                     "network 10.1.0.0/16): NCCL's bootstrap takes the first match in the kernel's "
+                                     "interface order; and 1 more node (--dry-run shows each node)");
+    CHECK(named);
+  }
 }

@@ -217,3 +217,86 @@ TEST_CASE("Open MPI's include is not set when the user set the matching exclude"
   CHECK(find(fabricEnv(choice, 0, excludingUs), "OMPI_MCA_btl_tcp_if_include").conflict ==
         "excludes ib0 / 10.1.0.0/16");
 }
+
+namespace {
+
+// node1 of ibChoice() as discovery sees it: the two rails, a RoCE management port (eth1), the
+// management Ethernet, docker0 and lo.
+NodeFabric node1Fabric() {
+  return FabricBuilder()
+      .ib("mlx5_0", 1, "ib0", "10.1.0.1")
+      .ib("mlx5_1", 1, "ib1", "10.2.0.1")
+      .roce("mlx5_2", 1, "eth1", "192.168.2.1")
+      .eth("eth0", "192.168.1.1")
+      .eth("docker0", "172.17.0.1", 16)
+      .eth("lo", "127.0.0.1", 8)
+      .build();
+}
+
+std::string conflictOf(const std::string& name, const std::string& value, const std::string& setting = "") {
+  NetworkChoice choice = ibChoice();
+  const NodeFabric fabric = node1Fabric();
+  UserEnv user{{name, {value, "-x"}}};
+  return find(fabricEnv(choice, 0, user, {}, &fabric), setting.empty() ? name : setting).conflict;
+}
+
+}  // namespace
+
+TEST_CASE("a user's list that selects the chosen interface and others off the job's network is a conflict") {
+  const std::string off = " (not on the job's network 10.1.0.0/16): ";
+  SECTION("NCCL_SOCKET_IFNAME") {
+    const std::string bootstrap = "NCCL's bootstrap takes the first match in the kernel's interface order";
+    CHECK(conflictOf("NCCL_SOCKET_IFNAME", "^docker,lo") == "also selects eth1, eth0" + off + bootstrap);
+    CHECK(conflictOf("NCCL_SOCKET_IFNAME", "^docker") == "also selects eth1, eth0, lo" + off + bootstrap);
+    CHECK(conflictOf("NCCL_SOCKET_IFNAME", "ib").empty());  // ib1 is the netdev of a data port (a rail)
+    CHECK(conflictOf("NCCL_SOCKET_IFNAME", "=ib0").empty());
+  }
+  SECTION("GLOO_SOCKET_IFNAME") {
+    CHECK(conflictOf("GLOO_SOCKET_IFNAME", "ib0,eth0") == "also names eth0" + off + "every interface listed is used");
+    CHECK(conflictOf("GLOO_SOCKET_IFNAME", "ib0,ib9") ==
+          "also names ib9 (no such interface)" + off + "every interface listed is used");
+    CHECK(conflictOf("GLOO_SOCKET_IFNAME", "ib0").empty());
+  }
+  SECTION("UCX_NET_DEVICES") {
+    CHECK(conflictOf("UCX_NET_DEVICES", "mlx5_0:1,eth0") == "also selects eth0" + off + "UCX uses every device listed");
+    CHECK(conflictOf("UCX_NET_DEVICES", "mlx5_0:1,mlx5_2:1") ==
+          "also selects mlx5_2:1" + off + "UCX uses every device listed");
+    CHECK(conflictOf("UCX_NET_DEVICES", "^mlx5_2:1") ==
+          "also selects eth1, eth0, docker0" + off + "UCX uses every device listed");
+    CHECK(conflictOf("UCX_NET_DEVICES", "mlx5_0:1,mlx5_1:1,ib0").empty());
+    CHECK(conflictOf("UCX_NET_DEVICES", "all").empty());  // UCX's own choice, asked for by name
+  }
+  SECTION("NCCL_IB_HCA") {
+    CHECK(conflictOf("NCCL_IB_HCA", "mlx5") ==
+          "also selects mlx5_2:1 (not a data port of the job's network 10.1.0.0/16): NCCL sends data over every "
+          "port listed");
+    CHECK(conflictOf("NCCL_IB_HCA", "^=mlx5_2").empty());
+    CHECK(conflictOf("NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1").empty());
+  }
+  SECTION("Open MPI and PMIx includes and excludes") {
+    CHECK(conflictOf("OMPI_MCA_btl_tcp_if_include", "ib0,eth0") ==
+          "also includes eth0" + off + "Open MPI and PMIx use every interface included");
+    CHECK(conflictOf("PMIX_MCA_ptl_tcp_if_include", "10.0.0.0/8").empty());  // ib0 and the rail ib1
+    CHECK(conflictOf("OMPI_MCA_btl_tcp_if_exclude", "lo,docker0", "OMPI_MCA_btl_tcp_if_include") ==
+          "also uses eth1, eth0" + off + "Open MPI and PMIx use every interface not excluded");
+    CHECK(conflictOf("OMPI_MCA_btl_tcp_if_exclude", "lo,docker0,eth0,eth1", "OMPI_MCA_btl_tcp_if_include").empty());
+  }
+  SECTION("a value that does not select ours says that first") {
+    CHECK(conflictOf("GLOO_SOCKET_IFNAME", "eth0") == "does not name ib0 (the fabric interface on node1)");
+  }
+}
+
+TEST_CASE("--net tcp: the user's NCCL_IB_DISABLE=1 agrees with the choice") {
+  NetworkChoice choice = ibChoice();
+  choice.rdma = false;
+  choice.sockets_only = true;
+  UserEnv user{{"NCCL_IB_DISABLE", {"1", "-x"}}};
+  CHECK(find(fabricEnv(choice, 0, user), "NCCL_IB_DISABLE").conflict.empty());
+}
+
+TEST_CASE("UCX_NET_DEVICES as a deny list: a conflict only when it denies every one of ours") {
+  NetworkChoice choice = ibChoice();
+  CHECK(find(fabricEnv(choice, 0, {{"UCX_NET_DEVICES", {"^mlx5_1:1", "-x"}}}), "UCX_NET_DEVICES").conflict.empty());
+  CHECK(find(fabricEnv(choice, 0, {{"UCX_NET_DEVICES", {"^mlx5_0:1,mlx5_1:1,ib0", "-x"}}}), "UCX_NET_DEVICES")
+            .conflict == "leaves out all of mlx5_0:1,mlx5_1:1");
+}
