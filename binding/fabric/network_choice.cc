@@ -171,17 +171,6 @@ std::optional<std::string> sharedAddress(const std::vector<NodeFabricInput>& nod
   return std::nullopt;
 }
 
-bool someNetOnEveryNode(const std::vector<NodeCandidates>& perNode) {
-  if (perNode.empty()) return false;
-  for (const auto& c : perNode.front().list) {
-    const bool everywhere = std::all_of(perNode.begin() + 1, perNode.end(), [&](const NodeCandidates& node) {
-      return std::any_of(node.list.begin(), node.list.end(), [&](const Candidate& o) { return o.net == c.net; });
-    });
-    if (everywhere) return true;
-  }
-  return false;
-}
-
 // When the nodes' preferred addresses are host addresses (/32, as cloud VMs get them) or ends of
 // point-to-point links (/31, routed fabrics), no subnet can be common: say so, and suggest the
 // smallest network holding them. "" when some node's preferred address is on a wider subnet.
@@ -317,50 +306,57 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
                 "with --net-if / --net-cidr (per node: net_if= in the hostfile); --net tcp allows plain Ethernet");
   }
 
-  // The user's network joins the nodes when their own subnets cannot: host addresses (/32 on
-  // cloud VMs) and routed fabrics (a /31 per NIC) have no subnet in common. Where one is common,
-  // it is the job's (a --net-cidr wider than two rails still picks one rail).
-  if (cidr && !someNetOnEveryNode(perNode))
-    for (auto& node : perNode)
-      for (auto& c : node.list) c.group = *cidr;
-
   // Subnets present on every node.
   std::map<Ipv4Net, std::vector<const Candidate*>> best;  // subnet -> each node's preferred candidate
-  std::vector<std::map<Ipv4Net, std::vector<const Candidate*>>> bySubnet(nodes.size());
-  for (std::size_t n = 0; n < nodes.size(); ++n)
-    for (const auto& c : perNode[n].list) bySubnet[n][c.group].push_back(&c);
+  std::vector<std::map<Ipv4Net, std::vector<const Candidate*>>> bySubnet;
   std::vector<std::string> notes;
   const std::vector<std::uint32_t> control = controlAddresses(options.control_ips);
   std::vector<Option> common;
   std::vector<std::string> duplicates;  // "172.17.0.0/16: node1 and node2 both have 172.17.0.1 (docker0)"
   std::set<Ipv4Net> rejected;
-  for (const auto& [net, node0] : bySubnet[0]) {
-    bool everywhere = true;
-    for (std::size_t n = 1; n < nodes.size() && everywhere; ++n) everywhere = bySubnet[n].count(net) > 0;
-    if (!everywhere) continue;
-    std::vector<const Candidate*> chosen;
-    std::set<NetKind> kinds;
-    for (std::size_t n = 0; n < nodes.size(); ++n) {
-      auto list = bySubnet[n].at(net);
-      std::sort(list.begin(), list.end(), [](const Candidate* a, const Candidate* b) {  // the faster port first
-        return std::make_tuple(-a->rate, a->order, a->address) < std::make_tuple(-b->rate, b->order, b->address);
-      });
-      chosen.push_back(list.front());
-      kinds.insert(list.front()->kind);
+  for (int pass = 0; pass < 2; ++pass) {
+    best.clear();
+    bySubnet.assign(nodes.size(), {});
+    notes.clear();
+    common.clear();
+    duplicates.clear();
+    rejected.clear();
+    for (std::size_t n = 0; n < nodes.size(); ++n)
+      for (const auto& c : perNode[n].list) bySubnet[n][c.group].push_back(&c);
+    for (const auto& [net, node0] : bySubnet[0]) {
+      bool everywhere = true;
+      for (std::size_t n = 1; n < nodes.size() && everywhere; ++n) everywhere = bySubnet[n].count(net) > 0;
+      if (!everywhere) continue;
+      std::vector<const Candidate*> chosen;
+      std::set<NetKind> kinds;
+      for (std::size_t n = 0; n < nodes.size(); ++n) {
+        auto list = bySubnet[n].at(net);
+        std::sort(list.begin(), list.end(), [](const Candidate* a, const Candidate* b) {  // the faster port first
+          return std::make_tuple(-a->rate, a->order, a->address) < std::make_tuple(-b->rate, b->order, b->address);
+        });
+        chosen.push_back(list.front());
+        kinds.insert(list.front()->kind);
+      }
+      if (auto shared = sharedAddress(nodes, chosen); shared && !options.same_host) {
+        duplicates.push_back(formatCidr(net) + ": " + *shared);
+        rejected.insert(net);
+        continue;
+      }
+      NetKind kind = kinds.size() == 1 ? *kinds.begin() : NetKind::tcp;
+      if (kinds.size() > 1 && options.mode == NetMode::fabric) {
+        notes.push_back(formatCidr(net) + " mixes IPoIB and RoCE interfaces across nodes; not used");
+        rejected.insert(net);
+        continue;
+      }
+      best[net] = chosen;
+      common.push_back(makeOption(net, kind, chosen, control));
     }
-    if (auto shared = sharedAddress(nodes, chosen); shared && !options.same_host) {
-      duplicates.push_back(formatCidr(net) + ": " + *shared);
-      rejected.insert(net);
-      continue;
-    }
-    NetKind kind = kinds.size() == 1 ? *kinds.begin() : NetKind::tcp;
-    if (kinds.size() > 1 && options.mode == NetMode::fabric) {
-      notes.push_back(formatCidr(net) + " mixes IPoIB and RoCE interfaces across nodes; not used");
-      rejected.insert(net);
-      continue;
-    }
-    best[net] = chosen;
-    common.push_back(makeOption(net, kind, chosen, control));
+    // The user's network joins the nodes when their own subnets cannot: host addresses (/32 on
+    // cloud VMs) and routed fabrics (a /31 per NIC) have no usable subnet in common. Where one
+    // is, it is the job's (a --net-cidr wider than two rails still picks one rail).
+    if (!common.empty() || !cidr || pass == 1) break;
+    for (auto& node : perNode)
+      for (auto& c : node.list) c.group = *cidr;
   }
   const bool forced = !options.net_cidr.empty() || !options.net_if.empty() ||
                       std::any_of(nodes.begin(), nodes.end(),

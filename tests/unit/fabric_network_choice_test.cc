@@ -595,3 +595,20 @@ TEST_CASE("the job's fabric subnet carries the control connections while another
   REQUIRE(elsewhere);
   CHECK_FALSE(hasNote(*elsewhere, "control connections"));
 }
+
+TEST_CASE("--net-cidr joins host addresses even when a container bridge inside it is on every node") {
+  // podman's cni-podman0 10.88.0.1/16 on both: common, but refused (the same address on two
+  // nodes); the user's network must still join the /32s.
+  std::vector<NodeFabricInput> nodes{
+      node("vm1", FabricBuilder().eth("cni-podman0", "10.88.0.1", 16).eth("eth0", "10.1.0.5", 32)),
+      node("vm2", FabricBuilder().eth("cni-podman0", "10.88.0.1", 16).eth("eth0", "10.2.0.9", 32)),
+  };
+  NetOptions opts;
+  opts.mode = NetMode::tcp;
+  opts.net_cidr = "10.0.0.0/8";
+  auto choice = chooseNetwork(nodes, opts);
+  REQUIRE(choice);
+  CHECK(choice->cidr == "10.0.0.0/8");
+  CHECK(choice->nodes[0].ifname == "eth0");
+  CHECK(choice->nodes[1].ipv4 == "10.2.0.9");
+}
