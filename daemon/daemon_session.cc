@@ -259,6 +259,7 @@ void DaemonSession::handleStart() {
                    {"signaled", e.signaled},
                    {"code", e.code},
                    {"ours", e.killed_by_us},
+                   {"at_us", e.ended_us},
                    {"tail", e.stderr_tail}};
     if (unfinalized) report["unfinalized"] = true;
     output_->ordered(report);

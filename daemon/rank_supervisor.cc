@@ -1,11 +1,15 @@
 #include "daemon/rank_supervisor.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
+#include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -168,6 +172,40 @@ bool hasExited(pid_t pid) {
   siginfo_t info{};
   return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
 }
+
+// The scheduler's clock (ms since boot) when a task last ran: se.exec_start of its
+// /proc/.../sched (kernels with CONFIG_SCHED_DEBUG, as distributions build them); none without.
+std::optional<double> schedLastRanMs(const std::string& path) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("se.exec_start")) {
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) return std::nullopt;
+      try {
+        return std::stod(line.substr(colon + 1));
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    }
+  return std::nullopt;
+}
+
+// When the zombie `pid` ended, wall-clock microseconds: now, less how long ago it last ran by the
+// scheduler's clock. A daemon that waited for a CPU (a loaded node) or was busy would otherwise
+// stamp its own noticing, some milliseconds late: as late as a peer that failed of it reacts.
+int64_t rankEndedAtMicros(pid_t pid) {
+  const auto last = schedLastRanMs("/proc/" + std::to_string(pid) + "/sched");
+  ::sched_yield();  // our own exec_start becomes the scheduler's "now"
+  const auto self = schedLastRanMs("/proc/thread-self/sched");
+  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  if (!last || !self) return now;
+  const double age_ms = *self - *last;
+  // Beyond a second it is not the daemon's lateness: CPUs' clocks that disagree, or a main thread
+  // that ended (pthread_exit) long before the others.
+  if (age_ms < 0 || age_ms > 1000) return now;
+  return now - static_cast<int64_t>(age_ms * 1000);
+}
 }  // namespace
 
 void RankSupervisor::watchExit(Rank& r) {
@@ -195,6 +233,8 @@ void RankSupervisor::pollExit(Rank& r) {
 
 void RankSupervisor::onExited(Rank& r) {
   r.exited = true;
+  // Stamped now, not at the report: the report waits for the pipes to drain.
+  r.ended_us = rankEndedAtMicros(r.pid);
   // Whose failure it is is decided now: a teardown that starts while its pipes linger (below)
   // does not make a failure of its own "ours".
   r.ended_by_us = terminating_;
@@ -291,6 +331,7 @@ void RankSupervisor::maybeReport(Rank& r) {
     e.code = WEXITSTATUS(r.wait_status);
   }
   e.killed_by_us = r.ended_by_us;
+  e.ended_us = r.ended_us;
   e.stderr_tail.assign(r.tail.begin(), r.tail.end());
   ++reported_;
   if (events_.exited) events_.exited(e);

@@ -4,6 +4,7 @@
 // other process of the job (Containment), SIGKILL after the grace period. Everything runs on
 // the daemon's single io_context thread.
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -24,6 +25,10 @@ struct RankExit {
   int code = 0;    // exit status, or the signal number when signaled
   bool killed_by_us = false;  // ended by our teardown (not a failure of its own)
   std::vector<std::string> stderr_tail;
+  // When its end was seen, in wall-clock microseconds (CLOCK_REALTIME, comparable across
+  // nodes): the frontend blames the earliest failure, not the first report to arrive, which
+  // may have waited behind the rank's last output.
+  int64_t ended_us = 0;
 };
 
 class RankSupervisor {
@@ -124,6 +129,7 @@ class RankSupervisor {
     bool ended_by_us = false;  // it ended while the job was being torn down (decided when it ended)
     bool reaped = false;
     bool reported = false;
+    int64_t ended_us = 0;  // RankExit::ended_us
     int wait_status = 0;
     std::deque<std::string> tail;
     std::chrono::steady_clock::time_point last_output;
