@@ -39,6 +39,7 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_pmix_spawn.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_controls.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_failure_policy.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/failure_blame.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/restart_policy.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/start_failure_report.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/failure_cli.cc

@@ -17,6 +17,7 @@
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cli_values.h"
 #include "launcher/cross_node_preflight.h"
+#include "launcher/failure_blame.h"
 #include "launcher/held_signals.h"
 #include "launcher/job_inspector.h"
 #include "launcher/nccl/nccl_job_check.h"
@@ -44,7 +45,8 @@ JobSession::JobSession(asio::io_context& io, SessionConfig config, std::unique_p
       acceptor_(io),
       signals_(io, SIGINT, SIGTERM),
       tick_timer_(io),
-      accept_retry_(io) {
+      accept_retry_(io),
+      blame_(std::make_unique<FailureBlame>()) {
   // Under nohup SIGHUP stays ignored: no session handles it (asio would set it back to SIG_DFL
   // when the session goes).
   if (!cfg_.sighup_ignored) signals_.add(SIGHUP);
@@ -234,11 +236,9 @@ void JobSession::tick() {
     if (cfg_.spec.time_limit_s > 0 && !failed_ && now - cfg_.time_limit_start >= std::chrono::seconds(cfg_.spec.time_limit_s))
       fail(exitStatusFor(Errc::time_limit), "time limit of " + formatDuration(cfg_.spec.time_limit_s) +
                                                 " reached (--time-limit): the job was stopped");
-    if (lost_node_ && !failed_ && now >= lost_deadline_) {
-      fail(exitStatusFor(Errc::node_lost), *lost_node_, -1, {}, lost_node_name_);
-      outcome_.node_lost = true;
-      outcome_.lost_nodes = {lost_node_name_};
-    }
+    if (lostNodePending() && now >= lost_deadline_) failNodeLost();
+    // Held failures wait for a pending node loss too: the lost node would explain them.
+    if (blame_->due(now) && !lostNodePending()) settleBlame();
     if (phase_ == Phase::connecting && now > phase_deadline_) {
       std::vector<std::string> missing;
       for (const auto& l : links_)

@@ -35,6 +35,7 @@ class PmixDirectory;
 class JobInspector;
 class RankFailurePolicy;
 struct RankFailure;
+class FailureBlame;
 namespace nccl {
 class JobCheck;
 }
@@ -203,6 +204,12 @@ class JobSession {
   // A failed rank (launcher/job_session_failures.cc): announced to every node as a PMIx event,
   // then the job ends after --event-grace, or goes on with --keep-going.
   void onRankFailed(RankFailure f);
+  // The job ends for f (--event-grace counted from `since`, when its failure was first heard of).
+  void endJobFor(RankFailure f, std::chrono::steady_clock::time_point since);
+  // The failures held for blame_'s window: the earliest is the job's reason.
+  void settleBlame();
+  bool lostNodePending() const { return lost_node_ && !failed_; }
+  void failNodeLost();  // the lost node is the reason, the ranks that failed meanwhile its consequence
   void failPmixOperationsOf(int rank);
   void endEventGrace();  // the teardown a failed rank's --event-grace holds back starts now
   void teardown();
@@ -294,6 +301,9 @@ class JobSession {
   std::unique_ptr<JobInspector> inspector_;  // stacks, status, --hang-timeout
   std::unique_ptr<nccl::JobCheck> nccl_check_;  // --nccl-check (launcher/job_session_nccl.cc)
   std::unique_ptr<RankFailurePolicy> rank_failures_;  // made with the plan
+  // Failed ranks that end the job, held a moment so that the earliest, not the first reported,
+  // is named (launcher/failure_blame.h)
+  std::unique_ptr<FailureBlame> blame_;
   std::optional<std::chrono::steady_clock::time_point> teardown_at_;  // a failed rank's --event-grace
   void startNcclCheck();
   void onNcclSummary(const Json& msg);

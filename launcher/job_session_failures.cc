@@ -11,6 +11,7 @@
 
 #include "bootstrap/error_text.h"
 #include "launcher/cli_values.h"
+#include "launcher/failure_blame.h"
 #include "launcher/pmix_collectives.h"
 #include "launcher/pmix_directory.h"
 #include "launcher/pmix_spawns.h"
@@ -46,6 +47,17 @@ void JobSession::onRankFailed(RankFailure f) {
     outcome_.summary = rank_failures_->keptGoingSummary();
     return;
   }
+  // The job ends for the failure that happened first, which may be reported after others
+  // (launcher/failure_blame.h): held until blame_'s window closes, then named (settleBlame).
+  if (outcome_.failed_rank < 0 && (phase_ == Phase::running || phase_ == Phase::starting)) {
+    if (f.ended_us == 0) f.ended_us = wallClockMicros();  // an MPI_Abort, an older daemon's exit
+    blame_->add(std::move(f), Clock::now());
+    return;
+  }
+  endJobFor(std::move(f), Clock::now());
+}
+
+void JobSession::endJobFor(RankFailure f, Clock::time_point since) {
   // The job ends, but the other ranks' event handlers get --event-grace first: the outcome is
   // recorded now, teardown waits for endEventGrace() (tick, or every rank gone already).
   // Without a rank that called PMIx_Init (--pmix off, or torch jobs that never do) no rank can
@@ -60,7 +72,23 @@ void JobSession::onRankFailed(RankFailure f) {
     outcome_.summary += "; then " + f.summary + ", which ends the job";
   else
     recordFailure(f.exit_status, f.summary, f.rank, std::move(f.stderr_tail), f.node, f.signal);
-  teardown_at_ = std::chrono::steady_clock::now() + grace;
+  teardown_at_ = since + grace;  // the blame window counts in the grace: teardown is no later
+  if (Clock::now() >= *teardown_at_) endEventGrace();
+}
+
+void JobSession::settleBlame() {
+  if (!blame_->holding()) return;
+  const auto since = blame_->openedAt();
+  endJobFor(blame_->takeCause(), since);
+}
+
+void JobSession::failNodeLost() {
+  // Ranks on healthy nodes fail within moments of a lost node (their peers there are gone):
+  // the node is the reason, and --max-restarts drops or replaces it, not theirs.
+  fail(exitStatusFor(Errc::node_lost), *lost_node_ + blame_->takeAsConsequences(lost_node_name_), -1, {},
+       lost_node_name_);
+  outcome_.node_lost = true;
+  outcome_.lost_nodes = {lost_node_name_};
 }
 
 void JobSession::endEventGrace() {
@@ -122,6 +150,7 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
     RankFailure f;
     f.rank = rank;
     f.node = link.name;
+    f.ended_us = getInt(msg, "at_us", 0);  // when its node saw it end; absent (older daemons): on arrival
     f.exit_status = signaled ? 128 + code : code;
     f.signal = signaled ? code : 0;
     f.summary = rankName(rank) + " on node " + link.name + " " + what;
@@ -218,6 +247,13 @@ bool JobSession::belowFailedNode(int index) const {
 
 void JobSession::fail(int exit_code, std::string summary, int rank, std::vector<std::string> tail, std::string node,
                       int signal) {
+  // Failed ranks held for blame came before this reason: the earliest of them stays the job's
+  // reason, unless this is a node's failure while a node loss is pending (a starter's word on
+  // it, a daemon signalled), which explains them.
+  if (blame_->holding()) {
+    if (lostNodePending() && !node.empty()) summary += blame_->takeAsConsequences(node);
+    else settleBlame();
+  }
   if (failed_) {
     endEventGrace();  // anything else that ends the job ends it now
     return;

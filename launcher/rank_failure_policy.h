@@ -8,6 +8,7 @@
 //   - with --keep-going the other ranks run to their end, and the job's exit status is the
 //     first failed rank's. PMIx_Abort still ends the job: the program asked for it.
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -27,6 +28,9 @@ struct RankFailure {
   bool called_abort = false;   // PMIx_Abort / MPI_Abort: ends the job even with --keep-going
   std::string summary;         // "rank 3 on node n1 exited with status 3"
   std::vector<std::string> stderr_tail;
+  // When it ended, wall-clock microseconds: its node's stamp, or when the frontend heard of it
+  // (an MPI_Abort, a daemon of an older tlaunch). Orders failures (launcher/failure_blame.h).
+  int64_t ended_us = 0;
 
   // PMIX_ERR_PROC_ABORTED rather than PMIX_PROC_TERMINATED.
   bool aborted() const;

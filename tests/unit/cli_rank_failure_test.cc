@@ -9,6 +9,7 @@
 
 #include "launcher/cli_options.h"
 #include "cli_test_support.h"
+#include "launcher/failure_blame.h"
 #include "launcher/pmix_collectives.h"
 #include "launcher/rank_failure_policy.h"
 
@@ -28,7 +29,66 @@ RankFailure exitOf(int rank, int code) {
   return f;
 }
 
+RankFailure endedAt(int rank, const std::string& node, int code, int64_t us) {
+  RankFailure f = exitOf(rank, code);
+  f.node = node;
+  f.summary = "rank " + std::to_string(rank) + " on node " + node + " exited with status " + std::to_string(code);
+  f.ended_us = us;
+  return f;
+}
+
 }  // namespace
+
+// Reports of a node's exits wait behind its output: the first to arrive is not the first to fail.
+TEST_CASE("blame: the failure that ended earliest is the cause, whatever the order of the reports") {
+  FailureBlame blame;
+  const auto t0 = FailureBlame::Clock::now();
+  CHECK_FALSE(blame.holding());
+  blame.add(endedAt(2, "n1", 1, 1'000'900), t0);  // a peer's one-line "connection reset", first in
+  blame.add(endedAt(3, "n1", 1, 1'002'000), t0 + 10ms);
+  blame.add(endedAt(0, "n0", 139, 1'000'000), t0 + 40ms);  // the root cause, behind its traceback
+  CHECK(blame.holding());
+  CHECK(blame.openedAt() == t0);  // the window is the first report's
+  CHECK_FALSE(blame.due(t0 + FailureBlame::kWindow - 1ms));
+  CHECK(blame.due(t0 + FailureBlame::kWindow));
+  const RankFailure cause = blame.takeCause();
+  CHECK(cause.rank == 0);
+  CHECK(cause.exit_status == 139);
+  CHECK(cause.summary ==
+        "rank 0 on node n0 exited with status 139; 2 other ranks failed after it (first: rank 2 on node n1, +0.9 ms)");
+  CHECK_FALSE(blame.holding());
+}
+
+TEST_CASE("blame: equal stamps keep the order of arrival; a rank's second report is not another failure") {
+  FailureBlame blame;
+  const auto t0 = FailureBlame::Clock::now();
+  blame.add(endedAt(5, "n2", 3, 7), t0);
+  blame.add(endedAt(1, "n0", 4, 7), t0);
+  blame.add(endedAt(5, "n2", 9, 1), t0);  // its exit after its MPI_Abort: the first report stands
+  CHECK(blame.size() == 2);
+  const RankFailure cause = blame.takeCause();
+  CHECK(cause.rank == 5);
+  CHECK(cause.exit_status == 3);
+  CHECK(cause.summary == "rank 5 on node n2 exited with status 3; 1 other rank failed after it (first: rank 1 on node n0, +0.0 ms)");
+}
+
+TEST_CASE("blame: one failure alone is named as it is") {
+  FailureBlame blame;
+  blame.add(endedAt(4, "n1", 2, 100), FailureBlame::Clock::now());
+  CHECK(blame.takeCause().summary == "rank 4 on node n1 exited with status 2");
+}
+
+TEST_CASE("blame: a lost node explains the ranks that failed around it") {
+  FailureBlame blame;
+  CHECK(blame.takeAsConsequences("n1").empty());
+  const auto t0 = FailureBlame::Clock::now();
+  blame.add(endedAt(1, "n0", 1, 20), t0);
+  blame.add(endedAt(0, "n0", 1, 10), t0);
+  CHECK(blame.takeAsConsequences("n1") == "; 2 ranks on other nodes failed after it (first: rank 0 on node n0)");
+  CHECK_FALSE(blame.holding());
+  blame.add(endedAt(3, "n1", 1, 10), t0);
+  CHECK(blame.takeAsConsequences("n1") == "; 1 rank failed after it (first: rank 3 on node n1)");
+}
 
 TEST_CASE("the event grace takes 0, milliseconds, seconds and minutes up to one minute") {
   CHECK(parseEventGrace("0").value() == 0ms);

@@ -37,6 +37,7 @@ struct Script {
   bool report = true;                            // false: closes instead of sending its inventory
   Json prepare_answer = {{"t", "prepared"}};     // what it says to "prepare"
   std::map<int, int> exit_codes;                 // rank -> status after "start" (absent: 0)
+  std::map<int, int64_t> ended_us;               // rank -> when its node saw it end (absent: not said)
   bool keep_running = false;                     // its ranks do not exit by themselves
   std::function<void(class FakeDaemon&)> after_start;  // e.g. close the connection
   bool ping = true;                              // heartbeats
@@ -140,8 +141,10 @@ class FakeDaemon {
     running_ = false;
     for (int r : ranks_) {
       auto it = script_.exit_codes.find(r);
-      send({{"t", "exit"}, {"r", r}, {"code", ours ? 15 : it == script_.exit_codes.end() ? 0 : it->second},
-            {"signaled", ours}, {"ours", ours}, {"tail", Json::array({"rank " + std::to_string(r) + " says goodbye"})}});
+      Json exit = {{"t", "exit"}, {"r", r}, {"code", ours ? 15 : it == script_.exit_codes.end() ? 0 : it->second},
+                   {"signaled", ours}, {"ours", ours}, {"tail", Json::array({"rank " + std::to_string(r) + " says goodbye"})}};
+      if (const auto at = script_.ended_us.find(r); at != script_.ended_us.end()) exit["at_us"] = at->second;
+      send(exit);
     }
     if (!ours) send({{"t", "all_exited"}});
   }
@@ -368,6 +371,64 @@ TEST_CASE("lifecycle in memory: a failed rank ends the job with its status, nami
   CHECK(says(r.outcome, "rank 3 on node n1 exited with status 7"));
   CHECK(r.outcome.stderr_tail == std::vector<std::string>{"rank 3 says goodbye"});
   CHECK_FALSE(r.outcome.node_lost);
+}
+
+// A node's exit reports wait behind its ranks' output: the rank that failed first (a long
+// traceback) can be reported after the peers that failed of it. Its node's stamp decides.
+TEST_CASE("lifecycle in memory: the rank that ended first is named, not the first reported") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    if (n.name == "n1") {
+      s.exit_codes = {{2, 1}, {3, 6}};
+      s.ended_us = {{2, 1'700'000'000'002'500}, {3, 1'700'000'000'000'000}};  // 3 ended first, reported second
+    } else {
+      s.keep_running = true;
+    }
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 6);
+  CHECK(r.outcome.failed_rank == 3);
+  CHECK(r.outcome.failed_node == "n1");
+  CHECK(r.outcome.summary ==
+        "rank 3 on node n1 exited with status 6; 1 other rank failed after it (first: rank 2 on node n1, +2.5 ms)");
+  CHECK(r.outcome.stderr_tail == std::vector<std::string>{"rank 3 says goodbye"});
+  CHECK_FALSE(r.outcome.node_lost);
+}
+
+TEST_CASE("lifecycle in memory: exits without a stamp (an older tlaunchd) are ordered as they arrive") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    if (n.name == "n1") s.exit_codes = {{2, 1}, {3, 6}};
+    else s.keep_running = true;
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 1);
+  CHECK(r.outcome.failed_rank == 2);
+  CHECK(r.outcome.summary.starts_with("rank 2 on node n1 exited with status 1; 1 other rank failed after it (first: rank 3 on node n1"));
+}
+
+// Ranks on healthy nodes lose their peers on a lost node and exit 1 within moments, before the
+// frontend has decided the node is lost: the node is the reason, and --max-restarts drops it.
+TEST_CASE("lifecycle in memory: ranks that fail around a lost node do not take the blame from it") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    s.keep_running = true;
+    if (n.name == "n1") {
+      s.after_start = [](FakeDaemon& d) { d.close(); };
+    } else {
+      s.exit_codes = {{0, 1}, {1, 1}};
+      s.after_start = [](FakeDaemon& d) { d.exitAll(false); };
+    }
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 69);
+  CHECK(r.outcome.node_lost);
+  CHECK(r.outcome.failed_node == "n1");
+  CHECK(r.outcome.failed_rank == -1);
+  CHECK(r.outcome.lost_nodes == std::vector<std::string>{"n1"});
+  CHECK(says(r.outcome, "lost node n1"));
+  CHECK(says(r.outcome, "; 2 ranks on other nodes failed after it (first: rank 0 on node n0)"));
+  CHECK(r.outcome.rank_exit_codes[0] == 1);
 }
 
 // An authenticated daemon gone wrong must not make the frontend hold fences without end: each

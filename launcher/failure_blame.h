@@ -1,0 +1,51 @@
+#pragma once
+// Which failure caused the others. When one rank dies its peers soon fail too (their sockets to
+// it close), and their reports can reach the frontend first: a node's exit report waits behind
+// the rank's output, so the rank that printed a long traceback loses the race to a peer's
+// one-line "connection reset". FailureBlame holds the failures of a short window from the first
+// one and names the one that ended earliest by its node's wall clock (RankFailure::ended_us),
+// the rest as its consequences. A lost node explains the ranks that failed around it: the
+// frontend then names the node (takeAsConsequences) instead of any rank.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/rank_failure_policy.h"
+
+namespace tlaunch {
+
+// Now on the wall clock, in microseconds: the stamp of a failure reported without one.
+int64_t wallClockMicros();
+
+class FailureBlame {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Nodes' clocks are synchronised (NTP) to well within this, usually; a skew above it can
+  // still name a consequence as the cause.
+  static constexpr std::chrono::milliseconds kWindow{250};
+
+  explicit FailureBlame(std::chrono::milliseconds window = kWindow) : window_(window) {}
+
+  // Holds f; the first failure held opens the window.
+  void add(RankFailure f, Clock::time_point now);
+  bool holding() const { return !held_.empty(); }
+  bool due(Clock::time_point now) const { return holding() && now >= opened_at_ + window_; }
+  Clock::time_point openedAt() const { return opened_at_; }
+  size_t size() const { return held_.size(); }
+
+  // The failure that ended first, its summary followed by what failed after it; nothing held
+  // afterwards.
+  RankFailure takeCause();
+  // The failures held, as what followed another cause (a lost node): "; 3 ranks on other nodes
+  // failed after it (first: rank 0 on node n0)", or "" when none; nothing held afterwards.
+  std::string takeAsConsequences(const std::string& cause_node);
+
+ private:
+  std::chrono::milliseconds window_;
+  std::vector<RankFailure> held_;  // in arrival order: equal stamps keep it
+  Clock::time_point opened_at_{};
+};
+
+}  // namespace tlaunch
