@@ -1,0 +1,56 @@
+"""Which failure tlaunch names when one failure causes others (launcher/failure_blame.h):
+1. the rank that failed first is named, also when its node reports it after a peer that failed
+   of it (its report waits behind its output): the cause's status is tlaunch's, the others are
+   counted after it, and --summary-json names the same rank;
+2. a lost node is the reason, not the ranks on healthy nodes that lose their connections to it
+   a moment before tlaunch decides the node is lost: --summary-json lists it in lost_nodes, and
+   --max-restarts drops it (the healthy node stays)."""
+import json
+import os
+import re
+import signal
+
+import tl
+
+# 1. Rank 0 crashes; rank 1 (another node) fails of it and is reported first. Three times: the
+#    old frontend named rank 1 every time.
+for attempt in range(3):
+    markers = tl.tempdir()
+    summary = os.path.join(markers, "summary.json")
+    r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--summary-json", summary, "--", tl.PYTHON,
+                tl.program("late_root_cause.py"), markers])
+    tl.check(r.returncode == 139, f"run {attempt}: exit {r.returncode}, want rank 0's 139 (SIGSEGV)\n{r.stderr}")
+    reason = r.stderr.split("failed: ", 1)[-1]
+    tl.check(reason.startswith("rank 0 on node local0 was killed by signal 11"), f"run {attempt}: {r.stderr}")
+    tl.check(re.search(r"1 other rank failed after it \(first: rank 1 on node local1, \+[0-9.]+ ms\)", reason),
+             f"run {attempt}: rank 1 is counted after rank 0: {r.stderr}")
+    tl.check("rank 0 is the root cause" in reason, f"run {attempt}: the cause's stderr is quoted: {r.stderr}")
+    with open(summary) as f:
+        s = json.load(f)
+    tl.check(s["failed_rank"] == 0 and s["failed_node"] == "local0" and s["exit_status"] == 139,
+             f"run {attempt}: --summary-json names the same rank: {s}")
+
+# 2. kill -9 of local1's tlaunchd: the hub rank goes with it, local0's ranks exit 1 at once.
+markers = tl.tempdir()
+summary = os.path.join(markers, "summary.json")
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--max-restarts", "1", "--summary-json", summary,
+              "--", tl.PYTHON, tl.program("lost_hub.py"), markers])
+with tl.ending(p):
+    out = tl.read_until(p, b"ready")
+    m = re.search(rb"hub pid (\d+) ready", out)
+    tl.check(m, f"the hub did not say ready: {out!r}")
+    job = tl.job_of_rank(int(m.group(1)))
+    tl.signal_daemon(job, "local1", signal.SIGKILL, p.pid)
+    rest, err = tl.communicate_or_fail(p, 120, "after its node local1 was lost")
+tl.check(p.returncode == 0, f"the restart without local1 ends 0: exit {p.returncode}\n{err}")
+restart = [l for l in err.splitlines() if "restart 1 of 1 after" in l]
+tl.check(len(restart) == 1 and "lost node local1" in restart[0], f"the restart names the lost node: {err}")
+tl.check("2 ranks on other nodes failed after it (first: rank " in restart[0]
+         and "on node local0)" in restart[0], f"local0's ranks are its consequences: {err}")
+tl.check("local1 dropped (its daemon was lost)" in restart[0], f"the lost node is dropped, not local0: {err}")
+tl.check("local0 dropped" not in err, f"the healthy node was dropped: {err}")
+with open(summary) as f:
+    s = json.load(f)
+history = s["restart_history"]
+tl.check(len(history) == 1 and "lost node local1" in history[0]["cause"], f"summary: {s}")
+print("ok")
