@@ -22,8 +22,9 @@ int64_t wallClockMicros();
 class FailureBlame {
  public:
   using Clock = std::chrono::steady_clock;
-  // Nodes' clocks are synchronised (NTP) to well within this, usually; a skew above it can
-  // still name a consequence as the cause.
+  // The stamps are each node's wall clock: nodes' clocks agree (NTP) to well within this,
+  // usually, but a skew between two nodes larger than the gap between their failures (a skew
+  // above the window, surely) can still name a consequence as the cause.
   static constexpr std::chrono::milliseconds kWindow{250};
 
   explicit FailureBlame(std::chrono::milliseconds window = kWindow) : window_(window) {}
