@@ -5,23 +5,12 @@
 #include <vector>
 
 #include "binding/fabric/ipv4_net.h"
+#include "binding/fabric/list_tokens.h"
 #include "binding/fabric/nccl_if_list.h"
 #include "tlaunch/strings.h"
 
 namespace tlaunch {
 namespace {
-
-std::vector<std::string> commaTokens(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    auto pos = text.find(',', start);
-    if (pos == std::string::npos) pos = text.size();
-    if (pos > start) out.push_back(text.substr(start, pos - start));
-    start = pos + 1;
-  }
-  return out;
-}
 
 bool isDataPortOf(const NodeNetChoice& node, const std::string& port) {
   return std::any_of(node.hca_ports.begin(), node.hca_ports.end(),
@@ -90,7 +79,7 @@ std::vector<std::string> offNetworkPorts(const NcclIfList& list, const NodeNetCh
 std::vector<std::string> ucxOffNetwork(const std::string& value, const NodeNetChoice& node, const NodeFabric& fabric) {
   if (value == "all") return {};
   const bool deny = value.starts_with('^');
-  const std::vector<std::string> tokens = commaTokens(deny ? value.substr(1) : value);
+  const std::vector<std::string> tokens = splitNonEmpty(deny ? value.substr(1) : value, ',');
   std::vector<std::string> out;
   if (!deny) {
     for (const auto& token : tokens) {
@@ -133,13 +122,13 @@ std::string offNetworkSelection(const std::string& name, const std::string& valu
   }
   if (name == "GLOO_SOCKET_IFNAME") {
     std::vector<std::string> extra;
-    for (const auto& token : commaTokens(value))
+    for (const auto& token : splitNonEmpty(value, ','))
       if (auto off = offNetworkName(token, node, fabric); !off.empty()) extra.push_back(off);
     return said("also names", extra, node, "every interface listed is used");
   }
   if (name == "UCX_NET_DEVICES")
     return said("also selects", ucxOffNetwork(value, node, fabric), node, "UCX uses every device listed");
-  const std::vector<std::string> tokens = commaTokens(value);
+  const std::vector<std::string> tokens = splitNonEmpty(value, ',');
   if (name.ends_with("_if_include"))
     return said("also includes",
                 offNetworkInterfaces(fabric, node, [&](const NetInterface& i) { return listedByOpenMpi(tokens, i); }),

@@ -7,34 +7,12 @@
 
 #include "binding/fabric/env_selection.h"
 #include "binding/fabric/ipv4_net.h"
+#include "binding/fabric/list_tokens.h"
 #include "binding/fabric/nccl_if_list.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 namespace {
-
-std::vector<std::string> splitComma(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    auto pos = text.find(',', start);
-    if (pos == std::string::npos) pos = text.size();
-    if (pos > start) out.push_back(text.substr(start, pos - start));
-    start = pos + 1;
-  }
-  return out;
-}
-
-std::vector<std::string> splitByColon(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    auto pos = text.find(':', start);
-    if (pos == std::string::npos) pos = text.size();
-    if (pos > start) out.push_back(text.substr(start, pos - start));
-    start = pos + 1;
-  }
-  return out;
-}
 
 bool contains(const std::vector<std::string>& list, const std::string& item) {
   for (const auto& x : list)
@@ -45,7 +23,7 @@ bool contains(const std::vector<std::string>& list, const std::string& item) {
 // Open MPI's "devices and/or CIDR" include lists: does the value keep our interface/subnet?
 bool includesOurs(const std::string& value, const NodeNetChoice& node) {
   auto address = parseIpv4(node.ipv4);
-  for (const auto& token : splitComma(value)) {
+  for (const auto& token : splitNonEmpty(value, ',')) {
     if (token == node.ifname || token == node.cidr) return true;
     if (auto net = parseCidr(token); net && address && tlaunch::contains(*net, *address)) return true;
   }
@@ -82,13 +60,13 @@ std::string conflictFor(const std::string& name, const std::string& userValue, c
   if (name == "NCCL_NET")
     return strcasecmp(userValue.c_str(), "Socket") == 0 ? "forces NCCL onto TCP sockets" : "";
   if (name == "GLOO_SOCKET_IFNAME")
-    return contains(splitComma(userValue), node.ifname) ? "" : "does not name " + node.ifname + where;
+    return contains(splitNonEmpty(userValue, ','), node.ifname) ? "" : "does not name " + node.ifname + where;
   if (name == "TP_SOCKET_IFNAME")
     return userValue == node.ifname ? "" : "does not name " + node.ifname + where;
   if (name == "UCX_NET_DEVICES") {
     if (userValue == "all") return "";
     const bool deny = userValue.starts_with('^');  // "^mlx5_2:1": every device but those
-    const auto tokens = splitComma(deny ? userValue.substr(1) : userValue);
+    const auto tokens = splitNonEmpty(deny ? userValue.substr(1) : userValue, ',');
     for (const auto& port : node.hca_ports)
       if (contains(tokens, port.name) != deny) return "";
     if (contains(tokens, node.ifname) != deny) return "";
@@ -109,7 +87,7 @@ std::string netPluginInPlay(const NodeNetChoice& node, const UserEnv& user) {
                                                strcasecmp(it->second.value.c_str(), "none") != 0)
     return "NCCL_NET_PLUGIN=" + it->second.value;
   if (auto it = user.find("LD_LIBRARY_PATH"); it != user.end())
-    for (const auto& dir : splitByColon(it->second.value))
+    for (const auto& dir : splitNonEmpty(it->second.value, ':'))
       if (dir.find("ofi-nccl") != std::string::npos || dir.find("aws-ofi") != std::string::npos)
         return "the aws-ofi-nccl plugin in LD_LIBRARY_PATH (" + dir + ")";
   return "";
