@@ -38,6 +38,19 @@ def wait_ready(p, n, timeout=60):
     return buf.decode(errors="replace").splitlines(keepends=True)
 
 
+def read_until(p, word, count, timeout=30):
+    """tlaunch's stdout until `word` appeared `count` times, it ended, or `timeout` s passed."""
+    got = b""
+    deadline = time.monotonic() + timeout
+    while got.count(word) < count and time.monotonic() < deadline:
+        if select.select([p.stdout], [], [], 1)[0]:
+            chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            got += chunk
+    return got
+
+
 def leftovers(job):
     return tl.processes_with_env("TLAUNCH_JOB_ID", job)
 
@@ -111,14 +124,8 @@ p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, WAIT
 lines = wait_ready(p, 4)
 job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
 os.kill(p.pid, signal.SIGUSR1)
-got = b""
-deadline = time.monotonic() + 30
-while got.count(b"SIGUSR1") < 4 and time.monotonic() < deadline:
-    if select.select([p.stdout], [], [], 1)[0]:
-        chunk = os.read(p.stdout.fileno(), 65536)
-        tl.check(chunk != b"", "job ended before every rank saw SIGUSR1")
-        got += chunk
-tl.check(got.count(b"SIGUSR1") == 4, f"SIGUSR1 reached {got.count(b'SIGUSR1')} of 4 ranks")
+got = read_until(p, b"SIGUSR1", 4)
+tl.check(got.count(b"SIGUSR1") == 4, f"SIGUSR1 reached {got.count(b'SIGUSR1')} of 4 ranks (exit {p.poll()})")
 os.kill(p.pid, signal.SIGINT)
 out, err = p.communicate(timeout=30)
 tl.check(p.returncode == 130, f"exit status {p.returncode}, expected 130")
@@ -134,14 +141,7 @@ p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--", "/bin/sh", "-c"
 with tl.ending(p):
     wait_ready(p, 2)
     os.kill(p.pid, signal.SIGUSR1)
-    got = b""
-    deadline = time.monotonic() + 30
-    while got.count(b"SIGUSR1") < 2 and time.monotonic() < deadline:
-        if select.select([p.stdout], [], [], 1)[0]:
-            chunk = os.read(p.stdout.fileno(), 65536)
-            if not chunk:
-                break
-            got += chunk
+    got = read_until(p, b"SIGUSR1", 2)
     time.sleep(0.5)
     tl.check(got.count(b"SIGUSR1") == 2 and p.poll() is None,
              f"SIGUSR1 reaches the script behind each rank's wrapper shell, and the job goes on: {got!r}, "
@@ -223,14 +223,7 @@ with tl.ending(p):
     lines = wait_ready(p, 4)
     job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
     tl.signal_daemon(job, "local1", signal.SIGUSR1, p.pid)
-    got = b""
-    deadline = time.monotonic() + 30
-    while got.count(b"SIGUSR1") < 2 and time.monotonic() < deadline:
-        if select.select([p.stdout], [], [], 1)[0]:
-            chunk = os.read(p.stdout.fileno(), 65536)
-            if not chunk:
-                break
-            got += chunk
+    got = read_until(p, b"SIGUSR1", 2)
     tl.check(b"rank 2 got SIGUSR1" in got and b"rank 3 got SIGUSR1" in got,
              f"a daemon's SIGUSR1 reaches its node's ranks: {got!r}")
     time.sleep(0.5)
