@@ -28,6 +28,9 @@ struct DaemonCommand {
 
 // A starter process (ssh, srun, a forked daemon) that ended before its daemon connected,
 // or that failed at all. node_index is -1 when it concerns every node (one srun step).
+// After its daemon connected, any end but a clean exit is reported too: not a failure by
+// itself (a killed ssh client does not end the daemon), but what the session says of why the
+// node was lost if its connection closes ("tlaunchd was killed by signal 11 ...").
 struct StartFailure {
   int node_index = -1;
   std::string message;  // the cause (first line), then ssh's / srun's own last words

@@ -111,6 +111,14 @@ class JobSession {
   using Phase = JobPhase;  // launcher/job_lifecycle.h: the phases and what moves the job between them
   struct Link;
   struct Pending;
+  // A daemon's connection closed: reported a moment later, with what its starter saw of the
+  // daemon's end by then.
+  struct LostNode {
+    int link = 0;
+    std::string reason;
+    std::vector<std::string> below;  // the nodes it carried in the control tree
+    std::chrono::steady_clock::time_point at;  // when its connection closed
+  };
 
   Result<void> listen();
   void accept();
@@ -166,7 +174,7 @@ class JobSession {
   // The nodes their tree parent could not start, started by the frontend under --ssh-fanout.
   std::unique_ptr<SshStarter> fallback_starter_;
   std::vector<std::string> closeRoutedBelow(const Link& link);  // marks lost the nodes it carried; their names
-  std::string lostNodeText(const Link& link, const std::string& reason, const std::vector<std::string>& below) const;
+  std::string lostNodeText(const Link& link, const LostNode& lost) const;
   static constexpr auto kTreeWiringTimeout = std::chrono::seconds(30);
   int nodeOfRank(int rank) const;  // also a spawned proc's (launcher/pmix_spawns.h numbers)
   std::string rankName(int rank) const;  // "rank 3", or "rank 0 of spawned namespace ..."
@@ -317,8 +325,7 @@ class JobSession {
   int kept_going_said_ = 0;  // --keep-going: later failed ranks named so far (a bounded number)
   uint64_t rejections_ = 0;  // a stranger can cause billions over days: never wraps
   uint64_t anomalies_ = 0;
-  std::optional<std::string> lost_node_;  // a daemon's connection closed: reported at lost_deadline_
-  std::string lost_node_name_;
+  std::optional<LostNode> lost_node_;  // reported at lost_deadline_
   std::chrono::steady_clock::time_point lost_deadline_;
   std::chrono::steady_clock::time_point started_at_;
   std::chrono::steady_clock::time_point first_interrupt_at_;

@@ -85,10 +85,12 @@ void JobSession::settleBlame() {
 void JobSession::failNodeLost() {
   // Ranks on healthy nodes fail within moments of a lost node (their peers there are gone):
   // the node is the reason, and --max-restarts drops or replaces it, not theirs.
-  fail(exitStatusFor(Errc::node_lost), *lost_node_ + blame_->takeAsConsequences(lost_node_name_), -1, {},
-       lost_node_name_);
+  const Link& link = *links_[static_cast<size_t>(lost_node_->link)];
+  fail(exitStatusFor(Errc::node_lost),
+       lostNodeText(link, *lost_node_) + blame_->takeAsConsequences(link.name), -1, {},
+       link.name);
   outcome_.node_lost = true;
-  outcome_.lost_nodes = {lost_node_name_};
+  outcome_.lost_nodes = {link.name};
 }
 
 void JobSession::endEventGrace() {
@@ -182,8 +184,7 @@ void JobSession::onLinkClosed(Link& link, const std::string& reason) {
   // Decide a moment later: when the starter (srun after scancel, ssh after a network drop) has
   // its own explanation, it is the better one; tick() reports whichever comes first.
   if (!lost_node_) {
-    lost_node_name_ = link.name;
-    lost_node_ = lostNodeText(link, reason, below);
+    lost_node_ = LostNode{link.index, reason, below, Clock::now()};
     lost_deadline_ = Clock::now() + std::chrono::milliseconds(300);
   }
 }
@@ -206,8 +207,12 @@ void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Cloc
       fail(exitStatusFor(Errc::node_unreachable), f.message);  // one srun step for every node
       return;
     }
-    const Link& link = *links_[static_cast<size_t>(f.node_index)];
-    if (link.conn || link.routed) continue;  // exited after connecting: the link tells
+    Link& link = *links_[static_cast<size_t>(f.node_index)];
+    if (link.conn || link.routed) {  // ended after connecting: the link tells, this says why
+      link.process_end = f.message;
+      link.process_end_at = now;
+      continue;
+    }
     start_failures_.add(f.node_index, link.name, f.message, f.node_side, now);
     starter_done = starter_done || f.starter_done;
   }

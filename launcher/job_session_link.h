@@ -30,6 +30,10 @@ struct JobSession::Link {
   // once that arrives, the node is lost, not attached.
   std::string lost_by_parent;
   std::string control_ip;
+  // How its daemon's process (or ssh session) ended after it connected, as its starter saw it:
+  // the why of the node's loss, if its connection closes.
+  std::string process_end;
+  std::chrono::steady_clock::time_point process_end_at;
   std::chrono::steady_clock::time_point last_heard;
   std::chrono::steady_clock::time_point reported_at, prepared_at, started_at;  // for --verbose's phase timings
 };

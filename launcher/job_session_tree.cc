@@ -201,15 +201,34 @@ std::vector<std::string> JobSession::closeRoutedBelow(const Link& link) {
   return below;
 }
 
-std::string JobSession::lostNodeText(const Link& link, const std::string& reason,
-                                     const std::vector<std::string>& below) const {
-  if (below.empty()) return diagnosticError(Errc::node_lost, "node-lost", {{"node", link.name}, {"reason", reason}}).message;
-  return diagnosticError(Errc::node_lost, "node-lost-subtree",
-                         {{"node", link.name},
-                          {"reason", reason},
-                          {"count", std::to_string(below.size())},
-                          {"nodes", joinSome(below)}})
-      .message;
+std::string JobSession::lostNodeText(const Link& link, const LostNode& lost) const {
+  const std::string& reason = lost.reason;
+  const std::vector<std::string>& below = lost.below;
+  // Its starter saw how the daemon ended: that replaces the guess. Its first line goes into
+  // the sentence; the daemon's (or ssh's) last words, on the lines after, end the message.
+  // An end seen long before the close (an ssh client killed while its daemon went on) is
+  // not why the connection closed now.
+  const bool ended_now = !link.process_end.empty() && link.process_end_at + std::chrono::seconds(5) >= lost.at;
+  const std::string end = ended_now ? link.process_end : "";
+  const size_t eol = end.find('\n');
+  const std::string ended = end.substr(0, eol);
+  const std::string said = eol == std::string::npos ? "" : end.substr(eol);
+  const std::string count = std::to_string(below.size());
+  if (below.empty() && ended.empty())
+    return diagnosticError(Errc::node_lost, "node-lost", {{"node", link.name}, {"reason", reason}}).message;
+  if (below.empty())
+    return diagnosticError(Errc::node_lost, "node-lost-ended", {{"node", link.name}, {"reason", reason}, {"ended", ended}})
+               .message +
+           said;
+  if (ended.empty())
+    return diagnosticError(Errc::node_lost, "node-lost-subtree",
+                           {{"node", link.name}, {"reason", reason}, {"count", count}, {"nodes", joinSome(below)}})
+        .message;
+  return diagnosticError(
+             Errc::node_lost, "node-lost-subtree-ended",
+             {{"node", link.name}, {"reason", reason}, {"ended", ended}, {"count", count}, {"nodes", joinSome(below)}})
+             .message +
+         said;
 }
 
 }  // namespace tlaunch

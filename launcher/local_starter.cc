@@ -1,8 +1,11 @@
 #include "launcher/local_starter.h"
 
+#include <sys/wait.h>
+
 #include <chrono>
 
 #include "bootstrap/path_check.h"
+#include "launcher/starter_support.h"
 
 namespace tlaunch {
 
@@ -36,10 +39,24 @@ std::vector<StartFailure> LocalStarter::poll() {
   for (auto& s : started_) {
     if (s.reported || !s.process.poll()) continue;
     s.reported = true;
-    std::string err = s.process.outputText();
-    out.push_back({s.node_index, "tlaunchd " + s.process.describeStatus() + (err.empty() ? "" : ": " + err)});
+    const std::string& err = s.process.outputText();
+    if (!s.connected) {
+      out.push_back({s.node_index, "tlaunchd " + s.process.describeStatus() + (err.empty() ? "" : ": " + err)});
+      continue;
+    }
+    // After it connected: its connection's close tells the session; this says why (a crash, a
+    // sanitizer's report, an abort), in the words the lost node's message ends with.
+    const int status = s.process.status();
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+    out.push_back({s.node_index, std::string("tlaunchd ") + (WIFSIGNALED(status) ? "was " : "") +
+                                     s.process.describeStatus() + quoteToolOutput("tlaunchd", err, 8)});
   }
   return out;
+}
+
+void LocalStarter::daemonConnected(int node_index) {
+  for (auto& s : started_)
+    if (s.node_index == node_index) s.connected = true;
 }
 
 void LocalStarter::daemonLost(int node_index) {

@@ -14,6 +14,7 @@ class LocalStarter : public DaemonStarter {
   Result<void> start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
                      const std::string& secret) override;
   std::vector<StartFailure> poll() override;
+  void daemonConnected(int node_index) override;
   void daemonLost(int node_index) override;
   void stop(int grace_ms) override;
 
@@ -22,6 +23,7 @@ class LocalStarter : public DaemonStarter {
     int node_index;
     ChildProcess process;
     bool reported = false;
+    bool connected = false;  // its clean exit is then no failure, and any other end is said as such
     bool lost = false;  // silent past the heartbeat timeout: killed at stop(), not waited for
   };
   std::vector<Started> started_;

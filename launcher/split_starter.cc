@@ -23,7 +23,8 @@ std::vector<StartFailure> SplitStarter::poll() {
 }
 
 void SplitStarter::daemonConnected(int node_index) {
-  if (node_index >= static_cast<int>(is_local_.size()) || !is_local_[node_index]) remote_->daemonConnected(node_index);
+  if (node_index < static_cast<int>(is_local_.size()) && is_local_[node_index]) local_.daemonConnected(node_index);
+  else remote_->daemonConnected(node_index);
 }
 
 void SplitStarter::daemonLost(int node_index) {

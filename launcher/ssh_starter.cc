@@ -239,6 +239,17 @@ std::string explainSshFailure(const std::string& node, int exit_status, const st
                                  {{"node", node}, {"status", std::to_string(exit_status)}}));
 }
 
+std::string explainDaemonSessionEnd(int exit_status, const std::string& stderr_text) {
+  const std::string said = quoteToolOutput("ssh", stderr_text, 8);
+  if (exit_status < 0)
+    return "its ssh session was killed by signal " + std::to_string(-exit_status) + " (" + ::strsignal(-exit_status) +
+           ")" + said;
+  // 255: ssh's own failure (the connection dropped), or the remote tlaunchd killed by a signal,
+  // which OpenSSH's client reports the same way.
+  if (exit_status == 255) return "its ssh session ended with status 255" + said;
+  return "tlaunchd exited with status " + std::to_string(exit_status) + said;
+}
+
 SshStarter::SshStarter(SshStarterOptions options) : options_(std::move(options)) {}
 
 SshStarter::~SshStarter() { stop(0); }
@@ -357,6 +368,10 @@ std::vector<StartFailure> SshStarter::poll() {
     const int code = exitCodeOf(l.process.status());
     if (code == 0 && l.connected) continue;
     const std::string& said = l.process.outputText();
+    if (l.connected) {  // its connection's close tells the session; this says why
+      failures.push_back({l.node.index, explainDaemonSessionEnd(code, said)});
+      continue;
+    }
     failures.push_back({l.node.index, explainSshFailure(l.node.name, code, said, daemon_path_),
                         !sshFailureIsLocal(code, said)});
   }

@@ -65,6 +65,11 @@ Result<std::vector<std::string>> buildSshArgv(const SshStarterOptions& options, 
 std::string explainSshFailure(const std::string& node, int exit_status, const std::string& stderr_text,
                               const std::string& daemon_path);
 
+// How the ssh session of a daemon that had connected ended, with ssh's (and the daemon's) last
+// words: the end of a lost node's message ("tlaunchd exited with status 3", "its ssh session
+// ended with status 255" + "Connection to n1 closed by remote host.").
+std::string explainDaemonSessionEnd(int exit_status, const std::string& stderr_text);
+
 // Whether a failed ssh is this host's fault (its ssh configuration or command line), which
 // another node would not fix: ssh's exit status 255 with such words.
 bool sshFailureIsLocal(int exit_status, const std::string& stderr_text);

@@ -191,6 +191,9 @@ tl.signal_daemon(job, "local1", signal.SIGKILL, p.pid)
 out, err = tl.communicate_or_fail(p, 15, "after its daemon was killed")
 tl.check(p.returncode != 0, "job failed")
 tl.check("lost node local1" in err, f"summary names the node: {err}")
+# How it ended, as the frontend saw its process end, instead of a guess.
+tl.check("lost node local1: its tlaunchd went away" in err and "tlaunchd was killed by signal 9 (Killed)" in err,
+         f"the summary says how the daemon ended: {err}")
 # Only local0's two ranks get our SIGTERM: the lost node's are not counted as running.
 tl.check("ending the job (SIGTERM to the 2 ranks still running" in err, f"the teardown line's count: {err}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")

@@ -209,6 +209,23 @@ TEST_CASE("hosts: explainSshFailure: real ssh texts become causes naming the nod
   }
 }
 
+// After the daemon connected: how its session ended, for the lost node's message.
+TEST_CASE("hosts: explainDaemonSessionEnd: the end of a connected daemon's ssh session", "[hosts][ssh]") {
+  CHECK(explainDaemonSessionEnd(3, "") == "tlaunchd exited with status 3");
+  CHECK(explainDaemonSessionEnd(-9, "") == "its ssh session was killed by signal 9 (Killed)");
+  // A node that rebooted: ssh's own words follow, on lines of their own.
+  const std::string rebooted = explainDaemonSessionEnd(255, "Connection to node3 closed by remote host.\r\n");
+  CHECK(rebooted == "its ssh session ended with status 255\n  ssh said: Connection to node3 closed by remote host.");
+  // A sanitizer's report from the daemon: its last lines, not all of it.
+  std::string report;
+  for (int i = 0; i < 40; ++i) report += "    #" + std::to_string(i) + " 0x4f00 in frame" + std::to_string(i) + "\n";
+  report += "SUMMARY: AddressSanitizer: SEGV daemon/x.cc:12 in f\n==1==ABORTING\n";
+  const std::string crashed = explainDaemonSessionEnd(255, report);
+  CHECK_THAT(crashed, Catch::Contains("SUMMARY: AddressSanitizer: SEGV") && Catch::Contains("ABORTING") &&
+                          !Catch::Contains("frame1\n"));
+  CHECK(std::count(crashed.begin(), crashed.end(), '\n') == 8);
+}
+
 // --max-restarts drops a node only for its own fault: this host's ssh configuration would
 // fail on any node.
 TEST_CASE("hosts: sshFailureIsLocal: this host's ssh faults are told from the node's", "[hosts][ssh]") {
