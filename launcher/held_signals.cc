@@ -19,10 +19,14 @@ void blockSessionSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-bool sighupIgnored() {
+namespace {
+bool ignoredNow(int sig) {
   struct sigaction now{};
-  return ::sigaction(SIGHUP, nullptr, &now) == 0 && now.sa_handler == SIG_IGN;
+  return ::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_IGN;
 }
+}  // namespace
+
+IgnoredSignals signalsIgnoredAtStart() { return {ignoredNow(SIGHUP), ignoredNow(SIGINT), ignoredNow(SIGQUIT)}; }
 
 HeldSignals::~HeldSignals() {
   takeInterrupt();  // one that came after the last session: the job's status is already decided
@@ -48,7 +52,7 @@ int HeldSignals::takeInterrupt() {
   const timespec now{};
   int interrupt = 0;
   for (int sig; (sig = ::sigtimedwait(&set, nullptr, &now)) > 0;)
-    if (interrupt == 0 && (sig == SIGINT || sig == SIGTERM || (sig == SIGHUP && !sighup_ignored_))) interrupt = sig;
+    if (interrupt == 0 && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !ignored_.has(sig)) interrupt = sig;
   return interrupt;
 }
 

@@ -14,13 +14,22 @@ namespace tlaunch {
 sigset_t sessionSignals();
 void blockSessionSignals();
 
-// Whether SIGHUP is ignored now (tlaunch started under nohup): asked once, before any session.
-bool sighupIgnored();
+// Which of SIGHUP, SIGINT and SIGQUIT tlaunch was started with ignored, asked once before any
+// session: under nohup (SIGHUP), and as a background command of a shell script (SIGINT and
+// SIGQUIT: the terminal's Ctrl-C is not for it). Such a signal stays ignored, as bash, make and
+// Python leave it; SIGTERM is always handled.
+struct IgnoredSignals {
+  bool hup = false;
+  bool intr = false;
+  bool quit = false;
+  bool has(int sig) const { return (sig == SIGHUP && hup) || (sig == SIGINT && intr) || (sig == SIGQUIT && quit); }
+};
+IgnoredSignals signalsIgnoredAtStart();
 
 class HeldSignals {
  public:
-  // `sighup_ignored`: a SIGHUP that waited is no interrupt (nohup).
-  explicit HeldSignals(bool sighup_ignored) : sighup_ignored_(sighup_ignored) {}
+  // `ignored`: a signal of these that waited is no interrupt.
+  explicit HeldSignals(IgnoredSignals ignored) : ignored_(ignored) {}
   ~HeldSignals();
   HeldSignals(const HeldSignals&) = delete;
   HeldSignals& operator=(const HeldSignals&) = delete;
@@ -30,11 +39,11 @@ class HeldSignals {
   // The first SIGINT, SIGTERM or SIGHUP that waited since hold() (0: none); every waiting
   // session signal is consumed, so a SIGUSR1 sent between attempts reaches no new rank.
   int takeInterrupt();
-  bool ignoresSighup() const { return sighup_ignored_; }
+  IgnoredSignals ignored() const { return ignored_; }
 
  private:
   bool held_ = false;
-  bool sighup_ignored_ = false;
+  IgnoredSignals ignored_;
 };
 
 }  // namespace tlaunch

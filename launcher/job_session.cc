@@ -43,20 +43,21 @@ JobSession::JobSession(asio::io_context& io, SessionConfig config, std::unique_p
       starter_(std::move(starter)),
       out_(out),
       acceptor_(io),
-      signals_(io, SIGINT, SIGTERM),
+      signals_(io, SIGTERM),
       tick_timer_(io),
       accept_retry_(io),
       blame_(std::make_unique<FailureBlame>()) {
-  // Under nohup SIGHUP stays ignored: no session handles it (asio would set it back to SIG_DFL
-  // when the session goes).
-  if (!cfg_.sighup_ignored) signals_.add(SIGHUP);
+  // Under nohup SIGHUP stays ignored, and a script's background command ignores Ctrl-C and
+  // Ctrl-\: no session handles them (asio would set them back to SIG_DFL when the session goes).
+  for (int sig : {SIGINT, SIGHUP})
+    if (!cfg_.ignored_signals.has(sig)) signals_.add(sig);
   signals_.add(SIGUSR1);
   signals_.add(SIGUSR2);
   auto send = [this](int node, const Json& msg) { sendToNode(node, msg); };
   pmix_directory_ = std::make_unique<PmixDirectory>(send);
   pmix_collectives_ = std::make_unique<PmixCollectives>(
       send, [this](Json msg) { broadcast(std::move(msg)); }, [this](int rank) { return nodeOfRank(rank); }, [this] { return static_cast<int>(links_.size()); });
-  signals_.add(SIGQUIT);  // Ctrl-\: the ranks' stacks, and the job goes on
+  if (!cfg_.ignored_signals.has(SIGQUIT)) signals_.add(SIGQUIT);  // Ctrl-\: the ranks' stacks, and the job goes on
   for (const auto& n : cfg_.nodes) {
     auto l = std::make_unique<Link>();
     l->index = n.index;

@@ -22,6 +22,7 @@
 #include "launcher/ssh_starter.h"
 #include "launcher/start_failure_report.h"
 #include "bootstrap/inventory_codec.h"
+#include "launcher/held_signals.h"
 #include "launcher/job_lifecycle.h"
 #include "launcher/plan/job_plan.h"
 #include "launcher/output_sink.h"
@@ -40,7 +41,6 @@ namespace nccl {
 class JobCheck;
 }
 class StdinCredit;
-class HeldSignals;
 
 struct SessionConfig {
   JobSpec spec;
@@ -60,7 +60,8 @@ struct SessionConfig {
   Json daemon_config;  // sent to every daemon in its welcome (topology_xml, sysfs_root, ...)
   // --time-limit counts from here: tlaunch's start, not this attempt's (--max-restarts).
   std::chrono::steady_clock::time_point time_limit_start = std::chrono::steady_clock::now();
-  bool sighup_ignored = false;  // tlaunch started under nohup: a closed terminal does not end the job
+  // Started under nohup, or in the background of a script: these stay ignored (held_signals.h).
+  IgnoredSignals ignored_signals;
   // Held again the moment the loop stops (runJob's; none in tests): a signal from then on waits
   // for runJob instead of going to a signal_set nobody waits on.
   HeldSignals* held_signals = nullptr;

@@ -101,7 +101,7 @@ JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::str
   cfg.plan_context.max_restarts = spec.max_restarts;
   cfg.daemon_config = daemonConfig(spec, cfg.plan_context.user_env, choice.loopback_only);
   cfg.time_limit_start = started;
-  cfg.sighup_ignored = held.ignoresSighup();
+  cfg.ignored_signals = held.ignored();
   cfg.held_signals = &held;
   if (spec.verbose)
     out.note("job " + job_id + ": " +
@@ -157,7 +157,7 @@ int runJob(const JobSpec& input) {
   std::vector<std::string> last_nodes;
   RestartPolicy::Decision pending;  // the restart the next attempt is
   std::string pending_cause;
-  HeldSignals held(sighupIgnored());
+  HeldSignals held(signalsIgnoredAtStart());
   for (;;) {
     attempt.restart_count = restarts.restarts();
     auto setup = setUpJob(attempt, currentEnvironment(), false);

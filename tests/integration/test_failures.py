@@ -162,6 +162,21 @@ os.kill(p.pid, signal.SIGINT)
 out, err = p.communicate(timeout=30)
 tl.check(p.returncode == 130 and "got HUP" not in err, f"under nohup: exit {p.returncode}, want 130 (SIGINT): {err}")
 
+# 3b'. A background command of a shell script (`tlaunch ... &` in a script: SIGINT and SIGQUIT
+# ignored) leaves the terminal's Ctrl-C and Ctrl-\ alone, as bash, make and Python do; it ended
+# the job (130) or collected stacks. SIGTERM still ends it.
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--", tl.PYTHON, WAIT],
+             preexec_fn=lambda: [signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)])
+wait_ready(p, 2)
+os.kill(p.pid, signal.SIGINT)
+os.kill(p.pid, signal.SIGQUIT)
+time.sleep(1.5)
+tl.check(p.poll() is None, f"an ignored SIGINT ended the job: exit {p.returncode}")
+os.kill(p.pid, signal.SIGTERM)
+out, err = tl.communicate_or_fail(p, 30, "after SIGTERM")
+tl.check(p.returncode == 143 and "got SIGQUIT" not in err and "got INT" not in err,
+         f"SIGINT and SIGQUIT ignored at start stay ignored, SIGTERM ends: exit {p.returncode}: {err}")
+
 # 3c. --keep-going: each failed rank is named as it fails (only the first was), and what ends
 # the job later keeps the earlier failure in its reason (Ctrl-C dropped it).
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--keep-going", "--", "sh", "-c",
