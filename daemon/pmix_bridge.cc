@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
@@ -50,7 +52,12 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   };
   cb.direct_modex_request = [send](uint64_t id, int rank) { send({{"t", "dmodex_req"}, {"id", id}, {"rank", rank}}); };
   cb.abort = [send](int rank, int status, std::string message) {
-    send({{"t", "abort"}, {"r", rank}, {"status", status}, {"message", message}});
+    // When the rank called it, on this node's wall clock, as its exit would be stamped: the
+    // frontend names the earliest failure (launcher/failure_blame.h), and an abort that waited
+    // behind output must not lose to the peers that failed of it.
+    const int64_t at_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    send({{"t", "abort"}, {"r", rank}, {"status", status}, {"message", message}, {"at_us", at_us}});
   };
   // The frontend waits --event-grace for the ranks' event handlers only when a rank uses PMIx.
   cb.client_connected = [send, unfinalized = b->unfinalized_](int rank) {

@@ -50,7 +50,7 @@ void JobSession::onRankFailed(RankFailure f) {
   // The job ends for the failure that happened first, which may be reported after others
   // (launcher/failure_blame.h): held until blame_'s window closes, then named (settleBlame).
   if (outcome_.failed_rank < 0 && (phase_ == Phase::running || phase_ == Phase::starting)) {
-    if (f.ended_us == 0) f.ended_us = wallClockMicros();  // an MPI_Abort, an older daemon's exit
+    if (f.ended_us == 0) f.ended_us = wallClockMicros();  // an older daemon's exit or abort
     blame_->add(std::move(f), Clock::now());
     return;
   }

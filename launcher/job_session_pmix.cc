@@ -42,6 +42,7 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     f.node = link.name;
     f.exit_status = status == 0 ? 1 : status;
     f.called_abort = true;
+    f.ended_us = getInt(msg, "at_us", 0);  // when its node got the call; absent (older daemons): on arrival
     f.summary = rankName(rank) + " on node " + link.name + " called MPI_Abort with status " +
                 std::to_string(status) + (text.empty() ? "" : ": " + text);
     onRankFailed(std::move(f));
