@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -123,6 +124,12 @@ struct PmixCollective {
   std::vector<int> ranks;  // sorted; {-1}: all
   std::string blob;        // this node's contribution (fences)
   int timeout_s = 0;       // PMIX_TIMEOUT: give up after this many seconds (0: never)
+  // A [dis]connect given PMIX_TIMEOUT: libpmix 4.2.2 arms its own timer at the upcall and, when
+  // it fires, answers the clients and releases its tracker; an answer from us after that makes
+  // it process the tracker twice and corrupts its list of collectives (a use after free in the
+  // next fence). So the answer must reach libpmix before this moment: completeCollective(id,
+  // PmixReply::timeout) a little earlier if nothing else has answered. Unset without a timeout.
+  std::optional<std::chrono::steady_clock::time_point> libpmix_times_out_at;
 };
 
 struct PmixFound {

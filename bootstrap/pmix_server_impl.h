@@ -175,7 +175,8 @@ struct PmixServer::Impl {
   void onUnpublish(uint64_t gen, pmix_proc_t from, PmixUnpublish request, OpReply reply);
   // procs: the collective's participants as libpmix gave them.
   void onCollective(uint64_t gen, std::string kind, const std::vector<pmix_proc_t>& procs, std::string blob,
-                    CollectiveReply reply, int timeout_s = 0);
+                    CollectiveReply reply, int timeout_s = 0,
+                    std::optional<std::chrono::steady_clock::time_point> libpmix_times_out_at = {});
   // targets as libpmix gave them (none: the requester's whole namespace).
   void onJobControl(uint64_t gen, pmix_proc_t requester, const std::vector<pmix_proc_t>& targets, int signal,
                     InfoReply reply);

@@ -285,7 +285,10 @@ void DaemonSession::onRanksEnded() {
     return;
   }
   ranks_ended_while_spawning_ = false;
-  if (pmix_) pmix_->finish();
+  // The PMIx server is torn down at shutdown, after the frontend has this node's outcome:
+  // libpmix 4.2.2 can crash while it deregisters a job whose clients' last messages it is
+  // still handling (a use after free in its progress thread, seen on a loaded node), and a
+  // daemon that dies before "all_exited" leaves would cost a finished job its success.
   if (lost_ || signalled_code_) {
     shutdown(signalled_code_ ? signalled_code_ : 1);
     return;

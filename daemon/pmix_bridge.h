@@ -44,10 +44,12 @@ class PmixBridge {
   // A local rank that called PMIx_Init and has not called PMIx_Finalize (MPI_Init without
   // MPI_Finalize, os._exit): mpirun calls its end abnormal even with exit status 0.
   bool endedWithoutFinalize(int rank) const { return unfinalized_->count(rank) > 0; }
-  // After the node's ranks are reaped: bounded deregistration and removal of the job's files.
-  void finish();
 
  private:
+  // At the bridge's end (the daemon's shutdown, after the frontend has the node's outcome):
+  // bounded deregistration and removal of the job's files.
+  void finish();
+
   PmixBridge() = default;
   asio::io_context* io_ = nullptr;
   std::string topology_xml_;  // for spawned namespaces too
@@ -62,6 +64,11 @@ class PmixBridge {
              std::function<void()> f);
   static constexpr std::chrono::milliseconds kForgetSpawnedAfter{300};  // onLocalRankFailed waits 200
   std::map<int, std::unique_ptr<asio::steady_timer>> forget_timers_;  // failed local ranks to forget
+  // A [dis]connect with PMIX_TIMEOUT: answered "timed out" before libpmix's own timer fires,
+  // unless answered before (PmixCollective::libpmix_times_out_at).
+  void answerBefore(uint64_t request_id, std::chrono::steady_clock::time_point libpmix_at);
+  static constexpr std::chrono::milliseconds kAnswerAhead{250};
+  std::map<int, std::unique_ptr<asio::steady_timer>> collective_timers_;
   std::map<int, std::vector<Json>> held_events_;  // local failed ranks not yet forgotten -> their events
   void notify(const Json& msg);
   // Local ranks between PMIx_Init and PMIx_Finalize (libpmix's upcalls; shared with them).

@@ -181,12 +181,36 @@ void JobSession::onLinkClosed(Link& link, const std::string& reason) {
     if (allDrained()) finish(JobEvent::all_drained);
     return;
   }
+  // Every rank it had has ended and been reported, and no other node reached tlaunch through
+  // it: the job lost nothing it needs (a daemon that crashed in its own cleanup, a node that
+  // went down once its part was done). A finished part must not fail a job that is hours from
+  // its end; what the node's ranks left behind there may remain, which the user is told.
+  if (link.all_exited && below.empty() && (phase_ == Phase::running || phase_ == Phase::starting)) {
+    sayEndedAfterRanks(link, reason);
+    return;
+  }
   // Decide a moment later: when the starter (srun after scancel, ssh after a network drop) has
   // its own explanation, it is the better one; tick() reports whichever comes first.
   if (!lost_node_) {
     lost_node_ = LostNode{link.index, reason, below, Clock::now()};
     lost_deadline_ = Clock::now() + std::chrono::milliseconds(300);
   }
+}
+
+void JobSession::sayEndedAfterRanks(Link& link, const std::string& reason) {
+  // Said when the connection closes, with the starter's words on the daemon's end if it has
+  // them by then; if they come later, they follow on a line of their own.
+  if (!link.end_noted) {
+    link.end_noted = true;
+    link.end_words_noted = !link.process_end.empty();
+    out_.note("warning: node " + link.name + ": its tlaunchd went away after all its ranks had ended (" + reason + ")" +
+              (link.process_end.empty() ? "" : ": " + link.process_end) +
+              "; the job goes on, but what its ranks left running or on disk there may remain");
+    return;
+  }
+  if (link.end_words_noted) return;
+  link.end_words_noted = true;
+  out_.note("warning: node " + link.name + ": " + link.process_end);
 }
 
 void JobSession::onDaemonSignalled(const Link& link, int sig) {
@@ -211,6 +235,7 @@ void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Cloc
     if (link.conn || link.routed) {  // ended after connecting: the link tells, this says why
       link.process_end = f.message;
       link.process_end_at = now;
+      if (link.end_noted) sayEndedAfterRanks(link, "");  // its close was said: now why
       continue;
     }
     start_failures_.add(f.node_index, link.name, f.message, f.node_side, now);

@@ -34,6 +34,10 @@ struct JobSession::Link {
   // the why of the node's loss, if its connection closes.
   std::string process_end;
   std::chrono::steady_clock::time_point process_end_at;
+  // Its connection closed after all its ranks had ended (not a loss): said, and whether the
+  // starter's words on the daemon's end were said too.
+  bool end_noted = false;
+  bool end_words_noted = false;
   std::chrono::steady_clock::time_point last_heard;
   std::chrono::steady_clock::time_point reported_at, prepared_at, started_at;  // for --verbose's phase timings
 };

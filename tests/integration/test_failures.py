@@ -219,6 +219,24 @@ r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", "true"], env=env4
 tl.check(r.returncode == 0, f"next job: {r.stderr}")
 tl.check(not any(os.path.exists(d) for d in killed_dirs), f"the next job removed the dead daemon's {killed_dirs}")
 
+# 4a. A node whose daemon goes away after all its ranks ended 0 and were reported (a crash in its
+# own cleanup, libpmix's teardown; a node going down once its part is done) cost the whole job
+# its success (exit 69 "lost node") while the other node's rank was still running to its end.
+marker4a = os.path.join(tl.tempdir(), "go")
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--", "sh", "-c",
+              f'test $RANK = 0 && exit 0; sleep 1; echo "pid $$ ready"; '
+              f'i=0; while [ ! -e {marker4a} ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; echo "rank 1 done"'])
+with tl.ending(p):
+    out = tl.read_until(p, b"ready")
+    job = tl.job_of_rank(int(re.search(rb"pid (\d+) ready", out).group(1)))
+    tl.signal_daemon(job, "local0", signal.SIGKILL, p.pid)
+    time.sleep(1)
+    open(marker4a, "w").close()
+    rest, err = tl.communicate_or_fail(p, 30, "after local0's daemon went away")
+tl.check(p.returncode == 0 and "rank 1 done" in rest, f"the job ends as its ranks did: exit {p.returncode}\n{err}")
+tl.check("node local0: its tlaunchd went away after all its ranks had ended" in err and "killed by signal 9" in err
+         and "lost node" not in err, f"a warning names the node and how its daemon ended: {err}")
+
 # 4b. A node's daemon sent SIGTERM (what scancel or a node shutdown does): its ranks get SIGTERM
 # first, so their handlers run (a checkpoint), and exit 0 on it; yet the job must not look
 # finished: it fails naming the node and the signal.
