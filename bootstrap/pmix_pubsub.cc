@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "bootstrap/pmix_server_impl.h"
 
@@ -136,11 +137,13 @@ pmix_status_t upConnectOrDisconnect(const pmix_proc_t procs[], size_t nprocs, co
   for (size_t i = 0; i < ninfo; ++i)
     if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT)) timeout_s = infoInt(info[i]);
   OpReply reply{cbfunc, cbdata};
-  // libpmix arms its own timer right after this upcall returns (PmixCollective::libpmix_times_out_at).
-  std::optional<std::chrono::steady_clock::time_point> libpmix_at;
-  if (timeout_s > 0) libpmix_at = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  return postToStrand([participants, reply, timeout_s, libpmix_at](PmixServer::Impl& s, uint64_t gen) {
-    s.onCollective(gen, Kind, participants, {}, {{}, reply, {}}, timeout_s, libpmix_at);
+  // libpmix arms a timer of its own right after a connect's upcall returns (not a
+  // disconnect's): ours must answer first (Callbacks::answer_at).
+  std::optional<std::chrono::steady_clock::time_point> give_up_at;
+  if (timeout_s > 0 && std::string_view(Kind) == "connect")
+    give_up_at = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s) - PmixServer::Impl::kAheadOfLibpmix;
+  return postToStrand([participants, reply, timeout_s, give_up_at](PmixServer::Impl& s, uint64_t gen) {
+    s.onCollective(gen, Kind, participants, {}, {{}, reply, {}}, timeout_s, give_up_at);
   });
 }
 
@@ -207,7 +210,7 @@ void PmixServer::Impl::onUnpublish(uint64_t gen, pmix_proc_t from, PmixUnpublish
 
 void PmixServer::Impl::onCollective(uint64_t gen, std::string kind, const std::vector<pmix_proc_t>& procs,
                                     std::string blob, CollectiveReply reply, int timeout_s,
-                                    std::optional<std::chrono::steady_clock::time_point> libpmix_times_out_at) {
+                                    std::optional<std::chrono::steady_clock::time_point> give_up_at) {
   if (isStale(gen)) return;
   if (!job) return reply(PMIX_ERR_NOT_FOUND, {});
   // The job's ranks and those of namespaces it spawned. The job's wildcard is {-1} (all of
@@ -232,8 +235,10 @@ void PmixServer::Impl::onCollective(uint64_t gen, std::string kind, const std::v
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   const uint64_t id = job->next_op_id++;
   job->collectives.emplace(id, reply);
-  callbacks.collective(
-      id, PmixCollective{std::move(kind), std::move(ranks), std::move(blob), std::max(0, timeout_s), libpmix_times_out_at});
+  answerTimeoutAt(give_up_at, [id](Impl& s) {
+    if (auto node = s.job->collectives.extract(id)) node.mapped()(PMIX_ERR_TIMEOUT, {});
+  });
+  callbacks.collective(id, PmixCollective{std::move(kind), std::move(ranks), std::move(blob), std::max(0, timeout_s)});
 }
 
 // ---- completions from the control plane -----------------------------------------------------

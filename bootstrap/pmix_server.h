@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -124,12 +123,6 @@ struct PmixCollective {
   std::vector<int> ranks;  // sorted; {-1}: all
   std::string blob;        // this node's contribution (fences)
   int timeout_s = 0;       // PMIX_TIMEOUT: give up after this many seconds (0: never)
-  // A [dis]connect given PMIX_TIMEOUT: libpmix 4.2.2 arms its own timer at the upcall and, when
-  // it fires, answers the clients and releases its tracker; an answer from us after that makes
-  // it process the tracker twice and corrupts its list of collectives (a use after free in the
-  // next fence). So the answer must reach libpmix before this moment: completeCollective(id,
-  // PmixReply::timeout) a little earlier if nothing else has answered. Unset without a timeout.
-  std::optional<std::chrono::steady_clock::time_point> libpmix_times_out_at;
 };
 
 struct PmixFound {
@@ -176,6 +169,15 @@ class PmixServer {
     // PMIx_Spawn: place and start the apps, registerSpawned on every node, then answer with
     // completeSpawn(request_id, ...). Empty: PMIX_ERR_NOT_SUPPORTED at once.
     std::function<void(uint64_t request_id, PmixSpawnRequest)> spawn;
+    // A client's PMIX_TIMEOUT on a connect or a fence: run `answer` on the strand at `at`; it
+    // answers "timed out" unless the request has been answered by then. A fence's timeout is
+    // the host's once the node's contributions are in (libpmix deletes its own timer before
+    // the upcall). A connect's is not: libpmix 4.2.2 arms a timer of its own at the upcall that
+    // answers the clients and drops its tracker, and an answer from us after that makes it
+    // process the tracker again (a freed tracker read, its list of collectives corrupted: the
+    // daemon dies at the next fence), so `at` comes a little before that timer, and our answer
+    // deletes it. Empty: timeouts are the frontend's alone.
+    std::function<void(std::chrono::steady_clock::time_point at, std::function<void()> answer)> answer_at;
   };
 
   // PMIx_server_init; fails if a server was started before in this process. Edits this process's

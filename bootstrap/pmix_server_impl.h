@@ -164,7 +164,8 @@ struct PmixServer::Impl {
 
   // Strand side of the upcalls.
   void onSpawn(uint64_t gen, pmix_proc_t requester, PmixSpawnRequest request, SpawnReply reply);
-  void onFence(uint64_t gen, const std::vector<pmix_proc_t>& procs, bool collect, std::string blob, ModexReply reply);
+  void onFence(uint64_t gen, const std::vector<pmix_proc_t>& procs, bool collect, std::string blob, ModexReply reply,
+               std::optional<std::chrono::steady_clock::time_point> give_up_at = {});
   void onDirectModex(uint64_t gen, pmix_proc_t proc, ModexReply reply);
   void onAbort(uint64_t gen, pmix_proc_t proc, int status, std::string message, OpReply reply);
   void onClientFinalized(uint64_t gen, pmix_proc_t proc, OpReply reply);
@@ -176,7 +177,12 @@ struct PmixServer::Impl {
   // procs: the collective's participants as libpmix gave them.
   void onCollective(uint64_t gen, std::string kind, const std::vector<pmix_proc_t>& procs, std::string blob,
                     CollectiveReply reply, int timeout_s = 0,
-                    std::optional<std::chrono::steady_clock::time_point> libpmix_times_out_at = {});
+                    std::optional<std::chrono::steady_clock::time_point> give_up_at = {});
+  // Callbacks::answer_at: `answer` runs at `at` on the strand if this job is still the
+  // registered one.
+  void answerTimeoutAt(std::optional<std::chrono::steady_clock::time_point> at, std::function<void(Impl&)> answer);
+  // Before libpmix's own timer of a connect: a quarter second covers a busy daemon io thread.
+  static constexpr std::chrono::milliseconds kAheadOfLibpmix{250};
   // targets as libpmix gave them (none: the requester's whole namespace).
   void onJobControl(uint64_t gen, pmix_proc_t requester, const std::vector<pmix_proc_t>& targets, int signal,
                     InfoReply reply);

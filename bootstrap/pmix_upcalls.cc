@@ -18,15 +18,19 @@ pmix_status_t upFence(const pmix_proc_t procs[], size_t nprocs, const pmix_info_
   // Everything libpmix passes belongs to it: copy before returning.
   std::vector<pmix_proc_t> participants(procs, procs + nprocs);
   bool collect = false;
-  for (size_t i = 0; i < ninfo; ++i)
+  std::optional<std::chrono::steady_clock::time_point> give_up_at;  // the client's PMIX_TIMEOUT (Callbacks::answer_at)
+  for (size_t i = 0; i < ninfo; ++i) {
     if (PMIX_CHECK_KEY(&info[i], PMIX_COLLECT_DATA)) collect = PMIX_INFO_TRUE(&info[i]);
+    if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && infoInt(info[i]) > 0)
+      give_up_at = std::chrono::steady_clock::now() + std::chrono::seconds(infoInt(info[i]));
+  }
   std::string blob = (data && ndata) ? std::string(data, ndata) : std::string();
   // libpmix hands the buffer over (it unloads its own and keeps no pointer): ours to free.
   std::free(data);
   ModexReply reply{cbfunc, cbdata};
-  return postToStrand([participants = std::move(participants), collect, blob = std::move(blob), reply](
+  return postToStrand([participants = std::move(participants), collect, blob = std::move(blob), reply, give_up_at](
                           PmixServer::Impl& s, uint64_t gen) mutable {
-    s.onFence(gen, participants, collect, std::move(blob), reply);
+    s.onFence(gen, participants, collect, std::move(blob), reply, give_up_at);
   });
 }
 
@@ -93,12 +97,13 @@ bool isWildcardFenceOf(const std::vector<pmix_proc_t>& procs, const pmix_nspace_
 // ---- strand side ----------------------------------------------------------------------------
 
 void PmixServer::Impl::onFence(uint64_t gen, const std::vector<pmix_proc_t>& procs, bool collect, std::string blob,
-                               ModexReply reply) {
+                               ModexReply reply, std::optional<std::chrono::steady_clock::time_point> give_up_at) {
   if (isStale(gen)) return;
   if (!job) return reply(PMIX_ERR_NOT_FOUND, {});
   // A fence over some ranks (Open MPI's MPI_Comm_disconnect) is not seen by every node, so it
   // cannot share the job-wide sequence numbers: it runs as a collective of its own.
-  if (!isWildcardFenceOf(procs, job->nspace)) return onCollective(gen, "fence", procs, std::move(blob), {reply, {}, {}});
+  if (!isWildcardFenceOf(procs, job->nspace))
+    return onCollective(gen, "fence", procs, std::move(blob), {reply, {}, {}}, 0, give_up_at);
   const uint64_t seq = job->next_fence_seq++;
   if (auto early = job->early_completions.find(seq); early != job->early_completions.end()) {
     auto [status, all] = std::move(early->second);
@@ -107,7 +112,25 @@ void PmixServer::Impl::onFence(uint64_t gen, const std::vector<pmix_proc_t>& pro
     return;
   }
   job->fences.emplace(seq, reply);
+  // Every node's fences still complete in order: a later completion of this one is a duplicate.
+  answerTimeoutAt(give_up_at, [seq](Impl& s) {
+    if (auto node = s.job->fences.extract(seq)) node.mapped()(PMIX_ERR_TIMEOUT, {});
+  });
   if (callbacks.fence_contribution) callbacks.fence_contribution(seq, std::move(blob), collect);
+}
+
+void PmixServer::Impl::answerTimeoutAt(std::optional<std::chrono::steady_clock::time_point> at,
+                                       std::function<void(Impl&)> answer) {
+  if (!at || !callbacks.answer_at) return;
+  std::weak_ptr<Impl> weak;
+  {
+    std::lock_guard lock(pmixRegistry().mutex);
+    weak = pmixRegistry().current;
+  }
+  const uint64_t gen = generation.load();
+  callbacks.answer_at(*at, [weak, gen, answer = std::move(answer)] {
+    if (auto s = weak.lock(); s && !s->isStale(gen) && s->job) answer(*s);
+  });
 }
 
 void PmixServer::Impl::onDirectModex(uint64_t gen, pmix_proc_t proc, ModexReply reply) {

@@ -67,9 +67,8 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   };
   cb.client_finalized = [unfinalized = b->unfinalized_](int rank) { unfinalized->erase(rank); };
   addPubsubCallbacks(cb, send);
-  cb.collective = [forward = cb.collective, bridge = b.get()](uint64_t id, const PmixCollective& c) {
-    forward(id, c);
-    if (c.libpmix_times_out_at) bridge->answerBefore(id, *c.libpmix_times_out_at);
+  cb.answer_at = [bridge = b.get()](std::chrono::steady_clock::time_point at, std::function<void()> answer) {
+    bridge->answerAt(at, std::move(answer));
   };
   cb.spawn = [send](uint64_t id, const PmixSpawnRequest& request) { send(spawnRequestToJson(id, request)); };
   auto server = PmixServer::start(cfg, [&io](std::function<void()> f) { asio::post(io, std::move(f)); }, std::move(cb));
@@ -147,14 +146,10 @@ void PmixBridge::later(std::map<int, std::unique_ptr<asio::steady_timer>>& timer
   });
 }
 
-void PmixBridge::answerBefore(uint64_t request_id, std::chrono::steady_clock::time_point libpmix_at) {
-  // The frontend's answer (the collective done, or its own timeout) normally comes first: then
-  // this finds nothing to complete. A quarter second ahead covers a busy io thread; libpmix's
-  // handling of our answer deletes its timer.
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(libpmix_at - kAnswerAhead -
-                                                                          std::chrono::steady_clock::now());
-  later(collective_timers_, static_cast<int>(request_id % 1'000'000'000), std::max(left, std::chrono::milliseconds(0)),
-        [this, request_id] { server_->completeCollective(request_id, PmixReply::timeout, {}); });
+void PmixBridge::answerAt(std::chrono::steady_clock::time_point at, std::function<void()> answer) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at - std::chrono::steady_clock::now());
+  later(answer_timers_, next_answer_timer_++ % 1'000'000'000, std::max(left, std::chrono::milliseconds(0)),
+        std::move(answer));
 }
 
 Result<void> PmixBridge::setupFork(int rank, std::vector<std::string>& env) { return server_->setupFork(rank, env); }

@@ -64,11 +64,10 @@ class PmixBridge {
              std::function<void()> f);
   static constexpr std::chrono::milliseconds kForgetSpawnedAfter{300};  // onLocalRankFailed waits 200
   std::map<int, std::unique_ptr<asio::steady_timer>> forget_timers_;  // failed local ranks to forget
-  // A [dis]connect with PMIX_TIMEOUT: answered "timed out" before libpmix's own timer fires,
-  // unless answered before (PmixCollective::libpmix_times_out_at).
-  void answerBefore(uint64_t request_id, std::chrono::steady_clock::time_point libpmix_at);
-  static constexpr std::chrono::milliseconds kAnswerAhead{250};
-  std::map<int, std::unique_ptr<asio::steady_timer>> collective_timers_;
+  // PmixServer::Callbacks::answer_at: a client's PMIX_TIMEOUT on a connect or a fence.
+  void answerAt(std::chrono::steady_clock::time_point at, std::function<void()> answer);
+  std::map<int, std::unique_ptr<asio::steady_timer>> answer_timers_;
+  int next_answer_timer_ = 0;
   std::map<int, std::vector<Json>> held_events_;  // local failed ranks not yet forgotten -> their events
   void notify(const Json& msg);
   // Local ranks between PMIx_Init and PMIx_Finalize (libpmix's upcalls; shared with them).

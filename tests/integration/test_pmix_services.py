@@ -16,10 +16,12 @@ UNSUPPORTED = os.environ.get("PMIX_UNSUPPORTED")
 ACCEPT_CONNECT = os.environ.get("PMIX_MPI_ACCEPT_CONNECT")
 JOB_CONTROL = os.environ.get("PMIX_JOB_CONTROL")
 GROUP = os.environ.get("PMIX_GROUP")
-if not (PUBSUB and UNSUPPORTED and ACCEPT_CONNECT and JOB_CONTROL and GROUP and os.path.exists(ACCEPT_CONNECT)):
+FENCE_TIMEOUT = os.environ.get("PMIX_FENCE_TIMEOUT")
+if not (PUBSUB and UNSUPPORTED and ACCEPT_CONNECT and JOB_CONTROL and GROUP and FENCE_TIMEOUT and os.path.exists(ACCEPT_CONNECT)):
     tl.skip("PMIx test programs were not built (mpicc / libpmix-dev missing)")
 
 TWO_NODES = ["--launcher", "local", "-N", "2", "-p", "2"]
+TWO_NODES_ONE = ["--launcher", "local", "-N", "2", "-p", "1"]
 
 # Raw PMIx: rank 3 (node 1) waits for a key rank 0 (node 0) publishes a second later, etc.
 t0 = time.monotonic()
@@ -29,6 +31,16 @@ tl.check(r.returncode == 0, f"pmix_pubsub: exit {r.returncode}")
 tl.check(sorted(l.split("] ", 1)[-1] for l in r.stdout.splitlines() if "pmix_pubsub rank" in l) ==
          [f"pmix_pubsub rank {i} ok" for i in range(4)], f"pmix_pubsub: {r.stdout!r}")
 tl.check(time.monotonic() - t0 < 80, "pmix_pubsub took too long")
+
+# PMIX_TIMEOUT on fences and connects. libpmix 4.2.2 times a connect out by itself and released
+# its tracker, and the daemon's own answer after that corrupted it: the daemon died (the pubsub
+# job above, 13 times in 40 on one busy CPU). A fence's timeout was not honoured at all (rank 0
+# waited for the last rank, 2.5 s late). Now rank 0 gets TIMEOUT in about a second, the late
+# rank the fence's completion, and both pass the next fence.
+r = tl.run(TWO_NODES_ONE + ["--", FENCE_TIMEOUT], timeout=90)
+print(r.stdout, r.stderr)
+tl.check(r.returncode == 0 and "rank 0 first TIMEOUT second SUCCESS" in r.stdout
+         and "rank 1 first SUCCESS second SUCCESS" in r.stdout, f"pmix_fence_timeout: exit {r.returncode}")
 
 # Groups: one of the whole job and one of ranks 0 and 3 (on different nodes), each with one
 # context id on every member and a different one per group; a group with a stranger fails.
