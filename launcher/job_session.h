@@ -202,8 +202,9 @@ class JobSession {
   static constexpr size_t kMaxSpawnsInFlight = 8;
   static constexpr size_t kMaxSpawnsWaiting = 4096;
   void spawnLeftFlight(std::map<int, SpawnInFlight>::iterator it);
-  // The starters' failures: collected (StartFailureReport), the job ends once they are all in.
+  // A daemon gone after all its ranks had ended and been reported: a warning, not a loss.
   void sayEndedAfterRanks(Link& link, const std::string& reason);
+  // The starters' failures: collected (StartFailureReport), the job ends once they are all in.
   void onStartFailures(const std::vector<StartFailure>& failures, std::chrono::steady_clock::time_point now);
   bool belowFailedNode(int index) const;  // tree spawn: a node that failed was to start it
   bool start_wait_said_ = false;          // "waiting up to N s for the other nodes" said
