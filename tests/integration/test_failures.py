@@ -186,7 +186,9 @@ tl.check(r.returncode == 3 and "rank 1 on node local0 exited with status 3; the 
 summary3c = os.path.join(tl.tempdir(), "s.json")
 p = tl.start(["--launcher", "local", "-N", "1", "-p", "2", "--keep-going", "--summary-json", summary3c, "--", "sh", "-c",
               'test $RANK = 1 && exit 3; sleep 30'])
-time.sleep(2)
+# Ctrl-C once rank 1's failure has been said (a fixed 2 s was too short on a loaded machine).
+said = tl.read_until(p, b"the other ranks go on (--keep-going)", stream=p.stderr)
+tl.check(b"--keep-going" in said, f"keep-going: rank 1's failure was not said: {said!r}")
 os.kill(p.pid, signal.SIGINT)
 out, err = p.communicate(timeout=30)
 with open(summary3c) as f:

@@ -106,13 +106,15 @@ def wait_until(pred, timeout, interval=0.05):
     return pred()
 
 
-def read_until(p, marker, timeout=60):
-    """What p printed on stdout (bytes) up to and including `marker`, or all of it at the timeout."""
+def read_until(p, marker, timeout=60, stream=None):
+    """What p printed on stdout (or `stream`, e.g. p.stderr) as bytes, up to and including
+    `marker`, or all of it at the timeout."""
+    stream = stream or p.stdout
     deadline = time.monotonic() + timeout
     out = b""
     while marker not in out and time.monotonic() < deadline:
-        if select.select([p.stdout], [], [], 1)[0]:
-            chunk = os.read(p.stdout.fileno(), 4096)
+        if select.select([stream], [], [], 1)[0]:
+            chunk = os.read(stream.fileno(), 4096)
             if not chunk:
                 break
             out += chunk
