@@ -18,10 +18,13 @@ void DaemonSession::handlePmixSpawnJob(const Json& msg) {
   if (!pmix_ || !launch_ || !ranks_) return reply(fail(Errc::internal, "it runs no ranks"));
   auto job = spawnedJobFromJson(msg, static_cast<int>(launch_->pmix.node_names.size()));
   if (!job) return reply(tl::unexpected(job.error()));
-  if (ranks_->allExited() || ranks_ended_while_spawning_) {
-    // Its PMIx server is finished: nothing here can meet the namespace. Only a host must refuse.
+  // Its ranks may have ended a moment before the frontend, which placed this spawn, heard so:
+  // its PMIx server stays up until the daemon's shutdown, so it can still host the spawn (the
+  // frontend counts the node as running again). Only a node that is ending cannot.
+  if (done_ || draining_ || lost_ || signalled_code_) {
+    // Nothing here can meet the namespace any more. Only a host must refuse.
     const bool hosts = std::find(job->nodes.begin(), job->nodes.end(), launch_->pmix.this_node) != job->nodes.end();
-    return reply(hosts ? fail(Errc::internal, "its ranks have ended") : Result<void>{});
+    return reply(hosts ? fail(Errc::internal, "its daemon is ending") : Result<void>{});
   }
   if (auto r = pmix_->registerSpawned(*job, *launch_); !r) return reply(r);
   std::vector<std::string> job_env;  // what every rank of the job has ("job"), less a rank's own
