@@ -13,6 +13,7 @@
 #include "bootstrap/pmix_dirs.h"
 #include "daemon/pmix_pubsub_wire.h"
 #include "daemon/stale_job_files.h"
+#include "tlaunch/wall_clock.h"
 
 namespace tlaunch {
 
@@ -56,9 +57,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
     // When the rank called it, on this node's wall clock, as its exit would be stamped: the
     // frontend names the earliest failure (launcher/failure_blame.h), and an abort that waited
     // behind output must not lose to the peers that failed of it.
-    const int64_t at_us =
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    send({{"t", "abort"}, {"r", rank}, {"status", status}, {"message", message}, {"at_us", at_us}});
+    send({{"t", "abort"}, {"r", rank}, {"status", status}, {"message", message}, {"at_us", wallClockMicros()}});
   };
   // The frontend waits --event-grace for the ranks' event handlers only when a rank uses PMIx.
   cb.client_connected = [send, unfinalized = b->unfinalized_](int rank) {

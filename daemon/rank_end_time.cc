@@ -2,11 +2,12 @@
 
 #include <sched.h>
 
-#include <chrono>
 #include <exception>
 #include <fstream>
 #include <optional>
 #include <string>
+
+#include "tlaunch/wall_clock.h"
 
 namespace tlaunch {
 namespace {
@@ -37,8 +38,7 @@ int64_t rankEndedAtMicros(pid_t pid) {
   const auto last = schedLastRanMs("/proc/" + std::to_string(pid) + "/sched");
   ::sched_yield();  // our own exec_start becomes the scheduler's "now"
   const auto self = schedLastRanMs("/proc/thread-self/sched");
-  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t now = wallClockMicros();
   if (!last || !self) return now;
   const double age_ms = *self - *last;
   // Beyond a second it is not the daemon's lateness: CPUs' clocks that disagree, or a main thread

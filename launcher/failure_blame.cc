@@ -5,11 +5,6 @@
 
 namespace tlaunch {
 
-int64_t wallClockMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 namespace {
 
 bool endedEarlier(const RankFailure& a, const RankFailure& b) { return a.ended_us < b.ended_us; }

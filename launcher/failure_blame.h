@@ -13,11 +13,9 @@
 #include <vector>
 
 #include "launcher/rank_failure_policy.h"
+#include "tlaunch/wall_clock.h"  // wallClockMicros: the stamp of a failure reported without one
 
 namespace tlaunch {
-
-// Now on the wall clock, in microseconds: the stamp of a failure reported without one.
-int64_t wallClockMicros();
 
 class FailureBlame {
  public:
