@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bootstrap/path_check.h"
+#include "launcher/foreign_flags.h"
 #include "tlaunch/strings.h"
 
 namespace tlaunch {
@@ -64,7 +65,8 @@ std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, co
     if (token == "--") return std::nullopt;  // the program and its own arguments follow
     const CLI::Option* o = optionNamed(*current, token);
     if (o == nullptr) {
-      if (token.empty() || token[0] == '-') continue;  // not ours: CLI11 says so
+      if (auto foreign = foreignLauncherFlag(token)) return foreign;  // before CLI11 reads -np as -n p
+      if (token.empty() || token[0] == '-') continue;                  // not ours: CLI11 says so
       const auto sub = current->get_subcommands([&](const CLI::App* s) { return s->check_name(std::string(token)); });
       if (sub.empty()) return std::nullopt;  // the program: what follows is its own
       current = sub.front();

@@ -16,6 +16,8 @@ namespace tlaunch {
 // ran the job for real and wrote a file named "--dry-run". The message, or nullopt.
 // Values of --ssh-option and --slurm-args are other programs' options and may look like ours;
 // one that is a lone ssh or srun flag needing a value (`--ssh-option -p 2222`) is refused.
+// Also another launcher's flag before the program (`-np 4`, `--rdzv-endpoint`): what to give
+// instead (launcher/foreign_flags.h).
 std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, const char* const* argv);
 
 // After parsing: an option given an empty value (`--hosts "$HOSTS"` with HOSTS unset ran the

@@ -1,6 +1,7 @@
 set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/cli_options.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/cli_arg_checks.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/foreign_flags.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/export_flags_cli.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/cli_values.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/plan/rank_layout.cc

@@ -9,6 +9,7 @@
 #include "launcher/cli_options.h"
 #include "cli_test_support.h"
 #include "launcher/cli_values.h"
+#include "launcher/foreign_flags.h"
 
 using namespace tlaunch;
 
@@ -112,6 +113,29 @@ TEST_CASE("torchrun and srun and mpirun names mean what they mean there") {
   CHECK_FALSE(net.exit_now);
   CHECK(net.spec.net_if == std::vector<std::string>{"ib0", "ib1"});
   CHECK(parse({"--summary-json", "/tmp/s.json", "-p", "1", "--", "true"}).spec.summary_json == "/tmp/s.json");
+}
+
+TEST_CASE("other launchers' flags that tlaunch spells differently say what to give instead") {
+  // mpirun's -np was read as `-n p`: "must be a whole number", with no word of -n.
+  CHECK(foreignLauncherFlag("-np").value_or("").find("give -n N") != std::string::npos);
+  CHECK(foreignLauncherFlag("-np16").value_or("").starts_with("-np is mpirun's flag"));
+  CHECK(foreignLauncherFlag("--rdzv_endpoint=host:29400").value_or("").find("tlaunch is the rendezvous") !=
+        std::string::npos);
+  CHECK(foreignLauncherFlag("--host").value_or("").find("--hosts") != std::string::npos);
+  CHECK(foreignLauncherFlag("--num_gpus").value_or("").find("-g N") != std::string::npos);
+  CHECK_FALSE(foreignLauncherFlag("--hosts"));
+  CHECK_FALSE(foreignLauncherFlag("-npx"));
+  CHECK_FALSE(foreignLauncherFlag("train.py"));
+  CHECK(refused({"-np", "4", "--", "true"}));
+  CHECK(refused({"-np4", "--", "true"}));
+  CHECK(refused({"--rdzv-endpoint", "x:1", "--nnodes", "2", "python3", "t.py"}));
+  CHECK(refused({"--rdzv_backend=c10d", "python3", "t.py"}));
+  CHECK(refused({"--standalone", "--nproc-per-node", "2", "python3", "t.py"}));
+  CHECK(refused({"--host", "a,b", "true"}));
+  // The program's own flags are its own.
+  auto own = parse({"-p", "1", "python3", "-m", "train", "--standalone", "--host", "h"});
+  CHECK_FALSE(own.exit_now);
+  CHECK(own.spec.argv == std::vector<std::string>{"python3", "-m", "train", "--standalone", "--host", "h"});
 }
 
 TEST_CASE("preflight shares the job's options so typos are refused and not taken as defaults") {
