@@ -73,8 +73,16 @@ Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots
                            {"origin", origin}});
     return checked(l, l.nodes);
   }
-  // No slots known: one rank per node up to the node count, else spread evenly.
-  return checked(fill(n, ceilDiv(n, avail), "-n " + num(n) + " spread over " + num(avail) + " nodes"), avail);
+  // No slots known: one rank per node up to the node count, else spread evenly. Every node but
+  // the last runs the same number, so some counts leave nodes out (-n 4 over 3: 2 + 2): say so.
+  const int per_node = ceilDiv(n, avail);
+  if (n > avail && ceilDiv(n, per_node) < avail)
+    return checked(fill(n, per_node,
+                        "-n " + num(n) + " over " + num(avail) + " nodes given: " + num(per_node) + " per node on " +
+                            num(ceilDiv(n, per_node)) + " of them; -n " + num((n / avail) * avail) + " or " +
+                            num(per_node * avail) + " would use all " + num(avail)),
+                   avail);
+  return checked(fill(n, per_node, "-n " + num(n) + " spread over " + num(avail) + " nodes"), avail);
 }
 
 }  // namespace

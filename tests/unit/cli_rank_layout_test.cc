@@ -82,6 +82,12 @@ TEST_CASE("total ranks as with mpirun: the last node may run fewer") {
   CHECK(spread->nodes == 3);
   CHECK(spread->ranks_per_node == 3);
   CHECK(spread->last_node_ranks == 1);
+  // -n 4 over 3 hosts: 2 + 2, the third host idle. It said "spread over 3 nodes"; it says which.
+  auto idle = resolveRankLayout(spec(4, 0, 0), {-1, -1, -1}, "--hosts");
+  REQUIRE(idle);
+  CHECK(idle->nodes == 2);
+  CHECK(idle->source.find("2 per node on 2 of them") != std::string::npos);
+  CHECK(idle->source.find("-n 3 or 6 would use all 3") != std::string::npos);
 }
 
 TEST_CASE("the layout stays within the world size bound") {
