@@ -137,7 +137,11 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       slots_origin = "SLURM_NTASKS_PER_NODE";
     }
   }
-  auto layout = resolveRankLayout(sized, slots, slots_origin);
+  if (std::any_of(hosts->begin(), hosts->end(), [](const HostEntry& h) { return !h.only_slots.empty(); }))
+    slots_origin += " after --include/--exclude's GPU lists";
+  std::vector<std::string> names;
+  for (const auto& h : *hosts) names.push_back(h.name);
+  auto layout = resolveRankLayout(sized, slots, slots_origin, names);
   if (!layout) return tl::unexpected(layout.error());
   const int want_nodes = layout->nodes;
   // -n without -N made the node count: say so when the hosts are short, not "-N".

@@ -11,6 +11,11 @@ namespace {
 
 std::string num(int v) { return std::to_string(v); }
 
+// "node2 has 4" when the names are known, else "4".
+std::string slotsOf(const std::vector<std::string>& names, size_t i, int slots) {
+  return i < names.size() ? names[i] + " has " + num(slots) : num(slots);
+}
+
 int ceilDiv(int a, int b) { return (a + b - 1) / b; }
 
 // n ranks on full nodes of p: the node count and the last node's share.
@@ -36,7 +41,8 @@ Result<RankLayout> checked(RankLayout l, int node_count) {
   return l;
 }
 
-Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots, const std::string& origin) {
+Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots, const std::string& origin,
+                              const std::vector<std::string>& names) {
   const int n = spec.total_ranks;
   const int given = spec.ranksPerNode();
   const int avail = static_cast<int>(slots.size());
@@ -69,7 +75,9 @@ Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots
     for (int i = 0; i < l.nodes; ++i)
       if (slots[static_cast<size_t>(i)] != s)
         return diagnostic(Errc::usage, "ranks-slots-differ",
-                          {{"total", num(n)}, {"first", num(s)}, {"other", num(slots[static_cast<size_t>(i)])},
+                          {{"total", num(n)},
+                           {"first", slotsOf(names, 0, s)},
+                           {"other", slotsOf(names, static_cast<size_t>(i), slots[static_cast<size_t>(i)])},
                            {"origin", origin}});
     return checked(l, l.nodes);
   }
@@ -87,8 +95,9 @@ Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots
 
 }  // namespace
 
-Result<RankLayout> resolveRankLayout(const JobSpec& spec, const std::vector<int>& slots, const std::string& slots_origin) {
-  if (spec.total_ranks > 0) return totalRanks(spec, slots, slots_origin);
+Result<RankLayout> resolveRankLayout(const JobSpec& spec, const std::vector<int>& slots, const std::string& slots_origin,
+                                     const std::vector<std::string>& names) {
+  if (spec.total_ranks > 0) return totalRanks(spec, slots, slots_origin, names);
   RankLayout l;
   l.nodes = spec.nodes;
   const int node_count = spec.nodes > 0 ? spec.nodes : static_cast<int>(slots.size());
@@ -104,8 +113,13 @@ Result<RankLayout> resolveRankLayout(const JobSpec& spec, const std::vector<int>
   for (size_t i = 0; i < used; ++i)
     if (slots[i] > 0) known.push_back(slots[i]);
   if (known.empty()) return l;  // one per GPU, else 1: when planning
-  if (known.size() != used || std::any_of(known.begin(), known.end(), [&](int s) { return s != known.front(); }))
-    return diagnostic(Errc::usage, "slots-differ", {{"origin", slots_origin}});
+  for (size_t i = 1; i < used; ++i)
+    if (slots[i] != slots.front()) {
+      auto said = [&](size_t k) {
+        return slots[k] > 0 ? slotsOf(names, k, slots[k]) : k < names.size() ? names[k] + " has none given" : "none";
+      };
+      return diagnostic(Errc::usage, "slots-differ", {{"origin", slots_origin}, {"first", said(0)}, {"other", said(i)}});
+    }
   l.ranks_per_node = known.front();
   l.source = "slots=" + num(known.front()) + " in " + slots_origin;
   l.from_slots = true;

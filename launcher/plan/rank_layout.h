@@ -23,7 +23,9 @@ struct RankLayout {
 
 // slots: each available node's usable slots in order (-1 unknown); empty when no nodes were
 // named (this host, simulated nodes, or srun picks). slots_origin: "--hostfile", "--hosts".
-Result<RankLayout> resolveRankLayout(const JobSpec& spec, const std::vector<int>& slots, const std::string& slots_origin);
+// names: the nodes' names in the same order, for messages (may be empty).
+Result<RankLayout> resolveRankLayout(const JobSpec& spec, const std::vector<int>& slots, const std::string& slots_origin,
+                                     const std::vector<std::string>& names = {});
 
 // At planning, when no count was given: torchrun's gpu/auto/cpu words, or the default (one per
 // GPU on GPU nodes, else 1). gpus/cores: each node's counts. Sets spec's -p or -g.

@@ -32,6 +32,18 @@ TEST_CASE("without a count the hostfile's slots say it and unequal slots are ref
   auto bad = resolveRankLayout(spec(0, 0, 0), {8, 4}, "--hostfile");
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == Errc::usage);
+  // The message names the nodes that differ, and --include's GPU lists when they made the counts.
+  auto named = resolveRankLayout(spec(0, 0, 0), {2, 2, 1}, "--hostfile after --include/--exclude's GPU lists",
+                                 {"n1", "n2", "n3"});
+  REQUIRE_FALSE(named);
+  CHECK(named.error().message.find("slots in --hostfile after --include/--exclude's GPU lists differ (n1 has 2, n3 has 1)") !=
+        std::string::npos);
+  auto some = resolveRankLayout(spec(0, 0, 0), {-1, 4}, "--hosts", {"n1", "n2"});
+  REQUIRE_FALSE(some);
+  CHECK(some.error().message.find("(n1 has none given, n2 has 4)") != std::string::npos);
+  auto withN = resolveRankLayout(spec(5, 0, 0), {4, 2}, "--hostfile", {"n1", "n2"});
+  REQUIRE_FALSE(withN);
+  CHECK(withN.error().message.find("differ (n1 has 4, n2 has 2)") != std::string::npos);
   auto unknown = resolveRankLayout(spec(0, 0, 0), {-1, -1}, "--hosts");
   REQUIRE(unknown);
   CHECK(unknown->ranks_per_node == 0);  // decided from the GPUs when planning
