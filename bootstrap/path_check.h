@@ -15,4 +15,8 @@ enum class PathUse {
 
 std::optional<std::string> pathProblem(const std::string& path, PathUse use);
 
+// Where a program named without a '/' is on `path` (a PATH value: ':'-separated, an empty entry
+// is the working directory), as execvp would find it; nullopt when on none.
+std::optional<std::string> programOnPath(const std::string& program, const std::string& path);
+
 }  // namespace tlaunch

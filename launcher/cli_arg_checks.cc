@@ -153,15 +153,6 @@ size_t editDistance(std::string_view a, std::string_view b) {
   return d[a.size()][b.size()];
 }
 
-bool executableOnPath(const std::string& program, const std::string& path) {
-  for (size_t start = 0; start <= path.size();) {
-    const size_t colon = std::min(path.find(':', start), path.size());
-    const std::string dir = colon == start ? "." : path.substr(start, colon - start);  // "" is the working directory
-    if (!pathProblem(dir + "/" + program, PathUse::run_file)) return true;
-    start = colon + 1;
-  }
-  return false;
-}
 }  // namespace
 
 std::optional<std::string> subcommandLookalike(const std::string& program, const std::string& path) {
@@ -176,7 +167,7 @@ std::optional<std::string> subcommandLookalike(const std::string& program, const
       closest = name;
     }
   }
-  if (closest && executableOnPath(program, path)) return std::nullopt;
+  if (closest && programOnPath(program, path)) return std::nullopt;
   return closest;
 }
 

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cstdlib>
 
 #include "bootstrap/path_check.h"
 #include "launcher/starter_support.h"
@@ -22,9 +23,19 @@ Result<void> checkDaemonProgram(const std::string& path) {
 
 Result<void> LocalStarter::start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
                                  const std::string& secret) {
-  if (auto ok = checkDaemonProgram(command.daemon_path); !ok) return ok;
+  // A bare name (--daemon-path tlaunchd) is found on this host's PATH, as ssh's shell finds it.
+  std::string daemon = command.daemon_path;
+  if (daemon.find('/') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    if (auto found = programOnPath(daemon, path != nullptr ? path : ""))
+      daemon = *found;
+    else
+      return fail(Errc::node_unreachable, "tlaunchd '" + daemon + "' is on no directory of this host's PATH",
+                  "pass --daemon-path with tlaunchd's full path, or add its directory to PATH");
+  }
+  if (auto ok = checkDaemonProgram(daemon); !ok) return ok;
   for (const auto& n : nodes) {
-    std::vector<std::string> argv{command.daemon_path};
+    std::vector<std::string> argv{daemon};
     argv.insert(argv.end(), command.args.begin(), command.args.end());
     argv.insert(argv.end(), {"--node-index", std::to_string(n.index), "--node-name", n.name});
     auto p = ChildProcess::spawn(argv, secret + "\n");

@@ -58,6 +58,13 @@ expect(["--launcher", "local", "--topology-xml", "/tmp", "--", "true"], 78, "can
 for daemon, why in (("/tmp", "is a directory"), ("/no/such/tlaunchd", "does not exist")):
     r = expect(["--launcher", "local", "--daemon-path", daemon, "--", "true"], 69, f"tlaunchd at {daemon} {why} on this host")
     tl.check("--daemon-path" in r.stderr, f"the hint names --daemon-path: {r.stderr}")
+# A bare name is looked up on this host's PATH, as ssh's shell does on a node.
+expect(["--launcher", "local", "--daemon-path", "no-such-tlaunchd", "--", "true"], 69,
+       "tlaunchd 'no-such-tlaunchd' is on no directory of this host's PATH")
+bin_dir = os.path.dirname(os.path.abspath(tl.TLAUNCH))
+r = tl.run(["--launcher", "local", "--daemon-path", "tlaunchd", "--tag-output=none", "--", "echo", "found"], timeout=60,
+           env={**os.environ, "PATH": bin_dir + ":" + os.environ.get("PATH", "")})
+tl.check(r.returncode == 0 and r.stdout == "found\n", f"--daemon-path tlaunchd on PATH: exit {r.returncode}: {r.stderr}")
 # A subcommand mistyped runs as a program (it may exist on the nodes), with a note first.
 r = expect(["--launcher", "local", "stauts"], 127, "did you mean `tlaunch status`?")
 tl.check(r.stderr.index("did you mean") < r.stderr.index("not found on node local0"), f"the note comes first: {r.stderr}")
