@@ -29,4 +29,14 @@ inline CLI::Option* addCount(CLI::App& app, const std::string& names, const std:
       ->type_name("N");
 }
 
+// A timeout in seconds: a bare number, or a duration with units (parseSeconds).
+inline CLI::Option* addSeconds(CLI::App& app, const std::string& names, const std::string& shown, int& target, int min,
+                               int max, const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          names, [&target, shown, min, max](const std::string& v) { target = orThrow(parseSeconds(shown, v, min, max)); },
+          help + " [" + std::to_string(min) + "-" + std::to_string(max) + " s; 30s, 2m also work]")
+      ->type_name("SECONDS");
+}
+
 }  // namespace tlaunch

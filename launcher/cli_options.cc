@@ -118,9 +118,9 @@ void addOutputOptions(CLI::App& app, JobSpec& s) {
 
 void addControlOptions(CLI::App& app, JobSpec& s, bool job) {
   const int day = kMaxSeconds;
-  addCount(app, "--connect-timeout", "--connect-timeout", s.connect_timeout_s, 1, day,
+  addSeconds(app, "--connect-timeout", "--connect-timeout", s.connect_timeout_s, 1, day,
            "seconds to wait for every daemon to connect (default 60)");
-  addCount(app, "--heartbeat-timeout", "--heartbeat-timeout", s.heartbeat_timeout_s, 3, day,
+  addSeconds(app, "--heartbeat-timeout", "--heartbeat-timeout", s.heartbeat_timeout_s, 3, day,
            "seconds of silence after which a node is declared lost (default 15; at least 3: daemons say they "
            "live every second, and one late word must not end a job)");
   app.add_option("--daemon-path", s.daemon_path, "tlaunchd on the nodes (default: next to this tlaunch)");
@@ -134,7 +134,7 @@ void addControlOptions(CLI::App& app, JobSpec& s, bool job) {
          "end the job like a failure (exit 124) once it has run this long since tlaunch started: 90s, 10m, 1h30m, "
          "2d, 1:30:00")
       ->type_name("DURATION");
-  addCount(app, "--kill-timeout", "--kill-timeout", s.kill_timeout_s, 0, day,
+  addSeconds(app, "--kill-timeout", "--kill-timeout", s.kill_timeout_s, 0, day,
            "seconds between SIGTERM and SIGKILL at teardown (default 10)");
   app.add_flag("-q,--quiet", s.quiet, "no start-of-job banner (errors and the failure summary still print)");
 }
@@ -204,7 +204,7 @@ void addLaunchOptions(CLI::App& app, JobSpec& s, bool job) {
          "--ssh-reuse", [&s](const std::string& v) { s.ssh_reuse = v != "off"; },
          "reuse ssh connections between launches for 60 s: on (default), off")
       ->check(CLI::IsMember({"on", "off"}));
-  addCount(app, "--ssh-connect-timeout", "--ssh-connect-timeout", s.ssh_connect_timeout_s, 1, kMaxSeconds,
+  addSeconds(app, "--ssh-connect-timeout", "--ssh-connect-timeout", s.ssh_connect_timeout_s, 1, kMaxSeconds,
            "ssh ConnectTimeout in seconds (default 10)");
   app.add_option("--slurm-args", s.slurm_args, "extra srun arguments, e.g. --slurm-args='-p gpu -t 30'");
   if (!job) return;

@@ -119,6 +119,25 @@ Result<int> parseDuration(std::string_view flag, std::string_view text, int max_
   return static_cast<int>(total);
 }
 
+Result<int> parseSeconds(std::string_view flag, std::string_view text, int min, int max) {
+  const std::string range = "must be from " + (min == 0 ? std::string("0") : formatDuration(min)) + " to " +
+                            formatDuration(max) + " (a bare number is seconds)";
+  if (allDigits(text)) {
+    auto n = parseBoundedInt(flag, text, min, max);
+    if (!n) return fail(Errc::usage, str(flag) + " " + str(text) + ": " + range);
+    return n;
+  }
+  auto d = parseDuration(flag, text, max, min == 0);
+  if (!d) {
+    // Out of range reads the same as for a bare number; anything else keeps the parser's word.
+    if (d.error().message.find("must be") != std::string::npos)
+      return fail(Errc::usage, str(flag) + " " + str(text) + ": " + range);
+    return fail(Errc::usage, d.error().message, "give seconds (30) or a duration (30s, 2m, 1h)");
+  }
+  if (*d < min) return fail(Errc::usage, str(flag) + " " + str(text) + ": " + range);
+  return d;
+}
+
 std::string formatDuration(int seconds) {
   std::string out;
   const int parts[] = {seconds / 86'400, seconds / 3600 % 24, seconds / 60 % 60, seconds % 60};

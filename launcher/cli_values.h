@@ -42,6 +42,9 @@ Result<NprocPerNode> parseNprocPerNode(std::string_view text);
 inline constexpr int kMaxTimeLimitSeconds = 365 * 86'400;
 Result<int> parseDuration(std::string_view flag, std::string_view text, int max_seconds = kMaxTimeLimitSeconds,
                           bool zero_allowed = false);
+// The timeouts documented in seconds (--connect-timeout, --kill-timeout, ...): a bare number is
+// seconds, and a duration with units (30s, 2m) means what it says; from min to max seconds.
+Result<int> parseSeconds(std::string_view flag, std::string_view text, int min, int max);
 // 5400 → "1h30m", 600 → "10m", 45 → "45s".
 std::string formatDuration(int seconds);
 

@@ -55,7 +55,9 @@ Result<std::chrono::milliseconds> parseEventGrace(std::string_view text) {
   else if (unit == "ms") ms = n;
   else if (unit == "m") ms = n * 60'000;
   else return bad();
-  if (ms > 60'000) return bad();
+  if (ms > 60'000)
+    return fail(Errc::usage, "--event-grace " + std::string(text) + ": at most 60s",
+                "give a shorter grace (500ms, 2s), or 0 to tear the job down at once");
   return std::chrono::milliseconds(ms);
 }
 

@@ -10,6 +10,7 @@
 #include "cli_test_support.h"
 #include "launcher/cli_values.h"
 #include "launcher/foreign_flags.h"
+#include "launcher/rank_failure_policy.h"
 
 using namespace tlaunch;
 
@@ -65,6 +66,24 @@ TEST_CASE("keep-daemons takes a duration with units, 0, and at most a week") {
     CHECK(r.error().message == std::string("--keep-daemons ") + far + ": must be 0 or from 1s to 7d");
   }
   CHECK(parse({"stop-daemons"}).command == Subcommand::stop_daemons);
+}
+
+TEST_CASE("timeouts in seconds take a bare number or a duration with units") {
+  CHECK(parse({"--kill-timeout", "5", "--", "true"}).spec.kill_timeout_s == 5);
+  CHECK(parse({"--kill-timeout", "5s", "--", "true"}).spec.kill_timeout_s == 5);  // was "must be a whole number"
+  CHECK(parse({"--kill-timeout", "0s", "--", "true"}).spec.kill_timeout_s == 0);
+  CHECK(parse({"--heartbeat-timeout", "2m", "--", "true"}).spec.heartbeat_timeout_s == 120);
+  CHECK(parse({"--connect-timeout", "1m30s", "--", "true"}).spec.connect_timeout_s == 90);
+  CHECK(parse({"--ssh-connect-timeout", "20s", "--hosts", "n1", "--", "true"}).spec.ssh_connect_timeout_s == 20);
+  CHECK(refused({"--heartbeat-timeout", "2s", "--", "true"}));  // at least 3 s
+  CHECK(refused({"--connect-timeout", "2d", "--", "true"}));    // at most a day
+  CHECK(refused({"--kill-timeout", "5x", "--", "true"}));
+  auto r = parseSeconds("--heartbeat-timeout", "2s", 3, 86'400);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message == "--heartbeat-timeout 2s: must be from 3s to 1d (a bare number is seconds)");
+  auto grace = parseEventGrace("61s");
+  REQUIRE_FALSE(grace);
+  CHECK(grace.error().message == "--event-grace 61s: at most 60s");
 }
 
 TEST_CASE("bounded values say the bound") {
