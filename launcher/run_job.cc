@@ -31,9 +31,13 @@ std::string selfDirectory() {
   return p.empty() ? "." : p.substr(0, p.rfind('/'));
 }
 
-void printOutcome(OutputSink& out, const std::string& job_id, const JobOutcome& o) {
+void printOutcome(OutputSink& out, const std::string& job_id, const JobSpec& spec, const JobOutcome& o) {
   if (o.summary.empty()) return;
-  out.note("job " + job_id + " failed: " + o.summary);
+  // With --max-restarts an attempt's failure is not the job's end: a later attempt may succeed.
+  const std::string attempt = spec.max_restarts > 0 ? " (attempt " + std::to_string(spec.restart_count + 1) + " of at most " +
+                                                          std::to_string(spec.max_restarts + 1) + ")"
+                                                    : "";
+  out.note("job " + job_id + attempt + " failed: " + o.summary);
   if (!o.stderr_tail.empty()) {
     const std::string who = o.failed_process.empty() ? "rank " + std::to_string(o.failed_rank) : o.failed_process;
     std::string text = "last lines of " + who + "'s stderr:";
@@ -115,7 +119,7 @@ JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::str
   JobOutcome outcome = session.run();
   held.hold();  // before the session's handlers go with it
   out.endProgressLines();
-  printOutcome(out, job_id, outcome);
+  printOutcome(out, job_id, spec, outcome);
   return outcome;
 }
 

@@ -55,6 +55,9 @@ try:
     r = tl.run(JOB + ["--max-restarts", "2", "--summary-json", summary, "--output-dir", outdir, "--",
                       tl.PYTHON, RANK, "fail-once", markers])
     tl.check(r.returncode == 0, f"fail-once with --max-restarts 2: exit {r.returncode}\n{r.stderr}")
+    # The first attempt's failure is said as an attempt's, not as the job's end.
+    tl.check(re.search(r"job tl-[0-9a-f]+ \(attempt 1 of at most 3\) failed: rank", r.stderr) is not None,
+             f"the failed attempt is named as one: {r.stderr}")
     seen = attempts(r.stdout)
     tl.check(sorted((rank, a) for _, rank, a, _ in seen) == [(0, 0), (0, 1), (1, 0), (1, 1)],
              f"each rank ran in attempts 0 and 1: {seen}\n{r.stdout}")
