@@ -120,8 +120,8 @@ Result<int> parseDuration(std::string_view flag, std::string_view text, int max_
 }
 
 Result<int> parseSeconds(std::string_view flag, std::string_view text, int min, int max) {
-  const std::string range = "must be from " + (min == 0 ? std::string("0") : formatDuration(min)) + " to " +
-                            formatDuration(max) + " (a bare number is seconds)";
+  const std::string range = "must be from " + std::to_string(min) + " to " + std::to_string(max) +
+                            " seconds (a bare number, or with units: 30s, 2m, 1h)";
   if (allDigits(text)) {
     auto n = parseBoundedInt(flag, text, min, max);
     if (!n) return fail(Errc::usage, str(flag) + " " + str(text) + ": " + range);

@@ -30,8 +30,8 @@ constexpr std::array kFlags = {
                 "tlaunch places and binds every rank itself (its GPU, the nearest HCA and NUMA node, cores): "
                 "see --bind, --cpus-per-rank and --report-bindings"},
     ForeignFlag{"--oversubscribe -oversubscribe", "mpirun's",
-                "drop it: -p N runs N ranks on each node whatever its slots (a hostfile's max_slots still "
-                "holds)"},
+                "drop it: a node runs at most the slots its hostfile or --hosts gives; to run more, raise them or "
+                "give none"},
     ForeignFlag{"--allow-run-as-root -allow-run-as-root", "mpirun's", "drop it: tlaunch runs as root without it"},
     ForeignFlag{"--output-filename -output-filename --log_dir --log-dir", "a launcher's",
                 "give --output-dir DIR (one file per rank, beside the tagged output)"},

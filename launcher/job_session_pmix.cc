@@ -161,12 +161,17 @@ void JobSession::expireDirectModex(Clock::time_point now) {
   }
 }
 
-// Ranks are node-major: the owner of rank r is node r / ranks_per_node. Spawned processes
-// are numbered after the job's ranks.
+// Ranks are node-major (nodes may run different numbers): the owner of rank r is the last node
+// whose first rank is at most r. Spawned processes are numbered after the job's ranks.
 int JobSession::nodeOfRank(int rank) const {
-  if (!plan_ || plan_->ranks_per_node <= 0 || rank < 0) return -1;
+  if (!plan_ || rank < 0) return -1;
   if (rank >= plan_->world_size) return pmix_spawns_ ? pmix_spawns_->nodeOf(rank) : -1;
-  const int node = rank / plan_->ranks_per_node;
+  const auto& nodes = plan_->nodes;
+  const auto after = std::upper_bound(nodes.begin(), nodes.end(), rank, [](int r, const NodeLaunch& n) {
+    return !n.ranks.empty() && r < n.ranks.front().rank;
+  });
+  if (after == nodes.begin()) return -1;
+  const auto node = static_cast<int>(after - nodes.begin()) - 1;
   return node < static_cast<int>(links_.size()) ? node : -1;
 }
 

@@ -117,6 +117,7 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
   const RankLayout& layout = s.choice.layout;
   if (layout.nodes > 0) s.spec.nodes = layout.nodes;
   if (layout.ranks_per_node > 0 && s.spec.ranksPerNode() == 0) s.spec.procs_per_node = layout.ranks_per_node;
+  s.spec.ranks_by_node = layout.node_ranks;
 
   auto files = readDeepspeedEnvFiles(env);
   if (!files) return tl::unexpected(files.error());

@@ -19,6 +19,9 @@ struct JobSpec {  // NOLINT(clang-analyzer-optin.performance.Padding)
   int procs_per_node = 0;         // -p
   int gpus_per_node = 0;          // -g
   int total_ranks = 0;            // -n/--np (0: ranks per node x nodes)
+  // Each node's count where they differ (slots that differ, -n spread or filling slots, nodes
+  // with different GPU counts); ranksPerNode() is then the largest. Empty: the same on each.
+  std::vector<int> ranks_by_node;
   // --nproc-per-node gpu|auto|cpu (torchrun's words): decided from the nodes' inventories.
   std::string nproc_per_node_word;
   LauncherKind launcher = LauncherKind::automatic;

@@ -144,6 +144,9 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   auto layout = resolveRankLayout(sized, slots, slots_origin, names);
   if (!layout) return tl::unexpected(layout.error());
   const int want_nodes = layout->nodes;
+  // Counts that differ between nodes come from their slots (never above them) or from nodes
+  // without slots; their max_slots are checked when planning.
+  const int uniform_count = layout->node_ranks.empty() ? layout->ranks_per_node : 0;
   // -n without -N made the node count: say so when the hosts are short, not "-N".
   if (spec.total_ranks > 0 && spec.nodes == 0 && spec.ranksPerNode() > 0 && !hosts->empty() &&
       static_cast<size_t>(want_nodes) > hosts->size()) {
@@ -202,7 +205,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
         if (!dropped(name)) chosen.push_back(HostEntry{std::move(name), -1, {}, {}, {}, false});
       }
     } else {
-      auto sel = selectNodes(*hosts, want_nodes, layout->ranks_per_node);
+      auto sel = selectNodes(*hosts, want_nodes, uniform_count);
       if (!sel) return tl::unexpected(sel.error());
       chosen = std::move(*sel);
       if (chosen.size() > static_cast<size_t>(kMaxSimulatedNodes)) return tooMany(chosen.size());
@@ -225,7 +228,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     if (!insideSlurmAllocation(env) && want_nodes <= 0)
       return diagnostic(Errc::usage, "slurm-needs-node-count");
   } else {
-    auto sel = selectNodes(*hosts, want_nodes, layout->ranks_per_node);
+    auto sel = selectNodes(*hosts, want_nodes, uniform_count);
     if (!sel) return tl::unexpected(sel.error());
     chosen = std::move(*sel);
   }

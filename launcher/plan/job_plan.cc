@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -219,24 +220,38 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     if (!why) return tl::unexpected(why.error());
     plan.ranks_source = *why;
     // A hostfile's max_slots is a hard limit (Open MPI's), for the count decided here too.
-    for (size_t i = 0; i < nodes.size() && i < ctx.node_max_slots.size(); ++i)
-      if (const int cap = ctx.node_max_slots[i]; cap > 0 && spec.ranksPerNode() > cap)
+    for (size_t i = 0; i < nodes.size() && i < ctx.node_max_slots.size(); ++i) {
+      const int here = i < spec.ranks_by_node.size() ? spec.ranks_by_node[i] : spec.ranksPerNode();
+      if (const int cap = ctx.node_max_slots[i]; cap > 0 && here > cap)
         return diagnostic(Errc::usage, "max-slots-short-default",
                           {{"node", nodes[i].name}, {"max", std::to_string(cap)},
-                           {"ranks", std::to_string(spec.ranksPerNode())}, {"source", *why}});
+                           {"ranks", std::to_string(here)}, {"source", *why}});
+    }
   }
   plan.ranks_per_node = spec.ranksPerNode();
   const int num_nodes = static_cast<int>(nodes.size());
-  plan.world_size = plan.ranks_per_node * num_nodes;
-  // -n: the last node may run fewer (rank_layout.h); every other node runs ranks_per_node.
-  int last_node_ranks = plan.ranks_per_node;
-  if (spec.total_ranks > 0) {
-    last_node_ranks = spec.total_ranks - (num_nodes - 1) * plan.ranks_per_node;
-    if (last_node_ranks < 1 || last_node_ranks > plan.ranks_per_node)
-      return fail(Errc::usage, "-n " + std::to_string(spec.total_ranks) + " does not fit " + std::to_string(num_nodes) +
-                                   " node(s) of " + std::to_string(plan.ranks_per_node) + " ranks");
-    plan.world_size = spec.total_ranks;
+  // Each node's count (rank_layout.h): its own where they differ, else ranks_per_node, and with
+  // -n the last node may run fewer.
+  std::vector<int> counts = spec.ranks_by_node;
+  if (counts.empty()) {
+    counts.assign(static_cast<size_t>(num_nodes), plan.ranks_per_node);
+    if (spec.total_ranks > 0) {
+      const int last = spec.total_ranks - (num_nodes - 1) * plan.ranks_per_node;
+      if (last < 1 || last > plan.ranks_per_node)
+        return fail(Errc::usage, "-n " + std::to_string(spec.total_ranks) + " does not fit " +
+                                     std::to_string(num_nodes) + " node(s) of " + std::to_string(plan.ranks_per_node) +
+                                     " ranks");
+      counts.back() = last;
+    }
+  } else if (counts.size() != static_cast<size_t>(num_nodes)) {
+    return fail(Errc::internal, "the rank layout names " + std::to_string(counts.size()) + " nodes' counts for " +
+                                    std::to_string(num_nodes) + " nodes");
   }
+  plan.world_size = std::accumulate(counts.begin(), counts.end(), 0);
+  for (size_t i = 0; i < counts.size() && i < ctx.node_max_slots.size(); ++i)  // Open MPI's hard limit
+    if (const int cap = ctx.node_max_slots[i]; cap > 0 && counts[i] > cap)
+      return diagnostic(Errc::usage, "max-slots-short",
+                        {{"node", nodes[i].name}, {"max", std::to_string(cap)}, {"asked", std::to_string(counts[i])}});
   if (spec.stdin_rank >= plan.world_size)
     return fail(Errc::usage,
                 "--stdin " + std::to_string(spec.stdin_rank) + ": the job has ranks 0-" +
@@ -294,6 +309,9 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
                               ") that this job does not use; NCCL (NCCL_IB_DISABLE=1), UCX and Open MPI run over TCP sockets");
     }
   }
+  // Ranks are node-major: node i's first rank is the sum of the counts before it.
+  std::vector<int> first_rank(counts.size(), 0);
+  std::partial_sum(counts.begin(), counts.end() - 1, first_rank.begin() + 1);
   for (const auto& n : nodes) {
     NodeLaunch nl;
     nl.job_id = ctx.job_id;
@@ -305,10 +323,9 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     nl.kill_timeout_ms = spec.kill_timeout_s * 1000;
     nl.umask = ctx.umask;
     nl.nofile = ctx.nofile;
-    const int here = n.index == num_nodes - 1 ? last_node_ranks : plan.ranks_per_node;
-    for (int l = 0; l < here; ++l) {
+    for (int l = 0; l < counts[static_cast<size_t>(n.index)]; ++l) {
       RankSpec r;
-      r.rank = n.index * plan.ranks_per_node + l;
+      r.rank = first_rank[static_cast<size_t>(n.index)] + l;
       r.local_rank = l;
       nl.ranks.push_back(std::move(r));
     }

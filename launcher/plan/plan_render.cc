@@ -108,6 +108,36 @@ std::string environmentFilesLine(const JobPlan& plan) {
   return "\nenvironment files: " + files + " (" + std::to_string(count) + " variable(s); --dry-run lists them)";
 }
 
+// Each node's count of ranks, in order.
+std::vector<int> ranksByNode(const JobPlan& plan) {
+  std::vector<int> counts;
+  for (const auto& n : plan.nodes) counts.push_back(static_cast<int>(n.ranks.size()));
+  return counts;
+}
+
+// "2", or each node's "3, 1" where they differ (at most 8, then "...").
+std::string ranksPerNodeText(const JobPlan& plan) {
+  const std::vector<int> counts = ranksByNode(plan);
+  if (std::all_of(counts.begin(), counts.end(), [&](int c) { return c == plan.ranks_per_node; }))
+    return std::to_string(plan.ranks_per_node);
+  std::string each;
+  for (size_t i = 0; i < counts.size() && i < 8; ++i) each += (i ? ", " : "") + std::to_string(counts[i]);
+  return counts.size() > 8 ? each + ", ..." : each;
+}
+
+// "4 node(s) x 2 rank(s)", "2 node(s) x 4 rank(s) (2 on the last)", "3 node(s), 7 ranks (3, 2, 2)".
+std::string nodesAndRanks(const JobPlan& plan) {
+  const std::vector<int> counts = ranksByNode(plan);
+  const std::string nodes = std::to_string(counts.size()) + " node(s)";
+  const bool same_but_last = counts.empty() || std::all_of(counts.begin(), counts.end() - 1, [&](int c) {
+                               return c == plan.ranks_per_node;
+                             });
+  if (same_but_last)
+    return nodes + " x " + std::to_string(plan.ranks_per_node) + " rank(s)" +
+           (counts.empty() || counts.back() == plan.ranks_per_node ? "" : " (" + std::to_string(counts.back()) + " on the last)");
+  return nodes + ", " + std::to_string(plan.world_size) + " ranks (" + ranksPerNodeText(plan) + ")";
+}
+
 }  // namespace
 
 std::string renderNetwork(const JobPlan& plan) {
@@ -146,6 +176,7 @@ Json planToJson(const JobPlan& plan) {
   Json j = {{"job_id", plan.job_id},
             {"world_size", plan.world_size},
             {"ranks_per_node", plan.ranks_per_node},
+            {"ranks_by_node", ranksByNode(plan)},
             {"ranks_per_node_from", plan.ranks_source},
             {"master_addr", plan.master_addr},
             {"master_port", plan.master_port},
@@ -167,12 +198,8 @@ Json planToJson(const JobPlan& plan) {
 }
 
 std::string renderPlanText(const JobPlan& plan) {
-  const bool uneven = !plan.nodes.empty() && static_cast<int>(plan.nodes.back().ranks.size()) != plan.ranks_per_node;
-  std::string out = "job " + plan.job_id + ": " + std::to_string(plan.nodes.size()) + " node(s) x " +
-                    std::to_string(plan.ranks_per_node) + " rank(s)" +
-                    (uneven ? " (" + std::to_string(plan.nodes.back().ranks.size()) + " on the last)" : "") +
-                    ", world size " + std::to_string(plan.world_size) +
-                    "\nranks per node: " + std::to_string(plan.ranks_per_node) + " (" + plan.ranks_source + ")" +
+  std::string out = "job " + plan.job_id + ": " + nodesAndRanks(plan) + ", world size " + std::to_string(plan.world_size) +
+                    "\nranks per node: " + ranksPerNodeText(plan) + " (" + plan.ranks_source + ")" +
                     "\nMASTER_ADDR=" + plan.master_addr + " MASTER_PORT=" + std::to_string(plan.master_port) + "\n";
   out += exportsText(plan);
   for (const auto& n : plan.nodes) {
@@ -188,8 +215,7 @@ std::string renderPlanText(const JobPlan& plan) {
 }
 
 std::string renderBanner(const JobPlan& plan, const JobSpec& spec) {
-  std::string text = "job " + plan.job_id + ": " + std::to_string(plan.nodes.size()) + " node(s) x " +
-                     std::to_string(plan.ranks_per_node) + " rank(s)" +
+  std::string text = "job " + plan.job_id + ": " + nodesAndRanks(plan) +
                      (plan.ranks_source.empty() ? "" : " (" + plan.ranks_source + ")") + ", MASTER_ADDR " +
                      plan.master_addr + ":" + std::to_string(plan.master_port);
   if (!plan.manifest.empty()) text += ", binding " + plan.fingerprint;

@@ -1,6 +1,7 @@
 #include "launcher/plan/rank_layout.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "launcher/cli_values.h"
 #include "tlaunch/diagnostics.h"
@@ -28,14 +29,42 @@ RankLayout fill(int n, int p, std::string source) {
   return l;
 }
 
+// Each node's count, in order (node_ranks unless they are all the same).
+RankLayout perNode(std::vector<int> counts, std::string source) {
+  RankLayout l;
+  l.nodes = static_cast<int>(counts.size());
+  l.ranks_per_node = counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
+  l.last_node_ranks = counts.empty() ? 0 : counts.back();
+  l.source = std::move(source);
+  if (std::any_of(counts.begin(), counts.end(), [&](int c) { return c != l.ranks_per_node; }))
+    l.node_ranks = std::move(counts);
+  return l;
+}
+
+// "3, 3, 2, 2" (at most 8 counts, then "...").
+std::string countsText(const std::vector<int>& counts) {
+  std::string out;
+  for (size_t i = 0; i < counts.size() && i < 8; ++i) out += (i ? ", " : "") + num(counts[i]);
+  return counts.size() > 8 ? out + ", ..." : out;
+}
+
+// n ranks over k nodes as srun spreads them: the first n % k nodes run one more.
+RankLayout spread(int n, int k, std::string source) {
+  std::vector<int> counts(static_cast<size_t>(k), n / k);
+  for (int i = 0; i < n % k; ++i) ++counts[static_cast<size_t>(i)];
+  return perNode(std::move(counts), std::move(source));
+}
+
 Result<RankLayout> checked(RankLayout l, int node_count) {
   // -p/-g are bounded when parsed; a hostfile's slots or -n on few nodes are not (-n 1000000 on
   // this host alone would start a million processes).
   if (l.ranks_per_node > kMaxRanksPerNode)
     return diagnostic(Errc::usage, "ranks-per-node-too-many",
                       {{"source", l.source}, {"per_node", num(l.ranks_per_node)}, {"max", num(kMaxRanksPerNode)}});
-  if (node_count > 0 && l.ranks_per_node > 0 &&
-      static_cast<long long>(node_count) * l.ranks_per_node > kMaxWorldSize)
+  const long long world = !l.node_ranks.empty()
+                              ? std::accumulate(l.node_ranks.begin(), l.node_ranks.end(), 0LL)
+                              : static_cast<long long>(node_count) * l.ranks_per_node;
+  if (node_count > 0 && l.ranks_per_node > 0 && world > kMaxWorldSize)
     return diagnostic(Errc::usage, "world-too-large",
                       {{"nodes", num(node_count)}, {"per_node", num(l.ranks_per_node)}, {"max", num(kMaxWorldSize)}});
   return l;
@@ -46,7 +75,7 @@ Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots
   const int n = spec.total_ranks;
   const int given = spec.ranksPerNode();
   const int avail = static_cast<int>(slots.size());
-  if (given > 0) {
+  if (given > 0) {  // mpirun's -n with --npernode: full nodes, the last may run fewer
     const std::string flag = spec.gpus_per_node > 0 ? "-g" : "-p";
     RankLayout l = fill(n, given, "-n " + num(n) + " / " + flag + " " + num(given));
     if (spec.nodes > 0 && spec.nodes != l.nodes)
@@ -55,42 +84,42 @@ Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots
                          {"nodes", num(spec.nodes)}});
     return checked(l, l.nodes);
   }
-  if (spec.nodes > 0) {
-    RankLayout l = fill(n, ceilDiv(n, spec.nodes), "-n " + num(n) + " over -N " + num(spec.nodes));
-    if (l.nodes != spec.nodes)
+  if (spec.nodes > 0) {  // srun's -n with -N: spread, the first nodes one more
+    if (n < spec.nodes)
       return diagnostic(Errc::usage, "ranks-leave-nodes-empty",
-                        {{"total", num(n)}, {"nodes", num(spec.nodes)}, {"empty", num(spec.nodes - l.nodes)},
-                         {"per_node", num(l.ranks_per_node)}, {"used", num(l.nodes)}});
-    return checked(l, l.nodes);
+                        {{"total", num(n)}, {"nodes", num(spec.nodes)}, {"empty", num(spec.nodes - n)}, {"per_node", "1"},
+                         {"used", num(n)}});
+    return checked(spread(n, spec.nodes, "-n " + num(n) + " over -N " + num(spec.nodes)), spec.nodes);
   }
   if (avail == 0) return checked(fill(n, n, "-n " + num(n) + " on one node"), 1);  // this host
   if (slots.front() > 0) {  // fill nodes by their slots, in order (mpirun's default)
-    const int s = slots.front();
-    RankLayout l = fill(n, std::min(n, s), "-n " + num(n) + " filling slots=" + num(s) + " (" + origin + ")");
-    l.from_slots = true;
-    if (l.nodes > avail)
-      return diagnostic(Errc::usage, "ranks-exceed-slots",
-                        {{"total", num(n)}, {"needed", num(l.nodes)}, {"slots", num(s)}, {"origin", origin},
-                         {"available", num(avail)}});
-    for (int i = 0; i < l.nodes; ++i)
-      if (slots[static_cast<size_t>(i)] != s)
+    std::vector<int> counts;
+    int left = n, total_slots = 0;
+    for (size_t i = 0; i < slots.size() && left > 0; ++i) {
+      if (slots[i] <= 0)
         return diagnostic(Errc::usage, "ranks-slots-differ",
                           {{"total", num(n)},
-                           {"first", slotsOf(names, 0, s)},
-                           {"other", slotsOf(names, static_cast<size_t>(i), slots[static_cast<size_t>(i)])},
+                           {"first", slotsOf(names, 0, slots.front())},
+                           {"other", i < names.size() ? names[i] + " has none given" : "none"},
                            {"origin", origin}});
+      counts.push_back(std::min(left, slots[i]));
+      left -= counts.back();
+      total_slots += slots[i];
+    }
+    if (left > 0)
+      return diagnostic(Errc::usage, "ranks-exceed-slots",
+                        {{"total", num(n)}, {"origin", origin}, {"available", num(total_slots)},
+                         {"nodes", num(avail)}});
+    const bool same = std::all_of(counts.begin(), counts.end(), [&](int c) { return c == counts.front(); });
+    RankLayout l = perNode(counts, "-n " + num(n) + " filling " +
+                                       (same ? "slots=" + num(counts.front()) : std::string("the slots in order")) + " (" +
+                                       origin + ")");
+    l.from_slots = true;
     return checked(l, l.nodes);
   }
-  // No slots known: one rank per node up to the node count, else spread evenly. Every node but
-  // the last runs the same number, so some counts leave nodes out (-n 4 over 3: 2 + 2): say so.
-  const int per_node = ceilDiv(n, avail);
-  if (n > avail && ceilDiv(n, per_node) < avail)
-    return checked(fill(n, per_node,
-                        "-n " + num(n) + " over " + num(avail) + " nodes given: " + num(per_node) + " per node on " +
-                            num(ceilDiv(n, per_node)) + " of them; -n " + num((n / avail) * avail) + " or " +
-                            num(per_node * avail) + " would use all " + num(avail)),
-                   avail);
-  return checked(fill(n, per_node, "-n " + num(n) + " spread over " + num(avail) + " nodes"), avail);
+  // No slots known: one rank per node up to the node count, else spread as srun does.
+  if (n <= avail) return checked(fill(n, 1, "-n " + num(n) + ", one per node"), n);
+  return checked(spread(n, avail, "-n " + num(n) + " spread over " + num(avail) + " nodes"), avail);
 }
 
 }  // namespace
@@ -113,13 +142,25 @@ Result<RankLayout> resolveRankLayout(const JobSpec& spec, const std::vector<int>
   for (size_t i = 0; i < used; ++i)
     if (slots[i] > 0) known.push_back(slots[i]);
   if (known.empty()) return l;  // one per GPU, else 1: when planning
-  for (size_t i = 1; i < used; ++i)
-    if (slots[i] != slots.front()) {
-      auto said = [&](size_t k) {
-        return slots[k] > 0 ? slotsOf(names, k, slots[k]) : k < names.size() ? names[k] + " has none given" : "none";
-      };
-      return diagnostic(Errc::usage, "slots-differ", {{"origin", slots_origin}, {"first", said(0)}, {"other", said(i)}});
-    }
+  if (known.size() != used) {  // some nodes have slots, some none: which count would they run?
+    const size_t none = static_cast<size_t>(
+        std::find_if(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(used), [](int v) { return v <= 0; }) -
+        slots.begin());
+    const size_t some = static_cast<size_t>(
+        std::find_if(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(used), [](int v) { return v > 0; }) -
+        slots.begin());
+    return diagnostic(Errc::usage, "slots-differ",
+                      {{"origin", slots_origin},
+                       {"first", slotsOf(names, some, slots[some])},
+                       {"other", none < names.size() ? names[none] + " has none given" : "one has none given"}});
+  }
+  if (std::any_of(known.begin(), known.end(), [&](int v) { return v != known.front(); })) {
+    // Each node runs its slots (a hostfile's 8 and 4, --include's GPU lists), as mpirun and DeepSpeed do.
+    RankLayout each = perNode(known, "each node's slots in " + slots_origin);
+    each.nodes = spec.nodes;
+    each.from_slots = true;
+    return checked(each, node_count);
+  }
   l.ranks_per_node = known.front();
   l.source = "slots=" + num(known.front()) + " in " + slots_origin;
   l.from_slots = true;
@@ -129,32 +170,35 @@ Result<RankLayout> resolveRankLayout(const JobSpec& spec, const std::vector<int>
 Result<std::string> applyRankDefault(JobSpec& spec, const std::vector<int>& gpus, const std::vector<int>& cores,
                                      const std::vector<std::string>& names) {
   const std::string& word = spec.nproc_per_node_word;
-  auto same = [&](const std::vector<int>& counts, const char* what) -> Result<int> {
-    for (size_t i = 1; i < counts.size(); ++i)
-      if (counts[i] != counts.front())
-        return diagnostic(Errc::usage, "nodes-differ-per-rank-unit",
-                          {{"what", what},
-                           {"first_node", names.front()},
-                           {"first_count", num(counts.front())},
-                           {"other_node", names[i]},
-                           {"other_count", num(counts[i])}});
-    return counts.empty() ? 0 : counts.front();
+  // One rank per GPU (or core) of each node: the same count on each, or each node's own (a node
+  // of 8 GPUs beside one of 4, as DeepSpeed runs them). The largest goes to -p/-g.
+  auto set = [&](int& target, std::vector<int> counts) {
+    if (counts.empty()) counts.push_back(1);
+    for (int& c : counts) c = std::clamp(c, 1, kMaxRanksPerNode);
+    target = *std::max_element(counts.begin(), counts.end());
+    if (std::any_of(counts.begin(), counts.end(), [&](int c) { return c != target; })) spec.ranks_by_node = counts;
+    return spec.ranks_by_node.empty() ? num(target) : countsText(counts);
   };
   const bool any_gpu = std::any_of(gpus.begin(), gpus.end(), [](int g) { return g > 0; });
   if (word == "cpu" || (word == "auto" && !any_gpu)) {
-    auto c = same(cores, "cores");
-    if (!c) return tl::unexpected(c.error());
-    spec.procs_per_node = std::clamp(*c, 1, kMaxRanksPerNode);
-    return "--nproc-per-node " + word + ": one per core (" + num(spec.procs_per_node) + ")";
+    const std::string counts = set(spec.procs_per_node, cores);
+    return "--nproc-per-node " + word + ": one per core (" + counts + ")";
   }
   if (word == "gpu" && !any_gpu)
     return diagnostic(Errc::usage, "no-gpu-for-gpu-ranks", {{"node", names.empty() ? std::string("the nodes") : names.front()}});
   if (any_gpu) {
-    auto g = same(gpus, "GPUs");
-    if (!g) return tl::unexpected(g.error());
-    spec.gpus_per_node = std::min(*g, kMaxRanksPerNode);
-    return (word.empty() ? std::string("one per GPU") : "--nproc-per-node " + word + ": one per GPU") + " (" +
-           num(spec.gpus_per_node) + ")";
+    // A node without a GPU among GPU nodes: its ranks would have none.
+    for (size_t i = 0; i < gpus.size(); ++i)
+      if (gpus[i] == 0) {
+        const size_t with = static_cast<size_t>(std::find_if(gpus.begin(), gpus.end(), [](int g) { return g > 0; }) - gpus.begin());
+        return diagnostic(Errc::usage, "nodes-differ-per-rank-unit",
+                          {{"what", "GPUs"},
+                           {"first_node", names[with]},
+                           {"first_count", num(gpus[with])},
+                           {"other_node", names[i]}});
+      }
+    const std::string counts = set(spec.gpus_per_node, gpus);
+    return (word.empty() ? std::string("one per GPU") : "--nproc-per-node " + word + ": one per GPU") + " (" + counts + ")";
   }
   spec.procs_per_node = 1;
   return std::string("1 (no -n/-p/-g, no slots, no GPU)");

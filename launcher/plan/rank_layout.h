@@ -2,9 +2,10 @@
 // How many nodes and how many ranks on each, from -n/-N/-p/-g and the hosts' slots (pure).
 // Precedence for ranks per node: -n/-p/-g as given, else the hostfile's/--hosts' slots, else
 // (decided when planning, from the inventories: rankDefault) one rank per GPU, else 1.
-// With -n, as with mpirun, the last node may run fewer ranks than the others (never more, and
-// never none): ranks stay node-major with ranks_per_node on every full node, so "the node of
-// rank r is r / ranks_per_node" (the frontend's dmodex routing) still holds.
+// Nodes may run different numbers of ranks, as with mpirun and DeepSpeed: slots that differ
+// (a hostfile's 8 and 4, --include's GPU lists), -n filling the nodes by their slots, -n over
+// nodes without slots (spread as srun does: -n 10 -N 4 is 3, 3, 2, 2). With -n and -p, the last
+// node may run fewer (mpirun's --npernode). Ranks are node-major whatever the counts.
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ struct RankLayout {
   int nodes = 0;           // nodes to use (0: all given, or this host)
   int ranks_per_node = 0;  // 0: decide from the nodes' GPUs when planning
   int last_node_ranks = 0; // with -n: the last node's share (== ranks_per_node when even)
+  // When the nodes' counts differ other than in the last node's: each node's, in order (then
+  // ranks_per_node is the largest). Empty: ranks_per_node on each (last_node_ranks on the last).
+  std::vector<int> node_ranks;
   std::string source;      // why, for the banner and --dry-run: "-p 2", "slots=8 in --hostfile", ...
   bool from_slots = false; // the count is the nodes' slots (hostfile, --hosts, SLURM_NTASKS_PER_NODE)
 };

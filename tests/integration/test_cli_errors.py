@@ -14,7 +14,7 @@ def expect(args, code, text):
 
 expect(["--no-such-flag", "-p", "1", "--", "true"], 64, "--no-such-flag")
 expect(["-p", "2", "-g", "2", "--", "true"], 64, "-p and -g both given")
-expect(["--hosts", "a:8,b:4", "--launcher", "local", "--", "true"], 64, "slots in --hosts differ")
+expect(["--hosts", "a:8,b", "--launcher", "local", "--", "true"], 64, "some nodes in --hosts have slots and some none")
 expect(["-p", "two", "--", "true"], 64, "-p")
 expect(["-p", "1"], 64, "no program given")
 expect(["-p", "1", "--", "no-such-program-xyz"], 127, "'no-such-program-xyz' not found on node local0")

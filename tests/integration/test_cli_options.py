@@ -55,7 +55,11 @@ expect(["preflight", "--launcher", "local", "--hosts", "a", "--preflight-skip", 
        "unknown check 'memlok'; the checks are: rdma_devices")
 expect(["-p", "1", "--preflight-skip", "memlock,gpudirekt", "--", "true"], 64, "unknown check 'gpudirekt'")
 expect(["--nproc-per-node", "gpus", "--", "true"], 64, "must be gpu, auto, cpu or a whole number")
-expect(["--launcher", "local", "-n", "9", "-N", "4", "--", "true"], 64, "leaves 1 node(s) without a rank")
+expect(["--launcher", "local", "-n", "3", "-N", "4", "--", "true"], 64, "leaves 1 node(s) without a rank")
+# -n 9 -N 4 is spread as srun spreads it: 3, 2, 2, 2.
+spread = tl.run(["--launcher", "local", "-n", "9", "-N", "4", "--dry-run", "--", "true"])
+tl.check(spread.returncode == 0 and "4 node(s), 9 ranks (3, 2, 2, 2)" in spread.stdout and
+         "node local1: ranks 3-4" in spread.stdout, f"-n 9 -N 4: {spread.stdout[:400]!r} {spread.stderr!r}")
 expect(["-p", "1", "-x", "RANK=3", "--", "true"], 64, "RANK differs per rank")
 expect(["-p", "1", "-x", "MASTER_ADDR=node 1", "--", "true"], 64, "MASTER_ADDR must be a host name or an address")
 expect(["-p", "1", "-x", "MASTER_PORT=http", "--", "true"], 64, "MASTER_PORT must be a port from 1 to 65535")

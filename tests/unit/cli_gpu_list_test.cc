@@ -69,10 +69,26 @@ using S = std::vector<std::string>;
 
 }  // namespace
 
-TEST_CASE("lists leaving the nodes different GPU counts need an explicit count") {
+TEST_CASE("lists leaving the nodes different GPU counts run one rank per chosen GPU on each, or an explicit count") {
+  // DeepSpeed's --include g1:1,3@g2: two ranks on g1's GPUs 1 and 3, four on all of g2's.
   auto plan = makePlan(gpuJob(), gpuNodes(2), context({{{1, 3}, {}}, {}}));
-  REQUIRE_FALSE(plan);
-  CHECK(plan.error().message.find("nodes differ in GPUs (g1 2, g2 4)") != std::string::npos);
+  REQUIRE(plan);
+  CHECK(plan->world_size == 6);
+  CHECK(plan->ranks_source == "one per GPU (2, 4)");
+  CHECK(column(*plan, "rank") == S{"0", "1", "2", "3", "4", "5"});
+  CHECK(column(*plan, "node") == S{"g1", "g1", "g2", "g2", "g2", "g2"});
+  CHECK(column(*plan, "local_rank") == S{"0", "1", "0", "1", "2", "3"});
+  CHECK(column(*plan, "gpu_busid") ==
+        S{"0000:44:00.0", "0000:c4:00.0", "0000:03:00.0", "0000:44:00.0", "0000:84:00.0", "0000:c4:00.0"});
+  REQUIRE(plan->nodes.size() == 2);
+  CHECK(std::find(plan->nodes[0].ranks[0].env.begin(), plan->nodes[0].ranks[0].env.end(), "LOCAL_WORLD_SIZE=2") !=
+        plan->nodes[0].ranks[0].env.end());
+  CHECK(std::find(plan->nodes[1].ranks[0].env.begin(), plan->nodes[1].ranks[0].env.end(), "LOCAL_WORLD_SIZE=4") !=
+        plan->nodes[1].ranks[0].env.end());
+  CHECK(std::find(plan->nodes[1].ranks[3].env.begin(), plan->nodes[1].ranks[3].env.end(), "RANK=5") !=
+        plan->nodes[1].ranks[3].env.end());
+  CHECK(std::find(plan->nodes[1].ranks[3].env.begin(), plan->nodes[1].ranks[3].env.end(), "WORLD_SIZE=6") !=
+        plan->nodes[1].ranks[3].env.end());
   auto two = makePlan(gpuJob(2), gpuNodes(2), context({{{1, 3}, {}}, {}}));  // -g 2: g2 uses GPUs 0 and 1
   REQUIRE(two);
   CHECK(column(*two, "gpu_busid") == S{"0000:44:00.0", "0000:c4:00.0", "0000:03:00.0", "0000:44:00.0"});

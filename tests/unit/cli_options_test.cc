@@ -80,7 +80,7 @@ TEST_CASE("timeouts in seconds take a bare number or a duration with units") {
   CHECK(refused({"--kill-timeout", "5x", "--", "true"}));
   auto r = parseSeconds("--heartbeat-timeout", "2s", 3, 86'400);
   REQUIRE_FALSE(r);
-  CHECK(r.error().message == "--heartbeat-timeout 2s: must be from 3s to 1d (a bare number is seconds)");
+  CHECK(r.error().message == "--heartbeat-timeout 2s: must be from 3 to 86400 seconds (a bare number, or with units: 30s, 2m, 1h)");
   auto grace = parseEventGrace("61s");
   REQUIRE_FALSE(grace);
   CHECK(grace.error().message == "--event-grace 61s: at most 60s");

@@ -23,27 +23,26 @@ TEST_CASE("counts given with -p or -g win over the slots") {
   CHECK(l->source == "-p 2");
 }
 
-TEST_CASE("without a count the hostfile's slots say it and unequal slots are refused") {
+TEST_CASE("without a count the hostfile's slots say it, each node's own where they differ") {
   auto l = resolveRankLayout(spec(0, 0, 0), {8, 8}, "--hostfile");
   REQUIRE(l);
   CHECK(l->ranks_per_node == 8);
   CHECK(l->source == "slots=8 in --hostfile");
   CHECK(resolveRankLayout(spec(0, 1, 0), {8, 4}, "--hostfile")->ranks_per_node == 8);  // -N 1: only the first
-  auto bad = resolveRankLayout(spec(0, 0, 0), {8, 4}, "--hostfile");
-  REQUIRE_FALSE(bad);
-  CHECK(bad.error().code == Errc::usage);
-  // The message names the nodes that differ, and --include's GPU lists when they made the counts.
-  auto named = resolveRankLayout(spec(0, 0, 0), {2, 2, 1}, "--hostfile after --include/--exclude's GPU lists",
-                                 {"n1", "n2", "n3"});
-  REQUIRE_FALSE(named);
-  CHECK(named.error().message.find("slots in --hostfile after --include/--exclude's GPU lists differ (n1 has 2, n3 has 1)") !=
-        std::string::npos);
+  // A hostfile of 8 and 4 slots runs 8 and 4 ranks, as mpirun does.
+  auto each = resolveRankLayout(spec(0, 0, 0), {8, 4}, "--hostfile");
+  REQUIRE(each);
+  CHECK(each->node_ranks == std::vector<int>{8, 4});
+  CHECK(each->ranks_per_node == 8);
+  CHECK(each->source == "each node's slots in --hostfile");
+  // Some nodes with slots and some without: which count the others run is unknown.
   auto some = resolveRankLayout(spec(0, 0, 0), {-1, 4}, "--hosts", {"n1", "n2"});
   REQUIRE_FALSE(some);
-  CHECK(some.error().message.find("(n1 has none given, n2 has 4)") != std::string::npos);
-  auto withN = resolveRankLayout(spec(5, 0, 0), {4, 2}, "--hostfile", {"n1", "n2"});
+  CHECK(some.error().message.find("some nodes in --hosts have slots and some none (n2 has 4, n1 has none given)") !=
+        std::string::npos);
+  auto withN = resolveRankLayout(spec(5, 0, 0), {4, -1}, "--hostfile", {"n1", "n2"});
   REQUIRE_FALSE(withN);
-  CHECK(withN.error().message.find("differ (n1 has 4, n2 has 2)") != std::string::npos);
+  CHECK(withN.error().message.find("(n1 has 4, n2 has none given)") != std::string::npos);
   auto unknown = resolveRankLayout(spec(0, 0, 0), {-1, -1}, "--hosts");
   REQUIRE(unknown);
   CHECK(unknown->ranks_per_node == 0);  // decided from the GPUs when planning
@@ -71,7 +70,17 @@ TEST_CASE("total ranks fill nodes by slots or evenly or with -p or -N") {
   CHECK(here->ranks_per_node == 4);
   CHECK_FALSE(resolveRankLayout(spec(20, 0, 0), {8, 8}, "--hostfile"));  // needs 3 nodes of 8, 2 given
   CHECK_FALSE(resolveRankLayout(spec(8, 3, 2), {}, "this host"));       // -n 8 -p 2 is 4 nodes, not 3
-  CHECK_FALSE(resolveRankLayout(spec(9, 4, 0), {}, "this host"));       // 3 per node fills 3 nodes: one idle
+  CHECK_FALSE(resolveRankLayout(spec(3, 4, 0), {}, "this host"));       // 3 ranks cannot fill 4 nodes
+  // Filling slots that differ: node by node, as mpirun does.
+  auto filled = resolveRankLayout(spec(10, 0, 0), {8, 4, 4}, "--hostfile");
+  REQUIRE(filled);
+  CHECK(filled->nodes == 2);
+  CHECK(filled->node_ranks == std::vector<int>{8, 2});
+  CHECK(filled->source == "-n 10 filling the slots in order (--hostfile)");
+  auto short_slots = resolveRankLayout(spec(20, 0, 0), {8, 4}, "--hostfile");
+  REQUIRE_FALSE(short_slots);
+  CHECK(short_slots.error().message.find("-n 20 is more than the 12 slots of the 2 node(s) in --hostfile") !=
+        std::string::npos);
 }
 
 TEST_CASE("total ranks as with mpirun: the last node may run fewer") {
@@ -85,21 +94,27 @@ TEST_CASE("total ranks as with mpirun: the last node may run fewer") {
   REQUIRE(bySlots);
   CHECK(bySlots->nodes == 2);
   CHECK(bySlots->last_node_ranks == 2);
+  // -n over -N (or over the nodes given, without slots): spread as srun spreads them.
   auto overN = resolveRankLayout(spec(10, 4, 0), {}, "this host");
   REQUIRE(overN);
+  CHECK(overN->nodes == 4);
   CHECK(overN->ranks_per_node == 3);
-  CHECK(overN->last_node_ranks == 1);
+  CHECK(overN->node_ranks == std::vector<int>{3, 3, 2, 2});
+  CHECK(overN->source == "-n 10 over -N 4");
   auto spread = resolveRankLayout(spec(7, 0, 0), {-1, -1, -1}, "--hosts");
   REQUIRE(spread);
   CHECK(spread->nodes == 3);
-  CHECK(spread->ranks_per_node == 3);
-  CHECK(spread->last_node_ranks == 1);
-  // -n 4 over 3 hosts: 2 + 2, the third host idle. It said "spread over 3 nodes"; it says which.
-  auto idle = resolveRankLayout(spec(4, 0, 0), {-1, -1, -1}, "--hosts");
-  REQUIRE(idle);
-  CHECK(idle->nodes == 2);
-  CHECK(idle->source.find("2 per node on 2 of them") != std::string::npos);
-  CHECK(idle->source.find("-n 3 or 6 would use all 3") != std::string::npos);
+  CHECK(spread->node_ranks == std::vector<int>{3, 2, 2});
+  // -n 4 over 3 hosts ran 2 + 2 and left the third idle: now 2, 1, 1.
+  auto all = resolveRankLayout(spec(4, 0, 0), {-1, -1, -1}, "--hosts");
+  REQUIRE(all);
+  CHECK(all->nodes == 3);
+  CHECK(all->node_ranks == std::vector<int>{2, 1, 1});
+  auto few = resolveRankLayout(spec(2, 0, 0), {-1, -1, -1}, "--hosts");
+  REQUIRE(few);
+  CHECK(few->nodes == 2);
+  CHECK(few->ranks_per_node == 1);
+  CHECK(few->node_ranks.empty());
 }
 
 TEST_CASE("the layout stays within the world size bound") {
