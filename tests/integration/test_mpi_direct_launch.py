@@ -46,6 +46,16 @@ r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--tag-output=rank", "-
 tl.check(r.returncode == 0, f"mpi4py: {r.returncode} {r.stderr}")
 tl.check(sorted(r.stdout.splitlines()) == [f"[{i}] {i} 4 6" for i in range(4)], f"mpi4py: {r.stdout!r}")
 
+# Nodes of different sizes (-n 5 -N 2: 3 and 2, as srun spreads them): each rank's node-local
+# communicator is its own node's ranks, from the PMIx node and process maps.
+r = tl.run(["--launcher", "local", "-n", "5", "-N", "2", "--tag-output=rank", "--", tl.PYTHON, "-c",
+            "from mpi4py import MPI; c = MPI.COMM_WORLD; s = c.Split_type(MPI.COMM_TYPE_SHARED); "
+            "print(c.Get_rank(), c.Get_size(), s.Get_rank(), s.Get_size(), c.allreduce(c.Get_rank()))"],
+           timeout=120)
+tl.check(r.returncode == 0, f"mpi4py 3 + 2: {r.returncode} {r.stderr}")
+tl.check(sorted(r.stdout.splitlines()) == ["[0] 0 5 0 3 10", "[1] 1 5 1 3 10", "[2] 2 5 2 3 10", "[3] 3 5 0 2 10",
+                                          "[4] 4 5 1 2 10"], f"mpi4py 3 + 2: {r.stdout!r}")
+
 # Raw PMIx client across two nodes named as it expects: job size, local/node ranks, peers,
 # host names, the node's topology as hwloc XML (what Open MPI loads instead of reading sysfs
 # in every rank), and a value put on one node and read on the other (after a fence, and by
