@@ -93,6 +93,7 @@ struct JobOutcome {
   Json nccl = nullptr;                   // --nccl-check: the report once every rank reported (nccl::JobCheck::toJson)
   bool node_lost = false;                // a daemon went away mid-job (failed_node names it)
   bool nodes_not_started = false;        // the attempt ended because nodes could not be started
+  bool ranks_started = false;            // the nodes were told to start the ranks (a failure before: "not started")
   // tlaunch was told to end (Ctrl-C, SIGTERM, SIGHUP), also while a rank's failure was already
   // ending the job: --max-restarts never starts another attempt then.
   bool interrupted = false;

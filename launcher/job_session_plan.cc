@@ -189,6 +189,7 @@ void JobSession::startRanks() {
   noteTimings("nodes prepared (program found, peers reached, PMIx up)", prepare_sent_at_, &Link::prepared_at);
   start_sent_at_ = Clock::now();
   advance(JobEvent::all_prepared);  // to starting
+  outcome_.ranks_started = true;
   broadcast({{"t", "start"}});
 }
 

@@ -37,7 +37,9 @@ void printOutcome(OutputSink& out, const std::string& job_id, const JobSpec& spe
   const std::string attempt = spec.max_restarts > 0 ? " (attempt " + std::to_string(spec.restart_count + 1) + " of at most " +
                                                           std::to_string(spec.max_restarts + 1) + ")"
                                                     : "";
-  out.note("job " + job_id + attempt + " failed: " + o.summary);
+  // Before any rank started (a usage error found when planning, a node that could not start, a
+  // program missing): nothing of the user's ran.
+  out.note("job " + job_id + attempt + (o.ranks_started ? " failed: " : " not started: ") + o.summary);
   if (!o.stderr_tail.empty()) {
     const std::string who = o.failed_process.empty() ? "rank " + std::to_string(o.failed_rank) : o.failed_process;
     std::string text = "last lines of " + who + "'s stderr:";

@@ -201,7 +201,7 @@ Result<std::string> applyRankDefault(JobSpec& spec, const std::vector<int>& gpus
     return (word.empty() ? std::string("one per GPU") : "--nproc-per-node " + word + ": one per GPU") + " (" + counts + ")";
   }
   spec.procs_per_node = 1;
-  return std::string("1 (no -n/-p/-g, no slots, no GPU)");
+  return std::string("no -n/-p/-g, no slots, no GPU");
 }
 
 }  // namespace tlaunch
