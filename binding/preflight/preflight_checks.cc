@@ -262,7 +262,9 @@ void checkGpus(Items& items, const NodeFabric& fabric, const PreflightOptions& o
   } else {
     items.add("gpus", "", o.gpus_found >= o.gpus_required ? S::pass : S::fail, found,
               std::to_string(o.gpus_required) + " (-g " + std::to_string(o.gpus_required) + ")",
-              "ask for at most " + std::to_string(o.gpus_found) + " GPUs per node with -g, or check the driver (nvidia-smi)");
+              o.gpus_found <= 0 ? std::string("run CPU ranks with -p N, or check the driver (nvidia-smi)")
+                                : "ask for at most " + std::to_string(o.gpus_found) +
+                                      " GPUs per node with -g, or check the driver (nvidia-smi)");
   }
   if (o.gpus_found <= 0 || fabric.devices.empty()) {
     items.add("gpudirect", "", S::skip, o.gpus_found <= 0 ? "no GPU" : "no RDMA device");

@@ -93,14 +93,18 @@ Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport
     }
   }
   std::set<std::string> failed_nodes;
+  bool only_gpus = true;  // GPUs short: --preflight=off would not give the ranks GPUs
   for (const auto& i : items)
-    if (i.status == PreflightStatus::fail || (spec.preflight_strict && i.status == PreflightStatus::warn))
+    if (i.status == PreflightStatus::fail || (spec.preflight_strict && i.status == PreflightStatus::warn)) {
       failed_nodes.insert(i.node.empty() ? "all nodes" : i.node);
+      only_gpus = only_gpus && i.check == "gpus";
+    }
   plan.preflight_items = items;
   if (failed_nodes.empty()) return {};
   std::string names;
   for (const auto& n : failed_nodes) names += (names.empty() ? "" : ", ") + n;
-  return diagnostic(Errc::preflight, "preflight-failed",
+  // topics: preflight-failed preflight-failed-gpus
+  return diagnostic(Errc::preflight, only_gpus ? "preflight-failed-gpus" : "preflight-failed",
                     {{"nodes", names}, {"table", renderPreflightTable(notablePreflight(items))}});
 }
 

@@ -327,7 +327,11 @@ TEST_CASE("GPUs against -g, and GPUDirect RDMA when GPUs and HCAs share the node
   CHECK(statusOf(items, "gpus") == PreflightStatus::fail);
   CHECK(findItem(items, "gpus")->found == "4 GPUs");
   CHECK(findItem(items, "gpus")->expected == "8 (-g 8)");
+  CHECK(findItem(items, "gpus")->fix.find("at most 4 GPUs per node with -g") != std::string::npos);
   CHECK(statusOf(items, "gpudirect") == PreflightStatus::warn);  // the capture has no peermem
+  o.gpus_found = 0;  // no GPU at all: "at most 0 GPUs" would be no advice
+  CHECK(findItem(localPreflightChecks(c.discover(), o), "gpus")->fix.find("run CPU ranks with -p N") == 0);
+  o.gpus_found = 4;
 
   fs::create_directories(*c.root / "sys/module/nvidia_peermem");
   o.host.gpudirect_modules = findGpudirectModules(c.root->string());
