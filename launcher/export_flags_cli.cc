@@ -32,9 +32,16 @@ Result<void> applyExportFlags(const ExportFlags& f, JobSpec& s) {
     auto e = mcaExport(k, v);
     if (!e) return tl::unexpected(e.error());
     s.exports.push_back(*e);
+    s.export_flags["OMPI_MCA_" + k] = "--mca";
   }
-  if (!f.master_addr.empty()) s.exports.push_back("MASTER_ADDR=" + f.master_addr);
-  if (f.master_port > 0) s.exports.push_back("MASTER_PORT=" + std::to_string(f.master_port));
+  if (!f.master_addr.empty()) {
+    s.exports.push_back("MASTER_ADDR=" + f.master_addr);
+    s.export_flags["MASTER_ADDR"] = "--master-addr";
+  }
+  if (f.master_port > 0) {
+    s.exports.push_back("MASTER_PORT=" + std::to_string(f.master_port));
+    s.export_flags["MASTER_PORT"] = "--master-port";
+  }
   return {};
 }
 

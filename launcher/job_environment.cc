@@ -62,7 +62,8 @@ bool isLocalOnlyVariable(const std::string& name) {
 
 Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std::string>& env,
                                                 const std::vector<std::string>& exports,
-                                                const std::vector<EnvFileEntry>& files) {
+                                                const std::vector<EnvFileEntry>& files,
+                                                const std::map<std::string, std::string>& flags) {
   std::map<std::string, std::string> out;
   ForwardedEnvironment f;
   for (const auto& [k, v] : env) {
@@ -98,7 +99,8 @@ Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std:
       it->second = out[name];
     }
     f.user_set.push_back(name);
-    f.user_env[name] = {out[name], "-x"};
+    const auto flag = flags.find(name);
+    f.user_env[name] = {out[name], flag != flags.end() ? flag->second : "-x"};
   }
   for (const auto& [k, v] : out) f.base_env.push_back(k + "=" + v);
   std::sort(f.user_set.begin(), f.user_set.end());

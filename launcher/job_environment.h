@@ -28,10 +28,12 @@ bool isLocalOnlyVariable(const std::string& name);
 
 // exports: -x VAR or -x VAR=VALUE. A bare VAR must be set here. files: DeepSpeed's environment
 // files' lines, in order. Precedence: the environment, then the files (as deepspeed exports
-// them over it), then -x (the command line is the most explicit).
+// them over it), then -x (the command line is the most explicit). flags: names whose last
+// export came from a flag (--mca, --master-port), said as its source instead of "-x".
 Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std::string>& env,
                                                 const std::vector<std::string>& exports,
-                                                const std::vector<EnvFileEntry>& files = {});
+                                                const std::vector<EnvFileEntry>& files = {},
+                                                const std::map<std::string, std::string>& flags = {});
 
 std::map<std::string, std::string> currentEnvironment();
 

@@ -121,7 +121,7 @@ Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std:
 
   auto files = readDeepspeedEnvFiles(env);
   if (!files) return tl::unexpected(files.error());
-  auto forwarded = forwardEnvironment(env, s.spec.exports, *files);
+  auto forwarded = forwardEnvironment(env, s.spec.exports, *files, s.spec.export_flags);
   if (!forwarded) return tl::unexpected(forwarded.error());
   PlanContext& ctx = s.plan_context;
   ctx.cwd = cwd;

@@ -2,6 +2,7 @@
 // Everything the user asked for, as parsed from the command line. Plain data: the CLI fills
 // it, planning and the session read it.
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct JobSpec {  // NOLINT(clang-analyzer-optin.performance.Padding)
 
   // Environment
   std::vector<std::string> exports;  // -x VAR / -x VAR=VALUE, as given (--master-addr/-port and --mca land here)
+  std::map<std::string, std::string> export_flags;  // a name the last of which came from a flag: "--mca", "--master-port"
   std::string chdir;
 
   // Output

@@ -92,6 +92,8 @@ tl.check(r.returncode == 0 and set(ranks_of(r.stdout).values()) == {"127.0.0.2:2
          f"-x MASTER_ADDR: {r.stdout!r} {r.stderr!r}")
 d = tl.run(args + ["--dry-run", "--", "true"])
 tl.check(d.returncode == 0 and "MASTER_ADDR=127.0.0.2 MASTER_PORT=23456" in d.stdout, f"--dry-run: {d.stdout!r}")
+tl.check("MASTER_ADDR=127.0.0.2  (-x)" in d.stdout and "MASTER_PORT=23456  (--master-port)" in d.stdout,
+         f"--dry-run names the flag each value came from: {d.stdout!r}")
 
 # One plan, one path: a hostfile of slots=8 plans 8 ranks per node offline as online.
 hostfile = os.path.join(tmp, "hosts")
