@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -217,6 +218,15 @@ void DaemonSession::handlePrepare(const Json& msg) {
       Error e = bridge.error();
       e.message = "node " + launch_->node_name + ": the PMIx server did not start: " + e.message;
       e.hint = "tlaunch --pmix=off runs without it (MPI programs then need mpirun)";
+      // libpmix writes its job data into files (/dev/shm, the job's directory): a file size
+      // limit (ulimit -f, inherited through ssh or srun) makes that fail with no word of why.
+      rlimit fsize{};
+      if (::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY) {
+        e.code = Errc::resources;
+        e.message += " (the file size limit here is " + std::to_string(fsize.rlim_cur) +
+                     " bytes, ulimit -f: libpmix cannot write its job data)";
+        e.hint = "raise the file size limit (ulimit -f unlimited) where tlaunch starts, or run with --pmix=off";
+      }
       return reply_error(e);
     }
     pmix_ = std::move(*bridge);

@@ -285,7 +285,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
       "Also: nccl-report [--json] [LOG...]  read NCCL_DEBUG=INFO output and say which transport and interfaces "
       "NCCL used (tlaunch nccl-report --help).\n\n"
       "Exit status: 0 when every rank exited 0; otherwise the first failed rank's status (128+N if it was killed "
-      "by signal N). tlaunch's own failures: 64 usage, 69 node unreachable or lost, 74 I/O, 76 protocol/authentication, "
+      "by signal N). tlaunch's own failures: 64 usage, 69 node unreachable or lost, 70 internal error, 74 I/O, 76 protocol/authentication, "
       "78 resources/topology/fabric/preflight or --nccl-check strict, 124 --time-limit reached, 126/127 program not executable/not found, 130/143/129 when "
       "tlaunch itself got SIGINT/SIGTERM/SIGHUP. --summary-json says which.");
   // Refused before parsing, so without a summary: which argument is --summary-json's file is

@@ -1,5 +1,6 @@
 """Bad input gets one clear message and a non-zero exit before anything starts."""
 import os
+import resource
 
 import tl
 
@@ -58,6 +59,11 @@ expect(["--launcher", "local", "--topology-xml", "/tmp", "--", "true"], 78, "can
 for daemon, why in (("/tmp", "is a directory"), ("/no/such/tlaunchd", "does not exist")):
     r = expect(["--launcher", "local", "--daemon-path", daemon, "--", "true"], 69, f"tlaunchd at {daemon} {why} on this host")
     tl.check("--daemon-path" in r.stderr, f"the hint names --daemon-path: {r.stderr}")
+# A file size limit (ulimit -f, inherited through ssh or srun) keeps libpmix from writing its job
+# data: the message names the limit, not only "PMIx_server_register_nspace failed".
+r = tl.run(["--launcher", "local", "-p", "1", "--", "true"], timeout=60,
+           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY)))
+tl.check(r.returncode == 78 and "ulimit -f" in r.stderr, f"ulimit -f 0: exit {r.returncode}: {r.stderr}")
 # A bare name is looked up on this host's PATH, as ssh's shell does on a node.
 expect(["--launcher", "local", "--daemon-path", "no-such-tlaunchd", "--", "true"], 69,
        "tlaunchd 'no-such-tlaunchd' is on no directory of this host's PATH")
