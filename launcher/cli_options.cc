@@ -244,7 +244,8 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
                "ranks, GPUs, CPUs and the network.\n\n"
                "  tlaunch -N 4 -g 8 -- python train.py\n"
                "  tlaunch --hosts node[1-4] -p 2 -- ./mpi_app\n"
-               "  tlaunch topo | tlaunch preflight --hosts node[1-4]",
+               "  tlaunch topo                              # this node's GPU/HCA/NUMA map\n"
+               "  tlaunch preflight --hosts node[1-4]       # the checks alone\n",
                "tlaunch"};
   app.prefix_command();  // everything after the program name belongs to the program
   bool version = false;
