@@ -5,6 +5,7 @@
 #include <exception>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "tlaunch/wall_clock.h"
@@ -29,6 +30,44 @@ std::optional<double> schedLastRanMs(const std::string& path) {
   return std::nullopt;
 }
 
+// The CPU a task last ran on: field 39 of /proc/PID/stat (after the command, which may hold
+// spaces and parentheses); -1 when it cannot be read.
+int lastCpu(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return -1;
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(line.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 39; ++i)  // field 3 (state) is the first after the command
+    if (!(fields >> field)) return -1;
+  try {
+    return std::stoi(field);
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// This thread's se.exec_start on `cpu`'s scheduler clock: each CPU's clock is its own (in a VM
+// with steal-time accounting two of them were 265 ms apart), so the reading must be taken on
+// the CPU the rank last ran on. This thread moves there for the reading and back.
+std::optional<double> ownLastRanMsOn(int cpu) {
+  cpu_set_t before;
+  if (::sched_getaffinity(0, sizeof(before), &before) != 0) return std::nullopt;
+  const bool move = ::sched_getcpu() != cpu;
+  if (move) {
+    cpu_set_t there;
+    CPU_ZERO(&there);
+    CPU_SET(cpu, &there);
+    if (::sched_setaffinity(0, sizeof(there), &there) != 0) return std::nullopt;  // not ours to run on
+  }
+  ::sched_yield();  // our own exec_start becomes the scheduler's "now" there
+  auto self = ::sched_getcpu() == cpu ? schedLastRanMs("/proc/thread-self/sched") : std::nullopt;
+  if (move) ::sched_setaffinity(0, sizeof(before), &before);
+  return self;
+}
+
 }  // namespace
 
 // When the zombie `pid` ended, wall-clock microseconds: now, less how long ago it last ran by the
@@ -36,13 +75,13 @@ std::optional<double> schedLastRanMs(const std::string& path) {
 // stamp its own noticing, some milliseconds late: as late as a peer that failed of it reacts.
 int64_t rankEndedAtMicros(pid_t pid) {
   const auto last = schedLastRanMs("/proc/" + std::to_string(pid) + "/sched");
-  ::sched_yield();  // our own exec_start becomes the scheduler's "now"
-  const auto self = schedLastRanMs("/proc/thread-self/sched");
+  const int cpu = lastCpu(pid);
+  const auto self = last && cpu >= 0 ? ownLastRanMsOn(cpu) : std::nullopt;
   const int64_t now = wallClockMicros();
   if (!last || !self) return now;
   const double age_ms = *self - *last;
-  // Beyond a second it is not the daemon's lateness: CPUs' clocks that disagree, or a main thread
-  // that ended (pthread_exit) long before the others.
+  // Beyond a second it is not the daemon's lateness: a main thread that ended (pthread_exit)
+  // long before the others.
   if (age_ms < 0 || age_ms > 1000) return now;
   return now - static_cast<int64_t>(age_ms * 1000);
 }

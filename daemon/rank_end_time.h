@@ -8,7 +8,8 @@
 namespace tlaunch {
 
 // When the zombie `pid` ended, wall-clock microseconds: now, less how long ago it last ran by
-// the scheduler's clock (/proc/PID/sched); now where that cannot be read.
+// the scheduler's clock of the CPU it last ran on (/proc/PID/sched, read on that CPU); now
+// where that cannot be read.
 int64_t rankEndedAtMicros(pid_t pid);
 
 }  // namespace tlaunch

@@ -1,7 +1,20 @@
-// tlaunch status: what tlaunchd reads from /proc.
+// tlaunch status, and a rank's end: what tlaunchd reads from /proc.
 #include <catch2/catch.hpp>
 
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daemon/oom_kills.h"
+#include "daemon/rank_end_time.h"
 #include "daemon/rank_status.h"
+#include "tlaunch/wall_clock.h"
 
 TEST_CASE("tlaunch status reads state, CPU ticks, start and RSS from /proc/PID/stat") {
   // A command name with spaces and parentheses: the fields follow the last ')'.
@@ -16,4 +29,55 @@ TEST_CASE("tlaunch status reads state, CPU ticks, start and RSS from /proc/PID/s
   CHECK(st.rss_pages == 2048);
   CHECK_FALSE(tlaunch::parseProcStat("4242 (truncated) S 1 2", st));
   CHECK_FALSE(tlaunch::parseProcStat("garbage", st));
+}
+
+TEST_CASE("the node's OOM kills come from /proc/vmstat's oom_kill") {
+  char path[] = "/tmp/tlaunch-vmstat-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  const std::string text = "nr_free_pages 12345\noom_kill 7\npgfault 99\n";
+  REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  CHECK(tlaunch::oomKillCount(path) == 7);
+  ::unlink(path);
+  CHECK_FALSE(tlaunch::oomKillCount(path));  // gone: unknown, not 0
+}
+
+// A rank's end is stamped by the scheduler's clock of the CPU it last ran on: CPUs' clocks may
+// disagree (a VM's steal time: 265 ms between two vCPUs here), and the stamp decides which of
+// several failures tlaunch names as the first.
+TEST_CASE("a rank killed on another CPU is stamped when it ended, not by that CPU's clock offset") {
+  cpu_set_t allowed;
+  REQUIRE(::sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  if (cpus.size() < 2) return;  // one CPU: one clock
+  for (const auto& [child_cpu, own_cpu] : {std::pair{cpus[1], cpus[0]}, std::pair{cpus[0], cpus[1]}}) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(child_cpu, &one);
+      ::sched_setaffinity(0, sizeof(one), &one);
+      ::pause();
+      ::_exit(0);
+    }
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    CPU_SET(own_cpu, &mine);
+    REQUIRE(::sched_setaffinity(0, sizeof(mine), &mine) == 0);
+    ::usleep(50'000);  // the child has moved and sleeps
+    const int64_t killed_at = tlaunch::wallClockMicros();
+    ::kill(pid, SIGKILL);
+    ::usleep(200'000);  // the daemon notices late
+    siginfo_t info{};
+    REQUIRE(::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) == 0);  // a zombie, as the daemon sees it
+    const int64_t stamped = tlaunch::rankEndedAtMicros(pid);
+    ::waitpid(pid, nullptr, 0);
+    REQUIRE(::sched_setaffinity(0, sizeof(allowed), &allowed) == 0);
+    INFO("child on CPU " << child_cpu << ", stamped on CPU " << own_cpu);
+    CHECK(std::abs(stamped - killed_at) < 100'000);  // generous: the error was 265 ms, the lateness 200
+  }
 }
