@@ -14,6 +14,7 @@
 #include "bootstrap/close_fds.h"
 #include "bootstrap/node_launch_json.h"
 #include "daemon/job_marked_processes.h"
+#include "daemon/oom_kills.h"
 #include "daemon/output_channel.h"
 #include "daemon/rank_launches.h"
 #include "daemon/stack_collector.h"
@@ -272,6 +273,8 @@ void DaemonSession::handleStart() {
                    {"at_us", e.ended_us},
                    {"tail", e.stderr_tail}};
     if (unfinalized) report["unfinalized"] = true;
+    if (e.signaled && e.code == SIGKILL && !e.killed_by_us && oom_kills_at_start_)
+      if (const auto now = oomKillCount(); now && *now > *oom_kills_at_start_) report["oom"] = true;
     output_->ordered(report);
   };
   ev.all_exited = [this] { onRanksEnded(); };
@@ -280,6 +283,7 @@ void DaemonSession::handleStart() {
   // The ssh sessions that started this node's tree children are the spawner's, not the job's:
   // it reaps them (a failure it reports needs their exit status) and ends them after the job.
   ranks_->leaveAlone([this](pid_t pid) { return spawner_ && spawner_->owns(pid); });
+  oom_kills_at_start_ = oomKillCount();
   if (auto r = ranks_->start(*launches); !r) {
     conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(r.error().code)}, {"message", r.error().message + " (node " + launch_->node_name + ")"}});
     return;

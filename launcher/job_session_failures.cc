@@ -149,6 +149,10 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
     std::string what = signaled ? std::string("was killed by signal ") + std::to_string(code) + " (" +
                                       ::strsignal(code) + ")"
                                 : "exited with status " + std::to_string(code);
+    // Its daemon saw the kernel's OOM killer run on the node while the ranks ran (daemon/oom_kills.h).
+    if (signaled && getBool(msg, "oom"))
+      what += ", and the kernel's OOM killer ran on " + link.name +
+              " meanwhile: most likely out of memory (`dmesg` there names the process it killed)";
     RankFailure f;
     f.rank = rank;
     f.node = link.name;

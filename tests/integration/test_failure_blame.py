@@ -4,11 +4,15 @@
    counted after it, and --summary-json names the same rank;
 2. a lost node is the reason, not the ranks on healthy nodes that lose their connections to it
    a moment before tlaunch decides the node is lost: --summary-json lists it in lost_nodes, and
-   --max-restarts drops it (the healthy node stays)."""
+   --max-restarts drops it (the healthy node stays);
+3. a rank the kernel's OOM killer ends (its memory cgroup's limit, here a cgroup the test makes
+   and the rank moves itself into) is said to have most likely run out of memory, not only
+   "killed by signal 9"."""
 import json
 import os
 import re
 import signal
+import time
 
 import tl
 
@@ -53,4 +57,51 @@ with open(summary) as f:
     s = json.load(f)
 history = s["restart_history"]
 tl.check(len(history) == 1 and "lost node local1" in history[0]["cause"], f"summary: {s}")
+
+# 3. Out of memory: a memory cgroup of 64 MiB (v2 or v1, whichever this host has writable), the
+#    rank moves itself in and allocates 300 MiB.
+def memory_cgroup(name):
+    """A new memory cgroup of 64 MiB without swap (v2, else v1), or None where none can be made."""
+    places = []
+    try:
+        with open("/sys/fs/cgroup/cgroup.controllers") as f:
+            if "memory" in f.read().split():
+                places.append(("/sys/fs/cgroup", "memory.max"))
+    except OSError:
+        pass
+    if os.path.exists("/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        places.append(("/sys/fs/cgroup/memory", "memory.limit_in_bytes"))
+    for root, limit in places:
+        d = os.path.join(root, name)
+        try:
+            os.mkdir(d)
+            with open(os.path.join(d, limit), "w") as f:
+                f.write(str(64 << 20))
+            if os.path.exists(os.path.join(d, "memory.swap.max")):
+                with open(os.path.join(d, "memory.swap.max"), "w") as f:
+                    f.write("0")
+            return d
+        except OSError:
+            if os.path.isdir(d):
+                os.rmdir(d)
+    return None
+
+
+cgroup = memory_cgroup(f"tlaunch-oom-test-{os.getpid()}")
+if cgroup is None:
+    print("no writable memory cgroup here: the OOM case is not run")
+else:
+    try:
+        r = tl.run(["--launcher", "local", "-p", "1", "--", "sh", "-c",
+                    f'echo $$ > {cgroup}/cgroup.procs && exec {tl.PYTHON} -c "x = bytearray(300 << 20)"'], timeout=120)
+        tl.check(r.returncode == 137, f"out of memory: exit {r.returncode}, want 137 (SIGKILL)\n{r.stderr}")
+        tl.check("was killed by signal 9 (Killed), and the kernel's OOM killer ran on local0 meanwhile: most likely out "
+                 "of memory" in r.stderr, f"the OOM killer is named: {r.stderr}")
+    finally:
+        for _ in range(50):  # the killed rank leaves the cgroup a moment after its end
+            try:
+                os.rmdir(cgroup)
+                break
+            except OSError:
+                time.sleep(0.1)
 print("ok")
