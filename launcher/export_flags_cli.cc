@@ -13,15 +13,17 @@ void addExportFlags(CLI::App& app, ExportFlags& f) {
   addCount(app, "--master-port,--master_port", "--master-port", f.master_port, 1, 65535,
            "MASTER_PORT for every rank (default: a port rank 0's node found free)");
   // torchrun runs once per node; tlaunch once for all nodes, so a node rank has no meaning here.
-  app.add_option_function<std::string>(
-         "--node-rank,--node_rank",
-         [](const std::string& v) {
-           throw CLI::ValidationError("--node-rank " + v +
-                                      ": tlaunch starts every node from one command, numbered in the order of "
-                                      "--hosts/--hostfile\n  -> drop --node-rank, and run tlaunch once, not on each node");
-         },
-         "torchrun's, refused: node ranks follow the order of the nodes")
-      ->group("");  // hidden: only there to explain itself
+  // Each spelling is its own option, so that the message repeats the one the user typed.
+  for (const std::string name : {"--node-rank", "--node_rank"})
+    app.add_option_function<std::string>(
+           name,
+           [name](const std::string& v) {
+             throw CLI::ValidationError(name + " " + v +
+                                        ": tlaunch starts every node from one command, numbered in the order of "
+                                        "--hosts/--hostfile\n  -> drop " + name + ", and run tlaunch once, not on each node");
+           },
+           "torchrun's, refused: node ranks follow the order of the nodes")
+        ->group("");  // hidden: only there to explain itself
   app.add_option("--mca", f.mca, "Open MPI parameter, exported as OMPI_MCA_KEY=VALUE (repeatable)")
       ->allow_extra_args(false)
       ->type_name("KEY VALUE");

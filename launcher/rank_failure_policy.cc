@@ -12,7 +12,9 @@ bool RankFailure::aborted() const { return called_abort || signal == SIGABRT; }
 RankFailurePolicy::Decision RankFailurePolicy::onFailure(const RankFailure& f) {
   Decision d;
   d.announce = f.rank >= 0 ? failed_.insert(f.rank).second : false;
-  if (!first_) first_ = f;
+  // The first to fail, by its node's stamp where both have one: a report waits behind its
+  // rank's output, so the first to arrive need not be the first to fail.
+  if (!first_ || (f.ended_us > 0 && first_->ended_us > 0 && f.ended_us < first_->ended_us)) first_ = f;
   d.action = keep_going_ && !f.called_abort ? Action::keep_going : Action::end_after_grace;
   return d;
 }

@@ -6,7 +6,8 @@
 //   - by default the job ends, --event-grace after the announcement, so that handlers run
 //     before teardown's SIGTERM;
 //   - with --keep-going the other ranks run to their end, and the job's exit status is the
-//     first failed rank's. PMIx_Abort still ends the job: the program asked for it.
+//     first failed rank's (by the nodes' stamps, not by the order of the reports). PMIx_Abort
+//     still ends the job: the program asked for it.
 #include <chrono>
 #include <cstdint>
 #include <optional>

@@ -153,4 +153,5 @@ r = tl.run(["--dry-run", "--offline", "--topology-xml", XML, "--hosts", "n1,n2",
 tl.check(r.returncode == 0 and "world size 4" in r.stdout and "MASTER_PORT=29501" in r.stdout, f"{r.stdout}{r.stderr}")
 r = tl.run(["--hosts", "n1,n2", "--node_rank", "1", "--", "prog"], env=env, cwd=tmp)
 tl.check(r.returncode == 64 and "tlaunch starts every node from one command" in r.stderr, f"--node_rank: {r.stderr}")
+tl.check("--node_rank 1:" in r.stderr and "drop --node_rank" in r.stderr, f"--node_rank is named as typed: {r.stderr}")
 print("PASS")

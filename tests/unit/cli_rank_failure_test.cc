@@ -121,6 +121,12 @@ TEST_CASE("a failed rank is announced once and ends the job unless --keep-going"
   CHECK(going.onFailure(exitOf(2, 3)).action == RankFailurePolicy::Action::keep_going);
   CHECK(going.onFailure(exitOf(0, 9)).action == RankFailurePolicy::Action::keep_going);
   CHECK(going.first()->rank == 2);  // the exit status stays the first failed rank's
+  RankFailurePolicy stamped(true, 4);  // reported after rank 2, but it ended before it
+  stamped.onFailure(endedAt(2, "n1", 3, 2'000'000));
+  stamped.onFailure(endedAt(0, "n0", 9, 1'000'000));
+  CHECK(stamped.first()->rank == 0);
+  stamped.onFailure(endedAt(1, "n0", 4, 1'500'000));
+  CHECK(stamped.first()->rank == 0);
   CHECK(going.keptGoingSummary() ==
         "rank 2 on node n0 exited with status 3; the other ranks went on (--keep-going), 2 of 4 ranks failed");
   CHECK(going.anyJobRankFailed());
