@@ -5,6 +5,7 @@
 #include "binding/fabric/fabric_json.h"
 #include "binding/preflight/preflight_report.h"
 #include "binding/topology/binding_manifest.h"
+#include "bootstrap/rank_env.h"
 #include "launcher/plan/plan_preflight.h"
 #include "launcher/plan/rank_env_builder.h"
 
@@ -91,6 +92,23 @@ std::string exportsText(const JobPlan& plan) {
   std::string out = "exported to every rank (yours win over tlaunch's values):\n";
   for (const auto& e : plan.exports) out += "    " + e.name + "=" + e.value + "  (" + e.source + ")\n";
   return out;
+}
+
+// What tlaunch itself sets in every rank besides the network's variables (shown per node): the
+// identity variables by family, and the defaults with rank 0's values (the user's own win).
+std::string rankEnvironmentText(const JobPlan& plan) {
+  if (plan.nodes.empty() || plan.nodes.front().ranks.empty()) return "";
+  const NodeLaunch& node = plan.nodes.front();
+  const RankSpec& rank0 = node.ranks.front();
+  std::string defaults;
+  for (const char* name : {"OMP_NUM_THREADS", "PYTHONUNBUFFERED", "TORCH_NCCL_ASYNC_ERROR_HANDLING"}) {
+    auto value = envLookup(rank0.env, name);
+    if (!value) value = envLookup(node.base_env, name);
+    defaults += std::string(" ") + name + (value ? "=" + *value : " unset");
+  }
+  return "each rank also gets torchrun's RANK, LOCAL_RANK, WORLD_SIZE, ... and TORCHELASTIC_*, Open MPI's "
+         "OMPI_COMM_WORLD_*, TLAUNCH_*\n    and defaults (rank 0's values; yours win):" +
+         defaults + "  (--json has every rank's environment)\n";
 }
 
 // Variables from DeepSpeed's environment files, named: a forgotten ~/.deepspeed_env surprises.
@@ -201,7 +219,7 @@ std::string renderPlanText(const JobPlan& plan) {
   std::string out = "job " + plan.job_id + ": " + nodesAndRanks(plan) + ", world size " + std::to_string(plan.world_size) +
                     "\nranks per node: " + ranksPerNodeText(plan) + " (" + plan.ranks_source + ")" +
                     "\nMASTER_ADDR=" + plan.master_addr + " MASTER_PORT=" + std::to_string(plan.master_port) + "\n";
-  out += exportsText(plan);
+  out += exportsText(plan) + rankEnvironmentText(plan);
   for (const auto& n : plan.nodes) {
     if (n.ranks.empty()) continue;
     out += "node " + n.node_name + ": ranks " + std::to_string(n.ranks.front().rank) + "-" +

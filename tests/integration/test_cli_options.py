@@ -94,6 +94,9 @@ d = tl.run(args + ["--dry-run", "--", "true"])
 tl.check(d.returncode == 0 and "MASTER_ADDR=127.0.0.2 MASTER_PORT=23456" in d.stdout, f"--dry-run: {d.stdout!r}")
 tl.check("MASTER_ADDR=127.0.0.2  (-x)" in d.stdout and "MASTER_PORT=23456  (--master-port)" in d.stdout,
          f"--dry-run names the flag each value came from: {d.stdout!r}")
+# tlaunch's own defaults are shown with the values rank 0 gets.
+tl.check(re.search(r"and defaults \(rank 0's values; yours win\): OMP_NUM_THREADS(=\d+| unset) PYTHONUNBUFFERED=\S+ "
+                   r"TORCH_NCCL_ASYNC_ERROR_HANDLING=1", d.stdout) is not None, f"--dry-run's defaults: {d.stdout!r}")
 
 # One plan, one path: a hostfile of slots=8 plans 8 ranks per node offline as online.
 hostfile = os.path.join(tmp, "hosts")
