@@ -2,7 +2,6 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -14,7 +13,6 @@
 #include "bootstrap/close_fds.h"
 #include "bootstrap/node_launch_json.h"
 #include "daemon/job_marked_processes.h"
-#include "daemon/oom_kills.h"
 #include "daemon/output_channel.h"
 #include "daemon/rank_launches.h"
 #include "daemon/stack_collector.h"
@@ -219,15 +217,6 @@ void DaemonSession::handlePrepare(const Json& msg) {
       Error e = bridge.error();
       e.message = "node " + launch_->node_name + ": the PMIx server did not start: " + e.message;
       e.hint = "tlaunch --pmix=off runs without it (MPI programs then need mpirun)";
-      // libpmix writes its job data into files (/dev/shm, the job's directory): a file size
-      // limit (ulimit -f, inherited through ssh or srun) makes that fail with no word of why.
-      rlimit fsize{};
-      if (::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY) {
-        e.code = Errc::resources;
-        e.message += " (the file size limit here is " + std::to_string(fsize.rlim_cur) +
-                     " bytes, ulimit -f: libpmix cannot write its job data)";
-        e.hint = "raise the file size limit (ulimit -f unlimited) where tlaunch starts, or run with --pmix=off";
-      }
       return reply_error(e);
     }
     pmix_ = std::move(*bridge);
@@ -273,8 +262,7 @@ void DaemonSession::handleStart() {
                    {"at_us", e.ended_us},
                    {"tail", e.stderr_tail}};
     if (unfinalized) report["unfinalized"] = true;
-    if (e.signaled && e.code == SIGKILL && !e.killed_by_us && oom_kills_at_start_)
-      if (const auto now = oomKillCount(); now && *now > *oom_kills_at_start_) report["oom"] = true;
+    if (e.oom_killer_ran) report["oom"] = true;
     output_->ordered(report);
   };
   ev.all_exited = [this] { onRanksEnded(); };
@@ -283,7 +271,6 @@ void DaemonSession::handleStart() {
   // The ssh sessions that started this node's tree children are the spawner's, not the job's:
   // it reaps them (a failure it reports needs their exit status) and ends them after the job.
   ranks_->leaveAlone([this](pid_t pid) { return spawner_ && spawner_->owns(pid); });
-  oom_kills_at_start_ = oomKillCount();
   if (auto r = ranks_->start(*launches); !r) {
     conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(r.error().code)}, {"message", r.error().message + " (node " + launch_->node_name + ")"}});
     return;

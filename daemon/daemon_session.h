@@ -146,7 +146,6 @@ class DaemonSession {
   std::unique_ptr<NcclWatchSet> nccl_;  // before ranks_ too: their output feeds it
   std::unique_ptr<PmixBridge> pmix_;  // declared before ranks_: destroyed after them
   std::unique_ptr<RankSupervisor> ranks_;
-  std::optional<long long> oom_kills_at_start_;  // the node's OOM kills when the ranks started
   std::unique_ptr<StackCollector> stacks_;  // after ranks_: its gdbs go first
   RankStatusSampler status_sampler_;
   asio::steady_timer heartbeat_timer_;

@@ -1,5 +1,6 @@
 #include "daemon/pmix_bridge.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,21 @@ namespace {
 std::string shmDirFor(const std::string& twin_name, const std::string& suffix) {
   if (::access("/dev/shm", W_OK) != 0) return "";
   return "/dev/shm/" + twin_name + suffix;
+}
+}  // namespace
+
+namespace {
+// libpmix writes its job data into files (/dev/shm, the job's directory): a file size limit
+// (ulimit -f, inherited through ssh or srun) makes that fail with no word of why. Said, where
+// one is in force.
+Error withFileSizeLimit(Error e) {
+  rlimit fsize{};
+  if (::getrlimit(RLIMIT_FSIZE, &fsize) != 0 || fsize.rlim_cur == RLIM_INFINITY) return e;
+  e.code = Errc::resources;
+  e.message += " (the file size limit here is " + std::to_string(fsize.rlim_cur) +
+               " bytes, ulimit -f: libpmix cannot write its job data; raise it, e.g. ulimit -f unlimited, where "
+               "tlaunch starts)";
+  return e;
 }
 }  // namespace
 
@@ -71,7 +87,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   };
   cb.spawn = [send](uint64_t id, const PmixSpawnRequest& request) { send(spawnRequestToJson(id, request)); };
   auto server = PmixServer::start(cfg, [&io](std::function<void()> f) { asio::post(io, std::move(f)); }, std::move(cb));
-  if (!server) return tl::unexpected(server.error());
+  if (!server) return tl::unexpected(withFileSizeLimit(server.error()));
   b->server_ = std::move(*server);
   if (!writeOwnerMark(b->node_dir_)) spdlog::warn("could not mark {} as this daemon's", b->node_dir_);
   PmixJobLayout layout;
@@ -85,7 +101,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   layout.oversubscribed = launch.pmix.oversubscribed;
   b->topology_xml_ = std::move(topology_xml);
   layout.topology_xml = b->topology_xml_;
-  if (auto r = b->server_->registerJob(layout); !r) return tl::unexpected(r.error());
+  if (auto r = b->server_->registerJob(layout); !r) return tl::unexpected(withFileSizeLimit(r.error()));
   return b;
 }
 

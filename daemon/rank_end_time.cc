@@ -5,9 +5,9 @@
 #include <exception>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 
+#include "daemon/rank_status.h"
 #include "tlaunch/wall_clock.h"
 
 namespace tlaunch {
@@ -30,23 +30,12 @@ std::optional<double> schedLastRanMs(const std::string& path) {
   return std::nullopt;
 }
 
-// The CPU a task last ran on: field 39 of /proc/PID/stat (after the command, which may hold
-// spaces and parentheses); -1 when it cannot be read.
+// The CPU a task last ran on (/proc/PID/stat); -1 when it cannot be read.
 int lastCpu(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
-  if (!std::getline(in, line)) return -1;
-  const auto close = line.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream fields(line.substr(close + 1));
-  std::string field;
-  for (int i = 3; i <= 39; ++i)  // field 3 (state) is the first after the command
-    if (!(fields >> field)) return -1;
-  try {
-    return std::stoi(field);
-  } catch (const std::exception&) {
-    return -1;
-  }
+  ProcStat st;
+  return std::getline(in, line) && parseProcStat(line, st) ? st.processor : -1;
 }
 
 // This thread's se.exec_start on `cpu`'s scheduler clock: each CPU's clock is its own (in a VM

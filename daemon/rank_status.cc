@@ -20,6 +20,9 @@ bool parseProcStat(std::string_view line, ProcStat& out) {
     out.cpu_ticks = std::stoull(f[11]) + std::stoull(f[12]);  // fields 14 and 15: utime, stime
     out.start_ticks = std::stoull(f[19]);                      // field 22: starttime
     out.rss_pages = std::stoll(f[21]);                         // field 24: rss
+    std::string field;
+    for (int n = 25; n <= 39 && in >> field; ++n)
+      if (n == 39) out.processor = std::stoi(field);  // field 39: processor
   } catch (const std::exception&) {
     return false;
   }

@@ -14,8 +14,10 @@ struct ProcStat {
   unsigned long long cpu_ticks = 0;  // utime + stime
   unsigned long long start_ticks = 0;  // since boot
   long long rss_pages = 0;
+  int processor = -1;  // the CPU it last ran on (field 39; -1 where the line stops before it)
 };
-// The fields of /proc/PID/stat that status needs; false when the line does not parse.
+// The fields of /proc/PID/stat that status and a rank's end time need; false when the line
+// does not parse.
 bool parseProcStat(std::string_view line, ProcStat& out);
 
 class RankStatusSampler {

@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/oom_kills.h"
 #include "daemon/rank_end_time.h"
 #include "daemon/signal_catchers.h"
 
@@ -53,6 +54,7 @@ RankSupervisor::~RankSupervisor() {
 }
 
 Result<void> RankSupervisor::start(const std::vector<RankLaunch>& launches) {
+  oom_kills_at_start_ = oomKillCount();
   auto started = add(launches);
   if (!started) killAll();
   return started;
@@ -297,6 +299,8 @@ void RankSupervisor::maybeReport(Rank& r) {
   }
   e.killed_by_us = r.ended_by_us;
   e.ended_us = r.ended_us;
+  if (e.signaled && e.code == SIGKILL && !e.killed_by_us && oom_kills_at_start_)
+    if (const auto now = oomKillCount(); now && *now > *oom_kills_at_start_) e.oom_killer_ran = true;
   e.stderr_tail.assign(r.tail.begin(), r.tail.end());
   ++reported_;
   if (events_.exited) events_.exited(e);

@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct RankExit {
   // nodes): the frontend blames the earliest failure, not the first report to arrive, which
   // may have waited behind the rank's last output.
   int64_t ended_us = 0;
+  // Killed by SIGKILL, not by us, while the kernel's OOM killer ran on the node (daemon/oom_kills.h):
+  // most likely out of memory.
+  bool oom_killer_ran = false;
 };
 
 class RankSupervisor {
@@ -154,6 +158,7 @@ class RankSupervisor {
   size_t reported_ = 0;
   bool paused_ = false;
   bool terminating_ = false;
+  std::optional<long long> oom_kills_at_start_;  // the node's OOM kills when the ranks started
   asio::steady_timer kill_timer_;
   std::unique_ptr<Containment> containment_;  // last: destroyed first, while ranks_ is still there
 };

@@ -19,24 +19,28 @@ T orThrow(Result<T> r) {
   return std::move(*r);
 }
 
-// An integer option whose bounds are part of its meaning; `shown` names it in messages.
-inline CLI::Option* addCount(CLI::App& app, const std::string& names, const std::string& shown, int& target, int min,
-                             int max, const std::string& help) {
+// An option whose value `parse(shown, text, min, max)` checks into `target`; `shown` names it in
+// messages, and the bounds are part of its meaning (said in --help).
+template <class Parse>
+CLI::Option* addBounded(CLI::App& app, const std::string& names, const std::string& shown, int& target, int min,
+                        int max, const std::string& help, Parse parse, const std::string& type, const std::string& unit) {
   return app
       .add_option_function<std::string>(
-          names, [&target, shown, min, max](const std::string& v) { target = orThrow(parseBoundedInt(shown, v, min, max)); },
-          help + " [" + std::to_string(min) + "-" + std::to_string(max) + "]")
-      ->type_name("N");
+          names, [&target, shown, min, max, parse](const std::string& v) { target = orThrow(parse(shown, v, min, max)); },
+          help + " [" + std::to_string(min) + "-" + std::to_string(max) + unit + "]")
+      ->type_name(type);
+}
+
+// An integer option.
+inline CLI::Option* addCount(CLI::App& app, const std::string& names, const std::string& shown, int& target, int min,
+                             int max, const std::string& help) {
+  return addBounded(app, names, shown, target, min, max, help, parseBoundedInt, "N", "");
 }
 
 // A timeout in seconds: a bare number, or a duration with units (parseSeconds).
 inline CLI::Option* addSeconds(CLI::App& app, const std::string& names, const std::string& shown, int& target, int min,
                                int max, const std::string& help) {
-  return app
-      .add_option_function<std::string>(
-          names, [&target, shown, min, max](const std::string& v) { target = orThrow(parseSeconds(shown, v, min, max)); },
-          help + " [" + std::to_string(min) + "-" + std::to_string(max) + " s; 30s, 2m also work]")
-      ->type_name("SECONDS");
+  return addBounded(app, names, shown, target, min, max, help, parseSeconds, "SECONDS", " s; 30s, 2m also work");
 }
 
 }  // namespace tlaunch

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <limits>
 
 #include "binding/fabric/ipv4_net.h"
 
@@ -122,20 +123,19 @@ Result<int> parseDuration(std::string_view flag, std::string_view text, int max_
 Result<int> parseSeconds(std::string_view flag, std::string_view text, int min, int max) {
   const std::string range = "must be from " + std::to_string(min) + " to " + std::to_string(max) +
                             " seconds (a bare number, or with units: 30s, 2m, 1h)";
+  // Parsed without bounds first (a bare number up to 10 digits, a duration up to the largest
+  // int), so that every value out of range gets the same words.
+  long long seconds = 0;
   if (allDigits(text)) {
-    auto n = parseBoundedInt(flag, text, min, max);
-    if (!n) return fail(Errc::usage, str(flag) + " " + str(text) + ": " + range);
-    return n;
+    if (text.size() > 10) return fail(Errc::usage, str(flag) + " " + str(text) + ": " + range);
+    std::from_chars(text.data(), text.data() + text.size(), seconds);
+  } else {
+    auto d = parseDuration(flag, text, std::numeric_limits<int>::max(), true);
+    if (!d) return fail(Errc::usage, d.error().message, "give seconds (30) or a duration (30s, 2m, 1h)");
+    seconds = *d;
   }
-  auto d = parseDuration(flag, text, max, min == 0);
-  if (!d) {
-    // Out of range reads the same as for a bare number; anything else keeps the parser's word.
-    if (d.error().message.find("must be") != std::string::npos)
-      return fail(Errc::usage, str(flag) + " " + str(text) + ": " + range);
-    return fail(Errc::usage, d.error().message, "give seconds (30) or a duration (30s, 2m, 1h)");
-  }
-  if (*d < min) return fail(Errc::usage, str(flag) + " " + str(text) + ": " + range);
-  return d;
+  if (seconds < min || seconds > max) return fail(Errc::usage, str(flag) + " " + str(text) + ": " + range);
+  return static_cast<int>(seconds);
 }
 
 std::string formatDuration(int seconds) {

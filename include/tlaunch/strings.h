@@ -1,5 +1,7 @@
 #pragma once
 // The few string helpers every part of tlaunch uses, in one place.
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -23,11 +25,12 @@ std::string joinStrings(const Range& items, std::string_view sep = ", ") {
   return out;
 }
 
-// "n0, n1, n2 and 3997 more": at most `shown` names of a list that may name thousands of nodes
-// (a message naming every one of 4,000 nodes helps nobody).
-inline std::string joinSome(const std::vector<std::string>& items, std::size_t shown = 10) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size() && i < shown; ++i) out += (i == 0 ? "" : ", ") + items[i];
+// "n0, n1, n2 and 3997 more": at most `shown` items (strings, or numbers printed in decimal) of a
+// list that may name thousands of nodes (a message naming every one of 4,000 nodes helps nobody).
+template <class T>
+std::string joinSome(const std::vector<T>& items, std::size_t shown = 10) {
+  const std::vector<T> head(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(std::min(items.size(), shown)));
+  std::string out = joinStrings(head);
   if (items.size() > shown) out += " and " + std::to_string(items.size() - shown) + " more";
   return out;
 }

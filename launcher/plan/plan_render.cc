@@ -8,6 +8,7 @@
 #include "bootstrap/rank_env.h"
 #include "launcher/plan/plan_preflight.h"
 #include "launcher/plan/rank_env_builder.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 
@@ -133,14 +134,12 @@ std::vector<int> ranksByNode(const JobPlan& plan) {
   return counts;
 }
 
-// "2", or each node's "3, 1" where they differ (at most 8, then "...").
+// "2", or each node's "3, 1" where they differ (at most 8, then "and N more").
 std::string ranksPerNodeText(const JobPlan& plan) {
   const std::vector<int> counts = ranksByNode(plan);
   if (std::all_of(counts.begin(), counts.end(), [&](int c) { return c == plan.ranks_per_node; }))
     return std::to_string(plan.ranks_per_node);
-  std::string each;
-  for (size_t i = 0; i < counts.size() && i < 8; ++i) each += (i ? ", " : "") + std::to_string(counts[i]);
-  return counts.size() > 8 ? each + ", ..." : each;
+  return joinSome(counts, 8);
 }
 
 // "4 node(s) x 2 rank(s)", "2 node(s) x 4 rank(s) (2 on the last)", "3 node(s), 7 ranks (3, 2, 2)".

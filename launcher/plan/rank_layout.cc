@@ -5,6 +5,7 @@
 
 #include "launcher/cli_values.h"
 #include "tlaunch/diagnostics.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 
@@ -12,9 +13,10 @@ namespace {
 
 std::string num(int v) { return std::to_string(v); }
 
-// "node2 has 4" when the names are known, else "4".
+// "node2 has 4" or "node2 has none given" when the names are known, else "4" or "none".
 std::string slotsOf(const std::vector<std::string>& names, size_t i, int slots) {
-  return i < names.size() ? names[i] + " has " + num(slots) : num(slots);
+  const std::string count = slots > 0 ? num(slots) : "none";
+  return i < names.size() ? names[i] + " has " + count + (slots > 0 ? "" : " given") : count;
 }
 
 int ceilDiv(int a, int b) { return (a + b - 1) / b; }
@@ -39,13 +41,6 @@ RankLayout perNode(std::vector<int> counts, std::string source) {
   if (std::any_of(counts.begin(), counts.end(), [&](int c) { return c != l.ranks_per_node; }))
     l.node_ranks = std::move(counts);
   return l;
-}
-
-// "3, 3, 2, 2" (at most 8 counts, then "...").
-std::string countsText(const std::vector<int>& counts) {
-  std::string out;
-  for (size_t i = 0; i < counts.size() && i < 8; ++i) out += (i ? ", " : "") + num(counts[i]);
-  return counts.size() > 8 ? out + ", ..." : out;
 }
 
 // n ranks over k nodes as srun spreads them: the first n % k nodes run one more.
@@ -100,7 +95,7 @@ Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots
         return diagnostic(Errc::usage, "ranks-slots-differ",
                           {{"total", num(n)},
                            {"first", slotsOf(names, 0, slots.front())},
-                           {"other", i < names.size() ? names[i] + " has none given" : "none"},
+                           {"other", slotsOf(names, i, slots[i])},
                            {"origin", origin}});
       counts.push_back(std::min(left, slots[i]));
       left -= counts.back();
@@ -152,7 +147,7 @@ Result<RankLayout> resolveRankLayout(const JobSpec& spec, const std::vector<int>
     return diagnostic(Errc::usage, "slots-differ",
                       {{"origin", slots_origin},
                        {"first", slotsOf(names, some, slots[some])},
-                       {"other", none < names.size() ? names[none] + " has none given" : "one has none given"}});
+                       {"other", slotsOf(names, none, slots[none])}});
   }
   if (std::any_of(known.begin(), known.end(), [&](int v) { return v != known.front(); })) {
     // Each node runs its slots (a hostfile's 8 and 4, --include's GPU lists), as mpirun and DeepSpeed do.
@@ -177,7 +172,7 @@ Result<std::string> applyRankDefault(JobSpec& spec, const std::vector<int>& gpus
     for (int& c : counts) c = std::clamp(c, 1, kMaxRanksPerNode);
     target = *std::max_element(counts.begin(), counts.end());
     if (std::any_of(counts.begin(), counts.end(), [&](int c) { return c != target; })) spec.ranks_by_node = counts;
-    return spec.ranks_by_node.empty() ? num(target) : countsText(counts);
+    return spec.ranks_by_node.empty() ? num(target) : joinSome(counts, 8);
   };
   const bool any_gpu = std::any_of(gpus.begin(), gpus.end(), [](int g) { return g > 0; });
   if (word == "cpu" || (word == "auto" && !any_gpu)) {

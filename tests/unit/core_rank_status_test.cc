@@ -27,6 +27,10 @@ TEST_CASE("tlaunch status reads state, CPU ticks, start and RSS from /proc/PID/s
   CHECK(st.cpu_ticks == 175);
   CHECK(st.start_ticks == 987654);
   CHECK(st.rss_pages == 2048);
+  CHECK(st.processor == 3);  // field 39: the CPU it last ran on
+  tlaunch::ProcStat short_line;
+  REQUIRE(tlaunch::parseProcStat("1 (x) S 0 1 1 0 -1 0 0 0 0 0 5 5 0 0 20 0 1 0 100 1000 7", short_line));
+  CHECK(short_line.processor == -1);
   CHECK_FALSE(tlaunch::parseProcStat("4242 (truncated) S 1 2", st));
   CHECK_FALSE(tlaunch::parseProcStat("garbage", st));
 }
