@@ -50,6 +50,7 @@ json RdmaPairAgent::handle(const json& msg) {
       spec.device = order.value("device", "");
       spec.port = field(order, "port", 1);
       spec.gid_index = field(order, "gid_index", -1);
+      spec.pkey_index = std::clamp(field(order, "pkey_index", 0), 0, 0xffff);  // a table entry's index
       // Bounded whatever the order says: this is a check, not a benchmark.
       spec.bytes = std::clamp<std::size_t>(field<std::size_t>(order, "bytes", spec.bytes), 8, kMaxBufferBytes);
       auto opened = RdmaEndpoint::open(api_, spec);

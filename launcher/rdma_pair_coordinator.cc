@@ -22,7 +22,7 @@ double portRate(const NodeFabric& fabric, const std::string& device, int port) {
 }
 
 RdmaEndpointSpec endpointSpec(const SelfTestOptions& rail, std::size_t bytes) {
-  return RdmaEndpointSpec{rail.device, rail.port, rail.gid_index, bytes};
+  return RdmaEndpointSpec{rail.device, rail.port, rail.gid_index, bytes, rail.pkey_index};
 }
 
 std::string endpointId(std::size_t pair, bool sender) { return "p" + std::to_string(pair) + (sender ? "s" : "r"); }
@@ -112,7 +112,8 @@ std::vector<RdmaPairMessage> RdmaPairCoordinator::stageMessages() {
       for (bool sender : {true, false}) {
         const RdmaEndpointSpec& s = sender ? p.send : p.recv;
         eps[sender ? p.from : p.to].push_back(
-            {{"id", sender ? send : recv}, {"device", s.device}, {"port", s.port}, {"gid_index", s.gid_index}, {"bytes", s.bytes}});
+            {{"id", sender ? send : recv}, {"device", s.device}, {"port", s.port}, {"gid_index", s.gid_index},
+             {"bytes", s.bytes}, {"pkey_index", s.pkey_index}});
       }
     } else if (p.failed) {
       continue;

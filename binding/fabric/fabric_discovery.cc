@@ -109,6 +109,18 @@ bool allDigits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
+// The valid entries of a P_Key table (0x0000 and 0x8000 mark empty ones).
+std::vector<PkeyEntry> readPkeyTable(const fs::path& dir) {
+  std::vector<PkeyEntry> out;
+  for (const auto& name : listDir(dir)) {
+    if (!allDigits(name) || name.size() > 5) continue;
+    const auto value = readNumber(dir / name, 16);
+    if (!value || *value <= 0 || *value > 0xffff || (*value & kPkeyPartitionMask) == 0) continue;
+    out.push_back(PkeyEntry{std::stoi(name), static_cast<std::uint16_t>(*value)});
+  }
+  return out;  // listDir's natural order: by index
+}
+
 RdmaPort readPort(const fs::path& dir, int number) {
   RdmaPort port;
   port.number = number;
@@ -131,6 +143,7 @@ RdmaPort readPort(const fs::path& dir, int number) {
     std::string ndev = readAttr(dir / "gid_attrs" / "ndevs" / name).value_or("");
     port.gids.push_back(makeGidEntry(std::stoi(name), *text, type, ndev));
   }
+  if (port.link_layer == LinkLayer::infiniband) port.pkeys = readPkeyTable(dir / "pkeys");
   return port;
 }
 
@@ -172,7 +185,11 @@ NetInterface readNetdev(const fs::path& dir, const std::string& name, SysfsNetde
   }
   facts.realDevice = devicePath(dir / "device");
   iface.pci_address = pciAddressOf(facts.realDevice);
-  if (iface.type == kArphrdInfiniband) facts.ipoibGid = ipoibGidOf(iface.hw_address);
+  if (iface.type == kArphrdInfiniband) {
+    facts.ipoibGid = ipoibGidOf(iface.hw_address);
+    if (auto pkey = readNumber(dir / "pkey", 16); pkey && *pkey > 0 && *pkey <= 0xffff)
+      iface.pkey = static_cast<int>(*pkey);
+  }
   return iface;
 }
 

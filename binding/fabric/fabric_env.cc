@@ -9,6 +9,7 @@
 #include "binding/fabric/ipv4_net.h"
 #include "binding/fabric/list_tokens.h"
 #include "binding/fabric/nccl_if_list.h"
+#include "binding/fabric/network_ports.h"
 #include "tlaunch/strings.h"
 
 namespace tlaunch {
@@ -57,6 +58,19 @@ std::string conflictFor(const std::string& name, const std::string& userValue, c
     return std::strtoll(userValue.c_str(), nullptr, 0) != 0 && !choice.sockets_only
                ? "disables InfiniBand/RoCE: NCCL falls back to TCP sockets"
                : "";
+  if (name == "NCCL_IB_PKEY" || name == "UCX_IB_PKEY") {
+    const std::string partition = node.ifname + "'s partition " + pkeyText(node.pkey);
+    if (name == "NCCL_IB_PKEY")  // an index into the port's P_Key table
+      return std::strtol(userValue.c_str(), nullptr, 0) == node.pkey_index
+                 ? ""
+                 : "is not the index of " + partition + " (entry " + std::to_string(node.pkey_index) + " on " +
+                       node.node + "): NCCL's queue pairs join another partition";
+    char* end = nullptr;  // UCX: the partition's value in hex, or "auto" (the first full-member entry)
+    const long value = std::strtol(userValue.c_str(), &end, 16);
+    return end != userValue.c_str() && (value & kPkeyPartitionMask) == (node.pkey & kPkeyPartitionMask)
+               ? ""
+               : "does not select " + partition + ": UCX's queue pairs join another partition";
+  }
   if (name == "NCCL_NET")
     return strcasecmp(userValue.c_str(), "Socket") == 0 ? "forces NCCL onto TCP sockets" : "";
   if (name == "GLOO_SOCKET_IFNAME")
@@ -144,6 +158,12 @@ std::vector<EnvSetting> fabricEnv(const NetworkChoice& choice, std::size_t nodeI
       add("NCCL_IB_ROCE_VERSION_NUM", "2", "RoCE v2");
       if (allInSubnet) add("NCCL_IB_ADDR_RANGE", choice.cidr, "GIDs on the chosen subnet only");
     }
+  }
+  if (node.pkey_index > 0 && !choice.sockets_only) {
+    const std::string partition = "partition " + pkeyText(node.pkey) + " of " + node.ifname + ", entry " +
+                                  std::to_string(node.pkey_index) + " of " + node.port + "'s P_Key table";
+    add("NCCL_IB_PKEY", std::to_string(node.pkey_index), partition + " (verbs use entry 0 unless told)");
+    add("UCX_IB_PKEY", pkeyText(node.pkey & kPkeyPartitionMask), partition);
   }
   add("GLOO_SOCKET_IFNAME", node.ifname, on);
   add("TP_SOCKET_IFNAME", node.ifname, on);

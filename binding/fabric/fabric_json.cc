@@ -81,10 +81,13 @@ json fabricToJson(const NodeFabric& fabric) {
       for (const auto& g : p.gids)
         gids.push_back({{"index", g.index}, {"gid", g.gid}, {"type", gidTypeName(g.type)},
                         {"ipv4_mapped", g.ipv4_mapped}, {"ipv4", g.ipv4}, {"ndev", g.ndev}});
+      json pkeys = json::array();
+      for (const auto& k : p.pkeys) pkeys.push_back({k.index, k.value});
       ports.push_back({{"number", p.number}, {"state", p.state}, {"state_name", p.state_name},
                        {"phys_state", p.phys_state}, {"phys_state_name", p.phys_state_name},
                        {"link_layer", linkLayerName(p.link_layer)}, {"rate", p.rate}, {"rate_gbps", p.rate_gbps},
-                       {"has_lid", p.has_lid}, {"lid", p.lid}, {"gids", std::move(gids)}, {"netdev", p.netdev}});
+                       {"has_lid", p.has_lid}, {"lid", p.lid}, {"gids", std::move(gids)}, {"pkeys", std::move(pkeys)},
+                       {"netdev", p.netdev}});
     }
     devices.push_back({{"name", d.name}, {"pci_address", d.pci_address}, {"node_type", d.node_type},
                        {"fw_ver", d.fw_ver}, {"numa_node", d.numa_node}, {"ports", std::move(ports)},
@@ -95,7 +98,7 @@ json fabricToJson(const NodeFabric& fabric) {
     interfaces.push_back({{"name", i.name}, {"type", i.type}, {"in_sysfs", i.in_sysfs}, {"live", i.live},
                           {"up", i.up}, {"running", i.running}, {"loopback", i.loopback}, {"mtu", i.mtu},
                           {"ipv4", ipv4ToJson(i.ipv4)}, {"pci_address", i.pci_address}, {"dev_port", i.dev_port},
-                          {"hw_address", i.hw_address}, {"ipoib_mode", i.ipoib_mode},
+                          {"hw_address", i.hw_address}, {"ipoib_mode", i.ipoib_mode}, {"pkey", i.pkey},
                           {"rdma_device", i.rdma_device}, {"rdma_port", i.rdma_port}});
   return {{"sysfs_root", fabric.sysfs_root}, {"devices", std::move(devices)},
           {"interfaces", std::move(interfaces)}, {"notes", fabric.notes}};
@@ -126,6 +129,9 @@ Result<NodeFabric> fabricFromJson(const json& j) {
           port.gids.push_back(GidEntry{field<int>(g, "index"), field<std::string>(g, "gid"),
                                        gidTypeFrom(field<std::string>(g, "type")), field<bool>(g, "ipv4_mapped"),
                                        field<std::string>(g, "ipv4"), field<std::string>(g, "ndev")});
+        if (auto it = p.find("pkeys"); it != p.end())  // absent from a daemon before P_Keys were read
+          for (const auto& k : *it)
+            port.pkeys.push_back(PkeyEntry{k.at(0).get<int>(), k.at(1).get<std::uint16_t>()});
         device.ports.push_back(std::move(port));
       }
       f.devices.push_back(std::move(device));
@@ -145,6 +151,7 @@ Result<NodeFabric> fabricFromJson(const json& j) {
       iface.dev_port = field<int>(i, "dev_port");
       iface.hw_address = field<std::string>(i, "hw_address");
       iface.ipoib_mode = field<std::string>(i, "ipoib_mode");
+      iface.pkey = i.value("pkey", -1);
       iface.rdma_device = field<std::string>(i, "rdma_device");
       iface.rdma_port = field<int>(i, "rdma_port");
       f.interfaces.push_back(std::move(iface));
@@ -165,7 +172,8 @@ json networkChoiceToJson(const NetworkChoice& choice) {
       ports.push_back({{"name", p.name}, {"gid_index", p.gid_index}, {"gid_in_subnet", p.gid_in_subnet}});
     nodes.push_back({{"node", n.node}, {"ifname", n.ifname}, {"ipv4", n.ipv4}, {"prefix", n.prefix},
                      {"cidr", n.cidr}, {"kind", netKindName(n.kind)}, {"port", n.port},
-                     {"hca_ports", std::move(ports)}, {"roce_gid_index", n.roce_gid_index}, {"efa", n.efa}});
+                     {"hca_ports", std::move(ports)}, {"roce_gid_index", n.roce_gid_index}, {"efa", n.efa},
+                     {"pkey", n.pkey}, {"pkey_index", n.pkey_index}});
   }
   return {{"kind", netKindName(choice.kind)}, {"cidr", choice.cidr}, {"master_addr", choice.master_addr},
           {"rdma", choice.rdma}, {"sockets_only", choice.sockets_only}, {"nodes", std::move(nodes)},
@@ -194,6 +202,8 @@ Result<NetworkChoice> networkChoiceFromJson(const json& j) {
             HcaPortChoice{field<std::string>(p, "name"), field<int>(p, "gid_index"), field<bool>(p, "gid_in_subnet")});
       node.roce_gid_index = field<int>(n, "roce_gid_index");
       node.efa = n.value("efa", false);
+      node.pkey = n.value("pkey", -1);
+      node.pkey_index = n.value("pkey_index", -1);
       c.nodes.push_back(std::move(node));
     }
     c.notes = field<std::vector<std::string>>(j, "notes");

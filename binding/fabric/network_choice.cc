@@ -437,7 +437,11 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
     out.kind = pick.kind;
     out.port = c.port;
     rules.chosen_rate = c.rate;
-    fillDataPorts(out, nodes[n].fabric, rules);
+    if (const auto left = fillDataPorts(out, nodes[n].fabric, rules); !left.empty())
+      notes.push_back(nodes[n].node + ": " + joinStrings(left, ", ") + " left out of the job's data ports: " +
+                      out.ifname + "'s partition " + pkeyText(out.pkey) + " is not entry " +
+                      std::to_string(out.pkey_index) + " of their P_Key tables, as on " + out.port +
+                      " (NCCL_IB_PKEY is one index for every port)");
     if (auto why = slowerPortReason(out, nodes[n].fabric, c.rate, facts); !why.empty() && !forced)
       slower.push_back(nodes[n].node + ": the job's RoCE port " + why);
     for (const auto& device : nodes[n].fabric.devices) out.efa = out.efa || device.vendor_id == kPciVendorAmazon;

@@ -53,6 +53,11 @@ struct NodeNetChoice {
   std::vector<HcaPortChoice> hca_ports;  // ACTIVE data ports of the chosen fabric on this node
   int roce_gid_index = -1;  // the index shared by all of this node's RoCE data ports, else -1
   bool efa = false;         // the node has an EFA device (vendor 0x1d0f): NCCL needs its net plugin
+  // InfiniBand on an IPoIB interface of another partition than P_Key table entry 0 (a pkey
+  // child such as ib0.8001): its P_Key, and that entry's index in every data port's table, which
+  // verbs need (NCCL_IB_PKEY, UCX_IB_PKEY). -1 when entry 0, the verbs default, is the job's.
+  int pkey = -1;
+  int pkey_index = -1;
   bool operator==(const NodeNetChoice&) const = default;
 };
 

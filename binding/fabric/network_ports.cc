@@ -29,6 +29,36 @@ const RdmaPort* findPort(const NodeFabric& fabric, const std::string& name) {
   return nullptr;
 }
 
+// The index of `pkey`'s partition in the port's P_Key table, a full-membership entry first (as
+// IPoIB picks); -1 when the table lacks it.
+int partitionIndex(const RdmaPort& port, std::uint16_t pkey) {
+  int found = -1;
+  for (const auto& entry : port.pkeys) {
+    if ((entry.value & kPkeyPartitionMask) != (pkey & kPkeyPartitionMask)) continue;
+    if (entry.value & kPkeyFullMember) return entry.index;
+    if (found < 0) found = entry.index;
+  }
+  return found;
+}
+
+bool partitionAt(const RdmaPort& port, int index, std::uint16_t pkey) {
+  return std::any_of(port.pkeys.begin(), port.pkeys.end(), [&](const PkeyEntry& e) {
+    return e.index == index && (e.value & kPkeyPartitionMask) == (pkey & kPkeyPartitionMask);
+  });
+}
+
+// The job's partition on an InfiniBand node: its interface's P_Key. Verbs send with P_Key table
+// entry 0 unless told otherwise; node.pkey/pkey_index say otherwise where the interface's
+// partition (a pkey child's, ib0.8001) sits at another entry of the chosen port's table.
+void choosePartition(NodeNetChoice& node, const NodeFabric& fabric, const RdmaPort* chosen) {
+  const NetInterface* iface = fabric.findInterface(node.ifname);
+  if (!iface || iface->pkey <= 0 || !chosen) return;
+  const int index = partitionIndex(*chosen, static_cast<std::uint16_t>(iface->pkey));
+  if (index <= 0) return;  // entry 0, or not in the table (then the interface has no carrier either)
+  node.pkey = iface->pkey;
+  node.pkey_index = index;
+}
+
 // The index NCCL would pick for the port's RoCE v2 IPv4 GID in `net`; -1 when it has none there.
 int gidIndexIn(const RdmaPort& port, const Ipv4Net& net) {
   const int index = ncclRoceGidIndex(port, net);
@@ -82,6 +112,12 @@ std::string whyNotTaken(const NodeFabric& fabric, const RdmaPort& port, const Su
 
 }  // namespace
 
+std::string pkeyText(int pkey) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%04x", static_cast<unsigned>(pkey) & 0xffffu);
+  return text;
+}
+
 std::vector<std::uint32_t> controlAddresses(const std::vector<std::string>& control_ips) {
   std::vector<std::uint32_t> out;
   for (const auto& text : control_ips)
@@ -93,10 +129,14 @@ bool carriesControl(const Ipv4Net& net, const std::vector<std::uint32_t>& contro
   return std::any_of(control.begin(), control.end(), [&](std::uint32_t ip) { return contains(net, ip); });
 }
 
-void fillDataPorts(NodeNetChoice& node, const NodeFabric& fabric, const DataPortRules& rules) {
+std::vector<std::string> fillDataPorts(NodeNetChoice& node, const NodeFabric& fabric, const DataPortRules& rules) {
+  std::vector<std::string> outOfPartition;
   std::optional<IbPrefix> ibPrefix;
-  if (node.kind == NetKind::ib)
-    if (const RdmaPort* chosen = findPort(fabric, node.port)) ibPrefix = ibSubnetPrefix(*chosen);
+  if (node.kind == NetKind::ib) {
+    const RdmaPort* chosen = findPort(fabric, node.port);
+    if (chosen) ibPrefix = ibSubnetPrefix(*chosen);
+    choosePartition(node, fabric, chosen);
+  }
   for (const auto& device : fabric.devices) {
     for (const auto& port : device.ports) {
       if (port.state != kPortStateActive) continue;
@@ -104,6 +144,10 @@ void fillDataPorts(NodeNetChoice& node, const NodeFabric& fabric, const DataPort
       if (port.link_layer == LinkLayer::infiniband && node.kind != NetKind::roce) {
         const auto prefix = ibSubnetPrefix(port);
         if (ibPrefix && prefix && *prefix != *ibPrefix) continue;  // another IB subnet (a storage fabric, say)
+        if (node.pkey_index > 0 && !partitionAt(port, node.pkey_index, static_cast<std::uint16_t>(node.pkey))) {
+          outOfPartition.push_back(name);  // NCCL_IB_PKEY is one index for every port
+          continue;
+        }
         node.hca_ports.push_back(HcaPortChoice{name, -1, false});
       } else if (port.link_layer == LinkLayer::ethernet && node.kind != NetKind::ib) {
         if (auto use = roceDataPort(name, port, rules)) node.hca_ports.push_back(*use);
@@ -111,6 +155,7 @@ void fillDataPorts(NodeNetChoice& node, const NodeFabric& fabric, const DataPort
     }
   }
   node.roce_gid_index = sharedGidIndex(node.hca_ports);
+  return outOfPartition;
 }
 
 std::string slowerPortReason(const NodeNetChoice& node, const NodeFabric& fabric, double chosen_rate,

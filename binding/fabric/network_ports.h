@@ -3,7 +3,9 @@
 // the ACTIVE ports on the chosen port's IB subnet. RoCE: the ACTIVE ports whose RoCE v2 IPv4 GID
 // lies in the chosen subnet, or in a rail (another subnet common to all nodes that carries no
 // control connection: one subnet per NIC) with a port not slower than the chosen one. A
-// management ConnectX (its own subnet, the daemons' connections, a slower link) is left out.
+// management ConnectX (its own subnet, the daemons' connections, a slower link) is left out. On
+// InfiniBand over a pkey child (ib0.8001), the ports whose P_Key tables hold its partition at
+// the chosen port's index.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,8 +21,13 @@ struct DataPortRules {
   double chosen_rate = 0;      // the chosen port's rate in Gb/s (0: unknown)
 };
 
-// Fills node.hca_ports and node.roce_gid_index; node.kind and node.port (the chosen port) are set.
-void fillDataPorts(NodeNetChoice& node, const NodeFabric& fabric, const DataPortRules& rules);
+// Fills node.hca_ports, node.roce_gid_index and (InfiniBand) node.pkey/pkey_index; node.kind,
+// node.ifname and node.port (the chosen port) are set. Returns the IB ports of the subnet left
+// out because the job's partition is not at node.pkey_index of their P_Key tables.
+std::vector<std::string> fillDataPorts(NodeNetChoice& node, const NodeFabric& fabric, const DataPortRules& rules);
+
+// "0x8001": a P_Key as the kernel and the IB tools print it.
+std::string pkeyText(int pkey);
 
 // What the subnets common to all nodes are, and which carry the daemons' control connections.
 struct SubnetFacts {

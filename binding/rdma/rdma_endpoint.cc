@@ -73,7 +73,7 @@ Staged<std::unique_ptr<RdmaEndpoint>> RdmaEndpoint::open(VerbsApi& api, const Rd
   if (!qp) return stageError("create_qp", qp.error().message);
   ep->qp_ = qp->qp;
   info.qpn = qp->qpn;
-  if (auto r = api.qpToInit(ep->qp_, spec.port); !r) return stageError("qp_init", r.error().message);
+  if (auto r = api.qpToInit(ep->qp_, spec.port, spec.pkey_index); !r) return stageError("qp_init", r.error().message);
   return ep;
 }
 

@@ -22,6 +22,7 @@ struct RdmaEndpointSpec {
   int port = 1;
   int gid_index = -1;  // RoCE: the RoCE v2 GID to route with (required); ignored on InfiniBand
   std::size_t bytes = std::size_t{1} << 20;
+  int pkey_index = 0;  // InfiniBand: a full-membership P_Key entry (SelfTestOptions::pkey_index)
 };
 
 // What the peer needs to connect to this endpoint and write into its buffer.

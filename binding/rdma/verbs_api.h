@@ -71,7 +71,8 @@ class VerbsApi {
   virtual void destroyCq(VerbsHandle cq) = 0;
   virtual Result<VerbsQp> createRcQp(VerbsHandle pd, VerbsHandle cq, int maxSendWr) = 0;
   virtual void destroyQp(VerbsHandle qp) = 0;
-  virtual Result<void> qpToInit(VerbsHandle qp, int port) = 0;
+  // pkey_index: the P_Key table entry the QP sends with (InfiniBand; 0 on RoCE).
+  virtual Result<void> qpToInit(VerbsHandle qp, int port, int pkey_index) = 0;
   virtual Result<void> qpToRtr(VerbsHandle qp, const VerbsRtr& rtr) = 0;
   virtual Result<void> qpToRts(VerbsHandle qp) = 0;
   // A signaled RDMA write of [local, local+length) into remote/rkey.

@@ -145,10 +145,10 @@ class IbverbsApi final : public VerbsApi {
 
   void destroyQp(VerbsHandle qp) override { ibv_destroy_qp(as<ibv_qp>(qp)); }
 
-  Result<void> qpToInit(VerbsHandle qp, int port) override {
+  Result<void> qpToInit(VerbsHandle qp, int port, int pkey_index) override {
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_INIT;
-    attr.pkey_index = 0;
+    attr.pkey_index = static_cast<std::uint16_t>(pkey_index);
     attr.port_num = static_cast<std::uint8_t>(port);
     attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
     if (int rc = ibv_modify_qp(as<ibv_qp>(qp), &attr,

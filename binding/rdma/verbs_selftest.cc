@@ -96,7 +96,7 @@ SelfTestResult runVerbsSelfTest(VerbsApi& api, const SelfTestOptions& o) {
     cleanup.push([&api, h = qp.qp] { api.destroyQp(h); });
   }
   for (const auto& qp : qps)
-    if (auto r = api.qpToInit(qp.qp, o.port); !r) return failed("qp_init", r.error().message);
+    if (auto r = api.qpToInit(qp.qp, o.port, o.pkey_index); !r) return failed("qp_init", r.error().message);
   for (int i = 0; i < 2; ++i) {
     VerbsRtr toPeer = rtr;
     toPeer.dest_qpn = qps[1 - i].qpn;
@@ -140,6 +140,10 @@ std::vector<SelfTestOptions> selfTestTargets(const NodeFabric& fabric) {
         int index = ncclRoceGidIndex(p);
         const GidEntry* g = gidAt(p, index);
         o.gid_index = g && isRoceV2Ipv4(*g) ? index : -1;
+      } else {
+        const auto full = std::find_if(p.pkeys.begin(), p.pkeys.end(),
+                                       [](const PkeyEntry& e) { return (e.value & kPkeyFullMember) != 0; });
+        o.pkey_index = full == p.pkeys.end() ? 0 : full->index;
       }
       out.push_back(o);
     }

@@ -18,6 +18,10 @@ struct SelfTestOptions {
   std::string device;       // "mlx5_0"
   int port = 1;
   int gid_index = -1;       // RoCE: the GID to route with (required); ignored on InfiniBand
+  // InfiniBand: the first full-membership entry of the port's P_Key table. Entry 0 may be a
+  // limited membership (a tenant's default partition), and two limited members cannot reach
+  // each other: with it the loopback and pair tests would fail a healthy port.
+  int pkey_index = 0;
   std::size_t bytes = std::size_t{1} << 20;  // per write, and the size of each buffer
   int iterations = 64;      // bandwidth writes
   int window = 16;          // writes in flight

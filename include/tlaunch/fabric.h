@@ -25,6 +25,16 @@ struct GidEntry {
   bool operator==(const GidEntry&) const = default;
 };
 
+// One entry of an InfiniBand port's P_Key table (ports/<p>/pkeys/<index>). Bit 15 is full
+// membership; the low 15 bits name the partition (0x7fff: the default partition).
+struct PkeyEntry {
+  int index = 0;
+  std::uint16_t value = 0;
+  bool operator==(const PkeyEntry&) const = default;
+};
+inline constexpr std::uint16_t kPkeyFullMember = 0x8000;
+inline constexpr std::uint16_t kPkeyPartitionMask = 0x7fff;
+
 inline constexpr int kPortStateActive = 4;      // "4: ACTIVE"
 inline constexpr int kPhysStateLinkUp = 5;      // "5: LinkUp"
 inline constexpr std::uint32_t kPciVendorAmazon = 0x1d0f;  // EFA: NCCL reaches it through aws-ofi-nccl
@@ -44,6 +54,7 @@ struct RdmaPort {
   bool has_lid = false;
   std::uint32_t lid = 0;
   std::vector<GidEntry> gids;  // configured entries only (empty ones are left out)
+  std::vector<PkeyEntry> pkeys;  // InfiniBand: the P_Key table's valid entries (verbs use index 0 by default)
   std::string netdev;          // the IPoIB / RoCE netdev matched to this port, "" if none
   bool operator==(const RdmaPort&) const = default;
 };
@@ -79,6 +90,7 @@ struct NetInterface {
   int dev_port = -1;        // dev_port (or dev_id on old kernels); IPoIB: HCA port - 1
   std::string hw_address;
   std::string ipoib_mode;   // "datagram" / "connected" for IPoIB
+  int pkey = -1;            // IPoIB: the P_Key it sends with (0xffff; a child's such as 0x8001); -1 none
   std::string rdma_device;  // matched HCA port, "" if none
   int rdma_port = 0;
   bool operator==(const NetInterface&) const = default;

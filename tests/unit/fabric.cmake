@@ -7,6 +7,7 @@ tlaunch_add_unit_test(NAME fabric_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/fabric_env_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/fabric_nccl_conf_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/fabric_json_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/fabric_partition_test.cc
   LIBS tlaunch_fabric)
 tlaunch_add_unit_test(NAME preflight_tests
   SOURCES

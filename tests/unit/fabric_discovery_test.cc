@@ -55,9 +55,11 @@ TEST_CASE("mlx4 capture: the FDR port, its GID and its IPoIB netdev ib0 are foun
   CHECK(port.gids[0].type == GidType::unknown);  // this 2013 kernel has no gid_attrs
   CHECK_FALSE(port.gids[0].ipv4_mapped);
   CHECK(port.netdev == "ib0");
+  CHECK(port.pkeys == std::vector<PkeyEntry>{{0, 0xffff}});  // 128 entries, one valid: the default partition
 
   const NetInterface* ib0 = findIf(*fabric, "ib0");
   REQUIRE(ib0);
+  CHECK(ib0->pkey == 0xffff);
   CHECK(ib0->type == kArphrdInfiniband);  // from the capture, though the live ib0 is Ethernet
   CHECK(ib0->in_sysfs);
   CHECK(ib0->live);

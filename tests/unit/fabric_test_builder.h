@@ -21,13 +21,28 @@ class FabricBuilder {
     p.has_lid = true;
     p.lid = 0x10 + static_cast<std::uint32_t>(port);
     p.gids.push_back(makeGidEntry(0, subnetPrefix + ":0002:c903:00f9:bf0" + std::to_string(port), GidType::unknown, ""));
+    p.pkeys.push_back(PkeyEntry{0, 0xffff});  // the default partition, full member: what a subnet manager sets
     if (!ifname.empty()) {
       p.netdev = ifname;
       NetInterface& i = addIf(ifname, kArphrdInfiniband, address, prefix, up, running);
       i.rdma_device = device;
       i.rdma_port = port;
       i.in_sysfs = true;
+      i.pkey = 0xffff;
     }
+    return *this;
+  }
+
+  // A pkey child (ib0.8001) of an InfiniBand port added with ib(): the partition's entry in the
+  // port's P_Key table (`value`, at `index`) and the child's IPoIB netdev sending with `pkey`.
+  FabricBuilder& pkeyChild(const std::string& device, int port, const std::string& ifname, const std::string& address,
+                           int pkey, int index, int value, int prefix = 16) {
+    this->port(device, port).pkeys.push_back(PkeyEntry{index, static_cast<std::uint16_t>(value)});
+    NetInterface& i = addIf(ifname, kArphrdInfiniband, address, prefix, true, true);
+    i.rdma_device = device;
+    i.rdma_port = port;
+    i.in_sysfs = true;
+    i.pkey = pkey;
     return *this;
   }
 

@@ -38,6 +38,7 @@ class FakeVerbs final : public VerbsApi {
   std::map<VerbsHandle, std::string> live;  // handle -> kind, for leak checks
   int writes = 0;
   std::vector<VerbsRtr> rtrs;
+  std::vector<int> pkey_indexes;  // qpToInit's, in call order
 
   // Make `all` one fabric; `index` keeps this fake's QP numbers and keys apart from the others'.
   void joinFabric(std::vector<FakeVerbs*> all, std::uint32_t index) {
@@ -146,12 +147,13 @@ class FakeVerbs final : public VerbsApi {
 
   void destroyQp(VerbsHandle qp) override { release(qp, "qp"); }
 
-  Result<void> qpToInit(VerbsHandle h, int port) override {
+  Result<void> qpToInit(VerbsHandle h, int port, int pkey_index) override {
     Qp& qp = qps_.at(h);
     if (qp.state != 0) violations.push_back("INIT from state " + std::to_string(qp.state));
     if (shouldFail("qpToInit")) return fail(Errc::fabric, "ibv_modify_qp(INIT) failed: Invalid argument");
     qp.state = 1;
     qp.port = port;
+    pkey_indexes.push_back(pkey_index);
     return {};
   }
 

@@ -45,6 +45,22 @@ TEST_CASE("two nodes with two rails: both directions, rail by rail, on RoCE too"
   }
 }
 
+TEST_CASE("the pair test's queue pairs send with each port's first full-membership P_Key entry") {
+  FakeCluster cluster(2);
+  auto agents = agentsFor(cluster);
+  auto nodes = reportedNodes(2, 1, 1.0);
+  // Tenant ports: the default partition only as a limited member (entry 0), their own at 3.
+  for (auto& node : nodes) node.fabric.devices.at(0).ports.at(0).pkeys = {{0, 0x7fff}, {3, 0x8001}};
+  RdmaPairCoordinator coordinator(nodes, passingTest());
+  runPairTest(coordinator, agents);
+  for (const auto& item : coordinator.items()) CHECK(item.status == PreflightStatus::pass);
+  for (std::size_t n = 0; n < 2; ++n) {
+    REQUIRE(cluster[n].pkey_indexes.size() == 2);  // its sending and its receiving endpoint
+    for (int index : cluster[n].pkey_indexes) CHECK(index == 3);
+  }
+  CHECK(cluster.clean());
+}
+
 TEST_CASE("a QP that cannot connect fails its pair, naming the node and port where it failed") {
   FakeCluster cluster(4);
   cluster[2].fail_call = "qpToRtr";  // node3's first RTR: its receiving end of node2 -> node3

@@ -169,6 +169,22 @@ TEST_CASE("self-test targets: ACTIVE ports, RoCE with NCCL's GID index") {
   CHECK(targets[1].gid_index == 3);
 }
 
+TEST_CASE("self-test targets on InfiniBand send with the first full-membership P_Key entry") {
+  NodeFabric f = FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").ib("mlx5_1", 1, "ib1", "10.2.0.1").build();
+  // A tenant's port: the default partition as a limited member at entry 0, its own partition at 2.
+  f.devices[1].ports[0].pkeys = {{0, 0x7fff}, {2, 0x8001}};
+  auto targets = selfTestTargets(f);
+  REQUIRE(targets.size() == 2);
+  CHECK(targets[0].pkey_index == 0);
+  CHECK(targets[1].pkey_index == 2);
+
+  FakeVerbs fake = oneIbPort();
+  SelfTestOptions o = small();
+  o.pkey_index = targets[1].pkey_index;
+  CHECK(runVerbsSelfTest(fake, o).ok);
+  CHECK(fake.pkey_indexes == std::vector<int>{2, 2});  // both QPs
+}
+
 TEST_CASE("verbs probe compared with sysfs") {
   NodeFabric sysfs = FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").ib("mlx5_1", 1, "ib1", "10.2.0.1").build();
   sysfs.devices[0].ports[0].lid = 0x12;
