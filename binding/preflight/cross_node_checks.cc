@@ -42,6 +42,21 @@ std::string ratesOf(const NodeFabric& f) {
   return countedList(rates);
 }
 
+// The port's live netdevs, as the network choice scans them: on IB the IPoIB parent and its
+// pkey children (ib0.8001), on RoCE the port's netdev.
+std::vector<const NetInterface*> liveNetdevsOf(const NodeFabric& f, const RdmaDevice& d, const RdmaPort& p) {
+  std::vector<const NetInterface*> out;
+  for (const auto& i : f.interfaces) {
+    const bool ofPort = p.link_layer == LinkLayer::infiniband
+                            ? i.type == kArphrdInfiniband && i.rdma_device == d.name && i.rdma_port == p.number
+                            : i.name == p.netdev;
+    if (ofPort && i.live) out.push_back(&i);
+  }
+  return out;
+}
+
+// The port MTUs (verbs) and the MTUs of the netdevs that carry IP traffic: on IB every IPoIB
+// interface of the port with an address (the job may run on a pkey child, not the parent).
 std::string mtusOf(const CrossNodeInput& n) {
   std::set<std::string> mtus;
   for (const auto& d : n.fabric.devices)
@@ -49,9 +64,11 @@ std::string mtusOf(const CrossNodeInput& n) {
       if (!isRdmaDataPort(p)) continue;
       if (auto it = n.port_mtu.find(portName(d.name, p.number)); it != n.port_mtu.end())
         mtus.insert("port " + std::to_string(it->second));
-      if (const NetInterface* i = n.fabric.findInterface(p.netdev); i && i->live)
-        mtus.insert((p.link_layer == LinkLayer::infiniband ? "IPoIB " : "netdev ") + std::to_string(i->mtu) +
-                    (i->ipoib_mode.empty() ? "" : " " + i->ipoib_mode));
+      const bool ib = p.link_layer == LinkLayer::infiniband;
+      for (const NetInterface* i : liveNetdevsOf(n.fabric, d, p))
+        if (!ib || !i->ipv4.empty())
+          mtus.insert((ib ? "IPoIB " : "netdev ") + std::to_string(i->mtu) +
+                      (i->ipoib_mode.empty() ? "" : " " + i->ipoib_mode));
     }
   return mtus.empty() ? "none" : joinStrings(mtus);
 }
@@ -61,16 +78,9 @@ std::string subnetsOf(const NodeFabric& f) {
   for (const auto& d : f.devices)
     for (const auto& p : d.ports) {
       if (!isRdmaDataPort(p)) continue;
-      // Every netdev of the port, as the network choice scans them: on IB the IPoIB parent and
-      // its pkey children (ib0.8001), on RoCE the port's netdev.
-      for (const auto& i : f.interfaces) {
-        const bool ofPort = p.link_layer == LinkLayer::infiniband
-                                ? i.type == kArphrdInfiniband && i.rdma_device == d.name && i.rdma_port == p.number
-                                : i.name == p.netdev;
-        if (!ofPort || !i.live) continue;
-        for (const auto& a : i.ipv4)
+      for (const NetInterface* i : liveNetdevsOf(f, d, p))
+        for (const auto& a : i->ipv4)
           if (auto addr = parseIpv4(a.address)) nets.insert(formatCidr(networkOf(*addr, a.prefix)));
-      }
     }
   return nets.empty() ? "none" : joinStrings(nets);
 }

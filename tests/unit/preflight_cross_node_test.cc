@@ -124,6 +124,28 @@ TEST_CASE("an Ethernet port without a RoCE v2 GID on some nodes is no rail and i
   CHECK(firstOf(items, "cross_mtu")->found == "IPoIB 2044");
 }
 
+TEST_CASE("MTUs: a pkey child's with an address count, an IPoIB interface without one does not") {
+  std::vector<CrossNodeInput> nodes{hdrNode("node1", "1"), hdrNode("node2", "2"), hdrNode("node3", "3")};
+  for (auto& node : nodes) {  // the job's address moves from ib0 to its child ib0.8001
+    NetInterface& ib0 = node.fabric.interfaces[0];
+    REQUIRE(ib0.name == "ib0");
+    NetInterface child = ib0;
+    child.name = "ib0.8001";
+    child.mtu = 4092;
+    ib0.ipv4.clear();
+    node.fabric.interfaces.push_back(child);
+  }
+  nodes[0].fabric.interfaces[0].mtu = 65520;     // node1's parent, which carries nothing: no matter
+  nodes[2].fabric.interfaces.back().mtu = 2044;  // node3's child: what the job's IP traffic uses
+  auto items = crossNodeChecks(nodes);
+  auto mtu = all(items, "cross_mtu");
+  REQUIRE(mtu.size() == 1);
+  CHECK(mtu[0]->status == PreflightStatus::fail);
+  CHECK(mtu[0]->node == "node3");
+  CHECK(mtu[0]->found == "IPoIB 2044");
+  CHECK(mtu[0]->expected == "IPoIB 2044, IPoIB 4092 (as on node1,node2)");
+}
+
 TEST_CASE("a fabric address on a pkey child (ib0.8001) counts among the node's subnets") {
   std::vector<CrossNodeInput> nodes{hdrNode("node1", "1"), hdrNode("node2", "2")};
   // node2: no address on ib0, the same subnet on its pkey child instead.
