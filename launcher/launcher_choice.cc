@@ -199,10 +199,29 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       if (spec.launcher != LauncherKind::local && n > 1)
         return diagnostic(Errc::usage, "nodes-none-given", {{"count", std::to_string(n)}});
       if (n > kMaxSimulatedNodes) return tooMany(static_cast<size_t>(n));
-      // A simulated node a restart dropped is replaced by the next name, as a spare would be.
-      for (int i = 0; static_cast<int>(chosen.size()) < n; ++i) {
+      // Counted nodes are local0..local<n-1>, as if a hostfile named exactly those: a node a
+      // restart dropped is not replaced (name a spare: --hosts local0,local1,local2 -N 2), and
+      // the job goes on with the rest where --nnodes MIN:MAX allows, as on real nodes.
+      for (int i = 0; i < n; ++i) {
         std::string name = "local" + std::to_string(i);
         if (!dropped(name)) chosen.push_back(HostEntry{std::move(name), -1, {}, {}, {}, false});
+      }
+      if (const int left = static_cast<int>(chosen.size()); left < n) {
+        if (spec.min_nodes <= 0 || left < spec.min_nodes || left == 0)
+          return spec.min_nodes > 0 ? diagnostic(Errc::usage, "nnodes-short",
+                                                 {{"min", std::to_string(spec.min_nodes)},
+                                                  {"max", std::to_string(spec.nodes)},
+                                                  {"available", std::to_string(left)},
+                                                  {"names", listNames(chosen)}})
+                                    : diagnostic(Errc::usage, "nodes-short",
+                                                 {{"asked", std::to_string(n)},
+                                                  {"available", std::to_string(left)},
+                                                  {"names", listNames(chosen)}});
+        JobSpec fewer = sized;
+        fewer.nodes = left;
+        auto shrunk = resolveRankLayout(fewer, slots, slots_origin, names);
+        if (!shrunk) return tl::unexpected(shrunk.error());
+        choice.layout = *shrunk;
       }
     } else {
       auto sel = selectNodes(*hosts, want_nodes, uniform_count);

@@ -39,11 +39,17 @@ RestartPolicy::Decision RestartPolicy::afterAttempt(const AttemptEnd& end) {
   } else if (!end.failed_node.empty() && !droppedBefore(end.failed_node) && end.failed_node == last_failed_node_) {
     d.drop.push_back(end.failed_node);
     d.reason = "a rank failed there in two attempts in a row";
+    d.drop_optional = true;
   }
   dropped_.insert(dropped_.end(), d.drop.begin(), d.drop.end());
   // A node is dropped after two failures in a row; once dropped, the count starts again.
   last_failed_node_ = end.node_lost || !d.drop.empty() ? std::string() : end.failed_node;
   return d;
+}
+
+void RestartPolicy::keep(const std::vector<std::string>& nodes) {
+  std::erase_if(dropped_, [&](const std::string& n) { return std::find(nodes.begin(), nodes.end(), n) != nodes.end(); });
+  last_failed_node_.clear();
 }
 
 std::string describeRestart(int restart, int max_restarts, const std::string& cause, const std::vector<std::string>& dropped,

@@ -6,7 +6,8 @@
 //     strict end it, as they would end it again.
 //   - A node whose daemon was lost (or never started), or whose rank failed in two attempts in
 //     a row, is dropped: the next attempt takes a spare node in its place (the given nodes beyond -N / --nnodes
-//     MAX), or runs on fewer nodes when --nnodes MIN:MAX allows it (ranks renumbered).
+//     MAX), or runs on fewer nodes when --nnodes MIN:MAX allows it (ranks renumbered). A node
+//     dropped for its ranks' failures where neither is possible is kept.
 #include <string>
 #include <vector>
 
@@ -32,8 +33,14 @@ class RestartPolicy {
     bool restart = false;
     std::vector<std::string> drop;  // nodes to leave out from now on
     std::string reason;             // why they are dropped, or why there is no restart
+    // Dropped for its ranks' failures, not lost: where nothing can take its place and the job
+    // cannot run on fewer nodes, the caller keeps it (keep()), since the failures may be the
+    // program's and a restart on the same nodes may still get past them.
+    bool drop_optional = false;
   };
   Decision afterAttempt(const AttemptEnd& end);
+  // Nodes dropped by the last decision are used again after all; their failures count anew.
+  void keep(const std::vector<std::string>& nodes);
 
   int restarts() const { return restarts_; }
   int maxRestarts() const { return max_restarts_; }

@@ -3,11 +3,13 @@
 #include <limits.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <utility>
 
 #include "bootstrap/auth.h"
 #include "launcher/cli_values.h"
@@ -167,6 +169,15 @@ int runJob(const JobSpec& input) {
   for (;;) {
     attempt.restart_count = restarts.restarts();
     auto setup = setUpJob(attempt, currentEnvironment(), false);
+    std::vector<std::string> kept;  // dropped for failed ranks, but nothing could take their place
+    if (!setup && pending.restart && pending.drop_optional) {
+      restarts.keep(pending.drop);
+      std::erase_if(attempt.dropped_nodes, [&](const std::string& n) {
+        return std::find(pending.drop.begin(), pending.drop.end(), n) != pending.drop.end();
+      });
+      kept = std::exchange(pending.drop, {});
+      setup = setUpJob(attempt, currentEnvironment(), false);
+    }
     if (!setup) {
       if (!out) return refuse(setup.error());
       out->note("cannot restart the job: " + describeError(setup.error()));
@@ -193,8 +204,12 @@ int runJob(const JobSpec& input) {
     }
     const std::vector<std::string> nodes = nodeNames(setup->choice);
     if (attempt.restart_count > 0) {
-      out->note(describeRestart(attempt.restart_count, input.max_restarts, pending_cause, pending.drop, pending.reason,
-                                last_nodes, nodes));
+      std::string line = describeRestart(attempt.restart_count, input.max_restarts, pending_cause, pending.drop,
+                                         pending.reason, last_nodes, nodes);
+      if (!kept.empty())
+        line += "; " + joinStrings(kept, ", ") + " kept, though a rank failed there in two attempts in a row: no " +
+                "spare node can take its place and the job cannot run on fewer";
+      out->note(line);
       history.push_back({{"restart", attempt.restart_count},
                          {"cause", pending_cause},
                          {"dropped", pending.drop},

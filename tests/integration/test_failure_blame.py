@@ -37,8 +37,8 @@ for attempt in range(3):
 # 2. kill -9 of local1's tlaunchd: the hub rank goes with it, local0's ranks exit 1 at once.
 markers = tl.tempdir()
 summary = os.path.join(markers, "summary.json")
-p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--max-restarts", "1", "--summary-json", summary,
-              "--", tl.PYTHON, tl.program("lost_hub.py"), markers])
+p = tl.start(["--launcher", "local", "--hosts", "local0,local1,local2", "-N", "2", "-p", "2", "--max-restarts", "1",
+              "--summary-json", summary, "--", tl.PYTHON, tl.program("lost_hub.py"), markers])
 with tl.ending(p):
     out = tl.read_until(p, b"ready")
     m = re.search(rb"hub pid (\d+) ready", out)

@@ -5,8 +5,11 @@
   attempts' output;
 - without --max-restarts the same job fails with the rank's status and nothing restarts;
 - a rank that always fails on the same node: that node is dropped after its second failure and
-  the next simulated node takes its place; the exit status is the last attempt's;
-- a node's daemon killed mid-job: the node is dropped at once, the job runs again and completes;
+  the spare named with --hosts takes its place; the exit status is the last attempt's; with no
+  spare the node is kept and every restart is used;
+- a node's daemon killed mid-job: the node is dropped at once, the job runs again on the spare
+  and completes; with counted nodes (-N, no spare given) the job goes on with the rest where
+  --nnodes MIN:MAX allows, and ends saying why where -N asks for them all;
 - Ctrl-C while a failed attempt is still ending: no restart;
 - a signal after a failed attempt ended, while its daemons are reaped and the next attempt is
   set up: no restart, and the summary is written (no session handles the signal there);
@@ -25,6 +28,7 @@ import tl
 
 RANK = tl.program("restart_rank.py")
 JOB = ["-v", "--launcher", "local", "-N", "2", "-p", "1", "--event-grace", "0"]
+WITH_SPARE = JOB + ["--hosts", "local0,local1,local2"]  # simulated nodes named: local2 is the spare
 
 
 def attempts(stdout):
@@ -83,7 +87,7 @@ try:
     tl.check("restart" not in r.stderr and len(attempts(r.stdout)) <= 2, f"restarted anyway: {r.stderr}")
 
     # 3. Always failing on the node of rank 1: dropped after two failures in a row, replaced.
-    r = tl.run(JOB + ["--max-restarts", "2", "--", tl.PYTHON, RANK, "always"])
+    r = tl.run(WITH_SPARE + ["--max-restarts", "2", "--", tl.PYTHON, RANK, "always"])
     tl.check(r.returncode == 3, f"always failing: exit {r.returncode}, want 3 (the last attempt's)\n{r.stderr}")
     lines = [l for l in r.stderr.splitlines() if re.search(r"restart \d of 2 after", l)]
     tl.check(len(lines) == 2, f"two restart lines: {r.stderr}")
@@ -96,17 +100,35 @@ try:
     ids = job_ids(r.stderr)
     tl.check(tl.wait_until(lambda: not leftovers(ids), 10), f"leftovers: {leftovers(ids)}")
 
+    def kill_local1_midjob(args):
+        """Starts the "wait" job, kills local1's daemon once both ranks are up: (process, ready lines)."""
+        p = tl.start(args + ["--heartbeat-timeout", "3", "--max-restarts", "1", "--", tl.PYTHON, RANK, "wait"])
+        ready = []
+        for line in p.stdout:
+            if " ready" in line:
+                ready.append(line)
+            if len(ready) == 2:
+                break
+        tl.check(len(ready) == 2, "both ranks of the first attempt started")
+        first_job = tl.job_of_rank(int(re.search(r"pid (\d+)", ready[0]).group(1)))
+        tl.signal_daemon(first_job, "local1", signal.SIGKILL, p.pid)
+        return p, ready
+
+    # 3b. The same without a spare (counted nodes): local1 is kept, and every restart is used
+    #     (a program that fails everywhere must not lose its restarts to the node count).
+    r = tl.run(JOB + ["--max-restarts", "2", "--", tl.PYTHON, RANK, "always"])
+    tl.check(r.returncode == 3, f"always failing, no spare: exit {r.returncode}, want 3\n{r.stderr}")
+    lines = [l for l in r.stderr.splitlines() if re.search(r"restart \d of 2 after", l)]
+    tl.check(len(lines) == 2 and "local1 kept, though a rank failed there in two attempts in a row: no spare node"
+             in lines[1] and "dropped" not in lines[1], f"local1 kept for the second restart: {r.stderr}")
+    seen = attempts(r.stdout)
+    tl.check(sorted((node, a) for node, _, a, _ in seen if node == "local1") == [("local1", 0), ("local1", 1), ("local1", 2)],
+             f"rank 1 ran on local1 in every attempt: {seen}")
+    tl.check("cannot restart" not in r.stderr and "no restart left (--max-restarts 2)" in r.stderr,
+             f"every restart was used: {r.stderr}")
+
     # 4. A node's daemon killed mid-job: dropped at once, the job runs again and completes.
-    p = tl.start(JOB + ["--heartbeat-timeout", "3", "--max-restarts", "1", "--", tl.PYTHON, RANK, "wait"])
-    ready = []
-    for line in p.stdout:
-        if " ready" in line:
-            ready.append(line)
-        if len(ready) == 2:
-            break
-    tl.check(len(ready) == 2, "both ranks of the first attempt started")
-    first_job = tl.job_of_rank(int(re.search(r"pid (\d+)", ready[0]).group(1)))
-    tl.signal_daemon(first_job, "local1", signal.SIGKILL, p.pid)
+    p, ready = kill_local1_midjob(WITH_SPARE)
     out, err = tl.communicate_or_fail(p, 60, "after its daemon was killed")
     tl.check(p.returncode == 0, f"lost node, then a restart: exit {p.returncode}\n{err}")
     tl.check("restart 1 of 1 after lost node local1" in err and "local1 dropped (its daemon was lost); local2 added" in err,
@@ -116,6 +138,25 @@ try:
              f"attempt 1 ran on local0 and local2: {seen}")
     ids = job_ids(err)
     tl.check(tl.wait_until(lambda: not leftovers(ids), 10), f"leftovers: {leftovers(ids)}")
+
+    # 5. Counted nodes have no spare: with --nnodes 1:2 the job goes on on local0 alone, with
+    #    -N 2 it ends saying that one node is left.
+    p, ready = kill_local1_midjob(["-v", "--launcher", "local", "--nnodes", "1:2", "-p", "1", "--event-grace", "0"])
+    out, err = tl.communicate_or_fail(p, 60, "after its daemon was killed (--nnodes 1:2)")
+    tl.check(p.returncode == 0, f"--nnodes 1:2, lost node: exit {p.returncode}\n{err}")
+    tl.check("local1 dropped (its daemon was lost); no spare node: 1 node(s) from now on" in err,
+             f"the restart line says the job shrinks: {err}")
+    seen = attempts("".join(ready) + out)
+    tl.check(sorted((node, rank, a) for node, rank, a, _ in seen) == [("local0", 0, 0), ("local0", 0, 1), ("local1", 1, 0)],
+             f"attempt 1 ran one rank, on local0: {seen}")
+    tl.check(re.search(r"^\[local0:0\] rank 0 attempt 1 of 1 run \S+ world 1 ", out, re.M) is not None,
+             f"attempt 1's world is one rank: {out}")
+    tl.check(tl.wait_until(lambda: not leftovers(job_ids(err)), 10), f"leftovers: {leftovers(job_ids(err))}")
+    p, ready = kill_local1_midjob(JOB)
+    out, err = tl.communicate_or_fail(p, 60, "after its daemon was killed (-N 2)")
+    tl.check(p.returncode != 0 and "cannot restart the job: -N 2 asks for 2 nodes, but only 1 are available (local0)" in err
+             and "local2" not in err, f"-N 2 without a spare: no simulated node is made up: {p.returncode}\n{err}")
+    tl.check(tl.wait_until(lambda: not leftovers(job_ids(err)), 10), f"leftovers: {leftovers(job_ids(err))}")
 
     # 6. Ctrl-C while a failed attempt ends (rank 0 deaf to SIGTERM for --kill-timeout): the
     #    user wants the job over, so no restart follows.

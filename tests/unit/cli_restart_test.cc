@@ -164,11 +164,40 @@ TEST_CASE("restarts: --nnodes MIN:MAX runs on MAX, keeps the rest as spares, and
              Catch::StartsWith("--nnodes 2:3 needs at least 2 nodes, but only 1 are available (n2)"));
 }
 
-TEST_CASE("restarts: simulated nodes of the local launcher are replaced by the next name") {
+TEST_CASE("restart policy: a node kept after a drop for failed ranks counts its failures anew") {
+  RestartPolicy p(5);
+  CHECK_FALSE(p.afterAttempt(rankFailedOn("n1")).drop_optional);
+  auto second = p.afterAttempt(rankFailedOn("n1"));
+  CHECK(second.drop == std::vector<std::string>{"n1"});
+  CHECK(second.drop_optional);  // it may be kept where nothing can take its place
+  p.keep(second.drop);
+  CHECK(p.dropped().empty());
+  CHECK(p.afterAttempt(rankFailedOn("n1")).drop.empty());  // one failure since it was kept
+  CHECK(p.afterAttempt(rankFailedOn("n1")).drop == std::vector<std::string>{"n1"});
+  CHECK_FALSE(p.afterAttempt(lost("n2")).drop_optional);  // a lost node is not kept
+}
+
+TEST_CASE("restarts: counted simulated nodes have no spare, named ones may") {
   JobSpec spec;
   spec.argv = {"true"};
   spec.launcher = LauncherKind::local;
   spec.nodes = 2;
+  spec.dropped_nodes = {"local1"};
+  auto none_left = chooseLauncher(spec, {}, true);  // -N 2 with local0 alone: no local2 made up
+  REQUIRE_FALSE(none_left);
+  CHECK_THAT(none_left.error().message,
+             Catch::StartsWith("-N 2 asks for 2 nodes, but only 1 are available (local0)"));
+  spec.min_nodes = 1;  // --nnodes 1:2: the job goes on with the rest, its ranks with it
+  CHECK(chosenNodes(spec) == std::vector<std::string>{"local0"});
+  spec.procs_per_node = 2;
+  auto shrunk = chooseLauncher(spec, {}, true);
+  REQUIRE(shrunk);
+  CHECK(shrunk->layout.nodes == 1);
+  spec.dropped_nodes = {"local0", "local1"};
+  CHECK_FALSE(chooseLauncher(spec, {}, true));
+  spec.min_nodes = 0;
+  spec.procs_per_node = 0;
+  spec.hosts = "local0,local1,local2";  // named: local2 is a spare
   spec.dropped_nodes = {"local1"};
   CHECK(chosenNodes(spec) == std::vector<std::string>{"local0", "local2"});
 }
