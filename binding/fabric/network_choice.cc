@@ -425,6 +425,7 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
                     formatCidr(common[i].net));
   if (auto note = controlNote(common); note && !forced) notes.push_back(*note);
   std::vector<std::string> slower;  // "node1: the job's RoCE port mlx5_0:1 (25 Gb/s) is slower than ..."
+  std::map<std::string, std::vector<std::string>> leftOut;  // the ports left out, and why -> the nodes
   choice.rdma = true;
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     const Candidate& c = *best[pick.net][n];
@@ -438,10 +439,7 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
     out.port = c.port;
     rules.chosen_rate = c.rate;
     if (const auto left = fillDataPorts(out, nodes[n].fabric, rules); !left.empty())
-      notes.push_back(nodes[n].node + ": " + joinStrings(left, ", ") + " left out of the job's data ports: " +
-                      out.ifname + "'s partition " + pkeyText(out.pkey) + " is not entry " +
-                      std::to_string(out.pkey_index) + " of their P_Key tables, as on " + out.port +
-                      " (NCCL_IB_PKEY is one index for every port)");
+      leftOut[joinStrings(left, "; ")].push_back(nodes[n].node);
     if (auto why = slowerPortReason(out, nodes[n].fabric, c.rate, facts); !why.empty() && !forced)
       slower.push_back(nodes[n].node + ": the job's RoCE port " + why);
     for (const auto& device : nodes[n].fabric.devices) out.efa = out.efa || device.vendor_id == kPciVendorAmazon;
@@ -454,6 +452,7 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
     choice.nodes.push_back(std::move(out));
   }
   addSlowPortNotes(notes, slower, choice.cidr);
+  addLeftOutNotes(notes, leftOut);
   choice.master_addr = choice.nodes.front().ipv4;
   choice.notes = std::move(notes);
   return choice;

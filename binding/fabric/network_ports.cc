@@ -66,13 +66,23 @@ int gidIndexIn(const RdmaPort& port, const Ipv4Net& net) {
   return entry && isRoceV2Ipv4(*entry) && contains(net, parseIpv4(entry->ipv4).value_or(0)) ? index : -1;
 }
 
+bool slowerThanChosen(const RdmaPort& port, const DataPortRules& rules) {
+  return port.rate_gbps > 0 && port.rate_gbps < rules.chosen_rate;
+}
+
+// The RoCE port's GID index on a rail (a common subnet other than the chosen one), else -1.
+int railGidIndex(const RdmaPort& port, const DataPortRules& rules) {
+  for (const auto& rail : rules.rails)
+    if (const int index = gidIndexIn(port, rail); index >= 0) return index;
+  return -1;
+}
+
 // A RoCE port as a data port of the job; nullopt when it is none (see the header).
 std::optional<HcaPortChoice> roceDataPort(const std::string& name, const RdmaPort& port,
                                           const DataPortRules& rules) {
   if (const int index = gidIndexIn(port, rules.net); index >= 0) return HcaPortChoice{name, index, true};
-  if (port.rate_gbps > 0 && port.rate_gbps < rules.chosen_rate) return std::nullopt;  // a slower link: no rail
-  for (const auto& rail : rules.rails)
-    if (const int index = gidIndexIn(port, rail); index >= 0) return HcaPortChoice{name, index, false};
+  if (slowerThanChosen(port, rules)) return std::nullopt;  // a slower link: no rail
+  if (const int index = railGidIndex(port, rules); index >= 0) return HcaPortChoice{name, index, false};
   return std::nullopt;
 }
 
@@ -130,13 +140,18 @@ bool carriesControl(const Ipv4Net& net, const std::vector<std::uint32_t>& contro
 }
 
 std::vector<std::string> fillDataPorts(NodeNetChoice& node, const NodeFabric& fabric, const DataPortRules& rules) {
-  std::vector<std::string> outOfPartition;
+  std::vector<std::string> leftOut;
   std::optional<IbPrefix> ibPrefix;
   if (node.kind == NetKind::ib) {
     const RdmaPort* chosen = findPort(fabric, node.port);
     if (chosen) ibPrefix = ibSubnetPrefix(*chosen);
     choosePartition(node, fabric, chosen);
   }
+  // A storage or management HCA on the same fabric is often slower than the compute rails.
+  const auto slower = [&](const std::string& name, const RdmaPort& port) {
+    return name + " (" + gbpsText(port.rate_gbps) + ", slower than the job's " + node.port + " at " +
+           gbpsText(rules.chosen_rate) + ")";
+  };
   for (const auto& device : fabric.devices) {
     for (const auto& port : device.ports) {
       if (port.state != kPortStateActive) continue;
@@ -145,17 +160,26 @@ std::vector<std::string> fillDataPorts(NodeNetChoice& node, const NodeFabric& fa
         const auto prefix = ibSubnetPrefix(port);
         if (ibPrefix && prefix && *prefix != *ibPrefix) continue;  // another IB subnet (a storage fabric, say)
         if (node.pkey_index > 0 && !partitionAt(port, node.pkey_index, static_cast<std::uint16_t>(node.pkey))) {
-          outOfPartition.push_back(name);  // NCCL_IB_PKEY is one index for every port
+          leftOut.push_back(name + " (its P_Key table holds " + node.ifname + "'s partition " + pkeyText(node.pkey) +
+                            " elsewhere than entry " + std::to_string(node.pkey_index) +
+                            ", and NCCL_IB_PKEY is one index for every port)");
+          continue;
+        }
+        if (node.kind == NetKind::ib && slowerThanChosen(port, rules)) {
+          leftOut.push_back(slower(name, port));
           continue;
         }
         node.hca_ports.push_back(HcaPortChoice{name, -1, false});
       } else if (port.link_layer == LinkLayer::ethernet && node.kind != NetKind::ib) {
-        if (auto use = roceDataPort(name, port, rules)) node.hca_ports.push_back(*use);
+        if (auto use = roceDataPort(name, port, rules))
+          node.hca_ports.push_back(*use);
+        else if (node.kind == NetKind::roce && slowerThanChosen(port, rules) && railGidIndex(port, rules) >= 0)
+          leftOut.push_back(slower(name, port));
       }
     }
   }
   node.roce_gid_index = sharedGidIndex(node.hca_ports);
-  return outOfPartition;
+  return leftOut;
 }
 
 std::string slowerPortReason(const NodeNetChoice& node, const NodeFabric& fabric, double chosen_rate,
@@ -184,6 +208,17 @@ void addSlowPortNotes(std::vector<std::string>& notes, const std::vector<std::st
   if (reasons.size() > kShown)
     notes.push_back("and " + std::to_string(reasons.size() - kShown) + " more nodes whose RoCE port on " + cidr +
                     " is slower than another of theirs");
+}
+
+void addLeftOutNotes(std::vector<std::string>& notes, const std::map<std::string, std::vector<std::string>>& leftOut) {
+  constexpr std::size_t kShown = 3;
+  for (const auto& [ports, nodes] : leftOut) {
+    std::string who;
+    for (std::size_t i = 0; i < nodes.size() && i < kShown; ++i) who += (i ? ", " : "") + nodes[i];
+    if (nodes.size() > kShown) who += " and " + std::to_string(nodes.size() - kShown) + " more";
+    notes.push_back(who + ": left out of the job's data ports (NCCL_IB_HCA, UCX_NET_DEVICES): " + ports +
+                    "; to use them all the same, set NCCL_IB_HCA and UCX_NET_DEVICES with -x");
+  }
 }
 
 }  // namespace tlaunch

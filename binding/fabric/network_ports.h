@@ -1,12 +1,14 @@
 #pragma once
-// The chosen network's data ports on one node (NCCL_IB_HCA, UCX_NET_DEVICES), pure. InfiniBand:
-// the ACTIVE ports on the chosen port's IB subnet. RoCE: the ACTIVE ports whose RoCE v2 IPv4 GID
-// lies in the chosen subnet, or in a rail (another subnet common to all nodes that carries no
-// control connection: one subnet per NIC) with a port not slower than the chosen one. A
-// management ConnectX (its own subnet, the daemons' connections, a slower link) is left out. On
-// InfiniBand over a pkey child (ib0.8001), the ports whose P_Key tables hold its partition at
-// the chosen port's index.
+// The chosen network's data ports on one node (NCCL_IB_HCA, UCX_NET_DEVICES), pure.
+// InfiniBand: the ACTIVE ports on the chosen port's IB subnet not slower than it (a storage HCA
+// on the same subnet prefix, fe80:: by default, often is); over a pkey child (ib0.8001), those
+// whose P_Key tables hold its partition at the chosen port's index. RoCE: the ACTIVE ports whose
+// RoCE v2 IPv4 GID lies in the chosen subnet, or in a rail (another subnet common to all nodes
+// that carries no control connection: one subnet per NIC) with a port not slower than the
+// chosen one. A management ConnectX (its own subnet, the daemons' connections, a slower link) is
+// left out.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,8 +24,10 @@ struct DataPortRules {
 };
 
 // Fills node.hca_ports, node.roce_gid_index and (InfiniBand) node.pkey/pkey_index; node.kind,
-// node.ifname and node.port (the chosen port) are set. Returns the IB ports of the subnet left
-// out because the job's partition is not at node.pkey_index of their P_Key tables.
+// node.ifname and node.port (the chosen port) are set. Returns the ports of the job's fabric
+// left out, each with why: "mlx5_8:1 (200 Gb/s, slower than the job's mlx5_0:1 at 400 Gb/s)"
+// (a storage HCA, say), or an IB port whose P_Key table holds the job's partition at another
+// index than node.pkey_index.
 std::vector<std::string> fillDataPorts(NodeNetChoice& node, const NodeFabric& fabric, const DataPortRules& rules);
 
 // "0x8001": a P_Key as the kernel and the IB tools print it.
@@ -50,5 +54,10 @@ std::string slowerPortReason(const NodeNetChoice& node, const NodeFabric& fabric
 // first few, then how many more, each saying how to choose another network.
 void addSlowPortNotes(std::vector<std::string>& notes, const std::vector<std::string>& reasons,
                       const std::string& cidr);
+
+// One note per distinct set of ports left out (fillDataPorts), naming the first few nodes:
+// "node1, node2, node3 and 997 more: left out of the job's data ports (NCCL_IB_HCA,
+// UCX_NET_DEVICES): mlx5_8:1 (200 Gb/s, ...); to use them, -x NCCL_IB_HCA=...".
+void addLeftOutNotes(std::vector<std::string>& notes, const std::map<std::string, std::vector<std::string>>& leftOut);
 
 }  // namespace tlaunch

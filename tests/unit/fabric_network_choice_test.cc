@@ -542,6 +542,40 @@ TEST_CASE("RoCE rails (one subnet per NIC): every rail is a data port; slower, c
   CHECK(choice->nodes[1].hca_ports[3] == HcaPortChoice{"mlx5_4:1", 3, false});
   CHECK(choice->nodes[1].roce_gid_index == 3);
   CHECK(hasNote(*choice, "also common to all nodes: 192.168.1.0/24 (roce, the daemons' control network)"));
+  CHECK(hasNote(*choice, "node1: left out of the job's data ports (NCCL_IB_HCA, UCX_NET_DEVICES): mlx5_4:1 (200 Gb/s, "
+                         "slower than the job's mlx5_1:1 at 400 Gb/s)"));
+}
+
+TEST_CASE("InfiniBand: a slower port on the same subnet prefix (a storage HCA) is no data port, said once") {
+  auto computeNode = [](const std::string& last) {
+    FabricBuilder b = FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0." + last);
+    for (int r = 1; r <= 3; ++r) b.ib("mlx5_" + std::to_string(r), 1, "ib" + std::to_string(r), "");
+    for (int r = 0; r <= 3; ++r) rate(b, "mlx5_" + std::to_string(r), 400);
+    b.ib("mlx5_8", 1, "ibs8", "");  // storage: the same default prefix fe80::, 200 Gb/s
+    rate(b, "mlx5_8", 200);
+    return b;
+  };
+  std::vector<NodeFabricInput> nodes;
+  for (int n = 1; n <= 5; ++n) nodes.push_back(node("node" + std::to_string(n), computeNode(std::to_string(n))));
+  auto choice = chooseNetwork(nodes, {});
+  REQUIRE(choice);
+  for (const auto& n : choice->nodes) CHECK(joinHcaPorts(n) == "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1");
+  int said = 0;
+  for (const auto& note : choice->notes)
+    said += note == "node1, node2, node3 and 2 more: left out of the job's data ports (NCCL_IB_HCA, UCX_NET_DEVICES): "
+                    "mlx5_8:1 (200 Gb/s, slower than the job's mlx5_0:1 at 400 Gb/s); to use them all the same, set "
+                    "NCCL_IB_HCA and UCX_NET_DEVICES with -x";
+  CHECK(said == 1);
+
+  // A port of the job's speed stays a data port, and so do all on a node of one speed.
+  auto twoPorts = [](const std::string& address) {
+    return FabricBuilder().ib("mlx5_0", 1, "ib0", address).ib("mlx5_1", 1, "ib1", "");
+  };
+  std::vector<NodeFabricInput> even{node("node1", twoPorts("10.1.0.1")), node("node2", twoPorts("10.1.0.2"))};
+  auto same = chooseNetwork(even, {});
+  REQUIRE(same);
+  CHECK(joinHcaPorts(same->nodes[0]) == "mlx5_0:1,mlx5_1:1");
+  CHECK_FALSE(hasNote(*same, "left out"));
 }
 
 TEST_CASE("RoCE: the data NICs share no subnet: the management one is used, and a note says why and how to choose") {

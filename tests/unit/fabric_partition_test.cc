@@ -161,8 +161,9 @@ TEST_CASE("a rail whose table holds the partition at another index is left out o
   CHECK(joinHcaPorts(choice->nodes[0]) == "mlx5_0:1,mlx5_1:1");
   CHECK(values(fabricEnv(*choice, 0, {}))["NCCL_IB_HCA"] == "=mlx5_0:1,mlx5_1:1");
   CHECK(hasNote(*choice,
-                "node1: mlx5_2:1 left out of the job's data ports: ib0.8001's partition 0x8001 is not entry 1 of their "
-                "P_Key tables, as on mlx5_0:1 (NCCL_IB_PKEY is one index for every port)"));
+                "node1, node2: left out of the job's data ports (NCCL_IB_HCA, UCX_NET_DEVICES): mlx5_2:1 (its P_Key "
+                "table holds ib0.8001's partition 0x8001 elsewhere than entry 1, and NCCL_IB_PKEY is one index for "
+                "every port); to use them all the same, set NCCL_IB_HCA and UCX_NET_DEVICES with -x"));
 }
 
 TEST_CASE("a user's P_Key that puts the queue pairs in another partition is a conflict") {
