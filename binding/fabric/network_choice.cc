@@ -426,6 +426,7 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
   if (auto note = controlNote(common); note && !forced) notes.push_back(*note);
   std::vector<std::string> slower;  // "node1: the job's RoCE port mlx5_0:1 (25 Gb/s) is slower than ..."
   std::map<std::string, std::vector<std::string>> leftOut;  // the ports left out, and why -> the nodes
+  std::map<std::string, std::vector<std::string>> alsoOn;   // "ib1 is also on ...; using ib0" -> the nodes
   choice.rdma = true;
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     const Candidate& c = *best[pick.net][n];
@@ -448,11 +449,12 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
     for (const auto* other : bySubnet[n].at(pick.net))
       if (other->iface->name != c.iface->name) others.insert(other->iface->name);
     for (const auto& other : others)
-      notes.push_back(nodes[n].node + ": " + other + " is also on " + choice.cidr + "; using " + c.iface->name);
+      alsoOn[other + " is also on " + choice.cidr + "; using " + c.iface->name].push_back(nodes[n].node);
     choice.nodes.push_back(std::move(out));
   }
   addSlowPortNotes(notes, slower, choice.cidr);
   addLeftOutNotes(notes, leftOut);
+  for (const auto& [text, who] : alsoOn) notes.push_back(someNodes(who) + ": " + text);
   choice.master_addr = choice.nodes.front().ipv4;
   choice.notes = std::move(notes);
   return choice;

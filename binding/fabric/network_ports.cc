@@ -210,15 +210,18 @@ void addSlowPortNotes(std::vector<std::string>& notes, const std::vector<std::st
                     " is slower than another of theirs");
 }
 
-void addLeftOutNotes(std::vector<std::string>& notes, const std::map<std::string, std::vector<std::string>>& leftOut) {
+std::string someNodes(const std::vector<std::string>& nodes) {
   constexpr std::size_t kShown = 3;
-  for (const auto& [ports, nodes] : leftOut) {
-    std::string who;
-    for (std::size_t i = 0; i < nodes.size() && i < kShown; ++i) who += (i ? ", " : "") + nodes[i];
-    if (nodes.size() > kShown) who += " and " + std::to_string(nodes.size() - kShown) + " more";
-    notes.push_back(who + ": left out of the job's data ports (NCCL_IB_HCA, UCX_NET_DEVICES): " + ports +
+  std::string who;
+  for (std::size_t i = 0; i < nodes.size() && i < kShown; ++i) who += (i ? ", " : "") + nodes[i];
+  if (nodes.size() > kShown) who += " and " + std::to_string(nodes.size() - kShown) + " more";
+  return who;
+}
+
+void addLeftOutNotes(std::vector<std::string>& notes, const std::map<std::string, std::vector<std::string>>& leftOut) {
+  for (const auto& [ports, nodes] : leftOut)
+    notes.push_back(someNodes(nodes) + ": left out of the job's data ports (NCCL_IB_HCA, UCX_NET_DEVICES): " + ports +
                     "; to use them all the same, set NCCL_IB_HCA and UCX_NET_DEVICES with -x");
-  }
 }
 
 }  // namespace tlaunch

@@ -228,6 +228,22 @@ TEST_CASE("several interfaces of one node on the chosen subnet: the first HCA's,
   bool noted = false;
   for (const auto& n : choice->notes) noted = noted || n == "node1: ib1 is also on 10.1.0.0/16; using ib0";
   CHECK(noted);
+
+  // The same on many nodes: one note, not one per node.
+  std::vector<NodeFabricInput> many;
+  for (int n = 1; n <= 6; ++n) {
+    const std::string last = std::to_string(n);
+    many.push_back(node("node" + last, FabricBuilder()
+                                           .ib("mlx5_0", 1, "ib0", "10.1.0." + last)
+                                           .ib("mlx5_1", 1, "ib1", "10.1.1." + last)));
+  }
+  auto six = chooseNetwork(many, {});
+  REQUIRE(six);
+  CHECK(std::count_if(six->notes.begin(), six->notes.end(), [](const std::string& n) {
+          return n.find("is also on") != std::string::npos;
+        }) == 1);
+  CHECK(std::find(six->notes.begin(), six->notes.end(),
+                  "node1, node2, node3 and 3 more: ib1 is also on 10.1.0.0/16; using ib0") != six->notes.end());
 }
 
 TEST_CASE("RoCE: ACTIVE Ethernet ports with a RoCE v2 IPv4 GID, and NCCL's GID index") {
