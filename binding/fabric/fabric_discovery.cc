@@ -143,8 +143,28 @@ RdmaPort readPort(const fs::path& dir, int number) {
     std::string ndev = readAttr(dir / "gid_attrs" / "ndevs" / name).value_or("");
     port.gids.push_back(makeGidEntry(std::stoi(name), *text, type, ndev));
   }
-  if (port.link_layer == LinkLayer::infiniband) port.pkeys = readPkeyTable(dir / "pkeys");
+  if (port.link_layer == LinkLayer::infiniband) {  // entry 0 only here: see completePkeyTables
+    const auto value = readNumber(dir / "pkeys" / "0", 16);
+    if (value && *value > 0 && *value <= 0xffff && (*value & kPkeyPartitionMask) != 0)
+      port.pkeys.push_back(PkeyEntry{0, static_cast<std::uint16_t>(*value)});
+  }
   return port;
+}
+
+// A port's whole P_Key table (up to 128 sysfs reads) where it matters: entry 0 is no full
+// membership (a tenant's port: the self-tests need a full-membership entry), or an IPoIB
+// interface of the port sends in another partition (a pkey child: its entry's index).
+void completePkeyTables(NodeFabric& fabric, const fs::path& ibClass) {
+  for (auto& device : fabric.devices)
+    for (auto& port : device.ports) {
+      if (port.link_layer != LinkLayer::infiniband) continue;
+      const std::uint16_t first = port.pkeys.empty() ? 0 : port.pkeys.front().value;
+      bool needed = (first & kPkeyFullMember) == 0;
+      for (const auto& iface : fabric.interfaces)
+        needed = needed || (iface.rdma_device == device.name && iface.rdma_port == port.number && iface.pkey > 0 &&
+                            (iface.pkey & kPkeyPartitionMask) != (first & kPkeyPartitionMask));
+      if (needed) port.pkeys = readPkeyTable(ibClass / device.name / "ports" / std::to_string(port.number) / "pkeys");
+    }
 }
 
 struct SysfsNetdev {
@@ -369,6 +389,7 @@ Result<NodeFabric> discoverFabric(const std::string& sysfsRoot, const std::vecto
 
   matchIpoib(fabric, deviceReal, netFacts);
   matchRoce(fabric, deviceReal, netFacts);
+  completePkeyTables(fabric, ibClass);
   return fabric;
 }
 

@@ -54,7 +54,9 @@ struct RdmaPort {
   bool has_lid = false;
   std::uint32_t lid = 0;
   std::vector<GidEntry> gids;  // configured entries only (empty ones are left out)
-  std::vector<PkeyEntry> pkeys;  // InfiniBand: the P_Key table's valid entries (verbs use index 0 by default)
+  // InfiniBand: the P_Key table's valid entries (verbs use entry 0 by default). Entry 0 alone
+  // when it is a full membership and no IPoIB interface of the port sends in another partition.
+  std::vector<PkeyEntry> pkeys;
   std::string netdev;          // the IPoIB / RoCE netdev matched to this port, "" if none
   bool operator==(const RdmaPort&) const = default;
 };

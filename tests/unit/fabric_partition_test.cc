@@ -64,6 +64,19 @@ TEST_CASE("P_Keys from sysfs: the port's valid table entries and each IPoIB netd
   writeFile(pkeys / "12", "0x8003\n");  // after 3 and 10 by number, not by text
   writeFile(t.addNetdev("ib0", kArphrdInfiniband, "0000:17:00.0", 0, ipoibAddress(gid)) / "pkey", "0xffff\n");
   writeFile(t.addNetdev("ib0.8001", kArphrdInfiniband, "0000:17:00.0", 0, ipoibAddress(gid)) / "pkey", "0x8001\n");
+  // A port of the default partition only: entry 0 is read, not the 128 sysfs files of its table.
+  t.addDevice("mlx5_2", "0000:19:00.0");
+  t.addPort("mlx5_2", 1, "InfiniBand");
+  const std::string gid2 = "fe80:0000:0000:0000:b859:9f03:00d4:1a02";
+  t.addGid("mlx5_2", 1, 0, gid2);
+  writeFile(t.portDir("mlx5_2", 1) / "pkeys/0", "0xffff\n");
+  writeFile(t.portDir("mlx5_2", 1) / "pkeys/1", "0x8005\n");
+  writeFile(t.addNetdev("ib2", kArphrdInfiniband, "0000:19:00.0", 0, ipoibAddress(gid2)) / "pkey", "0xffff\n");
+  // A tenant's port whose entry 0 is a limited membership: the whole table, for a full one.
+  t.addDevice("mlx5_3", "0000:1a:00.0");
+  t.addPort("mlx5_3", 1, "InfiniBand");
+  writeFile(t.portDir("mlx5_3", 1) / "pkeys/0", "0x7fff\n");
+  writeFile(t.portDir("mlx5_3", 1) / "pkeys/1", "0x8002\n");
   t.addDevice("mlx5_1", "0000:18:00.0");  // RoCE: P_Keys mean nothing there and are not read
   t.addPort("mlx5_1", 1, "Ethernet");
   writeFile(t.portDir("mlx5_1", 1) / "pkeys/0", "0xffff\n");
@@ -72,7 +85,9 @@ TEST_CASE("P_Keys from sysfs: the port's valid table entries and each IPoIB netd
   REQUIRE(fabric);
   const RdmaPort& ib = fabric->devices.at(0).ports.at(0);
   CHECK(ib.pkeys == std::vector<PkeyEntry>{{0, 0xffff}, {1, 0x8001}, {3, 0x0002}, {12, 0x8003}});
-  CHECK(fabric->devices.at(1).ports.at(0).pkeys.empty());
+  CHECK(fabric->devices.at(1).ports.at(0).pkeys.empty());  // mlx5_1, RoCE
+  CHECK(fabric->devices.at(2).ports.at(0).pkeys == std::vector<PkeyEntry>{{0, 0xffff}});
+  CHECK(fabric->devices.at(3).ports.at(0).pkeys == std::vector<PkeyEntry>{{0, 0x7fff}, {1, 0x8002}});
   CHECK(fabric->findInterface("ib0")->pkey == 0xffff);
   CHECK(fabric->findInterface("ib0.8001")->pkey == 0x8001);
   CHECK(fabric->findInterface("ib0.8001")->rdma_port == 1);
