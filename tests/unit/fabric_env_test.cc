@@ -4,6 +4,7 @@
 #include <map>
 
 #include "binding/fabric/fabric_env.h"
+#include "fabric_env_lookup.h"
 #include "fabric_test_builder.h"
 
 using namespace tlaunch;
@@ -32,19 +33,6 @@ NetworkChoice roceChoice(bool sameIndex) {
       {"node2", FabricBuilder().roce("mlx5_0", 1, "ens1f0", "10.3.0.2").build(), {}},
   };
   return chooseNetwork(nodes, {}).value();
-}
-
-std::map<std::string, std::string> values(const std::vector<EnvSetting>& settings) {
-  std::map<std::string, std::string> out;
-  for (const auto& s : settings) out[s.name] = s.effective();
-  return out;
-}
-
-const EnvSetting& find(const std::vector<EnvSetting>& settings, const std::string& name) {
-  for (const auto& s : settings)
-    if (s.name == name) return s;
-  FAIL("no setting " << name);
-  throw;
 }
 
 }  // namespace

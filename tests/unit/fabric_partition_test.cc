@@ -10,25 +10,13 @@
 #include "binding/fabric/fabric_discovery.h"
 #include "binding/fabric/fabric_env.h"
 #include "binding/fabric/fabric_json.h"
+#include "fabric_env_lookup.h"
 #include "fabric_test_builder.h"
 
 using namespace tlaunch;
 using namespace tlaunch::testing;
 
 namespace {
-
-std::map<std::string, std::string> values(const std::vector<EnvSetting>& settings) {
-  std::map<std::string, std::string> out;
-  for (const auto& s : settings) out[s.name] = s.effective();
-  return out;
-}
-
-const EnvSetting& find(const std::vector<EnvSetting>& settings, const std::string& name) {
-  for (const auto& s : settings)
-    if (s.name == name) return s;
-  FAIL("no setting " << name);
-  throw;
-}
 
 // Two nodes whose IPoIB parent ib0 has no address and whose child ib0.8001 carries the job's
 // subnet; the subnet manager put partition 0x8001 at entry `index1` / `index2` of the tables.
