@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
-#include <limits>
+#include <string>
 
 #include "binding/fabric/ipv4_net.h"
 
@@ -65,13 +65,17 @@ Result<NprocPerNode> parseNprocPerNode(std::string_view text) {
   return NprocPerNode{*n, ""};
 }
 
-Result<int> parseDuration(std::string_view flag, std::string_view text, int max_seconds, bool zero_allowed) {
-  const std::string range =
-      std::string("must be ") + (zero_allowed ? "0 or " : "") + "from 1s to " + formatDuration(max_seconds);
-  auto bad = [&](const std::string& why) {
-    return fail(Errc::usage, str(flag) + " " + str(text) + ": " + why,
-                "give a duration such as 90s, 10m, 1h30m, 2d or 1:30:00");
-  };
+namespace {
+
+// The seconds a duration's text says ("90s", "1h30m", "1:30:00"), unbounded but for overflow
+// (more than kHuge reads as kHuge + 1), or why it is no duration.
+struct DurationText {
+  long long seconds = 0;
+  std::string error;  // "" when it is one
+};
+
+DurationText readDuration(std::string_view text) {
+  constexpr long long kHuge = 1LL << 50;
   // Digits at text[i..]: at most 9 of them, so no overflow; returns how many were read.
   auto number = [&](size_t i, long long& n) {
     size_t j = i;
@@ -81,58 +85,72 @@ Result<int> parseDuration(std::string_view flag, std::string_view text, int max_
     }
     return j - i;
   };
-  // Zero needs no unit: it means the same in any.
-  if (zero_allowed && !text.empty() && text.find_first_not_of('0') == std::string_view::npos) return 0;
-  long long total = 0;
+  DurationText out;
   if (text.find(':') != std::string_view::npos) {  // [H:]MM:SS
     int fields = 0;
     for (size_t i = 0;; ++fields) {
       long long n = 0;
       const size_t len = number(i, n);
-      if (len == 0 || len == std::string_view::npos) return bad("not a duration");
-      if (fields > 0 && n > 59) return bad("minutes and seconds go up to 59");
-      total = total * 60 + n;
+      if (len == 0 || len == std::string_view::npos) return {0, "not a duration"};
+      if (fields > 0 && n > 59) return {0, "minutes and seconds go up to 59"};
+      out.seconds = out.seconds * 60 + n;
       i += len;
       if (i == text.size()) break;
-      if (text[i] != ':' || fields == 2) return bad("not a duration (H:MM:SS or MM:SS)");
+      if (text[i] != ':' || fields == 2) return {0, "not a duration (H:MM:SS or MM:SS)"};
       ++i;
     }
-  } else {
-    if (text.empty()) return bad("empty");
-    static constexpr std::string_view units = "smhd";
-    static constexpr long long scale[] = {1, 60, 3600, 86'400};
-    for (size_t i = 0; i < text.size();) {
-      long long n = 0;
-      const size_t len = number(i, n);
-      if (len == 0 || len == std::string_view::npos) return bad("not a duration");
-      i += len;
-      if (i == text.size())
-        return bad("a unit is missing (s, m, h or d): srun reads a bare number as minutes, mpirun as seconds");
-      const auto u = units.find(text[i]);
-      if (u == std::string_view::npos) return bad("unknown unit '" + std::string(1, text[i]) + "' (s, m, h or d)");
-      total += n * scale[u];
-      if (total > max_seconds) return bad(range);
-      ++i;
-    }
+    return out;
   }
-  if (total == 0 && zero_allowed) return 0;
-  if (total < 1 || total > max_seconds) return bad(range);
-  return static_cast<int>(total);
+  if (text.empty()) return {0, "empty"};
+  static constexpr std::string_view units = "smhd";
+  static constexpr long long scale[] = {1, 60, 3600, 86'400};
+  for (size_t i = 0; i < text.size();) {
+    long long n = 0;
+    const size_t len = number(i, n);
+    if (len == 0 || len == std::string_view::npos) return {0, "not a duration"};
+    i += len;
+    if (i == text.size())
+      return {0, "a unit is missing (s, m, h or d): srun reads a bare number as minutes, mpirun as seconds"};
+    const auto u = units.find(text[i]);
+    if (u == std::string_view::npos) return {0, "unknown unit '" + std::string(1, text[i]) + "' (s, m, h or d)"};
+    out.seconds = std::min(out.seconds + n * scale[u], kHuge + 1);
+    ++i;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<int> parseDuration(std::string_view flag, std::string_view text, int max_seconds, bool zero_allowed) {
+  const std::string range =
+      std::string("must be ") + (zero_allowed ? "0 or " : "") + "from 1s to " + formatDuration(max_seconds);
+  auto bad = [&](const std::string& why) {
+    return fail(Errc::usage, str(flag) + " " + str(text) + ": " + why,
+                "give a duration such as 90s, 10m, 1h30m, 2d or 1:30:00");
+  };
+  // Zero needs no unit: it means the same in any.
+  if (zero_allowed && !text.empty() && text.find_first_not_of('0') == std::string_view::npos) return 0;
+  const DurationText d = readDuration(text);
+  if (!d.error.empty()) return bad(d.error);
+  if (d.seconds == 0 && zero_allowed) return 0;
+  if (d.seconds < 1 || d.seconds > max_seconds) return bad(range);
+  return static_cast<int>(d.seconds);
 }
 
 Result<int> parseSeconds(std::string_view flag, std::string_view text, int min, int max) {
   const std::string range = "must be from " + std::to_string(min) + " to " + std::to_string(max) +
                             " seconds (a bare number, or with units: 30s, 2m, 1h)";
-  // Parsed without bounds first (a bare number up to 10 digits, a duration up to the largest
-  // int), so that every value out of range gets the same words.
+  // Read without bounds first (a bare number up to 10 digits, a duration up to overflow), so
+  // that every value out of range gets the same words.
   long long seconds = 0;
   if (allDigits(text)) {
     if (text.size() > 10) return fail(Errc::usage, str(flag) + " " + str(text) + ": " + range);
     std::from_chars(text.data(), text.data() + text.size(), seconds);
   } else {
-    auto d = parseDuration(flag, text, std::numeric_limits<int>::max(), true);
-    if (!d) return fail(Errc::usage, d.error().message, "give seconds (30) or a duration (30s, 2m, 1h)");
-    seconds = *d;
+    const DurationText d = readDuration(text);
+    if (!d.error.empty())
+      return fail(Errc::usage, str(flag) + " " + str(text) + ": " + d.error, "give seconds (30) or a duration (30s, 2m, 1h)");
+    seconds = d.seconds;
   }
   if (seconds < min || seconds > max) return fail(Errc::usage, str(flag) + " " + str(text) + ": " + range);
   return static_cast<int>(seconds);

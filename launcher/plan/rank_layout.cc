@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
+#include <utility>
 
 #include "launcher/cli_values.h"
 #include "tlaunch/diagnostics.h"
@@ -61,8 +63,28 @@ Result<RankLayout> checked(RankLayout l, int node_count) {
                               : static_cast<long long>(node_count) * l.ranks_per_node;
   if (node_count > 0 && l.ranks_per_node > 0 && world > kMaxWorldSize)
     return diagnostic(Errc::usage, "world-too-large",
-                      {{"nodes", num(node_count)}, {"per_node", num(l.ranks_per_node)}, {"max", num(kMaxWorldSize)}});
+                      {{"nodes", num(node_count)}, {"world", std::to_string(world)}, {"max", num(kMaxWorldSize)}});
   return l;
+}
+
+// n ranks over the first k nodes (n >= k) as srun spreads them, each within its slots: a node's
+// excess goes to the next nodes with room. nullopt when the k nodes' slots hold fewer than n.
+std::optional<std::vector<int>> spreadWithinSlots(int n, int k, const std::vector<int>& slots) {
+  std::vector<int> counts(static_cast<size_t>(k), n / k);
+  for (int i = 0; i < n % k; ++i) ++counts[static_cast<size_t>(i)];
+  long long room = 0;
+  int excess = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    room += slots[i];
+    if (counts[i] > slots[i]) excess += std::exchange(counts[i], slots[i]) - slots[i];
+  }
+  if (room < n) return std::nullopt;
+  for (size_t i = 0; i < counts.size() && excess > 0; ++i) {
+    const int add = std::min(excess, slots[i] - counts[i]);
+    counts[i] += add;
+    excess -= add;
+  }
+  return counts;
 }
 
 Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots, const std::string& origin,
@@ -79,35 +101,61 @@ Result<RankLayout> totalRanks(const JobSpec& spec, const std::vector<int>& slots
                          {"nodes", num(spec.nodes)}});
     return checked(l, l.nodes);
   }
-  if (spec.nodes > 0) {  // srun's -n with -N: spread, the first nodes one more
+  // Nodes with slots and nodes without among those the ranks go to: what would the others run?
+  // With -N the ranks go to each of the first N; filling slots in order, to the first nodes
+  // until the ranks are placed (a node without slots first cannot be filled).
+  const size_t considered = spec.nodes > 0 ? std::min(slots.size(), static_cast<size_t>(spec.nodes)) : slots.size();
+  const auto end = slots.begin() + static_cast<std::ptrdiff_t>(considered);
+  const auto with = std::find_if(slots.begin(), end, [](int v) { return v > 0; });
+  const auto slotsDiffer = [&](size_t other) {
+    return diagnostic(Errc::usage, "ranks-slots-differ",
+                      {{"total", num(n)},
+                       {"first", slotsOf(names, static_cast<size_t>(with - slots.begin()), *with)},
+                       {"other", slotsOf(names, other, slots[other])},
+                       {"origin", origin}});
+  };
+  const bool have_slots = with != end;
+  if (have_slots && spec.nodes > 0)
+    if (const auto without = std::find_if(slots.begin(), end, [](int v) { return v <= 0; }); without != end)
+      return slotsDiffer(static_cast<size_t>(without - slots.begin()));
+  if (have_slots && spec.nodes <= 0 && slots.front() <= 0) return slotsDiffer(0);
+  if (spec.nodes > 0) {  // srun's -n with -N: spread, the first nodes one more (within their slots)
     if (n < spec.nodes)
       return diagnostic(Errc::usage, "ranks-leave-nodes-empty",
                         {{"total", num(n)}, {"nodes", num(spec.nodes)}, {"empty", num(spec.nodes - n)}, {"per_node", "1"},
                          {"used", num(n)}});
-    return checked(spread(n, spec.nodes, "-n " + num(n) + " over -N " + num(spec.nodes)), spec.nodes);
+    const std::string source = "-n " + num(n) + " over -N " + num(spec.nodes);
+    if (!have_slots || considered < static_cast<size_t>(spec.nodes))  // too few nodes: said when they are chosen
+      return checked(spread(n, spec.nodes, source), spec.nodes);
+    auto counts = spreadWithinSlots(n, spec.nodes, slots);
+    if (!counts)
+      return diagnostic(Errc::usage, "ranks-exceed-slots",
+                        {{"total", num(n)}, {"origin", origin},
+                         {"available", std::to_string(std::accumulate(slots.begin(), end, 0LL))},
+                         {"nodes", num(spec.nodes)}});
+    RankLayout l = perNode(std::move(*counts), source + " within the slots (" + origin + ")");
+    l.from_slots = true;
+    return checked(l, spec.nodes);
   }
   if (avail == 0) return checked(fill(n, n, "-n " + num(n) + " on one node"), 1);  // this host
-  if (slots.front() > 0) {  // fill nodes by their slots, in order (mpirun's default)
+  if (have_slots) {  // fill nodes by their slots, in order (mpirun's default)
     std::vector<int> counts;
-    int left = n, total_slots = 0;
+    int left = n;
+    long long total_slots = 0;
     for (size_t i = 0; i < slots.size() && left > 0; ++i) {
-      if (slots[i] <= 0)
-        return diagnostic(Errc::usage, "ranks-slots-differ",
-                          {{"total", num(n)},
-                           {"first", slotsOf(names, 0, slots.front())},
-                           {"other", slotsOf(names, i, slots[i])},
-                           {"origin", origin}});
+      if (slots[i] <= 0) return slotsDiffer(i);
       counts.push_back(std::min(left, slots[i]));
       left -= counts.back();
       total_slots += slots[i];
     }
     if (left > 0)
       return diagnostic(Errc::usage, "ranks-exceed-slots",
-                        {{"total", num(n)}, {"origin", origin}, {"available", num(total_slots)},
+                        {{"total", num(n)}, {"origin", origin}, {"available", std::to_string(total_slots)},
                          {"nodes", num(avail)}});
-    const bool same = std::all_of(counts.begin(), counts.end(), [&](int c) { return c == counts.front(); });
+    const auto used_end = slots.begin() + static_cast<std::ptrdiff_t>(counts.size());
+    const bool same = std::all_of(slots.begin(), used_end, [&](int v) { return v == slots.front(); });
     RankLayout l = perNode(counts, "-n " + num(n) + " filling " +
-                                       (same ? "slots=" + num(counts.front()) : std::string("the slots in order")) + " (" +
+                                       (same ? "slots=" + num(slots.front()) : std::string("the slots in order")) + " (" +
                                        origin + ")");
     l.from_slots = true;
     return checked(l, l.nodes);

@@ -81,6 +81,13 @@ TEST_CASE("timeouts in seconds take a bare number or a duration with units") {
   auto r = parseSeconds("--heartbeat-timeout", "2s", 3, 86'400);
   REQUIRE_FALSE(r);
   CHECK(r.error().message == "--heartbeat-timeout 2s: must be from 3 to 86400 seconds (a bare number, or with units: 30s, 2m, 1h)");
+  // Durations past what an int holds get the flag's own range too, not a generic one.
+  for (const char* huge : {"99999d", "999999999:00:00", "999999999d999999999d999999999d"}) {
+    auto past = parseSeconds("--connect-timeout", huge, 1, 86'400);
+    REQUIRE_FALSE(past);
+    CHECK(past.error().message == "--connect-timeout " + std::string(huge) +
+                                      ": must be from 1 to 86400 seconds (a bare number, or with units: 30s, 2m, 1h)");
+  }
   auto grace = parseEventGrace("61s");
   REQUIRE_FALSE(grace);
   CHECK(grace.error().message == "--event-grace 61s: at most 60s");

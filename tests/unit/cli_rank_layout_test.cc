@@ -117,8 +117,43 @@ TEST_CASE("total ranks as with mpirun: the last node may run fewer") {
   CHECK(few->node_ranks.empty());
 }
 
+TEST_CASE("-n over -N stays within the nodes' slots, and slots given to some nodes only are refused") {
+  // srun's spread (3, 2) would put 3 ranks on a node of 2 slots: the excess goes on.
+  auto within = resolveRankLayout(spec(5, 2, 0), {2, 4}, "--hosts");
+  REQUIRE(within);
+  CHECK(within->node_ranks == std::vector<int>{2, 3});
+  CHECK(within->source == "-n 5 over -N 2 within the slots (--hosts)");
+  CHECK(within->from_slots);
+  auto roomy = resolveRankLayout(spec(5, 2, 0), {8, 8, 8}, "--hosts");  // the first 2 of 3 nodes
+  REQUIRE(roomy);
+  CHECK(roomy->node_ranks == std::vector<int>{3, 2});
+  auto over = resolveRankLayout(spec(7, 2, 0), {3, 1}, "--hosts");
+  REQUIRE_FALSE(over);
+  CHECK_THAT(over.error().message, Catch::StartsWith("-n 7 is more than the 4 slots of the 2 node(s) in --hosts"));
+  CHECK_FALSE(resolveRankLayout(spec(4, 2, 0), {1, 1, 4}, "--hosts"));  // -N 2: the first two only
+  auto mixedN = resolveRankLayout(spec(4, 2, 0), {4, -1}, "--hosts", {"a", "b"});
+  REQUIRE_FALSE(mixedN);
+  CHECK_THAT(mixedN.error().message, Catch::Contains("(a has 4, b has none given)"));
+  // Filling in order: a first node without slots cannot be filled; one past the ranks is unused.
+  auto first = resolveRankLayout(spec(5, 0, 0), {-1, 1}, "--hosts", {"a", "b"});
+  REQUIRE_FALSE(first);
+  CHECK_THAT(first.error().message, Catch::Contains("(b has 1, a has none given)"));
+  auto unused = resolveRankLayout(spec(3, 0, 0), {4, -1}, "--hosts");
+  REQUIRE(unused);
+  CHECK(unused->nodes == 1);
+  // The slots filled are said as the nodes have them, not as the ranks placed.
+  CHECK(resolveRankLayout(spec(4, 0, 0), {8, 8}, "--hosts")->source == "-n 4 filling slots=8 (--hosts)");
+  CHECK(resolveRankLayout(spec(4, 0, 0), {2, 8}, "--hosts")->source == "-n 4 filling the slots in order (--hosts)");
+}
+
 TEST_CASE("the layout stays within the world size bound") {
   CHECK_FALSE(resolveRankLayout(spec(0, 100000, 4096), {}, "this host"));
+  // Nodes of different counts: the message says the world size, not nodes x the largest count.
+  std::vector<int> slots(245, 4096);
+  slots.resize(1245, 1);
+  auto big = resolveRankLayout(spec(0, 0, 0), slots, "--hostfile");
+  REQUIRE_FALSE(big);
+  CHECK_THAT(big.error().message, Catch::StartsWith("1245 nodes with 1004520 ranks in all is more than 1000000 ranks"));
 }
 
 TEST_CASE("default: one rank per GPU on GPU nodes else 1 and torchrun's words") {
