@@ -149,7 +149,8 @@ Result<int> parseSeconds(std::string_view flag, std::string_view text, int min, 
   } else {
     const DurationText d = readDuration(text);
     if (!d.error.empty())
-      return fail(Errc::usage, str(flag) + " " + str(text) + ": " + d.error, "give seconds (30) or a duration (30s, 2m, 1h)");
+      return fail(Errc::usage, str(flag) + " " + str(text) + ": " + d.error,
+                  "give seconds (30) or a duration (30s, 2m, 1h)");
     seconds = d.seconds;
   }
   if (seconds < min || seconds > max) return fail(Errc::usage, str(flag) + " " + str(text) + ": " + range);
