@@ -224,7 +224,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
         choice.layout = *shrunk;
       }
     } else {
-      auto sel = selectNodes(*hosts, want_nodes, uniform_count);
+      auto sel = selectNodes(*hosts, want_nodes, uniform_count, layout->source);
       if (!sel) return tl::unexpected(sel.error());
       chosen = std::move(*sel);
       if (chosen.size() > static_cast<size_t>(kMaxSimulatedNodes)) return tooMany(chosen.size());
@@ -247,7 +247,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     if (!insideSlurmAllocation(env) && want_nodes <= 0)
       return diagnostic(Errc::usage, "slurm-needs-node-count");
   } else {
-    auto sel = selectNodes(*hosts, want_nodes, uniform_count);
+    auto sel = selectNodes(*hosts, want_nodes, uniform_count, layout->source);
     if (!sel) return tl::unexpected(sel.error());
     chosen = std::move(*sel);
   }

@@ -365,7 +365,7 @@ Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
 }
 
 Result<std::vector<HostEntry>> selectNodes(const std::vector<HostEntry>& hosts, int requested_nodes,
-                                           int ranks_per_node) {
+                                           int ranks_per_node, const std::string& count_source) {
   if (requested_nodes < 0) {
     return diagnostic(Errc::usage, "node-count-invalid", {{"count", std::to_string(requested_nodes)}});
   }
@@ -392,7 +392,10 @@ Result<std::vector<HostEntry>> selectNodes(const std::vector<HostEntry>& hosts, 
       const std::string what = h.only_slots.empty() ? std::to_string(usable) + (usable == 1 ? " slot" : " slots")
                                                     : std::to_string(usable) + " usable slots after --include/--exclude";
       return diagnostic(Errc::usage, "slots-short",
-                        {{"node", h.name}, {"slots", what}, {"asked", std::to_string(ranks_per_node)}});
+                        {{"node", h.name},
+                         {"slots", what},
+                         {"asked", std::to_string(ranks_per_node)},
+                         {"source", count_source.empty() ? "-p/-g " + std::to_string(ranks_per_node) : count_source}});
     }
   }
   return chosen;

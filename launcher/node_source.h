@@ -108,8 +108,9 @@ bool isIpv6Literal(std::string_view text);
 std::string listNames(const std::vector<HostEntry>& hosts);
 
 // The first `requested_nodes` hosts (-N; 0 = all). ranks_per_node (-p/-g; 0 = not given)
-// must fit in every chosen host's usable slots where those are known.
+// must fit in every chosen host's usable slots where those are known; count_source says where
+// that count came from ("-p 3", "-n 6 / -g 3"), for the message.
 Result<std::vector<HostEntry>> selectNodes(const std::vector<HostEntry>& hosts, int requested_nodes,
-                                           int ranks_per_node);
+                                           int ranks_per_node, const std::string& count_source = "");
 
 }  // namespace tlaunch

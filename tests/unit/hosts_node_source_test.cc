@@ -368,7 +368,11 @@ TEST_CASE("hosts: selectNodes: -N takes the first nodes, slots must hold ranks p
 
   auto small = selectNodes(hosts, 3, 8);
   REQUIRE_FALSE(small);
-  CHECK_THAT(small.error().message, Catch::StartsWith("n3 has 4 slots, fewer than the 8 ranks per node"));
+  CHECK_THAT(small.error().message,
+             Catch::StartsWith("n3 has 4 slots, fewer than the 8 ranks per node asked for (-p/-g 8)"));
+  auto said = selectNodes(hosts, 3, 8, "-n 24 / -g 8");  // where the count came from, as the layout says it
+  REQUIRE_FALSE(said);
+  CHECK_THAT(said.error().message, Catch::EndsWith("asked for (-n 24 / -g 8)"));
   CHECK_THAT(small.error().hint, Catch::Contains("n3 slots=8"));
 
   auto narrowed = *applyIncludeExclude(hosts, "n1:0,1", "");
