@@ -56,10 +56,12 @@ void JobSession::handleSignal(int sig) {
     out_.note("got SIGQUIT: no ranks run here, so there are no stacks to collect (Ctrl-C ends tlaunch)");
     return;
   }
-  // SIGTERM or SIGHUP again within a second is the same request by another way (a batch
-  // script's trap and slurmstepd, `kill` of the group and of tlaunch): it must not cut the
-  // ranks' checkpoint short. Ctrl-C twice is a person insisting.
-  if (interrupts_ == 1 && sig == first_interrupt_ && sig != SIGINT &&
+  // SIGTERM or SIGHUP within a second of either is the same request by another way (a batch
+  // script's trap and slurmstepd, `kill` of the group and of tlaunch, systemd's SIGTERM then
+  // SIGHUP for a session's scope): it must not cut the ranks' checkpoint short. Ctrl-C twice is
+  // a person insisting.
+  const auto polite = [](int s) { return s == SIGTERM || s == SIGHUP; };
+  if (interrupts_ == 1 && polite(sig) && polite(first_interrupt_) &&
       std::chrono::steady_clock::now() - first_interrupt_at_ < std::chrono::seconds(1))
     return;
   ++interrupts_;

@@ -14,11 +14,15 @@
 namespace tlaunch {
 
 Result<int> OutputSink::openDir() {
-  if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST)
+  // "lnk/" names what the link points to: O_NOFOLLOW looks at the last component, so the
+  // slashes go first.
+  std::string path = dir_;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
     return diagnostic(Errc::usage, "output-dir-create", {{"dir", dir_}, {"reason", std::strerror(errno)}});
   // The directory itself, not a symlink in its place, and ours: files of another user's
   // directory could be read or replaced by them.
-  const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const int dfd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0)
     return diagnostic(Errc::usage, "output-dir-unusable",
                       {{"dir", dir_},
