@@ -92,6 +92,7 @@ Result<void> RankSupervisor::add(const std::vector<RankLaunch>& launches) {
     readStream(*ranks_[i], 1);
     readStream(*ranks_[i], 2);
     watchExit(*ranks_[i]);
+    watchStdinReader(*ranks_[i]);
   }
   return {};
 }
@@ -280,7 +281,7 @@ void RankSupervisor::maybeReport(Rank& r) {
   r.out.buf.reset();  // both pipes are at their end: nothing reads into them again
   r.err.buf.reset();
   if (r.linger) r.linger->cancel();
-  r.stdin_fd.reset();
+  stdinGone(r);
   // Whatever the rank left behind in its process group goes with it. The rank is still a
   // zombie here, so its pid (the group's id) cannot have been given to another process.
   ::kill(-r.pid, SIGKILL);
@@ -387,6 +388,24 @@ void RankSupervisor::writeStdin(int rank, const std::string& data) {
   }
   // Nobody to take it (the rank closed its stdin or is gone): dropped, and its credit returned.
   if (events_.stdin_written) events_.stdin_written(rank, data.size(), true);
+}
+
+void RankSupervisor::watchStdinReader(Rank& r) {
+  if (!r.stdin_fd) return;
+  // The write end of a pipe signals an error once no process holds its read end any more (the
+  // rank closed its stdin, with whatever it started): the frontend stops reading its own then,
+  // not only when the next chunk finds the pipe gone (README: "reads no more of its own").
+  r.stdin_fd->async_wait(asio::posix::stream_descriptor::wait_error, [this, &r](const asio::error_code& ec) {
+    if (ec != asio::error::operation_aborted) stdinGone(r);
+  });
+}
+
+void RankSupervisor::stdinGone(Rank& r) {
+  if (!r.stdin_fd) return;  // said already (a write failed), or the frontend ended it (stdin_eof)
+  r.stdin_fd.reset();
+  const size_t dropped = r.stdin_pending.size() + (r.stdin_writing ? r.stdin_inflight.size() : 0);
+  r.stdin_pending.clear();
+  if (events_.stdin_written && !r.stdin_close_requested) events_.stdin_written(r.rank, dropped, true);
 }
 
 void RankSupervisor::flushStdin(Rank& r) {

@@ -128,7 +128,7 @@ class RankSupervisor {
     std::unique_ptr<asio::posix::stream_descriptor> stdin_fd;
     std::string stdin_pending, stdin_inflight;
     bool stdin_writing = false;
-    bool stdin_close_requested = false;
+    bool stdin_close_requested = false;  // the frontend's stdin ended (stdin_eof): close once written
     bool exited = false;  // seen to end (a zombie until maybeReport kills its group and reaps it)
     bool ended_by_us = false;  // it ended while the job was being torn down (decided when it ended)
     bool reaped = false;
@@ -151,6 +151,8 @@ class RankSupervisor {
   void endLingering(Rank& r);  // a second after its exit: what is left in its pipes, then the report
   void drainExited(Stream& s, std::vector<OutputSegment>& segments);
   void flushStdin(Rank& r);
+  void watchStdinReader(Rank& r);  // tells the frontend once nothing reads the rank's stdin pipe
+  void stdinGone(Rank& r);         // closes the pipe and says so (stdin_written, closed), once
 
   asio::io_context& io_;
   Events events_;

@@ -120,6 +120,14 @@ void JobSession::forwardStdin() {
     for (;;) {
       const size_t want = credit->take(buf.size());
       if (want == 0) return;  // the session is over
+      // Waits for input or for the end of forwarding (the rank closed its stdin or ended): what
+      // comes after that stays unread, for whatever reads tlaunch's stdin next.
+      pollfd fds[2] = {{0, POLLIN, 0}, {credit->wakeFd(), POLLIN, 0}};
+      if (::poll(fds, credit->wakeFd() >= 0 ? 2 : 1, -1) < 0 && errno == EINTR) {
+        credit->grant(want);
+        continue;
+      }
+      if (fds[1].revents != 0 || !credit->whileOpen([] {})) return;
       ssize_t n = ::read(0, buf.data(), want);
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) {  // EAGAIN: a stdin left O_NONBLOCK by its opener
         if (errno == EAGAIN) {

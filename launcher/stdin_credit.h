@@ -1,10 +1,15 @@
 #pragma once
 // The credit of `--stdin` forwarding, shared by the session (which grants what the rank took)
 // and the thread that reads tlaunch's stdin (which takes before it reads). close() wakes the
-// reader for good, and nothing the reader does after it reaches the session.
+// reader for good (also out of its poll, through wakeFd()), and nothing the reader does after it
+// reaches the session.
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 
 namespace tlaunch {
@@ -12,6 +17,14 @@ namespace tlaunch {
 class StdinCredit {
  public:
   explicit StdinCredit(size_t window) : window_(window), available_(window) {}
+  ~StdinCredit() {
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+  }
+  StdinCredit(const StdinCredit&) = delete;
+  StdinCredit& operator=(const StdinCredit&) = delete;
+  // Readable once closed: the reader polls it beside its stdin, so that it does not read (and
+  // lose) what comes after the rank stopped taking input. -1 if no eventfd could be made.
+  int wakeFd() const { return wake_fd_; }
   // Waits for some credit; returns at most `most` bytes of it, or 0 once closed.
   size_t take(size_t most) {
     std::unique_lock lk(mu_);
@@ -45,6 +58,10 @@ class StdinCredit {
       closed_ = true;
     }
     cv_.notify_all();
+    const std::uint64_t one = 1;
+    if (wake_fd_ >= 0 && ::write(wake_fd_, &one, sizeof one) < 0) {
+      // Only a full counter fails, and then it is readable already.
+    }
   }
 
  private:
@@ -53,6 +70,7 @@ class StdinCredit {
   const size_t window_;
   size_t available_;
   bool closed_ = false;
+  int wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 };
 
 }  // namespace tlaunch

@@ -1,5 +1,6 @@
 """--tag-output forms, --output-dir files per rank, --stdin=0 forwarding, stderr to stderr."""
 import os
+import shlex
 import re
 import resource
 import subprocess
@@ -34,6 +35,18 @@ tl.check(sorted(r.stdout.splitlines()) == ["[0] 0:0", "[1] 1:0"], f"stdin defaul
 r = tl.run(["-p", "2", "--stdin=0", "--tag-output=rank", "--", "sh", "-c", 'echo "$RANK:$(wc -c)"'],
            input="hello world\n" * 10000)
 tl.check(sorted(r.stdout.splitlines()) == ["[0] 0:120000", "[1] 1:0"], f"--stdin=0: {r.stdout!r}")
+# Once the rank closes its stdin, or ends, tlaunch reads no more of its own: what comes after is
+# left for the next reader (`{ tlaunch ...; cat; }`), not read and dropped.
+# Rank 1 keeps the job going meanwhile.
+for closes in ("os.close(0); time.sleep(2)", "sys.exit(0)"):
+    script = ("import os, sys, time\n"
+              "if os.environ['RANK'] != '0': time.sleep(2); sys.exit(0)\n"
+              f"print(repr(sys.stdin.readline()), flush=True); {closes}")
+    line = (f"(echo a; sleep 1; echo b; sleep 1; echo c) | {{ {shlex.quote(tl.TLAUNCH)} --launcher local -N 2 -p 1 "
+            f"-q --tag-output none --stdin 0 -- {tl.PYTHON} -c {shlex.quote(script)}; cat; }}")
+    r = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=60)
+    tl.check(r.stdout.splitlines() == ["'a\\n'", "b", "c"],
+             f"--stdin, then the rank's {closes!r}: the rest stays for the next reader: {r.stdout!r} {r.stderr!r}")
 # stdin that cannot be read (`< somedir`): said, and the rank gets end of file.
 dir_fd = os.open(tl.tempdir(), os.O_RDONLY | os.O_DIRECTORY)
 r = tl.run(["-p", "1", "--stdin=0", "--tag-output=none", "--", "wc", "-c"], stdin=dir_fd)
