@@ -120,6 +120,12 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   }
   std::vector<int> slots;
   for (const auto& h : *hosts) slots.push_back(usableSlots(h));
+  // A GPU list (--include 'n1:0,1@n2') counts a node's chosen GPUs, not slots it was given:
+  // beside a node with neither, each node runs the GPU default's count (one per chosen GPU,
+  // from the inventories), not a mix of slots and none.
+  if (std::any_of(hosts->begin(), hosts->end(), [](const HostEntry& h) { return h.slots <= 0 && h.only_slots.empty(); }))
+    for (size_t i = 0; i < hosts->size(); ++i)
+      if ((*hosts)[i].slots <= 0 && !(*hosts)[i].only_slots.empty()) slots[i] = -1;
   std::string slots_origin = describeOrigin(origin);
   if (origin == NodeOrigin::slurm) {
     // The allocation's --ntasks-per-node, when it was given, is its slots (for the count only:

@@ -7,6 +7,7 @@
 #include "binding/topology/topology_json.h"
 #include "bootstrap/rank_env.h"
 #include "launcher/job_setup.h"
+#include "launcher/launcher_choice.h"
 #include "launcher/slurm_starter.h"
 #include "launcher/plan/job_plan.h"
 #include "launcher/plan/plan_render.h"
@@ -92,6 +93,22 @@ TEST_CASE("lists leaving the nodes different GPU counts run one rank per chosen 
   auto two = makePlan(gpuJob(2), gpuNodes(2), context({{{1, 3}, {}}, {}}));  // -g 2: g2 uses GPUs 0 and 1
   REQUIRE(two);
   CHECK(column(*two, "gpu_busid") == S{"0000:44:00.0", "0000:c4:00.0", "0000:03:00.0", "0000:44:00.0"});
+}
+
+TEST_CASE("the README's --include 'n1:0,1@n2': a GPU list beside a node without one leaves each count to its GPUs") {
+  JobSpec s;
+  s.argv = {"true"};
+  s.launcher = LauncherKind::local;
+  s.hosts = "n1,n2";
+  s.include = "n1:0,1@n2";
+  auto mixed = chooseLauncher(s, {}, true);  // was refused: "n1 has 2, n2 has none given"
+  REQUIRE(mixed);
+  CHECK(mixed->layout.ranks_per_node == 0);  // one per chosen GPU, from the inventories (2 and all of n2's)
+  CHECK(mixed->layout.node_ranks.empty());
+  s.include = "n1:0,1@n2:2,3,4";  // a list on each node: each node's list
+  auto both = chooseLauncher(s, {}, true);
+  REQUIRE(both);
+  CHECK(both->layout.node_ranks == std::vector<int>{2, 3});
 }
 
 TEST_CASE("a GPU list sets the count when none is given, and the binding follows the chosen GPUs") {
