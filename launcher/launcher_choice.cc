@@ -230,7 +230,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
         choice.layout = *shrunk;
       }
     } else {
-      auto sel = selectNodes(*hosts, want_nodes, uniform_count, layout->source);
+      auto sel = selectNodes(*hosts, want_nodes, uniform_count, layout->source, layout->last_node_ranks);
       if (!sel) return tl::unexpected(sel.error());
       chosen = std::move(*sel);
       if (chosen.size() > static_cast<size_t>(kMaxSimulatedNodes)) return tooMany(chosen.size());
@@ -253,7 +253,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     if (!insideSlurmAllocation(env) && want_nodes <= 0)
       return diagnostic(Errc::usage, "slurm-needs-node-count");
   } else {
-    auto sel = selectNodes(*hosts, want_nodes, uniform_count, layout->source);
+    auto sel = selectNodes(*hosts, want_nodes, uniform_count, layout->source, layout->last_node_ranks);
     if (!sel) return tl::unexpected(sel.error());
     chosen = std::move(*sel);
   }

@@ -365,7 +365,7 @@ Result<std::vector<HostEntry>> resolveNodes(const NodeSourceOptions& options,
 }
 
 Result<std::vector<HostEntry>> selectNodes(const std::vector<HostEntry>& hosts, int requested_nodes,
-                                           int ranks_per_node, const std::string& count_source) {
+                                           int ranks_per_node, const std::string& count_source, int last_node_ranks) {
   if (requested_nodes < 0) {
     return diagnostic(Errc::usage, "node-count-invalid", {{"count", std::to_string(requested_nodes)}});
   }
@@ -383,18 +383,19 @@ Result<std::vector<HostEntry>> selectNodes(const std::vector<HostEntry>& hosts, 
   std::vector<HostEntry> chosen(hosts.begin(), hosts.begin() + static_cast<long>(count));
   if (ranks_per_node > 0) {
     for (const auto& h : chosen) {
+      const int ranks = &h == &chosen.back() && last_node_ranks > 0 ? last_node_ranks : ranks_per_node;
       // A hostfile's max_slots (Open MPI's hard limit): never more ranks than that on the node.
-      if (const int cap = maxSlots(h); cap > 0 && cap < ranks_per_node)
+      if (const int cap = maxSlots(h); cap > 0 && cap < ranks)
         return diagnostic(Errc::usage, "max-slots-short",
-                          {{"node", h.name}, {"max", std::to_string(cap)}, {"asked", std::to_string(ranks_per_node)}});
+                          {{"node", h.name}, {"max", std::to_string(cap)}, {"asked", std::to_string(ranks)}});
       const int usable = usableSlots(h);
-      if (usable < 0 || usable >= ranks_per_node) continue;
+      if (usable < 0 || usable >= ranks) continue;
       const std::string what = h.only_slots.empty() ? std::to_string(usable) + (usable == 1 ? " slot" : " slots")
                                                     : std::to_string(usable) + " usable slots after --include/--exclude";
       return diagnostic(Errc::usage, "slots-short",
                         {{"node", h.name},
                          {"slots", what},
-                         {"asked", std::to_string(ranks_per_node)},
+                         {"asked", std::to_string(ranks)},
                          {"source", count_source.empty() ? "-p/-g " + std::to_string(ranks_per_node) : count_source}});
     }
   }

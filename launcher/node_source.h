@@ -108,9 +108,11 @@ bool isIpv6Literal(std::string_view text);
 std::string listNames(const std::vector<HostEntry>& hosts);
 
 // The first `requested_nodes` hosts (-N; 0 = all). ranks_per_node (-p/-g; 0 = not given)
-// must fit in every chosen host's usable slots where those are known; count_source says where
-// that count came from ("-p 3", "-n 6 / -g 3"), for the message.
+// must fit in every chosen host's usable slots where those are known, the last host's
+// last_node_ranks instead where that is given (-n 5 -p 4: 4 and 1); count_source says where the
+// count came from ("-p 3", "-n 6 / -g 3"), for the message.
 Result<std::vector<HostEntry>> selectNodes(const std::vector<HostEntry>& hosts, int requested_nodes,
-                                           int ranks_per_node, const std::string& count_source = "");
+                                           int ranks_per_node, const std::string& count_source = "",
+                                           int last_node_ranks = 0);
 
 }  // namespace tlaunch

@@ -375,6 +375,12 @@ TEST_CASE("hosts: selectNodes: -N takes the first nodes, slots must hold ranks p
   CHECK_THAT(said.error().message, Catch::EndsWith("asked for (-n 24 / -g 8)"));
   CHECK_THAT(small.error().hint, Catch::Contains("n3 slots=8"));
 
+  // -n 21 -p 8 over n1..n3: 8, 8 and 5 on the last, which has 4 slots; with 4 on it, it fits.
+  auto last = selectNodes(hosts, 3, 8, "-n 21 / -p 8, 5 on the last node", 5);
+  REQUIRE_FALSE(last);
+  CHECK_THAT(last.error().message, Catch::StartsWith("n3 has 4 slots, fewer than the 5 ranks per node"));
+  CHECK(selectNodes(hosts, 3, 8, "-n 20 / -p 8, 4 on the last node", 4));
+
   auto narrowed = *applyIncludeExclude(hosts, "n1:0,1", "");
   auto inc = selectNodes(narrowed, 1, 4);
   REQUIRE_FALSE(inc);
