@@ -123,28 +123,34 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   // A GPU list (--include 'n1:0,1@n2') counts a node's chosen GPUs, not slots it was given:
   // beside a node with neither, each node runs the GPU default's count (one per chosen GPU,
   // from the inventories), not a mix of slots and none.
-  if (std::any_of(hosts->begin(), hosts->end(), [](const HostEntry& h) { return h.slots <= 0 && h.only_slots.empty(); }))
+  const auto nothing_given = [](const HostEntry& h) { return h.slots <= 0 && h.only_slots.empty(); };
+  if (std::any_of(hosts->begin(), hosts->end(), nothing_given))
     for (size_t i = 0; i < hosts->size(); ++i)
       if ((*hosts)[i].slots <= 0 && !(*hosts)[i].only_slots.empty()) slots[i] = -1;
   std::string slots_origin = describeOrigin(origin);
-  if (origin == NodeOrigin::slurm) {
+  const bool gpu_lists =
+      std::any_of(hosts->begin(), hosts->end(), [](const HostEntry& h) { return !h.only_slots.empty(); });
+  if (origin == NodeOrigin::slurm && !gpu_lists) {
     // The allocation's --ntasks-per-node, when it was given, is its slots (for the count only:
-    // it does not cap -p/-g, see slurm_tasks_as_slots above).
+    // it does not cap -p/-g, see slurm_tasks_as_slots above) -- but not 1: that is the
+    // torchrun-style allocation of one launcher per node, whose ranks are one per GPU (README).
+    // Your GPU lists (--include/--exclude) say the count more precisely than the allocation.
     // Slurm writes "8", or "8(x3),4" when nodes differ: the first count, if it is a sane one.
     auto it = env.find("SLURM_NTASKS_PER_NODE");
     int per_node = 0;
     if (it != env.end()) {
       const char* s = it->second.c_str();
-      const auto [end, ec] = std::from_chars(s, s + it->second.size(), per_node);
-      if (ec != std::errc() || end == s || per_node < 1 || per_node > kMaxRanksPerNode) per_node = 0;
+      const char* stop = s + it->second.size();
+      const auto [end, ec] = std::from_chars(s, stop, per_node);
+      if (ec != std::errc() || end == s || (end != stop && *end != '(') || per_node < 2 || per_node > kMaxRanksPerNode)
+        per_node = 0;
     }
     if (per_node > 0) {
       slots.assign(slots.size(), per_node);
       slots_origin = "SLURM_NTASKS_PER_NODE";
     }
   }
-  if (std::any_of(hosts->begin(), hosts->end(), [](const HostEntry& h) { return !h.only_slots.empty(); }))
-    slots_origin += " after --include/--exclude's GPU lists";
+  if (gpu_lists) slots_origin += " after --include/--exclude's GPU lists";
   std::vector<std::string> names;
   for (const auto& h : *hosts) names.push_back(h.name);
   auto layout = resolveRankLayout(sized, slots, slots_origin, names);

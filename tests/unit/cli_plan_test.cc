@@ -505,12 +505,27 @@ TEST_CASE("inside a Slurm allocation the offline plan uses its nodes and its nta
   CHECK(gpus->spec.ranksPerNode() == 8);
 }
 
+TEST_CASE("--ntasks-per-node=1 (one launcher per node, torchrun's way) and GPU lists leave the count to the GPUs") {
+  // README: under Slurm with GPUs and without -g/-p, one rank per GPU given. The allocation of
+  // a torchrun script has one task per node; it was taken as one rank per node.
+  auto one = setUpJob(offlineDryRun(), slurmAllocation("1"), true);
+  REQUIRE(one);
+  CHECK(one->spec.procs_per_node == 0);
+  CHECK(one->plan_context.ranks_source.find("SLURM_NTASKS_PER_NODE") == std::string::npos);
+  // A GPU list of yours says the count more precisely than the allocation's tasks.
+  JobSpec listed = offlineDryRun();
+  listed.include = "gpu01:2,3";
+  auto chosen = setUpJob(listed, slurmAllocation("4"), true);
+  REQUIRE(chosen);
+  CHECK(chosen->plan_context.ranks_source.find("SLURM_NTASKS_PER_NODE") == std::string::npos);
+}
+
 TEST_CASE("a SLURM_NTASKS_PER_NODE that is not a sane count is not taken as the slots") {
   // Slurm writes "8(x3),4" when the nodes differ: its first count is taken. Anything else
   // unusable (garbage, zero, beyond the per-node bound, beyond int) is ignored: the count is
   // left to the plan's default, as without the variable.
   for (const auto& [value, taken] : std::vector<std::pair<std::string, bool>>{
-           {"8(x3),4", true}, {"abc", false}, {"0", false}, {"-4", false}, {"4097", false},
+           {"8(x3),4", true}, {"abc", false}, {"2abc", false}, {"0", false}, {"-4", false}, {"4097", false},
            {"99999999999999999999", false}, {"", false}}) {
     INFO("SLURM_NTASKS_PER_NODE=" << value);
     auto setup = setUpJob(offlineDryRun(), slurmAllocation(value), true);
