@@ -47,6 +47,7 @@ int runOfflineDryRun(const JobSpec& spec) {
   // inventories differ, every node reporting the given topology.
   auto setup = setUpJob(spec, currentEnvironment(), true);
   if (!setup) return report(setup.error());
+  for (const auto& note : setup->choice.notes) std::cerr << "tlaunch: " << note << "\n";  // as a real run says them
   std::vector<NodeReport> nodes;
   for (const auto& t : setup->choice.nodes)
   {

@@ -111,6 +111,14 @@ for name, res in (("offline", off), ("online", on)):
     tl.check("2 node(s) x 8 rank(s), world size 16" in res.stdout, f"{name}: {res.stdout[:300]!r}")
     tl.check("ranks per node: 8 (slots=8 in --hostfile)" in res.stdout, f"{name}: {res.stdout[:300]!r}")
 
+# The offline plan says what a real run says before it: here, that a heterogeneous Slurm job
+# runs on its first component.
+het = {**os.environ, "SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": "a[1-2]", "SLURM_JOB_NODELIST_HET_GROUP_0": "a[1-2]",
+       "SLURM_JOB_NODELIST_HET_GROUP_1": "b1"}
+r = tl.run(["--dry-run", "--offline", "--topology-xml", topo, "--launcher", "slurm", "-p", "1", "--", "true"], env=het)
+tl.check(r.returncode == 0 and "this Slurm job is heterogeneous (a[1-2] + b1): tlaunch runs on its first component"
+         in r.stderr and "2 node(s) x 1 rank(s)" in r.stdout, f"offline plan of a heterogeneous job: {r.stderr}")
+
 # Plain-Ethernet cluster: no RDMA device on any node (an empty sysfs) runs over TCP, says so
 # once, and preflight skips the RDMA checks; --net ib still requires the fabric.
 nordma = os.path.join(tmp, "nordma")
