@@ -221,6 +221,8 @@ Result<std::vector<HostEntry>> parseHostsOption(std::string_view text) {
 }
 
 Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::string_view file_name) {
+  // A byte order mark (a hostfile saved by a Windows editor) is no part of the first host's name.
+  if (content.starts_with("\xEF\xBB\xBF")) content.remove_prefix(3);
   std::vector<HostEntry> hosts;
   std::map<std::string, int> first_line;  // lower-case name → the line that named it
   int line_no = 0;

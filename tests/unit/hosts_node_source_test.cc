@@ -80,6 +80,15 @@ TEST_CASE("hosts: hostfile: MPICH form", "[hosts][node_source]") {
   CHECK((*r)[1].attrs.at("net_if") == "eth1");
 }
 
+TEST_CASE("hosts: hostfile: a byte order mark and CRLF line ends (a Windows editor's) are not part of names",
+          "[hosts][node_source]") {
+  auto r = parseHostfile("\xEF\xBB\xBFnode1 slots=2\r\nnode2 slots=2\r\n", "hosts.txt");
+  REQUIRE(r);
+  CHECK(names(*r) == S{"node1", "node2"});
+  CHECK(slots(*r) == I{2, 2});
+  CHECK_FALSE(parseHostfile("node1\n\xEF\xBB\xBFnode2\n", "hosts.txt"));  // only at the start is it a mark
+}
+
 TEST_CASE("hosts: names beyond DNS's limits are refused where they are written", "[hosts][node_source]") {
   // Such a name resolves nowhere, and overflowed the names of the node's job directory and cgroup
   // (the job then failed in PMIx's set-up, with a hint to turn PMIx off).
