@@ -152,7 +152,7 @@ class RankSupervisor {
   void drainExited(Stream& s, std::vector<OutputSegment>& segments);
   void flushStdin(Rank& r);
   void watchStdinReader(Rank& r);  // tells the frontend once nothing reads the rank's stdin pipe
-  void stdinGone(Rank& r);         // closes the pipe and says so (stdin_written, closed), once
+  void stdinGone(Rank& r);  // closes the pipe, drops what was not written and says so (closed), once
 
   asio::io_context& io_;
   Events events_;

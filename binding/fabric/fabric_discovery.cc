@@ -109,15 +109,19 @@ bool allDigits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-// The valid entries of a P_Key table (0x0000 and 0x8000 mark empty ones).
+// Entry `index` of a P_Key table when it is a valid one (0x0000 and 0x8000 mark empty ones).
+std::optional<PkeyEntry> readPkeyEntry(const fs::path& dir, int index) {
+  const auto value = readNumber(dir / std::to_string(index), 16);
+  if (!value || *value <= 0 || *value > 0xffff || (*value & kPkeyPartitionMask) == 0) return std::nullopt;
+  return PkeyEntry{index, static_cast<std::uint16_t>(*value)};
+}
+
+// The valid entries of a P_Key table.
 std::vector<PkeyEntry> readPkeyTable(const fs::path& dir) {
   std::vector<PkeyEntry> out;
-  for (const auto& name : listDir(dir)) {
-    if (!allDigits(name) || name.size() > 5) continue;
-    const auto value = readNumber(dir / name, 16);
-    if (!value || *value <= 0 || *value > 0xffff || (*value & kPkeyPartitionMask) == 0) continue;
-    out.push_back(PkeyEntry{std::stoi(name), static_cast<std::uint16_t>(*value)});
-  }
+  for (const auto& name : listDir(dir))
+    if (allDigits(name) && name.size() <= 5)
+      if (auto entry = readPkeyEntry(dir, std::stoi(name))) out.push_back(*entry);
   return out;  // listDir's natural order: by index
 }
 
@@ -143,11 +147,8 @@ RdmaPort readPort(const fs::path& dir, int number) {
     std::string ndev = readAttr(dir / "gid_attrs" / "ndevs" / name).value_or("");
     port.gids.push_back(makeGidEntry(std::stoi(name), *text, type, ndev));
   }
-  if (port.link_layer == LinkLayer::infiniband) {  // entry 0 only here: see completePkeyTables
-    const auto value = readNumber(dir / "pkeys" / "0", 16);
-    if (value && *value > 0 && *value <= 0xffff && (*value & kPkeyPartitionMask) != 0)
-      port.pkeys.push_back(PkeyEntry{0, static_cast<std::uint16_t>(*value)});
-  }
+  if (port.link_layer == LinkLayer::infiniband)  // entry 0 only here: see completePkeyTables
+    if (auto entry = readPkeyEntry(dir / "pkeys", 0)) port.pkeys.push_back(*entry);
   return port;
 }
 

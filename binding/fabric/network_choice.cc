@@ -425,8 +425,9 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
                     formatCidr(common[i].net));
   if (auto note = controlNote(common); note && !forced) notes.push_back(*note);
   std::vector<std::string> slower;  // "node1: the job's RoCE port mlx5_0:1 (25 Gb/s) is slower than ..."
-  std::map<std::string, std::vector<std::string>> leftOut;  // the ports left out, and why -> the nodes
-  std::map<std::string, std::vector<std::string>> alsoOn;   // "ib1 is also on ...; using ib0" -> the nodes
+  // A note that holds on many nodes is said once, naming the first few (a 1,000-node banner):
+  // its text -> the nodes.
+  std::map<std::string, std::vector<std::string>> byNodes;
   choice.rdma = true;
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     const Candidate& c = *best[pick.net][n];
@@ -440,7 +441,9 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
     out.port = c.port;
     rules.chosen_rate = c.rate;
     if (const auto left = fillDataPorts(out, nodes[n].fabric, rules); !left.empty())
-      leftOut[joinStrings(left, "; ")].push_back(nodes[n].node);
+      byNodes["left out of the job's data ports (NCCL_IB_HCA, UCX_NET_DEVICES): " + joinStrings(left, "; ") +
+              "; to use them all the same, set NCCL_IB_HCA and UCX_NET_DEVICES with -x"]
+          .push_back(nodes[n].node);
     if (auto why = slowerPortReason(out, nodes[n].fabric, c.rate, facts); !why.empty() && !forced)
       slower.push_back(nodes[n].node + ": the job's RoCE port " + why);
     for (const auto& device : nodes[n].fabric.devices) out.efa = out.efa || device.vendor_id == kPciVendorAmazon;
@@ -449,12 +452,11 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
     for (const auto* other : bySubnet[n].at(pick.net))
       if (other->iface->name != c.iface->name) others.insert(other->iface->name);
     for (const auto& other : others)
-      alsoOn[other + " is also on " + choice.cidr + "; using " + c.iface->name].push_back(nodes[n].node);
+      byNodes[other + " is also on " + choice.cidr + "; using " + c.iface->name].push_back(nodes[n].node);
     choice.nodes.push_back(std::move(out));
   }
   addSlowPortNotes(notes, slower, choice.cidr);
-  addLeftOutNotes(notes, leftOut);
-  for (const auto& [text, who] : alsoOn) notes.push_back(someNodes(who) + ": " + text);
+  for (const auto& [text, who] : byNodes) notes.push_back(someNodes(who) + ": " + text);
   choice.master_addr = choice.nodes.front().ipv4;
   choice.notes = std::move(notes);
   return choice;

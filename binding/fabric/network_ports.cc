@@ -218,10 +218,4 @@ std::string someNodes(const std::vector<std::string>& nodes) {
   return who;
 }
 
-void addLeftOutNotes(std::vector<std::string>& notes, const std::map<std::string, std::vector<std::string>>& leftOut) {
-  for (const auto& [ports, nodes] : leftOut)
-    notes.push_back(someNodes(nodes) + ": left out of the job's data ports (NCCL_IB_HCA, UCX_NET_DEVICES): " + ports +
-                    "; to use them all the same, set NCCL_IB_HCA and UCX_NET_DEVICES with -x");
-}
-
 }  // namespace tlaunch

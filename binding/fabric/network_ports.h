@@ -8,7 +8,6 @@
 // chosen one. A management ConnectX (its own subnet, the daemons' connections, a slower link) is
 // left out.
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -57,10 +56,5 @@ void addSlowPortNotes(std::vector<std::string>& notes, const std::vector<std::st
 
 // "node1, node2, node3 and 997 more": a note's nodes, the first few named.
 std::string someNodes(const std::vector<std::string>& nodes);
-
-// One note per distinct set of ports left out (fillDataPorts), naming the first few nodes:
-// "node1, node2, node3 and 997 more: left out of the job's data ports (NCCL_IB_HCA,
-// UCX_NET_DEVICES): mlx5_8:1 (200 Gb/s, ...); to use them, -x NCCL_IB_HCA=...".
-void addLeftOutNotes(std::vector<std::string>& notes, const std::map<std::string, std::vector<std::string>>& leftOut);
 
 }  // namespace tlaunch

@@ -46,11 +46,13 @@ RankLayout perNode(std::vector<int> counts, std::string source) {
 }
 
 // n ranks over k nodes as srun spreads them: the first n % k nodes run one more.
-RankLayout spread(int n, int k, std::string source) {
+std::vector<int> spreadCounts(int n, int k) {
   std::vector<int> counts(static_cast<size_t>(k), n / k);
   for (int i = 0; i < n % k; ++i) ++counts[static_cast<size_t>(i)];
-  return perNode(std::move(counts), std::move(source));
+  return counts;
 }
+
+RankLayout spread(int n, int k, std::string source) { return perNode(spreadCounts(n, k), std::move(source)); }
 
 Result<RankLayout> checked(RankLayout l, int node_count) {
   // -p/-g are bounded when parsed; a hostfile's slots or -n on few nodes are not (-n 1000000 on
@@ -70,8 +72,7 @@ Result<RankLayout> checked(RankLayout l, int node_count) {
 // n ranks over the first k nodes (n >= k) as srun spreads them, each within its slots: a node's
 // excess goes to the next nodes with room. nullopt when the k nodes' slots hold fewer than n.
 std::optional<std::vector<int>> spreadWithinSlots(int n, int k, const std::vector<int>& slots) {
-  std::vector<int> counts(static_cast<size_t>(k), n / k);
-  for (int i = 0; i < n % k; ++i) ++counts[static_cast<size_t>(i)];
+  std::vector<int> counts = spreadCounts(n, k);
   long long room = 0;
   int excess = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
