@@ -158,7 +158,12 @@ void RankSupervisor::rememberStderr(Rank& r, std::string_view lines) {
   while (start < lines.size()) {
     size_t nl = lines.find('\n', start);
     if (nl == std::string_view::npos) nl = lines.size();
-    std::string_view line = lines.substr(start, std::min<size_t>(nl - start, 512));
+    std::string_view line = lines.substr(start, nl - start);
+    if (line.size() > kTailLineBytes) {
+      size_t cut = kTailLineBytes;  // not inside a UTF-8 character: the summary shows it
+      while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xc0) == 0x80) --cut;
+      line = line.substr(0, cut);
+    }
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     r.tail.emplace_back(line);
     if (r.tail.size() > kTailLines) r.tail.pop_front();

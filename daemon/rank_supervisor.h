@@ -47,6 +47,7 @@ class RankSupervisor {
     std::function<void()> all_exited;
   };
   static constexpr size_t kTailLines = 20;
+  static constexpr size_t kTailLineBytes = 512;  // of each line kept for the summary
   // How long destruction waits for ranks it SIGKILLed before leaving them (see the destructor).
   static constexpr std::chrono::milliseconds kReapBound{2000};
   // At most this much of a stream is read at once when its rank has ended (a full pipe is 64 KiB

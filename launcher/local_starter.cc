@@ -1,5 +1,6 @@
 #include "launcher/local_starter.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -80,6 +81,10 @@ void LocalStarter::stop(int grace_ms) {
   // ends even a stopped process; its ranks' containment ends them with it.
   for (auto& s : started_)
     if (s.lost) s.process.terminate(0);
+  // One that has not connected yet (tlaunch interrupted while they start) cannot be told: it
+  // would try to connect to a closed port until it gave up. SIGTERM ends it as a told one ends.
+  for (auto& s : started_)
+    if (!s.connected && !s.lost) s.process.signal(SIGTERM);
   // The others exit by themselves once told; wait for that, then make sure.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   for (auto& s : started_) {

@@ -271,7 +271,9 @@ void SlurmStarter::stop(int grace_ms) {
   // Once told, the daemons exit by themselves and srun ends with its step: wait for that a
   // moment first. A SIGTERM then would make srun forward it to the step and wait for
   // slurmstepd's answer (~30 ms here, a round trip on a large allocation).
-  const int natural_ms = std::min(grace_ms / 5, 1000);
+  // Daemons not all connected yet (tlaunch interrupted while they start) are not told: no wait.
+  const bool all_told = std::all_of(connected_.begin(), connected_.end(), [](bool c) { return c; });
+  const int natural_ms = all_told ? std::min(grace_ms / 5, 1000) : 0;
   // Else srun passes SIGTERM on to the step's tasks, then exits.
   if (!process_.waitExit(std::chrono::milliseconds(natural_ms))) process_.terminate(grace_ms - natural_ms);
   finished_ = true;
