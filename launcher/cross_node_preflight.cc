@@ -12,6 +12,11 @@ namespace tlaunch {
 
 namespace {
 
+// A check the user skips is not run at all (a firewall's probes would only cost time).
+bool skipped(const JobSpec& spec, std::string_view check) {
+  return std::find(spec.preflight_skip.begin(), spec.preflight_skip.end(), check) != spec.preflight_skip.end();
+}
+
 }  // namespace
 
 CrossNodePreflight::CrossNodePreflight(const JobSpec& spec, const PlanContext& context, const Json& daemon_config,
@@ -29,7 +34,8 @@ std::vector<RdmaPairMessage> CrossNodePreflight::start() {
       nodes.push_back({r.name, r.inventory.fabric.value_or(NodeFabric{})});
     }
     PairTestOptions options;
-    if (spec_.net_mode == "tcp") options.skip_reason = "--net tcp: the job does not use RDMA";
+    if (skipped(spec_, "rdma_pair")) options.skip_reason = "--preflight-skip rdma_pair";
+    else if (spec_.net_mode == "tcp") options.skip_reason = "--net tcp: the job does not use RDMA";
     else if (context_.loopback_only) options.skip_reason = "every node is this host: no fabric between them";
     else if (!sysfs_root_.empty() && sysfs_root_ != "/")
       options.skip_reason = "--sysfs-root points at a capture: no live HCA to write with";
@@ -75,6 +81,9 @@ std::vector<RdmaPairMessage> CrossNodePreflight::startReachability() {
                         "one fabric subnet common to every node", network.error().hint});
     return {};
   }
+  if (skipped(spec_, "reachability") && spec_.check_reachability != "off" && reports_.size() > 1)
+    items_.push_back({"reachability", "", "", PreflightStatus::skip, "not probed",
+                      "TCP between nodes on the job's network", ""});
   auto targets = reachabilityTargets(spec_, reports_, *network);
   std::vector<RdmaPairMessage> out;
   reach_waiting_.assign(reports_.size(), false);

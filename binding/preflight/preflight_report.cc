@@ -35,8 +35,22 @@ std::string renderPreflightTable(const std::vector<PreflightItem>& items) {
     std::vector<PreflightItem> rows;
     std::copy_if(items.begin(), items.end(), std::back_inserter(rows),
                  [&](const PreflightItem& i) { return i.node == node; });
+    // A finding of several lines (the nodes a network check names, one per line) keeps its first
+    // line in the table and the rest below it, so that the columns stay aligned.
     std::vector<Row> cells{header};
-    for (const auto& r : rows) cells.push_back(Row{r.check, r.device, preflightStatusName(r.status), r.found, r.expected});
+    std::string details;
+    for (const auto& r : rows) {
+      const auto nl = r.found.find('\n');
+      cells.push_back(Row{r.check, r.device, preflightStatusName(r.status),
+                          nl == std::string::npos ? r.found : r.found.substr(0, nl) + " (below)", r.expected});
+      if (nl == std::string::npos) continue;
+      details += "  " + r.check + (r.device.empty() ? "" : " " + r.device) + ":\n";
+      for (size_t at = nl + 1; at < r.found.size();) {
+        const auto end = std::min(r.found.find('\n', at), r.found.size());
+        details += "    " + r.found.substr(at, end - at) + "\n";
+        at = end + 1;
+      }
+    }
     std::array<std::size_t, 5> width{};
     for (const auto& c : cells)
       for (std::size_t k = 0; k < c.size(); ++k) width[k] = std::max(width[k], c[k].size());
@@ -47,6 +61,7 @@ std::string renderPreflightTable(const std::vector<PreflightItem>& items) {
       while (!line.empty() && line.back() == ' ') line.pop_back();
       out += line + "\n";
     }
+    out += details;
     for (const auto& r : rows)
       if (!r.fix.empty() && (r.status == PreflightStatus::warn || r.status == PreflightStatus::fail))
         out += "  fix " + r.check + (r.device.empty() ? "" : " " + r.device) + ": " + r.fix + "\n";

@@ -222,7 +222,9 @@ std::vector<std::vector<ReachTarget>> reachabilityTargets(const JobSpec& spec, c
                                                           const std::optional<NetworkChoice>& network) {
   const int count = static_cast<int>(nodes.size());
   std::vector<std::vector<ReachTarget>> out(nodes.size());
-  if (spec.check_reachability == "off" || count < 2) return out;
+  const bool skipped = std::find(spec.preflight_skip.begin(), spec.preflight_skip.end(), "reachability") !=
+                       spec.preflight_skip.end();
+  if (spec.check_reachability == "off" || skipped || count < 2) return out;
   const int peers = spec.check_reachability == "all" ? count - 1 : 1;
   for (int i = 0; i < count; ++i)
     for (int k = 1; k <= peers; ++k) {

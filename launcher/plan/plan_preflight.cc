@@ -87,7 +87,7 @@ Result<void> evaluatePreflight(const JobSpec& spec, const std::vector<NodeReport
   }
   for (auto& i : items) {
     if (std::find(spec.preflight_skip.begin(), spec.preflight_skip.end(), i.check) != spec.preflight_skip.end() &&
-        i.status != PreflightStatus::pass) {
+        (i.status == PreflightStatus::warn || i.status == PreflightStatus::fail)) {
       i.found += " (ignored: --preflight-skip " + i.check + ")";
       i.status = PreflightStatus::skip;
     }

@@ -42,6 +42,22 @@ TEST_CASE("the table has one block per node, aligned columns, and the fixes") {
   CHECK_FALSE(preflightPassed(sample()));
 }
 
+TEST_CASE("a finding of several lines keeps the table's columns: its first line there, the rest below") {
+  std::vector<PreflightItem> items = {
+      {"network", "", "", PreflightStatus::fail, "2 node(s) lack a usable fabric interface:\n  n1: no RDMA device\n  n2: ib0 down",
+       "one fabric subnet common to every node", "name it with --net-if"},
+      {"cross_rate", "", "", PreflightStatus::pass, "100 Gb/sec", "the same port rates on every node", ""}};
+  CHECK(renderPreflightTable(items) ==
+        "all nodes (1 pass, 0 warn, 1 fail, 0 skip)\n"
+        "  CHECK       DEVICE  STATUS  FOUND                                              EXPECTED\n"
+        "  network             fail    2 node(s) lack a usable fabric interface: (below)  one fabric subnet common to every node\n"
+        "  cross_rate          pass    100 Gb/sec                                         the same port rates on every node\n"
+        "  network:\n"
+        "      n1: no RDMA device\n"
+        "      n2: ib0 down\n"
+        "  fix network: name it with --net-if\n");
+}
+
 TEST_CASE("preflight JSON round-trips and rejects malformed reports") {
   auto items = sample();
   nlohmann::json j = preflightToJson(items);
