@@ -54,6 +54,7 @@ struct KeeperAddress {
 struct StarterNote {
   bool verbose_only = true;  // said with -v only
   std::string text;
+  bool banner = false;  // part of the start-of-job banner: not said with -q
 };
 
 class DaemonStarter {

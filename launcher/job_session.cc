@@ -130,7 +130,7 @@ JobOutcome JobSession::run() {
 
 void JobSession::sayStarterNotes() {
   for (const auto& n : starter_->takeNotes())
-    if (!n.verbose_only || cfg_.spec.verbose) out_.note(n.text);
+    if ((!n.verbose_only || cfg_.spec.verbose) && !(n.banner && cfg_.spec.quiet)) out_.note(n.text);
 }
 
 bool JobSession::advance(JobEvent event) {

@@ -20,6 +20,12 @@
 
 namespace tlaunch {
 
+namespace {
+constexpr const char* kEndedBeforeInit =
+    "exited with status 0 before calling MPI_Init / PMIx_Init, which other ranks called: they would wait for it in "
+    "MPI_Init for ever";
+}  // namespace
+
 void JobSession::onRankFailed(RankFailure f) {
   if (failed_ && !teardown_at_) return;  // teardown is under way: ranks die of it, no news
   if (!rank_failures_) {                 // before the plan: nothing ran yet, nobody to tell
@@ -68,6 +74,10 @@ void JobSession::endJobFor(RankFailure f, Clock::time_point since) {
     return;
   }
   failed_ = true;
+  // A longer grace than the default is said at once: the failure's summary comes with the end.
+  if (grace > std::chrono::seconds(1))
+    out_.note(f.summary + "; the job ends in " + std::to_string((grace.count() + 999) / 1000) +
+              " s (--event-grace: the other ranks' PMIx event handlers run first)");
   if (outcome_.failed_rank >= 0)  // --keep-going went past an earlier failure: it stays the status
     outcome_.summary += "; then " + f.summary + ", which ends the job";
   else
@@ -135,12 +145,25 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   int ended_spawn = 0;  // the spawn whose last process this was (ids start at 1)
   if (pmix_spawns_)
     if (const auto k = pmix_spawns_->exited(rank)) ended_spawn = *k;
-  // Ended after PMIx_Init without PMIx_Finalize. libpmix 4.2 takes it out of the fences still
-  // to come, so nobody waits for it (mpirun would end the job as abnormal, srun says nothing):
-  // said, as it is often an error path that called exit(0), but the job goes on.
-  if (!ours && !signaled && code == 0 && getBool(msg, "unfinalized"))
-    out_.note(rankName(rank) + " on node " + link.name +
-              " exited with status 0 without calling MPI_Finalize / PMIx_Finalize after MPI_Init / PMIx_Init");
+  // A rank of the job that ends with status 0 improperly, as mpirun counts it: after MPI_Init
+  // without MPI_Finalize (an error path's exit(0), os._exit: the others would wait for it in
+  // their next collective for ever), or before MPI_Init while other ranks called it (their
+  // MPI_Init's fence waits for it). The job ends as for a failure, with status 1.
+  const bool jobs_rank = plan_ && rank >= 0 && rank < plan_->world_size;
+  if (!ours && !signaled && code == 0 && getBool(msg, "unfinalized")) {
+    if (jobs_rank)
+      failImproperEnd(rank, link.name, getInt(msg, "at_us", 0),
+                      "exited with status 0 without calling MPI_Finalize / PMIx_Finalize after MPI_Init / "
+                      "PMIx_Init: the other ranks would wait for it for ever");
+    else  // a PMIx_Spawn process: its parent's program decides
+      out_.note(rankName(rank) + " on node " + link.name +
+                " exited with status 0 without calling MPI_Finalize / PMIx_Finalize after MPI_Init / PMIx_Init");
+  } else if (!ours && !signaled && code == 0 && jobs_rank && cfg_.spec.pmix && !pmix_joined_.contains(rank)) {
+    if (pmix_clients_)
+      failImproperEnd(rank, link.name, getInt(msg, "at_us", 0), kEndedBeforeInit);
+    else
+      ended_unjoined_.push_back({rank, link.name, getInt(msg, "at_us", 0)});
+  }
   if (!ours && (signaled || code != 0)) {
     std::vector<std::string> tail;
     if (msg.contains("tail") && msg["tail"].is_array())
@@ -173,6 +196,26 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
     out_.closeFiles(std::move(numbers));
   }
   if (phase_ == Phase::running) broadcast({{"t", "pmix_spawn_end"}, {"k", ended_spawn}});
+}
+
+void JobSession::onPmixClient(Link& link, int rank) {
+  pmix_clients_ = true;
+  if (nodeOfRank(rank) != link.index) return;  // a node speaks for its own ranks only
+  pmix_joined_.insert(rank);
+  if (ended_unjoined_.empty()) return;
+  const EndedUnjoined first = ended_unjoined_.front();  // the others would say the same
+  ended_unjoined_.clear();
+  failImproperEnd(first.rank, first.node, first.ended_us, kEndedBeforeInit);
+}
+
+void JobSession::failImproperEnd(int rank, const std::string& node, int64_t ended_us, const std::string& what) {
+  RankFailure f;
+  f.rank = rank;
+  f.node = node;
+  f.ended_us = ended_us;
+  f.exit_status = 1;  // its own status, 0, is no success of the job's
+  f.summary = rankName(rank) + " on node " + node + " " + what;
+  onRankFailed(std::move(f));
 }
 
 void JobSession::onLinkClosed(Link& link, const std::string& reason) {

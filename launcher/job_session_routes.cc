@@ -55,7 +55,8 @@ JobSession::Router JobSession::makeRouter() {
   r.on({"stacks_report", "status_report"}, [this](const std::string&, Json&& m, Link& l) {
     if (inspector_) inspector_->onReport(l.index, std::move(m));
   });
-  r.on("pmix_client", [this](const std::string&, Json&&, Link&) { pmix_clients_ = true; });
+  r.on("pmix_client",
+       [this](const std::string&, Json&& m, Link& l) { onPmixClient(l, static_cast<int>(getInt(m, "r", -1))); });
   // PMIx across nodes: fences, direct modex, abort, publish/lookup, collectives, job control.
   r.on({"fence", "dmodex_req", "dmodex_resp", "abort"},
        [this](const std::string& t, Json&& m, Link& l) { onPmixMessage(l, t, std::move(m)); });

@@ -139,7 +139,8 @@ Result<void> WarmStarter::start(const std::vector<NodeTarget>& nodes, const Daem
   }
   if (reused > 0)
     notes_.push_back({false, "reused daemons on " + std::to_string(reused) + " node" + (reused == 1 ? "" : "s") +
-                                 " (started " + formatDuration(static_cast<int>(std::max(1LL, now - oldest))) + " ago)"});
+                                 " (started " + formatDuration(static_cast<int>(std::max(1LL, now - oldest))) + " ago)",
+                      true});
   if (cold.empty()) return {};
   std::sort(cold.begin(), cold.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
   for (const auto& n : cold) cold_nodes_[n.index] = n;

@@ -80,17 +80,27 @@ print(out, err)
 tl.check(p.returncode == 3, f"get of a dead rank: exit {p.returncode}, want rank 0's 3")
 tl.check(out.count("get of rank 0, which died: failed as it must") == 3, f"get of a dead rank: {out!r}")
 
-# A rank that ends after MPI_Init without MPI_Finalize (os._exit(0)), before and while the
-# others are in MPI_Finalize's fence: nobody waits for it, the job ends 0, and tlaunch says
-# which rank skipped MPI_Finalize (mpirun would call it an abnormal end).
-for delay in ("0", "2"):
+# A rank that ends with status 0 improperly, as mpirun counts it, ends the job with status 1
+# naming it: after MPI_Init without MPI_Finalize (os._exit(0)), while the others are in
+# MPI_Finalize or wait for it in a barrier (for ever, before); before MPI_Init while the others
+# call it (their MPI_Init's fence waited for it for ever).
+improper = [
+    ("os._exit(0) if r == 3 else time.sleep(2); MPI.Finalize()", "without calling MPI_Finalize"),
+    ("os._exit(0) if r == 3 else time.sleep(1); c.Barrier(); MPI.Finalize()", "without calling MPI_Finalize"),
+]
+for program, said in improper:
+    started = time.monotonic()
     r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, "-c",
-                "import os, sys, time; from mpi4py import MPI; c = MPI.COMM_WORLD; r = c.rank; c.Barrier(); "
-                f"os._exit(0) if r == 3 else time.sleep({delay}); MPI.Finalize(); print('finalized', r)"], timeout=120)
-    tl.check(r.returncode == 0 and r.stdout.count("finalized") == 3,
-             f"exit without MPI_Finalize (others wait {delay} s): exit {r.returncode}: {r.stdout!r} {r.stderr}")
-    tl.check("rank 3 on node local1 exited with status 0 without calling MPI_Finalize" in r.stderr,
-             f"exit without MPI_Finalize: not said: {r.stderr}")
+                "import os, sys, time; from mpi4py import MPI; c = MPI.COMM_WORLD; r = c.rank; c.Barrier(); " + program],
+               timeout=120)
+    tl.check(r.returncode == 1 and f"rank 3 on node local1 exited with status 0 {said}" in r.stderr,
+             f"{program}: exit {r.returncode}: {r.stdout!r} {r.stderr}")
+    tl.check(time.monotonic() - started < 60, f"{program}: the job took {time.monotonic() - started:.0f} s to end")
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", tl.PYTHON, "-c",
+            "import os, sys\nif os.environ['RANK'] == '1': sys.exit(0)\n"
+            "import time; time.sleep(1); from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"], timeout=120)
+tl.check(r.returncode == 1 and "rank 1 on node local1 exited with status 0 before calling MPI_Init" in r.stderr,
+         f"a rank that left before MPI_Init: exit {r.returncode}: {r.stderr}")
 
 # A fence without data (Open MPI's barrier at the end of MPI_Init and in MPI_Finalize) is a
 # barrier of the whole job: rank 0 enters each of 3 fences 1 s late, and the ranks on the other
