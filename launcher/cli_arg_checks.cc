@@ -81,7 +81,17 @@ std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, co
                                                                   : std::string_view();
       if (auto why = otherProgramsFlagWithoutValue(*o, value)) return why;
     }
+    // `--summary-json=$OUT` with OUT unset: CLI11 would take the next word (the program) as the value.
+    if (const auto eq = token.find('='); eq != std::string_view::npos && o->get_items_expected_min() > 0 &&
+                                         trimBlanks(token.substr(eq + 1)).empty())
+      return o->get_name() + " was given an empty value (an unset shell variable?): give it one, or leave " +
+             o->get_name() + " out";
     const int wants = attached ? 0 : o->get_items_expected_min();
+    if (wants > 0 && i + wants >= argc) {
+      const std::string given(token);
+      return given + " needs " + (wants > 1 ? std::to_string(wants) + " values" : "a value") + ": give " +
+             (wants > 1 ? "them" : "it") + " right after " + given;
+    }
     for (int k = 1; k <= wants && i + k < argc && !takesOtherProgramsOptions(*o); ++k) {
       const std::string_view next = argv[i + k];
       if (next != "--" && optionNamed(*current, next) == nullptr) continue;
@@ -92,6 +102,27 @@ std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, co
     }
     i += wants;
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> programWordMistake(std::string_view program) {
+  // `-x A=1 B=2`, or a shell's `B=2 python train.py`: the assignment would be run as a program.
+  const auto eq = program.find('=');
+  const std::string_view name = program.substr(0, eq);
+  const bool identifier = !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
+                          std::all_of(name.begin(), name.end(), [](char c) {
+                            return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+                          });
+  if (eq != std::string_view::npos && identifier)
+    return "'" + visibleText(program) + "' would be run as the program: give variables with -x, one variable each (-x " +
+           visibleText(program) + "); a program whose name holds '=' goes as a path (./" + visibleText(program) + ")";
+  // An option pasted from a document that turned "--" into a dash character.
+  for (std::string_view dash : {"\u2014", "\u2013", "\u2212", "\u2010", "\u2011"})
+    if (program.starts_with(dash)) {
+      const std::string_view rest = program.substr(dash.size());
+      return "'" + visibleText(program) + "' starts with a typographic dash, not '-' (pasted from a document?): " +
+             "type the option again as " + (rest.size() == 1 ? "-" : "--") + visibleText(rest);
+    }
   return std::nullopt;
 }
 

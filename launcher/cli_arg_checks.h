@@ -2,6 +2,7 @@
 // Mistakes on the command line that CLI11 takes for values, found before they change the job.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,10 @@ namespace tlaunch {
 // Also another launcher's flag before the program (`-np 4`, `--rdzv-endpoint`): what to give
 // instead (launcher/foreign_flags.h).
 std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, const char* const* argv);
+
+// The program's word that is a mistake: a variable assignment (`-x A=1 B=2`, a shell's `B=2 prog`)
+// or an option typed with a typographic dash (`—hosts`). The message, or nullopt.
+std::optional<std::string> programWordMistake(std::string_view program);
 
 // After parsing: an option given an empty value (`--hosts "$HOSTS"` with HOSTS unset ran the
 // job on this host instead of the nodes meant). The message, or nullopt.

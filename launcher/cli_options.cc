@@ -162,6 +162,7 @@ void addNetOptions(CLI::App& app, JobSpec& s) {
       ->check(CLI::IsMember({"auto", "ib", "tcp"}));
   app.add_option("--net-if", s.net_if, "fabric interface name(s) to use")
       ->delimiter(',')
+      ->allow_extra_args(false)  // one word (commas split it): the next is the program
       ->check(CLI::Validator([](std::string& v) { return badInterfaceName(v); }, "NAME"));
   app.add_option("--net-cidr", s.net_cidr, "choose the fabric by subnet, e.g. 10.1.0.0/16")
       ->check(CLI::Validator([](std::string& v) { return badCidr(v); }, "CIDR"));
@@ -188,6 +189,7 @@ void addPreflightOptions(CLI::App& app, JobSpec& s, bool job) {
   app.add_flag("--preflight-strict", s.preflight_strict, "treat preflight warnings as failures");
   app.add_option("--preflight-skip", s.preflight_skip, "preflight checks to skip, e.g. memlock,gpudirect")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->check(CLI::Validator([](std::string& v) { return unknownCheck(v); }, "CHECK"));
   app.add_option_function<std::string>(
       "--expect-rate", [&s](const std::string& v) { s.expect_rate_gbps = orThrow(parseRate("--expect-rate", v, kMaxRateGbps)); },
@@ -394,6 +396,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     }
   }
   if (!s.argv.empty() && !s.preflight_only && !out.exit_now) {
+    if (auto why = programWordMistake(s.argv.front())) return refuse(out, app, "tlaunch: " + *why);
     const char* path = std::getenv("PATH");
     if (auto meant = subcommandLookalike(s.argv.front(), path ? path : ""))
       std::cerr << "tlaunch: note: no program '" << s.argv.front() << "' on this host; did you mean `tlaunch " << *meant

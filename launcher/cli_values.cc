@@ -1,11 +1,14 @@
 #include "launcher/cli_values.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <string>
 
 #include "binding/fabric/ipv4_net.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 
@@ -176,16 +179,36 @@ Result<std::string> mcaExport(std::string_view key, std::string_view value) {
   return "OMPI_MCA_" + str(key) + "=" + str(value);
 }
 
-bool isHostOrAddress(std::string_view text) {
-  return !text.empty() && text.size() <= 253 && text.front() != '-' &&
-         std::all_of(text.begin(), text.end(), [](char c) {
-           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
-                  c == ':';
-         });
+std::string badHostOrAddress(std::string_view text) {
+  const std::string t(text);
+  in6_addr any{};
+  if (::inet_pton(AF_INET, t.c_str(), &any) == 1 || ::inet_pton(AF_INET6, t.c_str(), &any) == 1) return "";
+  if (const auto colon = text.rfind(':'); colon != std::string_view::npos && text.find(':') == colon && colon > 0)
+    return "'" + visibleText(text) + "' looks like HOST:PORT: give the host alone and the port with --master-port " +
+           "(MASTER_PORT)";
+  // A host name (RFC 1123): labels of letters, digits and '-', not at a label's ends; the last
+  // label not all digits (999.1.1.1 is a bad address, not a name).
+  std::string_view rest = text;
+  if (!rest.empty() && rest.back() == '.') rest.remove_suffix(1);
+  bool ok = !rest.empty() && rest.size() <= 253;
+  std::string_view label;
+  while (ok && !rest.empty()) {
+    const auto dot = rest.find('.');
+    label = rest.substr(0, dot);
+    rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
+    ok = !label.empty() && label.size() <= 63 && label.front() != '-' && label.back() != '-' &&
+         std::all_of(label.begin(), label.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+         }) && (dot == std::string_view::npos || !rest.empty());
+  }
+  if (ok && std::all_of(label.begin(), label.end(), [](char c) { return c >= '0' && c <= '9'; })) ok = false;
+  return ok ? "" : "'" + visibleText(text) + "' is neither an IPv4 or IPv6 address nor a host name";
 }
 
+bool isHostOrAddress(std::string_view text) { return badHostOrAddress(text).empty(); }
+
 Result<std::string> checkMasterAddr(std::string_view text) {
-  if (!isHostOrAddress(text)) return fail(Errc::usage, "--master-addr '" + str(text) + "': not an address or host name");
+  if (const std::string why = badHostOrAddress(text); !why.empty()) return fail(Errc::usage, "--master-addr " + why);
   return str(text);
 }
 

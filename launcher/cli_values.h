@@ -50,9 +50,11 @@ std::string formatDuration(int seconds);
 
 // --mca KEY VALUE → "OMPI_MCA_KEY=VALUE" (an export).
 Result<std::string> mcaExport(std::string_view key, std::string_view value);
-// --master-addr: an IPv4 address or a host name.
+// --master-addr: an IP address or a host name.
 Result<std::string> checkMasterAddr(std::string_view text);
-// A host name, an IPv4 or an IPv6 address by its characters (MASTER_ADDR's rule; not resolved).
+// Why `text` is neither an IPv4 or IPv6 address nor a host name (RFC 1123), or "" (MASTER_ADDR's
+// rule; nothing is resolved).
+std::string badHostOrAddress(std::string_view text);
 bool isHostOrAddress(std::string_view text);
 
 // --net-cidr: "" when text is ADDRESS/PREFIX, else why not. --net-if: "" when text can be an

@@ -23,8 +23,17 @@ bool validName(const std::string& n) {
   });
 }
 
-std::string unquote(const std::string& v) {
-  if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) return v.substr(1, v.size() - 2);
+// The value as the shell reads `export KEY=VALUE` (deepspeed's launcher hands the line to one):
+// one pair of quotes removed, and a comment after the value (`"a b"  # rails`, `x # note`) left out.
+std::string shellValue(const std::string& v) {
+  if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'')) {
+    const auto close = v.find(v.front(), 1);
+    const std::string after = close == std::string::npos ? "" : trim(v.substr(close + 1));
+    if (close != std::string::npos && (after.empty() || after.front() == '#')) return v.substr(1, close - 1);
+    return v;
+  }
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] == '#' && (v[i - 1] == ' ' || v[i - 1] == '\t')) return trim(v.substr(0, i));
   return v;
 }
 
@@ -63,7 +72,7 @@ Result<std::vector<EnvFileEntry>> parseEnvFile(const std::string& shown_path, co
       if (!validName(name))
         return fail(Errc::usage, where + ": '" + name + "' is not a variable name",
                     "names are letters, digits and '_', not starting with a digit");
-      out.push_back({name, unquote(trim(body.substr(eq + 1))), where});
+      out.push_back({name, shellValue(trim(body.substr(eq + 1))), where});
     }
     if (end == std::string::npos) break;
     start = end + 1;

@@ -28,14 +28,20 @@ bool jobWideIdentity(const std::string& name) {
 std::string badExport(const std::string& name, const std::string& value) {
   const auto& ids = rankIdentityNames();
   if (std::find(ids.begin(), ids.end(), name) != ids.end() && !jobWideIdentity(name))
-    return name + " differs per rank: tlaunch sets it on each rank, so it cannot be exported to all";
+    return name + (name.find("RANK") != std::string::npos ? " differs per rank: tlaunch sets it on each rank"
+                                                            : " comes from the job's plan: tlaunch sets it on each rank") +
+           ", so it cannot be exported to all";
+  // The node's PMIx server gives each of its ranks its own (namespace, rank, server socket).
+  if (startsWith(name, "PMIX_") && !startsWith(name, "PMIX_MCA_"))
+    return name + " is set for each rank by its node's PMIx server, so it cannot be exported";
   if (name == "MASTER_PORT") {
-    char* end = nullptr;
-    const long port = std::strtol(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || port < 1 || port > 65535) return "MASTER_PORT must be a port from 1 to 65535";
+    const bool digits = !value.empty() && value.size() <= 5 &&
+                        std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const long port = digits ? std::strtol(value.c_str(), nullptr, 10) : 0;
+    if (port < 1 || port > 65535) return "MASTER_PORT must be a port from 1 to 65535, in digits";
   }
-  if (name == "MASTER_ADDR" && !isHostOrAddress(value))
-    return "MASTER_ADDR must be a host name or an address (as --master-addr)";
+  if (name == "MASTER_ADDR")
+    if (const std::string why = badHostOrAddress(value); !why.empty()) return "MASTER_ADDR: " + why;
   return "";
 }
 }  // namespace

@@ -79,7 +79,7 @@ void dropSlurmsGpuSetting(PlanContext& ctx, const std::map<std::string, std::str
 
 // CUDA_VISIBLE_DEVICES set by the user (environment, -x, an env file), as torchrun users choose
 // GPUs, is the GPU list of every node: the plan binds each rank to the GPU CUDA will give it and
-// sets the variable itself (the chosen indices, ascending). GPUs named by UUID are matched on each
+// sets the variable itself (the chosen indices, in the order given). GPUs named by UUID are matched on each
 // node against the UUIDs its driver reported. Left alone: CPU ranks (-p) and MIG instances.
 Result<void> takeCudaVisibleDevices(PlanContext& ctx) {
   constexpr const char* kName = "CUDA_VISIBLE_DEVICES";
@@ -93,6 +93,7 @@ Result<void> takeCudaVisibleDevices(PlanContext& ctx) {
     return fail(Errc::usage, source + " and --include/--exclude both choose GPUs",
                 "choose them one way: unset CUDA_VISIBLE_DEVICES, or leave out the GPU lists of --include/--exclude");
   ctx.every_node_gpus = std::move(*list);  // also nodes srun picks, unknown until they report
+  ctx.gpu_list_export.emplace(it->second.value, it->second.source);
   // A GPU rank's value comes from the plan. The base environment keeps it for ranks the list does
   // not apply to (a node where hwloc found no GPU).
   notTheUsers(ctx, kName);

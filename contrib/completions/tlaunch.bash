@@ -4,8 +4,9 @@
 
 _tlaunch_options="--bind --chdir --check-reachability --connect-timeout --cpus-per-rank --daemon-path --dry-run
   --event-grace --exclude --expect-rate --export --gpus-per-node --hang-timeout --heartbeat-timeout --help --hostfile --hosts --include --json
-  --keep-daemons --keep-going --kill-timeout --label --launcher --master-addr --master-port --max-restarts --mca --nccl-check --net --net-cidr --net-if --nnodes --nodes --np
-  --npernode --nproc-per-node --ntasks-per-node --offline --output-dir --pmix --preflight --preflight-skip
+  --keep-daemons --keep-going --kill-timeout --label --launcher --master-addr --master_addr --master-port --master_port
+  --max-restarts --max_restarts --mca --nccl-check --net --net-cidr --net-if --nnodes --nodes --np
+  --npernode --nproc-per-node --nproc_per_node --ntasks-per-node --offline --output-dir --pmix --preflight --preflight-skip
   --preflight-strict --procs-per-node --quiet --report-bindings --slurm-args --ssh-connect-timeout --ssh-fanout
   --ssh-option --ssh-reuse --stdin --summary-json --sysfs-root --tag-output --time-limit --topology-xml --tree-radix --verbose --version"
 _tlaunch_preflight_options="--check-reachability --connect-timeout --daemon-path --exclude --expect-rate
@@ -21,15 +22,17 @@ _tlaunch_checks="rdma_devices port_state lid rate netdev roce_gid verbs_devices 
   nccl_socket_ifname verbs_port verbs_selftest cross_rails cross_rate cross_mtu cross_subnets rdma_pair reachability
   network"
 
-# Values of the options that take one; returns 1 when `prev` takes none.
+# Values of the options that take one; returns 1 when `prev` takes none. `prev2`, the word
+# before it: --mca takes two values (KEY VALUE).
 _tlaunch_values() {
-  local prev=$1 cur=$2
+  local prev=$1 cur=$2 prev2=${3-}
+  [[ $prev2 == --mca ]] && COMPREPLY=() && return 0
   case $prev in
-    --launcher) COMPREPLY=($(compgen -W "local ssh slurm" -- "$cur")) ;;
+    --launcher) COMPREPLY=($(compgen -W "auto local ssh slurm" -- "$cur")) ;;
     --bind) COMPREPLY=($(compgen -W "none numa core" -- "$cur")) ;;
     --tag-output) COMPREPLY=($(compgen -W "none rank full" -- "$cur")) ;;
     --net) COMPREPLY=($(compgen -W "auto ib tcp" -- "$cur")) ;;
-    --nproc-per-node) COMPREPLY=($(compgen -W "gpu auto cpu" -- "$cur")) ;;
+    --nproc-per-node | --nproc_per_node) COMPREPLY=($(compgen -W "gpu auto cpu" -- "$cur")) ;;
     --preflight) COMPREPLY=($(compgen -W "quick full off" -- "$cur")) ;;
     --level) COMPREPLY=($(compgen -W "quick full" -- "$cur")) ;;
     --check-reachability) COMPREPLY=($(compgen -W "ring all off" -- "$cur")) ;;
@@ -42,7 +45,8 @@ _tlaunch_values() {
     -N | --nodes | -p | --procs-per-node | -g | --gpus-per-node | --cpus-per-rank | --stdin | --kill-timeout | \
       --connect-timeout | --heartbeat-timeout | --hang-timeout | --event-grace | --ssh-fanout | --ssh-connect-timeout | --expect-rate | \
       --net-if | --net-cidr | --ssh-option | --slurm-args | -x | --export | -n | --np | --nnodes | --ntasks-per-node | \
-      --npernode | --master-addr | --master-port | --mca | --time-limit | --tree-radix | --keep-daemons) COMPREPLY=() ;;
+      --npernode | --master-addr | --master_addr | --master-port | --master_port | --mca | --time-limit | --tree-radix | \
+      --keep-daemons | --max-restarts | --max_restarts) COMPREPLY=() ;;
     *) return 1 ;;
   esac
   return 0
@@ -50,7 +54,7 @@ _tlaunch_values() {
 
 _tlaunch() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local i word sub="" options=$_tlaunch_options
+  local i word before sub="" options=$_tlaunch_options
   # The program starts after "--" or at the first word that is neither an option nor a value.
   for ((i = 1; i < COMP_CWORD; i++)); do
     word=${COMP_WORDS[i]}
@@ -58,7 +62,9 @@ _tlaunch() {
       _tlaunch_program $((i + 1))
       return
     fi
-    if [[ $word != -* ]] && ! _tlaunch_values "${COMP_WORDS[i - 1]}" "" 2>/dev/null; then
+    before=""
+    ((i >= 2)) && before=${COMP_WORDS[i - 2]}
+    if [[ $word != -* ]] && ! _tlaunch_values "${COMP_WORDS[i - 1]}" "" "$before" 2>/dev/null; then
       if [[ -z $sub && ($word == preflight || $word == topo || $word == stacks || $word == status || $word == stop-daemons || ($word == nccl-report && $i == 1)) ]]; then
         sub=$word
       else
@@ -68,7 +74,9 @@ _tlaunch() {
     fi
   done
   COMPREPLY=()
-  _tlaunch_values "$prev" "$cur" && return
+  before=""
+  ((COMP_CWORD >= 2)) && before=${COMP_WORDS[COMP_CWORD - 2]}
+  _tlaunch_values "$prev" "$cur" "$before" && return
   case $sub in
     preflight) options=$_tlaunch_preflight_options ;;
     topo) options=$_tlaunch_topo_options ;;

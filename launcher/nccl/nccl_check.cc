@@ -57,11 +57,16 @@ DebugEnv debugEnv(CheckMode mode, const std::vector<std::string>& user_set, cons
     d.source = LogSource::stderr_lines;  // theirs goes where they expect it; we only read it
     return d;
   }
+  // Their own log file without a level: NCCL's default level stands (INFO would fill their file,
+  // and the check could not read it).
+  if (userSet(user_set, "NCCL_DEBUG_FILE")) {
+    d.source = LogSource::none;
+    return d;
+  }
   d.source = LogSource::file;
   d.env.emplace_back("NCCL_DEBUG", "INFO");
   if (!userSet(user_set, "NCCL_DEBUG_SUBSYS")) d.env.emplace_back("NCCL_DEBUG_SUBSYS", kDebugSubsys);
-  if (userSet(user_set, "NCCL_DEBUG_FILE")) d.source = LogSource::none;  // their file, not ours to tail
-  else d.env.emplace_back("NCCL_DEBUG_FILE", rank_log_path);
+  d.env.emplace_back("NCCL_DEBUG_FILE", rank_log_path);
   return d;
 }
 

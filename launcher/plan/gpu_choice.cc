@@ -38,9 +38,16 @@ Result<std::vector<int>> chooseNodeGpus(const TopologySnapshot& topo, const GpuL
                     (count > 1 ? " (0-" + std::to_string(count - 1) + ")" : count == 1 ? " (0)" : ""),
                 "GPU indices count the node's GPUs in PCI bus order, as nvidia-smi lists them");
   }
+  // CUDA_VISIBLE_DEVICES=3,1 gives local rank 0 GPU 3, as CUDA (and torchrun) would: a variable's
+  // order stands. --include's lists are sets, as DeepSpeed's launcher takes them.
   std::vector<int> chosen;
-  for (int i = 0; i < count; ++i)
-    if ((list.only.empty() || contains(list.only, i)) && !contains(list.excluded, i)) chosen.push_back(i);
+  if (!list.source.empty() && !list.only.empty()) {
+    for (int i : list.only)
+      if (!contains(list.excluded, i)) chosen.push_back(i);
+  } else {
+    for (int i = 0; i < count; ++i)
+      if ((list.only.empty() || contains(list.only, i)) && !contains(list.excluded, i)) chosen.push_back(i);
+  }
   if (chosen.empty() && count > 0)
     return fail(Errc::usage, "--exclude leaves no GPU of " + node + " (it has " + std::to_string(count) + ")",
                 "exclude the whole node instead (--exclude " + node + ")");
@@ -103,7 +110,6 @@ std::optional<GpuList> gpuListFromCudaVisible(std::string_view value, const std:
     start = comma + 1;
   }
   list.none = list.only.empty();
-  std::sort(list.only.begin(), list.only.end());
   return list;
 }
 
@@ -117,7 +123,10 @@ std::optional<GpuList> gpuUuidListFromCudaVisible(std::string_view value, const 
     list.uuids.emplace_back(entry);
     start = comma + 1;
   }
-  if (list.uuids.empty()) return std::nullopt;
+  if (list.uuids.empty()) {
+    if (!trimBlanks(value).starts_with("GPU-")) return std::nullopt;
+    list.none = true;  // a bare "GPU-": CUDA sees no GPU
+  }
   return list;
 }
 
@@ -144,7 +153,6 @@ std::optional<GpuList> resolveGpuUuids(const GpuList& list, const TopologySnapsh
     if (matches != 1 || contains(out.only, found)) break;
     out.only.push_back(found);
   }
-  std::sort(out.only.begin(), out.only.end());
   out.none = out.only.empty();
   return out;
 }

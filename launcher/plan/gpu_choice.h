@@ -44,8 +44,8 @@ Result<GpuList> withinSlurmAllocation(const GpuList& user, const std::string& al
 
 // CUDA_VISIBLE_DEVICES that names GPUs by UUID, as nvidia-smi -L shows them
 // ("GPU-8932f937-d72c-…", or enough of the start to be unique, which CUDA also accepts): a list
-// of its leading UUID entries, for resolveGpuUuids on each node. nullopt when it does not start
-// with a GPU UUID (indices: gpuListFromCudaVisible; MIG instances "MIG-…": CUDA's to resolve).
+// of its leading UUID entries, for resolveGpuUuids on each node (a bare "GPU-": a list naming no
+// GPU, as CUDA reads it). nullopt when it does not start with a GPU UUID (indices: gpuListFromCudaVisible; MIG instances "MIG-…": CUDA's to resolve).
 std::optional<GpuList> gpuUuidListFromCudaVisible(std::string_view value, const std::string& source);
 
 // `list` with its UUIDs turned into the indices of the GPUs of `topo` they name, as CUDA reads

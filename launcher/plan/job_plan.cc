@@ -162,8 +162,10 @@ size_t coresOf(const std::vector<int>& cpus, const std::vector<int>& core_of_pu)
   return cores.size() + unknown;
 }
 
+// `as_planned`: take the binding as applied where the topology is no live machine's (--offline
+// --topology-xml: the plan shows what the nodes will get, OMP_NUM_THREADS included).
 void buildEnvironments(const NetworkChoice* network, const std::vector<NodeReport>& nodes, const PlanContext& ctx,
-                       JobPlan& plan) {
+                       bool as_planned, JobPlan& plan) {
   const JobIdentity job{ctx.job_id, plan.master_addr, plan.master_port, ctx.run_id, ctx.restart_count,
                        ctx.max_restarts};
   UserEnv user = ctx.user_env;  // every name the user set, with its value
@@ -186,7 +188,8 @@ void buildEnvironments(const NetworkChoice* network, const std::vector<NodeRepor
     // OMP_NUM_THREADS) only where the binding is applied and no other rank shares them.
     std::map<int, int> ranks_on_cpu;
     std::vector<int> core_of_pu;
-    if (nl.apply_binding) {
+    const bool bound = nl.apply_binding || as_planned;
+    if (bound) {
       for (const auto& r : nl.ranks)
         for (int cpu : r.cpus) ++ranks_on_cpu[cpu];
       if (i < nodes.size() && nodes[i].inventory.topology) core_of_pu = coreOfPu(*nodes[i].inventory.topology);
@@ -195,7 +198,7 @@ void buildEnvironments(const NetworkChoice* network, const std::vector<NodeRepor
       in.identity = {r.rank, r.local_rank, plan.world_size, here, static_cast<int>(i), num_nodes};
       const auto row = static_cast<size_t>(r.rank);  // the manifest holds every rank, by rank
       in.binding = row < plan.manifest.size() && plan.manifest[row].rank == r.rank ? &plan.manifest[row].binding : nullptr;
-      const bool own = nl.apply_binding && !r.cpus.empty() &&
+      const bool own = bound && !r.cpus.empty() &&
                        std::all_of(r.cpus.begin(), r.cpus.end(), [&](int cpu) { return ranks_on_cpu[cpu] == 1; });
       in.own_cpus = own ? coresOf(r.cpus, core_of_pu) : 0;
       r.env = buildRankEnv(in, user);
@@ -356,11 +359,19 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     }
     plan.pmix = std::move(pmix);
   }
+  const auto order = ctx.user_env.find("CUDA_DEVICE_ORDER");
+  if (order != ctx.user_env.end() && order->second.value != "PCI_BUS_ID" &&
+      std::any_of(plan.node_gpus.begin(), plan.node_gpus.end(), [](const JobPlan::NodeGpus& g) { return g.gpu_ranks; }))
+    plan.warnings.push_back("CUDA_DEVICE_ORDER=" + order->second.value + " (" + order->second.source +
+                            ") numbers the GPUs otherwise than the plan, which binds LOCAL_RANK r to the r-th GPU in PCI "
+                            "bus order with its cores and HCA: ranks may run far from their GPU; unset it");
   // What the user exported (-x, --mca, --master-*, DeepSpeed's env files), for --dry-run.
   for (const auto& [name, v] : ctx.user_env)
     if (v.source != "environment") plan.exports.push_back({name, v.value, v.source});
+  if (const auto& g = ctx.gpu_list_export; g && g->second != "environment")
+    plan.exports.push_back({"CUDA_VISIBLE_DEVICES", g->first, g->second + "; each node's GPU list: set per node"});
   if (*network) applyNetworkEnv(**network, ctx, nodes, plan);
-  buildEnvironments(*network ? &**network : nullptr, nodes, ctx, plan);
+  buildEnvironments(*network ? &**network : nullptr, nodes, ctx, spec.offline && spec.bind != "none", plan);
   return plan;
 }
 

@@ -42,6 +42,8 @@ struct PlanContext {
   std::vector<GpuList> node_gpus;      // per node: --include/--exclude GPU lists (missing: every GPU)
   std::vector<int> node_max_slots;     // per node: the hostfile's max_slots, 0 (or missing) where none
   std::optional<GpuList> every_node_gpus;  // the user's CUDA_VISIBLE_DEVICES as the list of every node
+  // That variable's value and where it came from: no longer an export as such, still listed as one.
+  std::optional<std::pair<std::string, std::string>> gpu_list_export;
   bool cpu_ranks_asked = false;        // -p or --nproc-per-node cpu: ranks without GPUs even with a GPU list
   bool ranks_from_slots = false;       // the count came from the nodes' slots (RankLayout::from_slots)
   bool simulated_nodes = false;        // --launcher local: every node is this host by design

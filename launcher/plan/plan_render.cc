@@ -206,6 +206,8 @@ Json planToJson(const JobPlan& plan) {
     j["exports"] = exports;
   }
   if (plan.network) j["network"] = networkToJson(plan);
+  else if (plan.network_unasked) j["network"] = {{"chosen", false}, {"why", "offline: chosen when the job runs"}};
+  else j["network"] = {{"loopback", true}, {"interface", "lo"}};  // every node is this host
   if (!plan.manifest.empty()) {
     j["ranks"] = manifestToJson(plan.manifest);
     j["fingerprint"] = plan.fingerprint;

@@ -95,8 +95,9 @@ r = tl.run(["--launcher", "local", "-N", "2", "--topology-xml", g4dn, "--tag-out
            env=by_uuid)
 tl.check(r.returncode == 0, f"GPUs by UUID: {r.stderr}")
 lines = sorted(line for line in r.stdout.splitlines() if line.startswith("gpu "))
-tl.check(lines == ["gpu 0 2,6 0000:35:00.0 GPU-541de847-535a-023c-84c0-5bead20b12e0"] * 2 +
-         ["gpu 1 2,6 0000:f4:00.0 GPU-cbe0afec-aa16-5bc7-8379-8e739474cec1"] * 2,
+# In the order named, as CUDA numbers them: LOCAL_RANK 0 drives GPU 6, named first.
+tl.check(lines == ["gpu 0 6,2 0000:f4:00.0 GPU-cbe0afec-aa16-5bc7-8379-8e739474cec1"] * 2 +
+         ["gpu 1 6,2 0000:35:00.0 GPU-541de847-535a-023c-84c0-5bead20b12e0"] * 2,
          f"one rank per UUID named, bound to that GPU: {r.stdout!r}")
 r = tl.run(["--launcher", "local", "-N", "1", "--topology-xml", g4dn, "--", "true"],
            env={**os.environ, "CUDA_VISIBLE_DEVICES": "GPU-ffff"})

@@ -125,6 +125,36 @@ for empty in ("", " "):
     expect(["--hosts", empty, "-p", "1", "--", "true"], 64, "--hosts was given an empty value")
 expect(["--hostfile", "", "-p", "1", "--", "true"], 64, "--hostfile was given an empty value")
 expect(["--launcher", "local", "--output-dir", "", "-p", "1", "--", "true"], 64, "--output-dir was given an empty value")
+# `--summary-json=$OUT` with OUT unset: the next word (the user's script) was taken for the file
+# and overwritten with the summary.
+script = os.path.join(tl.tempdir(), "train.sh")
+with open(script, "w") as f:
+    f.write("#!/bin/sh\necho training\n")
+os.chmod(script, 0o755)
+expect(["--launcher", "local", "-p", "1", "--summary-json=", script], 64, "--summary-json was given an empty value")
+with open(script) as f:
+    tl.check(f.read() == "#!/bin/sh\necho training\n", "the script after an empty --summary-json= is left as it was")
+expect(["--hosts=", "python3", "train.py"], 64, "--hosts was given an empty value")
+# A value missing at the end of the line, as in the middle of it.
+expect(["-N"], 64, "-N needs a value: give it right after -N")
+expect(["preflight", "--level"], 64, "--level needs a value")
+# Two variables after one -x, a shell's `VAR=1 prog`, an option pasted with a typographic dash.
+expect(["--launcher", "local", "-p", "1", "-x", "FOO=bar", "BAR=baz", "--", "true"], 64,
+       "'BAR=baz' would be run as the program: give variables with -x, one variable each (-x BAR=baz)")
+expect(["--launcher", "local", "-p", "1", "--", "OMP_NUM_THREADS=4", "true"], 64, "-x OMP_NUM_THREADS=4")
+expect(["--launcher", "local", "-p", "1", "\u2014hosts", "n1", "true"], 64, "type the option again as --hosts")
+# A rendezvous endpoint is no MASTER_ADDR (torchrun's --rdzv-endpoint host:port).
+expect(["--launcher", "local", "-p", "1", "--master-addr", "127.0.0.1:29500", "--", "true"], 64,
+       "looks like HOST:PORT: give the host alone and the port with --master-port")
+expect(["--launcher", "local", "-p", "1", "-x", "MASTER_ADDR=999.1.1.1", "--", "true"], 64,
+       "'999.1.1.1' is neither an IPv4 or IPv6 address nor a host name")
+expect(["--launcher", "local", "-p", "1", "-x", "PMIX_RANK=3", "--", "true"], 64, "PMIx server")
+# --net-if and --preflight-skip take one word (commas list more): the program's options stay its own.
+r = tl.run(["--launcher", "local", "-p", "1", "--preflight-skip", "memlock", "--", "true"])
+tl.check(r.returncode == 0, f"--preflight-skip before a separated program: {r.stderr}")
+r = tl.run(["--launcher", "local", "-p", "1", "--preflight-skip", "memlock", "echo", "-n", "hi"])
+tl.check(r.returncode == 0 and r.stdout.rstrip().endswith("hi") and "-n" not in r.stdout,
+         f"--preflight-skip took the program's words: {r.returncode} {r.stdout!r} {r.stderr}")
 # Other programs' options stay theirs: after the program, and as --ssh-option's value.
 r = tl.run(["--launcher", "local", "-p", "1", "--", "echo", "--summary-json", "--dry-run"])
 tl.check(r.returncode == 0 and "--summary-json --dry-run" in r.stdout, f"the program's own arguments: {r.stderr}")

@@ -61,7 +61,7 @@ spread = tl.run(["--launcher", "local", "-n", "9", "-N", "4", "--dry-run", "--",
 tl.check(spread.returncode == 0 and "4 node(s), 9 ranks (3, 2, 2, 2)" in spread.stdout and
          "node local1: ranks 3-4" in spread.stdout, f"-n 9 -N 4: {spread.stdout[:400]!r} {spread.stderr!r}")
 expect(["-p", "1", "-x", "RANK=3", "--", "true"], 64, "RANK differs per rank")
-expect(["-p", "1", "-x", "MASTER_ADDR=node 1", "--", "true"], 64, "MASTER_ADDR must be a host name or an address")
+expect(["-p", "1", "-x", "MASTER_ADDR=node 1", "--", "true"], 64, "'node 1' is neither an IPv4 or IPv6 address nor a host name")
 expect(["-p", "1", "-x", "MASTER_PORT=http", "--", "true"], 64, "MASTER_PORT must be a port from 1 to 65535")
 
 # -n: total ranks; -l: srun's rank labels; -D: the working directory; --mca: OMPI_MCA_*.

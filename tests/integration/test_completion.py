@@ -9,9 +9,21 @@ import tl
 SCRIPT = Path(__file__).resolve().parents[2] / "contrib" / "completions" / "tlaunch.bash"
 
 
-def help_options(args):
+# An option line of CLI11's help: "  -N,--nodes N ...", "  --nproc-per-node,--nproc_per_node N|gpu ...",
+# "  --keep-going                a failed ...". A value's name follows the names after one space and
+# starts with a capital (N, TEXT, FILE, RANK|none); the description follows the padding.
+OPTION_LINE = re.compile(r"^\s+((?:-\w,)?--[a-z][a-z_-]*(?:,--[a-z][a-z_-]*)*)(?: (?!Excludes:|Needs:)([A-Z]\S*))?", re.M)
+
+
+def help_lines(args):
+    """[(long names, whether it takes a value)] of `tlaunch ARGS --help`."""
     out = tl.run(args).stdout
-    return {m.group(1) for m in re.finditer(r"^\s+(?:-\w,)?(--[a-z][a-z-]*)", out, re.M)}
+    return [([n for n in m.group(1).split(",") if n.startswith("--")], m.group(2) is not None)
+            for m in OPTION_LINE.finditer(out)]
+
+
+def help_options(args):
+    return {n for names, _ in help_lines(args) for n in names}
 
 
 def script_words(var):
@@ -29,6 +41,17 @@ missing = help_options(["nccl-report", "--help"]) - script_words("_tlaunch_nccl_
 tl.check(not missing, f"`tlaunch nccl-report` options the completion does not offer: {sorted(missing)}")
 missing = help_options(["topo", "--help"]) - script_words("_tlaunch_topo_options")
 tl.check(not missing, f"`tlaunch topo` options the completion does not offer: {sorted(missing)}")
+
+
+# Every spelling of an option that takes a value is known to _tlaunch_values, or the word after it
+# would be taken for the program and completion would stop offering options.
+valued = sorted({n for args in (["--help"], ["preflight", "--help"]) for names, v in help_lines(args) if v for n in names})
+tl.check("--max-restarts" in valued and "--master_port" in valued, f"the help's valued options were not read: {valued}")
+probe = subprocess.run(["bash", "--norc", "--noprofile", "-c",
+                        f"source {SCRIPT}\nfor o in {' '.join(valued)}; do _tlaunch_values $o '' || echo $o; done"],
+                       capture_output=True, text=True, timeout=30)
+unknown = probe.stdout.split()
+tl.check(probe.returncode == 0 and not unknown, f"options whose values the completion does not know: {unknown} {probe.stderr}")
 
 
 def complete(line):
@@ -58,6 +81,11 @@ cases = [
     ("tlaunch -p 2 -- ech", {"echo"}, {"--preflight"}),
     ("tlaunch -p 2 ech", {"echo"}, set()),
     ("tlaunch -p 2 echo --pre", set(), {"--preflight"}),  # the program's own arguments are not ours
+    ("tlaunch --max-restarts 2 --dry", {"--dry-run"}, set()),
+    ("tlaunch --mca btl tcp --dry", {"--dry-run"}, set()),  # --mca takes KEY and VALUE
+    ("tlaunch --master_port 29500 --dry", {"--dry-run"}, set()),
+    ("tlaunch --nproc_per_node ", {"gpu", "auto", "cpu"}, {"--dry-run"}),
+    ("tlaunch --launcher ", {"auto"}, set()),
 ]
 for line, want, unwanted in cases:
     got = complete(line)

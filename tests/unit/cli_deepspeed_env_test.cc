@@ -37,6 +37,49 @@ TEST_CASE("an env file's lines: KEY=VALUE, comments and blanks skipped, quotes a
   CHECK(parseEnvFile("f", "")->empty());
 }
 
+TEST_CASE("an env file's comment after a value is no part of it, as the shell reads the line") {
+  auto r = parseEnvFile("f", "W=\"a b\" # c\nH='mlx5_0,mlx5_1'  # rails\nU=x # note\nK=\"a\"b\nT=a\t# tab\nO=\"open # not a comment");
+  REQUIRE(r);
+  REQUIRE(r->size() == 6);
+  CHECK((*r)[0].value == "a b");
+  CHECK((*r)[1].value == "mlx5_0,mlx5_1");
+  CHECK((*r)[2].value == "x");
+  CHECK((*r)[3].value == "\"a\"b");  // not one quoted word: as written
+  CHECK((*r)[4].value == "a");
+  CHECK((*r)[5].value == "\"open # not a comment");  // an unclosed quote: as written
+}
+
+TEST_CASE("MASTER_ADDR and --master-addr: an address or a host name, never HOST:PORT") {
+  for (const char* good : {"10.1.2.3", "node1", "node-1.cluster.local", "fd00::1", "::1", "n1.", "gpu01"}) {
+    INFO(good);
+    CHECK(badHostOrAddress(good).empty());
+  }
+  for (const char* bad : {"127.0.0.1:29500", "node1:29500", "999.1.1.1", "...", "a..b", "-n1", "n1-", "", "[::1]",
+                          "not_a_host!", "1.2.3"}) {
+    INFO(bad);
+    CHECK_FALSE(badHostOrAddress(bad).empty());
+  }
+  CHECK(badHostOrAddress("node1:29500").find("--master-port") != std::string::npos);
+  auto port = forwardEnvironment({}, {"MASTER_PORT= 29555"}, {});
+  REQUIRE_FALSE(port);
+  CHECK(port.error().message.find("MASTER_PORT must be a port") != std::string::npos);
+  CHECK_FALSE(forwardEnvironment({}, {"MASTER_PORT=+80"}, {}));
+  CHECK(forwardEnvironment({}, {"MASTER_PORT=29500"}, {}));
+  auto addr = forwardEnvironment({}, {"MASTER_ADDR=1.2.3.4:5"}, {});
+  REQUIRE_FALSE(addr);
+  CHECK(addr.error().message.find("HOST:PORT") != std::string::npos);
+}
+
+TEST_CASE("what tlaunch or the PMIx server sets per rank cannot be exported, and the message says why") {
+  auto world = forwardEnvironment({}, {"WORLD_SIZE=1"}, {});
+  REQUIRE_FALSE(world);
+  CHECK(world.error().message.find("WORLD_SIZE comes from the job's plan") != std::string::npos);
+  auto pmix = forwardEnvironment({}, {"PMIX_RANK=3"}, {});
+  REQUIRE_FALSE(pmix);
+  CHECK(pmix.error().message.find("PMIx server") != std::string::npos);
+  CHECK(forwardEnvironment({}, {"PMIX_MCA_ptl_tcp_if_include=eth0"}, {}));
+}
+
 TEST_CASE("a malformed env file line is refused naming file:line") {
   auto r = parseEnvFile("/home/u/.deepspeed_env", "A=1\nthis is not an assignment\n");
   REQUIRE_FALSE(r);

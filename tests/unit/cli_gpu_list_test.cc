@@ -3,6 +3,8 @@
 // Booster node: 4 A100s, each in its own NUMA node, under a PCIe switch with its own HCA.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "binding/topology/hwloc_topology.h"
 #include "binding/topology/topology_json.h"
 #include "bootstrap/rank_env.h"
@@ -191,7 +193,7 @@ TEST_CASE("the command line's lists reach the plan's context per node") {
 
 TEST_CASE("CUDA_VISIBLE_DEVICES read as a GPU list: leading indices, as CUDA reads them") {
   const auto list = [](std::string_view v) { return gpuListFromCudaVisible(v, "CUDA_VISIBLE_DEVICES"); };
-  CHECK(list("3,1")->only == std::vector<int>{1, 3});
+  CHECK(list("3,1")->only == std::vector<int>{3, 1});  // CUDA's device 0 is GPU 3: the order stands
   CHECK(list(" 0, 2,x,3")->only == std::vector<int>{0, 2});  // CUDA stops at the first entry it cannot use
   CHECK(list("2,2,3")->only == std::vector<int>{2});
   CHECK(list("1,GPU-5d6c2b1e")->only == std::vector<int>{1});
@@ -216,7 +218,7 @@ TEST_CASE("the user's CUDA_VISIBLE_DEVICES chooses every node's GPUs and the bin
   REQUIRE(setup);
   const PlanContext& ctx = setup->plan_context;
   REQUIRE(ctx.every_node_gpus);
-  CHECK(ctx.every_node_gpus->only == std::vector<int>{1, 3});
+  CHECK(ctx.every_node_gpus->only == std::vector<int>{3, 1});
   CHECK(ctx.every_node_gpus->source == "CUDA_VISIBLE_DEVICES=3,1 (environment)");
   CHECK_FALSE(ctx.user_env.contains("CUDA_VISIBLE_DEVICES"));  // a GPU rank's value comes from the plan
   PlanContext c = ctx;
@@ -224,11 +226,24 @@ TEST_CASE("the user's CUDA_VISIBLE_DEVICES chooses every node's GPUs and the bin
   auto plan = makePlan(gpuJob(), gpuNodes(2), c);
   REQUIRE(plan);
   CHECK(plan->ranks_per_node == 2);  // one per visible GPU, as torch.cuda.device_count() says
-  CHECK(column(*plan, "gpu_busid") == S{"0000:44:00.0", "0000:c4:00.0", "0000:44:00.0", "0000:c4:00.0"});
-  CHECK(column(*plan, "hca") == S{"mlx5_1:1", "mlx5_3:1", "mlx5_1:1", "mlx5_3:1"});
+  // LOCAL_RANK 0 is CUDA's device 0, GPU 3, as under torchrun: bound to GPU 3's HCA and cores.
+  CHECK(column(*plan, "gpu_busid") == S{"0000:c4:00.0", "0000:44:00.0", "0000:c4:00.0", "0000:44:00.0"});
+  CHECK(column(*plan, "hca") == S{"mlx5_3:1", "mlx5_1:1", "mlx5_3:1", "mlx5_1:1"});
   const auto env = mergeEnv(plan->nodes[1].base_env, plan->nodes[1].ranks[1].env);
-  CHECK(envValue(env, "CUDA_VISIBLE_DEVICES") == "1,3");  // LOCAL_RANK 1 is CUDA device 1: GPU 3
-  CHECK(envValue(env, "TLAUNCH_GPU_BUSID") == "0000:c4:00.0");
+  CHECK(envValue(env, "CUDA_VISIBLE_DEVICES") == "3,1");  // LOCAL_RANK 1 is CUDA device 1: GPU 1
+  CHECK(envValue(env, "TLAUNCH_GPU_BUSID") == "0000:44:00.0");
+  // --dry-run lists it with the exports, though the plan sets it per node.
+  const auto listed = std::find_if(plan->exports.begin(), plan->exports.end(),
+                                   [](const ExportedVar& e) { return e.name == "CUDA_VISIBLE_DEVICES"; });
+  CHECK(listed == plan->exports.end());  // from the environment: not an export of the user's
+  c.gpu_list_export.emplace("3,1", "-x");
+  auto exported = makePlan(gpuJob(), gpuNodes(2), c);
+  REQUIRE(exported);
+  const auto shown = std::find_if(exported->exports.begin(), exported->exports.end(),
+                                  [](const ExportedVar& e) { return e.name == "CUDA_VISIBLE_DEVICES"; });
+  REQUIRE(shown != exported->exports.end());
+  CHECK(shown->value == "3,1");
+  CHECK(shown->source.starts_with("-x"));
   // A node where hwloc found no GPU: its ranks keep the user's value.
   auto cpu_node = gpuNodes(1);
   auto bare = std::make_shared<TopologySnapshot>(*cpu_node[0].inventory.topology);
@@ -454,8 +469,8 @@ std::vector<int> resolved(std::string_view visible, const TopologySnapshot& topo
 
 TEST_CASE("CUDA_VISIBLE_DEVICES by UUID: matched on the node as CUDA matches it") {
   const TopologySnapshot topo = g4dn();
-  CHECK(resolved(kUuid6 + "," + kUuid2, topo) == std::vector<int>{2, 6});
-  CHECK(resolved("GPU-cbe0afec, GPU-541DE847", topo) == std::vector<int>{2, 6});  // unique starts, any case
+  CHECK(resolved(kUuid6 + "," + kUuid2, topo) == std::vector<int>{6, 2});  // in the order given, as CUDA
+  CHECK(resolved("GPU-cbe0afec, GPU-541DE847", topo) == std::vector<int>{6, 2});  // unique starts, any case
   // CUDA ignores everything from the first entry it cannot use: no GPU, several, or a repeat.
   CHECK(resolved("GPU-541de847,GPU-ffff," + kUuid6, topo) == std::vector<int>{2});
   CHECK(resolved("GPU-541de847,GPU-541de847," + kUuid6, topo) == std::vector<int>{2});
@@ -464,10 +479,10 @@ TEST_CASE("CUDA_VISIBLE_DEVICES by UUID: matched on the node as CUDA matches it"
   CHECK(resolved("GPU-541d," + kUuid6, twins) == std::vector<int>{-1});
   CHECK(resolved("GPU-541de," + kUuid6, twins) == std::vector<int>{2, 6});
   CHECK(resolved("GPU-ffff", topo) == std::vector<int>{-1});
-  // Not a UUID list: indices, MIG instances, nothing after "GPU-".
+  // Not a UUID list: indices, MIG instances. Nothing after "GPU-": CUDA sees no GPU.
   CHECK_FALSE(gpuUuidListFromCudaVisible("0,1", "x"));
   CHECK_FALSE(gpuUuidListFromCudaVisible("MIG-4a2b", "x"));
-  CHECK_FALSE(gpuUuidListFromCudaVisible("GPU-", "x"));
+  CHECK(gpuUuidListFromCudaVisible("GPU-", "x")->none);
   // GPUs hwloc alone found, without UUIDs: cannot be matched.
   auto bare = topo;
   for (auto& g : bare.gpus) g.uuid.reset();
@@ -490,9 +505,9 @@ TEST_CASE("CUDA_VISIBLE_DEVICES by UUID: the plan binds each rank to the GPU it 
   auto plan = makePlan(gpuJob(), nodes, c);
   REQUIRE(plan);
   CHECK(plan->ranks_per_node == 2);
-  CHECK(column(*plan, "gpu_busid") == S{"0000:35:00.0", "0000:f4:00.0", "0000:35:00.0", "0000:f4:00.0"});
-  CHECK(envValue(plan->nodes[0].ranks[1].env, "CUDA_VISIBLE_DEVICES") == "2,6");
-  CHECK(envValue(plan->nodes[0].ranks[1].env, "TLAUNCH_GPU_UUID") == kUuid6);
+  CHECK(column(*plan, "gpu_busid") == S{"0000:f4:00.0", "0000:35:00.0", "0000:f4:00.0", "0000:35:00.0"});
+  CHECK(envValue(plan->nodes[0].ranks[1].env, "CUDA_VISIBLE_DEVICES") == "6,2");
+  CHECK(envValue(plan->nodes[0].ranks[1].env, "TLAUNCH_GPU_UUID") == kUuid2);
 
   // g2 is another machine, whose GPUs have other UUIDs: CUDA would see none of the list there.
   auto other = std::make_shared<TopologySnapshot>(g4dn());
