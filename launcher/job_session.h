@@ -322,8 +322,6 @@ class JobSession {
   void startInspector();
   std::unique_ptr<CrossNodePreflight> cross_node_;  // RDMA write test, preflight's reachability
   JobOutcome outcome_;
-  bool failed_ = false;
-  bool pmix_clients_ = false;  // a rank called PMIx_Init: --event-grace applies
   std::set<int> pmix_joined_;  // the job's ranks that called PMIx_Init
   // The job's ranks that ended with status 0 before PMIx_Init while no rank had called it yet:
   // an improper end once one does, as mpirun counts it (MPI_Init's fence would wait for them).
@@ -335,6 +333,8 @@ class JobSession {
   std::vector<EndedUnjoined> ended_unjoined_;
   void onPmixClient(Link& link, int rank);
   void failImproperEnd(int rank, const std::string& node, int64_t ended_us, const std::string& what);
+  bool failed_ = false;
+  bool pmix_clients_ = false;  // a rank called PMIx_Init: --event-grace applies
   int interrupts_ = 0;
   int first_interrupt_ = 0;  // its signal; a repeat within a second of it is the same request
   int kept_going_said_ = 0;  // --keep-going: later failed ranks named so far (a bounded number)
