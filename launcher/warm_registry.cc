@@ -197,4 +197,8 @@ Result<void> WarmRegistry::save(const WarmEntry& e) const {
 
 void WarmRegistry::remove(const WarmEntry& e) const { ::unlink((e.file.empty() ? pathOf(e) : e.file).c_str()); }
 
+bool WarmRegistry::listed(const WarmEntry& e) const {
+  return ::access(pathOf(e).c_str(), F_OK) == 0 || (!e.file.empty() && ::access(e.file.c_str(), F_OK) == 0);
+}
+
 }  // namespace tlaunch

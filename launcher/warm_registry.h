@@ -72,6 +72,8 @@ class WarmRegistry {
   Result<void> save(const WarmEntry& entry) const;
   // Forgets this keeper (it is gone, or not ours), not the node's others.
   void remove(const WarmEntry& entry) const;
+  // Whether this keeper is still written down (`tlaunch stop-daemons` forgets one it stopped).
+  bool listed(const WarmEntry& entry) const;
 
  private:
   std::string pathOf(const WarmEntry& entry) const;

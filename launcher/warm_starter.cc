@@ -211,11 +211,17 @@ void WarmStarter::stop(int grace_ms) {
   warm_.clear();  // closes the keepers' connections
 }
 
-// Best effort: an entry not written only costs the next launch an ssh session.
+// Best effort: an entry not written only costs the next launch an ssh session. Each keeper was
+// written down when the job began: one no longer there was stopped meanwhile (`tlaunch
+// stop-daemons`, which ends it after this job) and stays forgotten.
 void WarmStarter::saveRegistry() {
   const long long now = epochSeconds();
-  for (const auto& [index, k] : kept_) (void)registry_.save(entryOf(k, now + options_.keep_s, options_.keep_s));
+  for (const auto& [index, k] : kept_) {
+    const WarmEntry e = entryOf(k, now + options_.keep_s, options_.keep_s);
+    if (registry_.listed(e)) (void)registry_.save(e);
+  }
   for (const auto& w : warm_) {
+    if (!registry_.listed(w.entry)) continue;
     if (options_.keep_s == 0) {
       registry_.remove(w.entry);
       continue;

@@ -261,9 +261,12 @@ def scenario(ws, home):
             long_job.communicate()
     check(r.returncode == 0 and node1 is not None and started and long_job.returncode == 0 and
           "reused daemons on 1 node" in long_err and stop.returncode == 0 and
-          "ends once its 1 running job ends" in stop.stdout and cj.tl.wait_until(lambda: not alive(node1), 15),
-          "a keeper reused by a job longer than its keep stays written down: stop-daemons finds it during the job",
-          f"exits {r.returncode} {long_job.returncode} {stop.returncode} keeper {node1}\n     stop {stop.stdout!r} "
+          "ends once its 1 running job ends" in stop.stdout and cj.tl.wait_until(lambda: not alive(node1), 15) and
+          "node1" not in registry(home),
+          "a keeper reused by a job longer than its keep stays written down: stop-daemons finds it during the job, "
+          "and the job's end does not write it down again",
+          f"exits {r.returncode} {long_job.returncode} {stop.returncode} keeper {node1} entry {registry(home).get('node1')}"
+          f"\n     stop {stop.stdout!r} "
           f"{stop.stderr[-500:]!r}\n     job {long_err[-800:]!r}")
 
     run(ws, home, ["stop-daemons"])
