@@ -5,11 +5,14 @@
 #include "launcher/job_session_link.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <numeric>
 
+#include "binding/preflight/preflight_report.h"
 #include "bootstrap/error_text.h"
+#include "launcher/hostlist.h"
 #include "launcher/cli_values.h"
 #include "launcher/failure_blame.h"
 #include "launcher/pmix_collectives.h"
@@ -263,6 +266,10 @@ void JobSession::sayEndedAfterRanks(Link& link, const std::string& reason) {
 void JobSession::onDaemonSignalled(const Link& link, int sig) {
   // The daemon ends its ranks now; some exit 0 on SIGTERM, which must not read as a finished job.
   if (!nextPhase(phase_, JobEvent::failed)) return;  // already draining or finishing
+  // A node lost a moment ago is the cause: srun's --kill-on-bad-exit has Slurm signal the other
+  // daemons of the step when one dies (kill -9, a crash). Its report names it, and lets
+  // --max-restarts replace it.
+  if (lostNodePending()) return;
   const char* abbrev = sig > 0 && sig < NSIG ? ::sigabbrev_np(sig) : nullptr;
   const std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
   fail(exitStatusFor(Errc::node_lost),
@@ -275,7 +282,11 @@ void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Cloc
   for (const auto& f : failures) {
     if (failed_) return;  // the job ends already: its first reason stands
     if (f.node_index < 0 || f.node_index >= static_cast<int>(links_.size())) {
-      fail(exitStatusFor(Errc::node_unreachable), f.message);  // one srun step for every node
+      // One srun step for every node. Its end right after a node was lost is that loss's
+      // consequence (--kill-on-bad-exit ends the step, srun calls it cancelled): the lost node
+      // is named, and --max-restarts can replace it.
+      if (lostNodePending()) return;
+      fail(exitStatusFor(Errc::node_unreachable), f.message);
       return;
     }
     Link& link = *links_[static_cast<size_t>(f.node_index)];
@@ -308,11 +319,29 @@ void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Cloc
     }
     return;
   }
+  if (cfg_.spec.preflight_only) sayUnstartedAsPreflight();
   fail(exitStatusFor(Errc::node_unreachable), start_failures_.describe(links_.size(), starting, not_started), -1, {},
        start_failures_.nodes().front());
   outcome_.lost_nodes = start_failures_.nodeSide();
   outcome_.node_lost = !outcome_.lost_nodes.empty();  // --max-restarts replaces them with spares
   outcome_.nodes_not_started = true;
+}
+
+// `tlaunch preflight` where nodes could not be started: their rows, as table or JSON, so that a
+// script reading the report learns which nodes are broken (the others are not checked: the
+// report says how to check them).
+void JobSession::sayUnstartedAsPreflight() {
+  std::vector<PreflightItem> items;
+  const std::string others = "check the other nodes with --exclude " + compressHostlist(start_failures_.nodes());
+  for (const auto& [node, message] : start_failures_.messages()) {
+    const auto nl = message.find('\n');
+    items.push_back({"daemon_start", node, "", PreflightStatus::fail, message.substr(0, nl),
+                     "tlaunchd started and connected", others});
+  }
+  const std::string text = cfg_.spec.json ? jsonText(preflightToJson(items), 2) + "\n"
+                                          : renderPreflightTable(items) + "\npreflight: " + preflightSummary(items) +
+                                                " (the other nodes were not checked)\n";
+  (void)!::write(1, text.data(), text.size());
 }
 
 bool JobSession::belowFailedNode(int index) const {

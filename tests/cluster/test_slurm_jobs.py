@@ -5,6 +5,8 @@
   tlaunch picks Slurm by itself, every rank prints OK, tags name the right node;
 - `scancel` of the allocation mid-job: ranks and daemons are gone within 10 s and tlaunch exits
   non-zero;
+- kill -9 of node3's tlaunchd mid-job: node3 is named as the lost node (exit 69, `lost_nodes` in
+  --summary-json), not one of the nodes whose daemons Slurm then signalled;
 - outside any allocation, `tlaunch --launcher slurm -N 2 -p 1` runs (srun makes an allocation),
   and the allocation is released afterwards; while another job holds every node, it says srun's
   job is queued and runs once Slurm gives the nodes, past a 2 s --connect-timeout;
@@ -116,6 +118,39 @@ def scancel_mid_job():
     gone = cj.tl.wait_until(lambda: not cj.job_processes(job), max(0.0, 10 - (time.monotonic() - t0)), 0.1)
     check(gone, f"scancel: no rank or daemon of the job left on any node within 10 s "
                 f"({time.monotonic() - t0:.1f} s)", "\n     ".join(cj.job_processes(job)))
+
+
+def daemon_killed_mid_job():
+    """kill -9 of node3's tlaunchd inside salloc: srun's --kill-on-bad-exit has Slurm signal the
+    other daemons of the step, but the lost node is the cause, named as such (it was one of the
+    signalled ones, and --max-restarts did not restart)."""
+    p = subprocess.Popen(["salloc", "-N", "4", "-J", "tlc-kill9", "/bin/sh", "-c", REPORT_STATUS, "sh", ws.tlaunch,
+                          *cj.NET, "-p", "1", "--summary-json", "kill9.json", "--",
+                          cj.PYTHON, ws.program("wait_for_signals.py")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", cwd=ws.dir,
+                         env=vc.environ(), start_new_session=True)
+    lines = cj.wait_for_lines(p.stdout, 4, " ready", 120)
+    on_node3 = [line for line in lines or [] if line.startswith("[node3:")]
+    if not on_node3:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        check(False, "inside salloc: a rank ready on node3", f"stdout {lines} {out!r} stderr {err!r}")
+        return
+    jobs_seen.append(cj.job_id_of_pid(int(on_node3[0].split(" pid ")[1].split()[0])))
+    rank_pid = int(on_node3[0].split(" pid ")[1].split()[0])
+    daemon = int(Path(f"/proc/{rank_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])  # the rank's parent
+    os.kill(daemon, signal.SIGKILL)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        _, err = p.communicate()
+    status = re.search(r"tlaunch exit status (\d+)", err)
+    summary = json.loads(Path(ws.dir, "kill9.json").read_text()) if Path(ws.dir, "kill9.json").exists() else {}
+    check(status is not None and status.group(1) == "69" and "lost node node3" in err and
+          summary.get("lost_nodes") == ["node3"],
+          "kill -9 of node3's tlaunchd inside salloc: node3 named as the lost node (not a node Slurm then signalled), "
+          "exit 69", f"{err[-1500:]!r} summary {summary}")
 
 
 def srun_allocates():
@@ -427,6 +462,7 @@ def main():
             else:
                 print("note: Debian's python3-torch is missing: the Gloo all-reduce is not checked", flush=True)
             scancel_mid_job()
+            daemon_killed_mid_job()
             srun_allocates()
             srun_waits_for_busy_nodes()
             if torch:
