@@ -1,5 +1,6 @@
 #include "daemon/containment.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -15,6 +16,23 @@
 #include "daemon/descendants.h"
 
 namespace tlaunch {
+
+namespace {
+// A watcher that is gone already (killed) must not cost its host a SIGPIPE: the daemon ignores
+// it, a test program need not.
+void tellWatcherCleanEnd(int fd) {
+  sigset_t pipe_set;
+  sigset_t before;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &before);
+  if (::write(fd, &kWatcherCleanEnd, 1) < 0 && errno == EPIPE) {
+    const timespec now{};
+    (void)::sigtimedwait(&pipe_set, nullptr, &now);
+  }
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+}
+}  // namespace
 
 namespace {
 // After SIGKILL a process can still take a moment (D state, a big address space to free).
@@ -90,7 +108,10 @@ Containment::~Containment() {
     cgroup_.reset();  // cgroup.kill, then rmdir
   } catch (...) {
   }
-  if (watcher_stdin_ >= 0) ::close(watcher_stdin_);  // the watcher finds the cgroup gone, and exits
+  if (watcher_stdin_ >= 0) {  // the watcher finds the cgroup gone, and exits
+    tellWatcherCleanEnd(watcher_stdin_);
+    ::close(watcher_stdin_);
+  }
   // Reaped here, briefly: else it is a zombie of init's for as long as init takes (~2 s seen).
   for (int i = 0; watcher_pid_ > 0 && i < 200; ++i) {
     const pid_t r = ::waitpid(watcher_pid_, nullptr, WNOHANG);

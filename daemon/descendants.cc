@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 namespace tlaunch {
@@ -57,11 +58,26 @@ bool procHidesPids(std::string_view mountinfo) {
   return hides;
 }
 
+namespace {
+// A zombie has ended; only its parent has not read its status yet (a daemon killed a moment ago).
+bool isZombie(pid_t pid) {
+  char buf[512];
+  const int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  const std::string_view stat(buf, static_cast<size_t>(n));
+  const size_t at = stat.rfind(')');
+  return at != std::string_view::npos && at + 2 < stat.size() && stat[at + 2] == 'Z';
+}
+}  // namespace
+
 bool processEnded(pid_t pid, const std::string& start) {
   if (pid <= 0) return false;
   if (::kill(pid, 0) != 0 && errno == ESRCH) return true;  // kill(2) sees through hidepid
   const std::string now = processStartTime(pid);
-  return !now.empty() && now != start;
+  return (!now.empty() && now != start) || (now == start && isZombie(pid));
 }
 
 std::string processStartTime(pid_t pid) {

@@ -42,7 +42,8 @@ std::vector<ProcEntry> descendantsOf(pid_t root, const std::vector<ProcEntry>& p
 std::string processStartTime(pid_t pid);
 
 // True only when the process that had `pid` and started at `start` (processStartTime) has
-// surely ended: no process has the pid, or the one that has it started at another time. One
+// surely ended: no process has the pid, the one that has it started at another time, or it is
+// a zombie (ended, its status not yet read by its parent). One
 // /proc does not show (mounted with hidepid: tlaunchd is not dumpable, so even its own user's
 // other processes cannot read its entry) is taken as alive: "not seen" is not "gone".
 bool processEnded(pid_t pid, const std::string& start);

@@ -88,13 +88,15 @@ int watchJobForParent(const std::string& cgroup_path, const std::vector<std::str
   ::signal(SIGHUP, SIG_IGN);
   ::signal(SIGINT, SIG_IGN);
   char byte = 0;
+  bool clean = false;  // the daemon said so before closing: nothing of its job is left
   for (;;) {
     const ssize_t n = ::read(0, &byte, 1);
     if (n == 0 || (n < 0 && errno != EINTR)) break;
+    if (n == 1 && byte == kWatcherCleanEnd) clean = true;
   }
   if (!cgroup_path.empty()) killAndRemoveCgroup(cgroup_path);  // gone already after a clean teardown
   killMarkedProcesses(marks);
-  return 0;
+  return clean ? 0 : 1;
 }
 
 std::string ownCgroupV2Dir() {

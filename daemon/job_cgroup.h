@@ -51,7 +51,9 @@ void killAndRemoveCgroup(const std::string& path);
 // killer, kill -9) cannot end its job's processes; this watcher, its child with no death signal,
 // waits for the daemon's end of its stdin to close and then does: the cgroup's members, or
 // without a cgroup the processes that carry every mark (daemon/job_marked_processes.h). After a
-// clean teardown nothing is left to end.
+// clean teardown nothing is left to end: the daemon writes kWatcherCleanEnd first. 0 after a
+// clean end, 1 when the daemon died (its job's files are left too).
+inline constexpr char kWatcherCleanEnd = 'c';
 int watchJobForParent(const std::string& cgroup_path, const std::vector<std::string>& marks);
 
 }  // namespace tlaunch

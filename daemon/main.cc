@@ -18,7 +18,9 @@
 #include "daemon/containment.h"
 #include "bootstrap/asan_default_options.h"
 #include "daemon/daemon_session.h"
+#include "daemon/descendants.h"
 #include "daemon/job_cgroup.h"
+#include "daemon/stale_job_files.h"
 #include "daemon/warm_keeper.h"
 #include "tlaunch/version.h"
 
@@ -65,7 +67,18 @@ int runDaemon(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (!watch_cgroup.empty() || !watch_marks.empty()) return tlaunch::watchJobForParent(watch_cgroup, watch_marks);
+  if (!watch_cgroup.empty() || !watch_marks.empty()) {
+    const pid_t daemon = ::getppid();
+    const std::string daemon_start = tlaunch::processStartTime(daemon);
+    if (tlaunch::watchJobForParent(watch_cgroup, watch_marks) == 0) return 0;
+    // The daemon was killed (kill -9, the OOM killer) and left its job's files in /tmp and
+    // /dev/shm: they go now, not when the next daemon starts on this node. The sweep takes
+    // only a dead daemon's: its end may take a moment past its files' closing (an ASan
+    // build's memory).
+    for (int i = 0; i < 500 && !tlaunch::processEnded(daemon, daemon_start); ++i) ::usleep(10'000);
+    (void)tlaunch::removeStaleJobDirs(tlaunch::nodeTmpBase(), "/dev/shm");
+    return 0;
+  }
   if (keeper) return tlaunch::runWarmKeeper(keep_for, keeper_in_step ? tlaunch::KeeperHome::slurm_step : tlaunch::KeeperHome::detached);
   if (show_version) {
     std::cout << "tlaunchd " << tlaunch::kVersion << " protocol " << tlaunch::kProtocolVersion << "\n";

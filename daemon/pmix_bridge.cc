@@ -46,7 +46,7 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
                                                      std::string topology_xml) {
   // Leftovers of jobs whose daemon was killed before it could clean up (see stale_job_files.h).
   for (const auto& dir : removeStaleJobDirs(nodeTmpBase(), "/dev/shm"))
-    spdlog::info("removed {}: its job's tlaunchd is gone", dir);
+    spdlog::debug("removed {}: its job's tlaunchd is gone", dir);  // not this job's news (nor its last words)
   std::unique_ptr<PmixBridge> b(new PmixBridge());
   b->send_ = send;
   b->io_ = &io;

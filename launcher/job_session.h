@@ -332,6 +332,7 @@ class JobSession {
   };
   std::vector<EndedUnjoined> ended_unjoined_;
   void onPmixClient(Link& link, int rank);
+  void sayUnstartedAsPreflight();
   void failImproperEnd(int rank, const std::string& node, int64_t ended_us, const std::string& what);
   bool failed_ = false;
   bool pmix_clients_ = false;  // a rank called PMIx_Init: --event-grace applies

@@ -184,7 +184,13 @@ void JobSession::onChildLost(Link& parent, const Json& msg) {
   if (!found) return;
   Link& child = *found;
   const std::string reason = getString(msg, "reason", "its parent lost it");
-  if (child.routed && !child.closed) onLinkClosed(child, reason);
+  if (child.routed && !child.closed) {
+    // As for a direct child that went silent: a stopped daemon would hold its starter's stop
+    // for the whole grace (SIGTERM waits for SIGCONT); the starter ends it at once.
+    starter_->daemonLost(child.index);
+    if (fallback_starter_) fallback_starter_->daemonLost(child.index);
+    onLinkClosed(child, reason);
+  }
   // Lost by its parent before we read its "attached": onAttached ends it then.
   else if (!child.routed && !child.closed && child.conn && tree_waiting_ > 0) child.lost_by_parent = reason;
 }

@@ -41,7 +41,10 @@ void printOutcome(OutputSink& out, const std::string& job_id, const JobSpec& spe
                                                     : "";
   // Before any rank started (a usage error found when planning, a node that could not start, a
   // program missing): nothing of the user's ran.
-  out.note("job " + job_id + attempt + (o.ranks_started ? " failed: " : " not started: ") + o.summary);
+  if (spec.preflight_only)  // no job was asked for: the checks were
+    out.note("preflight " + job_id + " stopped: " + o.summary);
+  else
+    out.note("job " + job_id + attempt + (o.ranks_started ? " failed: " : " not started: ") + o.summary);
   if (!o.stderr_tail.empty()) {
     const std::string who = o.failed_process.empty() ? "rank " + std::to_string(o.failed_rank) : o.failed_process;
     std::string text = "last lines of " + who + "'s stderr:";

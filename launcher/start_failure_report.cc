@@ -121,6 +121,12 @@ std::vector<std::string> StartFailureReport::nodes() const {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> StartFailureReport::messages() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& f : failures_) out.emplace_back(f.node, f.message);
+  return out;
+}
+
 std::vector<std::string> StartFailureReport::nodeSide() const {
   std::vector<std::string> out;
   for (const auto& f : failures_)

@@ -5,6 +5,7 @@
 // starters' failures and asks, on its timer, whether to end the job now.
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tlaunch {
@@ -37,6 +38,8 @@ class StartFailureReport {
   // The failed nodes, in the order they failed; nodeSide(): those that failed by their own fault.
   std::vector<std::string> nodes() const;
   std::vector<std::string> nodeSide() const;
+  // Each failed node with its message, in the order they failed.
+  std::vector<std::pair<std::string, std::string>> messages() const;
 
   static constexpr size_t kCausesShown = 10;
 

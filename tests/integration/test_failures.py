@@ -214,12 +214,15 @@ tl.check("lost node local1: its tlaunchd went away" in err and "tlaunchd was kil
 # Only local0's two ranks get our SIGTERM: the lost node's are not counted as running.
 tl.check("ending the job (SIGTERM to the 2 ranks still running" in err, f"the teardown line's count: {err}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
-# The killed daemon could not remove its job's directories; the next job's daemons do.
-killed_dirs = glob.glob(f"{tmp4}/tlaunch.{job}.local1.*") + glob.glob(f"/dev/shm/tlaunch.{job}.local1.*")
-tl.check(killed_dirs, f"kill -9 of a daemon leaves its job's directories (else this check tests nothing)")
+# The killed daemon could not remove its job's directories: its watcher does, once it has
+# ended the job's processes (before, they stayed until the next daemon started on the node).
+def killed_dirs():
+    return glob.glob(f"{tmp4}/tlaunch.{job}.local1.*") + glob.glob(f"/dev/shm/tlaunch.{job}.local1.*")
+
+
+tl.check(tl.wait_until(lambda: not killed_dirs(), 10), f"kill -9 of a daemon: its job's directories remain: {killed_dirs()}")
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--", "true"], env=env4)
 tl.check(r.returncode == 0, f"next job: {r.stderr}")
-tl.check(not any(os.path.exists(d) for d in killed_dirs), f"the next job removed the dead daemon's {killed_dirs}")
 
 # 4a. A node whose daemon goes away after all its ranks ended 0 and were reported (a crash in its
 # own cleanup, libpmix's teardown; a node going down once its part is done) cost the whole job
@@ -301,4 +304,21 @@ job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
 os.kill(p.pid, signal.SIGKILL)
 p.wait()
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers 10 s after SIGKILL of tlaunch: {leftovers(job)}")
+
+# 6. `tlaunch preflight` where a node's daemon cannot start: its row says so (the table, and
+# --json for scripts: it was empty), exit 69.
+wrapper = os.path.join(tl.tempdir(), "broken_local1.sh")
+with open(wrapper, "w") as f:
+    f.write('#!/bin/sh\ncase "$*" in *"--node-name local1"*) echo "this node is broken" >&2; exit 3;; esac\n'
+            f'exec {os.path.join(os.path.dirname(os.path.abspath(tl.TLAUNCH)), "tlaunchd")} "$@"\n')
+os.chmod(wrapper, 0o755)
+for as_json in (False, True):
+    r = tl.run(["preflight", "--launcher", "local", "-N", "3", "--daemon-path", wrapper] + (["--json"] if as_json else []))
+    rows = json.loads(r.stdout) if as_json else None
+    tl.check(r.returncode == 69 and (rows == [{"check": "daemon_start", "node": "local1", "device": "", "status": "fail",
+                                               "found": "tlaunchd exited with status 3: this node is broken",
+                                               "expected": "tlaunchd started and connected",
+                                               "fix": "check the other nodes with --exclude local1"}]
+                                      if as_json else "daemon_start          fail    tlaunchd exited with status 3" in r.stdout),
+             f"preflight with a node that cannot start (json={as_json}): exit {r.returncode} {r.stdout!r} {r.stderr}")
 print("PASS")
