@@ -238,6 +238,7 @@ void JobSession::tick() {
       fail(exitStatusFor(Errc::time_limit), "time limit of " + formatDuration(cfg_.spec.time_limit_s) +
                                                 " reached (--time-limit): the job was stopped");
     if (lostNodePending() && now >= lost_deadline_) failNodeLost();
+    prepareFailuresDue(now);
     // Held failures wait for a pending node loss too: the lost node would explain them.
     if (blame_->due(now) && !lostNodePending()) settleBlame();
     if (phase_ == Phase::connecting && now > phase_deadline_) {

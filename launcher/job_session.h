@@ -332,6 +332,16 @@ class JobSession {
   };
   std::vector<EndedUnjoined> ended_unjoined_;
   void onPmixClient(Link& link, int rank);
+  // Nodes that cannot run the job, gathered until every node answered or a moment passed.
+  struct PrepareFailure {
+    int node = -1;
+    Error why;
+  };
+  std::vector<PrepareFailure> prepare_failures_;
+  static constexpr std::chrono::seconds kPrepareFailuresWait{2};
+  std::chrono::steady_clock::time_point prepare_failures_due_{};
+  void onPrepareFailed(Link& link, Error why);
+  void prepareFailuresDue(std::chrono::steady_clock::time_point now);
   void sayUnstartedAsPreflight();
   void failImproperEnd(int rank, const std::string& node, int64_t ended_us, const std::string& what);
   bool failed_ = false;

@@ -219,7 +219,7 @@ std::string JobSession::lostNodeText(const Link& link, const LostNode& lost) con
   const size_t eol = end.find('\n');
   const std::string ended = end.substr(0, eol);
   const std::string said = eol == std::string::npos ? "" : end.substr(eol);
-  const std::string count = std::to_string(below.size());
+  const std::string count = std::to_string(below.size()) + (below.size() == 1 ? " node" : " nodes");
   if (below.empty() && ended.empty())
     return diagnosticError(Errc::node_lost, "node-lost", {{"node", link.name}, {"reason", reason}}).message;
   if (below.empty())

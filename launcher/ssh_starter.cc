@@ -246,7 +246,9 @@ std::string explainDaemonSessionEnd(int exit_status, const std::string& stderr_t
            ")" + said;
   // 255: ssh's own failure (the connection dropped), or the remote tlaunchd killed by a signal,
   // which OpenSSH's client reports the same way.
-  if (exit_status == 255) return "its ssh session ended with status 255" + said;
+  if (exit_status == 255)
+    return "its ssh session ended with status 255: tlaunchd there was killed by a signal (kill -9, the OOM killer: "
+           "the node's `dmesg` says), or the connection to the node dropped" + said;
   return "tlaunchd exited with status " + std::to_string(exit_status) + said;
 }
 

@@ -215,7 +215,9 @@ TEST_CASE("hosts: explainDaemonSessionEnd: the end of a connected daemon's ssh s
   CHECK(explainDaemonSessionEnd(-9, "") == "its ssh session was killed by signal 9 (Killed)");
   // A node that rebooted: ssh's own words follow, on lines of their own.
   const std::string rebooted = explainDaemonSessionEnd(255, "Connection to node3 closed by remote host.\r\n");
-  CHECK(rebooted == "its ssh session ended with status 255\n  ssh said: Connection to node3 closed by remote host.");
+  CHECK(rebooted == "its ssh session ended with status 255: tlaunchd there was killed by a signal (kill -9, the OOM "
+                    "killer: the node's `dmesg` says), or the connection to the node dropped\n  ssh said: Connection to "
+                    "node3 closed by remote host.");
   // A sanitizer's report from the daemon: its last lines, not all of it.
   std::string report;
   for (int i = 0; i < 40; ++i) report += "    #" + std::to_string(i) + " 0x4f00 in frame" + std::to_string(i) + "\n";
