@@ -1,5 +1,6 @@
 // tlaunchd's answers to `tlaunch stacks` and `tlaunch status` (part of DaemonSession).
 #include "daemon/daemon_session.h"
+#include "daemon/descendants.h"
 #include "daemon/stack_collector.h"
 
 namespace tlaunch {
@@ -16,18 +17,38 @@ void DaemonSession::handleStacks(const Json& msg) {
   });
 }
 
+// A rank and what it started, as one: `bash train.sh` is mostly its python, and a data loader's
+// workers are the rank's CPU and memory too. The state is the rank's own, or "running" when
+// it waits while one of its processes runs.
+RankStatusSampler::Sample DaemonSession::sampleWithDescendants(pid_t rank, const std::vector<ProcEntry>& procs) {
+  RankStatusSampler::Sample total = status_sampler_.sample(rank);
+  if (total.state == "exited") return total;
+  bool child_runs = false;
+  for (const auto& d : descendantsOf(rank, procs)) {
+    const auto s = status_sampler_.sample(d.pid);
+    if (s.state == "exited") continue;
+    total.cpu_percent += s.cpu_percent;
+    total.rss_bytes += s.rss_bytes;
+    child_runs = child_runs || s.state == "running";
+  }
+  if (total.state == "sleeping" && child_runs) total.state = "running";
+  return total;
+}
+
 void DaemonSession::handleStatus(const Json& msg) {
   Json ranks = Json::array();
   const auto now = std::chrono::steady_clock::now();
+  const std::vector<ProcEntry> procs = ranks_ ? listProcesses() : std::vector<ProcEntry>{};
   if (ranks_) {
     for (const auto& v : ranks_->view()) {
-      auto s = v.exited ? RankStatusSampler::Sample{"exited", 0, 0} : status_sampler_.sample(v.pid);
+      auto s = v.exited ? RankStatusSampler::Sample{"exited", 0, 0} : sampleWithDescendants(v.pid, procs);
       ranks.push_back({{"r", v.rank},
                        {"pid", v.pid},
                        {"state", s.state},
                        {"cpu", s.cpu_percent},
                        {"rss", s.rss_bytes},
-                       {"quiet_s", std::chrono::duration<double>(now - v.last_output).count()}});
+                       {"quiet_s", std::chrono::duration<double>(now - v.last_output).count()},
+                       {"printed", v.printed}});
     }
   }
   conn_->send({{"t", "status_report"},

@@ -8,11 +8,13 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <asio.hpp>
 
 #include "bootstrap/connection.h"
 #include "bootstrap/message_router.h"
+#include "daemon/descendants.h"
 #include "daemon/nccl_watch_set.h"
 #include "daemon/pmix_bridge.h"
 #include "daemon/rank_status.h"
@@ -129,6 +131,7 @@ class DaemonSession {
   // `tlaunch stacks` / `tlaunch status` (daemon_inspect.cc).
   void handleStacks(const Json& msg);
   void handleStatus(const Json& msg);
+  RankStatusSampler::Sample sampleWithDescendants(pid_t rank, const std::vector<ProcEntry>& procs);
 
   asio::io_context& io_;
   DaemonOptions opts_;

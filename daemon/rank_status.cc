@@ -53,7 +53,7 @@ RankStatusSampler::Sample RankStatusSampler::sample(pid_t pid) {
   const auto now = std::chrono::steady_clock::now();
   auto it = last_.find(pid);
   double ticks = 0, seconds = 0;
-  if (it != last_.end()) {
+  if (it != last_.end() && it->second.start_ticks == st.start_ticks && st.cpu_ticks >= it->second.ticks) {
     ticks = static_cast<double>(st.cpu_ticks - it->second.ticks);
     seconds = std::chrono::duration<double>(now - it->second.at).count();
   } else {
@@ -65,7 +65,7 @@ RankStatusSampler::Sample RankStatusSampler::sample(pid_t pid) {
     seconds = uptime - static_cast<double>(st.start_ticks) / hz;
   }
   if (seconds > 0.01) s.cpu_percent = 100.0 * ticks / hz / seconds;
-  last_[pid] = {st.cpu_ticks, now};
+  last_[pid] = {st.cpu_ticks, st.start_ticks, now};
   return s;
 }
 

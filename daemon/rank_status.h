@@ -32,6 +32,7 @@ class RankStatusSampler {
  private:
   struct Last {
     unsigned long long ticks = 0;
+    unsigned long long start_ticks = 0;  // another process that has the pid since is not this one
     std::chrono::steady_clock::time_point at;
   };
   std::map<pid_t, Last> last_;

@@ -146,7 +146,10 @@ void RankSupervisor::showWhenQuiet(Rank& r, int which) {
 }
 
 void RankSupervisor::relay(Rank& r, int which, std::vector<OutputSegment>& segments) {
-  if (!segments.empty()) r.last_output = std::chrono::steady_clock::now();
+  if (!segments.empty()) {
+    r.last_output = std::chrono::steady_clock::now();
+    r.printed = true;
+  }
   for (auto& seg : segments) {
     if (which == 2 && seg.kind == OutputKind::lines) rememberStderr(r, seg.bytes);
     if (events_.output) events_.output(r.rank, which, seg.kind, seg.bytes);
@@ -386,7 +389,7 @@ void RankSupervisor::resumeOutput() {
 
 std::vector<RankSupervisor::View> RankSupervisor::view() const {
   std::vector<View> out;
-  for (const auto& r : ranks_) out.push_back({r->rank, r->pid, r->exited, r->last_output});
+  for (const auto& r : ranks_) out.push_back({r->rank, r->pid, r->exited, r->last_output, r->printed});
   return out;
 }
 

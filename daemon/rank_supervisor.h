@@ -98,6 +98,7 @@ class RankSupervisor {
     pid_t pid = -1;
     bool exited = false;
     std::chrono::steady_clock::time_point last_output;  // its start, if it printed nothing yet
+    bool printed = false;
   };
   std::vector<View> view() const;
   bool outputPaused() const { return paused_; }  // held back: the frontend's reader is slow
@@ -138,6 +139,7 @@ class RankSupervisor {
     int wait_status = 0;
     std::deque<std::string> tail;
     std::chrono::steady_clock::time_point last_output;
+    bool printed = false;
     std::unique_ptr<asio::steady_timer> linger;  // exited but a descendant holds the pipes open
     std::unique_ptr<asio::steady_timer> exit_poll;  // without a pidfd, or a traced zombie: polls waitid
   };

@@ -47,7 +47,7 @@ bool isFile(const std::string& path) {
 std::vector<std::string> deepspeedEnvFileCandidates(const std::map<std::string, std::string>& env) {
   std::string name = kDefaultName;
   if (auto it = env.find("DS_ENV_FILE"); it != env.end() && !it->second.empty()) name = it->second;
-  if (name.front() == '/') return {name};
+  if (name.find('/') != std::string::npos) return {name};  // a path (./x.env, /etc/job.env), not a name to look up
   std::vector<std::string> out;
   if (auto home = env.find("HOME"); home != env.end() && !home->second.empty())
     out.push_back(home->second + (home->second.back() == '/' ? "" : "/") + name);

@@ -144,9 +144,13 @@ std::string JobInspector::statusText(const Request& r) const {
   for (const auto& row : rows) {
     const double cpu = row.e.contains("cpu") && row.e["cpu"].is_number() ? row.e["cpu"].get<double>() : 0;
     const double quiet = row.e.contains("quiet_s") && row.e["quiet_s"].is_number() ? row.e["quiet_s"].get<double>() : 0;
-    std::snprintf(line, sizeof line, "%-6d %-20s %-8lld %-10s %6.1f %10.1f %.0f s ago\n", row.rank, row.node.c_str(),
+    // An older daemon does not say whether the rank printed: its quiet time then counts from either.
+    const bool printed = !row.e.contains("printed") || getBool(row.e, "printed");
+    char last[64];
+    std::snprintf(last, sizeof last, printed ? "%.0f s ago" : "none (started %.0f s ago)", quiet);
+    std::snprintf(line, sizeof line, "%-6d %-20s %-8lld %-10s %6.1f %10.1f %s\n", row.rank, row.node.c_str(),
                   getInt(row.e, "pid"), getString(row.e, "state").c_str(), cpu,
-                  static_cast<double>(getInt(row.e, "rss")) / (1 << 20), quiet);
+                  static_cast<double>(getInt(row.e, "rss")) / (1 << 20), last);
     text += line;
   }
   for (size_t n = 0; n < nodes.size(); ++n)

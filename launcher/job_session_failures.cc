@@ -25,8 +25,8 @@ namespace tlaunch {
 
 namespace {
 constexpr const char* kEndedBeforeInit =
-    "exited with status 0 before calling MPI_Init / PMIx_Init, which other ranks called: they would wait for it in "
-    "MPI_Init for ever";
+    "exited with status 0 before calling MPI_Init / PMIx_Init, which other ranks called (as mpirun, an improper end: "
+    "MPI_Init's fence would wait for it for ever)";
 }  // namespace
 
 void JobSession::onRankFailed(RankFailure f) {

@@ -175,6 +175,7 @@ void buildEnvironments(const NetworkChoice* network, const std::vector<NodeRepor
   RankEnvInput in;  // filled once per node; per rank only its identity and binding change
   in.job = job;
   in.network = network;
+  in.network_unasked = plan.network_unasked;
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     NodeLaunch& nl = plan.nodes[i];
     const int here = static_cast<int>(nl.ranks.size());
@@ -349,7 +350,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
       pmix.ranks_by_node.push_back(std::move(ranks));
     }
     // MPI's TCP traffic follows the network choice; simulated nodes on this host talk over lo.
-    pmix.tcp_if_include = *network ? (*network)->cidr : "lo";
+    pmix.tcp_if_include = *network ? (*network)->cidr : plan.network_unasked ? "" : "lo";
     // Each node gets its place; the geometry is the plan's, sent once (JobPlan::pmix).
     for (size_t i = 0; i < plan.nodes.size(); ++i) {
       plan.nodes[i].pmix.enabled = true;

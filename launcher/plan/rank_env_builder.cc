@@ -38,7 +38,7 @@ std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& use
       if (s.name == "MASTER_ADDR" || s.overridden_by_user) continue;
       env.push_back(s.name + "=" + s.value);
     }
-  } else {
+  } else if (!in.network_unasked) {
     for (const auto& [k, v] : loopbackEnv()) add(k, v);
     if (!hca.empty()) add("UCX_NET_DEVICES", hca);
   }

@@ -23,6 +23,7 @@ struct RankEnvInput {
   bool gpu_rank = false;                   // the rank drives binding->gpu_busid
   std::string visible_gpus;                // CUDA_VISIBLE_DEVICES: the node's chosen GPUs, or Slurm's there
   const NetworkChoice* network = nullptr;  // null: every node is this host (loopback)
+  bool network_unasked = false;            // --offline for other hosts: no network, and no loopback either
   std::size_t node = 0;                    // the rank's node in network->nodes
   bool pmix = false;                       // direct launch: the daemon runs a PMIx server
   std::string pmix_tcp_if_include;         // Open MPI's TCP networks without a network choice ("lo")

@@ -321,4 +321,11 @@ for as_json in (False, True):
                                                "fix": "check the other nodes with --exclude local1"}]
                                       if as_json else "daemon_start          fail    tlaunchd exited with status 3" in r.stdout),
              f"preflight with a node that cannot start (json={as_json}): exit {r.returncode} {r.stdout!r} {r.stderr}")
+# What would refuse the job refuses the preflight too: it passed where the job's network could
+# not be chosen (an interface missing on a node).
+r = tl.run(["preflight", "--launcher", "local", "-N", "2", "--net-if", "nosuch0", "--json"])
+rows = json.loads(r.stdout) if r.stdout.strip() else []
+tl.check(r.returncode == 78 and any(i["check"] == "network" and i["status"] == "fail" and
+                                    "local1: has no interface named nosuch0" in i["found"] for i in rows),
+         f"preflight --net-if of an interface the nodes lack: exit {r.returncode} {r.stdout!r} {r.stderr}")
 print("PASS")

@@ -19,6 +19,7 @@ TEST_CASE("deepspeed env files are looked up as deepspeed does: home, then the c
   CHECK(deepspeedEnvFileCandidates({{"HOME", "/home/u"}, {"DS_ENV_FILE", "/etc/job.env"}}) ==
         std::vector<std::string>{"/etc/job.env"});
   CHECK(deepspeedEnvFileCandidates({}) == std::vector<std::string>{"./.deepspeed_env"});
+  CHECK(deepspeedEnvFileCandidates({{"HOME", "/home/u"}, {"DS_ENV_FILE", "./r.env"}}) == std::vector<std::string>{"./r.env"});
 }
 
 TEST_CASE("an env file's lines: KEY=VALUE, comments and blanks skipped, quotes and blanks trimmed") {
