@@ -166,8 +166,13 @@ void Containment::signalOthers(int sig, const std::set<pid_t>& skip_groups) {
     std::set<pid_t> in_groups;
     for (const auto& p : procs)
       if (skip_groups.count(p.pgid)) in_groups.insert(p.pid);
-    for (pid_t pid : cgroup_->members())
-      if (!in_groups.count(pid)) targets.insert(pid);
+    for (pid_t pid : cgroup_->members()) {
+      if (in_groups.count(pid)) continue;
+      // Forked since the snapshot (a rank's SIGTERM handler starting its checkpoint): its own
+      // group decides, or its rank's checkpoint would get the SIGTERM meant for strays.
+      if (const pid_t group = ::getpgid(pid); group > 0 && skip_groups.count(group)) continue;
+      targets.insert(pid);
+    }
   }
   for (pid_t pid : targets) ::kill(pid, sig);
 }

@@ -305,6 +305,18 @@ os.kill(p.pid, signal.SIGKILL)
 p.wait()
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers 10 s after SIGKILL of tlaunch: {leftovers(job)}")
 
+# 5a. A checkpoint a rank's SIGTERM handler starts runs to its end: the teardown's sweep for
+# strays (processes that left the rank's group) took a process forked after its snapshot of
+# /proc for one, and sent it the SIGTERM too (a shell's `sleep 1` below, killed at once).
+for attempt in range(2):
+    p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--", "bash", "-c",
+                  'trap "sleep 1; echo checkpoint done; exit 0" TERM; echo "pid $$ ready"; sleep 30 & wait'])
+    wait_ready(p, 1)
+    os.kill(p.pid, signal.SIGTERM)
+    out, err = tl.communicate_or_fail(p, 30, "after SIGTERM with a checkpoint")
+    tl.check("checkpoint done" in out and "Terminated" not in out + err,
+             f"a checkpoint forked by the rank's SIGTERM handler was cut short: {out!r} {err!r}")
+
 # 6. `tlaunch preflight` where a node's daemon cannot start: its row says so (the table, and
 # --json for scripts: it was empty), exit 69.
 wrapper = os.path.join(tl.tempdir(), "broken_local1.sh")
