@@ -133,18 +133,18 @@ void JobSession::planAndPrepare() {
     JobPlan checked;
     auto network = chooseJobNetwork(cfg_.spec, reports, cfg_.plan_context);  // which ports are the job's
     const NetworkChoice* chosen = network && *network ? &**network : nullptr;
-    // The job's own plan decides too: what would refuse the job (an interface missing on one
-    // node, no subnet common to all) must not pass here.
     std::vector<PreflightItem> measured = cfg_.plan_context.measured_preflight;
-    if (auto plan = makePlan(cfg_.spec, reports, cfg_.plan_context); !plan) {
-      const bool said = std::any_of(measured.begin(), measured.end(), [&](const PreflightItem& i) {
-        return i.status == PreflightStatus::fail && i.found == plan.error().message;
-      });
-      if (!said)
+    auto verdict = evaluatePreflight(cfg_.spec, reports, checked, measured, chosen);
+    // Where every check passed, the job's own plan decides too: what would refuse the job (an
+    // interface missing on one node, no subnet common to all) must not pass here. (A failed
+    // check explains such a refusal already: it is not said twice.)
+    if (verdict)
+      if (auto plan = makePlan(cfg_.spec, reports, cfg_.plan_context); !plan && plan.error().code != Errc::preflight) {
         measured.push_back({plan.error().code == Errc::fabric ? "network" : "plan", "", "", PreflightStatus::fail,
                             plan.error().message, "a job on these nodes can be planned", plan.error().hint});
-    }
-    auto verdict = evaluatePreflight(cfg_.spec, reports, checked, measured, chosen);
+        checked = JobPlan{};
+        verdict = evaluatePreflight(cfg_.spec, reports, checked, measured, chosen);
+      }
     std::string text = cfg_.spec.json ? jsonText(preflightToJson(checked.preflight_items), 2) + "\n"
                                       : renderPreflightTable(checked.preflight_items) + "\n" +
                                             "preflight: " + preflightSummary(checked.preflight_items) + "\n";

@@ -286,9 +286,20 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
       for (const auto& c : kept.list)
         if (!contains(*cidr, c.address)) outside.push_back(describe(c));
       std::erase_if(kept.list, [&](const Candidate& c) { return !contains(*cidr, c.address); });
-      if (kept.list.empty())
-        problems.push_back(node.node + ": no " + what + " has an address in " + formatCidr(*cidr) + " (found " +
-                           joinStrings(outside, ", ") + ")");
+      if (kept.list.empty()) {
+        // An interface that has its address there but cannot be used (down, no carrier) is the
+        // likelier cause than the subnet: say it.
+        std::string unusable;
+        for (const auto& iface : node.fabric.interfaces)
+          for (const auto& a : iface.ipv4)
+            if (const auto addr = parseIpv4(a.address); addr && contains(*cidr, *addr) && unusable.empty())
+              if (const std::string problem = livenessProblem(iface); !problem.empty())
+                unusable = problem + " (it has " + a.address + ")";
+        problems.push_back(node.node + ": " +
+                           (!unusable.empty() ? unusable
+                                              : "no " + std::string(what) + " has an address in " + formatCidr(*cidr) +
+                                                    " (found " + joinStrings(outside, ", ") + ")"));
+      }
     }
     if (kept.list.empty() && names.empty() && !(cidr && !found.list.empty())) {
       std::string why = found.reasons.empty() ? std::string("no IPoIB or RoCE interface") : joinStrings(found.reasons, "; ");

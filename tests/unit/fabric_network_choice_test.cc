@@ -342,6 +342,22 @@ TEST_CASE("an interface named with --net-if that cannot serve says why") {
   CHECK(contains(unmatched.error().message, "node2: ib7: IPoIB interface matched to no HCA port"));
 }
 
+TEST_CASE("--net-cidr where a node's interface in it is down: that is said, not 'no address in'") {
+  FabricBuilder node2 = FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.2").ib("mlx5_1", 1, "ib1", "10.2.0.2");
+  node2.iface("ib0").up = false;
+  node2.iface("ib0").running = false;
+  std::vector<NodeFabricInput> nodes{
+      node("node1", FabricBuilder().ib("mlx5_0", 1, "ib0", "10.1.0.1").ib("mlx5_1", 1, "ib1", "10.2.0.1")),
+      node("node2", node2),
+  };
+  NetOptions options;
+  options.net_cidr = "10.1.0.0/16";
+  auto down = chooseNetwork(nodes, options);
+  REQUIRE_FALSE(down);
+  INFO(down.error().message);
+  CHECK(contains(down.error().message, "node2: ib0 is down (it has 10.1.0.2)"));
+}
+
 // Every Docker host has docker0 172.17.0.1/16: a subnet common to all nodes, on which every
 // node has the same address. MASTER_ADDR there would make each node talk to itself.
 TEST_CASE("docker0: the same address on every node never joins them; real interfaces rank first") {
