@@ -43,6 +43,7 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/failure_blame.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/restart_policy.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/start_failure_report.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/same_failure_nodes.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/failure_cli.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_directory.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_collectives.cc

@@ -27,6 +27,8 @@ namespace {
 constexpr const char* kEndedBeforeInit =
     "exited with status 0 before calling MPI_Init / PMIx_Init, which other ranks called (as mpirun, an improper end: "
     "MPI_Init's fence would wait for it for ever)";
+constexpr const char* kEndedUnfinalized =
+    "exited with status 0 without calling MPI_Finalize / PMIx_Finalize after MPI_Init / PMIx_Init";
 }  // namespace
 
 void JobSession::onRankFailed(RankFailure f) {
@@ -156,11 +158,9 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   if (!ours && !signaled && code == 0 && getBool(msg, "unfinalized")) {
     if (jobs_rank)
       failImproperEnd(rank, link.name, getInt(msg, "at_us", 0),
-                      "exited with status 0 without calling MPI_Finalize / PMIx_Finalize after MPI_Init / "
-                      "PMIx_Init: the other ranks would wait for it for ever");
+                      std::string(kEndedUnfinalized) + ": the other ranks would wait for it for ever");
     else  // a PMIx_Spawn process: its parent's program decides
-      out_.note(rankName(rank) + " on node " + link.name +
-                " exited with status 0 without calling MPI_Finalize / PMIx_Finalize after MPI_Init / PMIx_Init");
+      out_.note(rankName(rank) + " on node " + link.name + " " + kEndedUnfinalized);
   } else if (!ours && !signaled && code == 0 && jobs_rank && cfg_.spec.pmix && !pmix_joined_.contains(rank)) {
     if (pmix_clients_)
       failImproperEnd(rank, link.name, getInt(msg, "at_us", 0), kEndedBeforeInit);

@@ -1,16 +1,15 @@
 // What the frontend does with each message a daemon sends, as one table (bootstrap/
 // message_router.h): the types the protocol defines from daemon to frontend, and their handlers.
 #include <algorithm>
-#include <cctype>
 
 #include "bootstrap/error_text.h"
 #include "launcher/job_inspector.h"
 #include "launcher/job_session.h"
-#include "launcher/hostlist.h"
 #include "launcher/job_session_link.h"
 #include "launcher/pmix_collectives.h"
 #include "launcher/pmix_directory.h"
 #include "launcher/pmix_job_control.h"
+#include "launcher/same_failure_nodes.h"
 #include "launcher/stdin_credit.h"
 
 namespace tlaunch {
@@ -102,46 +101,14 @@ void JobSession::prepareFailuresDue(Clock::time_point now) {
   if (failed_ || prepare_failures_.empty()) return;
   const bool all_answered = std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->prepared || l->closed; });
   if (!all_answered && now < prepare_failures_due_) return;
-  // Failures that differ only in the node's name are one, said once with every node.
-  std::vector<std::pair<std::string, std::vector<int>>> groups;  // message with "{node}", nodes
-  const auto generic = [this](const PrepareFailure& f) {
-    std::string text = f.why.message;
-    const std::string& name = links_[static_cast<size_t>(f.node)]->name;
-    for (size_t at = 0; (at = text.find(name, at)) != std::string::npos;) {
-      const bool alone = (at == 0 || !std::isalnum(static_cast<unsigned char>(text[at - 1]))) &&
-                         (at + name.size() == text.size() || !std::isalnum(static_cast<unsigned char>(text[at + name.size()])));
-      if (!alone) {
-        at += name.size();
-        continue;
-      }
-      text.replace(at, name.size(), "{node}");
-      at += 6;
-    }
-    return text;
-  };
-  for (const auto& f : prepare_failures_) {
-    const std::string key = generic(f);
-    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == key; });
-    if (g == groups.end()) groups.push_back({key, {f.node}});
-    else g->second.push_back(f.node);
-  }
+  std::sort(prepare_failures_.begin(), prepare_failures_.end(),
+            [](const PrepareFailure& a, const PrepareFailure& b) { return a.node < b.node; });  // node order
+  std::vector<NodeFailureText> texts;
+  for (const auto& f : prepare_failures_) texts.push_back({links_[static_cast<size_t>(f.node)]->name, f.why.message});
   std::string text;
-  for (auto& group : groups) {
-    const std::string& key = group.first;
-    std::vector<int>& nodes = group.second;
-    std::sort(nodes.begin(), nodes.end());
-    std::vector<std::string> names;
-    for (int n : nodes) names.push_back(links_[static_cast<size_t>(n)]->name);
-    std::string message = key;
-    const std::string shown = names.size() == 1 ? names.front() : compressHostlist(names);
-    const auto substitute = [&message](const std::string& from, const std::string& to) {
-      for (size_t at = 0; (at = message.find(from, at)) != std::string::npos; at += to.size()) message.replace(at, from.size(), to);
-    };
-    if (names.size() > 1) substitute("node {node}", "nodes " + shown);
-    substitute("{node}", shown);
-    const PrepareFailure& first = *std::find_if(prepare_failures_.begin(), prepare_failures_.end(),
-                                                [&](const PrepareFailure& f) { return f.node == nodes.front(); });
-    text += (text.empty() ? "" : "\n") + describeError({first.why.code, message, first.why.hint});
+  for (const auto& merged : mergeSameFailures(texts)) {
+    const Error& why = prepare_failures_[merged.first].why;
+    text += (text.empty() ? "" : "\n") + describeError({why.code, merged.message, why.hint});
   }
   const PrepareFailure& first = prepare_failures_.front();
   fail(exitStatusFor(first.why.code), text, -1, {}, nodeLabel(first.node));

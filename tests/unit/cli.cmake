@@ -10,6 +10,7 @@ tlaunch_add_unit_test(NAME cli_unit_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_restart_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_hang_timeout_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_start_failure_report_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_same_failure_nodes_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_lifecycle_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_deepspeed_env_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/cli_control_socket_test.cc
