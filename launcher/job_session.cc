@@ -110,7 +110,11 @@ JobOutcome JobSession::run() {
     startInspector();
   }
   watchSignals();
-  if (spawnsTree()) tree_ = TreeShape{static_cast<int>(links_.size()), cfg_.spec.tree_radix};
+  if (spawnsTree()) {
+    tree_ = TreeShape{static_cast<int>(links_.size()), cfg_.spec.tree_radix};
+    for (size_t i = 0; i < cfg_.started_by_frontend.size() && i < links_.size(); ++i)
+      links_[i]->started_by_frontend = cfg_.started_by_frontend[i];
+  }
   if (auto r = starter_->start(nodesToStart(), daemonCommand(), cfg_.secret); !r) {
     fail(exitStatusFor(r.error().code), describeError(r.error()));
   }

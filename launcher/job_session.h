@@ -56,6 +56,7 @@ struct SessionConfig {
   // Over ssh, with more nodes than --tree-radix: the frontend starts its direct children only,
   // and each daemon starts its own children over ssh with these options (tree spawn).
   std::optional<SshStarterOptions> tree_spawn;
+  std::vector<bool> started_by_frontend;  // under tree spawn, by node index: tlaunch's own host
   std::string daemon_path;
   Json daemon_config;  // sent to every daemon in its welcome (topology_xml, sysfs_root, ...)
   // --time-limit counts from here: tlaunch's start, not this attempt's (--max-restarts).

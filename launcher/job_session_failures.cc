@@ -345,7 +345,7 @@ void JobSession::sayUnstartedAsPreflight() {
 }
 
 bool JobSession::belowFailedNode(int index) const {
-  if (!tree_ || !spawnsTree()) return false;
+  if (!tree_ || !spawnsTree() || links_[static_cast<size_t>(index)]->started_by_frontend) return false;
   for (int p = tree_->parentOf(index); p >= 0; p = tree_->parentOf(p))
     if (start_failures_.has(p)) return true;
   return false;

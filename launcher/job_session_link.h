@@ -25,7 +25,7 @@ struct JobSession::Link {
   bool drained = false;
   bool closed = false;
   bool routed = false;  // attached to its tree parent: conn is null, messages go through the parent
-  bool started_by_frontend = false;  // its parent could not ssh to it: tlaunch did (once)
+  bool started_by_frontend = false;  // tree spawn: tlaunch's own host, or its parent could not ssh to it
   // Its parent reported it lost before its own "attached" (on its direct connection) was read:
   // once that arrives, the node is lost, not attached.
   std::string lost_by_parent;

@@ -22,7 +22,7 @@ std::vector<NodeTarget> JobSession::nodesToStart() const {
   if (!tree_) return cfg_.starter_nodes.empty() ? cfg_.nodes : cfg_.starter_nodes;
   std::vector<NodeTarget> direct;
   for (const auto& n : cfg_.nodes)
-    if (tree_->parentOf(n.index) < 0) direct.push_back(n);
+    if (tree_->parentOf(n.index) < 0 || links_[static_cast<size_t>(n.index)]->started_by_frontend) direct.push_back(n);
   return direct;
 }
 
@@ -41,8 +41,10 @@ void JobSession::placeInTree(Link& link) {
   Json targets = Json::array();
   for (int c : tree_->childrenOf(link.index)) {
     const NodeTarget& n = cfg_.nodes[static_cast<size_t>(c)];
-    // Started by the frontend already (its parent could not): the parent only expects it.
-    if (links_[static_cast<size_t>(c)]->conn) continue;
+    // Started by the frontend (tlaunch's own host, or its parent could not): the parent only
+    // expects it; it connects here and is placed in turn.
+    const Link& child = *links_[static_cast<size_t>(c)];
+    if (child.conn || child.started_by_frontend) continue;
     targets.push_back({{"index", n.index}, {"name", n.name}, {"host", n.host}});
   }
   Json m = treeMessage(link.index);

@@ -220,6 +220,7 @@ std::string JobSession::lostNodeText(const Link& link, const LostNode& lost) con
   const std::string ended = end.substr(0, eol);
   const std::string said = eol == std::string::npos ? "" : end.substr(eol);
   const std::string count = std::to_string(below.size()) + (below.size() == 1 ? " node" : " nodes");
+  const std::string their = below.size() == 1 ? "its" : "their";
   if (below.empty() && ended.empty())
     return diagnosticError(Errc::node_lost, "node-lost", {{"node", link.name}, {"reason", reason}}).message;
   if (below.empty())
@@ -228,11 +229,11 @@ std::string JobSession::lostNodeText(const Link& link, const LostNode& lost) con
            said;
   if (ended.empty())
     return diagnosticError(Errc::node_lost, "node-lost-subtree",
-                           {{"node", link.name}, {"reason", reason}, {"count", count}, {"nodes", joinSome(below)}})
+                           {{"node", link.name}, {"reason", reason}, {"count", count}, {"their", their}, {"nodes", joinSome(below)}})
         .message;
   return diagnosticError(
              Errc::node_lost, "node-lost-subtree-ended",
-             {{"node", link.name}, {"reason", reason}, {"ended", ended}, {"count", count}, {"nodes", joinSome(below)}})
+             {{"node", link.name}, {"reason", reason}, {"ended", ended}, {"count", count}, {"their", their}, {"nodes", joinSome(below)}})
              .message +
          said;
 }

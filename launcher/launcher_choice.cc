@@ -296,12 +296,14 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       w.keep_s = spec.keep_daemons_s;
       remote = std::make_unique<WarmStarter>(std::move(w), std::move(**warm), std::move(remote));
     }
-    if (any_local) {
-      choice.starter = std::make_unique<SplitStarter>(std::move(is_local), std::move(remote));
-    } else {
-      if (!*warm) choice.tree_spawn = o;  // a daemon starts its tree children the same way
-      choice.starter = std::move(remote);
+    if (!*warm) {
+      choice.tree_spawn = o;  // a daemon starts its tree children the same way
+      // tlaunch's own host is one of the nodes: it starts that daemon itself, as a local
+      // process, wherever the node sits in the tree (no ssh to itself, as without a tree).
+      if (any_local) choice.started_by_frontend = is_local;
     }
+    if (any_local) choice.starter = std::make_unique<SplitStarter>(std::move(is_local), std::move(remote));
+    else choice.starter = std::move(remote);
   } else {
     SlurmStarterOptions o;
     o.slurm_args = spec.slurm_args;

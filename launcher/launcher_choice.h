@@ -29,6 +29,9 @@ struct LauncherChoice {
   std::vector<NodeTarget> starter_nodes;  // with unnamed_nodes: placeholders for the starter
   // Over ssh: daemons start their tree children over ssh with these options (tree spawn).
   std::optional<SshStarterOptions> tree_spawn;
+  // Under tree spawn, by node index: the nodes tlaunch starts itself wherever they sit in the
+  // tree (tlaunch's own host: started as a local process, not over ssh to itself).
+  std::vector<bool> started_by_frontend;
   RankLayout layout;                      // nodes x ranks per node, and why
   std::vector<std::string> notes;         // said before the job starts
 };

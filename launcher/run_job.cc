@@ -104,6 +104,7 @@ JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::str
   cfg.unnamed_nodes = choice.unnamed_nodes;
   cfg.starter_nodes = choice.starter_nodes;
   cfg.tree_spawn = choice.tree_spawn;
+  cfg.started_by_frontend = choice.started_by_frontend;
   cfg.daemon_path = spec.daemon_path.empty() ? selfDirectory() + "/tlaunchd" : spec.daemon_path;
   cfg.plan_context = setup.plan_context;
   cfg.plan_context.job_id = job_id;

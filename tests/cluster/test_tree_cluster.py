@@ -8,6 +8,8 @@ inside salloc srun starts all four and node3 and node4 attach to node1. As a use
 - an ssh launch, 4 x 2 ranks: every rank's line arrives tagged with its node, -v says the tree is
   in place with tlaunch talking to 2 of 4 daemons, exit 0;
 - a rank failing on node4 (below node1): the job exits with its status and names rank and node;
+- tlaunch run on node3 (a node of the job, below node1): it starts node3's daemon itself, node1
+  starts node4's over ssh, every rank runs;
 - node3 unable to reach node1 (a prohibit route on the management network): over ssh node1 cannot
   start node3's daemon and tlaunch starts it instead; inside salloc node3 cannot attach to node1
   and stays connected to tlaunch; either way tlaunch says so and the job runs on every node;
@@ -75,6 +77,28 @@ def ssh_launch(ws):
           "radix 2 over ssh: -v says tlaunch talks to 2 of the 4 daemons, node1 started the others", r.stderr[-1500:])
     if r.job:
         nothing_left("radix 2 over ssh", r.job)
+
+
+def frontend_on_a_node(ws):
+    """tlaunch run on node3, one of the job's nodes (a user on a login node that is also a compute
+    node, or on the first node of an allocation): node3 sits below node1 in the tree, but tlaunch
+    starts its daemon itself as a local process (no ssh to its own host); node1 starts only
+    node4's. Every rank runs; -v counts 3 of 4 daemons talking to tlaunch; no fallback is said."""
+    program = ["--", "/bin/sh", "-c",
+               'd=$(ps -o ppid= -p $PPID | tr -d " "); echo rank $RANK on $(hostname) started by $(ps -o comm= -p $d)']
+    argv = [ws.tlaunch, *cj.NET, *TREE, "-v", *hosts(), "-p", "1", *program]
+    r = vc.exec("node3", argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                timeout=TIMEOUT, cwd=ws.dir, env=vc.environ())
+    if cj.job_id_in(r.stderr):
+        jobs_seen.append(cj.job_id_in(r.stderr))
+    # node3's daemon is tlaunch's child; the others are sshd's (node4's: over ssh from node1).
+    want = sorted(f"[{node}:{i}] rank {i} on {node} started by {'tlaunch' if node == 'node3' else 'sshd'}"
+                  for i, node in enumerate(vc.nodes))
+    lines = sorted(l for l in r.stdout.splitlines() if " rank " in l)
+    check(r.returncode == 0 and lines == want and "control tree: tlaunch talks to 3 of 4 daemons" in r.stderr and
+          "could not" not in r.stderr,
+          "radix 2, tlaunch on node3: node3's daemon is tlaunch's own child, node1 starts node4's, every rank runs",
+          f"exit {r.returncode}\n     stdout {r.stdout!r}\n     stderr {r.stderr[-1500:]!r}")
 
 
 def parent_unreachable(ws):
@@ -212,6 +236,7 @@ def main():
             print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
             ssh_launch(ws)
             rank_failure(ws)
+            frontend_on_a_node(ws)
             parent_unreachable(ws)
             if hello_program and os.path.exists(hello_program):
                 hello = hello_program

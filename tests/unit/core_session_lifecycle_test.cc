@@ -42,6 +42,7 @@ struct Script {
   std::function<void(class FakeDaemon&)> after_start;  // e.g. close the connection
   bool ping = true;                              // heartbeats
   std::function<void(class FakeDaemon&)> on_tree;  // told its place in the control tree
+  std::function<void(const Json&)> tree_seen;       // sees that "tree" message first
   std::function<void(class FakeDaemon&, const Json&)> on_other;  // any other message (PMIx answers...)
   // Not empty: the node's daemon never starts; the starter reports this after start_failure_after.
   std::string start_failure;
@@ -127,8 +128,9 @@ class FakeDaemon {
     } else if (t == "refused") {
       refused = getString(msg, "reason");
       close();
-    } else if (t == "tree" && script_.on_tree) {
-      script_.on_tree(*this);
+    } else if (t == "tree" && (script_.on_tree || script_.tree_seen)) {
+      if (script_.tree_seen) script_.tree_seen(msg);
+      if (script_.on_tree) script_.on_tree(*this);
     } else if (script_.on_other) {
       script_.on_other(*this, msg);
     }
@@ -795,6 +797,39 @@ TEST_CASE("lifecycle in memory: tree spawn: a daemon lost before its children jo
   CHECK(says(r.outcome, "lost node n0"));
   CHECK(says(r.outcome, "The 2 nodes below it in the control tree (n1, n2)"));
   CHECK(r.seconds < 10);
+}
+
+// Tree spawn with tlaunch's own host below another node (radix 1: n0, n1 below it, n2 below
+// n1; n1 is this host). tlaunch starts n1's daemon itself, as a local process (no ssh to its
+// own host); n0 is not asked to start it. n0 lost then takes nothing down with it: n1 has its
+// own connection, and n2 was to be started by n1.
+TEST_CASE("lifecycle in memory: tree spawn: tlaunch starts its own host's daemon wherever it sits in the tree") {
+  std::vector<std::string> started;
+  Json n0_tree;
+  auto r = runJob(
+      3,
+      [&](const NodeTarget& n) {
+        started.push_back(n.name);
+        Script s;
+        if (n.name == "n0") {
+          s.tree_seen = [&](const Json& m) { n0_tree = m; };
+          s.on_tree = [](FakeDaemon& d) { d.close(); };
+        }
+        return s;
+      },
+      [](JobSpec& spec) { spec.tree_radix = 1; }, 0,
+      [](SessionConfig& cfg) {
+        cfg.tree_spawn = SshStarterOptions{};
+        cfg.started_by_frontend = {false, true, false};
+      });
+  CHECK(started == std::vector<std::string>{"n0", "n1"});
+  INFO(n0_tree.dump());
+  CHECK(n0_tree.value("children", Json::object()).contains("1"));  // its child in the tree still
+  CHECK_FALSE(n0_tree.contains("spawn"));                          // but not one it starts
+  CHECK(r.outcome.exit_code == 69);
+  CHECK(r.outcome.failed_node == "n0");
+  CHECK(says(r.outcome, "lost node n0"));
+  CHECK_FALSE(says(r.outcome, "below it"));
 }
 
 TEST_CASE("lifecycle in memory: a daemon that is signalled fails the job even if its ranks exit 0") {
