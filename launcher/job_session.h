@@ -57,6 +57,9 @@ struct SessionConfig {
   // and each daemon starts its own children over ssh with these options (tree spawn).
   std::optional<SshStarterOptions> tree_spawn;
   std::vector<bool> started_by_frontend;  // under tree spawn, by node index: tlaunch's own host
+  // `tlaunch preflight` run again without nodes that could not be started: their rows, shown in
+  // this run's table (and failing it) beside the checks of the others.
+  std::vector<PreflightItem> unstarted_preflight;
   std::string daemon_path;
   Json daemon_config;  // sent to every daemon in its welcome (topology_xml, sysfs_root, ...)
   // --time-limit counts from here: tlaunch's start, not this attempt's (--max-restarts).
@@ -94,6 +97,9 @@ struct JobOutcome {
   Json nccl = nullptr;                   // --nccl-check: the report once every rank reported (nccl::JobCheck::toJson)
   bool node_lost = false;                // a daemon went away mid-job (failed_node names it)
   bool nodes_not_started = false;        // the attempt ended because nodes could not be started
+  // `tlaunch preflight`: with nodes_not_started, a "daemon_start" row for each of those nodes
+  // (launcher/run_job.cc checks the others without them, and shows every row in one table).
+  std::vector<PreflightItem> unstarted_preflight{};
   bool ranks_started = false;            // the nodes were told to start the ranks (a failure before: "not started")
   // tlaunch was told to end (Ctrl-C, SIGTERM, SIGHUP), also while a rank's failure was already
   // ending the job: --max-restarts never starts another attempt then.
@@ -343,7 +349,7 @@ class JobSession {
   std::chrono::steady_clock::time_point prepare_failures_due_{};
   void onPrepareFailed(Link& link, Error why);
   void prepareFailuresDue(std::chrono::steady_clock::time_point now);
-  void sayUnstartedAsPreflight();
+  std::vector<PreflightItem> unstartedAsPreflight() const;
   void failImproperEnd(int rank, const std::string& node, int64_t ended_us, const std::string& what);
   bool failed_ = false;
   bool pmix_clients_ = false;  // a rank called PMIx_Init: --event-grace applies

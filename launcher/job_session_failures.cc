@@ -319,7 +319,7 @@ void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Cloc
     }
     return;
   }
-  if (cfg_.spec.preflight_only) sayUnstartedAsPreflight();
+  if (cfg_.spec.preflight_only) outcome_.unstarted_preflight = unstartedAsPreflight();
   fail(exitStatusFor(Errc::node_unreachable), start_failures_.describe(links_.size(), starting, not_started), -1, {},
        start_failures_.nodes().front());
   outcome_.lost_nodes = start_failures_.nodeSide();
@@ -327,21 +327,20 @@ void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Cloc
   outcome_.nodes_not_started = true;
 }
 
-// `tlaunch preflight` where nodes could not be started: their rows, as table or JSON, so that a
-// script reading the report learns which nodes are broken (the others are not checked: the
-// report says how to check them).
-void JobSession::sayUnstartedAsPreflight() {
+// `tlaunch preflight` where nodes could not be started: a row for each, for the table (and
+// --json) of the run that checks the others without them.
+std::vector<PreflightItem> JobSession::unstartedAsPreflight() const {
   std::vector<PreflightItem> items;
-  const std::string others = "check the other nodes with --exclude " + compressHostlist(start_failures_.nodes());
   for (const auto& [node, message] : start_failures_.messages()) {
     const auto nl = message.find('\n');
+    // The failure's own advice, where it has one ("-> ..." lines), is the row's fix.
+    std::string fix = nl == std::string::npos ? "" : message.substr(nl + 1);
+    while (!fix.empty() && (fix.front() == '-' || fix.front() == '>' || fix.front() == ' ' || fix.front() == '\n'))
+      fix.erase(0, 1);
     items.push_back({"daemon_start", node, "", PreflightStatus::fail, message.substr(0, nl),
-                     "tlaunchd started and connected", others});
+                     "tlaunchd started and connected", fix});
   }
-  const std::string text = cfg_.spec.json ? jsonText(preflightToJson(items), 2) + "\n"
-                                          : renderPreflightTable(items) + "\npreflight: " + preflightSummary(items) +
-                                                " (the other nodes were not checked)\n";
-  (void)!::write(1, text.data(), text.size());
+  return items;
 }
 
 bool JobSession::belowFailedNode(int index) const {

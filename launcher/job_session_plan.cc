@@ -134,6 +134,8 @@ void JobSession::planAndPrepare() {
     auto network = chooseJobNetwork(cfg_.spec, reports, cfg_.plan_context);  // which ports are the job's
     const NetworkChoice* chosen = network && *network ? &**network : nullptr;
     std::vector<PreflightItem> measured = cfg_.plan_context.measured_preflight;
+    // Nodes an earlier run could not start: their rows join this report, and fail it.
+    measured.insert(measured.begin(), cfg_.unstarted_preflight.begin(), cfg_.unstarted_preflight.end());
     auto verdict = evaluatePreflight(cfg_.spec, reports, checked, measured, chosen);
     // Where every check passed, the job's own plan decides too: what would refuse the job (an
     // interface missing on one node, no subnet common to all) must not pass here. (A failed

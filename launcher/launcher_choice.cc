@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "launcher/cli_values.h"
+#include "launcher/hostlist.h"
 #include "launcher/listen_address.h"
 #include "launcher/local_starter.h"
 #include "launcher/node_source.h"
@@ -99,7 +100,11 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   const auto dropped = [&spec](const std::string& name) {
     return std::find(spec.dropped_nodes.begin(), spec.dropped_nodes.end(), name) != spec.dropped_nodes.end();
   };
+  const bool hosts_given = !hosts->empty();
   std::erase_if(*hosts, [&](const HostEntry& h) { return dropped(h.name); });
+  // Not the counted simulated nodes (local0, ...) nor "no nodes given" in their place.
+  if (hosts_given && hosts->empty())
+    return diagnostic(Errc::usage, "nodes-all-dropped", {{"names", compressHostlist(spec.dropped_nodes)}});
   JobSpec sized = spec;  // --nnodes MIN:MAX given fewer than MAX nodes: as many as there are
   if (spec.min_nodes > 0 && !hosts->empty() && static_cast<int>(hosts->size()) < spec.nodes &&
       static_cast<int>(hosts->size()) >= std::min(spec.min_nodes, spec.nodes))

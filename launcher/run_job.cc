@@ -11,9 +11,11 @@
 #include <optional>
 #include <utility>
 
+#include "binding/preflight/preflight_report.h"
 #include "bootstrap/auth.h"
 #include "launcher/cli_values.h"
 #include "launcher/held_signals.h"
+#include "launcher/hostlist.h"
 #include "launcher/job_environment.h"
 #include "launcher/job_session.h"
 #include "launcher/job_setup.h"
@@ -92,7 +94,8 @@ namespace {
 
 // One attempt of the job: its own id, secret, daemons and session. The sink outlives it.
 JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::string& run_id, OutputSink& out,
-                      HeldSignals& held, std::chrono::steady_clock::time_point started) {
+                      HeldSignals& held, std::chrono::steady_clock::time_point started,
+                      const std::vector<PreflightItem>& unstarted_preflight) {
   const JobSpec& spec = setup.spec;
   LauncherChoice& choice = setup.choice;
   SessionConfig cfg;
@@ -105,6 +108,7 @@ JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::str
   cfg.starter_nodes = choice.starter_nodes;
   cfg.tree_spawn = choice.tree_spawn;
   cfg.started_by_frontend = choice.started_by_frontend;
+  cfg.unstarted_preflight = unstarted_preflight;
   cfg.daemon_path = spec.daemon_path.empty() ? selfDirectory() + "/tlaunchd" : spec.daemon_path;
   cfg.plan_context = setup.plan_context;
   cfg.plan_context.job_id = job_id;
@@ -127,8 +131,16 @@ JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::str
   JobOutcome outcome = session.run();
   held.hold();  // before the session's handlers go with it
   out.endProgressLines();
-  printOutcome(out, job_id, spec, outcome);
+  if (outcome.unstarted_preflight.empty()) printOutcome(out, job_id, spec, outcome);  // else: the caller's
   return outcome;
+}
+
+// `tlaunch preflight` that could not check the other nodes without the ones it could not start
+// (none left, or they could not be chosen): those nodes' rows alone.
+void printUnstartedPreflight(const std::vector<PreflightItem>& rows, bool json, const std::string& why) {
+  const std::string text = json ? jsonText(preflightToJson(rows), 2) + "\n"
+                                : renderPreflightTable(rows) + "\npreflight: " + preflightSummary(rows) + " (" + why + ")\n";
+  (void)!::write(1, text.data(), text.size());
 }
 
 std::vector<std::string> nodeNames(const LauncherChoice& choice) {
@@ -170,6 +182,8 @@ int runJob(const JobSpec& input) {
   RestartPolicy::Decision pending;  // the restart the next attempt is
   std::string pending_cause;
   HeldSignals held(signalsIgnoredAtStart());
+  std::vector<PreflightItem> unstarted;  // tlaunch preflight: rows of nodes that could not be started
+  int preflight_reruns = 0;
   for (;;) {
     attempt.restart_count = restarts.restarts();
     auto setup = setUpJob(attempt, currentEnvironment(), false);
@@ -181,6 +195,10 @@ int runJob(const JobSpec& input) {
       });
       kept = std::exchange(pending.drop, {});
       setup = setUpJob(attempt, currentEnvironment(), false);
+    }
+    if (!setup && !unstarted.empty()) {  // tlaunch preflight: no other node to check
+      printUnstartedPreflight(unstarted, input.json, "the other nodes were not checked: " + describeError(setup.error()));
+      break;  // the outcome stays the attempt's whose nodes could not be started
     }
     if (!setup) {
       if (!out) return refuse(setup.error());
@@ -221,8 +239,30 @@ int runJob(const JobSpec& input) {
                          {"at_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}});
     }
     last_nodes = nodes;
-    const std::string job_id = attempt.restart_count == 0 ? run_id : run_id + "-r" + std::to_string(attempt.restart_count);
-    outcome = runAttempt(*setup, job_id, run_id, *out, held, started);
+    std::string job_id = attempt.restart_count == 0 ? run_id : run_id + "-r" + std::to_string(attempt.restart_count);
+    if (preflight_reruns > 0) job_id += "-p" + std::to_string(preflight_reruns);
+    outcome = runAttempt(*setup, job_id, run_id, *out, held, started, unstarted);
+    if (!outcome.unstarted_preflight.empty()) {
+      // tlaunch preflight with nodes that could not be started: the others are checked without
+      // them (once more, with new daemons), and one report shows every node's rows.
+      std::vector<std::string> names;
+      for (const auto& row : outcome.unstarted_preflight) names.push_back(row.node);
+      unstarted.insert(unstarted.end(), outcome.unstarted_preflight.begin(), outcome.unstarted_preflight.end());
+      attempt.dropped_nodes.insert(attempt.dropped_nodes.end(), names.begin(), names.end());
+      const bool others_left = std::any_of(nodes.begin(), nodes.end(), [&](const std::string& n) {
+        return std::find(attempt.dropped_nodes.begin(), attempt.dropped_nodes.end(), n) == attempt.dropped_nodes.end();
+      });
+      if (outcome.interrupted || !others_left) {
+        printUnstartedPreflight(unstarted, input.json,
+                                outcome.interrupted ? "interrupted: the other nodes were not checked" : "no other node to check");
+        break;
+      }
+      out->note(outcome.summary.substr(0, outcome.summary.find('\n')) + "; checking the other nodes without " +
+                compressHostlist(names));
+      if (attempt.nodes > 0 && attempt.min_nodes <= 0) attempt.min_nodes = 1;  // those of the given nodes left
+      ++preflight_reruns;
+      continue;
+    }
     AttemptEnd end;
     end.success = outcome.exit_code == 0;
     end.node_lost = outcome.node_lost;
@@ -243,6 +283,12 @@ int runJob(const JobSpec& input) {
     attempt.dropped_nodes.insert(attempt.dropped_nodes.end(), pending.drop.begin(), pending.drop.end());
   }
   outcome.restarts = std::move(history);
+  // A node that could not be started fails `tlaunch preflight` as such (69), whatever the
+  // checks of the others said.
+  if (!unstarted.empty() && (outcome.exit_code == 0 || outcome.exit_code == exitStatusFor(Errc::preflight))) {
+    outcome.exit_code = exitStatusFor(Errc::node_unreachable);
+    if (outcome.summary.empty()) outcome.summary = "could not start tlaunchd on " + std::to_string(unstarted.size()) + " node(s)";
+  }
   if (out) out->flush();
   return finishJob(input, run_id, outcome, started);
 }

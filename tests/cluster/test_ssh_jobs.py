@@ -6,7 +6,8 @@
 - program arguments with spaces, quotes, $, ;, newlines... reach the ranks unchanged through ssh;
 - Open MPI (`slots=`) and MPICH (`host:2`) hostfiles and hostlist expressions give the node order
   they were written in;
-- an unreachable node fails the job quickly, naming the node; a wrong --daemon-path names the node
+- an unreachable node fails the job quickly, naming the node (`tlaunch preflight` names it and checks the
+  others); a wrong --daemon-path names the node
   and the path;
 - addresses that are /32 (cloud VMs): the job runs on the network the daemons reached the
   frontend over, or on the one --net-cidr names;
@@ -175,6 +176,19 @@ def unreachable_node(ws):
         jobs_seen.append(job)
         ok, left = nothing_left(job, 10)
         check(ok, "unreachable node: nothing of the job left on node1/node2", left)
+    # tlaunch preflight, an admin's sweep: both dead nodes get a daemon_start row, and node1 and
+    # node2 are checked without them, in one report.
+    with cj.HostsEntries([f"{a} {n}" for a, n in zip(UNUSED_ADDRESSES, DEAD_NODES)]):
+        r = tlaunch(ws, ["preflight", "--json", "--hosts", f"node1,{DEAD_NODES[0]},node2,{DEAD_NODES[1]}"], timeout=60)
+    try:
+        rows = json.loads(r.stdout)
+    except ValueError:
+        rows = []
+    dead = sorted(i["node"] for i in rows if i["check"] == "daemon_start" and i["status"] == "fail")
+    checked = {i["node"] for i in rows if i["check"] == "reachability" and i["status"] == "pass"}
+    check(r.returncode == 69 and dead == sorted(DEAD_NODES) and checked == {"node1", "node2"},
+          "preflight with two unreachable nodes: a daemon_start row for each, node1 and node2 checked, exit 69",
+          f"dead {dead} checked {checked}\n     {cj.describe(r)}")
 
 
 def wrong_daemon_path(ws):

@@ -318,7 +318,8 @@ for attempt in range(2):
              f"a checkpoint forked by the rank's SIGTERM handler was cut short: {out!r} {err!r}")
 
 # 6. `tlaunch preflight` where a node's daemon cannot start: its row says so (the table, and
-# --json for scripts: it was empty), exit 69.
+# --json for scripts: it was empty), and the other nodes are checked without it, in the same
+# report (an admin sweeping a cluster wants every broken node in one run); exit 69.
 wrapper = os.path.join(tl.tempdir(), "broken_local1.sh")
 with open(wrapper, "w") as f:
     f.write('#!/bin/sh\ncase "$*" in *"--node-name local1"*) echo "this node is broken" >&2; exit 3;; esac\n'
@@ -326,13 +327,25 @@ with open(wrapper, "w") as f:
 os.chmod(wrapper, 0o755)
 for as_json in (False, True):
     r = tl.run(["preflight", "--launcher", "local", "-N", "3", "--daemon-path", wrapper] + (["--json"] if as_json else []))
-    rows = json.loads(r.stdout) if as_json else None
-    tl.check(r.returncode == 69 and (rows == [{"check": "daemon_start", "node": "local1", "device": "", "status": "fail",
-                                               "found": "tlaunchd exited with status 3: this node is broken",
-                                               "expected": "tlaunchd started and connected",
-                                               "fix": "check the other nodes with --exclude local1"}]
-                                      if as_json else "daemon_start          fail    tlaunchd exited with status 3" in r.stdout),
+    if as_json:
+        rows = json.loads(r.stdout)
+        broken = [i for i in rows if i["node"] == "local1"]
+        checked = {i["node"] for i in rows if i["status"] == "pass"}
+        failed_elsewhere = [i for i in rows if i["status"] == "fail" and i["node"] != "local1"]
+        ok = (broken == [{"check": "daemon_start", "node": "local1", "device": "", "status": "fail",
+                          "found": "tlaunchd exited with status 3: this node is broken",
+                          "expected": "tlaunchd started and connected", "fix": ""}] and
+              {"local0", "local2"} <= checked and not failed_elsewhere)
+    else:
+        ok = ("daemon_start          fail    tlaunchd exited with status 3" in r.stdout and
+              "\nlocal0 (" in "\n" + r.stdout and "\nlocal2 (" in r.stdout and
+              "checking the other nodes without local1" in r.stderr)
+    tl.check(r.returncode == 69 and ok,
              f"preflight with a node that cannot start (json={as_json}): exit {r.returncode} {r.stdout!r} {r.stderr}")
+# No other node: that row alone, said so.
+r = tl.run(["preflight", "--launcher", "local", "--hosts", "local1", "--daemon-path", wrapper])
+tl.check(r.returncode == 69 and "daemon_start          fail" in r.stdout and "(no other node to check)" in r.stdout,
+         f"preflight of one node that cannot start: exit {r.returncode} {r.stdout!r} {r.stderr}")
 # What would refuse the job refuses the preflight too: it passed where the job's network could
 # not be chosen (an interface missing on a node).
 r = tl.run(["preflight", "--launcher", "local", "-N", "2", "--net-if", "nosuch0", "--json"])
