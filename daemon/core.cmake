@@ -22,6 +22,7 @@ set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/tree_children.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/subtree_fence.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/stack_collector.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/stack_target.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_inspect.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/oom_kills.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_status.cc

@@ -24,7 +24,9 @@ struct StackCollector::Run {
 struct StackCollector::Probe {
   std::shared_ptr<Run> run;
   size_t slot = 0;
-  pid_t pid = -1;
+  pid_t pid = -1;      // gdb's
+  pid_t target = -1;   // the process it attaches to
+  bool wrapper_only = false;
   bool python = false;
   std::unique_ptr<asio::posix::stream_descriptor> out;
   std::array<char, 16384> buf{};
@@ -71,7 +73,10 @@ StackCollector::~StackCollector() {
     p->done = true;
     asio::error_code ignore;
     if (p->out) p->out->close(ignore);
-    if (p->timer) p->timer->cancel();
+    try {
+      if (p->timer) p->timer->cancel();
+    } catch (const std::exception&) {  // asio throws where the reactor refuses: its callback checks done
+    }
   }
 }
 
@@ -90,25 +95,31 @@ void StackCollector::collect(std::vector<Target> targets, Done done) {
 
 void StackCollector::startNext(const std::shared_ptr<Run>& run) {
   if (run->next >= run->targets.size()) return;
+  const size_t slot = run->next++;
+  startProbe(run, slot, run->targets[slot].pid, false);
+}
+
+void StackCollector::startProbe(const std::shared_ptr<Run>& run, size_t slot, pid_t pid, bool wrapper_only) {
   auto p = std::make_shared<Probe>();
   p->run = run;
-  p->slot = run->next++;
-  const Target& t = run->targets[p->slot];
+  p->slot = slot;
+  p->target = pid;
+  p->wrapper_only = wrapper_only;
   const char* path = std::getenv("PATH");
   auto gdb = resolveProgram("gdb", path ? path : "/usr/bin:/bin", "/", node_name_);
   if (!gdb) return finishProbe(p, "gdb is not installed on node " + node_name_ + " (Debian: apt install gdb)");
   char exe[4096] = {};
-  ssize_t n = ::readlink(("/proc/" + std::to_string(t.pid) + "/exe").c_str(), exe, sizeof exe - 1);
+  ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof exe - 1);
   const std::string exe_name = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
   p->python = exe_name.substr(exe_name.rfind('/') + 1).rfind("python", 0) == 0;
   RankLaunch l;
-  l.rank = t.rank;
+  l.rank = run->targets[slot].rank;
   l.exe_path = "/bin/sh";
   // gdb's errors (ptrace refused, no py-bt) go to stderr: one pipe for both, in order.
   l.argv = {"sh", "-c", "exec \"$0\" \"$@\" 2>&1", *gdb, "-nx", "-batch", "-iex", "set debuginfod enabled off",
             "-ex", "set pagination off", "-ex", "thread apply all bt"};
   if (p->python) l.argv.insert(l.argv.end(), {"-ex", "thread apply all py-bt"});
-  l.argv.insert(l.argv.end(), {"-p", std::to_string(t.pid)});
+  l.argv.insert(l.argv.end(), {"-p", std::to_string(pid)});
   for (char** e = environ; *e; ++e) l.env.emplace_back(*e);
   l.env.emplace_back("LC_ALL=C");  // gdb's messages as this parser knows them
   l.cwd = "/";
@@ -119,12 +130,12 @@ void StackCollector::startNext(const std::shared_ptr<Run>& run) {
   p->pid = proc->pid;
   p->out = std::make_unique<asio::posix::stream_descriptor>(io_, proc->stdout_fd);
   p->timer = std::make_unique<asio::steady_timer>(io_, timeout_);
-  p->timer->async_wait([p, rank_pid = t.pid](const asio::error_code& ec) {
+  p->timer->async_wait([p, probed = pid](const asio::error_code& ec) {
     if (ec || p->done) return;
     // gdb holds the rank stopped while it walks the stacks: kill it and let the rank go on.
     p->timed_out = true;
     ::kill(-p->pid, SIGKILL);
-    ::kill(rank_pid, SIGCONT);
+    ::kill(probed, SIGCONT);
   });
   running_.push_back(p);
   readOutput(p);
@@ -154,20 +165,39 @@ void StackCollector::reapGdb(const std::shared_ptr<Probe>& p, int attempt) {
   }
   std::string error;
   if (p->timed_out) error = "gdb did not finish within " + std::to_string(timeout_.count() / 1000) + " s";
-  else if (p->text.find("ptrace: Operation not permitted") != std::string::npos) error = ptraceRefusal();
+  else if (p->text.find("ptrace: Operation not permitted") != std::string::npos) {
+    // The program a rank wraps has no tracer exception of its own (Yama keeps the rank's for
+    // the rank's task only): its wrapper's stacks are better than none.
+    const Target& t = p->run->targets[p->slot];
+    if (!p->wrapper_only && t.rank_pid > 0 && t.rank_pid != p->target) {
+      p->done = true;
+      if (p->timer) p->timer->cancel();
+      std::erase(running_, p);
+      return startProbe(p->run, p->slot, t.rank_pid, true);
+    }
+    error = ptraceRefusal();
+  }
   else if (p->text.find("ptrace: No such process") != std::string::npos) error = "the rank exited";
   finishProbe(p, error);
 }
 
 Json StackCollector::resultOf(const Probe& p, const std::string& error) const {
-  Json r = {{"r", p.run->targets[p.slot].rank}, {"gdb", error.empty() ? p.text : ""}, {"error", error}, {"note", ""}};
+  const Target& t = p.run->targets[p.slot];
+  // No node name nor pid in a note: it is shared by every rank it concerns.
+  std::string note;
+  if (p.wrapper_only)
+    note = "gdb may not attach to the " + t.program + " that the rank's " + t.wrapper + " runs (" + ptraceRefusal() +
+           "): these are the stacks of " + t.wrapper;
+  else if (!t.wrapper.empty())
+    note = "the rank is a " + t.wrapper + " that runs " + t.program + ": these are the stacks of " + t.program;
   if (error.empty() && p.python && p.text.find("Undefined command: \"py-bt\"") != std::string::npos)
-    r["note"] = "no Python frames: gdb has no py-bt (the interpreter's gdb helpers are missing; Debian: apt install "
-                "python3.11-dbg)";  // no node name: the note is shared by every rank it concerns
-  return r;
+    note += std::string(note.empty() ? "" : "; ") +
+            "no Python frames: gdb has no py-bt (the interpreter's gdb helpers are missing; Debian: apt install "
+            "python3.11-dbg)";
+  return {{"r", t.rank}, {"gdb", error.empty() ? p.text : ""}, {"error", error}, {"note", note}};
 }
 
-void StackCollector::finishProbe(const std::shared_ptr<Probe>& p, std::string error) {
+void StackCollector::finishProbe(const std::shared_ptr<Probe>& p, const std::string& error) {
   p->done = true;
   if (p->timer) p->timer->cancel();
   std::erase(running_, p);

@@ -102,6 +102,21 @@ finally:
     os.killpg(p.pid, signal.SIGINT)
     p.communicate(timeout=60)
 
+# A rank that wraps its program (`bash train.sh`, here bash -c with a second command, so bash
+# does not exec it): the stacks are python's, not bash's waiting for its child, and the report
+# says so.
+p = start(["--launcher", "local", "-p", "2", "--", "bash", "-c", '"$0" "$@"; echo after', tl.PYTHON, STUCK, "1", "300"])
+try:
+    wait_ready(p, 2, timeout=120)
+    report = ask("stacks")
+    check_two_classes(report, "rank 0", "rank 1")
+    tl.check("the rank is a bash that runs python3: these are the stacks of python3" in report,
+             f"no note on the wrapper: {report}")
+    tl.check("wait4" not in report and "waitchld" not in report, f"bash's own stacks: {report}")
+finally:
+    os.killpg(p.pid, signal.SIGINT)
+    p.communicate(timeout=60)
+
 # (c): Ctrl-\ prints the stacks and the job goes on to exit 0. The ranks wait up to 120 s; once
 # the report is out, SIGUSR1 to tlaunch (forwarded to the ranks) lets them finish.
 p = start(["--launcher", "local", "-p", "2", "--", tl.PYTHON, STUCK, "0", "120"])
