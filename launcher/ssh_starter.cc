@@ -186,6 +186,9 @@ constexpr SshCause kSshCauses[] = {
     {{"Connection refused"}, "ssh-connection-refused"},
     {{"timed out"}, "ssh-timed-out"},
     {{"No route to host", "Network is unreachable"}, "ssh-no-route"},
+    // ssh's peer is a ProxyCommand / ProxyJump's pipe (no socket of its own: "UNKNOWN port
+    // 65535"): the proxy ended, not the node's sshd (MaxStartups would mislead).
+    {{"UNKNOWN port 65535"}, "ssh-proxy-closed"},
     {{"Connection closed by", "Connection reset by", "kex_exchange_identification", "ssh_exchange_identification"},
      "ssh-closed-before-login"},
     {{"ControlPath too long", "too long for Unix domain socket"}, "ssh-control-path-long"},
@@ -232,7 +235,7 @@ std::string explainSshFailure(const std::string& node, int exit_status, const st
   if (exit_status == 255) {
     // topics: ssh-unresolved ssh-host-key-changed ssh-host-key-unknown ssh-auth-refused ssh-connection-refused
     // topics: ssh-timed-out ssh-no-route ssh-closed-before-login ssh-control-path-long ssh-bad-command-line
-    // topics: ssh-unsafe-permissions ssh-status-255
+    // topics: ssh-unsafe-permissions ssh-proxy-closed ssh-status-255
     return explain(diagnosticError(Errc::node_unreachable, sshCauseTopic(e), {{"node", node}}));
   }
   return explain(diagnosticError(Errc::node_unreachable, "daemon-exited-early",

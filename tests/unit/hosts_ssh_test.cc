@@ -181,6 +181,9 @@ TEST_CASE("hosts: explainSshFailure: real ssh texts become causes naming the nod
        "host key verification failed"},
       {255, "kex_exchange_identification: read: Connection reset by peer\nConnection reset by 10.0.0.3 port 22\n",
        "closed the connection before login"},
+      // Through a ProxyJump / ProxyCommand: the proxy ended, not the node's sshd.
+      {255, "kex_exchange_identification: Connection closed by remote host\nConnection closed by UNKNOWN port 65535\n",
+       "through your ssh proxy"},
       {255, "command-line: line 0: Bad configuration option: foo\n", "check the --ssh-option"},
       {255, "ControlPath too long ('/home/x/.cache/tlaunch/ssh/c35daf743b6537b994ca49e9c9820454eceac5cb' >= 108 bytes)\n",
        "--ssh-reuse=off"},
