@@ -159,8 +159,11 @@ void JobSession::teardown() {
     if (!links_[i]->closed)
       for (const auto& r : plan_->nodes[i].ranks)
         if (r.rank >= 0 && static_cast<size_t>(r.rank) < codes.size() && codes[static_cast<size_t>(r.rank)] == -1) ++running;
-  if (ranks_ran && !outcome_.interrupted && running > 0 && cfg_.spec.kill_timeout_s > 0)
-    out_.note("ending the job (SIGTERM to the " + std::to_string(running) + " rank" + (running == 1 ? "" : "s") +
+  // MPI_Comm_spawn's processes end with them (counted whatever their node: a close estimate).
+  const int spawned = pmix_spawns_ ? pmix_spawns_->running() : 0;
+  const std::string also = spawned > 0 ? " and " + std::to_string(spawned) + " spawned process" + (spawned == 1 ? "" : "es") : "";
+  if (ranks_ran && !outcome_.interrupted && running + spawned > 0 && cfg_.spec.kill_timeout_s > 0)
+    out_.note("ending the job (SIGTERM to the " + std::to_string(running) + " rank" + (running == 1 ? "" : "s") + also +
               " still running, SIGKILL after " + std::to_string(cfg_.spec.kill_timeout_s) + " s): " + outcome_.summary);
   phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.kill_timeout_s + 5);
   broadcast({{"t", "terminate"}, {"grace_ms", cfg_.spec.kill_timeout_s * 1000}});

@@ -140,4 +140,10 @@ const SpawnedJob* PmixSpawns::find(int spawn_id) const {
   return &spawned_[static_cast<size_t>(spawn_id - 1)];
 }
 
+int PmixSpawns::running() const {
+  int n = 0;
+  for (int r : running_) n += r;
+  return n;
+}
+
 }  // namespace tlaunch

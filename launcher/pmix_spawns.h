@@ -40,6 +40,8 @@ class PmixSpawns {
   std::string fileStem(int number) const;
   const SpawnedJob* find(int spawn_id) const;
   int nextNumber() const { return next_number_; }
+  // Spawned procs that have not ended, of every spawn.
+  int running() const;
 
  private:
   struct Located {

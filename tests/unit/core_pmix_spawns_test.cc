@@ -74,13 +74,16 @@ TEST_CASE("pmix spawns: the last exit of a spawn's processes is said once, so no
   auto b = spawns.place(request(1, {1}), kAll);  // number 7
   REQUIRE(a);
   REQUIRE(b);
+  CHECK(spawns.running() == 4);
   CHECK_FALSE(spawns.exited(2));  // a job rank
   CHECK_FALSE(spawns.exited(5));
   CHECK_FALSE(spawns.exited(5));  // said twice: still one exit
+  CHECK(spawns.running() == 3);
   CHECK_FALSE(spawns.exited(4));
   CHECK(spawns.exited(7) == 2);  // b's only process
   CHECK(spawns.exited(6) == 1);  // a's last one
   CHECK_FALSE(spawns.exited(6));  // once
+  CHECK(spawns.running() == 0);
   CHECK(spawns.nodeOf(6) == 0);  // still found: its exit's output and messages name it
   CHECK(spawns.describe(6) == "rank 2 of spawned namespace tlaunch.j1.spawn1");
   CHECK(spawns.find(1)->apps.empty());  // its argv and environment are not kept
@@ -89,6 +92,7 @@ TEST_CASE("pmix spawns: the last exit of a spawn's processes is said once, so no
   auto c = spawns.place(request(0, {1}), kAll);  // number 8
   REQUIRE(c);
   spawns.forget(c->id);
+  CHECK(spawns.running() == 0);
   CHECK_FALSE(spawns.exited(8));
   CHECK(spawns.nodeOf(9) == -1);
 }
