@@ -2,21 +2,15 @@
 #include "daemon/daemon_session.h"
 #include "daemon/descendants.h"
 #include "daemon/stack_collector.h"
-#include "daemon/stack_target.h"
 
 namespace tlaunch {
 
 void DaemonSession::handleStacks(const Json& msg) {
   const Json id = msg.contains("id") ? msg["id"] : Json(0);
   std::vector<StackCollector::Target> targets;
-  if (ranks_) {
-    const auto procs = listProcesses();
-    for (const auto& v : ranks_->view()) {
-      if (v.exited) continue;
-      const StackTarget st = stackTargetOf(v.pid, procs, processComm);  // `bash train.sh`: its python
-      targets.push_back({v.rank, st.pid, v.pid, st.wrapper, st.program});
-    }
-  }
+  if (ranks_)
+    for (const auto& v : ranks_->view())
+      if (!v.exited) targets.push_back({v.rank, v.pid});
   if (!stacks_) stacks_ = std::make_unique<StackCollector>(io_, opts_.node_name);
   stacks_->collect(std::move(targets), [this, id](Json ranks) {
     if (conn_ && conn_->isOpen()) conn_->send({{"t", "stacks_report"}, {"id", id}, {"ranks", std::move(ranks)}});

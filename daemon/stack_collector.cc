@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "daemon/rank_spawner.h"
+#include "daemon/stack_target.h"
 
 namespace tlaunch {
 
@@ -25,8 +26,9 @@ struct StackCollector::Probe {
   std::shared_ptr<Run> run;
   size_t slot = 0;
   pid_t pid = -1;      // gdb's
-  pid_t target = -1;   // the process it attaches to
-  bool wrapper_only = false;
+  pid_t target = -1;   // the process it attaches to: the rank, or the program it wraps
+  StackTarget wrapped;  // the rank's wrapper and its program, where it is one
+  WrapperOnly wrapper_only = WrapperOnly::no;
   bool python = false;
   std::unique_ptr<asio::posix::stream_descriptor> out;
   std::array<char, 16384> buf{};
@@ -57,6 +59,21 @@ std::string ptraceRefusal() {
   if (scope == "2") return why + "; kernel.yama.ptrace_scope=2: only root (CAP_SYS_PTRACE) may attach";
   if (scope == "3") return why + "; kernel.yama.ptrace_scope=3: attaching is disabled until reboot";
   return why + "; a container without CAP_SYS_PTRACE or a seccomp profile that forbids ptrace would explain it";
+}
+
+// Whether gdb, a child of tlaunchd, may attach to a process a rank started: Yama's
+// ptrace_scope 1 admits a rank only by its own tracer exception (not inherited by its
+// children), unless tlaunchd has CAP_SYS_PTRACE.
+bool mayTraceRanksChildren() {
+  const std::string scope = readFirstLine("/proc/sys/kernel/yama/ptrace_scope");
+  if (scope.empty() || scope == "0") return true;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("CapEff:", 0) == 0) {
+      constexpr unsigned kCapSysPtrace = 19;
+      return ((std::stoull(line.substr(7), nullptr, 16) >> kCapSysPtrace) & 1U) != 0;
+    }
+  return false;
 }
 
 }  // namespace
@@ -96,15 +113,22 @@ void StackCollector::collect(std::vector<Target> targets, Done done) {
 void StackCollector::startNext(const std::shared_ptr<Run>& run) {
   if (run->next >= run->targets.size()) return;
   const size_t slot = run->next++;
-  startProbe(run, slot, run->targets[slot].pid, false);
+  startProbe(run, slot, WrapperOnly::no);
 }
 
-void StackCollector::startProbe(const std::shared_ptr<Run>& run, size_t slot, pid_t pid, bool wrapper_only) {
+void StackCollector::startProbe(const std::shared_ptr<Run>& run, size_t slot, WrapperOnly wrapper_only) {
   auto p = std::make_shared<Probe>();
   p->run = run;
   p->slot = slot;
-  p->target = pid;
+  const pid_t rank_pid = run->targets[slot].pid;
+  // Found now, not when the request came: a wrapper's child may have ended (and its pid been
+  // reused) while the probes before this one ran.
+  p->wrapped = stackTargetOf(rank_pid, listProcesses(), processExeName);
   p->wrapper_only = wrapper_only;
+  if (p->wrapped.wrapper.empty()) p->wrapper_only = WrapperOnly::no;
+  else if (wrapper_only == WrapperOnly::no && !mayTraceRanksChildren()) p->wrapper_only = WrapperOnly::refused;
+  const pid_t pid = p->wrapper_only == WrapperOnly::no ? p->wrapped.pid : rank_pid;
+  p->target = pid;
   const char* path = std::getenv("PATH");
   auto gdb = resolveProgram("gdb", path ? path : "/usr/bin:/bin", "/", node_name_);
   if (!gdb) return finishProbe(p, "gdb is not installed on node " + node_name_ + " (Debian: apt install gdb)");
@@ -165,19 +189,18 @@ void StackCollector::reapGdb(const std::shared_ptr<Probe>& p, int attempt) {
   }
   std::string error;
   if (p->timed_out) error = "gdb did not finish within " + std::to_string(timeout_.count() / 1000) + " s";
-  else if (p->text.find("ptrace: Operation not permitted") != std::string::npos) {
-    // The program a rank wraps has no tracer exception of its own (Yama keeps the rank's for
-    // the rank's task only): its wrapper's stacks are better than none.
-    const Target& t = p->run->targets[p->slot];
-    if (!p->wrapper_only && t.rank_pid > 0 && t.rank_pid != p->target) {
-      p->done = true;
-      if (p->timer) p->timer->cancel();
-      std::erase(running_, p);
-      return startProbe(p->run, p->slot, t.rank_pid, true);
-    }
-    error = ptraceRefusal();
-  }
+  else if (p->text.find("ptrace: Operation not permitted") != std::string::npos) error = ptraceRefusal();
   else if (p->text.find("ptrace: No such process") != std::string::npos) error = "the rank exited";
+  // The program a rank wraps could not be probed (refused, or it ended meanwhile: a script
+  // between two commands): the rank's own stacks are better than none, or than a wrong word.
+  const pid_t rank_pid = p->run->targets[p->slot].pid;
+  if (!error.empty() && !p->timed_out && p->target != rank_pid && p->wrapper_only == WrapperOnly::no) {
+    p->done = true;
+    if (p->timer) p->timer->cancel();
+    std::erase(running_, p);
+    const bool ended = error == "the rank exited";
+    return startProbe(p->run, p->slot, ended ? WrapperOnly::program_ended : WrapperOnly::refused);
+  }
   finishProbe(p, error);
 }
 
@@ -185,11 +208,22 @@ Json StackCollector::resultOf(const Probe& p, const std::string& error) const {
   const Target& t = p.run->targets[p.slot];
   // No node name nor pid in a note: it is shared by every rank it concerns.
   std::string note;
-  if (p.wrapper_only)
-    note = "gdb may not attach to the " + t.program + " that the rank's " + t.wrapper + " runs (" + ptraceRefusal() +
-           "): these are the stacks of " + t.wrapper;
-  else if (!t.wrapper.empty())
-    note = "the rank is a " + t.wrapper + " that runs " + t.program + ": these are the stacks of " + t.program;
+  const std::string& wrapper = p.wrapped.wrapper;
+  const std::string& program = p.wrapped.program;
+  if (!error.empty() || wrapper.empty()) {
+  } else if (p.wrapper_only == WrapperOnly::no) {
+    note = "the rank is a " + wrapper + " that runs " + program + ": these are the stacks of " + program;
+  } else if (p.wrapper_only == WrapperOnly::program_ended) {
+    note = "the rank is a " + wrapper + " whose " + program + " ended while gdb attached: these are the stacks of " +
+           wrapper;
+  } else {
+    note = "the rank is a " + wrapper + " that runs " + program + ", which gdb may not attach to" +
+           (mayTraceRanksChildren() ? ""
+                                    : " (kernel.yama.ptrace_scope lets tlaunchd trace the rank itself, not what it "
+                                      "starts)") +
+           ": these are the stacks of " + wrapper + " (`exec " + program + " ...` in the script makes the rank the " +
+           program + ")";
+  }
   if (error.empty() && p.python && p.text.find("Undefined command: \"py-bt\"") != std::string::npos)
     note += std::string(note.empty() ? "" : "; ") +
             "no Python frames: gdb has no py-bt (the interpreter's gdb helpers are missing; Debian: apt install "

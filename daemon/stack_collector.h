@@ -20,10 +20,7 @@ class StackCollector {
  public:
   struct Target {
     int rank = 0;
-    pid_t pid = -1;       // the process whose stacks are taken (daemon/stack_target.h)
-    pid_t rank_pid = -1;  // the rank's own, where pid is a program it wraps; else the same
-    std::string wrapper;  // with a wrapped program: the rank's command ("bash") and the program's
-    std::string program;
+    pid_t pid = -1;  // the rank's process; a program it only wraps is found when probed
   };
   // [{"r": rank, "gdb": output, "error": why none, "note": e.g. no Python frames}]
   using Done = std::function<void(Json ranks)>;
@@ -37,8 +34,9 @@ class StackCollector {
   struct Run;
   struct Probe;
   void startNext(const std::shared_ptr<Run>& run);
-  // wrapper_only: gdb may not attach to the program the rank wraps: the rank's own stacks.
-  void startProbe(const std::shared_ptr<Run>& run, size_t slot, pid_t pid, bool wrapper_only);
+  // Why a rank's own stacks are taken although it wraps a program (daemon/stack_target.h).
+  enum class WrapperOnly { no, refused, program_ended };
+  void startProbe(const std::shared_ptr<Run>& run, size_t slot, WrapperOnly wrapper_only);
   void readOutput(const std::shared_ptr<Probe>& p);
   void reapGdb(const std::shared_ptr<Probe>& p, int attempt);
   void finishProbe(const std::shared_ptr<Probe>& p, const std::string& error);

@@ -3,7 +3,7 @@
 // `timeout 1h python`, `numactl ... python`): gdb on the wrapper shows a shell waiting for its
 // child, not where the job is. The stacks are taken of the process the wrapper runs instead,
 // down a chain of wrappers that each run exactly one live process. Pure: names come from the
-// caller (/proc/<pid>/comm).
+// caller (the name of /proc/<pid>/exe: `./train.sh` is a bash too).
 #include <sys/types.h>
 
 #include <functional>
@@ -16,19 +16,19 @@ namespace tlaunch {
 
 struct StackTarget {
   pid_t pid = 0;
-  std::string wrapper;  // the rank's own command when it was followed ("bash"); "" when none
-  std::string program;  // the command of `pid` when a wrapper was followed ("python3")
+  std::string wrapper;  // the rank's own program when it was followed ("bash"); "" when none
+  std::string program;  // the program of `pid` when a wrapper was followed ("python3.11")
 };
 
-// Whether a command (its comm) only starts and waits for another: shells, env, timeout, nice...
-bool isWrapperCommand(const std::string& comm);
+// Whether a program (its file name) only starts and waits for another: shells, timeout, time...
+bool isWrapperCommand(const std::string& name);
 
 // The process whose stacks stand for the rank `rank`: the rank itself, unless it is a wrapper
 // with exactly one live child, and so on down. `procs`: every process (listProcesses).
 StackTarget stackTargetOf(pid_t rank, const std::vector<ProcEntry>& procs,
-                          const std::function<std::string(pid_t)>& comm_of);
+                          const std::function<std::string(pid_t)>& name_of);
 
-// /proc/<pid>/comm without its newline; "" when the process is gone.
-std::string processComm(pid_t pid);
+// The file name of /proc/<pid>/exe ("bash", "python3.11"); "" when it cannot be read.
+std::string processExeName(pid_t pid);
 
 }  // namespace tlaunch

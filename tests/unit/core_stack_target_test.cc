@@ -11,15 +11,15 @@ namespace {
 
 struct Tree {
   std::vector<ProcEntry> procs;
-  std::map<pid_t, std::string> comm;
-  void add(pid_t pid, pid_t ppid, const std::string& name, char state = 'S') {
+  std::map<pid_t, std::string> name;
+  void add(pid_t pid, pid_t ppid, const std::string& n, char state = 'S') {
     procs.push_back({pid, ppid, pid, state});
-    comm[pid] = name;
+    this->name[pid] = n;
   }
   StackTarget of(pid_t rank) const {
     return stackTargetOf(rank, procs, [this](pid_t p) {
-      auto it = comm.find(p);
-      return it == comm.end() ? std::string() : it->second;
+      auto it = name.find(p);
+      return it == name.end() ? std::string() : it->second;
     });
   }
 };
