@@ -100,6 +100,7 @@ struct JobOutcome {
   // `tlaunch preflight`: with nodes_not_started, a "daemon_start" row for each of those nodes
   // (launcher/run_job.cc checks the others without them, and shows every row in one table).
   std::vector<PreflightItem> unstarted_preflight{};
+  bool preflight_reported = false;  // `tlaunch preflight` printed its report
   bool ranks_started = false;            // the nodes were told to start the ranks (a failure before: "not started")
   // tlaunch was told to end (Ctrl-C, SIGTERM, SIGHUP), also while a rank's failure was already
   // ending the job: --max-restarts never starts another attempt then.

@@ -332,21 +332,20 @@ void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Cloc
 std::vector<PreflightItem> JobSession::unstartedAsPreflight() const {
   std::vector<PreflightItem> items;
   for (const auto& [node, message] : start_failures_.messages()) {
-    const auto nl = message.find('\n');
-    // The failure's own advice, where it has one ("-> ..." lines), is the row's fix.
-    std::string fix = nl == std::string::npos ? "" : message.substr(nl + 1);
-    while (!fix.empty() && (fix.front() == '-' || fix.front() == '>' || fix.front() == ' ' || fix.front() == '\n'))
-      fix.erase(0, 1);
-    items.push_back({"daemon_start", node, "", PreflightStatus::fail, message.substr(0, nl),
-                     "tlaunchd started and connected", fix});
+    // The whole message (ssh's own words on lines of their own): it says what to check.
+    std::string found = message;
+    while (!found.empty() && (found.back() == '\n' || found.back() == ' ')) found.pop_back();
+    items.push_back({"daemon_start", node, "", PreflightStatus::fail, found, "tlaunchd started and connected", ""});
   }
   return items;
 }
 
 bool JobSession::belowFailedNode(int index) const {
   if (!tree_ || !spawnsTree() || links_[static_cast<size_t>(index)]->started_by_frontend) return false;
-  for (int p = tree_->parentOf(index); p >= 0; p = tree_->parentOf(p))
+  for (int p = tree_->parentOf(index); p >= 0; p = tree_->parentOf(p)) {
     if (start_failures_.has(p)) return true;
+    if (links_[static_cast<size_t>(p)]->started_by_frontend) return false;  // it starts what is below it
+  }
   return false;
 }
 

@@ -151,6 +151,7 @@ void JobSession::planAndPrepare() {
                                       : renderPreflightTable(checked.preflight_items) + "\n" +
                                             "preflight: " + preflightSummary(checked.preflight_items) + "\n";
     (void)!::write(1, text.data(), text.size());
+    outcome_.preflight_reported = true;
     if (!verdict) {
       failed_ = true;
       outcome_.exit_code = exitStatusFor(Errc::preflight);

@@ -184,6 +184,8 @@ int runJob(const JobSpec& input) {
   HeldSignals held(signalsIgnoredAtStart());
   std::vector<PreflightItem> unstarted;  // tlaunch preflight: rows of nodes that could not be started
   int preflight_reruns = 0;
+  bool preflight_rerun = false;  // the next attempt checks the nodes left, it is no restart
+  std::string unchecked = "the other nodes were not checked";  // why, where no report came out
   for (;;) {
     attempt.restart_count = restarts.restarts();
     auto setup = setUpJob(attempt, currentEnvironment(), false);
@@ -197,7 +199,9 @@ int runJob(const JobSpec& input) {
       setup = setUpJob(attempt, currentEnvironment(), false);
     }
     if (!setup && !unstarted.empty()) {  // tlaunch preflight: no other node to check
-      printUnstartedPreflight(unstarted, input.json, "the other nodes were not checked: " + describeError(setup.error()));
+      const std::string& m = setup.error().message;
+      unchecked = m.starts_with("no node is left") ? "no other node to check"
+                                                   : "the other nodes were not checked: " + m.substr(0, m.find('\n'));
       break;  // the outcome stays the attempt's whose nodes could not be started
     }
     if (!setup) {
@@ -210,7 +214,12 @@ int runJob(const JobSpec& input) {
       for (const auto& note : setup->choice.notes) out->note(note);
     }
     if (const int sig = held.takeInterrupt()) {  // Ctrl-C since the last attempt ended
-      out->note(std::string("got SIG") + ::sigabbrev_np(sig) + " between attempts: the job is not restarted");
+      if (!unstarted.empty()) {  // tlaunch preflight: the others are not checked; as interrupted
+        unchecked = "interrupted: the other nodes were not checked";
+        outcome.exit_code = 128 + sig;
+      } else {
+        out->note(std::string("got SIG") + ::sigabbrev_np(sig) + " between attempts: the job is not restarted");
+      }
       outcome.interrupted = true;
       break;  // the outcome stays the failed attempt's
     }
@@ -225,7 +234,7 @@ int runJob(const JobSpec& input) {
       break;
     }
     const std::vector<std::string> nodes = nodeNames(setup->choice);
-    if (attempt.restart_count > 0) {
+    if (attempt.restart_count > 0 && !std::exchange(preflight_rerun, false)) {
       std::string line = describeRestart(attempt.restart_count, input.max_restarts, pending_cause, pending.drop,
                                          pending.reason, last_nodes, nodes);
       if (!kept.empty())
@@ -249,18 +258,18 @@ int runJob(const JobSpec& input) {
       for (const auto& row : outcome.unstarted_preflight) names.push_back(row.node);
       unstarted.insert(unstarted.end(), outcome.unstarted_preflight.begin(), outcome.unstarted_preflight.end());
       attempt.dropped_nodes.insert(attempt.dropped_nodes.end(), names.begin(), names.end());
-      const bool others_left = std::any_of(nodes.begin(), nodes.end(), [&](const std::string& n) {
-        return std::find(attempt.dropped_nodes.begin(), attempt.dropped_nodes.end(), n) == attempt.dropped_nodes.end();
-      });
-      if (outcome.interrupted || !others_left) {
-        printUnstartedPreflight(unstarted, input.json,
-                                outcome.interrupted ? "interrupted: the other nodes were not checked" : "no other node to check");
+      if (outcome.interrupted) {
+        unchecked = "interrupted: the other nodes were not checked";
         break;
       }
-      out->note(outcome.summary.substr(0, outcome.summary.find('\n')) + "; checking the other nodes without " +
-                compressHostlist(names));
-      if (attempt.nodes > 0 && attempt.min_nodes <= 0) attempt.min_nodes = 1;  // those of the given nodes left
+      std::string cause = outcome.summary.substr(0, outcome.summary.find('\n'));
+      if (cause.ends_with(':')) cause.pop_back();
+      out->note(cause + "; checking the other nodes without " + compressHostlist(names));
+      // The nodes left (and spares beyond -N) are checked, whatever -N or -n asked for.
+      if (attempt.nodes > 0 && attempt.min_nodes <= 0) attempt.min_nodes = 1;
+      attempt.total_ranks = 0;
       ++preflight_reruns;
+      preflight_rerun = true;
       continue;
     }
     AttemptEnd end;
@@ -283,11 +292,20 @@ int runJob(const JobSpec& input) {
     attempt.dropped_nodes.insert(attempt.dropped_nodes.end(), pending.drop.begin(), pending.drop.end());
   }
   outcome.restarts = std::move(history);
-  // A node that could not be started fails `tlaunch preflight` as such (69), whatever the
-  // checks of the others said.
-  if (!unstarted.empty() && (outcome.exit_code == 0 || outcome.exit_code == exitStatusFor(Errc::preflight))) {
-    outcome.exit_code = exitStatusFor(Errc::node_unreachable);
-    if (outcome.summary.empty()) outcome.summary = "could not start tlaunchd on " + std::to_string(unstarted.size()) + " node(s)";
+  if (!unstarted.empty()) {
+    // Every path prints their rows: in the report of the nodes left, or alone.
+    if (!outcome.preflight_reported) printUnstartedPreflight(unstarted, input.json, unchecked);
+    // A node that could not be started fails `tlaunch preflight` as such (69), whatever the
+    // checks of the others said.
+    if (outcome.exit_code == 0 || outcome.exit_code == exitStatusFor(Errc::preflight)) {
+      outcome.exit_code = exitStatusFor(Errc::node_unreachable);
+      if (outcome.summary.empty())
+        outcome.summary = "could not start tlaunchd on " + std::to_string(unstarted.size()) + " node(s)";
+    }
+    for (const auto& row : unstarted)
+      if (std::find(outcome.lost_nodes.begin(), outcome.lost_nodes.end(), row.node) == outcome.lost_nodes.end())
+        outcome.lost_nodes.push_back(row.node);  // --summary-json names them
+    if (outcome.failed_node.empty()) outcome.failed_node = unstarted.front().node;
   }
   if (out) out->flush();
   return finishJob(input, run_id, outcome, started);
