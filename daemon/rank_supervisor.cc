@@ -132,13 +132,17 @@ void RankSupervisor::showWhenQuiet(Rank& r, int which) {
   if (!s.quiet) s.quiet = std::make_unique<asio::steady_timer>(io_);
   s.quiet_armed = true;
   s.quiet_from = s.reads;
+  s.quiet_pauses = pauses_;
   s.quiet->expires_after(kQuietBeforeShowing);
   s.quiet->async_wait([this, &r, which](const asio::error_code& ec) {
     if (ec == asio::error::operation_aborted) return;  // as in readStream: touch nothing
     Stream& st = which == 1 ? r.out : r.err;
     st.quiet_armed = false;
     if (st.eof || st.splitter.pending() == 0 || st.shown_at == st.reads) return;
-    if (st.reads != st.quiet_from) return showWhenQuiet(r, which);  // still writing: wait for a pause
+    // Not reading (a slow reader downstream) is no pause of the rank's: a rank blocked in one
+    // long write() would have half its line shown as a prompt. Looked at again once resumed.
+    if (paused_) return;
+    if (st.reads != st.quiet_from || pauses_ != st.quiet_pauses) return showWhenQuiet(r, which);  // still writing
     st.shown_at = st.reads;
     std::vector<OutputSegment> shown{{OutputKind::unfinished, std::string(st.splitter.unfinished())}};
     relay(r, which, shown);
@@ -376,7 +380,10 @@ void RankSupervisor::sweepLeftovers(std::chrono::milliseconds grace, std::functi
   containment_->sweep(grace, [this, done = std::move(done)] { asio::post(io_, done); });
 }
 
-void RankSupervisor::pauseOutput() { paused_ = true; }
+void RankSupervisor::pauseOutput() {
+  if (!paused_) ++pauses_;
+  paused_ = true;
+}
 
 void RankSupervisor::resumeOutput() {
   if (!paused_) return;
@@ -384,6 +391,9 @@ void RankSupervisor::resumeOutput() {
   for (auto& r : ranks_) {
     readStream(*r, 1);
     readStream(*r, 2);
+    // A prompt read in full before the pause gets no read to arm its timer again.
+    for (int which : {1, 2})
+      if (const Stream& s = which == 1 ? r->out : r->err; !s.eof && s.splitter.pending() > 0) showWhenQuiet(*r, which);
   }
 }
 

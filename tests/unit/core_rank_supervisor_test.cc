@@ -151,6 +151,38 @@ TEST_CASE("rank supervisor: a rank that exits while output is paused keeps its l
   CHECK(std::find(exit_at, s.order.end(), "out:0") == s.order.end());
 }
 
+// A rank blocked in one long write() while we do not read (a slow reader downstream) has not
+// paused: half its line shown as a prompt came out as a cut-short extra copy of the line. Its
+// real prompt is shown once reading resumes.
+TEST_CASE("rank supervisor: a line left unfinished while output is paused is no prompt until reading resumes") {
+  asio::io_context io(1);
+  std::vector<std::pair<OutputKind, std::string>> seen;
+  RankSupervisor::Events e;
+  e.output = [&seen](int, int, OutputKind kind, std::string_view bytes) { seen.emplace_back(kind, bytes); };
+  e.stdin_written = [](int, size_t, bool) {};
+  e.exited = [](const RankExit&) {};
+  e.all_exited = [] {};
+  RankSupervisor sup(io, std::move(e), "test-rs-quiet-paused");
+  REQUIRE(sup.start({shRank(0, "printf 'ready\\nProceed? '; sleep 3")}));
+  // "ready" and the prompt come in one write: once "ready" is in, so is the prompt, and its
+  // quiet timer runs.
+  runUntil(io, [&] { return !seen.empty(); }, std::chrono::seconds(20));
+  REQUIRE_FALSE(seen.empty());
+  sup.pauseOutput();
+  const auto unfinished = [&] {
+    return std::count_if(seen.begin(), seen.end(), [](const auto& x) { return x.first == OutputKind::unfinished; });
+  };
+  runUntil(io, [&] { return unfinished() > 0; }, std::chrono::seconds(1));
+  CHECK(unfinished() == 0);
+  sup.resumeOutput();
+  runUntil(io, [&] { return unfinished() > 0; }, std::chrono::seconds(2));
+  REQUIRE(unfinished() == 1);
+  CHECK(std::find_if(seen.begin(), seen.end(), [](const auto& x) { return x.first == OutputKind::unfinished; })
+            ->second == "Proceed? ");
+  sup.terminate(std::chrono::milliseconds(100));
+  runUntil(io, [] { return false; }, std::chrono::seconds(1));
+}
+
 TEST_CASE("rank supervisor: terminate ends a rank that ignores SIGTERM after the grace, marked as ours") {
   asio::io_context io(1);
   SupervisorEvents s;
