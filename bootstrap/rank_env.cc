@@ -48,9 +48,12 @@ EnvList rankIdentityEnv(const RankIdentity& r, const JobIdentity& j) {
 
 EnvList rankDefaultEnv(size_t own_cpus, int local_world_size) {
   // torchrun's: a failed NCCL collective aborts the communicator and raises in the rank instead
-  // of hanging until NCCL's timeout (PyTorch before 2.2 defaulted to 0; it reads the name
-  // without TORCH_ only, which torchrun stopped setting).
-  EnvList out = {{"PYTHONUNBUFFERED", "1"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"}};
+  // of hanging until NCCL's timeout. PyTorch before 2.2 (Debian 12's 1.13) defaulted to 0 and
+  // reads only the name without TORCH_, which its torchrun set; later ones read TORCH_'s (and
+  // warn once per rank that the old name is deprecated: a line, not a hang).
+  EnvList out = {{"PYTHONUNBUFFERED", "1"},
+                 {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
+                 {"NCCL_ASYNC_ERROR_HANDLING", "1"}};
   if (own_cpus > 0) out.emplace_back("OMP_NUM_THREADS", std::to_string(own_cpus));
   else if (local_world_size > 1) out.emplace_back("OMP_NUM_THREADS", "1");
   return out;

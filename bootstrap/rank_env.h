@@ -90,8 +90,8 @@ EnvList rankIdentityEnv(const RankIdentity& r, const JobIdentity& j);
 // stdout is a pipe, where Python holds output back in blocks of 8 KiB; what a rank printed
 // would arrive late (a false --hang-timeout) or be lost when it is ended. OMP_NUM_THREADS:
 // the CPUs the rank is bound to and no other rank of the node is (`own_cpus`), else 1 when
-// several ranks share the node (as torchrun), else unset. TORCH_NCCL_ASYNC_ERROR_HANDLING=1, as
-// torchrun sets it.
+// several ranks share the node (as torchrun), else unset. TORCH_NCCL_ASYNC_ERROR_HANDLING=1 and
+// NCCL_ASYNC_ERROR_HANDLING=1, as torchrun sets them (the latter before PyTorch 2.2).
 EnvList rankDefaultEnv(size_t own_cpus, int local_world_size);
 // The value of `key` in a "K=V" list, if it is set at all ("" included; the last one wins).
 std::optional<std::string> envLookup(const std::vector<std::string>& env, const std::string& key);

@@ -135,6 +135,15 @@ Result<std::string> resolveProgram(const std::string& program, const std::string
     return diagnostic(Errc::program_not_executable, "program-found-not-executable",
                       {{"program", program}, {"node", node_name}});
   }
+  // torchrun's habit (`torchrun train.py`, run through Python): the file is right here, and
+  // "not found, install it" would point the wrong way.
+  if (struct stat st{}; ::stat(joinPath(cwd, program).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    const std::string run = program.ends_with(".py") ? "python3 " + program
+                            : program.ends_with(".sh") ? "bash " + program
+                                                       : "./" + program;
+    return diagnostic(Errc::program_missing, "program-in-working-directory",
+                      {{"program", program}, {"node", node_name}, {"cwd", cwd}, {"run", run}});
+  }
   return diagnostic(Errc::program_missing, "program-not-in-path", {{"program", program}, {"node", node_name}, {"path", path}});
 }
 

@@ -102,7 +102,7 @@ std::string rankEnvironmentText(const JobPlan& plan) {
   const NodeLaunch& node = plan.nodes.front();
   const RankSpec& rank0 = node.ranks.front();
   std::string defaults;
-  for (const char* name : {"OMP_NUM_THREADS", "PYTHONUNBUFFERED", "TORCH_NCCL_ASYNC_ERROR_HANDLING"}) {
+  for (const char* name : {"OMP_NUM_THREADS", "PYTHONUNBUFFERED", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"}) {
     auto value = envLookup(rank0.env, name);
     if (!value) value = envLookup(node.base_env, name);
     defaults += std::string(" ") + name + (value ? "=" + *value : " unset");

@@ -242,6 +242,7 @@ TEST_CASE("rank env: OMP_NUM_THREADS follows the rank's own CPUs, PYTHONUNBUFFER
   CHECK(envLookup(env, "OMP_NUM_THREADS") == std::optional<std::string>("4"));
   CHECK(envLookup(env, "PYTHONUNBUFFERED") == std::optional<std::string>("1"));
   CHECK(envLookup(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING") == std::optional<std::string>("1"));
+  CHECK(envLookup(env, "NCCL_ASYNC_ERROR_HANDLING") == std::optional<std::string>("1"));  // PyTorch < 2.2's name
   // No CPUs of its own: 1 when ranks share the node (as torchrun), unset for one rank per node.
   in.own_cpus = 0;
   in.identity.local_world_size = 2;

@@ -54,6 +54,23 @@ TEST_CASE("program lookup: a missing program names the node and the PATH searche
   CHECK(r.error().message.find("/usr/bin:/bin") != std::string::npos);
 }
 
+// `torchrun train.py` runs it through Python; the same line under tlaunch must not say "not
+// found, install it" for a file that is right there.
+TEST_CASE("program lookup: a bare name of a file in the working directory says how to run it") {
+  testing::TempDir dir("tlaunch-lookup");
+  std::ofstream(dir.path() / "train.py") << "print('hi')\n";
+  std::ofstream(dir.path() / "run") << "echo hi\n";
+  const std::string cwd = dir.path().string();
+  auto r = resolveProgram("train.py", "/usr/bin:/bin", cwd, "node7");
+  REQUIRE_FALSE(r);
+  INFO(r.error().message);
+  CHECK(r.error().message.find("the working directory " + cwd + " has a file of that name") != std::string::npos);
+  CHECK(r.error().hint.find("`python3 train.py`") != std::string::npos);
+  auto other = resolveProgram("run", "/usr/bin:/bin", cwd, "node7");
+  REQUIRE_FALSE(other);
+  CHECK(other.error().hint.find("`./run`") != std::string::npos);
+}
+
 TEST_CASE("program lookup: a directory, and a script whose #! interpreter is missing, are named as such") {
   testing::TempDir dir("tlaunch-lookup");
   const std::string cwd = dir.path().string();
