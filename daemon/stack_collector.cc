@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 
 #include "daemon/rank_spawner.h"
 #include "daemon/stack_target.h"
@@ -29,6 +30,7 @@ struct StackCollector::Probe {
   pid_t target = -1;   // the process it attaches to: the rank, or the program it wraps
   StackTarget wrapped;  // the rank's wrapper and its program, where it is one
   WrapperOnly wrapper_only = WrapperOnly::no;
+  bool was_stopped = false;  // stopped before gdb came (a user's SIGSTOP): left so after it
   bool python = false;
   std::unique_ptr<asio::posix::stream_descriptor> out;
   std::array<char, 16384> buf{};
@@ -76,17 +78,34 @@ bool mayTraceRanksChildren() {
   return false;
 }
 
+bool isStopped(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ProcEntry e;
+  return parseProcStat(stat, e) && (e.state == 'T' || e.state == 't');
+}
+
 }  // namespace
+
+// gdb gone (done, killed, or its collection cancelled): the stop of its attach may still be
+// pending in the target, and would hold the rank stopped for good (through a SIGTERM's
+// checkpoint, until SIGKILL). A process stopped before gdb came stays stopped.
+void StackCollector::release(const Probe& p) {
+  if (p.target > 0 && !p.was_stopped) ::kill(p.target, SIGCONT);
+}
 
 StackCollector::StackCollector(asio::io_context& io, std::string node_name, std::chrono::milliseconds timeout)
     : io_(io), node_name_(std::move(node_name)), timeout_(timeout) {}
 
-StackCollector::~StackCollector() {
+StackCollector::~StackCollector() { stopGdbs(); }
+
+void StackCollector::stopGdbs() {
   for (auto& p : running_) {
     if (p->done || p->pid <= 0) continue;
     ::kill(-p->pid, SIGKILL);
     int st = 0;
     ::waitpid(p->pid, &st, 0);
+    release(*p);
     p->done = true;
     asio::error_code ignore;
     if (p->out) p->out->close(ignore);
@@ -95,6 +114,15 @@ StackCollector::~StackCollector() {
     } catch (const std::exception&) {  // asio throws where the reactor refuses: its callback checks done
     }
   }
+}
+
+void StackCollector::cancel(const std::string& why) {
+  if (running_.empty()) return;
+  cancelled_ = why;
+  auto probes = running_;
+  stopGdbs();
+  running_.clear();
+  for (auto& p : probes) finishProbe(p, why);  // and every slot not started yet (startNext)
 }
 
 void StackCollector::collect(std::vector<Target> targets, Done done) {
@@ -113,6 +141,12 @@ void StackCollector::collect(std::vector<Target> targets, Done done) {
 void StackCollector::startNext(const std::shared_ptr<Run>& run) {
   if (run->next >= run->targets.size()) return;
   const size_t slot = run->next++;
+  if (!cancelled_.empty()) {  // the job is ending: no gdb stops its ranks now
+    auto p = std::make_shared<Probe>();
+    p->run = run;
+    p->slot = slot;
+    return finishProbe(p, cancelled_);
+  }
   startProbe(run, slot, WrapperOnly::no);
 }
 
@@ -129,6 +163,7 @@ void StackCollector::startProbe(const std::shared_ptr<Run>& run, size_t slot, Wr
   else if (wrapper_only == WrapperOnly::no && !mayTraceRanksChildren()) p->wrapper_only = WrapperOnly::refused;
   const pid_t pid = p->wrapper_only == WrapperOnly::no ? p->wrapped.pid : rank_pid;
   p->target = pid;
+  p->was_stopped = isStopped(pid);
   const char* path = std::getenv("PATH");
   auto gdb = resolveProgram("gdb", path ? path : "/usr/bin:/bin", "/", node_name_);
   if (!gdb) return finishProbe(p, "gdb is not installed on node " + node_name_ + " (Debian: apt install gdb)");
@@ -187,6 +222,7 @@ void StackCollector::reapGdb(const std::shared_ptr<Probe>& p, int attempt) {
     });
     return;
   }
+  release(*p);
   std::string error;
   if (p->timed_out) error = "gdb did not finish within " + std::to_string(timeout_.count() / 1000) + " s";
   else if (p->text.find("ptrace: Operation not permitted") != std::string::npos) error = ptraceRefusal();

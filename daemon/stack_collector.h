@@ -29,6 +29,10 @@ class StackCollector {
                  std::chrono::milliseconds timeout = std::chrono::seconds(30));
   ~StackCollector();  // gdbs still running are killed
   void collect(std::vector<Target> targets, Done done);
+  // The job is ending: gdbs under way are killed and their ranks continued at once (a rank held
+  // stopped would miss its SIGTERM's checkpoint); every rank not yet probed gets `why`, and so
+  // does every later collection.
+  void cancel(const std::string& why);
 
  private:
   struct Run;
@@ -41,11 +45,14 @@ class StackCollector {
   void reapGdb(const std::shared_ptr<Probe>& p, int attempt);
   void finishProbe(const std::shared_ptr<Probe>& p, const std::string& error);
   Json resultOf(const Probe& p, const std::string& error) const;
+  void stopGdbs();
+  static void release(const Probe& p);
 
   asio::io_context& io_;
   std::string node_name_;
   std::chrono::milliseconds timeout_;
   std::vector<std::shared_ptr<Probe>> running_;
+  std::string cancelled_;  // why no more gdb runs (cancel)
   static constexpr size_t kParallel = 4;  // gdbs at once per collection: each loads symbols
 };
 

@@ -167,6 +167,47 @@ finally:
     p.communicate(timeout=60)
 os.rmdir(nogdb)
 
+# The job ends while gdb holds the ranks (tlaunch stacks, then SIGTERM to tlaunch 0.15 s later):
+# the gdbs go and the ranks run again at once, so their SIGTERM handler's checkpoint completes.
+# Before, the stop of a gdb's attach outlived it (about half the time at this timing) and held
+# its rank until SIGKILL at --kill-timeout: the checkpoint was lost.
+work = tl.tempdir()
+ckpt = os.path.join(work, "ckpt.py")
+with open(ckpt, "w") as f:
+    f.write("import os, signal, sys, time\n"
+            "def on_term(*_):\n"
+            "    time.sleep(1)\n"
+            "    open(os.path.join(%r, 'checkpoint.' + os.environ['RANK']), 'w').close()\n"
+            "    sys.exit(0)\n"
+            "signal.signal(signal.SIGTERM, on_term)\n"
+            "print('rank', os.environ['RANK'], 'ready', flush=True)\n"
+            "time.sleep(300)\n" % work)
+for attempt in range(2):
+    for name in os.listdir(work):
+        if name.startswith("checkpoint."):
+            os.unlink(os.path.join(work, name))
+    p = tl.start(["--launcher", "local", "-N", "2", "-p", "2", "--kill-timeout", "20", "--", tl.PYTHON, ckpt], env=env)
+    asker = None
+    try:
+        wait_ready(p, 4, timeout=120)
+        asker = subprocess.Popen([tl.TLAUNCH, "stacks"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=env)
+        time.sleep(0.15)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        done = sorted(n for n in os.listdir(work) if n.startswith("checkpoint."))
+        tl.check(p.returncode == 143 and done == [f"checkpoint.{r}" for r in range(4)],
+                 f"SIGTERM while gdb held the ranks: exit {p.returncode}, checkpoints {done}: {err}")
+        said, said_err = asker.communicate(timeout=60)
+        tl.check("gdb showed no frames" not in said, f"tlaunch stacks during the teardown: {said!r} {said_err!r}")
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate(timeout=60)
+        if asker and asker.poll() is None:
+            asker.kill()
+            asker.communicate(timeout=60)
+
 # The control sockets went with their jobs.
 left = [f for f in os.listdir(os.path.join(env["XDG_RUNTIME_DIR"], "tlaunch")) if f.endswith(".sock")]
 tl.check(not left, f"sockets left behind: {left}")
