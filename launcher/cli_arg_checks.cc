@@ -58,6 +58,33 @@ const CLI::Option* optionNamed(const CLI::App& app, std::string_view token) {
 
 }  // namespace
 
+std::vector<std::string> withMpirunSwitches(const CLI::App& app, int argc, const char* const* argv) {
+  std::vector<std::string> out(argv, argv + argc);
+  const CLI::App* current = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view token = argv[i];
+    if (token == "--") break;  // the program and its own arguments follow
+    const CLI::Option* o = optionNamed(*current, token);
+    if (o == nullptr) {
+      if (token.empty() || token[0] == '-') continue;
+      const auto sub = current->get_subcommands([&](const CLI::App* s) { return s->check_name(std::string(token)); });
+      if (sub.empty()) break;  // the program
+      current = sub.front();
+      continue;
+    }
+    if (token == "--tag-output") {
+      const std::string_view next = i + 1 < argc ? std::string_view(argv[i + 1]) : std::string_view();
+      if (next != "none" && next != "rank" && next != "full") {
+        out[static_cast<size_t>(i)] = "--tag-output=full";  // mpirun's [job,rank] tag: the node's and the rank's
+        continue;
+      }
+    }
+    const bool attached = token.find('=') != std::string_view::npos || (token[1] != '-' && token.size() > 2);
+    i += attached ? 0 : o->get_items_expected_min();
+  }
+  return out;
+}
+
 std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, const char* const* argv) {
   const CLI::App* current = &app;
   for (int i = 1; i < argc; ++i) {

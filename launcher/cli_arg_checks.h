@@ -20,6 +20,9 @@ namespace tlaunch {
 // Also another launcher's flag before the program (`-np 4`, `--rdzv-endpoint`): what to give
 // instead (launcher/foreign_flags.h).
 std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, const char* const* argv);
+// argv with mpirun's bare switch `--tag-output` (no value: tlaunch's takes one) written as
+// `--tag-output=full`, among tlaunch's own options only (never in the program's arguments).
+std::vector<std::string> withMpirunSwitches(const CLI::App& app, int argc, const char* const* argv);
 
 // The program's word that is a mistake: a variable assignment (`-x A=1 B=2`, a shell's `B=2 prog`)
 // or an option typed with a typographic dash (`—hosts`). The message, or nullopt.

@@ -293,11 +293,16 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
       "tlaunch itself got SIGINT/SIGTERM/SIGHUP. --summary-json says which.");
   // Refused before parsing, so without a summary: which argument is --summary-json's file is
   // exactly what is in doubt here (`--summary-json --dry-run`).
-  if (auto mistake = valueThatIsAnOption(app, argc, argv)) {
+  const std::vector<std::string> words = withMpirunSwitches(app, argc, argv);
+  std::vector<const char*> word_ptrs;
+  for (const auto& w : words) word_ptrs.push_back(w.c_str());
+  const int nargs = static_cast<int>(word_ptrs.size());  // argc: only words are rewritten
+  const char* const* args = word_ptrs.data();
+  if (auto mistake = valueThatIsAnOption(app, nargs, args)) {
     return refuse(out, app, "tlaunch: " + *mistake);
   }
   try {
-    app.parse(argc, argv);
+    app.parse(nargs, args);
   } catch (const CLI::CallForHelp& e) {
     out.exit_now = app.exit(e);
     return out;

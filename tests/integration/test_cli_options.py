@@ -76,6 +76,12 @@ r = tl.run(["--launcher", "local", "--nnodes", "2", "--nproc-per-node", "2", "--
             'echo "$GROUP_RANK $WORLD_SIZE"'])
 tl.check(r.returncode == 0 and sorted(ranks_of(r.stdout).values()) == ["0 4", "0 4", "1 4", "1 4"],
          f"--nnodes 2 --nproc-per-node 2: {r.stdout!r} {r.stderr!r}")
+# mpirun's --tag-output is a bare switch: a copied `mpirun --tag-output prog` line tags fully;
+# the program's own --tag-output is its own.
+r = tl.run(["-p", "1", "--tag-output", "echo", "--tag-output", "x"])
+tl.check(r.returncode == 0 and r.stdout == "[local0:0] --tag-output x\n", f"bare --tag-output: {r.stdout!r} {r.stderr!r}")
+r = tl.run(["-p", "1", "--tag-output", "--", "echo", "y"])
+tl.check(r.returncode == 0 and r.stdout == "[local0:0] y\n", f"bare --tag-output before --: {r.stdout!r} {r.stderr!r}")
 
 # -n with an uneven last node, as with mpirun: 4 + 2 ranks, each node its own LOCAL_WORLD_SIZE.
 r = tl.run(["--launcher", "local", "-n", "6", "-p", "4", "-l", "--", "sh", "-c",
