@@ -95,7 +95,9 @@ std::string renderManifestTable(const std::vector<ManifestRow>& rows) {
     const RankBinding& b = row.binding;
     std::string gpu = b.gpu_busid ? *b.gpu_busid + (b.gpu_uuid ? " (" + *b.gpu_uuid + ")" : "") : "-";
     cells.push_back({std::to_string(row.rank), row.node, std::to_string(b.local_rank), gpu, b.hca.value_or("-"),
-                     dash(b.path), b.numa >= 0 ? std::to_string(b.numa) : "-", dash(formatCpuList(b.cpus))});
+                     dash(b.path),
+                     // a rank over several NUMA nodes (fewer CPU ranks than NUMA nodes): their list
+                     b.numa >= 0 ? std::to_string(b.numa) : dash(formatCpuList(b.mem_nodes)), dash(formatCpuList(b.cpus))});
   }
   return alignColumns(cells);
 }

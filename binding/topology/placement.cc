@@ -97,6 +97,35 @@ void assignHcas(const TopologySnapshot& topo, const std::vector<int>& gpu_of_ran
   }
 }
 
+// Fewer CPU-only ranks than NUMA nodes with CPUs (one rank per node on an SNC/NPS machine, a
+// hybrid MPI+OpenMP job): each rank gets an equal run of whole NUMA nodes, in order (a package
+// each where packages divide evenly; a remainder of NUMA nodes is left free, as a remainder of
+// cores is), not one NUMA node with the others' cores idle.
+Result<std::vector<RankBinding>> spreadOverNumaNodes(const TopologySnapshot& topo, const BindingRequest& req,
+                                                     const std::string& node, const std::vector<int>& cpu_numas) {
+  const size_t n = static_cast<size_t>(req.ranks_per_node), per_rank = cpu_numas.size() / n;
+  std::vector<RankBinding> out(n);
+  for (size_t r = 0; r < n; ++r) {
+    RankBinding& rb = out[r];
+    rb.local_rank = static_cast<int>(r);
+    std::map<int, Domain> domains;
+    std::vector<const std::vector<int>*> cores;
+    for (size_t i = r * per_rank; i < (r + 1) * per_rank; ++i) {
+      const Domain& d = domainFor(domains, topo, cpu_numas[i]);
+      cores.insert(cores.end(), d.cores.begin(), d.cores.end());
+      rb.mem_nodes.push_back(cpu_numas[i]);
+    }
+    rb.numa = per_rank == 1 ? rb.mem_nodes.front() : -1;  // -1: more than one
+    if (size_t(req.cpus_per_rank) > cores.size())
+      return fail(Errc::resources,
+                  "node " + node + ": " + std::to_string(req.cpus_per_rank) + " cores per rank asked, but local rank " +
+                      std::to_string(r) + "'s NUMA nodes have " + std::to_string(cores.size()) + " cores",
+                  "ask for at most " + std::to_string(cores.size()) + " cores per rank, or run fewer ranks per node");
+    rb.cpus = flatten(cores, 0, req.cpus_per_rank > 0 ? size_t(req.cpus_per_rank) : cores.size());
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* pciDistanceName(PciDistance d) {
@@ -162,6 +191,9 @@ Result<std::vector<RankBinding>> planNodeBinding(const TopologySnapshot& topo, c
   std::vector<int> cpu_numas;
   for (const auto& node_info : topo.numa_nodes)
     if (!node_info.cores.empty()) cpu_numas.push_back(node_info.os_index);
+
+  if (!req.use_gpus && req.mode != BindMode::none && size_t(n) < cpu_numas.size())
+    return spreadOverNumaNodes(topo, req, node, cpu_numas);
 
   std::vector<int> gpu_of_rank = gpus;  // local rank -> GPU index
   for (int r = static_cast<int>(gpu_of_rank.size()); req.use_gpus && r < n; ++r) gpu_of_rank.push_back(r);

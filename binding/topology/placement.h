@@ -26,7 +26,9 @@ int hcaPreferredPort(const HcaDevice& hca);
 // are split evenly and disjointly (whole cores, remainder left free) among the ranks sharing it; its
 // HCA is the nearest by PCI path among req.data_ports (the job network's ports on this node), else
 // among HCAs with an ACTIVE port (all HCAs when none is known ACTIVE),
-// ties spread round-robin. Without GPUs: ranks go round-robin over NUMA nodes that have CPUs.
+// ties spread round-robin. Without GPUs: ranks go round-robin over NUMA nodes that have CPUs;
+// fewer ranks than such NUMA nodes each get an equal run of whole NUMA nodes (numa -1 for more
+// than one; mem_nodes lists them), the remainder left free.
 // A GPU whose NUMA node is unknown is placed on the least-loaded NUMA node. BindMode::numa gives each
 // rank its whole NUMA node, BindMode::none no cpus and no mem_nodes. node_name only feeds messages.
 // `gpus`, with req.use_gpus: the GPU indices (bus id order) the ranks drive, local rank r the r-th

@@ -96,6 +96,35 @@ TEST_CASE("CPU-only ranks spread round-robin over NUMA nodes and then split core
   CHECK(cpus == std::vector<std::string>{"0:0-3", "1:8-11", "0:4-7", "1:12-15"});
 }
 
+// One rank on an 8-NUMA-node machine (SNC4 x 2 packages) was bound to NUMA node 0: 1/8 of the
+// cores, and --cpus-per-rank could not ask for more.
+TEST_CASE("fewer CPU-only ranks than NUMA nodes get equal runs of whole NUMA nodes", "[topology][plan]") {
+  TopologySnapshot t = machine(8, 2);  // NUMA n has PUs 4n .. 4n+3
+  auto one = planNodeBinding(t, {1, false, BindMode::core, 0, {}}, "n1");
+  REQUIRE(one.has_value());
+  CHECK(formatCpuList((*one)[0].cpus) == "0-31");
+  CHECK((*one)[0].mem_nodes == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK((*one)[0].numa == -1);
+  auto two = planNodeBinding(t, {2, false, BindMode::core, 0, {}}, "n1");
+  REQUIRE(two.has_value());
+  CHECK(formatCpuList((*two)[0].cpus) == "0-15");
+  CHECK(formatCpuList((*two)[1].cpus) == "16-31");
+  CHECK((*two)[1].mem_nodes == std::vector<int>{4, 5, 6, 7});
+  auto three = planNodeBinding(t, {3, false, BindMode::core, 0, {}}, "n1");  // 2 NUMA nodes each, 2 left free
+  REQUIRE(three.has_value());
+  CHECK(formatCpuList((*three)[2].cpus) == "16-23");
+  auto cores = planNodeBinding(t, {1, false, BindMode::core, 12, {}}, "n1");  // 12 of its 16 cores
+  REQUIRE(cores.has_value());
+  CHECK(formatCpuList((*cores)[0].cpus) == "0-23");
+  auto too_many = planNodeBinding(t, {2, false, BindMode::core, 9, {}}, "n1");
+  REQUIRE_FALSE(too_many.has_value());
+  CHECK_THAT(too_many.error().message, Catch::Contains("local rank 0's NUMA nodes have 8 cores"));
+  // As many ranks as NUMA nodes: one each, as before.
+  auto eight = planNodeBinding(t, {8, false, BindMode::core, 0, {}}, "n1");
+  REQUIRE(eight.has_value());
+  CHECK((*eight)[7].numa == 7);
+}
+
 TEST_CASE("BindMode numa gives the whole NUMA node, none binds nothing but still pairs HCAs", "[topology][plan]") {
   auto path = test::topologyFixture("ornl-summit");
   if (path.empty()) return;

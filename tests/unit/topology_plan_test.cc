@@ -131,6 +131,24 @@ void checkInvariants(const HwlocXml& hw, const TopologySnapshot& topo, const Bin
       if (hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(hw.get(), HWLOC_OBJ_CORE, obj))
         CHECK(includes(b.cpus, HwlocXml::ids(core->cpuset)));
     }
+    if (!req.use_gpus && plan.size() < cpuNumas(hw).size()) {
+      // Fewer CPU-only ranks than NUMA nodes: an equal run of whole NUMA nodes each, in order.
+      const auto numas = cpuNumas(hw);
+      const size_t k = numas.size() / plan.size();
+      const std::vector<int> mine(numas.begin() + static_cast<long>(r * k), numas.begin() + static_cast<long>((r + 1) * k));
+      CHECK(b.mem_nodes == mine);
+      CHECK(b.numa == (k == 1 ? mine.front() : -1));
+      std::vector<int> allowed;
+      for (int m : mine) {
+        const auto c = numaCpus(hw, m);
+        allowed.insert(allowed.end(), c.begin(), c.end());
+      }
+      CHECK(includes(allowed, b.cpus));
+      size_t whole = 0;  // every core of its NUMA nodes
+      for (int m : mine) whole += static_cast<size_t>(coresIn(hw, m));
+      CHECK(b.cpus.size() >= whole);
+      continue;
+    }
     REQUIRE(b.numa >= 0);
     CHECK(includes(numaCpus(hw, b.numa), b.cpus));
     CHECK(b.mem_nodes == std::vector<int>{b.numa});
