@@ -386,11 +386,17 @@ Result<std::vector<HostEntry>> selectNodes(const std::vector<HostEntry>& hosts, 
   if (ranks_per_node > 0) {
     for (const auto& h : chosen) {
       const int ranks = &h == &chosen.back() && last_node_ranks > 0 ? last_node_ranks : ranks_per_node;
-      // A hostfile's max_slots (Open MPI's hard limit): never more ranks than that on the node.
-      if (const int cap = maxSlots(h); cap > 0 && cap < ranks)
-        return diagnostic(Errc::usage, "max-slots-short",
-                          {{"node", h.name}, {"max", std::to_string(cap)}, {"asked", std::to_string(ranks)}});
       const int usable = usableSlots(h);
+      // A hostfile's max_slots (Open MPI's hard limit): never more ranks than that on the node.
+      // With slots too (never above max_slots), slots is the tighter limit: both are named, so
+      // that raising one does not run into the other.
+      if (const int cap = maxSlots(h); cap > 0 && cap < ranks)
+        return usable >= 0 && h.only_slots.empty()
+                   ? diagnostic(Errc::usage, "slots-and-max-slots-short",
+                                {{"node", h.name}, {"slots", std::to_string(usable)}, {"max", std::to_string(cap)},
+                                 {"asked", std::to_string(ranks)}})
+                   : diagnostic(Errc::usage, "max-slots-short",
+                                {{"node", h.name}, {"max", std::to_string(cap)}, {"asked", std::to_string(ranks)}});
       if (usable < 0 || usable >= ranks) continue;
       const std::string what = h.only_slots.empty() ? std::to_string(usable) + (usable == 1 ? " slot" : " slots")
                                                     : std::to_string(usable) + " usable slots after --include/--exclude";

@@ -404,6 +404,13 @@ TEST_CASE("hosts: selectNodes: -N takes the first nodes, slots must hold ranks p
   REQUIRE_FALSE(over);
   CHECK_THAT(over.error().message, Catch::StartsWith("m1 has max_slots=2 in the hostfile, fewer than the 8 ranks"));
   CHECK(selectNodes(capped, 2, 2));
+  // With slots too, the tighter limit is said with both: raising max_slots alone would run into
+  // slots next (and "at most 2" was wrong: 1).
+  auto both = *parseHostfile("m1 slots=1 max_slots=2\n", "h");
+  auto short_both = selectNodes(both, 1, 3);
+  REQUIRE_FALSE(short_both);
+  CHECK_THAT(short_both.error().message, Catch::StartsWith("m1 has slots=1 max_slots=2 in the hostfile"));
+  CHECK_THAT(short_both.error().hint, Catch::Contains("at most 1 ranks") && Catch::Contains("slots=3 max_slots=3"));
 }
 
 TEST_CASE("hosts: readTextFile reads a hostfile and names a missing one", "[hosts][node_source]") {
