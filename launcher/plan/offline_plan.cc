@@ -80,6 +80,9 @@ TopoView topoView(const TopologySnapshot& topo, const GpuDriverFacts& driver) {
   e.message = "the default plan (" + std::to_string(req.ranks_per_node) + " rank" +
               (req.ranks_per_node == 1 ? "" : "s") + (req.use_gpus ? ", one per GPU" : "") +
               ") does not fit this node: " + why;
+  // topo takes no -g/-p/--bind: the hint names the command that does.
+  e.hint = "the map above stands; plan other counts or bindings with tlaunch --dry-run --offline --topology-xml FILE "
+           "--hosts NODE (-g N, -p N, --bind numa|none) -- PROGRAM";
   return {renderTopoReport(topo, {}, driver), std::move(e)};
 }
 

@@ -648,6 +648,7 @@ TEST_CASE("tlaunch topo: the map is shown even when the default plan does not fi
   CHECK(view.plan_error->message ==
         "the default plan (16 ranks, one per GPU) does not fit this node: NUMA node 0 has 2 cores but 8 ranks are "
         "placed on it");
+  CHECK(view.plan_error->hint.find("--dry-run --offline --topology-xml") != std::string::npos);  // flags topo lacks: not offered
   CHECK(view.report.find("NUMA") != std::string::npos);
   CHECK(view.report.find("GPU15") != std::string::npos);
 
