@@ -5,6 +5,7 @@
 #include "binding/topology/binding_manifest.h"
 #include "binding/topology/placement.h"
 #include "binding/topology/topology_json.h"
+#include "launcher/same_failure_nodes.h"
 
 namespace tlaunch {
 
@@ -24,6 +25,8 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
   req.mode = bindModeOf(spec.bind);
   req.cpus_per_rank = spec.cpus_per_rank;
   std::vector<ManifestRow> rows;
+  // The same warning of many nodes is said once, naming them all (1,000 nodes: one line).
+  std::vector<NodeFailureText> node_warnings;
   bool reported_not_applied = false;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeReport& n = nodes[i];
@@ -49,9 +52,11 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
         !topo->gpus.empty()) {
       if (topo->gpus.size() >= static_cast<size_t>(node_req.ranks_per_node)) node_req.use_gpus = true;
       else
-        plan.warnings.push_back("node " + n.name + " has " + std::to_string(topo->gpus.size()) + " GPU(s) for " +
-                                std::to_string(node_req.ranks_per_node) + " ranks (" + ctx.ranks_source +
-                                "): its ranks run without a GPU each; give it -g or fewer slots for one per GPU");
+        node_warnings.push_back({n.name, "node " + n.name + " has " + std::to_string(topo->gpus.size()) +
+                                             " GPU(s) for " + std::to_string(node_req.ranks_per_node) + " ranks (" +
+                                             ctx.ranks_source +
+                                             "): its ranks run without a GPU each; give it -g or fewer slots for one "
+                                             "per GPU"});
     }
     // CUDA_VISIBLE_DEVICES: the chosen GPUs when a list narrows the node's GPUs; else what Slurm
     // set there (CPU ranks see the job's GPUs, as in srun's tasks); else unset.
@@ -80,8 +85,7 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
       shared.mode = BindMode::numa;
       auto retry = planNodeBinding(*topo, shared, n.name, gpus);
       if (retry) {
-        plan.warnings.push_back(bindings.error().message +
-                                "; ranks share the NUMA node's cores (oversubscribed)");
+        node_warnings.push_back({n.name, bindings.error().message + "; ranks share the NUMA node's cores (oversubscribed)"});
         bindings = std::move(retry);
       }
     }
@@ -100,6 +104,7 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
       rows.push_back({r.rank, n.name, b});
     }
   }
+  for (const auto& w : mergeSameFailures(node_warnings)) plan.warnings.push_back(w.message);
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
   plan.fingerprint = manifestFingerprint(rows);
   plan.manifest = std::move(rows);

@@ -264,6 +264,20 @@ TEST_CASE("the user's MASTER_ADDR and MASTER_PORT win over tlaunch's as the dry 
     CHECK(w.find("MASTER_ADDR=10.9.9.9 (-x) conflicts") == std::string::npos);
 }
 
+// 244 nodes oversubscribed alike printed 244 lines of one warning.
+TEST_CASE("the same binding warning of several nodes is said once, naming them all") {
+  JobSpec s = cpuJob();
+  s.bind = "core";
+  s.procs_per_node = 100;  // more than the recorded CPU machine's 68 cores
+  auto plan = makePlan(s, plainNodes(), context());
+  REQUIRE(plan);
+  const auto over = std::count_if(plan->warnings.begin(), plan->warnings.end(),
+                                  [](const std::string& w) { return w.find("oversubscribed") != std::string::npos; });
+  CHECK(over == 1);
+  CHECK(std::any_of(plan->warnings.begin(), plan->warnings.end(),
+                    [](const std::string& w) { return w.rfind("nodes node[1-2]: ", 0) == 0; }));
+}
+
 TEST_CASE("no count given: one rank per GPU on GPU nodes as the plan says") {
   const std::vector<NodeReport> nodes = gpuNodes();
   JobSpec s = cpuJob();
