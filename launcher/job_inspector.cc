@@ -42,6 +42,7 @@ void JobInspector::ask(const std::string& kind, ControlSocket::Reply reply) {
   const auto nodes = hooks_.nodes();
   for (size_t i = 0; i < nodes.size(); ++i)
     if (nodes[i].connected) r.waiting.insert(static_cast<int>(i));
+  r.asked = r.waiting;
   hooks_.broadcast({{"t", kind}, {"id", id}});
   if (r.waiting.empty()) complete(id);
 }
@@ -93,11 +94,12 @@ void JobInspector::complete(uint64_t id) {
 std::string JobInspector::stacksText(const Request& r) const {
   const auto nodes = hooks_.nodes();
   std::vector<RankStacks> ranks;
-  std::string missing;
+  std::string missing, unconnected;
   for (size_t n = 0; n < nodes.size(); ++n) {
     auto it = r.reports.find(static_cast<int>(n));
     if (it == r.reports.end()) {
-      missing += (missing.empty() ? "" : ", ") + nodes[n].name;
+      std::string& list = r.asked.count(static_cast<int>(n)) ? missing : unconnected;
+      list += (list.empty() ? "" : ", ") + nodes[n].name;
       continue;
     }
     const Json& list = it->second.contains("ranks") ? it->second["ranks"] : Json::array();
@@ -114,6 +116,8 @@ std::string JobInspector::stacksText(const Request& r) const {
   std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
   std::string text = "job " + job_id_ + ": " + formatStackReport(ranks);
   if (!missing.empty()) text += "no stacks from node(s) " + missing + " (their daemons did not answer)\n";
+  if (!unconnected.empty())
+    text += "no stacks from node(s) " + unconnected + " (their daemons were not connected: still starting, or lost)\n";
   return text;
 }
 

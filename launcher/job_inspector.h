@@ -46,6 +46,7 @@ class JobInspector {
     std::string kind;  // "stacks" or "status"
     std::map<int, Json> reports;  // by node index
     std::set<int> waiting;
+    std::set<int> asked;  // the nodes connected when it was asked (the others could not answer)
     std::chrono::steady_clock::time_point deadline;
     ControlSocket::Reply reply;
   };
