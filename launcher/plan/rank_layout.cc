@@ -60,9 +60,11 @@ Result<RankLayout> checked(RankLayout l, int node_count) {
   if (l.ranks_per_node > kMaxRanksPerNode)
     return diagnostic(Errc::usage, "ranks-per-node-too-many",
                       {{"source", l.source}, {"per_node", num(l.ranks_per_node)}, {"max", num(kMaxRanksPerNode)}});
+  // With -n the last node may run fewer (last_node_ranks): counted as such, not as a full node.
+  const long long last = l.last_node_ranks > 0 ? l.last_node_ranks : l.ranks_per_node;
   const long long world = !l.node_ranks.empty()
                               ? std::accumulate(l.node_ranks.begin(), l.node_ranks.end(), 0LL)
-                              : static_cast<long long>(node_count) * l.ranks_per_node;
+                              : static_cast<long long>(node_count - 1) * l.ranks_per_node + last;
   if (node_count > 0 && l.ranks_per_node > 0 && world > kMaxWorldSize)
     return diagnostic(Errc::usage, "world-too-large",
                       {{"nodes", num(node_count)}, {"world", std::to_string(world)}, {"max", num(kMaxWorldSize)}});

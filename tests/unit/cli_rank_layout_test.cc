@@ -154,6 +154,12 @@ TEST_CASE("the layout stays within the world size bound") {
   auto big = resolveRankLayout(spec(0, 0, 0), slots, "--hostfile");
   REQUIRE_FALSE(big);
   CHECK_THAT(big.error().message, Catch::StartsWith("1245 nodes with 1004520 ranks in all is more than 1000000 ranks"));
+  // -n with a partly filled last node counts that node's ranks, not a full node's.
+  std::vector<int> many(300, -1);
+  auto at_bound = resolveRankLayout(spec(1000000, 0, 4096), many, "--hosts");
+  REQUIRE(at_bound);
+  CHECK(at_bound->nodes == 245);
+  CHECK(at_bound->last_node_ranks == 1000000 - 244 * 4096);
 }
 
 TEST_CASE("default: one rank per GPU on GPU nodes else 1 and torchrun's words") {
