@@ -231,7 +231,8 @@ Result<std::string> applyRankDefault(JobSpec& spec, const std::vector<int>& gpus
     return "--nproc-per-node " + word + ": one per core (" + counts + ")";
   }
   if (word == "gpu" && !any_gpu)
-    return diagnostic(Errc::usage, "no-gpu-for-gpu-ranks", {{"node", names.empty() ? std::string("the nodes") : names.front()}});
+    return diagnostic(Errc::resources, "no-gpu-for-gpu-ranks",  // as -g on a node without GPUs
+                      {{"node", names.empty() ? std::string("the nodes") : names.front()}});
   if (any_gpu) {
     // A node without a GPU among GPU nodes: its ranks would have none.
     for (size_t i = 0; i < gpus.size(); ++i)
