@@ -39,8 +39,13 @@ namespace {
 size_t escapeEnd(std::string_view text, size_t i) {
   if (i + 1 >= text.size()) return text.size();
   if (text[i + 1] == '[') {
-    for (size_t j = i + 2; j < text.size(); ++j)
-      if (text[j] >= 0x40 && text[j] <= 0x7e) return j + 1;
+    for (size_t j = i + 2; j < text.size(); ++j) {
+      const auto c = static_cast<unsigned char>(text[j]);
+      if (c >= 0x40 && c <= 0x7e) return j + 1;
+      // Neither a parameter nor an intermediate byte: a broken sequence ends here, and what
+      // follows takes its columns (it must not hide a whole line from the width cut).
+      if (c < 0x20 || c > 0x3f) return j;
+    }
     return text.size();
   }
   if (text[i + 1] == ']') {

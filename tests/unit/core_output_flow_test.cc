@@ -276,6 +276,9 @@ TEST_CASE("cutToColumns: escape sequences take no column, and a cut coloured bar
   CHECK(cutToColumns(green + "########" + reset, 4) == green + "####" + reset);
   CHECK(cutToColumns("\x1b]0;title\a" + std::string("abcdef"), 3) == "\x1b]0;title\aabc\x1b[0m");
   CHECK(cutToColumns("ab\x1b[", 5) == "ab\x1b[");  // an unterminated sequence is kept whole
+  // A broken one (a byte that is no parameter) ends there: what follows still takes its columns.
+  const std::string cjk = "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e";  // three wide characters
+  CHECK(cutToColumns("\x1b[" + cjk, 4) == "\x1b[\xe6\x97\xa5\xe6\x9c\xac\x1b[0m");
 }
 
 // A rank's last progress state, held back for a pipe, comes before the notes that follow the end
