@@ -1,6 +1,7 @@
 #include "daemon/rank_supervisor.h"
 
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,17 +133,18 @@ void RankSupervisor::showWhenQuiet(Rank& r, int which) {
   if (!s.quiet) s.quiet = std::make_unique<asio::steady_timer>(io_);
   s.quiet_armed = true;
   s.quiet_from = s.reads;
-  s.quiet_pauses = pauses_;
   s.quiet->expires_after(kQuietBeforeShowing);
   s.quiet->async_wait([this, &r, which](const asio::error_code& ec) {
     if (ec == asio::error::operation_aborted) return;  // as in readStream: touch nothing
     Stream& st = which == 1 ? r.out : r.err;
     st.quiet_armed = false;
     if (st.eof || st.splitter.pending() == 0 || st.shown_at == st.reads) return;
-    // Not reading (a slow reader downstream) is no pause of the rank's: a rank blocked in one
-    // long write() would have half its line shown as a prompt. Looked at again once resumed.
-    if (paused_) return;
-    if (st.reads != st.quiet_from || pauses_ != st.quiet_pauses) return showWhenQuiet(r, which);  // still writing
+    if (st.reads != st.quiet_from) return showWhenQuiet(r, which);  // still writing: wait for a pause
+    // Bytes waiting in the pipe: the rank wrote on and we did not read (a slow reader downstream
+    // holds our output window), so it has not paused: a rank blocked in one long write() would
+    // have half its line shown as a prompt. An empty pipe is the rank's own pause, read or not.
+    if (int waiting = 0; ::ioctl(st.fd->native_handle(), FIONREAD, &waiting) == 0 && waiting > 0)
+      return showWhenQuiet(r, which);
     st.shown_at = st.reads;
     std::vector<OutputSegment> shown{{OutputKind::unfinished, std::string(st.splitter.unfinished())}};
     relay(r, which, shown);
@@ -380,10 +382,7 @@ void RankSupervisor::sweepLeftovers(std::chrono::milliseconds grace, std::functi
   containment_->sweep(grace, [this, done = std::move(done)] { asio::post(io_, done); });
 }
 
-void RankSupervisor::pauseOutput() {
-  if (!paused_) ++pauses_;
-  paused_ = true;
-}
+void RankSupervisor::pauseOutput() { paused_ = true; }
 
 void RankSupervisor::resumeOutput() {
   if (!paused_) return;
@@ -391,9 +390,6 @@ void RankSupervisor::resumeOutput() {
   for (auto& r : ranks_) {
     readStream(*r, 1);
     readStream(*r, 2);
-    // A prompt read in full before the pause gets no read to arm its timer again.
-    for (int which : {1, 2})
-      if (const Stream& s = which == 1 ? r->out : r->err; !s.eof && s.splitter.pending() > 0) showWhenQuiet(*r, which);
   }
 }
 

@@ -120,7 +120,6 @@ class RankSupervisor {
     bool quiet_armed = false;
     uint64_t reads = 0;        // reads fed to the splitter so far
     uint64_t quiet_from = 0;   // `reads` when the quiet timer was armed
-    uint64_t quiet_pauses = 0;  // `pauses_` then: a pause of ours is no pause of the rank's
     uint64_t shown_at = 0;     // `reads` when the unfinished line was last shown
   };
   struct Rank {
@@ -163,7 +162,6 @@ class RankSupervisor {
   std::vector<std::unique_ptr<Rank>> ranks_;
   size_t reported_ = 0;
   bool paused_ = false;
-  uint64_t pauses_ = 0;  // how often reading was paused: the quiet rule must not take it for the rank's
   bool terminating_ = false;
   std::optional<long long> oom_kills_at_start_;  // the node's OOM kills when the ranks started
   asio::steady_timer kill_timer_;
