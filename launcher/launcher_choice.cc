@@ -77,6 +77,26 @@ GpuList gpuListOf(const HostEntry& host) {
 
 }  // namespace
 
+namespace {
+
+// Where the daemons reach this frontend: the route toward the first node that resolves and is
+// not reached over loopback. tlaunch's own host among the nodes (Debian's /etc/hosts names it
+// 127.0.1.1) must not make every other node connect to 127.0.0.1, and a first name that does not
+// resolve must not stop the others: its starter names it with every other failure. Loopback
+// where every node is this host; the first node's error where none resolves.
+Result<std::string> frontendAddressFor(const std::vector<NodeTarget>& nodes) {
+  std::optional<Result<std::string>> first, loopback;
+  for (const auto& n : nodes) {
+    auto addr = sourceAddressToward(n.name);
+    if (addr && !addr->starts_with("127.")) return addr;
+    if (addr && !loopback) loopback = addr;
+    if (!first) first = addr;
+  }
+  return loopback ? *loopback : *first;
+}
+
+}  // namespace
+
 Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env,
                                       bool resolve_only) {
   NodeSourceOptions src;
@@ -340,7 +360,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     }
   }
   if (!choice.nodes.empty()) {
-    auto addr = sourceAddressToward(choice.nodes.front().name);
+    auto addr = frontendAddressFor(choice.nodes);
     if (!addr) return tl::unexpected(addr.error());
     choice.listen_address = *addr;
     // On a fabric-connected frontend the daemons try its fabric addresses first (--net tcp:

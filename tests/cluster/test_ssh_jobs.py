@@ -7,8 +7,9 @@
 - Open MPI (`slots=`) and MPICH (`host:2`) hostfiles and hostlist expressions give the node order
   they were written in;
 - an unreachable node fails the job quickly, naming the node (`tlaunch preflight` names it and checks the
-  others); a wrong --daemon-path names the node
-  and the path;
+  others, also when it is listed first and does not resolve); tlaunch on node1 whose /etc/hosts
+  names it 127.0.1.1 (Debian's default) tells the other daemons a reachable address; a wrong
+  --daemon-path names the node and the path;
 - addresses that are /32 (cloud VMs): the job runs on the network the daemons reached the
   frontend over, or on the one --net-cidr names;
 - kill -9 of one node's tlaunchd aborts the job naming that node, kill -9 of tlaunch itself: in
@@ -191,6 +192,40 @@ def unreachable_node(ws):
           f"dead {dead} checked {checked}\n     {cj.describe(r)}")
 
 
+def frontend_address(ws):
+    """The address the daemons connect to is the route toward a node that is not tlaunch's own
+    host, and a first name that does not resolve stops no other: (1) tlaunch on node1 whose
+    /etc/hosts names it 127.0.1.1 (Debian's default), node1 listed first: every other daemon was
+    told to connect to 127.0.0.1 and the healthy nodes were blamed; (2) an unresolvable first name:
+    the run ended at once naming it alone, nothing checked."""
+    hosts = os.path.join(ws.dir, "hosts.debian")
+    with open("/etc/hosts") as f:
+        cluster = f.read()
+    with open(hosts, "w") as f:
+        f.write("127.0.0.1 localhost\n127.0.1.1 node1\n" + cluster)
+    argv = [ws.tlaunch, *cj.NET, "--hosts", "node1,node2,node3", "-p", "1", "--", "hostname"]
+    # A mount namespace of its own: the cluster's shared /etc/hosts stays as it is.
+    r = subprocess.run(vc.exec_argv("node1", ["unshare", "-m", "sh", "-c",
+                                              'mount --bind "$0" /etc/hosts && exec "$@"', hosts, *argv]),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", timeout=TIMEOUT,
+                       cwd=ws.dir, env=vc.environ())
+    if cj.job_id_in(r.stderr):
+        jobs_seen.append(cj.job_id_in(r.stderr))
+    got = sorted(l for l in r.stdout.splitlines())
+    check(r.returncode == 0 and got == ["[node1:0] node1", "[node2:1] node2", "[node3:2] node3"],
+          "tlaunch on node1, named 127.0.1.1 in its /etc/hosts and listed first: every node runs", cj.describe(r))
+    r = tlaunch(ws, ["preflight", "--json", "--hosts", "tlc-no-such-name,node1,node2"], timeout=60)
+    try:
+        rows = json.loads(r.stdout)
+    except ValueError:
+        rows = []
+    dead = [i["node"] for i in rows if i["check"] == "daemon_start" and i["status"] == "fail"]
+    checked = {i["node"] for i in rows if i["check"] == "reachability" and i["status"] == "pass"}
+    check(r.returncode == 69 and dead == ["tlc-no-such-name"] and checked == {"node1", "node2"},
+          "preflight, first name unresolvable: its daemon_start row, node1 and node2 checked, exit 69",
+          f"dead {dead} checked {checked}\n     {cj.describe(r)}")
+
+
 def wrong_daemon_path(ws):
     r = tlaunch(ws, ["--hosts", "node2,node3", "-p", "1", "--daemon-path", "/nonexistent/tlaunchd", "--",
                      "/bin/true"], timeout=60)
@@ -266,7 +301,7 @@ def main():
         vc = cj.OwnVirtualCluster(n=4, slurm=False)
         with vc:
             print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
-            steps = [node_order, arguments_unchanged, unreachable_node, wrong_daemon_path]
+            steps = [node_order, arguments_unchanged, unreachable_node, frontend_address, wrong_daemon_path]
             if torch:
                 steps.insert(0, lambda ws: gloo_allreduce(ws, vc.nodes))
             else:
