@@ -37,7 +37,8 @@ struct StackCollector::Probe {
   std::string text;
   std::unique_ptr<asio::steady_timer> timer;
   bool timed_out = false;
-  bool done = false;
+  bool done = false;      // gdb is gone (reaped), or never came
+  bool finished = false;  // its result is in (once)
 };
 
 namespace {
@@ -103,8 +104,9 @@ void StackCollector::stopGdbs() {
   for (auto& p : running_) {
     if (p->done || p->pid <= 0) continue;
     ::kill(-p->pid, SIGKILL);
+    // Reaped within 2 s at most: a gdb in uninterruptible sleep must not freeze the daemon.
     int st = 0;
-    ::waitpid(p->pid, &st, 0);
+    for (int i = 0; i < 200 && ::waitpid(p->pid, &st, WNOHANG) == 0; ++i) ::usleep(10'000);
     release(*p);
     p->done = true;
     asio::error_code ignore;
@@ -117,15 +119,29 @@ void StackCollector::stopGdbs() {
 }
 
 void StackCollector::cancel(const std::string& why) {
-  if (running_.empty()) return;
   cancelled_ = why;
   auto probes = running_;
   stopGdbs();
   running_.clear();
   for (auto& p : probes) finishProbe(p, why);  // and every slot not started yet (startNext)
+  while (!queued_.empty()) {  // each answered at once, with `why` for every rank
+    auto [targets, done] = std::move(queued_.front());
+    queued_.pop_front();
+    begin(std::move(targets), std::move(done));
+  }
 }
 
 void StackCollector::collect(std::vector<Target> targets, Done done) {
+  // One collection at a time: a second gdb on a rank the first one holds would take its stop
+  // for the user's, and leave the rank stopped.
+  if (active_) {
+    queued_.emplace_back(std::move(targets), std::move(done));
+    return;
+  }
+  begin(std::move(targets), std::move(done));
+}
+
+void StackCollector::begin(std::vector<Target> targets, Done done) {
   auto run = std::make_shared<Run>();
   run->targets = std::move(targets);
   run->results = Json::array();
@@ -135,6 +151,7 @@ void StackCollector::collect(std::vector<Target> targets, Done done) {
     run->done(std::move(run->results));
     return;
   }
+  active_ = run;
   for (size_t i = 0; i < kParallel; ++i) startNext(run);
 }
 
@@ -154,6 +171,7 @@ void StackCollector::startProbe(const std::shared_ptr<Run>& run, size_t slot, Wr
   auto p = std::make_shared<Probe>();
   p->run = run;
   p->slot = slot;
+  if (!cancelled_.empty()) return finishProbe(p, cancelled_);  // a retry on a wrapper, after cancel()
   const pid_t rank_pid = run->targets[slot].pid;
   // Found now, not when the request came: a wrapper's child may have ended (and its pid been
   // reused) while the probes before this one ran.
@@ -218,7 +236,8 @@ void StackCollector::reapGdb(const std::shared_ptr<Probe>& p, int attempt) {
     if (attempt >= 200) ::kill(-p->pid, SIGKILL);
     p->timer->expires_after(std::chrono::milliseconds(5));
     p->timer->async_wait([this, p, attempt](const asio::error_code& ec) {
-      if (ec != asio::error::operation_aborted) reapGdb(p, attempt + 1);
+      // Already queued when cancel() reaped it: nothing more to do for it.
+      if (ec != asio::error::operation_aborted && !p->done) reapGdb(p, attempt + 1);
     });
     return;
   }
@@ -268,6 +287,8 @@ Json StackCollector::resultOf(const Probe& p, const std::string& error) const {
 }
 
 void StackCollector::finishProbe(const std::shared_ptr<Probe>& p, const std::string& error) {
+  if (p->finished) return;
+  p->finished = true;
   p->done = true;
   if (p->timer) p->timer->cancel();
   std::erase(running_, p);
@@ -276,6 +297,13 @@ void StackCollector::finishProbe(const std::shared_ptr<Probe>& p, const std::str
   if (++run->finished == run->targets.size()) {
     auto done = std::move(run->done);
     asio::post(io_, [done = std::move(done), results = std::move(run->results)]() mutable { done(std::move(results)); });
+    if (active_ == run) active_.reset();
+    // The next collection, now that no gdb holds a rank (one with no ranks ends at once).
+    while (!active_ && !queued_.empty() && cancelled_.empty()) {
+      auto [targets, next] = std::move(queued_.front());
+      queued_.pop_front();
+      begin(std::move(targets), std::move(next));
+    }
     return;
   }
   startNext(run);

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -37,6 +38,7 @@ class StackCollector {
  private:
   struct Run;
   struct Probe;
+  void begin(std::vector<Target> targets, Done done);
   void startNext(const std::shared_ptr<Run>& run);
   // Why a rank's own stacks are taken although it wraps a program (daemon/stack_target.h).
   enum class WrapperOnly { no, refused, program_ended };
@@ -53,6 +55,8 @@ class StackCollector {
   std::chrono::milliseconds timeout_;
   std::vector<std::shared_ptr<Probe>> running_;
   std::string cancelled_;  // why no more gdb runs (cancel)
+  std::shared_ptr<Run> active_;  // the collection under way; others wait in queued_
+  std::deque<std::pair<std::vector<Target>, Done>> queued_;
   static constexpr size_t kParallel = 4;  // gdbs at once per collection: each loads symbols
 };
 

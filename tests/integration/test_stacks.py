@@ -88,6 +88,27 @@ try:
     report = ask("stacks")
     print(f"stacks took {time.monotonic() - t0:.1f} s")
     check_two_classes(report, "ranks 0, 2-3", "rank 1")
+    # Two at once (a double Ctrl-\\, a script polling): one after the other, each whole, and no
+    # rank left stopped by a gdb that took another's attach stop for the user's.
+    both = [subprocess.Popen([tl.TLAUNCH, "stacks"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env) for _ in range(2)]
+    for q in both:
+        check_two_classes(q.communicate(timeout=240)[0], "ranks 0, 2-3", "rank 1")
+
+    def stopped_ranks():
+        out = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if STUCK.encode() not in f.read():
+                        continue
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] in "Tt":
+                        out.append(pid)
+            except OSError:
+                pass
+        return out
+    tl.check(tl.wait_until(lambda: not stopped_ranks(), 5), f"ranks left stopped: {stopped_ranks()}")
     status = ask("status")
     rows = [l for l in status.splitlines() if re.match(r"^\d+\s+local\d\s+\d+\s+\S+\s+[\d.]+\s+[\d.]+\s+\d+ s ago$", l)]
     tl.check(sorted(int(r.split()[0]) for r in rows) == [0, 1, 2, 3], f"one row per rank: {status}")
