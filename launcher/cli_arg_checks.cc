@@ -1,6 +1,9 @@
 #include "launcher/cli_arg_checks.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -58,6 +61,25 @@ const CLI::Option* optionNamed(const CLI::App& app, std::string_view token) {
 
 }  // namespace
 
+namespace {
+
+// A word that names a program here: a path to an executable, or one found in PATH.
+bool isProgram(std::string_view word) {
+  const std::string w(word);
+  if (w.find('/') != std::string::npos) return ::access(w.c_str(), X_OK) == 0;
+  const char* env_path = std::getenv("PATH");
+  const std::string path = env_path ? env_path : "/usr/bin:/bin";
+  for (size_t start = 0; start <= path.size();) {
+    const size_t colon = std::min(path.find(':', start), path.size());
+    const std::string dir = path.substr(start, colon - start);
+    if (!dir.empty() && ::access((dir + "/" + w).c_str(), X_OK) == 0) return true;
+    start = colon + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<std::string> withMpirunSwitches(const CLI::App& app, int argc, const char* const* argv) {
   std::vector<std::string> out(argv, argv + argc);
   const CLI::App* current = &app;
@@ -74,7 +96,9 @@ std::vector<std::string> withMpirunSwitches(const CLI::App& app, int argc, const
     }
     if (token == "--tag-output") {
       const std::string_view next = i + 1 < argc ? std::string_view(argv[i + 1]) : std::string_view();
-      if (next != "none" && next != "rank" && next != "full") {
+      // Bare only where the next word cannot be a value: nothing, an option, or a program (a
+      // mistyped value, `--tag-output all`, stays a value and is refused as one).
+      if (next.empty() || next[0] == '-' || isProgram(next)) {
         out[static_cast<size_t>(i)] = "--tag-output=full";  // mpirun's [job,rank] tag: the node's and the rank's
         continue;
       }

@@ -82,6 +82,8 @@ r = tl.run(["-p", "1", "--tag-output", "echo", "--tag-output", "x"])
 tl.check(r.returncode == 0 and r.stdout == "[local0:0] --tag-output x\n", f"bare --tag-output: {r.stdout!r} {r.stderr!r}")
 r = tl.run(["-p", "1", "--tag-output", "--", "echo", "y"])
 tl.check(r.returncode == 0 and r.stdout == "[local0:0] y\n", f"bare --tag-output before --: {r.stdout!r} {r.stderr!r}")
+# A mistyped value is no program: refused as a value, not run on every node.
+expect(["-p", "1", "--tag-output", "all", "echo", "z"], 64, "--tag-output: all not in {none,rank,full}")
 
 # -n with an uneven last node, as with mpirun: 4 + 2 ranks, each node its own LOCAL_WORLD_SIZE.
 r = tl.run(["--launcher", "local", "-n", "6", "-p", "4", "-l", "--", "sh", "-c",
