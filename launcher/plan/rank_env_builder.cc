@@ -16,7 +16,12 @@ std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& use
     env.push_back(std::move(kv));
   };
   visitRankIdentityEnv(in.identity, in.job, add);
-  for (const auto& [k, v] : rankDefaultEnv(in.own_cpus, in.identity.local_world_size)) add(k, v);
+  // The two names of NCCL's async error handling are one setting: yours under either name wins
+  // over both defaults (your TORCH_...=0 must not meet our old-named 1 on PyTorch before 2.2).
+  const bool async_set = user.find(std::string_view("TORCH_NCCL_ASYNC_ERROR_HANDLING")) != user.end() ||
+                         user.find(std::string_view("NCCL_ASYNC_ERROR_HANDLING")) != user.end();
+  for (const auto& [k, v] : rankDefaultEnv(in.own_cpus, in.identity.local_world_size))
+    if (!async_set || k.find("ASYNC_ERROR_HANDLING") == std::string::npos) add(k, v);
 
   // As DeepSpeed does: every rank of the node sees the same chosen GPUs (peers stay visible to
   // each other for P2P), and LOCAL_RANK r is CUDA device r among them. CPU ranks: the node's

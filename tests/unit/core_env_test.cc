@@ -254,6 +254,11 @@ TEST_CASE("rank env: OMP_NUM_THREADS follows the rank's own CPUs, PYTHONUNBUFFER
   env = buildRankEnv(in, user);
   CHECK_FALSE(envLookup(env, "OMP_NUM_THREADS"));  // the rank keeps the user's, from its base environment
   CHECK_FALSE(envLookup(env, "PYTHONUNBUFFERED"));
+  // NCCL's async error handling under either name is one setting: the user's 0 is not met by
+  // tlaunch's 1 under the other name.
+  env = buildRankEnv(in, UserEnv{{"TORCH_NCCL_ASYNC_ERROR_HANDLING", {"0", "-x"}}});
+  CHECK_FALSE(envLookup(env, "NCCL_ASYNC_ERROR_HANDLING"));
+  CHECK_FALSE(envLookup(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING"));
 }
 
 // A rank's CPUs are its own only with core binding, applied, and no other rank on them: ranks
