@@ -138,9 +138,10 @@ Result<std::string> resolveProgram(const std::string& program, const std::string
   // torchrun's habit (`torchrun train.py`, run through Python): the file is right here, and
   // "not found, install it" would point the wrong way.
   if (struct stat st{}; ::stat(joinPath(cwd, program).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    const std::string run = program.ends_with(".py") ? "python3 " + program
-                            : program.ends_with(".sh") ? "bash " + program
-                                                       : "./" + program;
+    const std::string run = program.ends_with(".py")  ? "python3 " + program
+                            : program.ends_with(".sh")  ? "bash " + program
+                            : (st.st_mode & 0111) != 0 ? "./" + program
+                                                        : "chmod +x " + program + "; ./" + program;
     return diagnostic(Errc::program_missing, "program-in-working-directory",
                       {{"program", program}, {"node", node_name}, {"cwd", cwd}, {"run", run}});
   }

@@ -158,7 +158,10 @@ std::string JobInspector::statusText(const Request& r) const {
     text += line;
   }
   for (size_t n = 0; n < nodes.size(); ++n)
-    if (!r.reports.count(static_cast<int>(n))) text += "node " + nodes[n].name + ": its daemon did not answer\n";
+    if (!r.reports.count(static_cast<int>(n)))
+      text += "node " + nodes[n].name +
+              (r.asked.count(static_cast<int>(n)) ? ": its daemon did not answer\n"
+                                                  : ": its daemon was not connected (still starting, or lost)\n");
   return text;
 }
 

@@ -112,7 +112,8 @@ void pairingSection(const TopologySnapshot& topo, const std::vector<RankBinding>
     std::string gpu = "-";
     for (size_t i = 0; i < topo.gpus.size(); ++i)
       if (b.gpu_busid && topo.gpus[i].busid == *b.gpu_busid) gpu = "GPU" + std::to_string(i) + " " + *b.gpu_busid;
-    rows.push_back({std::to_string(b.local_rank), gpu, b.hca.value_or("-"), orDash(b.path), numaText(b.numa),
+    rows.push_back({std::to_string(b.local_rank), gpu, b.hca.value_or("-"), orDash(b.path),
+                    b.numa < 0 && !b.mem_nodes.empty() ? formatCpuList(b.mem_nodes) : numaText(b.numa),  // several
                     orDash(formatCpuList(b.cpus))});
   }
   out += "\nChosen binding\n" + alignColumns(rows, "  ");

@@ -52,10 +52,10 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
         !topo->gpus.empty()) {
       if (topo->gpus.size() >= static_cast<size_t>(node_req.ranks_per_node)) node_req.use_gpus = true;
       else
-        node_warnings.push_back({n.name, "node " + n.name + " has " + std::to_string(topo->gpus.size()) +
+        node_warnings.push_back({n.name, "node " + n.name + ": " + std::to_string(topo->gpus.size()) +
                                              " GPU(s) for " + std::to_string(node_req.ranks_per_node) + " ranks (" +
                                              ctx.ranks_source +
-                                             "): its ranks run without a GPU each; give it -g or fewer slots for one "
+                                             "): the ranks run without a GPU each; give -g or fewer slots for one "
                                              "per GPU"});
     }
     // CUDA_VISIBLE_DEVICES: the chosen GPUs when a list narrows the node's GPUs; else what Slurm

@@ -68,7 +68,11 @@ TEST_CASE("program lookup: a bare name of a file in the working directory says h
   CHECK(r.error().hint.find("`python3 train.py`") != std::string::npos);
   auto other = resolveProgram("run", "/usr/bin:/bin", cwd, "node7");
   REQUIRE_FALSE(other);
-  CHECK(other.error().hint.find("`./run`") != std::string::npos);
+  CHECK(other.error().hint.find("`chmod +x run; ./run`") != std::string::npos);  // not executable yet
+  ::chmod((dir.path() / "run").c_str(), 0755);
+  auto runnable = resolveProgram("run", "/usr/bin:/bin", cwd, "node7");
+  REQUIRE_FALSE(runnable);
+  CHECK(runnable.error().hint.find("`./run`") != std::string::npos);
 }
 
 TEST_CASE("program lookup: a directory, and a script whose #! interpreter is missing, are named as such") {
