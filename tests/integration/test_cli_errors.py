@@ -24,6 +24,9 @@ expect(["-p", "1", "--", "./no/such/file"], 127, "does not exist on node local0"
 r = expect(["--launcher", "local", "-N", "3", "-p", "1", "--", "no-such-program-xyz"], 127, "'no-such-program-xyz' not found on nodes local[0-2]")
 tl.check(r.stderr.count("not found on") == 1, f"said once for the three nodes: {r.stderr}")
 expect(["-p", "1", "--", "/etc/hostname"], 126, "cannot be executed")
+# GPU ranks on a node without GPUs: resources (78), however they are asked for.
+expect(["--nproc-per-node", "gpu", "--", "true"], 78, "--nproc-per-node gpu: no GPU on local0")
+expect(["-g", "1", "--", "true"], 78, "preflight failed on local0")
 r = expect(["-p", "1", "--", ""], 64, "no program given")
 tl.check("job tl-" not in r.stderr, f"an empty program is refused before any daemon starts: {r.stderr}")
 expect(["-p", "1", "--", "/tmp"], 126, "program '/tmp' on node local0 is a directory")
