@@ -1,5 +1,7 @@
 #include "launcher/failure_blame.h"
 
+#include <csignal>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -52,6 +54,12 @@ std::string FailureBlame::takeAsConsequences(const std::string& cause_node) {
                      held_.front().node + ")";
   held_.clear();
   return text;
+}
+
+bool FailureBlame::onlyKilledFromOutside() const {
+  return !held_.empty() && std::all_of(held_.begin(), held_.end(), [](const RankFailure& f) {
+    return f.signal == SIGTERM || f.signal == SIGKILL || f.signal == SIGHUP || f.signal == SIGINT;
+  });
 }
 
 }  // namespace tlaunch

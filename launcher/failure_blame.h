@@ -40,6 +40,9 @@ class FailureBlame {
   // The failures held, as what followed another cause (a lost node): "; 3 ranks on other nodes
   // failed after it (first: rank 0 on node n0)", or "" when none; nothing held afterwards.
   std::string takeAsConsequences(const std::string& cause_node);
+  // Every failure held was a kill by SIGTERM, SIGKILL, SIGHUP or SIGINT: what a scheduler or an
+  // operator sends to a whole job step (scancel), daemons included.
+  bool onlyKilledFromOutside() const;
 
  private:
   std::chrono::milliseconds window_;

@@ -272,9 +272,11 @@ void JobSession::onDaemonSignalled(const Link& link, int sig) {
   if (lostNodePending()) return;
   const char* abbrev = sig > 0 && sig < NSIG ? ::sigabbrev_np(sig) : nullptr;
   const std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-  fail(exitStatusFor(Errc::node_lost),
-       diagnosticError(Errc::node_lost, "daemon-signalled", {{"node", link.name}, {"signal", name}}).message, -1, {},
-       link.name);
+  std::string summary = diagnosticError(Errc::node_lost, "daemon-signalled", {{"node", link.name}, {"signal", name}}).message;
+  // Ranks killed a moment before, by what signals a whole step (scancel signals ranks and
+  // daemons alike, and a rank's exit can arrive first): this signal explains them, not they it.
+  if (blame_->holding() && blame_->onlyKilledFromOutside()) summary += blame_->takeAsConsequences(link.name);
+  fail(exitStatusFor(Errc::node_lost), std::move(summary), -1, {}, link.name);
 }
 
 void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Clock::time_point now) {
