@@ -47,12 +47,26 @@ struct DeviceLists {
   const std::vector<NetDevice>* socket;
 };
 
-DeviceLists deviceListsFor(const ProcessState& p, const NcclLogState& state) {
+// Per host, the first process's lists that are not empty: found once for all processes (a
+// search per process was quadratic: 40,000 processes took minutes).
+using HostDeviceLists = std::map<std::string, DeviceLists, std::less<>>;
+
+HostDeviceLists hostDeviceLists(const NcclLogState& state) {
+  HostDeviceLists out;
+  for (const auto& p : state.processes()) {
+    auto [it, added] = out.try_emplace(p.host, DeviceLists{&p.ib_devices, &p.socket_devices});
+    if (added) continue;
+    if (it->second.ib->empty() && !p.ib_devices.empty()) it->second.ib = &p.ib_devices;
+    if (it->second.socket->empty() && !p.socket_devices.empty()) it->second.socket = &p.socket_devices;
+  }
+  return out;
+}
+
+DeviceLists deviceListsFor(const ProcessState& p, const HostDeviceLists& hosts) {
   DeviceLists out{&p.ib_devices, &p.socket_devices};
-  for (const auto& other : state.processes()) {
-    if (other.host != p.host) continue;
-    if (out.ib->empty() && !other.ib_devices.empty()) out.ib = &other.ib_devices;
-    if (out.socket->empty() && !other.socket_devices.empty()) out.socket = &other.socket_devices;
+  if (auto it = hosts.find(p.host); it != hosts.end()) {
+    if (out.ib->empty()) out.ib = it->second.ib;
+    if (out.socket->empty()) out.socket = it->second.socket;
   }
   return out;
 }
@@ -90,7 +104,7 @@ void addHops(RankReport& r, const ProcessState& p, const DeviceLists& lists) {
   r.plugin_used = !r.plugin.empty() && (nets.contains(r.plugin) || (nets.empty() && r.selected_network == r.plugin));
 }
 
-RankReport rankOf(const ProcessState& p, const NcclLogState& state) {
+RankReport rankOf(const ProcessState& p, const HostDeviceLists& host_lists) {
   RankReport r;
   r.host = p.host;
   r.pid = p.pid;
@@ -109,7 +123,7 @@ RankReport rankOf(const ProcessState& p, const NcclLogState& state) {
     for (const auto& [key, hop] : p.hops) selves.insert(hop.self());
     r.rank = selves.size() == 1 ? *selves.begin() : p.tag_rank;
   }
-  DeviceLists lists = deviceListsFor(p, state);
+  DeviceLists lists = deviceListsFor(p, host_lists);
   r.selected_network = p.using_network;
   if (r.selected_network.empty())  // before 2.6 NCCL did not say; its device list tells
     r.selected_network = !p.ib_devices.empty() ? "IB" : !p.socket_devices.empty() ? "Socket" : "";
@@ -187,7 +201,8 @@ const char* statusName(Status s) {
 
 NcclReport buildReport(const NcclLogState& state) {
   NcclReport out;
-  for (const auto& p : state.processes()) out.ranks.push_back(rankOf(p, state));
+  const HostDeviceLists host_lists = hostDeviceLists(state);
+  for (const auto& p : state.processes()) out.ranks.push_back(rankOf(p, host_lists));
   shareIntraPaths(out.ranks, state);
   std::sort(out.ranks.begin(), out.ranks.end(), [](const RankReport& a, const RankReport& b) {
     auto key = [](const RankReport& r) { return std::make_tuple(r.rank < 0, r.rank, r.host, r.pid); };

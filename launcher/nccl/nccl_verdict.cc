@@ -117,6 +117,13 @@ std::string pluginNote(const NcclReport& report) {
   return "";
 }
 
+// A libfabric provider that moves the data over TCP/UDP sockets (aws-ofi-nccl runs on them where
+// efa or verbs is missing): "tcp", "tcp;ofi_rxm", "sockets", "udp;ofi_rxd".
+bool overTcp(const std::string& provider) {
+  const std::string core = provider.substr(0, provider.find(';'));
+  return core == "tcp" || core == "sockets" || core == "udp";
+}
+
 }  // namespace
 
 std::string warnHint(const std::string& text) {
@@ -141,10 +148,11 @@ void writeVerdict(NcclReport& report) {
     report.verdict = "NCCL: no NCCL_DEBUG=INFO output found";
     return;
   }
-  std::vector<const RankReport*> failed, socket;
+  std::vector<const RankReport*> failed, socket, plugin_tcp;
   for (const auto& r : report.ranks) {
     if (r.status == Status::error) failed.push_back(&r);
     if (r.transport == Transport::socket) socket.push_back(&r);
+    if (r.transport == Transport::plugin && overTcp(r.provider)) plugin_tcp.push_back(&r);
   }
   std::vector<std::string> bootstrap = report.bootstrap_ifs;
   if (!failed.empty()) {
@@ -188,6 +196,14 @@ void writeVerdict(NcclReport& report) {
     report.level = "warning";
     report.verdict = "WARNING: " + who(report, socket) + (socket.size() == 1 ? " uses" : " use") + " NET/Socket" +
                      (ifs.empty() ? "" : " over " + joinStrings(ifs)) + reason + " — NCCL fell back to TCP";
+    return;
+  }
+  if (!plugin_tcp.empty() && report.multi_node) {
+    const RankReport& first = *plugin_tcp.front();
+    report.level = "warning";
+    report.verdict = "WARNING: " + who(report, plugin_tcp) + (plugin_tcp.size() == 1 ? " uses " : " use ") +
+                     (first.plugin.empty() ? std::string("a net plugin") : first.plugin) + " over libfabric's " +
+                     first.provider + " provider — TCP, not RDMA (the fabric's provider, e.g. efa or verbs, was not used)";
     return;
   }
   report.level = "ok";

@@ -97,6 +97,19 @@ TEST_CASE("nccl report: 04: NET/AWS Libfabric (aws-ofi-nccl 1.5.0aws, efa, 1 NIC
                           "without GPUDirect RDMA; bootstrap on eth0");
 }
 
+// aws-ofi-nccl also runs on libfabric's tcp provider (no EFA device): the plugin was used, but the
+// traffic is TCP. It read as "ok", and --nccl-check strict passed.
+TEST_CASE("nccl report: 04 on libfabric's tcp provider: a warning, not ok") {
+  std::string text = readFixture("04");
+  for (size_t at = 0; (at = text.find("Selected Provider is efa", at)) != std::string::npos;)
+    text.replace(at, 24, "Selected Provider is tcp;ofi_rxm");
+  auto report = reportOfText(text);
+  REQUIRE(report.ranks.size() == 2);
+  CHECK(rankIn(report, 0).provider == "tcp;ofi_rxm");
+  CHECK(report.level == "warning");
+  CHECK(report.verdict.starts_with("WARNING: ranks 0-1 use AWS Libfabric over libfabric's tcp;ofi_rxm provider"));
+}
+
 TEST_CASE("nccl report: 05: NET/IB/1 is mlx4_0 port 2, no GDR, bootstrap ib0 (Horovod prefixes, NCCL 2.16.2)") {
   auto report = reportOf("05");
   const auto& r0 = rankIn(report, 0);
