@@ -73,6 +73,7 @@ class FakeDaemon {
     ping_.cancel();
     conn_->close();
   }
+  asio::io_context& io() { return io_; }
   void sendLater(Json msg, std::chrono::milliseconds after) {
     auto timer = std::make_shared<asio::steady_timer>(io_, after);
     timer->async_wait([this, timer, msg = std::move(msg)](const asio::error_code& ec) {
@@ -861,6 +862,29 @@ TEST_CASE("lifecycle in memory: ranks killed by SIGTERM just before their daemon
   CHECK(says(r.outcome, "node n1: its tlaunchd received SIGTERM"));
   CHECK(says(r.outcome, "failed after it (first: rank 2 on node n1)"));
   CHECK(r.outcome.failed_rank == -1);
+}
+
+// A node lost, and then (srun's --kill-on-bad-exit ends the step) another node's ranks killed and
+// its daemon gone: that second node's end is no "the job goes on" (the job fails for the first).
+TEST_CASE("lifecycle in memory: a node ending after a loss is its consequence, not a node whose part was done") {
+  auto r = runJob(2, [](const NodeTarget& n) {
+    Script s;
+    s.keep_running = true;
+    if (n.name == "n0") s.after_start = [](FakeDaemon& d) { d.close(); };
+    if (n.name == "n1")
+      s.after_start = [](FakeDaemon& d) {
+        d.sendLater({{"t", "exit"}, {"r", 2}, {"code", 15}, {"signaled", true}, {"ours", false}}, std::chrono::milliseconds(20));
+        d.sendLater({{"t", "exit"}, {"r", 3}, {"code", 15}, {"signaled", true}, {"ours", false}}, std::chrono::milliseconds(20));
+        d.sendLater({{"t", "all_exited"}}, std::chrono::milliseconds(30));
+        auto* self = &d;
+        auto timer = std::make_shared<asio::steady_timer>(d.io(), std::chrono::milliseconds(60));
+        timer->async_wait([self, timer](const asio::error_code&) { self->close(); });
+      };
+    return s;
+  });
+  CHECK(r.outcome.exit_code == 69);
+  CHECK(says(r.outcome, "lost node n0"));
+  CHECK(r.printed.find("the job goes on") == std::string::npos);
 }
 
 // A rank that crashed on its own (SIGSEGV) just before stays the cause.
