@@ -234,7 +234,8 @@ int runJob(const JobSpec& input) {
       break;
     }
     const std::vector<std::string> nodes = nodeNames(setup->choice);
-    if (attempt.restart_count > 0 && !std::exchange(preflight_rerun, false)) {
+    const bool rerun_for_preflight = std::exchange(preflight_rerun, false);
+    if (attempt.restart_count > 0 && !rerun_for_preflight) {
       std::string line = describeRestart(attempt.restart_count, input.max_restarts, pending_cause, pending.drop,
                                          pending.reason, last_nodes, nodes);
       if (!kept.empty())
