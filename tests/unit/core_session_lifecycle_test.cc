@@ -847,17 +847,24 @@ TEST_CASE("lifecycle in memory: a daemon that is signalled fails the job even if
 // scancel signals a whole Slurm step, ranks and daemons alike: a rank's exit by SIGTERM can reach
 // tlaunch before its daemon's "signalled". The job was blamed on the rank (exit 143, and
 // --max-restarts restarted it on a revoked allocation); the signalled daemon explains it.
-TEST_CASE("lifecycle in memory: ranks killed by SIGTERM just before their daemon says it was signalled are its consequence") {
-  auto r = runJob(2, [](const NodeTarget& n) {
+namespace {
+// n1's rank 2 killed by `sig`, then n1's daemon says it got SIGTERM.
+Run killedThenSignalled(int sig) {
+  return runJob(2, [sig](const NodeTarget& n) {
     Script s;
     s.keep_running = true;
     if (n.name == "n1")
-      s.after_start = [](FakeDaemon& d) {
-        d.send({{"t", "exit"}, {"r", 2}, {"code", 15}, {"signaled", true}, {"ours", false}});
+      s.after_start = [sig](FakeDaemon& d) {
+        d.send({{"t", "exit"}, {"r", 2}, {"code", sig}, {"signaled", true}, {"ours", false}});
         d.send({{"t", "signalled"}, {"sig", 15}});
       };
     return s;
   });
+}
+}  // namespace
+
+TEST_CASE("lifecycle in memory: ranks killed by SIGTERM just before their daemon says it was signalled are its consequence") {
+  auto r = killedThenSignalled(15);
   CHECK(r.outcome.exit_code == 69);
   CHECK(says(r.outcome, "node n1: its tlaunchd received SIGTERM"));
   CHECK(says(r.outcome, "failed after it (first: rank 2 on node n1)"));
@@ -889,16 +896,7 @@ TEST_CASE("lifecycle in memory: a node ending after a loss is its consequence, n
 
 // A rank that crashed on its own (SIGSEGV) just before stays the cause.
 TEST_CASE("lifecycle in memory: a rank's own crash just before its daemon is signalled stays the job's reason") {
-  auto r = runJob(2, [](const NodeTarget& n) {
-    Script s;
-    s.keep_running = true;
-    if (n.name == "n1")
-      s.after_start = [](FakeDaemon& d) {
-        d.send({{"t", "exit"}, {"r", 2}, {"code", 11}, {"signaled", true}, {"ours", false}});
-        d.send({{"t", "signalled"}, {"sig", 15}});
-      };
-    return s;
-  });
+  auto r = killedThenSignalled(11);
   CHECK(r.outcome.exit_code == 139);
   CHECK(r.outcome.failed_rank == 2);
 }
