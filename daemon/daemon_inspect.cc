@@ -17,6 +17,13 @@ void DaemonSession::handleStacks(const Json& msg) {
   });
 }
 
+void DaemonSession::stopStacks() {
+  // A gdb attached now (tlaunch stacks, Ctrl-\) would hold its rank stopped through the SIGTERM;
+  // later requests too (a Ctrl-\ during the SIGTERM grace): no gdb may hold a rank any more.
+  if (!stacks_) stacks_ = std::make_unique<StackCollector>(io_, opts_.node_name);
+  stacks_->cancel("the job ended while the stacks were collected");
+}
+
 // A rank and what it started, as one: `bash train.sh` is mostly its python, and a data loader's
 // workers are the rank's CPU and memory too. The state is the rank's own, or "running" when
 // it waits while one of its processes runs.

@@ -306,10 +306,7 @@ void DaemonSession::handleTerminate(const Json& msg) {
   }
   const std::chrono::milliseconds grace(getInt(msg, "grace_ms", 10000));
   if (!kill_at_) kill_at_ = std::chrono::steady_clock::now() + grace;
-  // A gdb attached now (tlaunch stacks, Ctrl-\) would hold its rank stopped through the SIGTERM.
-  // Later requests too (a Ctrl-\ during the SIGTERM grace): no gdb may hold a rank now.
-  if (!stacks_) stacks_ = std::make_unique<StackCollector>(io_, opts_.node_name);
-  stacks_->cancel("the job ended while the stacks were collected");
+  stopStacks();
   ranks_->terminate(grace);
 }
 

@@ -131,6 +131,7 @@ class DaemonSession {
   // `tlaunch stacks` / `tlaunch status` (daemon_inspect.cc).
   void handleStacks(const Json& msg);
   void handleStatus(const Json& msg);
+  void stopStacks();  // the job is ending: gdbs go, and no more come (daemon_inspect.cc)
   RankStatusSampler::Sample sampleWithDescendants(pid_t rank, const std::vector<ProcEntry>& procs);
 
   asio::io_context& io_;

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <fstream>
-#include <iterator>
 
 #include "daemon/rank_spawner.h"
 #include "daemon/stack_target.h"
@@ -77,13 +77,6 @@ bool mayTraceRanksChildren() {
       return ((std::stoull(line.substr(7), nullptr, 16) >> kCapSysPtrace) & 1U) != 0;
     }
   return false;
-}
-
-bool isStopped(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  ProcEntry e;
-  return parseProcStat(stat, e) && (e.state == 'T' || e.state == 't');
 }
 
 }  // namespace
@@ -175,20 +168,19 @@ void StackCollector::startProbe(const std::shared_ptr<Run>& run, size_t slot, Wr
   const pid_t rank_pid = run->targets[slot].pid;
   // Found now, not when the request came: a wrapper's child may have ended (and its pid been
   // reused) while the probes before this one ran.
-  p->wrapped = stackTargetOf(rank_pid, listProcesses(), processExeName);
+  const auto procs = listProcesses();
+  p->wrapped = stackTargetOf(rank_pid, procs, processExeName);
   p->wrapper_only = wrapper_only;
   if (p->wrapped.wrapper.empty()) p->wrapper_only = WrapperOnly::no;
   else if (wrapper_only == WrapperOnly::no && !mayTraceRanksChildren()) p->wrapper_only = WrapperOnly::refused;
   const pid_t pid = p->wrapper_only == WrapperOnly::no ? p->wrapped.pid : rank_pid;
   p->target = pid;
-  p->was_stopped = isStopped(pid);
+  const auto entry = std::find_if(procs.begin(), procs.end(), [pid](const ProcEntry& e) { return e.pid == pid; });
+  p->was_stopped = entry != procs.end() && (entry->state == 'T' || entry->state == 't');
   const char* path = std::getenv("PATH");
   auto gdb = resolveProgram("gdb", path ? path : "/usr/bin:/bin", "/", node_name_);
   if (!gdb) return finishProbe(p, "gdb is not installed on node " + node_name_ + " (Debian: apt install gdb)");
-  char exe[4096] = {};
-  ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof exe - 1);
-  const std::string exe_name = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
-  p->python = exe_name.substr(exe_name.rfind('/') + 1).rfind("python", 0) == 0;
+  p->python = processExeName(pid).starts_with("python");
   RankLaunch l;
   l.rank = run->targets[slot].rank;
   l.exe_path = "/bin/sh";

@@ -67,15 +67,8 @@ namespace {
 bool isProgram(std::string_view word) {
   const std::string w(word);
   if (w.find('/') != std::string::npos) return ::access(w.c_str(), X_OK) == 0;
-  const char* env_path = std::getenv("PATH");
-  const std::string path = env_path ? env_path : "/usr/bin:/bin";
-  for (size_t start = 0; start <= path.size();) {
-    const size_t colon = std::min(path.find(':', start), path.size());
-    const std::string dir = path.substr(start, colon - start);
-    if (!dir.empty() && ::access((dir + "/" + w).c_str(), X_OK) == 0) return true;
-    start = colon + 1;
-  }
-  return false;
+  const char* path = std::getenv("PATH");
+  return programOnPath(w, path ? path : "/usr/bin:/bin").has_value();
 }
 
 }  // namespace
