@@ -2,6 +2,7 @@
 # `tlaunch nccl-report` subcommand. Sets LAUNCHER_NCCL_SOURCES.
 set(LAUNCHER_NCCL_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/nccl/nccl_log.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/nccl/nccl_line_tags.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/nccl/nccl_classify.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/nccl/nccl_state.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/nccl/nccl_report.cc

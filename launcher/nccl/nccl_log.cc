@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <optional>
 
+#include "launcher/nccl/nccl_line_tags.h"
 #include "launcher/nccl/nccl_text.h"
 
 namespace tlaunch::nccl {
@@ -31,8 +32,7 @@ std::optional<std::size_t> digitsBefore(std::string_view s, std::size_t end) {
 }
 
 // Reads "host:pid:tid [dev] [file.cc:123 ]" backwards from `marker` (where "NCCL INFO" starts).
-std::optional<Prefix> prefixBefore(std::string_view s, std::size_t marker,
-                                   const std::set<std::string, std::less<>>& knownHosts) {
+std::optional<Prefix> prefixBefore(std::string_view s, std::size_t marker) {
   std::size_t q = marker;
   if (q == 0 || s[q - 1] != ' ') return std::nullopt;
   --q;
@@ -64,19 +64,27 @@ std::optional<Prefix> prefixBefore(std::string_view s, std::size_t marker,
   if (h == hostEnd) return std::nullopt;
   p.tid = toLong(s.substr(*tidBegin, q - *tidBegin));
   p.pid = toLong(s.substr(*pidBegin, *tidBegin - 1 - *pidBegin));
-  std::string_view host = s.substr(h, hostEnd - h);
-  if (!knownHosts.empty() && !knownHosts.contains(host)) {
-    // Another message's tail glued to this prefix: keep the longest known host it ends with.
-    for (std::size_t k = 1; k < host.size(); ++k)
-      if (knownHosts.contains(host.substr(k))) {
-        h += k;
-        host = host.substr(k);
-        break;
-      }
-  }
   p.start = h;
-  p.host = std::string(host);
+  p.host = std::string(s.substr(h, hostEnd - h));
   return p;
+}
+
+// A host glued to another message's tail ("…nranks ljm:803563:…" cut into "80356ljm"): keep the
+// longest known host it ends with. Never applied to a host that begins its line (after other
+// tools' tags): that is a real name, even when a known one ends it ("gpu-node1" beside "node1").
+void trimGluedHost(Prefix& p, const std::set<std::string, std::less<>>& knownHosts) {
+  if (knownHosts.empty() || knownHosts.contains(p.host)) return;
+  for (std::size_t k = 1; k < p.host.size(); ++k)
+    if (knownHosts.contains(std::string_view(p.host).substr(k))) {
+      p.start += k;
+      p.host.erase(0, k);
+      return;
+    }
+}
+
+bool onlyTagsBefore(std::string_view lead) {
+  LineOrigin ignored;
+  return stripLineTags(lead, ignored).empty();
 }
 
 // The positions of "NCCL INFO", "NCCL WARN" and "NCCL TRACE" that follow a NCCL prefix.
@@ -90,45 +98,13 @@ std::vector<std::pair<std::size_t, Prefix>> findMessages(std::string_view s,
     from = m + 5;
     auto rest = s.substr(m + 5);
     if (!rest.starts_with("INFO") && !rest.starts_with("WARN") && !rest.starts_with("TRACE")) continue;
-    auto p = prefixBefore(s, m, knownHosts);
+    auto p = prefixBefore(s, m);
     if (!p) continue;
+    if (!out.empty() || !onlyTagsBefore(s.substr(0, p->start))) trimGluedHost(*p, knownHosts);
     if (!out.empty() && p->start < out.back().first + 9) continue;  // overlaps the previous marker
     out.emplace_back(m, *p);
   }
   return out;
-}
-
-// Another launcher's tag at the start of `lead`; fills the origin and returns what follows it.
-std::string_view stripTags(std::string_view lead, LineOrigin& origin) {
-  for (int guard = 0; guard < 4; ++guard) {
-    lead = trimLeft(lead);
-    if (lead.starts_with("[")) {
-      auto close = lead.find(']');
-      if (close > 80) break;  // npos too
-      auto inside = lead.substr(1, close - 1);
-      auto rest = lead.substr(close + 1);
-      if (rest.starts_with("<stdout>:") || rest.starts_with("<stderr>:")) rest = rest.substr(9);
-      // [1,0] (Open MPI: job,rank), [56] (rank), [node1:3] (tlaunch, srun -l style)
-      auto sep = inside.find_last_of(",:");
-      auto number = sep == std::string_view::npos ? inside : inside.substr(sep + 1);
-      if (!allDigits(number) || number.empty()) break;
-      origin.tag_rank = toInt(number);
-      lead = rest;
-      continue;
-    }
-    if (lead.starts_with("(")) {  // Ray: "(RayWorkerWrapper pid=626, ip=10.244.1.107) "
-      auto close = lead.find(')');
-      auto pid = lead.find("pid=");
-      if (close > 120 || pid > close) break;  // npos too
-      auto digitsEnd = pid + 4;
-      while (digitsEnd < close && isDigit(lead[digitsEnd])) ++digitsEnd;
-      origin.tag_pid = toLong(lead.substr(pid + 4, digitsEnd - pid - 4));
-      lead = lead.substr(close + 1);
-      continue;
-    }
-    break;
-  }
-  return trimLeft(lead);
 }
 
 // Ray's deduplication adds " [repeated 14x across cluster]".
@@ -169,7 +145,7 @@ std::vector<LogLine> parseLine(std::string_view raw, const std::set<std::string,
   std::vector<LogLine> out;
   auto messages = findMessages(s, knownHosts);
   LineOrigin leadOrigin;
-  std::string_view lead = stripTags(s.substr(0, messages.empty() ? s.size() : messages.front().second.start),
+  std::string_view lead = stripLineTags(s.substr(0, messages.empty() ? s.size() : messages.front().second.start),
                                     leadOrigin);
   if (lead.starts_with("NCCL version ")) {  // rank 0 prints it bare before 2.20
     LogLine line;

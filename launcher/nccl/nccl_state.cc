@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "launcher/nccl/nccl_text.h"
+
 namespace tlaunch::nccl {
 namespace {
 
@@ -10,6 +12,7 @@ constexpr std::size_t kMaxHops = 4096;
 constexpr std::size_t kMaxWarnings = 64;
 constexpr std::size_t kMaxComms = 1024;
 constexpr std::size_t kMaxPendingLine = 16u << 20;
+constexpr int kMaxSamePidScan = 256;
 
 std::string hopKey(const ChannelHop& hop) {
   return std::to_string(hop.src) + ">" + std::to_string(hop.dst) + ":" + std::to_string(static_cast<int>(hop.direction)) +
@@ -69,12 +72,19 @@ ProcessState& NcclLogState::processFor(const LogLine& line, std::string_view sou
   auto key = std::make_pair(line.origin.host, line.origin.pid);
   auto it = index_.find(key);
   if (it == index_.end() && !known_hosts_.contains(line.origin.host)) {
-    // A line whose start was cut off ("pseek-v2-5-0-1:627:…"): the known process it ends.
-    for (auto known = index_.begin(); known != index_.end(); ++known)
-      if (known->first.second == line.origin.pid && known->first.first.ends_with(line.origin.host)) {
-        it = known;
-        break;
-      }
+    // A line whose start was cut off ("pseek-v2-5-0-1:627:…"): the process it ends, with that
+    // pid. Only so many are looked at (pid 1 in every container).
+    auto [from, to] = by_pid_.equal_range(line.origin.pid);
+    for (int looked = 0; from != to && looked < kMaxSamePidScan; ++from, ++looked) {
+      const std::string& host = processes_[from->second].host;
+      if (!host.ends_with(line.origin.host) || host.size() == line.origin.host.size()) continue;
+      // A host that begins its line is taken as cut only from a known host, cut within a name:
+      // "worker-0" beside "job-worker-0" (both pid 7 in their containers) is another host.
+      bool cutWithinName = isAlnum(host[host.size() - line.origin.host.size() - 1]);
+      if (line.at_line_start && !(cutWithinName && known_hosts_.contains(host))) continue;
+      it = index_.find(std::make_pair(host, line.origin.pid));
+      break;
+    }
   }
   if (it == index_.end()) {
     ProcessState p;
@@ -82,6 +92,7 @@ ProcessState& NcclLogState::processFor(const LogLine& line, std::string_view sou
     p.pid = line.origin.pid;
     p.source = std::string(source);
     it = index_.emplace(key, processes_.size()).first;
+    by_pid_.emplace(p.pid, processes_.size());
     processes_.push_back(std::move(p));
   }
   ProcessState& p = processes_[it->second];

@@ -76,6 +76,7 @@ class NcclLogState {
 
   std::vector<ProcessState> processes_;
   std::map<std::pair<std::string, long>, std::size_t> index_;  // (host, pid) → processes_
+  std::multimap<long, std::size_t> by_pid_;                     // pid → processes_
   std::set<std::string, std::less<>> known_hosts_;
   std::set<std::string> versions_;
   std::string pending_;

@@ -32,6 +32,47 @@ TEST_CASE("nccl log: prefixes of NCCL and of other launchers are stripped") {
   CHECK(parseLine("[node1:5] h:1:1 [0] NCCL INFO x")[0].origin.tag_rank == 5);
 }
 
+TEST_CASE("nccl log: srun -l, timestamps, kubectl --prefix and docker compose prefixes are stripped") {
+  for (const char* line : {"3: node1:12:34 [3] NCCL INFO Using network IB",
+                           "  3: node1:12:34 [3] NCCL INFO Using network IB",
+                           "2025-05-22T14:26:33.407512345Z node1:12:34 [3] NCCL INFO Using network IB",
+                           "2025-05-22 14:26:33,407 node1:12:34 [3] NCCL INFO Using network IB",
+                           "2025-05-22T14:26:33+02:00 node1:12:34 [3] NCCL INFO Using network IB",
+                           "[pod/job-worker-0/main] node1:12:34 [3] NCCL INFO Using network IB",
+                           "[2025-05-22 14:26:33,407] node1:12:34 [3] NCCL INFO Using network IB",
+                           "worker-1  | node1:12:34 [3] NCCL INFO Using network IB",
+                           "[pod/w/main] 2025-05-22T14:26:33Z 3: node1:12:34 [3] NCCL INFO Using network IB"}) {
+    INFO(line);
+    auto lines = parseLine(line);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].origin.host == "node1");
+    CHECK(lines[0].at_line_start);
+    CHECK(lines[0].event.name == "IB");
+  }
+  CHECK(parseLine("3: h:1:1 [0] NCCL INFO x")[0].origin.tag_rank == 3);
+  CHECK(parseLine("[2025-05-22 14:26:33,407] h:1:1 [0] NCCL INFO x")[0].origin.tag_rank == -1);
+  CHECK(parseLine("[pod/job-worker-0/main] h:1:1 [0] NCCL INFO x")[0].origin.tag_rank == -1);
+  // Not tags: text before the host means it may be another message's tail.
+  CHECK_FALSE(parseLine("loss 0.5 node1:12:34 [3] NCCL INFO x")[0].at_line_start);
+  CHECK_FALSE(parseLine("2025-05-22 node1:12:34 [3] NCCL INFO x")[0].at_line_start);
+}
+
+TEST_CASE("nccl log: a host that begins its line is never shortened to a known host it ends with") {
+  // node1 and gpu-node1; worker-0 and job-worker-0 with the same pid (containers' pids repeat).
+  NcclLogState state;
+  state.feedText("node1:1000:1000 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+                 "gpu-node1:2000:2000 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+                 "3: worker-0:7:7 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.3<0>\n"
+                 "4: job-worker-0:7:7 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.4<0>\n"
+                 "4: job-worker-0:7:7 [0] NCCL INFO Using network Socket\n"
+                 "3: worker-0:7:7 [0] NCCL INFO Using network IB\n");
+  state.finish();
+  std::map<std::string, std::string> networkOf;
+  for (const auto& p : state.processes()) networkOf[p.host + ":" + std::to_string(p.pid)] = p.using_network;
+  CHECK(networkOf == std::map<std::string, std::string>{
+                         {"node1:1000", ""}, {"gpu-node1:2000", ""}, {"worker-0:7", "IB"}, {"job-worker-0:7", "Socket"}});
+}
+
 TEST_CASE("nccl log: the message forms of NCCL 2.4 and 2.27 classify alike") {
   auto boot = classifyMessage("Bootstrap : Using [0]ib0:192.168.33.11<0>", false);
   CHECK(boot.kind == EventKind::bootstrap);

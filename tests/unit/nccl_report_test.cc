@@ -188,6 +188,24 @@ TEST_CASE("nccl report: 07: SHM/direct/direct on one host, Socket on bond0 selec
                           "bootstrap on bond0; within nodes SHM/direct/direct");
 }
 
+TEST_CASE("nccl report: 07 behind srun -l or kubectl's timestamps reads as 07 alone") {
+  // The interleaved line is repaired only with the host names learnt from clean lines: a prefix
+  // that hid them would invent hosts ("80356ljm") out of the cut.
+  const auto bare = reportOf("07");
+  std::istringstream in(readFixture("07"));
+  std::string srun, stamped;
+  for (std::string l; std::getline(in, l);) {
+    srun += "0: " + l + "\n";
+    stamped += "2025-05-22T14:26:33.407Z " + l + "\n";
+  }
+  for (const auto& text : {srun, stamped}) {
+    auto report = reportOfText(text);
+    CHECK(report.hosts == 1);
+    CHECK(report.processes == 2);
+    CHECK(report.verdict == bare.verdict);
+  }
+}
+
 TEST_CASE("nccl report: 08: rank 8+i on NET/IB/i (RoCE) with GDR, rail-aligned HCAs, OFI plugin failed") {
   auto report = reportOf("08");
   const Strings hcas{"mlx5_0:1", "mlx5_1:1", "mlx5_2:1", "mlx5_5:1", "mlx5_6:1", "mlx5_7:1", "mlx5_8:1", "mlx5_11:1"};
