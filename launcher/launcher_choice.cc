@@ -208,6 +208,8 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
   if (!spec.slurm_args.empty() && kind != LauncherKind::slurm)
     return diagnostic(Errc::usage, "flag-of-other-launcher",
                       {{"flag", "--slurm-args"}, {"for", "srun"}, {"launcher", kind_name}});
+  if (!spec.slurm_args.empty())
+    if (auto ok = checkSlurmArgs(spec.slurm_args); !ok) return tl::unexpected(ok.error());
   if (!spec.ssh_flags_given.empty() && kind != LauncherKind::ssh)
     return diagnostic(Errc::usage, "flag-of-other-launcher",
                       {{"flag", spec.ssh_flags_given.front()}, {"for", "ssh"}, {"launcher", kind_name}});

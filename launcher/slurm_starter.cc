@@ -19,7 +19,49 @@ namespace {
 
 bool contains(const std::string& text, std::string_view needle) { return text.find(needle) != std::string::npos; }
 
+// srun's options that tlaunch sets for the daemons' step, and what the user wants instead.
+struct OwnedSrunOption {
+  char short_name;  // 0: none
+  std::string_view long_name;
+  std::string_view instead;
+};
+constexpr OwnedSrunOption kOwnedSrunOptions[] = {
+    {'N', "--nodes", "tlaunch's -N/--nodes"},
+    {'w', "--nodelist", "tlaunch's --hosts, --include or --exclude"},
+    {'x', "--exclude", "tlaunch's --exclude"},
+    {'n', "--ntasks", "tlaunch's -n/--np (ranks in all)"},
+    {0, "--ntasks-per-node", "tlaunch's -p/--procs-per-node"},
+    {0, "--cpu-bind", "tlaunch's --bind"},
+    {0, "--mpi", "nothing: each tlaunchd is its ranks' PMIx server"},
+    {'i', "--input", "tlaunch's --stdin"},
+    {'o', "--output", "tlaunch's --output-dir"},
+    {'e', "--error", "tlaunch's --output-dir"},
+    {0, "--pty", "nothing: the ranks' output comes to tlaunch"},
+    {0, "--multi-prog", "nothing: tlaunch starts one daemon per node"},
+};
+
+// The option `word` spells ("-N2", "-N", "--nodes=2", "--nodes"), if it is one of those.
+const OwnedSrunOption* ownedOptionIn(std::string_view word) {
+  for (const auto& o : kOwnedSrunOptions) {
+    if (word == o.long_name || (word.starts_with(o.long_name) && word.size() > o.long_name.size() &&
+                                word[o.long_name.size()] == '='))
+      return &o;
+    if (o.short_name != 0 && word.size() >= 2 && word[0] == '-' && word[1] == o.short_name) return &o;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+Result<void> checkSlurmArgs(std::string_view slurm_args) {
+  auto words = splitShellWords(slurm_args, "--slurm-args");
+  if (!words) return tl::unexpected(words.error());
+  for (const auto& w : *words)
+    if (const OwnedSrunOption* o = ownedOptionIn(w))
+      return diagnostic(Errc::usage, "slurm-args-owned",
+                        {{"word", w}, {"option", std::string(o->long_name)}, {"instead", std::string(o->instead)}});
+  return {};
+}
 
 Result<std::vector<std::string>> buildSrunArgv(const SlurmStarterOptions& options, const std::vector<NodeTarget>& nodes,
                                                const DaemonCommand& command) {

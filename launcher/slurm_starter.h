@@ -31,6 +31,11 @@ struct SlurmStarterOptions {
 // every GPU of the job on the node, is right).
 int slurmPerTaskGpus(const std::map<std::string, std::string>& env);
 
+// --slurm-args that would undo what tlaunch's own srun options set up (the nodes and tasks of
+// the daemons' step, their stdin, output and CPU binding, Slurm's MPI plugin): a usage error
+// naming the option and tlaunch's flag for it. Other words are srun's business.
+Result<void> checkSlurmArgs(std::string_view slurm_args);
+
 // The srun argv. Node names go to --nodelist when all are known; outside an allocation they
 // may be empty (Slurm picks nodes.size() nodes).
 Result<std::vector<std::string>> buildSrunArgv(const SlurmStarterOptions& options, const std::vector<NodeTarget>& nodes,

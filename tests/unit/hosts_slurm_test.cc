@@ -78,6 +78,28 @@ TEST_CASE("hosts: srun argv errors", "[hosts][slurm]") {
   CHECK_THAT(bad.error().message, Catch::StartsWith("--slurm-args:"));
 }
 
+TEST_CASE("hosts: --slurm-args may not redo the daemons' step (nodes, tasks, stdin, output, MPI)", "[hosts][slurm]") {
+  for (const char* words : {"-N 2", "-N2", "--nodes=3", "--nodes 3", "-p gpu -w node1", "--nodelist=a,b", "-x n3",
+                            "-n 8", "-t 30 --ntasks=8", "--ntasks-per-node 4", "--mpi=pmix", "--cpu-bind=cores",
+                            "-o out.txt", "--error=e", "-i none", "--pty", "--multi-prog"}) {
+    INFO(words);
+    auto checked = checkSlurmArgs(words);
+    REQUIRE_FALSE(checked);
+    CHECK(checked.error().code == Errc::usage);
+    CHECK(checked.error().message.find("tlaunch sets srun's") != std::string::npos);
+  }
+  auto nodes = checkSlurmArgs("-p debug --nodes=3");
+  REQUIRE_FALSE(nodes);
+  CHECK(nodes.error().message.find("'--nodes=3'") != std::string::npos);
+  CHECK(nodes.error().hint.find("-N/--nodes") != std::string::npos);
+  for (const char* words : {"", "-p gpu -t 30", "-A nlp-proj --gres=gpu:8 --constraint=a100", "--exclusive",
+                            "-c 16", "--time=1:00:00 --qos=high", "--nodes-are-not-an-option-x"}) {
+    INFO(words);
+    CHECK(checkSlurmArgs(words));
+  }
+  CHECK_FALSE(checkSlurmArgs("-p 'gpu"));  // unbalanced quote: refused as before
+}
+
 TEST_CASE("hosts: nodesInSrunErrors finds the nodes srun blames", "[hosts][slurm]") {
   const std::string text =
       "srun: error: gpu02: task 1: Exited with exit code 2\n"
