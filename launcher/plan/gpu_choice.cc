@@ -32,6 +32,14 @@ Result<std::vector<int>> chooseNodeGpus(const TopologySnapshot& topo, const GpuL
   for (const auto* named : {&list.only, &list.excluded}) {
     auto bad = std::find_if(named->begin(), named->end(), out_of_range);
     if (bad == named->end()) continue;
+    if (count == 0) {
+      const std::string flag = chooser(list, *named);
+      return fail(Errc::usage, flag + " names GPU " + std::to_string(*bad) + " of " + node + ", which has no GPU",
+                  flag == "--include" ? "name " + node + " without a GPU list (--include " + node +
+                                            "); its ranks are CPU ranks (-p)"
+                                      : "leave " + node + "'s GPU list out of --exclude (there is no GPU to leave "
+                                        "out), or exclude the whole node (--exclude " + node + ")");
+    }
     return fail(Errc::usage,
                 chooser(list, *named) + " names GPU " + std::to_string(*bad) + " of " + node + ", which has " +
                     std::to_string(count) + " GPU(s)" +

@@ -87,7 +87,9 @@ Result<std::string> rankDefault(JobSpec& spec, const std::vector<NodeReport>& no
     int g = 0, c = 0;
     if (const auto& topo = n.inventory.topology) {
         g = static_cast<int>(topo->gpus.size());
-        if (gpu_lists[i].given() && g > 0) {
+        // A node without GPUs ignores CUDA_VISIBLE_DEVICES (a stray one of the user's shell), not
+        // an --include/--exclude list naming its GPUs: chooseNodeGpus refuses that.
+        if (gpu_lists[i].given() && (g > 0 || gpu_lists[i].source.empty())) {
           auto chosen = chooseNodeGpus(*topo, gpu_lists[i], n.name);
           if (!chosen) return tl::unexpected(chosen.error());
           g = static_cast<int>(chosen->size());

@@ -62,7 +62,8 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
     // set there (CPU ranks see the job's GPUs, as in srun's tasks); else unset.
     std::string visible = list.slurm;
     // CPU ranks need no GPU: a list that leaves none (Slurm's "NoDevFiles") is no error for them.
-    if (list.given() && !topo->gpus.empty() && !(list.none && ctx.cpu_ranks_asked)) {
+    // On a node without GPUs only an --include/--exclude list is looked at (refused there).
+    if (list.given() && (!topo->gpus.empty() || list.source.empty()) && !(list.none && ctx.cpu_ranks_asked)) {
       auto chosen = chooseNodeGpus(*topo, list, n.name);
       if (!chosen) return tl::unexpected(chosen.error());
       node_req.use_gpus = node_req.use_gpus || !ctx.cpu_ranks_asked;

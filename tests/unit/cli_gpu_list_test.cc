@@ -141,6 +141,32 @@ TEST_CASE("an exclude list g1:0 keeps GPU 0 and its HCA unused") {
   CHECK(column(*two, "gpu_busid") == S{"0000:44:00.0", "0000:84:00.0"});
 }
 
+TEST_CASE("a GPU list of --include/--exclude on a node without GPUs is refused; a stray CUDA_VISIBLE_DEVICES is not") {
+  auto topo = loadTopology(std::string(TLAUNCH_FIXTURES_DIR) +
+                           "/topologies/azure-hbv4-vm_2xEPYC9V33X_mlx5_ib0-IB+mlx5_an0-AccelNet_no-gpu_hwloc2.12.xml");
+  REQUIRE(topo);
+  REQUIRE(topo->gpus.empty());
+  NodeInventory inv;
+  inv.topology = std::make_shared<const TopologySnapshot>(*topo);
+  inv.free_port = 29500;
+  const std::vector<NodeReport> cpuNode{{0, "c1", inv, "127.0.0.1"}};
+  for (int perNode : {0, 2}) {  // the default count, and -p 2
+    JobSpec s = gpuJob();
+    s.procs_per_node = perNode;
+    for (const GpuList& list : {GpuList{{0, 1}, {}}, GpuList{{}, {3}}}) {
+      auto refused = makePlan(s, cpuNode, context({list}));
+      REQUIRE_FALSE(refused);
+      CHECK(refused.error().code == Errc::usage);
+      CHECK(refused.error().message.find("of c1, which has no GPU") != std::string::npos);
+    }
+    GpuList fromShell{{0}, {}};
+    fromShell.source = "CUDA_VISIBLE_DEVICES=0 (environment)";
+    auto cpu = makePlan(s, cpuNode, context({fromShell}));
+    REQUIRE(cpu);
+    CHECK(cpu->ranks_per_node == (perNode == 0 ? 1 : perNode));
+  }
+}
+
 TEST_CASE("no GPU list: every GPU, and CUDA_VISIBLE_DEVICES is left alone") {
   auto plan = makePlan(gpuJob(4), gpuNodes(1), context({}));
   REQUIRE(plan);
