@@ -271,11 +271,14 @@ void DaemonSession::handleStart() {
   // The ssh sessions that started this node's tree children are the spawner's, not the job's:
   // it reaps them (a failure it reports needs their exit status) and ends them after the job.
   ranks_->leaveAlone([this](pid_t pid) { return spawner_ && spawner_->owns(pid); });
-  if (auto r = ranks_->start(*launches); !r) {
-    conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(r.error().code)}, {"message", r.error().message + " (node " + launch_->node_name + ")"}});
-    return;
-  }
-  conn_->send({{"t", "started"}, {"containment", ranks_->containmentNote()}});
+  ranks_->start(std::move(*launches), [this](Result<void> r) {
+    if (!conn_ || !conn_->isOpen()) return;
+    if (!r) {
+      conn_->send({{"t", "start_failed"}, {"code", static_cast<int>(r.error().code)}, {"message", r.error().message + " (node " + launch_->node_name + ")"}});
+      return;
+    }
+    conn_->send({{"t", "started"}, {"containment", ranks_->containmentNote()}});
+  });
 }
 
 void DaemonSession::onRanksEnded() {

@@ -47,13 +47,14 @@ void DaemonSession::handlePmixSpawnStart(const Json& msg) {
   }
   auto launches = std::move(it->second);
   spawn_launches_.erase(it);
-  auto started = ranks_->add(launches);
-  if (started) ranks_ended_while_spawning_ = false;  // they are running: their end is reported later
-  spawnSettled();
-  sendOwn({{"t", "pmix_spawn_started"},
-           {"k", spawn_id},
-           {"ok", started.has_value()},
-           {"message", started ? "" : started.error().message}});
+  ranks_->add(std::move(launches), [this, spawn_id](Result<void> started) {
+    if (started) ranks_ended_while_spawning_ = false;  // they are running: their end is reported later
+    spawnSettled();
+    sendOwn({{"t", "pmix_spawn_started"},
+             {"k", spawn_id},
+             {"ok", started.has_value()},
+             {"message", started ? "" : started.error().message}});
+  });
 }
 
 void DaemonSession::spawnSettled() {

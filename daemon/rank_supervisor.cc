@@ -20,7 +20,7 @@ namespace tlaunch {
 
 RankSupervisor::RankSupervisor(asio::io_context& io, Events events, const std::string& job_name,
                                const std::vector<std::string>& job_marks)
-    : io_(io), events_(std::move(events)), kill_timer_(io) {
+    : io_(io), events_(std::move(events)), kill_timer_(io), spawn_timer_(io) {
   containment_ = std::make_unique<Containment>(io, "tlaunch." + job_name,
                                                [this](pid_t pid) {
                                                  for (const auto& r : ranks_)
@@ -52,50 +52,6 @@ RankSupervisor::~RankSupervisor() {
     }
   }
   containment_.reset();  // SIGKILL to the rest of the job, reaped
-}
-
-Result<void> RankSupervisor::start(const std::vector<RankLaunch>& launches) {
-  oom_kills_at_start_ = oomKillCount();
-  auto started = add(launches);
-  if (!started) killAll();
-  return started;
-}
-
-Result<void> RankSupervisor::add(const std::vector<RankLaunch>& launches) {
-  if (terminating_) return fail(Errc::internal, "the job is ending: no more ranks are started");
-  const size_t first = ranks_.size();
-  for (const auto& launch : launches) {
-    RankLaunch l = launch;
-    l.cgroup_procs_fd = containment_->cgroupProcsFd();
-    l.cgroup_dir_fd = containment_->cgroupDirFd();
-    auto p = spawnRank(l);
-    if (!p) {
-      // None of this batch has been watched yet: end them here, as if never started.
-      for (size_t i = first; i < ranks_.size(); ++i) {
-        ::kill(-ranks_[i]->pid, SIGKILL);
-        int st = 0;
-        ::waitpid(ranks_[i]->pid, &st, 0);
-      }
-      ranks_.resize(first);
-      return tl::unexpected(p.error());
-    }
-    auto r = std::make_unique<Rank>();
-    r->rank = l.rank;
-    r->pid = p->pid;
-    r->last_output = std::chrono::steady_clock::now();
-    if (p->stdin_fd >= 0) r->stdin_fd = std::make_unique<asio::posix::stream_descriptor>(io_, p->stdin_fd);
-    r->out.fd = std::make_unique<asio::posix::stream_descriptor>(io_, p->stdout_fd);
-    r->err.fd = std::make_unique<asio::posix::stream_descriptor>(io_, p->stderr_fd);
-    if (p->pidfd >= 0) r->pidfd = std::make_unique<asio::posix::stream_descriptor>(io_, p->pidfd);
-    ranks_.push_back(std::move(r));
-  }
-  for (size_t i = first; i < ranks_.size(); ++i) {
-    readStream(*ranks_[i], 1);
-    readStream(*ranks_[i], 2);
-    watchExit(*ranks_[i]);
-    watchStdinReader(*ranks_[i]);
-  }
-  return {};
 }
 
 void RankSupervisor::readStream(Rank& r, int which) {
@@ -320,6 +276,10 @@ void RankSupervisor::maybeReport(Rank& r) {
   ++reported_;
   if (events_.exited) events_.exited(e);
   if (reported_ == ranks_.size()) {
+    if (!batches_.empty()) {  // more are starting: said when they have (finishBatch)
+      all_exited_held_ = true;
+      return;
+    }
     kill_timer_.cancel();
     if (events_.all_exited) events_.all_exited();
   }

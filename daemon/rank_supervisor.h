@@ -62,12 +62,19 @@ class RankSupervisor {
   RankSupervisor(asio::io_context& io, Events events, const std::string& job_name = "job",
                  const std::vector<std::string>& job_marks = {});
   ~RankSupervisor();
-  // Spawns in order. If one fails, the ones already started are killed and the error returned.
-  Result<void> start(const std::vector<RankLaunch>& launches);
-  // More ranks while the job runs (PMIx_Spawn's children): if one fails to start, those of this
-  // batch already started are killed, the others go on, and the error is returned. all_exited
-  // then waits for these too.
-  Result<void> add(const std::vector<RankLaunch>& launches);
+  // `done` of start()/add(): every rank of the batch started, or why not.
+  using Started = std::function<void(Result<void>)>;
+  // Spawns in order, kSpawnSlice at a time with the event loop running between slices (heartbeats
+  // and the frontend's messages do not wait for a node of 1,000 ranks to start); `done` runs from
+  // the event loop, never inside the call. If one fails, the ones already started are killed and
+  // `done` gets the error. A terminate() meanwhile ends the start early: the ranks started so far
+  // are supervised (their ends are ours), the rest never start, and `done` gets success.
+  void start(std::vector<RankLaunch> launches, Started done);
+  // More ranks while the job runs (PMIx_Spawn's children), after any batch still starting: if one
+  // fails to start, those of this batch already started are killed, the others go on, and `done`
+  // gets the error. all_exited then waits for these too.
+  void add(std::vector<RankLaunch> launches, Started done);
+  static constexpr std::chrono::milliseconds kSpawnSlice{50};
   // To each rank's process group (teardown), or to one process of each: for SIGUSR1/SIGUSR2
   // passed on, the topmost that catch it, else the rank's own (signal_catchers.h: a training
   // script behind a wrapper shell gets it, the shell and data-loader workers do not); any
@@ -102,7 +109,7 @@ class RankSupervisor {
   };
   std::vector<View> view() const;
   bool outputPaused() const { return paused_; }  // held back: the frontend's reader is slow
-  bool allExited() const { return reported_ == ranks_.size(); }
+  bool allExited() const { return reported_ == ranks_.size() && batches_.empty(); }
 
  private:
   struct Stream {
@@ -143,6 +150,18 @@ class RankSupervisor {
     std::unique_ptr<asio::steady_timer> linger;  // exited but a descendant holds the pipes open
     std::unique_ptr<asio::steady_timer> exit_poll;  // without a pidfd, or a traced zombie: polls waitid
   };
+  struct Batch {
+    std::vector<RankLaunch> launches;
+    size_t next = 0;      // the next launch to spawn
+    size_t first = 0;     // its first rank in ranks_, once it has one
+    bool is_start = false;  // the job's own ranks: a failure kills everything
+    bool refused = false;   // added while the job was ending
+    Started done;
+  };
+  void queueBatch(std::vector<RankLaunch> launches, bool is_start, Started done);
+  void spawnLater();
+  void spawnSlice();
+  void finishBatch(Result<void> result);  // of the front batch: supervise its ranks, or end them
   void readStream(Rank& r, int which);
   void showWhenQuiet(Rank& r, int which);
   void watchExit(Rank& r);
@@ -165,6 +184,9 @@ class RankSupervisor {
   bool terminating_ = false;
   std::optional<long long> oom_kills_at_start_;  // the node's OOM kills when the ranks started
   asio::steady_timer kill_timer_;
+  std::deque<Batch> batches_;   // starting, front first
+  asio::steady_timer spawn_timer_;
+  bool all_exited_held_ = false;  // every rank reported while a batch was starting
   std::unique_ptr<Containment> containment_;  // last: destroyed first, while ranks_ is still there
 };
 

@@ -15,6 +15,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,13 +67,22 @@ void runUntil(asio::io_context& io, const std::function<bool()>& done, std::chro
   }
 }
 
+// start() of the ranks, run until its `done`: their result.
+Result<void> startAll(RankSupervisor& sup, asio::io_context& io, std::vector<RankLaunch> launches) {
+  std::optional<Result<void>> result;
+  sup.start(std::move(launches), [&](Result<void> r) { result = std::move(r); });
+  runUntil(io, [&] { return result.has_value(); }, std::chrono::seconds(20));
+  REQUIRE(result);
+  return *result;
+}
+
 }  // namespace
 
 TEST_CASE("rank supervisor: each rank's lines on its own stream, then its exit status, then all exited once") {
   asio::io_context io(1);
   SupervisorEvents s;
   RankSupervisor sup(io, record(s), "test-rs-1");
-  REQUIRE(sup.start({shRank(0, "echo out-$R; echo err-$R >&2; exit 0"),
+  REQUIRE(startAll(sup, io, {shRank(0, "echo out-$R; echo err-$R >&2; exit 0"),
                      shRank(1, "echo out-$R; echo err-$R >&2; echo second >&2; exit 3")}));
   runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
   REQUIRE(s.all_exited == 1);
@@ -100,7 +110,7 @@ TEST_CASE("rank supervisor: an exited rank is reaped only after its group is kil
   asio::io_context io(1);
   SupervisorEvents s;
   RankSupervisor sup(io, record(s), "test-rs-zombie");
-  REQUIRE(sup.start({shRank(0, "echo $$; sleep 30 & exit 4")}));  // sleep holds stdout, in the group
+  REQUIRE(startAll(sup, io, {shRank(0, "echo $$; sleep 30 & exit 4")}));  // sleep holds stdout, in the group
   runUntil(io, [&] { return !s.out[0].empty(); }, std::chrono::seconds(20));
   REQUIRE_FALSE(s.out[0].empty());
   const pid_t rank_pid = static_cast<pid_t>(std::stol(s.out[0].front()));
@@ -124,7 +134,7 @@ TEST_CASE("rank supervisor: a rank killed by a signal is reported with the signa
   asio::io_context io(1);
   SupervisorEvents s;
   RankSupervisor sup(io, record(s), "test-rs-2");
-  REQUIRE(sup.start({shRank(0, "kill -9 $$")}));
+  REQUIRE(startAll(sup, io, {shRank(0, "kill -9 $$")}));
   runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
   REQUIRE(s.exits.count(0));
   CHECK(s.exits[0].signaled);
@@ -140,7 +150,7 @@ TEST_CASE("rank supervisor: a rank that exits while output is paused keeps its l
   SupervisorEvents s;
   RankSupervisor sup(io, record(s), "test-rs-paused");
   sup.pauseOutput();
-  REQUIRE(sup.start({shRank(0, "echo progress; echo 'Traceback: boom' >&2; exit 1")}));
+  REQUIRE(startAll(sup, io, {shRank(0, "echo progress; echo 'Traceback: boom' >&2; exit 1")}));
   runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
   REQUIRE(s.exits.count(0));
   CHECK(s.exits[0].code == 1);
@@ -176,7 +186,7 @@ TEST_CASE("rank supervisor: a line the rank is still writing while output is pau
   SupervisorOutputKinds seen;
   RankSupervisor sup(io, recordKinds(seen), "test-rs-quiet-paused");
   // "partial" and 200 kB more of the same line: more than a pipe holds, so the rank blocks.
-  REQUIRE(sup.start({shRank(0, "printf 'ready\\npartial'; head -c 200000 /dev/zero | tr '\\0' x; echo; sleep 3")}));
+  REQUIRE(startAll(sup, io, {shRank(0, "printf 'ready\\npartial'; head -c 200000 /dev/zero | tr '\\0' x; echo; sleep 3")}));
   runUntil(io, [&] { return !seen.items.empty(); }, std::chrono::seconds(20));
   REQUIRE_FALSE(seen.items.empty());
   sup.pauseOutput();
@@ -199,7 +209,7 @@ TEST_CASE("rank supervisor: a prompt is shown while output is paused") {
   asio::io_context io(1);
   SupervisorOutputKinds seen;
   RankSupervisor sup(io, recordKinds(seen), "test-rs-quiet-prompt");
-  REQUIRE(sup.start({shRank(0, "printf 'ready\\nProceed? '; sleep 3")}));
+  REQUIRE(startAll(sup, io, {shRank(0, "printf 'ready\\nProceed? '; sleep 3")}));
   runUntil(io, [&] { return !seen.items.empty(); }, std::chrono::seconds(20));
   sup.pauseOutput();  // other ranks' output fills the window: this rank's prompt still counts
   runUntil(io, [&] { return seen.unfinished() > 0; }, std::chrono::seconds(2));
@@ -215,7 +225,7 @@ TEST_CASE("rank supervisor: terminate ends a rank that ignores SIGTERM after the
   asio::io_context io(1);
   SupervisorEvents s;
   RankSupervisor sup(io, record(s), "test-rs-3");
-  REQUIRE(sup.start({shRank(0, "trap '' TERM; echo ready; while :; do sleep 1; done"), shRank(1, "exec sleep 100")}));
+  REQUIRE(startAll(sup, io, {shRank(0, "trap '' TERM; echo ready; while :; do sleep 1; done"), shRank(1, "exec sleep 100")}));
   runUntil(io, [&] { return !s.out[0].empty(); }, std::chrono::seconds(20));
   REQUIRE(s.out[0] == std::vector<std::string>{"ready\n"});
   const auto t0 = std::chrono::steady_clock::now();
@@ -231,13 +241,75 @@ TEST_CASE("rank supervisor: terminate ends a rank that ignores SIGTERM after the
   CHECK(s.exits[1].killed_by_us);
 }
 
+// A node of many ranks takes seconds to start (a fork and exec each): the event loop runs between
+// slices of spawns, so that the daemon's heartbeats and the frontend's messages go on meanwhile.
+TEST_CASE("rank supervisor: many ranks start in slices with the event loop running between them") {
+  asio::io_context io(1);
+  SupervisorEvents s;
+  RankSupervisor sup(io, record(s), "test-rs-slices");
+  std::vector<RankLaunch> launches;
+  constexpr size_t kRanks = 300;  // hundreds of milliseconds at the least, several slices
+  for (int r = 0; r < static_cast<int>(kRanks); ++r) launches.push_back(shRank(r, "exec sleep 100"));
+  std::optional<Result<void>> started;
+  std::vector<size_t> seen;  // ranks started, as a timer of the loop saw them
+  asio::steady_timer tick(io);
+  std::function<void()> arm = [&] {
+    tick.expires_after(std::chrono::milliseconds(1));
+    tick.async_wait([&](const asio::error_code& ec) {
+      if (ec || started) return;
+      seen.push_back(sup.view().size());
+      arm();
+    });
+  };
+  arm();
+  sup.start(std::move(launches), [&](Result<void> r) { started = std::move(r); });
+  CHECK_FALSE(started);  // never inside the call
+  runUntil(io, [&] { return started.has_value(); }, std::chrono::seconds(120));
+  REQUIRE(started);
+  REQUIRE(*started);
+  CHECK(sup.view().size() == kRanks);
+  CHECK(std::any_of(seen.begin(), seen.end(), [](size_t n) { return n > 0 && n < kRanks; }));
+  CHECK_FALSE(sup.allExited());
+  sup.terminate(std::chrono::milliseconds(300));
+  runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(60));
+  CHECK(s.all_exited == 1);
+  CHECK(s.exits.size() == kRanks);
+}
+
+TEST_CASE("rank supervisor: a terminate while ranks start: those started end as ours, the rest never start") {
+  asio::io_context io(1);
+  SupervisorEvents s;
+  RankSupervisor sup(io, record(s), "test-rs-stop-start");
+  std::vector<RankLaunch> launches;
+  constexpr size_t kRanks = 300;
+  for (int r = 0; r < static_cast<int>(kRanks); ++r) launches.push_back(shRank(r, "exec sleep 100"));
+  std::optional<Result<void>> started;
+  sup.start(std::move(launches), [&](Result<void> r) { started = std::move(r); });
+  runUntil(io, [&] { return started.has_value() || !sup.view().empty(); }, std::chrono::seconds(60));
+  REQUIRE_FALSE(started);  // the first slice ran, not the last
+  sup.terminate(std::chrono::milliseconds(300));
+  runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(60));
+  REQUIRE(started);
+  CHECK(*started);
+  const size_t ran = sup.view().size();
+  CHECK(ran < kRanks);
+  CHECK(s.all_exited == 1);
+  CHECK(s.exits.size() == ran);
+  for (const auto& [rank, e] : s.exits) CHECK(e.killed_by_us);
+  std::optional<Result<void>> late;  // a PMIx_Spawn arriving now is refused
+  sup.add({shRank(1000, "exit 0")}, [&](Result<void> r) { late = std::move(r); });
+  runUntil(io, [&] { return late.has_value(); }, std::chrono::seconds(20));
+  REQUIRE(late);
+  CHECK_FALSE(*late);
+}
+
 TEST_CASE("rank supervisor: destroyed while ranks run and their reads are pending, it ends them and touches nothing after") {
   asio::io_context io(1);
   SupervisorEvents s;
   std::vector<pid_t> pids;
   {
     RankSupervisor sup(io, record(s), "test-rs-4");
-    REQUIRE(sup.start({shRank(0, "exec sleep 100"), shRank(1, "exec sleep 100")}));
+    REQUIRE(startAll(sup, io, {shRank(0, "exec sleep 100"), shRank(1, "exec sleep 100")}));
     io.run_for(std::chrono::milliseconds(50));
     io.restart();
     for (const auto& v : sup.view()) pids.push_back(v.pid);
@@ -261,7 +333,7 @@ TEST_CASE("rank supervisor: a rank whose setsid descendant keeps writing to its 
   pid_t writer = -1;
   {
     RankSupervisor sup(io, record(s), "test-rs-linger");
-    REQUIRE(sup.start({shRank(0, "setsid yes descendant & echo writer=$!; sleep 0.2; exit 5")}));
+    REQUIRE(startAll(sup, io, {shRank(0, "setsid yes descendant & echo writer=$!; sleep 0.2; exit 5")}));
     runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
     for (const auto& line : s.out[0])
       if (line.rfind("writer=", 0) == 0) writer = static_cast<pid_t>(std::stol(line.substr(7)));
@@ -284,7 +356,7 @@ TEST_CASE("rank supervisor: a killed rank a debugger holds is waited for without
   asio::io_context io(1);
   SupervisorEvents s;
   RankSupervisor sup(io, record(s), "test-rs-traced");
-  REQUIRE(sup.start({shRank(0, "echo pid=$$; exec sleep 100")}));
+  REQUIRE(startAll(sup, io, {shRank(0, "echo pid=$$; exec sleep 100")}));
   runUntil(io, [&] { return !s.out[0].empty(); }, std::chrono::seconds(20));
   REQUIRE_FALSE(s.out[0].empty());
   const pid_t rank = static_cast<pid_t>(std::stol(s.out[0][0].substr(4)));
