@@ -4,6 +4,7 @@
 // endian), one byte holding the stream (low nibble: 1 = stdout, 2 = stderr) and the segment's kind
 // (high nibble, OutputKind), then the bytes. CBOR's byte-string decoding in nlohmann copies byte by
 // byte; this is a slice of the frame.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,6 +41,13 @@ struct OwnedBytes {
   size_t offset = 0;
   std::string_view view() const { return storage.view().substr(offset); }
 };
+
+// What a record takes of its daemon's output credit window (and of the bytes a daemon holds before
+// it stops reading the pipes): its bytes, and a share for the record itself. Counted by bytes
+// alone, a storm of tiny records (a bar's bare "\r" written one at a time) let millions of them
+// queue, each a frame and a queue entry of ~100 bytes: a daemon grew past 1 GB.
+inline constexpr size_t kOutputRecordCost = 64;
+inline constexpr size_t outputCreditCost(size_t bytes) { return bytes + kOutputRecordCost; }
 
 // A whole frame (length header included), ready for Connection::sendEncoded.
 std::string encodeOutputFrame(int rank, int stream, std::string_view bytes, OutputKind kind = OutputKind::lines);

@@ -26,7 +26,10 @@ size_t LineSplitter::cutPoint(std::string_view piece) const {
 }
 
 void LineSplitter::emit(OutputKind kind, std::vector<OutputSegment>& out) {
-  if (kind == OutputKind::lines && !out.empty() && out.back().kind == OutputKind::lines) {
+  // Whole lines of one read go out as one segment; so do a bar's updates (each ends in its "\r":
+  // the frontend shows the last, --output-dir files get them all). A bar redrawn in a loop, or
+  // a storm of bare "\r", was one record per "\r".
+  if ((kind == OutputKind::lines || kind == OutputKind::update) && !out.empty() && out.back().kind == kind) {
     out.back().bytes += partial_;
   } else {
     out.push_back({kind, std::move(partial_)});

@@ -10,8 +10,9 @@ OutputChannel::OutputChannel(Limits limits, std::function<void(Frame)> send, std
 
 void OutputChannel::output(int rank, int stream, OutputKind kind, std::string_view bytes) {
   auto frame = std::make_shared<const std::string>(encodeOutputFrame(rank, stream, bytes, kind));
-  queue_.push_back({std::move(frame), bytes.size()});
-  waiting_bytes_ += bytes.size();
+  const size_t cost = outputCreditCost(bytes.size());
+  queue_.push_back({std::move(frame), cost});
+  waiting_bytes_ += cost;
   pump();
   if (!paused_ && waiting_bytes_ > limits_.high_water) {
     paused_ = true;

@@ -38,7 +38,7 @@ class OutputChannel {
  private:
   struct Entry {
     Frame frame;
-    size_t cost = 0;  // output bytes: the credit it takes
+    size_t cost = 0;  // the credit it takes (outputCreditCost); 0 for an ordered message
   };
   void pump();
   Limits limits_;

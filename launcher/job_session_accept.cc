@@ -194,7 +194,7 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
     // Output of a rank neither on that node nor below it: not shown under another node's
     // name. A node that sent it itself gets its credit back at once (its window would shrink
     // for good); relayed through a tree, whose window it took is not known.
-    if (!tree_) grantOutputCredit(link->index, r.bytes.size());
+    if (!tree_) grantOutputCredit(link->index, outputCreditCost(r.bytes.size()));
     noteAnomaly("node " + link->name + " sent output of rank " + std::to_string(r.rank) +
                 ", which does not run there or below it; dropped");
   });

@@ -58,8 +58,11 @@ size_t escapeEnd(std::string_view text, size_t i) {
   return i + 2;
 }
 // A bar's state or an unfinished line as shown: without the "\r" (or line end) that ends it.
+// What a bar's update (or an unfinished line) shows: its last state that is not empty. An update
+// record may hold several states, each ended by "\r" (daemon/line_splitter.cc).
 std::string_view shownPart(std::string_view bytes) {
   while (!bytes.empty() && (bytes.back() == '\r' || bytes.back() == '\n')) bytes.remove_suffix(1);
+  if (const size_t cr = bytes.rfind('\r'); cr != std::string_view::npos) bytes.remove_prefix(cr + 1);
   return bytes;
 }
 }  // namespace

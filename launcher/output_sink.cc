@@ -308,7 +308,7 @@ void OutputSink::run() {
       if (item.type != Item::Type::record) continue;
       const size_t n = item.data.view().size();
       pending_bytes += n;
-      if (item.source >= 0) drained_[item.source] += n;
+      if (item.source >= 0) drained_[item.source] += outputCreditCost(n);
       if (pending_bytes >= kDrainReportBytes || writes.size() > 64) writeOut(false);
     }
     batch.clear();

@@ -15,7 +15,8 @@ line, and no process of the job left:
   9. --stdin to a rank that does not read yet: tlaunch reads ahead only its credit (1 MiB), then
      every byte arrives;
  10. 600 ranks on one node with a 3 s heartbeat timeout: starting them takes seconds, the node
-     is not lost.
+     is not lost;
+ 11. a storm of bare \\r (5 MB, a bar redrawn with nothing new): one line, in moments.
 """
 import fcntl
 import os
@@ -344,3 +345,14 @@ p = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "600", "
 took = time.monotonic() - t0
 tl.check(p.returncode == 0, f"600 ranks on a node (3 s heartbeat timeout): exit {p.returncode} {p.stderr[-800:]!r}")
 print(f"PASS 10: 600 ranks started and ended on one node in {took:.1f} s with a 3 s heartbeat timeout")
+
+# 11. A storm of bare "\r" (a bar redrawn with nothing new, 5 MB of it): one record per "\r" took
+#     57 s and ~1 GB in tlaunch here; a read's updates now travel as one record.
+t0 = time.monotonic()
+p = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "-q", "--", tl.PYTHON, "-c",
+                    "import os\nfor _ in range(1220): os.write(1, b'\\r' * 4096)\nos.write(1, b'done\\n')"],
+                   capture_output=True, timeout=300)
+took = time.monotonic() - t0
+tl.check(p.returncode == 0 and p.stdout == b"[local0:0] done\n", f"CR storm: exit {p.returncode} {p.stdout[-300:]!r}")
+tl.check(took < 30, f"CR storm: 5 MB of bare CR took {took:.1f} s")
+print(f"PASS 11: 5 MB of bare CR into a pipe: one line, {took:.1f} s")

@@ -48,11 +48,17 @@ TEST_CASE("line splitter: adjacent lines are one segment, CRLF is a line end, al
 
 TEST_CASE("line splitter: a lone CR ends a progress update, not a line", "[lines]") {
   // tqdm writes "\r" before each state and "\n" after the last one.
-  REQUIRE(split({"\r 10%", "\r 20%", "\r100%\n"}) == Segs{{U, "\r"}, {U, " 10%\r"}, {U, " 20%\r"}, {L, "100%\n"}});
-  REQUIRE(split({"10%\r20%\r30%\n"}) == Segs{{U, "10%\r"}, {U, "20%\r"}, {L, "30%\n"}});
+  // Updates in a row are one segment, each state ending in its "\r" (the frontend shows the
+  // last; --output-dir files get every byte).
+  REQUIRE(split({"\r 10%", "\r 20%", "\r100%\n"}) == Segs{{U, "\r 10%\r 20%\r"}, {L, "100%\n"}});
+  REQUIRE(split({"10%\r20%\r30%\n"}) == Segs{{U, "10%\r20%\r"}, {L, "30%\n"}});
   // A CR at the end of a read is decided by the next read, or by the end of the stream.
-  REQUIRE(split({"10%\r", "20%\r"}) == Segs{{U, "10%\r"}, {U, "20%\r"}});
+  REQUIRE(split({"10%\r", "20%\r"}) == Segs{{U, "10%\r20%\r"}});
   REQUIRE(split({"x\r", "\r\n"}) == Segs{{U, "x\r"}, {L, "\r\n"}});
+  REQUIRE(split({"a\nb\rc\rd\n"}) == Segs{{L, "a\n"}, {U, "b\rc\r"}, {L, "d\n"}});
+  // A storm of bare CRs (a bar redrawn with nothing new) is one segment a read, not one per CR.
+  const std::string storm(60000, '\r');
+  REQUIRE(split({storm + "done\n"}) == Segs{{U, storm}, {L, "done\n"}});
 }
 
 TEST_CASE("line splitter: the unfinished line can be looked at without taking it", "[lines]") {

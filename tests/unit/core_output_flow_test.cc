@@ -46,15 +46,16 @@ std::string text(const std::vector<OutputFormatter::Write>& ws, int stream = 0) 
 
 TEST_CASE("output channel: output waits for credit, control-ordered messages wait behind it") {
   Wire w;
-  auto ch = channel(w, 10, 100, 20);
-  ch.output(0, 1, OutputKind::lines, "aaaa\n");  // 5
-  ch.output(0, 1, OutputKind::lines, "bbbb\n");  // 10: the window is full
+  const size_t line = outputCreditCost(5);  // each record's cost: its bytes and its share
+  auto ch = channel(w, 2 * line, 100 * line, 20);
+  ch.output(0, 1, OutputKind::lines, "aaaa\n");
+  ch.output(0, 1, OutputKind::lines, "bbbb\n");  // the window is full
   ch.output(0, 1, OutputKind::lines, "cccc\n");  // waits
   ch.ordered({{"t", "exit"}, {"r", 0}});         // waits behind cccc
   REQUIRE(w.sent.size() == 2);
-  CHECK(ch.inFlight() == 10);
-  CHECK(ch.waitingBytes() == 5);
-  ch.credit(5);
+  CHECK(ch.inFlight() == 2 * line);
+  CHECK(ch.waitingBytes() == line);
+  ch.credit(line);
   REQUIRE(w.sent.size() == 4);
   CHECK(decodeOutputRecord(w.sent[2])->bytes == "cccc\n");
   CHECK(getString(*decodeMessage(w.sent[3]), "t") == "exit");
@@ -63,23 +64,35 @@ TEST_CASE("output channel: output waits for credit, control-ordered messages wai
 
 TEST_CASE("output channel: a record larger than the window goes alone, pipes pause above high water") {
   Wire w;
-  auto ch = channel(w, 4, 12, 2);
+  const size_t line = outputCreditCost(4);
+  auto ch = channel(w, line, 3 * line, line / 2);
   const std::string big(9, 'x');
   ch.output(1, 2, OutputKind::continued, big);  // nothing in flight: goes
   REQUIRE(w.sent.size() == 1);
-  for (int i = 0; i < 4; ++i) ch.output(1, 2, OutputKind::lines, "abc\n");  // 16 bytes wait
+  for (int i = 0; i < 4; ++i) ch.output(1, 2, OutputKind::lines, "abc\n");  // 4 lines wait
   CHECK(w.sent.size() == 1);
   REQUIRE(w.pressure == std::vector<bool>{true});
-  ch.credit(9);  // 4 bytes of room: one record
+  ch.credit(outputCreditCost(big.size()));  // room for one record
   CHECK(w.sent.size() == 2);
-  ch.credit(4);
-  ch.credit(4);  // 4 of 16 left waiting: still above low water (2)
+  ch.credit(line);
+  ch.credit(line);  // one line left waiting: still above low water
   CHECK(w.pressure == std::vector<bool>{true});
-  ch.credit(4);
+  ch.credit(line);
   CHECK(ch.waitingBytes() == 0);
   CHECK(w.pressure == std::vector<bool>{true, false});
   ch.credit(1000);  // more credit than in flight is harmless
   CHECK(ch.inFlight() == 0);
+}
+
+TEST_CASE("output channel: tiny records cost their share, so a storm of them is bounded like bytes") {
+  Wire w;
+  auto ch = channel(w, 4u << 20, 8u << 20, 1u << 20);
+  size_t paused_after = 0;
+  for (size_t i = 0; i < 1'000'000 && w.pressure.empty(); ++i, ++paused_after)
+    ch.output(0, 1, OutputKind::update, "\r");  // a frontend that grants nothing back
+  REQUIRE(w.pressure == std::vector<bool>{true});
+  // 8 MiB of high water at 65 bytes a record (plus the 4 MiB window sent): ~194,000, not millions.
+  CHECK(paused_after < 200'000);
 }
 
 TEST_CASE("formatter: lines are tagged one by one, CRLF printed as LF, a cut line piece by piece") {
@@ -144,6 +157,20 @@ TEST_CASE("formatter, terminal: updates in place, other lines clear and redraw i
   out.clear();
   f.finish(out);
   CHECK(out.empty());
+}
+
+TEST_CASE("formatter: an update record of several states shows the last one that is not empty") {
+  const auto now = OutputFormatter::Clock::now();
+  OutputFormatter tty({true, true, 40});
+  std::vector<OutputFormatter::Write> out;
+  tty.record("[a:1] ", 1, 2, OutputKind::update, "\r 10%\r 20%\r\r", now, out);
+  CHECK(text(out) == "\r\x1b[K[a:1]  20%");
+  out.clear();
+  tty.record("[a:1] ", 1, 2, OutputKind::update, std::string(500, '\r'), now, out);  // nothing new
+  CHECK(out.empty());
+  OutputFormatter pipe({});
+  pipe.record("[a:1] ", 1, 2, OutputKind::update, "10%\r20%\r", now, out);
+  CHECK(text(out) == "[a:1] 20%\n");
 }
 
 TEST_CASE("formatter: a line that ends a bar with no text of its own keeps the bar's last state") {
