@@ -40,7 +40,10 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     RankFailure f;
     f.rank = rank;
     f.node = link.name;
-    f.exit_status = status == 0 ? 1 : status;
+    // The status a process exits with is its low 8 bits (MPI_Abort(256) would read as success,
+    // MPI_Abort(-1) as 255); one that reads 0 is a failure all the same.
+    const int as_exit = status & 0xff;
+    f.exit_status = as_exit == 0 ? 1 : as_exit;
     f.called_abort = true;
     f.ended_us = getInt(msg, "at_us", 0);  // when its node got the call; absent (older daemons): on arrival
     f.summary = rankName(rank) + " on node " + link.name + " called MPI_Abort with status " +

@@ -143,6 +143,10 @@ r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--", ABORT], timeout=6
 tl.check(r.returncode == 7, f"MPI_Abort: exit {r.returncode}, expected 7: {r.stderr}")
 tl.check("rank 1 on node local0 called MPI_Abort with status 7" in r.stderr, f"summary: {r.stderr}")
 tl.check(time.monotonic() - t0 < 50, "MPI_Abort ended the job quickly")
+# A status whose low 8 bits are 0 is no success: MPI_Abort(256) exited 0 (a process's status).
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "2", "--", ABORT, "256"], timeout=60)
+tl.check(r.returncode == 1, f"MPI_Abort(256): exit {r.returncode}, expected 1: {r.stderr}")
+tl.check("called MPI_Abort with status 256" in r.stderr, f"summary: {r.stderr}")
 
 # A rank killed during MPI_Init: the job ends, nothing remains.
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--kill-timeout", "2", "--",
