@@ -8,19 +8,26 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <set>
 #include <optional>
 #include <string_view>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "bootstrap/pmix_dirs.h"
 #include "bootstrap/pmix_env.h"
 #include "bootstrap/pmix_job_info.h"
+#include "bootstrap/pmix_listener_guard.h"
 #include "bootstrap/pmix_server_impl.h"
 
 extern char** environ;
 
 namespace tlaunch {
 namespace {
+
+// How long libpmix may wait for a new connection's handshake (pmix_listener_guard.h).
+constexpr std::chrono::milliseconds kPmixHandshakeTimeout{2000};
 
 std::string pmixError(const char* call, pmix_status_t rc) {
   return std::string(call) + " failed: " + PMIx_Error_string(rc);
@@ -184,12 +191,18 @@ Result<std::unique_ptr<PmixServer>> PmixServer::start(const PmixServerConfig& co
   if (geteuid() == 0 && config.uid != 0) info.addUint32(PMIX_USERID, config.uid);
 
   static pmix_server_module_t module = makePmixModule();
+  const std::set<ino_t> listening_before = listeningSockets();
   pmix_status_t rc = PMIx_server_init(&module, info.data(), info.size());
   if (rc != PMIX_SUCCESS) {
     if (impl->tmpdir_created) removeTree(config.tmpdir);
     undo(true);
     return fail(Errc::internal, "PMIx server on " + where + ": " + pmixError("PMIx_server_init", rc));
   }
+  // Before any rank exists (pmix_listener_guard.h): a stranger's idle connection to its port
+  // holds the ranks' PMIx calls for kPmixHandshakeTimeout at most, not for ever.
+  if (handshakeReadUnbounded(PMIx_Get_version()) && boundHandshakeReads(listening_before, kPmixHandshakeTimeout) == 0)
+    spdlog::warn("PMIx server on {}: found no listening socket of libpmix to bound its handshake reads; an idle "
+                 "connection to its port would hold the ranks' PMIx calls", where);
   return std::unique_ptr<PmixServer>(new PmixServer(std::move(impl)));
 }
 

@@ -7,6 +7,7 @@ import glob
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 
@@ -147,6 +148,36 @@ tl.check(time.monotonic() - t0 < 50, "MPI_Abort ended the job quickly")
 r = tl.run(["--launcher", "local", "-N", "1", "-p", "2", "--", ABORT, "256"], timeout=60)
 tl.check(r.returncode == 1, f"MPI_Abort(256): exit {r.returncode}, expected 1: {r.stderr}")
 tl.check("called MPI_Abort with status 256" in r.stderr, f"summary: {r.stderr}")
+
+# A stranger's idle connection to a node's PMIx port: libpmix 4.2.2 reads a new connection's
+# handshake blocking, on the thread that serves every rank, and the ranks' MPI_Init waited for as
+# long as the connection stayed open (59 s for 60 s). tlaunchd bounds that read (2 s).
+marker = f"idle-pmix-{os.getpid()}"
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "2", "-q", "-x", f"MARK={marker}", "--", "sh", "-c",
+              f"sleep 3; exec {HELLO} 2 2"])
+idle = None
+try:
+    ranks = []
+    tl.wait_until(lambda: bool(ranks.extend(tl.processes_with_env("MARK", marker)) or ranks), 30)
+    tl.check(ranks, "idle PMIx connection: the ranks were not found")
+    with open(f"/proc/{ranks[0]}/environ", "rb") as f:
+        env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+    uri = re.search(rb"tcp4://127\.0\.0\.1:(\d+)", env.get(b"PMIX_SERVER_URI41", b""))
+    tl.check(uri, f"idle PMIx connection: no PMIx server URI in the ranks' environment: {env.get(b'PMIX_SERVER_URI41')}")
+    idle = socket.create_connection(("127.0.0.1", int(uri.group(1))))  # and it says nothing
+    t0 = time.monotonic()
+    try:
+        out, err = p.communicate(timeout=45)
+    except subprocess.TimeoutExpired:
+        tl.fail("idle PMIx connection: the MPI job did not end while a stranger held a connection to its PMIx port")
+    tl.check(p.returncode == 0, f"idle PMIx connection: exit {p.returncode}: {err[-600:]}")
+    print(f"PASS: an idle connection to the PMIx port held the MPI job {time.monotonic() - t0:.1f} s, not for ever")
+finally:
+    if idle:
+        idle.close()
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
 
 # A rank killed during MPI_Init: the job ends, nothing remains.
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--kill-timeout", "2", "--",
