@@ -36,6 +36,7 @@ constexpr std::array kFlags = {
     ForeignFlag{"--output-filename -output-filename --log_dir --log-dir", "a launcher's",
                 "give --output-dir DIR (one file per rank, beside the tagged output)"},
     ForeignFlag{"-wdir --wdir -wd --wd", "mpirun's", "give -D DIR (--chdir)"},
+    ForeignFlag{"-mca -gmca --gmca", "mpirun's", "give --mca KEY VALUE (exported to every rank as OMPI_MCA_KEY)"},
     ForeignFlag{"-genv -env", "mpiexec's", "give -x NAME=VALUE"},
     ForeignFlag{"--standalone", "torchrun's",
                 "drop it: tlaunch needs no rendezvous setup, and without --hosts it runs on this host"},

@@ -161,10 +161,13 @@ void JobSession::teardown() {
         if (r.rank >= 0 && static_cast<size_t>(r.rank) < codes.size() && codes[static_cast<size_t>(r.rank)] == -1) ++running;
   // MPI_Comm_spawn's processes end with them (counted whatever their node: a close estimate).
   const int spawned = pmix_spawns_ ? pmix_spawns_->running() : 0;
-  const std::string also = spawned > 0 ? " and " + std::to_string(spawned) + " spawned process" + (spawned == 1 ? "" : "es") : "";
+  std::string who;  // "the 3 ranks", "the 2 ranks and 1 spawned process", "the 1 spawned process"
+  if (running > 0) who = std::to_string(running) + " rank" + (running == 1 ? "" : "s");
+  if (spawned > 0)
+    who += (who.empty() ? "" : " and ") + std::to_string(spawned) + " spawned process" + (spawned == 1 ? "" : "es");
   if (ranks_ran && !outcome_.interrupted && running + spawned > 0 && cfg_.spec.kill_timeout_s > 0)
-    out_.note("ending the job (SIGTERM to the " + std::to_string(running) + " rank" + (running == 1 ? "" : "s") + also +
-              " still running, SIGKILL after " + std::to_string(cfg_.spec.kill_timeout_s) + " s): " + outcome_.summary);
+    out_.note("ending the job (SIGTERM to the " + who + " still running, SIGKILL after " +
+              std::to_string(cfg_.spec.kill_timeout_s) + " s): " + outcome_.summary);
   phase_deadline_ = Clock::now() + std::chrono::seconds(cfg_.spec.kill_timeout_s + 5);
   broadcast({{"t", "terminate"}, {"grace_ms", cfg_.spec.kill_timeout_s * 1000}});
   if (allDrained()) finish(JobEvent::all_drained);
