@@ -59,10 +59,14 @@ void JobSession::handleSignal(int sig) {
   // SIGTERM or SIGHUP within a second of either is the same request by another way (a batch
   // script's trap and slurmstepd, `kill` of the group and of tlaunch, systemd's SIGTERM then
   // SIGHUP for a session's scope): it must not cut the ranks' checkpoint short. Ctrl-C twice is
-  // a person insisting.
+  // a person insisting, but not twice within kSameKeypress: the terminal's Ctrl-C reaches the
+  // whole process group, and a wrapper in it (`timeout 24h tlaunch ...`, a script's trap) passes
+  // it on again a millisecond later.
+  constexpr auto kSameKeypress = std::chrono::milliseconds(100);
   const auto polite = [](int s) { return s == SIGTERM || s == SIGHUP; };
-  if (interrupts_ == 1 && polite(sig) && polite(first_interrupt_) &&
-      std::chrono::steady_clock::now() - first_interrupt_at_ < std::chrono::seconds(1))
+  const auto since_first = std::chrono::steady_clock::now() - first_interrupt_at_;
+  if (interrupts_ == 1 && ((polite(sig) && polite(first_interrupt_) && since_first < std::chrono::seconds(1)) ||
+                           since_first < kSameKeypress))
     return;
   ++interrupts_;
   outcome_.interrupted = true;

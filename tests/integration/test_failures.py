@@ -277,23 +277,29 @@ with tl.ending(p):
 # keep --kill-timeout for their checkpoint. The daemon's own grace was at most 2 s, and its
 # second signal SIGKILLed them at once; tlaunch's second SIGTERM did the same.
 CHECKPOINT = {**os.environ, "CHECKPOINT_SECONDS": "3"}
-for who in ("daemon", "tlaunch", "tlaunch, SIGTERM then SIGHUP"):  # the last as systemd ends a session's scope
+# "SIGINT twice": the terminal's Ctrl-C, and `timeout` (or a script's trap) passing it on 1 ms
+# later; it killed the ranks at once, as a second Ctrl-C does.
+for who in ("daemon", "tlaunch", "tlaunch, SIGTERM then SIGHUP", "tlaunch, SIGINT twice"):
     p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--kill-timeout", "30", "--", tl.PYTHON, WAIT],
                  env=CHECKPOINT)
     with tl.ending(p):
         lines = wait_ready(p, 2)
         job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
-        for sig in (signal.SIGTERM, signal.SIGHUP if who.endswith("SIGHUP") else signal.SIGTERM):
+        pair = ((signal.SIGINT, signal.SIGINT) if who.endswith("SIGINT twice") else
+                (signal.SIGTERM, signal.SIGHUP if who.endswith("SIGHUP") else signal.SIGTERM))
+        for sig in pair:
             if who == "daemon":
                 tl.signal_daemon(job, "local1", sig, p.pid)
             else:
                 os.kill(p.pid, sig)
-            time.sleep(0.2)  # two deliveries, not one pending signal taken once (still within the 1 s window)
+            # Two deliveries, not one pending signal taken once: 200 ms (within the 1 s of
+            # SIGTERM/SIGHUP), or 20 ms for the one keypress.
+            time.sleep(0.02 if sig == signal.SIGINT else 0.2)
         out, err = tl.communicate_or_fail(p, 60, f"after two signals to {who}")
         checkpointed = [r for r in (0, 1) if f"rank {r} checkpointed" in out]
         want = [0, 1]  # the daemon's node's rank, and the other's by the job's teardown that follows
         tl.check(checkpointed == want and p.returncode != 0,
-                 f"two signals to {who} 200 ms apart: ranks {want} finish a 3 s checkpoint (--kill-timeout 30); "
+                 f"two signals to {who}: ranks {want} finish a 3 s checkpoint (--kill-timeout 30); "
                  f"got {checkpointed}, exit {p.returncode}: {out} {err}")
     tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
 
