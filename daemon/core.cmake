@@ -29,6 +29,7 @@ set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_status.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_bridge.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/descendants.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/mpi_process.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/signal_catchers.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_end_time.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_cgroup.cc

@@ -1,6 +1,8 @@
-// tlaunchd's answers to `tlaunch stacks` and `tlaunch status` (part of DaemonSession).
+// tlaunchd's answers to `tlaunch stacks` and `tlaunch status`, and whether a rank is an MPI
+// program (part of DaemonSession).
 #include "daemon/daemon_session.h"
 #include "daemon/descendants.h"
+#include "daemon/mpi_process.h"
 #include "daemon/stack_collector.h"
 
 namespace tlaunch {
@@ -62,6 +64,13 @@ void DaemonSession::handleStatus(const Json& msg) {
                {"id", msg.contains("id") ? msg["id"] : Json(0)},
                {"ranks", std::move(ranks)},
                {"held_back", ranks_ && ranks_->outputPaused()}});
+}
+
+bool DaemonSession::rankRunsMpi(int rank) const {
+  if (!ranks_) return false;
+  for (const auto& v : ranks_->view())
+    if (v.rank == rank) return runsMpiLibrary(v.pid);
+  return false;
 }
 
 }  // namespace tlaunch

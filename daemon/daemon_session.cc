@@ -220,6 +220,7 @@ void DaemonSession::handlePrepare(const Json& msg) {
       return reply_error(e);
     }
     pmix_ = std::move(*bridge);
+    pmix_->setMpiProbe([this](int rank) { return rankRunsMpi(rank); });
   }
   conn_->send({{"t", "prepared"}});
 }

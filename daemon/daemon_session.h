@@ -132,6 +132,7 @@ class DaemonSession {
   void handleStacks(const Json& msg);
   void handleStatus(const Json& msg);
   void stopStacks();  // the job is ending: gdbs go, and no more come (daemon_inspect.cc)
+  bool rankRunsMpi(int rank) const;  // an MPI library in its processes (daemon_inspect.cc, mpi_process.h)
   RankStatusSampler::Sample sampleWithDescendants(pid_t rank, const std::vector<ProcEntry>& procs);
 
   asio::io_context& io_;

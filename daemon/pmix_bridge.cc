@@ -76,9 +76,11 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
     send({{"t", "abort"}, {"r", rank}, {"status", status}, {"message", message}, {"at_us", wallClockMicros()}});
   };
   // The frontend waits --event-grace for the ranks' event handlers only when a rank uses PMIx.
-  cb.client_connected = [send, unfinalized = b->unfinalized_](int rank) {
+  cb.client_connected = [send, unfinalized = b->unfinalized_, probe = b->mpi_probe_](int rank) {
     unfinalized->insert(rank);
-    send({{"t", "pmix_client"}, {"r", rank}});
+    Json m = {{"t", "pmix_client"}, {"r", rank}};
+    if (*probe && (*probe)(rank)) m["mpi"] = true;
+    send(std::move(m));
   };
   cb.client_finalized = [unfinalized = b->unfinalized_](int rank) { unfinalized->erase(rank); };
   addPubsubCallbacks(cb, send);

@@ -37,6 +37,9 @@ class PmixBridge {
   // Frontend messages: "fence_done", "dmodex_serve", "dmodex_done", "pmix_spawn_done", "rank_failed" (a PMIx
   // event for the local clients), and those of pmix_pubsub_wire.h.
   void onMessage(const std::string& type, const Json& msg);
+  // Whether a local rank that connects is an MPI program (daemon/mpi_process.h): said to the
+  // frontend with the connection, for --keep-going.
+  void setMpiProbe(std::function<bool(int rank)> probe) { *mpi_probe_ = std::move(probe); }
   // A local rank exited with a failure (not killed by teardown): libpmix forgets it shortly
   // after (PmixServer::forgetFailedRank), and the frontend's event about it reaches the local
   // ranks only then, so that a fence they enter in reaction cannot wait for it here.
@@ -72,6 +75,8 @@ class PmixBridge {
   void notify(const Json& msg);
   // Local ranks between PMIx_Init and PMIx_Finalize (libpmix's upcalls; shared with them).
   std::shared_ptr<std::set<int>> unfinalized_ = std::make_shared<std::set<int>>();
+  // Shared with the server's callbacks, which may run after this bridge is gone.
+  std::shared_ptr<std::function<bool(int)>> mpi_probe_ = std::make_shared<std::function<bool(int)>>();
   std::unique_ptr<PmixServer> server_;
   Send send_;
   int this_node_ = -1;  // the node's index in the job

@@ -339,7 +339,14 @@ class JobSession {
     int64_t ended_us = 0;
   };
   std::vector<EndedUnjoined> ended_unjoined_;
-  void onPmixClient(Link& link, int rank);
+  // --keep-going with MPI programs (daemon/mpi_process.h): ranks and spawned processes that are
+  // MPI programs, and the first of the job's ranks that failed before PMIx_Init while none had
+  // called it yet (an MPI rank calling it later would wait for it in MPI_Init's fence).
+  std::set<int> mpi_ranks_;
+  std::unique_ptr<RankFailure> failed_unjoined_;
+  // Why --keep-going cannot keep the job going after `f` ("": it can).
+  std::string mpiPeersWaitFor(const RankFailure& f);
+  void onPmixClient(Link& link, int rank, bool mpi);
   // Nodes that cannot run the job, gathered until every node answered or a moment passed.
   struct PrepareFailure {
     int node = -1;

@@ -43,7 +43,11 @@ void JobSession::onRankFailed(RankFailure f) {
     failPmixOperationsOf(f.rank);
   }
   if (failed_) return;  // an earlier rank's grace is running
-  if (decision.action == RankFailurePolicy::Action::keep_going) {
+  std::string mpi_waits;  // --keep-going of an MPI program: its other ranks would wait for ever
+  if (decision.action == RankFailurePolicy::Action::keep_going) mpi_waits = mpiPeersWaitFor(f);
+  if (!mpi_waits.empty()) {
+    f.summary += mpi_waits;
+  } else if (decision.action == RankFailurePolicy::Action::keep_going) {
     // Each failed rank is named as it fails, up to a bound (all ranks of a big job may fail at
     // once); --summary-json's rank_exit_codes has every one.
     constexpr int kNamedAfterFirst = 20;
@@ -187,6 +191,7 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
     f.signal = signaled ? code : 0;
     f.summary = rankName(rank) + " on node " + link.name + " " + what;
     f.stderr_tail = std::move(tail);
+    f.unfinalized = getBool(msg, "unfinalized");
     onRankFailed(std::move(f));
   }
   // The last process of a spawn: every node forgets its namespace (libpmix's store of it, its
@@ -201,9 +206,33 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   if (phase_ == Phase::running) broadcast({{"t", "pmix_spawn_end"}, {"k", ended_spawn}});
 }
 
-void JobSession::onPmixClient(Link& link, int rank) {
+std::string JobSession::mpiPeersWaitFor(const RankFailure& f) {
+  constexpr const char* kWaits =
+      "; --keep-going cannot keep an MPI program going: its other ranks would wait for it for ever (Open MPI 4.1 "
+      "does not end them)";
+  if (!cfg_.spec.pmix || f.rank < 0) return {};
+  if (mpi_ranks_.contains(f.rank) && f.unfinalized) return kWaits;
+  const bool jobs_rank = plan_ && f.rank < plan_->world_size;
+  if (!jobs_rank || pmix_joined_.contains(f.rank)) return {};
+  // Before MPI_Init: the MPI ranks that called it wait for it in its fence, now or once they do.
+  if (!mpi_ranks_.empty()) return "; --keep-going cannot keep an MPI program going: its other ranks called MPI_Init, "
+                                  "whose fence would wait for this one for ever";
+  if (!failed_unjoined_) failed_unjoined_ = std::make_unique<RankFailure>(f);
+  return {};
+}
+
+void JobSession::onPmixClient(Link& link, int rank, bool mpi) {
   pmix_clients_ = true;
   if (nodeOfRank(rank) != link.index) return;  // a node speaks for its own ranks only
+  if (mpi) mpi_ranks_.insert(rank);
+  if (mpi && failed_unjoined_ && !failed_ && rank != failed_unjoined_->rank && plan_ && rank < plan_->world_size) {
+    // --keep-going went past a rank that failed before MPI_Init; this one's MPI_Init waits for it.
+    RankFailure f = *failed_unjoined_;
+    failed_unjoined_.reset();
+    f.summary = rankName(rank) + " on node " + link.name + " called MPI_Init, whose fence would wait for ever for " +
+                rankName(f.rank) + ", which failed before it (--keep-going cannot keep an MPI program going)";
+    endJobFor(std::move(f), Clock::now());
+  }
   pmix_joined_.insert(rank);
   if (ended_unjoined_.empty()) return;
   const EndedUnjoined first = ended_unjoined_.front();  // the others would say the same

@@ -61,7 +61,9 @@ JobSession::Router JobSession::makeRouter() {
     if (inspector_) inspector_->onReport(l.index, std::move(m));
   });
   r.on("pmix_client",
-       [this](const std::string&, Json&& m, Link& l) { onPmixClient(l, static_cast<int>(getInt(m, "r", -1))); });
+       [this](const std::string&, Json&& m, Link& l) {
+         onPmixClient(l, static_cast<int>(getInt(m, "r", -1)), getBool(m, "mpi"));
+       });
   // PMIx across nodes: fences, direct modex, abort, publish/lookup, collectives, job control.
   r.on({"fence", "dmodex_req", "dmodex_resp", "abort"},
        [this](const std::string& t, Json&& m, Link& l) { onPmixMessage(l, t, std::move(m)); });

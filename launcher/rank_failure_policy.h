@@ -27,6 +27,7 @@ struct RankFailure {
   int exit_status = 1;         // what tlaunch exits with for it: the code, or 128+N for signal N
   int signal = 0;              // killed by this signal
   bool called_abort = false;   // PMIx_Abort / MPI_Abort: ends the job even with --keep-going
+  bool unfinalized = false;    // it had called PMIx_Init (MPI_Init) and not PMIx_Finalize
   std::string summary;         // "rank 3 on node n1 exited with status 3"
   std::vector<std::string> stderr_tail;
   // When it ended, wall-clock microseconds: its node's stamp, or when the frontend heard of it

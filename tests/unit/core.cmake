@@ -22,6 +22,7 @@ tlaunch_add_unit_test(NAME core_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_containment_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_stack_merge_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_stack_target_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_mpi_process_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_rank_status_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_spawn_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_program_lookup_test.cc
