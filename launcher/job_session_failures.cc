@@ -309,6 +309,10 @@ void JobSession::onDaemonSignalled(const Link& link, int sig) {
   // daemons alike, and a rank's exit can arrive first): this signal explains them, not they it.
   if (blame_->holding() && blame_->onlyKilledFromOutside()) summary += blame_->takeAsConsequences(link.name);
   fail(exitStatusFor(Errc::node_lost), std::move(summary), -1, {}, link.name);
+  // The node is going away (shut down, drained): --max-restarts replaces it as a lost node. A
+  // signal to the whole job (scancel) reaches tlaunch too, and an interrupted job never restarts.
+  outcome_.node_lost = true;
+  outcome_.lost_nodes = {link.name};
 }
 
 void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Clock::time_point now) {

@@ -100,7 +100,7 @@ try:
     ids = job_ids(r.stderr)
     tl.check(tl.wait_until(lambda: not leftovers(ids), 10), f"leftovers: {leftovers(ids)}")
 
-    def kill_local1_midjob(args):
+    def kill_local1_midjob(args, sig=signal.SIGKILL):
         """Starts the "wait" job, kills local1's daemon once both ranks are up: (process, ready lines)."""
         p = tl.start(args + ["--heartbeat-timeout", "3", "--max-restarts", "1", "--", tl.PYTHON, RANK, "wait"])
         ready = []
@@ -111,7 +111,7 @@ try:
                 break
         tl.check(len(ready) == 2, "both ranks of the first attempt started")
         first_job = tl.job_of_rank(int(re.search(r"pid (\d+)", ready[0]).group(1)))
-        tl.signal_daemon(first_job, "local1", signal.SIGKILL, p.pid)
+        tl.signal_daemon(first_job, "local1", sig, p.pid)
         return p, ready
 
     # 3b. The same without a spare (counted nodes): local1 is kept, and every restart is used
@@ -138,6 +138,14 @@ try:
              f"attempt 1 ran on local0 and local2: {seen}")
     ids = job_ids(err)
     tl.check(tl.wait_until(lambda: not leftovers(ids), 10), f"leftovers: {leftovers(ids)}")
+
+    # 4b. Its daemon ended by SIGTERM (the node shutting down, drained): lost the same way, and
+    #     replaced by the spare. It ended the job (69) with "only a lost node restarts the job".
+    p, ready = kill_local1_midjob(WITH_SPARE, signal.SIGTERM)
+    out, err = tl.communicate_or_fail(p, 60, "after its daemon got SIGTERM")
+    tl.check(p.returncode == 0 and "local1 dropped (its daemon was lost); local2 added" in err,
+             f"daemon SIGTERM, then a restart on the spare: exit {p.returncode}\n{err}")
+    tl.check(tl.wait_until(lambda: not leftovers(job_ids(err)), 10), f"leftovers: {leftovers(job_ids(err))}")
 
     # 5. Counted nodes have no spare: with --nnodes 1:2 the job goes on on local0 alone, with
     #    -N 2 it ends saying that one node is left.
