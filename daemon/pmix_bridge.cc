@@ -131,7 +131,9 @@ Result<void> PmixBridge::registerSpawned(const SpawnedJob& job, const NodeLaunch
   }
   layout.ranks_by_node = job.ranks_by_node;
   for (int a : job.app_of_rank) layout.appnum_of_rank.push_back(static_cast<uint32_t>(a));
-  layout.job_tmpdir = node_dir_ + "/job/spawn" + std::to_string(job.id);
+  // Beside the job's directory, not in it: deregistering a failed Open MPI rank runs the cleanup
+  // it registered, which removes the job's whole directory (and a spawn's inside it after that).
+  layout.job_tmpdir = node_dir_ + "/spawn" + std::to_string(job.id);
   layout.shm_dir = shmDirFor(shm_twin_, ".spawn" + std::to_string(job.id));
   layout.tcp_if_include = launch.pmix.tcp_if_include;
   layout.topology_xml = topology_xml_;
