@@ -184,7 +184,7 @@ void JobSession::planAndPrepare() {
   if (plan_->pmix.enabled) pmix_spawns_ = std::make_unique<PmixSpawns>(plan_->pmix.nspace, plan_->world_size, plan_->pmix.node_names);
   startNcclCheck();
   if (auto r = out_.openFiles(plan_->world_size); !r) {
-    fail(exitStatusFor(r.error().code), r.error().message);
+    fail(exitStatusFor(r.error().code), describeError(r.error()));
     return;
   }
   advance(JobEvent::planned);  // to preparing

@@ -40,6 +40,9 @@ class OutputSink {
   void setSpawnedTag(int number, const std::string& label, const std::string& node);
   // Creates --output-dir (0700) and its files (0600, never through a symlink).
   Result<void> openFiles(int world_size);
+  // --output-dir can be used (made if missing, a directory of ours): checked before any node
+  // starts, so that a mistyped path costs nothing.
+  Result<void> checkDirectory();
   // The files of processes the job spawned (PMIx_Spawn), named "<name>.out" / "<name>.err"
   // (e.g. "spawn1.rank.0"), beside the ranks'. Nothing without --output-dir.
   Result<void> openMoreFiles(const std::vector<std::pair<int, std::string>>& numbered_names);

@@ -47,6 +47,7 @@ Result<int> openOwnFile(int dfd, const std::string& file, const std::string& pat
   const int fd = ::openat(dfd, file.c_str(), O_WRONLY | O_CREAT | (mode & ~O_TRUNC) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0) {
     if (errno == ENXIO) return diagnostic(Errc::usage, "output-file-foreign", {{"path", path}, {"what", "a FIFO or socket"}});
+    if (errno == ELOOP) return diagnostic(Errc::usage, "output-file-foreign", {{"path", path}, {"what", "a symbolic link"}});
     return diagnostic(Errc::usage, "output-file-unwritable", {{"path", path}, {"reason", std::strerror(errno)}});
   }
   struct stat st {};
@@ -82,6 +83,14 @@ Result<void> OutputSink::openInto(int dfd, int number, const std::string& name, 
     }
     item.files[{number, s}] = *fd;
   }
+  return {};
+}
+
+Result<void> OutputSink::checkDirectory() {
+  if (dir_.empty()) return {};
+  auto dfd = openDir();
+  if (!dfd) return tl::unexpected(dfd.error());
+  ::close(*dfd);
   return {};
 }
 

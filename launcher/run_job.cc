@@ -211,6 +211,8 @@ int runJob(const JobSpec& input) {
     }
     if (!out) {
       out.emplace(setup->spec.tag, setup->spec.output_dir);
+      if (!setup->spec.dry_run && !setup->spec.preflight_only)  // those write no file
+        if (auto ok = out->checkDirectory(); !ok) return refuse(ok.error());
       for (const auto& note : setup->choice.notes) out->note(note);
     }
     if (const int sig = held.takeInterrupt()) {  // Ctrl-C since the last attempt ended

@@ -79,13 +79,17 @@ os.symlink(real, os.path.join(base, "link"))
 refused(os.path.join(base, "link"), "a symbolic link or not a directory", "a symlink as the directory")
 refused(os.path.join(base, "link") + "//", "a symbolic link or not a directory", "a symlink as the directory, 'link//'")
 tl.check(os.listdir(real) == [], f"output was written through the symlink: {os.listdir(real)}")
+# A directory that cannot be made is said before any node starts (no banner), with what to do.
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--output-dir", os.path.join(base, "no", "such"), "--", "true"])
+tl.check(r.returncode == 64 and "cannot create --output-dir" in r.stderr and "->" in r.stderr
+         and "node(s) x" not in r.stderr, f"--output-dir in a missing parent: {r.returncode} {r.stderr!r}")
 planted = os.path.join(base, "planted")
 os.mkdir(planted, 0o700)
 os.mkfifo(os.path.join(planted, "rank.0.out"))
 refused(planted, f"{planted}/rank.0.out exists and is a FIFO or socket", "a FIFO planted as rank.0.out")
 os.unlink(os.path.join(planted, "rank.0.out"))
 os.symlink(os.path.join(base, "stolen"), os.path.join(planted, "rank.0.out"))
-refused(planted, f"cannot write {planted}/rank.0.out", "a symlink planted as rank.0.out")
+refused(planted, f"{planted}/rank.0.out exists and is a symbolic link", "a symlink planted as rank.0.out")
 tl.check(not os.path.exists(os.path.join(base, "stolen")), "output was written through a planted symlink")
 if os.geteuid() == 0:  # another owner needs chown
     os.unlink(os.path.join(planted, "rank.0.out"))
