@@ -166,7 +166,10 @@ void JobSession::planAndPrepare() {
     return;
   }
   plan_ = std::move(*plan);
-  for (const auto& w : plan_->warnings) out_.note("warning: " + w);
+  // A --dry-run's plan text lists them itself (its JSON has them too, but a script reading it
+  // may not look): said once.
+  if (!cfg_.spec.dry_run || cfg_.spec.json)
+    for (const auto& w : plan_->warnings) out_.note("warning: " + w);
   if (cfg_.spec.dry_run) {
     std::string text = cfg_.spec.json ? jsonText(planToJson(*plan_), 2) + "\n" : renderPlanText(*plan_);
     (void)!::write(1, text.data(), text.size());

@@ -60,7 +60,8 @@ int runOfflineDryRun(const JobSpec& spec) {
   ctx.job_id = "tl-offline";
   auto plan = makePlan(setup->spec, nodes, ctx);
   if (!plan) return report(plan.error());
-  for (const auto& w : plan->warnings) std::cerr << "tlaunch: warning: " << w << "\n";
+  if (spec.json)  // the plan text lists them itself
+    for (const auto& w : plan->warnings) std::cerr << "tlaunch: warning: " << w << "\n";
   std::cout << (spec.json ? jsonText(planToJson(*plan), 2) + "\n" : renderPlanText(*plan));
   return 0;
 }

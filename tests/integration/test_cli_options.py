@@ -118,6 +118,9 @@ for name, res in (("offline", off), ("online", on)):
     tl.check(res.returncode == 0, f"{name}: {res.returncode} {res.stderr}")
     tl.check("2 node(s) x 8 rank(s), world size 16" in res.stdout, f"{name}: {res.stdout[:300]!r}")
     tl.check("ranks per node: 8 (slots=8 in --hostfile)" in res.stdout, f"{name}: {res.stdout[:300]!r}")
+# A --dry-run's warnings are in its plan, once: they came on stderr as well.
+said = (off.stdout + off.stderr).count("the topology comes from")
+tl.check(said == 1 and "the topology comes from" in off.stdout, f"offline dry-run: its warning said {said} times")
 
 # The offline plan says what a real run says before it: here, that a heterogeneous Slurm job
 # runs on its first component.
