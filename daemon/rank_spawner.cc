@@ -54,12 +54,17 @@ std::string programSearchPath(const std::vector<std::string>& env) {
 
 namespace {
 // What is wrong with a script's "#!" line, if anything exec would fail on (ENOENT on a file
-// that is there reads as "no such program"): the interpreter it names does not exist, or the
-// line ends in a carriage return (Windows line endings: the kernel keeps the '\r' in the
-// interpreter's name or its argument, "/usr/bin/env python3\r").
+// that is there reads as "no such program"): the interpreter it names does not exist, or is no
+// executable file (EACCES reads as the script's own permission), or the line ends in a carriage
+// return (Windows line endings: the kernel keeps the '\r' in the interpreter's name or its
+// argument, "/usr/bin/env python3\r"). Or the file has no "#!" line at all: a text file, or an
+// empty one, that a shell would run as a sh script but exec refuses (ENOEXEC). A binary that is
+// not ELF may be run by binfmt_misc: left to exec.
 struct ShebangProblem {
   bool windows_line_ending = false;
+  bool no_line = false;
   std::string missing_interpreter;
+  std::string unusable_interpreter;
 };
 
 std::optional<ShebangProblem> shebangProblem(const std::string& file) {
@@ -68,19 +73,26 @@ std::optional<ShebangProblem> shebangProblem(const std::string& file) {
   if (fd < 0) return std::nullopt;
   const ssize_t n = ::read(fd, head, sizeof head);
   ::close(fd);
-  if (n < 3 || head[0] != '#' || head[1] != '!') return std::nullopt;
-  std::string_view line(head + 2, static_cast<size_t>(n) - 2);
+  if (n < 0) return std::nullopt;
+  const std::string_view text(head, static_cast<size_t>(n));
+  if (text.starts_with("\x7f" "ELF")) return std::nullopt;
+  if (!text.starts_with("#!")) {
+    if (text.find('\0') != std::string_view::npos) return std::nullopt;  // binary: binfmt_misc's, or exec's error
+    return ShebangProblem{false, true, {}, {}};
+  }
+  std::string_view line = text.substr(2);
   const size_t newline = line.find('\n');
   if (newline == std::string_view::npos) return std::nullopt;  // a #! line past 256 bytes: exec decides
   line = line.substr(0, newline);
-  if (line.ends_with('\r')) return ShebangProblem{true, {}};
+  if (line.ends_with('\r')) return ShebangProblem{true, false, {}, {}};
   const size_t from = line.find_first_not_of(" \t");
   if (from == std::string_view::npos) return std::nullopt;
   // The kernel ends the name at a blank or the end of the line.
   const std::string interpreter(line.substr(from, line.find_first_of(" \t", from) - from));
   struct stat st {};
-  if (::stat(interpreter.c_str(), &st) == 0) return std::nullopt;
-  return ShebangProblem{false, interpreter};
+  if (::stat(interpreter.c_str(), &st) != 0) return ShebangProblem{false, false, interpreter, {}};
+  if (!S_ISREG(st.st_mode) || ::access(interpreter.c_str(), X_OK) != 0) return ShebangProblem{false, false, {}, interpreter};
+  return std::nullopt;
 }
 
 Result<std::string> checkInterpreter(const std::string& program, const std::string& file, const std::string& node_name) {
@@ -88,6 +100,11 @@ Result<std::string> checkInterpreter(const std::string& program, const std::stri
   if (!problem) return file;
   if (problem->windows_line_ending)
     return diagnostic(Errc::program_not_executable, "program-windows-line-endings", {{"program", program}, {"node", node_name}});
+  if (problem->no_line)
+    return diagnostic(Errc::program_not_executable, "program-without-interpreter-line", {{"program", program}, {"node", node_name}});
+  if (!problem->unusable_interpreter.empty())
+    return diagnostic(Errc::program_not_executable, "program-interpreter-not-executable",
+                      {{"program", program}, {"node", node_name}, {"interpreter", visibleText(problem->unusable_interpreter)}});
   return diagnostic(Errc::program_not_executable, "program-interpreter-missing",
                     {{"program", program}, {"node", node_name}, {"interpreter", visibleText(problem->missing_interpreter)}});
 }

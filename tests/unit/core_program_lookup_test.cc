@@ -98,3 +98,31 @@ TEST_CASE("program lookup: a directory, and a script whose #! interpreter is mis
   writeExecutable(dir.path() / "ok.sh");  // #!/bin/sh exists
   CHECK(resolveProgram("./ok.sh", "/usr/bin", cwd, "node3"));
 }
+
+TEST_CASE("program lookup: a script without a #! line, or naming no executable interpreter, says so") {
+  testing::TempDir dir("tlaunch-lookup");
+  const std::string cwd = dir.path().string();
+  auto script = [&](const char* name, const std::string& text) {
+    std::ofstream(dir.path() / name) << text;
+    ::chmod((dir.path() / name).c_str(), 0755);
+    return resolveProgram(std::string("./") + name, "/usr/bin", cwd, "node3");
+  };
+  for (const auto& [name, text] : {std::pair{"bare.sh", std::string("echo hi\n")}, std::pair{"empty.sh", std::string()}}) {
+    INFO(name);
+    auto r = script(name, text);  // exec: "Exec format error"
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == Errc::program_not_executable);
+    CHECK_THAT(r.error().message, Catch::Contains("without a #! first line"));
+    CHECK_THAT(r.error().hint, Catch::Contains("#!/bin/sh"));
+  }
+  for (const char* interpreter : {"/etc/passwd", "/tmp"}) {  // exec: EACCES, read as the script's own
+    INFO(interpreter);
+    auto r = script("odd.sh", std::string("#!") + interpreter + "\necho hi\n");
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error().message, Catch::Contains(std::string("names '") + interpreter + "'"));
+    CHECK_THAT(r.error().message, Catch::Contains("not an executable file"));
+  }
+  // A binary that is not ELF (a format binfmt_misc may run) is left to exec.
+  CHECK(script("blob", std::string("MZ\0\0binary", 10)));
+  CHECK(script("env.py", "#!/usr/bin/env python3\nprint(1)\n"));
+}
