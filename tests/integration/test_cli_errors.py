@@ -23,7 +23,15 @@ expect(["-p", "1", "--", "./no/such/file"], 127, "does not exist on node local0"
 # Missing on several nodes: every one named in one run, not one node per run.
 r = expect(["--launcher", "local", "-N", "3", "-p", "1", "--", "no-such-program-xyz"], 127, "'no-such-program-xyz' not found on nodes local[0-2]")
 tl.check(r.stderr.count("not found on") == 1, f"said once for the three nodes: {r.stderr}")
-expect(["-p", "1", "--", "/etc/hostname"], 126, "cannot be executed")
+# A file that is no program: not executable, or a text file without a #! line (exec: "Exec
+# format error" on every rank).
+not_a_program = os.path.join(tl.tempdir(), "notes.txt")
+with open(not_a_program, "w") as f:
+    f.write("hello\n")
+os.chmod(not_a_program, 0o644)
+expect(["-p", "1", "--", not_a_program], 126, "cannot be executed")
+os.chmod(not_a_program, 0o755)
+expect(["-p", "1", "--", not_a_program], 126, "is a text file without a #! first line")
 # GPU ranks on a node without GPUs: resources (78), however they are asked for.
 expect(["--nproc-per-node", "gpu", "--", "true"], 78, "--nproc-per-node gpu: no GPU on local0")
 expect(["-g", "1", "--", "true"], 78, "preflight failed on local0")
