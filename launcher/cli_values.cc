@@ -78,14 +78,13 @@ struct DurationText {
 };
 
 DurationText readDuration(std::string_view text) {
-  constexpr long long kHuge = 1LL << 50;
-  // Digits at text[i..]: at most 9 of them, so no overflow; returns how many were read.
+  constexpr long long kHuge = 1LL << 40;  // ~35,000 years: beyond every range, and times 86,400 fits
+  // Digits at text[i..], their value held at kHuge + 1 at most (no overflow, even times a
+  // day's seconds; a value that big is out of every range, and said so); returns how many.
   auto number = [&](size_t i, long long& n) {
     size_t j = i;
-    for (n = 0; j < text.size() && text[j] >= '0' && text[j] <= '9'; ++j) {
-      if (j - i == 9) return std::string_view::npos;
-      n = n * 10 + (text[j] - '0');
-    }
+    for (n = 0; j < text.size() && text[j] >= '0' && text[j] <= '9'; ++j)
+      n = std::min(n * 10 + (text[j] - '0'), kHuge + 1);
     return j - i;
   };
   DurationText out;
@@ -94,9 +93,9 @@ DurationText readDuration(std::string_view text) {
     for (size_t i = 0;; ++fields) {
       long long n = 0;
       const size_t len = number(i, n);
-      if (len == 0 || len == std::string_view::npos) return {0, "not a duration"};
+      if (len == 0) return {0, "not a duration"};
       if (fields > 0 && n > 59) return {0, "minutes and seconds go up to 59"};
-      out.seconds = out.seconds * 60 + n;
+      out.seconds = std::min(out.seconds * 60 + n, kHuge + 1);
       i += len;
       if (i == text.size()) break;
       if (text[i] != ':' || fields == 2) return {0, "not a duration (H:MM:SS or MM:SS)"};
@@ -110,13 +109,13 @@ DurationText readDuration(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
     long long n = 0;
     const size_t len = number(i, n);
-    if (len == 0 || len == std::string_view::npos) return {0, "not a duration"};
+    if (len == 0) return {0, "not a duration"};
     i += len;
     if (i == text.size())
       return {0, "a unit is missing (s, m, h or d): srun reads a bare number as minutes, mpirun as seconds"};
     const auto u = units.find(text[i]);
     if (u == std::string_view::npos) return {0, "unknown unit '" + std::string(1, text[i]) + "' (s, m, h or d)"};
-    out.seconds = std::min(out.seconds + n * scale[u], kHuge + 1);
+    out.seconds = std::min(out.seconds + std::min(n, kHuge + 1) * scale[u], kHuge + 1);
     ++i;
   }
   return out;

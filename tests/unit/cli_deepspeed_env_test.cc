@@ -125,6 +125,12 @@ TEST_CASE("time limit durations (--time-limit)") {
   for (const char* bad : {"", "0s", "366d", "10x", "m", "1:", ":30", "1:60", "1:2:3:4", "-5m", "1.5h", "10 m",
                           "9999999999999999999999s", "999999999d999999999d"})
     CHECK_FALSE(parseDuration("--time-limit", bad));
+  // Too big, however many digits: said as out of the range, not as no duration at all.
+  for (const char* huge : {"9999999999999999999999s", "1000000000h", "999999999d999999999d", "99999999:00:00"}) {
+    auto r = parseDuration("--time-limit", huge);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find("must be from 1s to 365d") != std::string::npos);
+  }
   CHECK(formatDuration(600) == "10m");
   CHECK(formatDuration(5400) == "1h30m");
   CHECK(formatDuration(45) == "45s");
