@@ -123,13 +123,15 @@ std::optional<Error> oneMachineTwice(const std::vector<NodeReport>& nodes) {
 
 // More ranks than the CPUs (hardware threads) the node lets them run on: ranks that wait by
 // polling (Open MPI's progress loop) then wait for each other's time slices.
-bool oversubscribed(const NodeReport& node, const NodeLaunch& launch) {
+// `ranks`: those of the node, or of every node when all are this host (simulated nodes share its
+// CPUs: 3 nodes of 2 ranks on 2 cores are 6 ranks on 2 cores).
+bool oversubscribed(const NodeReport& node, size_t ranks) {
   const auto& topo = node.inventory.topology;
   if (!topo) return false;
   size_t pus = 0;
   for (const auto& numa : topo->numa_nodes)
     for (const auto& core : numa.cores) pus += core.size();
-  return pus > 0 && launch.ranks.size() > pus;
+  return pus > 0 && ranks > pus;
 }
 
 // Every rank's variables, from the one builder. Job-wide names the user set (-x MASTER_ADDR=...)
@@ -354,11 +356,15 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     // MPI's TCP traffic follows the network choice; simulated nodes on this host talk over lo.
     pmix.tcp_if_include = *network ? (*network)->cidr : plan.network_unasked ? "" : "lo";
     // Each node gets its place; the geometry is the plan's, sent once (JobPlan::pmix).
+    size_t on_this_host = 0;  // --launcher local: every node's ranks run on this host's CPUs
+    if (ctx.simulated_nodes)
+      for (const auto& nl : plan.nodes) on_this_host += nl.ranks.size();
     for (size_t i = 0; i < plan.nodes.size(); ++i) {
       plan.nodes[i].pmix.enabled = true;
       plan.nodes[i].pmix.tcp_if_include = pmix.tcp_if_include;
       plan.nodes[i].pmix.this_node = static_cast<int>(i);
-      plan.nodes[i].pmix.oversubscribed = oversubscribed(nodes[i], plan.nodes[i]);
+      plan.nodes[i].pmix.oversubscribed =
+          oversubscribed(nodes[i], on_this_host > 0 ? on_this_host : plan.nodes[i].ranks.size());
     }
     plan.pmix = std::move(pmix);
   }

@@ -160,6 +160,32 @@ TEST_CASE("rank env: more ranks than the node's CPUs, Open MPI's ranks yield and
   CHECK(valueIn(mergeEnv(busy->nodes[0].base_env, busy->nodes[0].ranks[2].env), "OMPI_MCA_mpi_yield_when_idle") == "0");
 }
 
+TEST_CASE("rank env: simulated nodes (--launcher local) share this host's CPUs: their ranks count together", "[env]") {
+  auto twoNodes = [](bool simulated) {
+    JobSpec spec;
+    spec.argv = {"./program"};
+    spec.procs_per_node = 2;  // 2 ranks on each 2-CPU node: 4 on this host's 2 CPUs when simulated
+    spec.bind = "none";
+    PlanContext ctx;
+    ctx.job_id = "j";
+    ctx.cwd = "/";
+    ctx.base_env = {"PATH=/usr/bin"};
+    ctx.loopback_only = true;
+    ctx.simulated_nodes = simulated;
+    return makePlan(spec, {{0, "local0", twoCpuInventory(), "127.0.0.1"}, {1, "local1", twoCpuInventory(), "127.0.0.1"}},
+                    ctx);
+  };
+  auto simulated = twoNodes(true);
+  REQUIRE(simulated);
+  for (const auto& n : simulated->nodes) {
+    CHECK(n.pmix.oversubscribed);
+    CHECK(valueIn(mergeEnv(n.base_env, n.ranks[0].env), "OMPI_MCA_mpi_yield_when_idle") == "1");
+  }
+  auto real = twoNodes(false);  // two machines of 2 CPUs, 2 ranks each: nobody waits
+  REQUIRE(real);
+  for (const auto& n : real->nodes) CHECK_FALSE(n.pmix.oversubscribed);
+}
+
 TEST_CASE("rank env: CPU ranks without RDMA run Open MPI's ob1 unless the user chose a PML", "[env]") {
   auto plan = planOnTwoCpus(2);
   REQUIRE(plan);
