@@ -40,7 +40,8 @@ void DaemonSession::start() {
   probe_acceptor_.open(asio::ip::tcp::v4(), ec);
   if (!ec) markCloseOnExec(probe_acceptor_.native_handle());
   if (!ec) probe_acceptor_.bind({asio::ip::address_v4::any(), 0}, ec);
-  if (!ec) probe_acceptor_.listen(64, ec);
+  if (!ec) probe_acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) probe_acceptor_.non_blocking(true, ec);  // for the queued ones (acceptProbes)
   if (ec) spdlog::warn("cannot open the reachability probe listener: {}", ec.message());
   else acceptProbes();
   connect(0);

@@ -56,6 +56,15 @@ void DaemonSession::acceptProbes() {
       return;
     }
     tree_->adopt(std::move(s));  // a child, or a probe (connecting was its whole test)
+    // What else the kernel has queued, now: every node's probe (--check-reachability all) or
+    // child may come at once, and one accept per turn of the loop let them wait for seconds
+    // (past a probe's deadline) once more than the listen queue came.
+    asio::error_code queued;  // the acceptor is non-blocking: an empty queue ends the loop
+    for (int i = 0; i < 64 && !queued; ++i) {
+      asio::ip::tcp::socket q(io_);
+      probe_acceptor_.accept(q, queued);
+      if (!queued) tree_->adopt(std::move(q));
+    }
     acceptProbes();
   });
 }
