@@ -343,6 +343,10 @@ class JobSession {
   // MPI programs, and the first of the job's ranks that failed before PMIx_Init while none had
   // called it yet (an MPI rank calling it later would wait for it in MPI_Init's fence).
   std::set<int> mpi_ranks_;
+  // Ranks that called MPI_Abort, and their stderr's last lines from their exit (a few): the
+  // failure is the call, which comes before them.
+  std::set<int> aborted_;
+  std::map<int, std::vector<std::string>> abort_tails_;
   std::unique_ptr<RankFailure> failed_unjoined_;
   // Why --keep-going cannot keep the job going after `f` ("": it can).
   std::string mpiPeersWaitFor(const RankFailure& f);

@@ -171,11 +171,17 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
     else
       ended_unjoined_.push_back({rank, link.name, getInt(msg, "at_us", 0)});
   }
+  std::vector<std::string> tail;
+  if (msg.contains("tail") && msg["tail"].is_array())
+    for (const auto& l : msg["tail"])
+      if (l.is_string()) tail.push_back(l.get<std::string>());
+  // A rank that called MPI_Abort fails with the call and exits after it: its last words come
+  // with its exit, for the failure already recorded, or kept for it (a few) until it is.
+  if (aborted_.contains(rank)) {
+    if (rank == outcome_.failed_rank && outcome_.stderr_tail.empty()) outcome_.stderr_tail = tail;
+    else if (abort_tails_.size() < 64) abort_tails_[rank] = tail;
+  }
   if (!ours && (signaled || code != 0)) {
-    std::vector<std::string> tail;
-    if (msg.contains("tail") && msg["tail"].is_array())
-      for (const auto& l : msg["tail"])
-        if (l.is_string()) tail.push_back(l.get<std::string>());
     std::string what = signaled ? std::string("was killed by signal ") + std::to_string(code) + " (" +
                                       ::strsignal(code) + ")"
                                 : "exited with status " + std::to_string(code);
@@ -413,6 +419,7 @@ void JobSession::recordFailure(int exit_code, std::string summary, int rank, std
   outcome_.summary = std::move(summary);
   outcome_.failed_rank = rank;
   outcome_.failed_process = plan_ && rank >= plan_->world_size ? rankName(rank) : std::string();
+  if (auto kept = abort_tails_.find(rank); tail.empty() && kept != abort_tails_.end()) tail = kept->second;
   outcome_.stderr_tail = std::move(tail);
   outcome_.failed_node = std::move(node);
   outcome_.signal = signal;

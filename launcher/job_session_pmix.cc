@@ -45,6 +45,7 @@ void JobSession::onPmixMessage(Link& link, const std::string& type, Json&& msg) 
     const int as_exit = status & 0xff;
     f.exit_status = as_exit == 0 ? 1 : as_exit;
     f.called_abort = true;
+    aborted_.insert(rank);
     f.ended_us = getInt(msg, "at_us", 0);  // when its node got the call; absent (older daemons): on arrival
     f.summary = rankName(rank) + " on node " + link.name + " called MPI_Abort with status " +
                 std::to_string(status) + (text.empty() ? "" : ": " + text);

@@ -164,6 +164,9 @@ t0 = time.monotonic()
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--", ABORT], timeout=60)
 tl.check(r.returncode == 7, f"MPI_Abort: exit {r.returncode}, expected 7: {r.stderr}")
 tl.check("rank 1 on node local0 called MPI_Abort with status 7" in r.stderr, f"summary: {r.stderr}")
+# Its last stderr lines are quoted, as for any failed rank (they come with its exit, after the call).
+quoted = r.stderr.partition("last lines of rank 1's stderr:")[2]
+tl.check("| mpi_abort: rank 1 aborting with 7" in quoted, f"MPI_Abort's stderr tail: {r.stderr}")
 tl.check(time.monotonic() - t0 < 50, "MPI_Abort ended the job quickly")
 # A status whose low 8 bits are 0 is no success: MPI_Abort(256) exited 0 (a process's status).
 r = tl.run(["--launcher", "local", "-N", "1", "-p", "2", "--", ABORT, "256"], timeout=60)
