@@ -155,6 +155,7 @@ void DaemonSession::handleConfig(const Json& msg) {
         else ranks_->resumeOutput();
       });
   nccl_check_ = getString(config, "nccl_check", "off");
+  tell_mpi_ranks_ = getBool(config, "tell_mpi_ranks");
   heartbeat();
   sendInventory(config);
 }
@@ -221,7 +222,7 @@ void DaemonSession::handlePrepare(const Json& msg) {
       return reply_error(e);
     }
     pmix_ = std::move(*bridge);
-    pmix_->setMpiProbe([this](int rank) { return rankRunsMpi(rank); });
+    if (tell_mpi_ranks_) pmix_->setMpiProbe([this](int rank) { return rankRunsMpi(rank); });  // --keep-going
   }
   conn_->send({{"t", "prepared"}});
 }

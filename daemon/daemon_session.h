@@ -148,6 +148,7 @@ class DaemonSession {
   Json job_shared_ = Json::object();  // "job": what every node's launch shares, and the PMIx geometry
   std::unique_ptr<OutputChannel> output_;  // from the config on; outlives ranks_
   std::string nccl_check_ = "off";      // --nccl-check, from the config
+  bool tell_mpi_ranks_ = false;         // --keep-going: say which ranks are MPI programs (it reads /proc)
   std::unique_ptr<NcclWatchSet> nccl_;  // before ranks_ too: their output feeds it
   std::unique_ptr<PmixBridge> pmix_;  // declared before ranks_: destroyed after them
   std::unique_ptr<RankSupervisor> ranks_;

@@ -58,7 +58,8 @@ void DaemonSession::handlePmixSpawnStart(const Json& msg) {
 }
 
 void DaemonSession::spawnSettled() {
-  if (ranks_ended_while_spawning_ && spawn_launches_.empty()) onRanksEnded();
+  // Not while a spawn's processes are still starting (their batch is queued in the supervisor).
+  if (ranks_ended_while_spawning_ && spawn_launches_.empty() && (!ranks_ || ranks_->allExited())) onRanksEnded();
 }
 
 }  // namespace tlaunch

@@ -56,7 +56,7 @@ RankSupervisor::~RankSupervisor() {
 
 void RankSupervisor::readStream(Rank& r, int which) {
   Stream& s = which == 1 ? r.out : r.err;
-  if (s.eof || s.reading || s.closing || paused_) return;
+  if (!r.watched || s.eof || s.reading || s.closing || paused_) return;  // not before its batch started
   s.reading = true;
   s.fd->async_read_some(asio::buffer(*s.buf), [this, &r, which](const asio::error_code& ec, size_t n) {
     // Aborted: the supervisor (and `r` with it) may already be gone; touch nothing.
@@ -275,14 +275,13 @@ void RankSupervisor::maybeReport(Rank& r) {
   e.stderr_tail.assign(r.tail.begin(), r.tail.end());
   ++reported_;
   if (events_.exited) events_.exited(e);
-  if (reported_ == ranks_.size()) {
-    if (!batches_.empty()) {  // more are starting: said when they have (finishBatch)
-      all_exited_held_ = true;
-      return;
-    }
-    kill_timer_.cancel();
-    if (events_.all_exited) events_.all_exited();
-  }
+  if (reported_ == ranks_.size() && batches_.empty()) sayAllExited();  // else once they started (finishBatch)
+}
+
+void RankSupervisor::sayAllExited() {
+  all_exited_said_for_ = ranks_.size();
+  kill_timer_.cancel();
+  if (events_.all_exited) events_.all_exited();
 }
 
 void RankSupervisor::signalAll(int sig, bool whole_group) {

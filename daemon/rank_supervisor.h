@@ -5,6 +5,7 @@
 // the daemon's single io_context thread.
 #include <chrono>
 #include <cstdint>
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -138,6 +139,7 @@ class RankSupervisor {
     std::string stdin_pending, stdin_inflight;
     bool stdin_writing = false;
     bool stdin_close_requested = false;  // the frontend's stdin ended (stdin_eof): close once written
+    bool watched = false;  // its batch has started: its pipes are read, its end watched
     bool exited = false;  // seen to end (a zombie until maybeReport kills its group and reaps it)
     bool ended_by_us = false;  // it ended while the job was being torn down (decided when it ended)
     bool reaped = false;
@@ -186,7 +188,9 @@ class RankSupervisor {
   asio::steady_timer kill_timer_;
   std::deque<Batch> batches_;   // starting, front first
   asio::steady_timer spawn_timer_;
-  bool all_exited_held_ = false;  // every rank reported while a batch was starting
+  // ranks_.size() when all_exited was last said (SIZE_MAX: never): said again only for more ranks.
+  size_t all_exited_said_for_ = SIZE_MAX;
+  void sayAllExited();
   std::unique_ptr<Containment> containment_;  // last: destroyed first, while ranks_ is still there
 };
 

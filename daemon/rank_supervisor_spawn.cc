@@ -50,7 +50,12 @@ void RankSupervisor::spawnSlice() {
       finishBatch(fail(Errc::internal, "the job is ending: no more ranks are started"));
       continue;
     }
-    // A terminate() meanwhile: what started is supervised (and ends as ours), the rest never starts.
+    // A terminate() meanwhile: what started is supervised (and ends as ours), the rest never
+    // starts; a spawn of which nothing started did not start.
+    if (terminating_ && !b.is_start && b.next == 0 && !b.launches.empty()) {
+      finishBatch(fail(Errc::internal, "the job is ending: no more ranks are started"));
+      continue;
+    }
     if (b.next == b.launches.size() || terminating_) {
       finishBatch({});
       continue;
@@ -96,18 +101,16 @@ void RankSupervisor::finishBatch(Result<void> result) {
     if (b.is_start) killAll();  // the job's start failed: nothing of it goes on
   }
   for (size_t i = first; i < ranks_.size(); ++i) {
+    ranks_[i]->watched = true;
     readStream(*ranks_[i], 1);
     readStream(*ranks_[i], 2);
     watchExit(*ranks_[i]);
     watchStdinReader(*ranks_[i]);
   }
   if (b.done) b.done(std::move(result));
-  // Ranks that all ended while this batch started, and none of it runs: said now.
-  if (batches_.empty() && all_exited_held_ && reported_ == ranks_.size()) {
-    all_exited_held_ = false;
-    kill_timer_.cancel();
-    if (events_.all_exited) events_.all_exited();
-  }
+  // Every rank has ended (while this batch started, or none of it runs): said now, once for
+  // these ranks (a failed spawn after the end was said says nothing new).
+  if (batches_.empty() && reported_ == ranks_.size() && all_exited_said_for_ != ranks_.size()) sayAllExited();
 }
 
 }  // namespace tlaunch

@@ -7,7 +7,7 @@ namespace tlaunch {
 
 void RankSupervisor::writeStdin(int rank, const std::string& data) {
   for (auto& r : ranks_) {
-    if (r->rank != rank || !r->stdin_fd) continue;
+    if (r->rank != rank || !r->stdin_fd || !r->watched) continue;
     r->stdin_pending += data;
     flushStdin(*r);
     return;
@@ -56,7 +56,7 @@ void RankSupervisor::flushStdin(Rank& r) {
 
 void RankSupervisor::closeStdin(int rank) {
   for (auto& r : ranks_)
-    if (r->rank == rank) {
+    if (r->rank == rank && r->watched) {
       r->stdin_close_requested = true;
       flushStdin(*r);
     }

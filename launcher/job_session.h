@@ -343,6 +343,7 @@ class JobSession {
   // MPI programs, and the first of the job's ranks that failed before PMIx_Init while none had
   // called it yet (an MPI rank calling it later would wait for it in MPI_Init's fence).
   std::set<int> mpi_ranks_;
+  bool mpi_job_ranks_joined_ = false;  // one of the job's own ranks (not a spawned process) is MPI
   // Ranks that called MPI_Abort, and their stderr's last lines from their exit (a few): the
   // failure is the call, which comes before them.
   std::set<int> aborted_;
@@ -362,7 +363,8 @@ class JobSession {
   void onPrepareFailed(Link& link, Error why);
   void prepareFailuresDue(std::chrono::steady_clock::time_point now);
   std::vector<PreflightItem> unstartedAsPreflight() const;
-  void failImproperEnd(int rank, const std::string& node, int64_t ended_us, const std::string& what);
+  void failImproperEnd(int rank, const std::string& node, int64_t ended_us, const std::string& what,
+                       bool unfinalized = false);
   bool failed_ = false;
   bool pmix_clients_ = false;  // a rank called PMIx_Init: --event-grace applies
   int interrupts_ = 0;

@@ -162,7 +162,7 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   if (!ours && !signaled && code == 0 && getBool(msg, "unfinalized")) {
     if (jobs_rank)
       failImproperEnd(rank, link.name, getInt(msg, "at_us", 0),
-                      std::string(kEndedUnfinalized) + ": the other ranks would wait for it for ever");
+                      std::string(kEndedUnfinalized) + ": the other ranks would wait for it for ever", true);
     else  // a PMIx_Spawn process: its parent's program decides
       out_.note(rankName(rank) + " on node " + link.name + " " + kEndedUnfinalized);
   } else if (!ours && !signaled && code == 0 && jobs_rank && cfg_.spec.pmix && !pmix_joined_.contains(rank)) {
@@ -221,7 +221,7 @@ std::string JobSession::mpiPeersWaitFor(const RankFailure& f) {
   const bool jobs_rank = plan_ && f.rank < plan_->world_size;
   if (!jobs_rank || pmix_joined_.contains(f.rank)) return {};
   // Before MPI_Init: the MPI ranks that called it wait for it in its fence, now or once they do.
-  if (!mpi_ranks_.empty()) return "; --keep-going cannot keep an MPI program going: its other ranks called MPI_Init, "
+  if (mpi_job_ranks_joined_) return "; --keep-going cannot keep an MPI program going: its other ranks called MPI_Init, "
                                   "whose fence would wait for this one for ever";
   if (!failed_unjoined_) failed_unjoined_ = std::make_unique<RankFailure>(f);
   return {};
@@ -231,6 +231,7 @@ void JobSession::onPmixClient(Link& link, int rank, bool mpi) {
   pmix_clients_ = true;
   if (nodeOfRank(rank) != link.index) return;  // a node speaks for its own ranks only
   if (mpi) mpi_ranks_.insert(rank);
+  if (mpi && plan_ && rank < plan_->world_size) mpi_job_ranks_joined_ = true;
   if (mpi && failed_unjoined_ && !failed_ && rank != failed_unjoined_->rank && plan_ && rank < plan_->world_size) {
     // --keep-going went past a rank that failed before MPI_Init; this one's MPI_Init waits for it.
     RankFailure f = *failed_unjoined_;
@@ -246,8 +247,10 @@ void JobSession::onPmixClient(Link& link, int rank, bool mpi) {
   failImproperEnd(first.rank, first.node, first.ended_us, kEndedBeforeInit);
 }
 
-void JobSession::failImproperEnd(int rank, const std::string& node, int64_t ended_us, const std::string& what) {
+void JobSession::failImproperEnd(int rank, const std::string& node, int64_t ended_us, const std::string& what,
+                                 bool unfinalized) {
   RankFailure f;
+  f.unfinalized = unfinalized;
   f.rank = rank;
   f.node = node;
   f.ended_us = ended_us;

@@ -71,6 +71,7 @@ Json daemonConfig(const JobSpec& spec, const UserEnv& user_env, bool loopback_on
             {"nccl_check", spec.nccl_check}};
   if (spec.expect_rate_gbps > 0) c["expect_rate_gbps"] = spec.expect_rate_gbps;
   if (spec.preflight_only) c["fresh_inventory"] = true;  // tlaunch preflight: no warm node's cached results
+  if (spec.keep_going) c["tell_mpi_ranks"] = true;  // which ranks are MPI programs (daemon/mpi_process.h)
   return c;
 }
 

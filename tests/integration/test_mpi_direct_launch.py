@@ -95,6 +95,9 @@ kept = [
     ("import os, time\nfrom mpi4py import MPI\nc = MPI.COMM_WORLD\nc.Barrier()\n"
      "if c.rank == 1: os._exit(7)\ntime.sleep(1)\nc.Barrier()",
      ["-N", "2", "-p", "2"], 7, "rank 1 on node local0 exited with status 7; " + said),
+    ("import os, time\nfrom mpi4py import MPI\nc = MPI.COMM_WORLD\nc.Barrier()\n"  # status 0, no MPI_Finalize
+     "if c.rank == 1: os._exit(0)\ntime.sleep(1)\nc.Barrier()",
+     ["-N", "2", "-p", "2"], 1, "without calling MPI_Finalize"),
 ]
 for program, layout, status, said in kept:
     started = time.monotonic()

@@ -303,6 +303,28 @@ TEST_CASE("rank supervisor: a terminate while ranks start: those started end as 
   CHECK_FALSE(*late);
 }
 
+TEST_CASE("rank supervisor: a terminate before any rank started still ends in all_exited, once") {
+  asio::io_context io(1);
+  SupervisorEvents s;
+  RankSupervisor sup(io, record(s), "test-rs-stop-first");
+  std::optional<Result<void>> started;
+  sup.start({shRank(0, "exec sleep 100"), shRank(1, "exec sleep 100")},
+            [&](Result<void> r) { started = std::move(r); });
+  sup.terminate(std::chrono::milliseconds(300));  // read in the same turn as the start
+  runUntil(io, [&] { return s.all_exited > 0; }, std::chrono::seconds(20));
+  REQUIRE(started);
+  CHECK(sup.view().empty());  // none started
+  CHECK(s.all_exited == 1);   // the daemon's "drained" hangs on it
+  CHECK(sup.allExited());
+  std::optional<Result<void>> spawn;  // a spawn after that starts nothing, and says so; all_exited is not said again
+  sup.add({shRank(5, "exit 0")}, [&](Result<void> r) { spawn = std::move(r); });
+  runUntil(io, [&] { return spawn.has_value(); }, std::chrono::seconds(20));
+  REQUIRE(spawn);
+  CHECK_FALSE(*spawn);
+  io.run_for(std::chrono::milliseconds(50));
+  CHECK(s.all_exited == 1);
+}
+
 TEST_CASE("rank supervisor: destroyed while ranks run and their reads are pending, it ends them and touches nothing after") {
   asio::io_context io(1);
   SupervisorEvents s;
