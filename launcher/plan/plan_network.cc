@@ -127,7 +127,13 @@ bool plainEthernet(const JobSpec& spec, const RdmaPresence& rdma) {
 
 Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const std::vector<NodeReport>& nodes,
                                                       const PlanContext& ctx) {
-  const bool asked = !spec.net_if.empty() || !spec.net_cidr.empty() || spec.sysfs_root != "/" || spec.net_mode != "auto";
+  // `--net-if lo` (or a hostfile's net_if=lo) on nodes that are all this host asks for what such
+  // a job does anyway; another name is a choice to make.
+  const auto names = [&](const std::vector<std::string>& list) {
+    return !list.empty() && !(ctx.loopback_only && list == std::vector<std::string>{"lo"});
+  };
+  const bool asked = names(spec.net_if) || std::any_of(ctx.node_net_if.begin(), ctx.node_net_if.end(), names) ||
+                     !spec.net_cidr.empty() || spec.sysfs_root != "/" || spec.net_mode != "auto";
   if (ctx.loopback_only && !asked) return std::optional<NetworkChoice>{};
   std::vector<NodeFabricInput> inputs;
   for (size_t i = 0; i < nodes.size(); ++i) {

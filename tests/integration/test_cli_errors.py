@@ -102,6 +102,10 @@ xml = os.path.join(fixtures, "topologies", "llnl-ipa20_dell-xe8640_2xXeon8480_4x
 for flag in (["--net-if", "ib0"], ["--net-cidr", "10.0.0.0/8"], ["--net", "tcp"], ["--sysfs-root", "/tmp"]):
     expect(["--dry-run", "--offline", "--topology-xml", xml, "--hosts", "n1"] + flag + ["--", "true"], 64,
            f"{flag[0]}{' tcp' if flag[0] == '--net' else ''} chooses among the nodes' network interfaces, which --offline does not know")
+# --net-if lo on simulated nodes asks for what such a job does anyway: accepted (it was refused, 78).
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "-q", "--net-if", "lo", "--tag-output", "none", "--",
+            "sh", "-c", "echo $GLOO_SOCKET_IFNAME"])
+tl.check(r.returncode == 0 and r.stdout.split() == ["lo", "lo"], f"--net-if lo, local: {r.returncode} {r.stdout!r} {r.stderr}")
 # A TMPDIR that is missing or a file on a node: named with the node, and never created.
 missing = os.path.join(tl.tempdir(), "no", "such", "tmp")
 r = tl.run(["--launcher", "local", "--", "true"], env=dict(os.environ, TMPDIR=missing))
