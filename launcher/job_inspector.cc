@@ -114,7 +114,7 @@ std::string JobInspector::stacksText(const Request& r) const {
     }
   }
   std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
-  std::string text = "job " + job_id_ + ": " + formatStackReport(ranks);
+  std::string text = "job " + job_id_ + ": " + formatStackReport(ranks, hooks_.spawned_label);
   if (!missing.empty()) text += "no stacks from node(s) " + missing + " (their daemons did not answer)\n";
   if (!unconnected.empty())
     text += "no stacks from node(s) " + unconnected + " (their daemons were not connected: still starting, or lost)\n";
@@ -142,7 +142,7 @@ std::string JobInspector::statusText(const Request& r) const {
     if (rep.contains("ranks"))
       for (const auto& e : rep["ranks"]) rows.push_back({static_cast<int>(getInt(e, "r")), nodes[n].name, e});
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.rank < b.rank; });
-  std::snprintf(line, sizeof line, "%-6s %-20s %-8s %-10s %6s %10s %s\n", "RANK", "NODE", "PID", "STATE", "CPU%",
+  std::snprintf(line, sizeof line, "%-10s %-20s %-8s %-10s %6s %10s %s\n", "RANK", "NODE", "PID", "STATE", "CPU%",
                 "RSS(MiB)", "LAST OUTPUT");
   text += line;
   for (const auto& row : rows) {
@@ -152,7 +152,9 @@ std::string JobInspector::statusText(const Request& r) const {
     const bool printed = !row.e.contains("printed") || getBool(row.e, "printed");
     char last[64];
     std::snprintf(last, sizeof last, printed ? "%.0f s ago" : "none (started %.0f s ago)", quiet);
-    std::snprintf(line, sizeof line, "%-6d %-20s %-8lld %-10s %6.1f %10.1f %s\n", row.rank, row.node.c_str(),
+    std::string who = hooks_.spawned_label ? hooks_.spawned_label(row.rank) : std::string();
+    if (who.empty()) who = std::to_string(row.rank);
+    std::snprintf(line, sizeof line, "%-10s %-20s %-8lld %-10s %6.1f %10.1f %s\n", who.c_str(), row.node.c_str(),
                   getInt(row.e, "pid"), getString(row.e, "state").c_str(), cpu,
                   static_cast<double>(getInt(row.e, "rss")) / (1 << 20), last);
     text += line;

@@ -29,6 +29,7 @@ class JobInspector {
     std::function<void(const Json&)> broadcast;     // to every connected daemon
     std::function<std::vector<NodeView>()> nodes;   // by node index
     std::function<void(const std::string&)> print;  // a note on tlaunch's stderr
+    std::function<std::string(int)> spawned_label;  // "spawn1:0" for a PMIx_Spawn process, "" for a rank
   };
   JobInspector(asio::io_context& io, std::string job_id, Hooks hooks, int hang_timeout_s);
   ~JobInspector();

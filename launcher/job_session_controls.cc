@@ -89,6 +89,7 @@ void JobSession::startInspector() {
   if (cfg_.spec.dry_run || cfg_.spec.preflight_only) return;
   JobInspector::Hooks hooks;
   hooks.broadcast = [this](const Json& m) { broadcast(m); };
+  hooks.spawned_label = [this](int number) { return pmix_spawns_ ? pmix_spawns_->label(number) : std::string(); };
   hooks.nodes = [this] {
     std::vector<JobInspector::NodeView> v;
     const auto now = Clock::now();

@@ -184,8 +184,19 @@ std::vector<StackClass> mergeStacks(const std::vector<RankStacks>& ranks) {
 
 namespace {
 
-std::string rankLabel(const std::vector<int>& ranks) {
-  return (ranks.size() == 1 ? "rank " : "ranks ") + formatRankRanges(ranks);
+// "ranks 0-3", "rank 2, spawn1:0-1": the job's ranks as ranges, spawned processes by their names.
+std::string rankLabel(const std::vector<int>& ranks, const std::function<std::string(int)>& spawned_label) {
+  std::vector<int> own;
+  std::string spawned;
+  for (int r : ranks) {
+    const std::string name = spawned_label ? spawned_label(r) : std::string();
+    if (name.empty()) own.push_back(r);
+    else spawned += (spawned.empty() ? "" : ", ") + name;
+  }
+  std::string out;
+  if (!own.empty()) out = (own.size() == 1 ? "rank " : "ranks ") + formatRankRanges(own);
+  if (!spawned.empty()) out += (out.empty() ? "" : ", ") + spawned;
+  return out;
 }
 
 // Deep stacks (an interpreter's) keep their outermost frames and the innermost ones.
@@ -212,7 +223,7 @@ std::string formatStack(const Stack& s) {
 
 }  // namespace
 
-std::string formatStackReport(const std::vector<RankStacks>& ranks) {
+std::string formatStackReport(const std::vector<RankStacks>& ranks, const std::function<std::string(int)>& spawned_label) {
   auto classes = mergeStacks(ranks);
   size_t with_stacks = 0;
   for (const auto& c : classes) with_stacks += c.error.empty() ? 1 : 0;
@@ -220,10 +231,10 @@ std::string formatStackReport(const std::vector<RankStacks>& ranks) {
                     (with_stacks == 1 ? " class" : " classes") + "\n";
   for (const auto& c : classes) {
     if (!c.error.empty()) {
-      out += rankLabel(c.ranks) + ": no stacks: " + c.error + "\n";
+      out += rankLabel(c.ranks, spawned_label) + ": no stacks: " + c.error + "\n";
       continue;
     }
-    out += rankLabel(c.ranks) + ":\n";
+    out += rankLabel(c.ranks, spawned_label) + ":\n";
     for (const auto& g : c.threads) {
       std::string count = g.max_threads <= 1 ? "" : std::to_string(g.min_threads);
       if (g.max_threads > g.min_threads) count += "-" + std::to_string(g.max_threads);
@@ -233,7 +244,7 @@ std::string formatStackReport(const std::vector<RankStacks>& ranks) {
   std::map<std::string, std::vector<int>> notes;
   for (const auto& r : ranks)
     if (!r.note.empty()) notes[r.note].push_back(r.rank);
-  for (const auto& [note, rs] : notes) out += "note (" + rankLabel(rs) + "): " + note + "\n";
+  for (const auto& [note, rs] : notes) out += "note (" + rankLabel(rs, spawned_label) + "): " + note + "\n";
   return out;
 }
 

@@ -2,6 +2,7 @@
 // Where is it stuck: turns every rank's gdb output into STAT-like classes of ranks with the
 // same stacks ("ranks 0-4, 6-7: main > MPI_Barrier"; "rank 5: main > stuck_here > sleep").
 // Pure functions: no I/O.
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,7 +42,9 @@ struct StackClass {
 // class (how many threads share a stack may differ: pools grow at their own pace); largest first.
 std::vector<StackClass> mergeStacks(const std::vector<RankStacks>& ranks);
 
-// The report that the frontend prints.
-std::string formatStackReport(const std::vector<RankStacks>& ranks);
+// The report that the frontend prints. `spawned_label`: the name of a process a PMIx_Spawn
+// started ("spawn1:0"), "" for the job's own ranks (shown as rank ranges); may be empty.
+std::string formatStackReport(const std::vector<RankStacks>& ranks,
+                              const std::function<std::string(int)>& spawned_label = {});
 
 }  // namespace tlaunch

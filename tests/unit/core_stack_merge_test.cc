@@ -95,6 +95,18 @@ TEST_CASE("a 4x2 MPI job with one sleeping rank merges into two classes") {
   CHECK(report.find("rank 5:\n    main > rank_five_sleeps_here > __sleep") != std::string::npos);
 }
 
+TEST_CASE("processes a PMIx_Spawn started are named as spawned, not as more ranks") {
+  std::vector<RankStacks> ranks(4);  // a job of 2 ranks; 2 and 3 are spawn1's processes 0 and 1
+  for (int r = 0; r < 4; ++r) {
+    ranks[r].rank = r;
+    ranks[r].gdb_output = kSleepyRank;
+  }
+  const auto label = [](int n) { return n >= 2 ? "spawn1:" + std::to_string(n - 2) : std::string(); };
+  const std::string report = formatStackReport(ranks, label);
+  CHECK(report.find("ranks 0-1, spawn1:0, spawn1:1:\n") != std::string::npos);
+  CHECK(formatStackReport(ranks).find("ranks 0-3:\n") != std::string::npos);  // without names: numbers
+}
+
 TEST_CASE("ranks without stacks are grouped by the reason") {
   std::vector<RankStacks> ranks(4);
   for (int r = 0; r < 4; ++r) ranks[r].rank = r;
