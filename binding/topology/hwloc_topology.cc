@@ -420,12 +420,22 @@ Result<TopologySnapshot> loadTopology(const std::string& xml_path, std::string* 
   const std::string hint = "check the file, or re-export it on the node with `lstopo --of xml FILE`";
   if (std::error_code ec; std::filesystem::is_directory(path, ec))
     return fail(Errc::topology, "cannot read topology XML '" + path + "': it is a directory", hint);
-  std::ifstream probe(path);
-  if (!probe) return fail(Errc::topology, "cannot read topology XML '" + path + "': " + std::strerror(errno), hint);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(Errc::topology, "cannot read topology XML '" + path + "': " + std::strerror(errno), hint);
+  // Read here, with a bound: hwloc would read `/dev/zero`, or a wrong multi-GB file, until memory
+  // ran out. The largest machines' topologies are a few MB.
+  constexpr std::size_t kMaxXmlBytes = 64u << 20;
+  std::string xml;
+  for (char chunk[65536]; in.read(chunk, sizeof chunk) || in.gcount() > 0;) {
+    xml.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (xml.size() > kMaxXmlBytes)
+      return fail(Errc::topology, "topology XML '" + path + "' is larger than 64 MiB: not a topology", hint);
+  }
   auto topo = newTopology();
   if (!topo) return tl::unexpected<Error>(topo.error());
   errno = 0;
-  if (hwloc_topology_set_xml(topo->get(), path.c_str()) != 0 || hwloc_topology_load(topo->get()) != 0) {
+  if (hwloc_topology_set_xmlbuffer(topo->get(), xml.c_str(), static_cast<int>(xml.size() + 1)) != 0 ||
+      hwloc_topology_load(topo->get()) != 0) {
     std::string problem = xmlProblem(path, errno);
     return fail(Errc::topology, "cannot load topology XML '" + path + "': " + problem,
                 problem.find("newer than") != std::string::npos

@@ -70,6 +70,8 @@ tl.check(r.returncode == 0 and r.stdout == "/tmp\n", f"-D /tmp from a removed di
 # given as a file read as "not an hwloc XML export", "Permission denied", or an I/O error, 74).
 expect(["--hostfile", "/tmp", "--", "true"], 64, "cannot read hostfile /tmp: it is a directory")
 expect(["--launcher", "local", "--topology-xml", "/tmp", "--", "true"], 78, "cannot read topology XML '/tmp': it is a directory")
+# An endless file (a typo for a device) is refused at a bound: hwloc read /dev/zero until memory ran out.
+expect(["topo", "--topology-xml", "/dev/zero"], 78, "topology XML '/dev/zero' is larger than 64 MiB")
 for daemon, why in (("/tmp", "is a directory"), ("/no/such/tlaunchd", "does not exist")):
     r = expect(["--launcher", "local", "--daemon-path", daemon, "--", "true"], 69, f"tlaunchd at {daemon} {why} on this host")
     tl.check("--daemon-path" in r.stderr, f"the hint names --daemon-path: {r.stderr}")
