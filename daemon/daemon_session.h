@@ -143,12 +143,12 @@ class DaemonSession {
   asio::steady_timer probe_retry_;  // after a failed accept (EMFILE)
   std::string server_nonce_, client_nonce_;
   bool authenticated_ = false;
+  bool tell_mpi_ranks_ = false;  // --keep-going: say which ranks are MPI programs (it reads /proc)
   std::optional<NodeLaunch> launch_;
   std::string topology_xml_;  // this node's live topology (hwloc XML) for the ranks' PMIx; "" if none
   Json job_shared_ = Json::object();  // "job": what every node's launch shares, and the PMIx geometry
   std::unique_ptr<OutputChannel> output_;  // from the config on; outlives ranks_
   std::string nccl_check_ = "off";      // --nccl-check, from the config
-  bool tell_mpi_ranks_ = false;         // --keep-going: say which ranks are MPI programs (it reads /proc)
   std::unique_ptr<NcclWatchSet> nccl_;  // before ranks_ too: their output feeds it
   std::unique_ptr<PmixBridge> pmix_;  // declared before ranks_: destroyed after them
   std::unique_ptr<RankSupervisor> ranks_;

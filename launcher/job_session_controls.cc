@@ -23,6 +23,7 @@
 #include "launcher/pmix_collectives.h"
 #include "launcher/pmix_directory.h"
 #include "launcher/pmix_job_control.h"
+#include "launcher/pmix_spawns.h"
 #include "launcher/plan/plan_preflight.h"
 #include "launcher/rank_failure_policy.h"
 #include "launcher/stdin_credit.h"
