@@ -198,6 +198,9 @@ void JobSession::onPendingMessage(Pending* p, Json&& msg) {
     noteAnomaly("node " + link->name + " sent output of rank " + std::to_string(r.rank) +
                 ", which does not run there or below it; dropped");
   });
+  // What the starter said before this daemon could connect ("srun: job 11 has been allocated
+  // resources"): now, before the job's own lines; a short job could end before the next tick.
+  sayStarterNotes();
   welcome(*conn, server_nonce, bytesOf(msg["nonce"]));  // the configuration is its first sealed frame
   conn->send({{"t", "config"}, {"config", daemonConfigFor(*link)}});
   if (tree_) placeInTree(*link);  // tree spawn: it starts its children now

@@ -274,7 +274,10 @@ void SlurmStarter::readSrunLines() {
   if (partial_.size() > 4096) partial_.clear();  // no line of srun's is that long
 }
 
-std::vector<StarterNote> SlurmStarter::takeNotes() { return std::exchange(notes_, {}); }
+std::vector<StarterNote> SlurmStarter::takeNotes() {
+  if (started_ && !finished_) readSrunLines();  // srun's latest words too, not only those poll() read
+  return std::exchange(notes_, {});
+}
 
 std::vector<StartFailure> SlurmStarter::poll() {
   if (!started_ || finished_) return {};
