@@ -157,7 +157,6 @@ class RankSupervisor {
     size_t next = 0;      // the next launch to spawn
     size_t first = 0;     // its first rank in ranks_, once it has one
     bool is_start = false;  // the job's own ranks: a failure kills everything
-    bool refused = false;   // added while the job was ending
     Started done;
   };
   void queueBatch(std::vector<RankLaunch> launches, bool is_start, Started done);

@@ -28,7 +28,6 @@ void RankSupervisor::queueBatch(std::vector<RankLaunch> launches, bool is_start,
   b.launches = std::move(launches);
   b.is_start = is_start;
   b.done = std::move(done);
-  b.refused = terminating_;  // the job is ending: nothing more starts
   batches_.push_back(std::move(b));
   if (batches_.size() == 1) spawnLater();
 }
@@ -46,12 +45,8 @@ void RankSupervisor::spawnSlice() {
   const auto slice_end = std::chrono::steady_clock::now() + kSpawnSlice;
   while (!batches_.empty()) {
     Batch& b = batches_.front();
-    if (b.refused) {
-      finishBatch(fail(Errc::internal, "the job is ending: no more ranks are started"));
-      continue;
-    }
-    // A terminate() meanwhile: what started is supervised (and ends as ours), the rest never
-    // starts; a spawn of which nothing started did not start.
+    // A terminate() before or meanwhile: what started is supervised (and ends as ours), the rest
+    // never starts; a spawn of which nothing started did not start.
     if (terminating_ && !b.is_start && b.next == 0 && !b.launches.empty()) {
       finishBatch(fail(Errc::internal, "the job is ending: no more ranks are started"));
       continue;

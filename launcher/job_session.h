@@ -343,7 +343,6 @@ class JobSession {
   // MPI programs, and the first of the job's ranks that failed before PMIx_Init while none had
   // called it yet (an MPI rank calling it later would wait for it in MPI_Init's fence).
   std::set<int> mpi_ranks_;
-  bool mpi_job_ranks_joined_ = false;  // one of the job's own ranks (not a spawned process) is MPI
   // Ranks that called MPI_Abort, and their stderr's last lines from their exit (a few): the
   // failure is the call, which comes before them.
   std::set<int> aborted_;

@@ -221,8 +221,11 @@ std::string JobSession::mpiPeersWaitFor(const RankFailure& f) {
   const bool jobs_rank = plan_ && f.rank < plan_->world_size;
   if (!jobs_rank || pmix_joined_.contains(f.rank)) return {};
   // Before MPI_Init: the MPI ranks that called it wait for it in its fence, now or once they do.
-  if (mpi_job_ranks_joined_) return "; --keep-going cannot keep an MPI program going: its other ranks called MPI_Init, "
-                                  "whose fence would wait for this one for ever";
+  // mpi_ranks_ is ordered: its least is one of the job's ranks when any is (spawned ones come after).
+  const bool mpi_job = !mpi_ranks_.empty() && *mpi_ranks_.begin() < plan_->world_size;
+  if (mpi_job)
+    return "; --keep-going cannot keep an MPI program going: its other ranks called MPI_Init, whose fence would "
+           "wait for this one for ever";
   if (!failed_unjoined_) failed_unjoined_ = std::make_unique<RankFailure>(f);
   return {};
 }
@@ -231,7 +234,6 @@ void JobSession::onPmixClient(Link& link, int rank, bool mpi) {
   pmix_clients_ = true;
   if (nodeOfRank(rank) != link.index) return;  // a node speaks for its own ranks only
   if (mpi) mpi_ranks_.insert(rank);
-  if (mpi && plan_ && rank < plan_->world_size) mpi_job_ranks_joined_ = true;
   if (mpi && failed_unjoined_ && !failed_ && rank != failed_unjoined_->rank && plan_ && rank < plan_->world_size) {
     // --keep-going went past a rank that failed before MPI_Init; this one's MPI_Init waits for it.
     RankFailure f = *failed_unjoined_;
