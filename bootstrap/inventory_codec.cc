@@ -64,6 +64,7 @@ Json inventoryToJson(const NodeInventory& inv) {
   if (!inv.port_mtu.empty()) j["port_mtu"] = inv.port_mtu;
   if (!inv.slurm_gpus.empty()) j["slurm_gpus"] = inv.slurm_gpus;
   if (inv.topology_from_cache) j["topology_cached"] = true;
+  if (inv.master_port_in_use) j["master_port_in_use"] = true;
   return j;
 }
 
@@ -92,6 +93,7 @@ Result<NodeInventory> inventoryFromJson(const Json& j, TopologyDecodeCache* cach
   if (auto it = j.find("cached_s"); it != j.end() && it->is_number_integer())
     inv.cached_age_s = static_cast<int>(std::clamp<int64_t>(it->get<int64_t>(), 0, 86'400));
   if (auto it = j.find("topology_cached"); it != j.end() && it->is_boolean()) inv.topology_from_cache = it->get<bool>();
+  if (auto it = j.find("master_port_in_use"); it != j.end() && it->is_boolean()) inv.master_port_in_use = it->get<bool>();
   if (auto it = j.find("topology_cbor"); it != j.end()) {
     if (!it->is_binary()) return fail(Errc::protocol, "a malformed topology: not a byte string");
     const auto& bytes = it->get_binary();

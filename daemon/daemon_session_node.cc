@@ -20,6 +20,17 @@
 
 namespace tlaunch {
 
+namespace {
+
+// The user's --master-port (or -x MASTER_PORT), which only a free port serves: a store already
+// listening there fails rank 0 after every rank started.
+bool masterPortInUse(const Json& config) {
+  const long long port = getInt(config, "master_port", 0);
+  return port > 0 && port <= 65535 && !portListenable(static_cast<int>(port));
+}
+
+}  // namespace
+
 void DaemonSession::handleRdmaStage(Json&& msg) {
   // The frontend sends a stage only after the previous one's reply; should one come early, it
   // waits for the writes in flight rather than touch the endpoints beside them.
@@ -96,6 +107,7 @@ void DaemonSession::sendInventory(const Json& config) {
       inv["free_port"] = pickFreePort();  // a port free a minute ago may be taken now
       inv["probe_port"] = probe_port;
       inv["cached_s"] = cached->age_s;
+      if (masterPortInUse(config)) inv["master_port_in_use"] = true;
       if (slurm_gpus.empty()) inv.erase("slurm_gpus");
       else inv["slurm_gpus"] = slurm_gpus;
       topology_xml_ = std::move(cached->topology_xml);
@@ -108,6 +120,7 @@ void DaemonSession::sendInventory(const Json& config) {
   Json j = inventoryToJson(inv);
   if (use_cache && worthCaching(inv)) storeCachedInventory(opts_.inventory_cache, cache_key, j, topology_xml_);
   if (!slurm_gpus.empty()) j["slurm_gpus"] = slurm_gpus;
+  if (masterPortInUse(config)) j["master_port_in_use"] = true;
   conn_->send({{"t", "inventory"}, {"inv", std::move(j)}});
 }
 

@@ -24,11 +24,15 @@ namespace tlaunch {
 
 namespace {
 
-bool portFree(int port) {
+// `as_listener`: with SO_REUSEADDR, as torch's TCPStore binds, so that the connections of the
+// last job's store left in TIME_WAIT do not count.
+bool portFree(int port, bool as_listener) {
   int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);  // [::] covers IPv4 too, as TCPStore binds
   bool v6 = fd >= 0;
   if (!v6) fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
+  const int one = 1;
+  if (as_listener) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   int rc;
   if (v6) {
     sockaddr_in6 a{};
@@ -60,10 +64,12 @@ int pickFreePort() {
   std::mt19937 rng(std::random_device{}());
   for (int attempt = 0; attempt < 200; ++attempt) {
     int port = first + static_cast<int>(rng() % static_cast<unsigned>(last - first));
-    if (portFree(port)) return port;
+    if (portFree(port, false)) return port;
   }
   return 0;
 }
+
+bool portListenable(int port) { return portFree(port, true); }
 
 std::string slurmStepGpus(const std::function<const char*(const char*)>& env) {
   const char* step_gpus = env("SLURM_STEP_GPUS");

@@ -36,4 +36,8 @@ std::string slurmStepGpus(const std::function<const char*(const char*)>& env);
 // A TCP port that was free on every local address a moment ago (bind to port 0, read, close).
 int pickFreePort();
 
+// Whether a listener could take `port` on every local address now (as rank 0's TCPStore will):
+// the check of the user's --master-port on rank 0's node.
+bool portListenable(int port);
+
 }  // namespace tlaunch

@@ -72,6 +72,10 @@ Json daemonConfig(const JobSpec& spec, const UserEnv& user_env, bool loopback_on
   if (spec.expect_rate_gbps > 0) c["expect_rate_gbps"] = spec.expect_rate_gbps;
   if (spec.preflight_only) c["fresh_inventory"] = true;  // tlaunch preflight: no warm node's cached results
   if (spec.keep_going) c["tell_mpi_ranks"] = true;  // which ranks are MPI programs (daemon/mpi_process.h)
+  // The user's MASTER_PORT on rank 0's node, where torch's store will listen: checked there before
+  // any rank starts. Not when MASTER_ADDR is the user's too: the store may be anywhere.
+  if (auto port = user_env.find("MASTER_PORT"); port != user_env.end() && !user_env.count("MASTER_ADDR"))
+    c["master_port"] = std::atoi(port->second.value.c_str());
   return c;
 }
 

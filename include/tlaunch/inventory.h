@@ -22,6 +22,8 @@ struct NodeInventory {
   std::string version;   // tlaunchd's
   int free_port = 0;     // a free port below the ephemeral range, for MASTER_PORT (0: none found)
   int probe_port = 0;    // where the daemon accepts the other daemons' reachability probes
+  // The user's MASTER_PORT (asked in the daemon's config) cannot be listened on here now.
+  bool master_port_in_use = false;
   int cached_age_s = -1;  // a warm node's inventory and preflight taken this long ago (-1: just now)
   bool topology_from_cache = false;  // the live topology came from this boot's cache, not hwloc's discovery
   // Absent: topology_error says why. Immutable and shared: identical machines report identical

@@ -1,6 +1,7 @@
 """Bad input gets one clear message and a non-zero exit before anything starts."""
 import os
 import resource
+import socket
 
 import tl
 
@@ -166,6 +167,32 @@ expect(["--launcher", "local", "-p", "1", "\u2014hosts", "n1", "true"], 64, "typ
 # A rendezvous endpoint is no MASTER_ADDR (torchrun's --rdzv-endpoint host:port).
 expect(["--launcher", "local", "-p", "1", "--master-addr", "127.0.0.1:29500", "--", "true"], 64,
        "looks like HOST:PORT: give the host alone and the port with --master-port")
+# --master-port taken on rank 0's node: said before any rank starts (torch's traceback after every
+# rank started, before). A port whose only trace is the last store's TIME_WAIT is free to torch's
+# store (SO_REUSEADDR), so it is no refusal; nor is a taken port with the user's own MASTER_ADDR.
+with socket.socket() as held, socket.socket() as lingering:
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    taken = held.getsockname()[1]
+    expect(["--launcher", "local", "-N", "2", "-p", "1", "--preflight-skip", "memlock", "--master-port", str(taken),
+            "--", "touch", os.path.join(d, "ran")], 78,
+           f"MASTER_PORT {taken} (--master-port) is in use on local0, rank 0's node")
+    tl.check(not os.path.exists(os.path.join(d, "ran")), "a rank started on a taken --master-port")
+    r = tl.run(["--launcher", "local", "-p", "1", "--preflight-skip", "memlock", "-x", f"MASTER_PORT={taken}",
+                "-x", "MASTER_ADDR=127.0.0.1", "--", "true"])
+    tl.check(r.returncode == 0, f"a taken MASTER_PORT with the user's MASTER_ADDR: {r.returncode} {r.stderr}")
+    lingering.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lingering.bind(("127.0.0.1", 0))
+    lingering.listen()
+    waiting = lingering.getsockname()[1]
+    peer = socket.create_connection(("127.0.0.1", waiting))
+    accepted, _ = lingering.accept()
+    accepted.close()  # this side closes first: its end of the connection lingers in TIME_WAIT
+    peer.close()
+    lingering.close()
+    r = tl.run(["--launcher", "local", "-p", "1", "--preflight-skip", "memlock", "--master-port", str(waiting), "--",
+                "true"])
+    tl.check(r.returncode == 0, f"a --master-port in TIME_WAIT only: {r.returncode} {r.stderr}")
 expect(["--launcher", "local", "-p", "1", "-x", "MASTER_ADDR=999.1.1.1", "--", "true"], 64,
        "'999.1.1.1' is neither an IPv4 or IPv6 address nor a host name")
 expect(["--launcher", "local", "-p", "1", "-x", "PMIX_RANK=3", "--", "true"], 64, "PMIx server")
