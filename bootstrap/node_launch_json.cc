@@ -127,6 +127,7 @@ Json nodeLaunchToJson(const NodeLaunch& n, const SharedLaunch* shared) {
             {"nofile", n.nofile},
             {"reach", reachToJson(n.reach)},
             {"pmix", std::move(pmix)}};
+  if (n.stdout_terminal) j["stdout_terminal"] = true;
   if (shared) j["rank_env_shared"] = true;
   if (shared && shared->has_base_env && n.base_env == shared->base_env) j["base_env_shared"] = true;
   else j["base_env"] = n.base_env;
@@ -211,6 +212,7 @@ Result<NodeLaunch> nodeLaunchFromJson(const Json& j, const SharedLaunch* shared)
     n.kill_timeout_ms = j.at("kill_timeout_ms").get<int>();
     n.umask = std::clamp(j.value("umask", -1), -1, 0777);
     n.nofile = std::max(j.value("nofile", -1LL), -1LL);
+    n.stdout_terminal = j.value("stdout_terminal", false);
     auto reach = reachFromJson(j.at("reach"));
     if (!reach) return tl::unexpected(reach.error());
     n.reach = std::move(*reach);

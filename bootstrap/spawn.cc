@@ -1,12 +1,14 @@
 #include "bootstrap/spawn.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <array>
@@ -75,6 +77,26 @@ struct Pipe {
     closeEnd(0);
     closeEnd(1);
   }
+  // A pseudo-terminal in place of the pipe: fd[0] its master (ours), fd[1] its slave (the
+  // child's stdout), raw so that the child's bytes arrive as written.
+  bool openTerminal() {
+    fd[0] = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    std::array<char, 128> name{};
+    if (fd[0] < 0 || ::grantpt(fd[0]) != 0 || ::unlockpt(fd[0]) != 0 ||
+        ::ptsname_r(fd[0], name.data(), name.size()) != 0 ||
+        (fd[1] = ::open(name.data(), O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+      const int e = errno;
+      closeBoth();
+      errno = e;
+      return false;
+    }
+    termios raw{};
+    if (::tcgetattr(fd[1], &raw) == 0) {
+      ::cfmakeraw(&raw);
+      ::tcsetattr(fd[1], TCSANOW, &raw);
+    }
+    return true;
+  }
 };
 
 }  // namespace
@@ -100,11 +122,18 @@ Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec) {
     for (Pipe* p : {&in, &out, &err, &report}) p->closeBoth();
   };
   const bool pipe_in = spec.stdin_mode == SpawnSpec::Stdin::pipe;
-  if (!report.open() || (pipe_in && !in.open()) || (spec.stdout_pipe && !out.open()) ||
-      (spec.stderr_pipe && !err.open())) {
+  if (!report.open() || (pipe_in && !in.open()) || (spec.stderr_pipe && !err.open())) {
     const int e = errno;
     closeAll();
     return fail(Errc::io, std::string("pipe: ") + std::strerror(e));
+  }
+  if (spec.stdout_pipe && !(spec.stdout_terminal ? out.openTerminal() : out.open())) {
+    const int e = errno;
+    closeAll();
+    return spec.stdout_terminal
+               ? fail(Errc::io, std::string("no pseudo-terminal for its stdout (--pty): ") + std::strerror(e),
+                      "the kernel's limit is /proc/sys/kernel/pty/max; or leave --pty out")
+               : fail(Errc::io, std::string("pipe: ") + std::strerror(e));
   }
   int devnull = -1;
   if (!pipe_in) {

@@ -27,6 +27,9 @@ struct SpawnSpec {
   std::string cwd;                // empty: the parent's
   enum class Stdin { dev_null, pipe } stdin_mode = Stdin::dev_null;
   bool stdout_pipe = true;  // else the parent's stdout is inherited
+  // With stdout_pipe: a pseudo-terminal instead of a pipe (its master is stdout_fd), raw (no
+  // "\n" -> "\r\n"), and not the child's controlling terminal. Its end reads as EIO.
+  bool stdout_terminal = false;
   bool stderr_pipe = true;  // else inherited
   // The child's stdout goes into its stderr pipe (needs stderr_pipe, not stdout_pipe): the
   // frontend's ssh and srun, whose stdout must not land among the ranks' lines.

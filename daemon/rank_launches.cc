@@ -33,6 +33,7 @@ Result<std::vector<RankLaunch>> buildRankLaunches(const NodeLaunch& launch) {
     l.stdin_pipe = launch.stdin_rank == r.rank;
     l.umask = launch.umask;
     l.nofile = launch.nofile;
+    l.stdout_terminal = launch.stdout_terminal;
     if (launch.apply_binding && (!r.cpus.empty() || !r.mem_nodes.empty())) {
       auto prepared = bindingLike(r);
       if (!prepared) return tl::unexpected(prepared.error());
@@ -88,6 +89,7 @@ Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, cons
     l.exe_path = *exe;
     l.umask = launch.umask;
     l.nofile = launch.nofile;
+    l.stdout_terminal = launch.stdout_terminal;
     if (launch.apply_binding && (!share.cpus.empty() || !share.mem_nodes.empty())) {
       share.local_rank = static_cast<int>(local);
       auto prepared = bindingLike(share);

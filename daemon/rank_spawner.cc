@@ -189,6 +189,7 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
   spec.new_session = true;          // never stopped by the user's terminal (local launcher)
   spec.umask = launch.umask;
   spec.nofile = launch.nofile;
+  spec.stdout_terminal = launch.stdout_terminal;
   auto spawned = spawnProcess(spec);
   if (!spawned) {
     Error e = spawned.error();

@@ -23,6 +23,7 @@ struct RankLaunch {
   int cgroup_dir_fd = -1;          // the job cgroup's directory, to be born in it; -1: none
   int umask = -1;                  // -1: the daemon's
   long long nofile = -1;           // soft RLIMIT_NOFILE; -1: the one the daemon started with
+  bool stdout_terminal = false;    // stdout a pseudo-terminal (--pty), else a pipe
 };
 
 struct RankProcess {

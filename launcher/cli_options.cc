@@ -111,6 +111,9 @@ void addOutputOptions(CLI::App& app, JobSpec& s) {
          },
          "forward tlaunch's stdin to this rank (e.g. 0); default none")
       ->type_name("RANK|none");
+  app.add_flag("--pty", s.stdout_terminal,
+               "give each rank's stdout a pseudo-terminal, as mpirun does: C programs' printf lines come at once "
+               "(in a pipe they wait for 4 KiB), and programs see a terminal (colours, progress bars)");
   app.add_option("--summary-json", s.summary_json,
                  "write the job's outcome to FILE as JSON (exit status, whose, failed rank and node, reason)")
       ->type_name("FILE");

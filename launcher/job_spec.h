@@ -44,6 +44,7 @@ struct JobSpec {  // NOLINT(clang-analyzer-optin.performance.Padding)
   TagMode tag = TagMode::full;
   std::string output_dir;
   int stdin_rank = -1;
+  bool stdout_terminal = false;  // --pty: each rank's stdout is a pseudo-terminal, as under mpirun
 
   // Control
   int kill_timeout_s = 10;

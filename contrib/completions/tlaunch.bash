@@ -7,7 +7,7 @@ _tlaunch_options="--bind --chdir --check-reachability --connect-timeout --cpus-p
   --keep-daemons --keep-going --kill-timeout --label --launcher --master-addr --master_addr --master-port --master_port
   --max-restarts --max_restarts --mca --nccl-check --net --net-cidr --net-if --nnodes --nodes --np
   --npernode --nproc-per-node --nproc_per_node --ntasks-per-node --offline --output-dir --pmix --preflight --preflight-skip
-  --preflight-strict --procs-per-node --quiet --report-bindings --slurm-args --ssh-connect-timeout --ssh-fanout
+  --preflight-strict --procs-per-node --pty --quiet --report-bindings --slurm-args --ssh-connect-timeout --ssh-fanout
   --ssh-option --ssh-reuse --stdin --summary-json --sysfs-root --tag-output --time-limit --topology-xml --tree-radix --verbose --version"
 _tlaunch_preflight_options="--check-reachability --connect-timeout --daemon-path --exclude --expect-rate
   --gpus-per-node --heartbeat-timeout --help --hostfile --hosts --include --json --launcher --level --net --net-cidr

@@ -44,6 +44,7 @@ struct NodeLaunch {
   // passes them on); -1: the daemon's own (a plan from an older frontend).
   int umask = -1;
   long long nofile = -1;
+  bool stdout_terminal = false;      // --pty: each rank's stdout is a pseudo-terminal
   std::vector<ReachTarget> reach;    // the next node (ring), or every other node (all-pairs)
   PmixSpec pmix;
 };

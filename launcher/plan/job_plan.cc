@@ -334,6 +334,7 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     nl.kill_timeout_ms = spec.kill_timeout_s * 1000;
     nl.umask = ctx.umask;
     nl.nofile = ctx.nofile;
+    nl.stdout_terminal = spec.stdout_terminal;
     for (int l = 0; l < counts[static_cast<size_t>(n.index)]; ++l) {
       RankSpec r;
       r.rank = first_rank[static_cast<size_t>(n.index)] + l;

@@ -148,4 +148,21 @@ r = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-p", "2", "-q", "--outpu
                    preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (51200, 51200)))
 tl.check(r.returncode == 0 and r.stderr.count("File too large") == 2 and r.stdout.count("\n") == 2 * 20000,
          f"ulimit -f: exit {r.returncode}, {r.stdout.count(chr(10))} lines, {r.stderr!r}")
+
+# --pty: a C program's stdout is a terminal, so glibc writes each printf line at once, and the
+# lines before an abort() arrive; in the default pipe glibc held them in its 4 KiB buffer and
+# they died with it. --output-dir gets the bytes as written ("\n", not a terminal's "\r\n").
+cdir = tl.tempdir()
+prog = os.path.join(cdir, "printf_then_abort")
+subprocess.run(["cc", "-x", "c", "-o", prog, "-"], check=True, text=True, input=
+               '#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n'
+               'int main(void) { printf("tty=%d\\n", isatty(1)); printf("last words\\n"); abort(); }\n')
+for flags, expect_lines in (([], []), (["--pty"], ["[local0:0] tty=1", "[local0:0] last words"])):
+    odir = os.path.join(cdir, "pty" if flags else "pipe")
+    r = tl.run(["--launcher", "local", "-p", "1", "-q", "--output-dir", odir] + flags + ["--", prog])
+    tl.check(r.returncode == 134 and r.stdout.splitlines() == expect_lines,
+             f"{flags or 'a pipe'}: exit {r.returncode}, {r.stdout!r} {r.stderr!r}")
+    with open(os.path.join(odir, "rank.0.out"), "rb") as f:
+        tl.check(f.read() == b"".join(line.split("] ", 1)[1].encode() + b"\n" for line in expect_lines),
+                 f"{flags or 'a pipe'}: --output-dir file")
 print("PASS")

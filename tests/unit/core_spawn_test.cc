@@ -153,3 +153,17 @@ TEST_CASE("a spawned program gets the umask and soft open-files limit asked for,
   std::snprintf(expected, sizeof expected, "%04o\n", static_cast<unsigned>(ours));
   CHECK(plain_out == expected);
 }
+
+TEST_CASE("--pty: stdout is a raw terminal that is not the child's controlling one; its bytes outlive the child") {
+  SpawnSpec s = shell("test -t 1 && echo terminal; test -t 2 || echo 'stderr a pipe' >&2; "
+                      "(: < /dev/tty) 2>/dev/null && echo controlling; printf 'a\\nno newline'");
+  s.stdout_terminal = true;
+  s.new_session = true;  // as ranks are
+  auto p = spawnProcess(s);
+  REQUIRE(p);
+  CHECK(::isatty(p->stdout_fd) == 1);
+  CHECK(waitExit(*p) == 0);  // gone before anything is read: what it wrote is still there
+  // "\n" stays "\n" (a cooked terminal writes "\r\n"); the last bytes need no newline.
+  CHECK(readAll(p->stdout_fd) == "terminal\na\nno newline");
+  CHECK(readAll(p->stderr_fd) == "stderr a pipe\n");
+}
