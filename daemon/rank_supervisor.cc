@@ -288,11 +288,17 @@ void RankSupervisor::signalAll(int sig, bool whole_group) {
   std::set<pid_t> groups;
   // SIGUSR1/SIGUSR2 passed on go to the topmost processes of each rank's group that catch them
   // (signal_catchers.h); other signals to one process (PMIx_Job_control) to the rank's own.
+  // The teardown's SIGTERM: to the processes that catch it, else the group (teardownTargets).
   const bool to_catchers = !whole_group && (sig == SIGUSR1 || sig == SIGUSR2);
-  const std::vector<ProcEntry> procs = to_catchers ? listProcesses() : std::vector<ProcEntry>{};
+  const bool teardown = whole_group && sig == SIGTERM;
+  const std::vector<ProcEntry> procs = to_catchers || teardown ? listProcesses() : std::vector<ProcEntry>{};
   for (auto& r : ranks_) {
     groups.insert(r->pid);
     if (r->exited) continue;
+    if (teardown) {
+      for (pid_t target : teardownTargets(r->pid, procs, procStatus)) ::kill(target, sig);
+      continue;
+    }
     if (!to_catchers) {
       ::kill(whole_group ? -r->pid : r->pid, sig);
       continue;

@@ -1,5 +1,7 @@
 #include "daemon/signal_catchers.h"
 
+#include <csignal>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -43,6 +45,13 @@ std::vector<pid_t> forwardTargets(pid_t leader, int sig, const std::vector<ProcE
   std::sort(out.begin(), out.end());
   if (out.empty()) out.push_back(leader);
   return out;
+}
+
+std::vector<pid_t> teardownTargets(pid_t leader, const std::vector<ProcEntry>& procs,
+                                   const std::function<std::string(pid_t)>& statusOf) {
+  std::vector<pid_t> targets = forwardTargets(leader, SIGTERM, procs, statusOf);
+  const bool none_catches = targets == std::vector<pid_t>{leader} && !catchesSignal(statusOf(leader), SIGTERM);
+  return none_catches ? std::vector<pid_t>{-leader} : targets;
 }
 
 std::string procStatus(pid_t pid) {

@@ -323,6 +323,38 @@ for attempt in range(2):
     tl.check("checkpoint done" in out and "Terminated" not in out + err,
              f"a checkpoint forked by the rank's SIGTERM handler was cut short: {out!r} {err!r}")
 
+# 5b. A training script that checkpoints on SIGTERM, with a data-loader worker, behind a wrapper
+# shell that does not exec it: the teardown's SIGTERM goes to the script alone. Sent to the whole
+# group, it killed the worker at once (torch's SIGCHLD handler then raises in the checkpoint) and
+# the shell, whose end counted as the rank's: the script was swept within 0.1 s.
+ckpt = os.path.join(tl.tempdir(), "ckpt_with_worker.py")
+with open(ckpt, "w") as f:
+    f.write("import os, signal, sys, time\n"
+            "stop = []\n"
+            "signal.signal(signal.SIGTERM, lambda *_: stop.append(1))\n"
+            "worker = os.fork()\n"
+            "if worker == 0:\n"
+            "    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as torch's workers: SIGTERM kills them\n"
+            "    time.sleep(600)\n"
+            "    os._exit(0)\n"
+            "print(f'pid {os.getpid()} ready', flush=True)\n"
+            "while not stop:\n"
+            "    time.sleep(0.05)\n"
+            "time.sleep(1.5)  # the checkpoint\n"
+            "alive = os.waitpid(worker, os.WNOHANG) == (0, 0)\n"
+            "print(f'checkpointed, worker alive: {alive}', flush=True)\n"
+            "os.kill(worker, signal.SIGKILL)\n")
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--kill-timeout", "20", "--", "bash", "-c",
+              f"{tl.PYTHON} {ckpt}; echo wrapper saw $?"])
+with tl.ending(p):
+    lines = wait_ready(p, 1)
+    job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+    os.kill(p.pid, signal.SIGTERM)
+    out, err = tl.communicate_or_fail(p, 30, "after SIGTERM to a checkpointing script with a worker")
+    tl.check("checkpointed, worker alive: True" in out and "wrapper saw 0" in out,
+             f"the teardown's SIGTERM reached the worker or the wrapper: {out!r} {err!r}")
+tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
+
 # 6. `tlaunch preflight` where a node's daemon cannot start: its row says so (the table, and
 # --json for scripts: it was empty), and the other nodes are checked without it, in the same
 # report (an admin sweeping a cluster wants every broken node in one run); exit 69.

@@ -442,6 +442,18 @@ TEST_CASE("a passed-on signal goes to the processes of the rank's group that cat
   status[107] = usr1;
   CHECK(forwardTargets(100, SIGUSR1, two, statusOf) == std::vector<pid_t>{101, 106});
 
+  // The teardown's SIGTERM (0x4000 = bit 14): the topmost catchers alone, else the whole group.
+  const std::string term = "\nSigCgt:\t0000000000004000\n";
+  std::map<pid_t, std::string> teardown{{101, term}, {102, term}, {103, term}};
+  auto teardownStatus = [&](pid_t pid) { return teardown.count(pid) ? teardown[pid] : std::string("\nSigCgt:\t0\n"); };
+  // The script checkpoints on SIGTERM: it alone; neither its workers (they would die first and
+  // torch's SIGCHLD handler raise in the script) nor the wrapper shell (it would die at once).
+  CHECK(teardownTargets(100, procs, teardownStatus) == std::vector<pid_t>{101});
+  teardown[100] = term;  // the rank's own process catches it: it alone
+  CHECK(teardownTargets(100, procs, teardownStatus) == std::vector<pid_t>{100});
+  teardown.clear();  // nobody catches it: the whole group at once, as a plain job wants
+  CHECK(teardownTargets(100, procs, teardownStatus) == std::vector<pid_t>{-100});
+
   SECTION("a real process that catches SIGUSR1 shows it in its status; one that does not, does not") {
     pid_t child = ::fork();
     REQUIRE(child >= 0);
