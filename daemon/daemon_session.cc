@@ -266,7 +266,16 @@ void DaemonSession::handleStart() {
                    {"tail", e.stderr_tail}};
     if (unfinalized) report["unfinalized"] = true;
     if (e.oom_killer_ran) report["oom"] = true;
-    output_->ordered(report);
+    // A failure goes ahead of output that waits for credit (a paused `| less`): it ends the job
+    // now, not once someone scrolls; the lines before it follow as the reader takes them (its
+    // stderr tail travels in the report). Any other exit keeps its place after its last lines.
+    const bool failure = !e.killed_by_us && (e.signaled || e.code != 0 || unfinalized);
+    if (failure && !output_->empty()) {
+      report["ahead"] = true;  // interior daemons of a tree pass it on the same way
+      conn_->send(report);
+    } else {
+      output_->ordered(report);
+    }
   };
   ev.all_exited = [this] { onRanksEnded(); };
   ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev), launch_->job_id + "." + nodeNameForPaths(launch_->node_name),

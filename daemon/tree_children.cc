@@ -140,7 +140,9 @@ void TreeChildren::onChildMessage(Child& c, Json&& msg) {
     spdlog::warn("node {} sent fence data for a node that is not below it; dropped", c.name);
     return;
   }
-  hooks_.up(std::move(msg), travelsBehindOutput(type));
+  // A failure its node sent ahead of output waiting for credit stays ahead all the way up.
+  const bool behind = travelsBehindOutput(type) && !getBool(msg, "ahead");
+  hooks_.up(std::move(msg), behind);
 }
 
 bool TreeChildren::partsFromSubtree(const Json& fence, int child) const {

@@ -290,6 +290,29 @@ else:
     tl.check(r.stdout.count("[local0:0] R0 L") == 2000, "full disk: stdout lost lines")
     print("PASS 8: a full --output-dir gives one warning; stdout and the job go on")
 
+# 8b. A --summary-json that cannot be written (a full disk) must not leave the last job's file:
+#     a script would read the earlier success as this job's outcome.
+mnt = tl.tempdir()
+if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt], capture_output=True).returncode != 0:
+    print("SKIP 8b: cannot mount a tmpfs here (not root?)")
+else:
+    summary = os.path.join(mnt, "summary.json")
+    try:
+        first = tl.run(["--launcher", "local", "-p", "1", "-q", "--summary-json", summary, "--", "true"])
+        with open(os.path.join(mnt, "filler"), "wb") as f:
+            try:
+                f.write(b"\0" * (128 << 10))
+            except OSError:
+                pass  # full: what the test wants
+        second = tl.run(["--launcher", "local", "-p", "1", "-q", "--summary-json", summary, "--", "sh", "-c", "exit 3"])
+        stale = os.path.exists(summary)
+    finally:
+        subprocess.run(["umount", "-l", mnt])
+    tl.check(first.returncode == 0, f"the first summary: {first.stderr}")
+    tl.check(second.returncode == 3 and "No space left" in second.stderr and not stale,
+             f"an unwritable summary: exit {second.returncode}, the last job's file left: {stale}; {second.stderr}")
+    print("PASS 8b: an unwritable --summary-json leaves no earlier job's summary behind")
+
 # 9. --stdin under credit: the rank reads nothing for 3 s; meanwhile tlaunch may take only its
 #    credit window of our 64 MB (plus pipe buffers), then every byte arrives.
 TOTAL = 64 << 20
@@ -356,3 +379,20 @@ took = time.monotonic() - t0
 tl.check(p.returncode == 0 and p.stdout == b"[local0:0] done\n", f"CR storm: exit {p.returncode} {p.stdout[-300:]!r}")
 tl.check(took < 30, f"CR storm: 5 MB of bare CR took {took:.1f} s")
 print(f"PASS 11: 5 MB of bare CR into a pipe: one line, {took:.1f} s")
+
+# 12. A paused reader (`| less` left unscrolled) holds the output, not the teardown: a rank that
+#     fails while a node-mate's lines wait for credit ends the job at once. Its exit waited in its
+#     daemon's queue behind those lines, and the other ranks ran on until someone read.
+marker = os.path.join(tl.tempdir(), "rank2-got-sigterm")
+p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "3", "-q", "--", "sh", "-c",
+                      'case $RANK in 0) yes "$(printf %0100d 0)" | head -c 40000000;; 1) sleep 3; exit 5;; '
+                      f'*) trap "touch {marker}; exit 0" TERM; sleep 120 & wait;; esac'],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+try:
+    ended_unread = tl.wait_until(lambda: os.path.exists(marker), 30)
+finally:
+    out, err = p.communicate(timeout=120)
+tl.check(ended_unread, "a failed rank did not end the job while the reader was paused")
+tl.check(p.returncode == 5 and b"rank 1 on node local0 exited with status 5" in err,
+         f"paused reader, failed rank: exit {p.returncode} {err[-800:]!r}")
+print(f"PASS 12: a rank failing behind a paused reader ended the job at once ({len(out) >> 20} MiB read after)")
