@@ -54,6 +54,7 @@ Json outcomeToJson(const std::string& job_id, const JobOutcome& o, double wall_s
             {"wall_seconds", wall_seconds},
             {"phase_seconds", o.phase_seconds.empty() ? Json(nullptr) : o.phase_seconds},
             {"rank_exit_codes", o.rank_exit_codes.empty() ? Json(nullptr) : Json(o.rank_exit_codes)},
+            {"killed_at_kill_timeout", o.killed_at_kill_timeout},
             {"nccl", o.nccl},
             {"restarts", o.restarts.size()},
             {"restart_history", o.restarts}};
@@ -146,9 +147,13 @@ Result<void> writeSummaryJson(const std::string& path, const Json& summary) {
     return {};
   }
   if (!replaceable(path)) return writeInPlace(path, text);
-  // Replaced whole: a reader never sees half a summary.
-  if (const int e = replaceFileContents(path, text, 0666); e != 0)
-    return fail(Errc::io, "--summary-json " + path + ": " + ::strerror(e));
+  // Replaced whole: a reader never sees half a summary. Where it cannot be written (a full
+  // disk), the last job's summary goes too: a script reading it must not take that for this one's.
+  if (const int e = replaceFileContents(path, text, 0666); e != 0) {
+    const bool stale_removed = ::unlink(path.c_str()) == 0;
+    return fail(Errc::io, "--summary-json " + path + ": " + ::strerror(e) +
+                              (stale_removed ? " (the previous job's summary there was removed)" : ""));
+  }
   return {};
 }
 
