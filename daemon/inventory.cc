@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <random>
 
 #include "binding/fabric/fabric_discovery.h"
@@ -51,6 +52,17 @@ bool portFree(int port, bool as_listener) {
   return rc == 0;
 }
 
+// --topology-xml names a file each daemon reads on its node, on its event loop: a pipe there
+// (/dev/stdin, which is the daemon's own, or a FIFO) would block it until the node looked dead.
+std::optional<Error> topologyFileProblem(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return std::nullopt;
+  return Error{Errc::topology,
+               "cannot read topology XML '" + path + "': not a regular file; each node's tlaunchd reads it there, so " +
+                   "give a file (a pipe, /dev/stdin or <(...) serves only --dry-run --offline and tlaunch topo)",
+               ""};
+}
+
 }  // namespace
 
 int pickFreePort() {
@@ -88,7 +100,10 @@ NodeInventory collectInventory(const InventoryRequest& req, std::string* live_to
   inv.node = req.node_name;
   inv.version = kVersion;
   inv.free_port = pickFreePort();
-  auto topo = loadTopology(req.topology_xml, live_topology_xml, req.topology_cache_dir, &inv.topology_from_cache);
+  auto topo = [&]() -> Result<TopologySnapshot> {
+    if (auto problem = topologyFileProblem(req.topology_xml)) return tl::unexpected(*problem);
+    return loadTopology(req.topology_xml, live_topology_xml, req.topology_cache_dir, &inv.topology_from_cache);
+  }();
   GpuDriverFacts gpu_driver;  // NVML on the live machine when it has NVIDIA GPUs (hwloc alone knows PCI)
   if (topo) gpu_driver = consultNvidiaDriver(*topo);
   if (topo) inv.topology = std::make_shared<const TopologySnapshot>(std::move(*topo));

@@ -60,4 +60,5 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/run_job.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_setup.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/summary_json.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/report_stdout.cc
 )

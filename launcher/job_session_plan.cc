@@ -30,6 +30,7 @@
 #include "launcher/plan/plan_network.h"
 #include "launcher/plan/plan_preflight.h"
 #include "launcher/rank_failure_policy.h"
+#include "launcher/report_stdout.h"
 #include "launcher/stdin_credit.h"
 #include "tlaunch/version.h"
 #include "bootstrap/error_text.h"
@@ -150,12 +151,13 @@ void JobSession::planAndPrepare() {
     std::string text = cfg_.spec.json ? jsonText(preflightToJson(checked.preflight_items), 2) + "\n"
                                       : renderPreflightTable(checked.preflight_items) + "\n" +
                                             "preflight: " + preflightSummary(checked.preflight_items) + "\n";
-    (void)!::write(1, text.data(), text.size());
+    const auto printed = printReport(text);
     outcome_.preflight_reported = true;
-    if (!verdict) {
+    if (!verdict || !printed) {
       failed_ = true;
-      outcome_.exit_code = exitStatusFor(Errc::preflight);
+      outcome_.exit_code = exitStatusFor(printed ? Errc::preflight : Errc::io);
     }
+    if (!printed) out_.note(describeError(printed.error()));
     finish(JobEvent::all_exited);  // the report was the job
     return;
   }
@@ -172,7 +174,11 @@ void JobSession::planAndPrepare() {
     for (const auto& w : plan_->warnings) out_.note("warning: " + w);
   if (cfg_.spec.dry_run) {
     std::string text = cfg_.spec.json ? jsonText(planToJson(*plan_), 2) + "\n" : renderPlanText(*plan_);
-    (void)!::write(1, text.data(), text.size());
+    if (auto printed = printReport(text); !printed) {
+      failed_ = true;
+      outcome_.exit_code = exitStatusFor(Errc::io);
+      out_.note(describeError(printed.error()));
+    }
     finish(JobEvent::all_exited);  // the plan was the job
     return;
   }
@@ -186,10 +192,6 @@ void JobSession::planAndPrepare() {
   rank_failures_ = std::make_unique<RankFailurePolicy>(cfg_.spec.keep_going, plan_->world_size);
   if (plan_->pmix.enabled) pmix_spawns_ = std::make_unique<PmixSpawns>(plan_->pmix.nspace, plan_->world_size, plan_->pmix.node_names);
   startNcclCheck();
-  if (auto r = out_.openFiles(plan_->world_size); !r) {
-    fail(exitStatusFor(r.error().code), describeError(r.error()));
-    return;
-  }
   advance(JobEvent::planned);  // to preparing
   phase_deadline_ = Clock::now() + std::chrono::seconds(30);
   prepare_sent_at_ = Clock::now();
@@ -206,6 +208,12 @@ void JobSession::planAndPrepare() {
 void JobSession::startRanks() {
   noteTimings("nodes prepared (program found, peers reached, PMIx up)", prepare_sent_at_, &Link::prepared_at);
   start_sent_at_ = Clock::now();
+  // Only now, every node ready: a job refused while preparing (a program missing, a working
+  // directory absent) must not empty the last run's files.
+  if (auto r = out_.openFiles(plan_->world_size); !r) {
+    fail(exitStatusFor(r.error().code), describeError(r.error()));
+    return;
+  }
   advance(JobEvent::all_prepared);  // to starting
   outcome_.ranks_started = true;
   broadcast({{"t", "start"}});

@@ -5,6 +5,7 @@
 #include "tlaunch/diagnostics.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,6 +49,12 @@ Result<int> openOwnFile(int dfd, const std::string& file, const std::string& pat
   if (fd < 0) {
     if (errno == ENXIO) return diagnostic(Errc::usage, "output-file-foreign", {{"path", path}, {"what", "a FIFO or socket"}});
     if (errno == ELOOP) return diagnostic(Errc::usage, "output-file-foreign", {{"path", path}, {"what", "a symbolic link"}});
+    if (errno == EMFILE) {  // tlaunch raised its soft limit to the hard one at start
+      struct rlimit nofile {};
+      ::getrlimit(RLIMIT_NOFILE, &nofile);
+      return diagnostic(Errc::resources, "output-files-past-limit",
+                        {{"path", path}, {"limit", std::to_string(static_cast<unsigned long long>(nofile.rlim_cur))}});
+    }
     return diagnostic(Errc::usage, "output-file-unwritable", {{"path", path}, {"reason", std::strerror(errno)}});
   }
   struct stat st {};

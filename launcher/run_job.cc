@@ -15,6 +15,7 @@
 #include "bootstrap/auth.h"
 #include "launcher/cli_values.h"
 #include "launcher/held_signals.h"
+#include "launcher/report_stdout.h"
 #include "launcher/hostlist.h"
 #include "launcher/job_environment.h"
 #include "launcher/job_session.h"
@@ -47,6 +48,10 @@ void printOutcome(OutputSink& out, const std::string& job_id, const JobSpec& spe
     out.note("preflight " + job_id + " stopped: " + o.summary);
   else
     out.note("job " + job_id + attempt + (o.ranks_started ? " failed: " : " not started: ") + o.summary);
+  if (o.killed_at_kill_timeout > 0)  // whether the ranks' checkpoint on SIGTERM finished
+    out.note(std::to_string(o.killed_at_kill_timeout) + (o.killed_at_kill_timeout == 1 ? " process" : " processes") +
+             " of the job did not end within --kill-timeout (" + std::to_string(spec.kill_timeout_s) +
+             " s) of the SIGTERM and " + (o.killed_at_kill_timeout == 1 ? "was" : "were") + " killed");
   if (!o.stderr_tail.empty()) {
     const std::string who = o.failed_process.empty() ? "rank " + std::to_string(o.failed_rank) : o.failed_process;
     std::string text = "last lines of " + who + "'s stderr:";
@@ -145,7 +150,7 @@ JobOutcome runAttempt(JobSetup& setup, const std::string& job_id, const std::str
 void printUnstartedPreflight(const std::vector<PreflightItem>& rows, bool json, const std::string& why) {
   const std::string text = json ? jsonText(preflightToJson(rows), 2) + "\n"
                                 : renderPreflightTable(rows) + "\npreflight: " + preflightSummary(rows) + " (" + why + ")\n";
-  (void)!::write(1, text.data(), text.size());
+  if (auto printed = printReport(text); !printed) printError(printed.error());  // the exit status says failure already
 }
 
 std::vector<std::string> nodeNames(const LauncherChoice& choice) {

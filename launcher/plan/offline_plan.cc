@@ -14,6 +14,7 @@
 #include "launcher/plan/job_plan.h"
 #include "launcher/plan/plan_render.h"
 #include "launcher/job_setup.h"
+#include "launcher/report_stdout.h"
 #include "bootstrap/error_text.h"
 #include "bootstrap/message.h"
 #include "tlaunch/diagnostics.h"
@@ -62,7 +63,8 @@ int runOfflineDryRun(const JobSpec& spec) {
   if (!plan) return report(plan.error());
   if (spec.json)  // the plan text lists them itself
     for (const auto& w : plan->warnings) std::cerr << "tlaunch: warning: " << w << "\n";
-  std::cout << (spec.json ? jsonText(planToJson(*plan), 2) + "\n" : renderPlanText(*plan));
+  if (auto printed = printReport(spec.json ? jsonText(planToJson(*plan), 2) + "\n" : renderPlanText(*plan)); !printed)
+    return report(printed.error());
   return 0;
 }
 
@@ -92,7 +94,7 @@ int runTopo(const JobSpec& spec) {
   if (!topo) return report(topo.error());
   const GpuDriverFacts gpu_driver = consultNvidiaDriver(*topo);  // as the daemon does
   TopoView view = topoView(*topo, gpu_driver);
-  std::cout << view.report << std::flush;
+  if (auto printed = printReport(view.report); !printed) return report(printed.error());
   if (view.plan_error) return report(*view.plan_error);
   return 0;
 }

@@ -2,6 +2,7 @@
 import os
 import resource
 import socket
+import subprocess
 
 import tl
 
@@ -73,6 +74,23 @@ expect(["--hostfile", "/tmp", "--", "true"], 64, "cannot read hostfile /tmp: it 
 expect(["--launcher", "local", "--topology-xml", "/tmp", "--", "true"], 78, "cannot read topology XML '/tmp': it is a directory")
 # An endless file (a typo for a device) is refused at a bound: hwloc read /dev/zero until memory ran out.
 expect(["topo", "--topology-xml", "/dev/zero"], 78, "topology XML '/dev/zero' is larger than 64 MiB")
+# A report that is the command's whole output, on a full disk: an error and 74, not an empty
+# plan.json and success.
+for report in (["--launcher", "local", "-N", "2", "-p", "1", "--dry-run", "--json", "--", "true"],
+               ["--offline", "--dry-run", "--hosts", "n1,n2", "-p", "1", "--topology-xml",
+                os.path.join(os.path.dirname(os.path.abspath(__file__)), "../fixtures/topologies",
+                             "aws-g4dn.metal_2xXeon8259CL_8xT4_1xEFA_hwloc2.8.xml"), "--", "true"],
+               ["preflight", "--launcher", "local", "-N", "2", "--json"], ["topo"]):
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([tl.TLAUNCH] + report, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    tl.check(r.returncode == 74 and "cannot write the report to standard output: No space left on device" in r.stderr,
+             f"{report} > /dev/full: exit {r.returncode}, {r.stderr}")
+# --topology-xml that is a pipe: each daemon would read its own stdin, and block until its node
+# was declared lost (15 s, exit 69).
+r = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-p", "1", "--topology-xml", "/dev/stdin", "--", "true"],
+                   input="x\n", capture_output=True, text=True, timeout=60)
+tl.check(r.returncode == 78 and "'/dev/stdin': not a regular file" in r.stderr,
+         f"--topology-xml /dev/stdin for a job: exit {r.returncode}, {r.stderr}")
 for daemon, why in (("/tmp", "is a directory"), ("/no/such/tlaunchd", "does not exist")):
     r = expect(["--launcher", "local", "--daemon-path", daemon, "--", "true"], 69, f"tlaunchd at {daemon} {why} on this host")
     tl.check("--daemon-path" in r.stderr, f"the hint names --daemon-path: {r.stderr}")

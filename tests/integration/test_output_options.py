@@ -24,6 +24,20 @@ r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--output-dir", d, "--"
 modes = {n: oct(os.stat(os.path.join(d, n)).st_mode & 0o777) for n in os.listdir(d)}
 tl.check(r.returncode == 0 and set(modes.values()) == {"0o600"}, f"--output-dir file modes: {modes}")
 
+# A job refused before its ranks start (a program missing on the nodes, found while they prepare)
+# leaves the last run's files as they were: it emptied every one.
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--output-dir", d, "--", "no-such-program-xyz"])
+sizes = {n: os.path.getsize(os.path.join(d, n)) for n in os.listdir(d)}
+tl.check(r.returncode == 127 and sizes["rank.0.out"] == len("token\n"),
+         f"a job that never started emptied --output-dir: exit {r.returncode}, {sizes}")
+# Two files per rank stay open in tlaunch: past its hard limit of open files, the message says
+# that limit and what to do (it said to check the disk's space, and exit 64).
+r = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "40", "--output-dir", tl.tempdir(), "--",
+                    "true"], capture_output=True, text=True, timeout=120,
+                   preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)))
+tl.check(r.returncode == 78 and "beyond its limit of 64" in r.stderr and "ulimit -Hn" in r.stderr,
+         f"--output-dir past the open-files limit: exit {r.returncode}, {r.stderr}")
+
 r = tl.run(["-p", "2", "--tag-output=rank", "--", "sh", "-c", 'echo "x$RANK"'])
 tl.check(sorted(r.stdout.splitlines()) == ["[0] x0", "[1] x1"], f"rank tags: {r.stdout!r}")
 r = tl.run(["-p", "1", "--tag-output=none", "--", "echo", "plain"])
