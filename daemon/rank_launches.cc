@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
+#include <thread>
 
 #include "daemon/job_marked_processes.h"
 
@@ -73,6 +75,13 @@ Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, cons
   }
   share.cpus.assign(cpus.begin(), cpus.end());
   share.mem_nodes.assign(mems.begin(), mems.end());
+  // More processes than CPUs here once these start: they yield while they wait, as the ranks of
+  // an oversubscribed node do (launcher/plan/rank_env_builder.cc); spinning, 6 children of one
+  // rank on 2 CPUs took 19 s to do what took 0.7 s yielding. A value the user gave wins.
+  const size_t cpus_here = share.cpus.empty() ? std::max(1U, std::thread::hardware_concurrency()) : share.cpus.size();
+  const bool crowded = launch.pmix.oversubscribed || launch.ranks.size() + job.ranks_by_node[here].size() > cpus_here;
+  const std::vector<std::string> defaults =
+      crowded ? std::vector<std::string>{"OMPI_MCA_mpi_yield_when_idle=1"} : std::vector<std::string>{};
   size_t local = 0;
   for (int rank : job.ranks_by_node[here]) {
     const PmixSpawnApp& app = job.apps[static_cast<size_t>(job.app_of_rank[static_cast<size_t>(rank)])];
@@ -81,7 +90,7 @@ Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, cons
     l.argv = app.argv;
     // With the job's marks (no rank identity, but the job's id and the node's place): what the
     // daemon's watcher finds a process of the job by when no cgroup holds it (job_marked_processes.h).
-    l.env = mergeEnv(mergeEnv(base, app.env), jobMarksOf(launch));
+    l.env = mergeEnv(mergeEnv(mergeEnv(defaults, base), app.env), jobMarksOf(launch));
     l.cwd = app.cwd.empty() ? launch.cwd : app.cwd;
     if (auto cwd = checkWorkingDirectory(l.cwd, launch.node_name); !cwd) return tl::unexpected(cwd.error());
     auto exe = resolveProgram(app.argv.front(), programSearchPath(l.env), l.cwd, launch.node_name);

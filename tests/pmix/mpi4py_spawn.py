@@ -2,7 +2,8 @@
   futures N      rank 0 maps x*x over 10 items with mpi4py.futures' MPIPoolExecutor (N workers);
                  prints "futures squares [...] workers [...] hosts [...]"
   multiple       rank 0 starts 2 + 1 copies of this script as two apps (MPI_Comm_spawn_multiple);
-                 each child prints "multiple child R of N app A arg X"
+                 each child prints "multiple child R of N app A arg X yield Y" (Y: its
+                 OMPI_MCA_mpi_yield_when_idle)
   missing        every rank spawns a program that does not exist; prints "spawn failed: ..."
   loop N         rank 0 spawns one short-lived child N times (as a job that starts workers again
                  and again); prints "loop parent COMM grew KIB KiB over N spawns" for the process
@@ -11,6 +12,7 @@
   sleeper MARK   rank 0 spawns `/bin/sleep MARK`, which never joins MPI: the parent then waits in
                  MPI_Comm_spawn until the job is ended (a teardown test)
 """
+import os
 import socket
 import sys
 
@@ -35,8 +37,8 @@ def multiple():
     parent = MPI.Comm.Get_parent()
     if parent != MPI.COMM_NULL:
         w = MPI.COMM_WORLD
-        print(f"multiple child {w.Get_rank()} of {w.Get_size()} app {w.Get_attr(MPI.APPNUM)} arg {sys.argv[2]}",
-              flush=True)
+        print(f"multiple child {w.Get_rank()} of {w.Get_size()} app {w.Get_attr(MPI.APPNUM)} arg {sys.argv[2]} "
+              f"yield {os.environ.get('OMPI_MCA_mpi_yield_when_idle', 'unset')}", flush=True)
         parent.Disconnect()
         return
     if MPI.COMM_WORLD.Get_rank() == 0:
