@@ -95,13 +95,27 @@ std::optional<ShebangProblem> shebangProblem(const std::string& file) {
   return std::nullopt;
 }
 
+// How to run `program` through its interpreter, as a line to paste: python3 for a .py file, else
+// `default_interpreter`; the path quoted where a shell would split it.
+std::string runThroughInterpreter(const std::string& program, const char* default_interpreter) {
+  constexpr std::string_view kPlain = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-+=:,@%";
+  std::string word = program;
+  if (program.empty() || program.find_first_not_of(kPlain) != std::string::npos) {
+    word = "'";
+    for (char c : program) word += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    word += "'";
+  }
+  return std::string(program.ends_with(".py") ? "python3" : default_interpreter) + " " + word;
+}
+
 Result<std::string> checkInterpreter(const std::string& program, const std::string& file, const std::string& node_name) {
   const auto problem = shebangProblem(file);
   if (!problem) return file;
   if (problem->windows_line_ending)
     return diagnostic(Errc::program_not_executable, "program-windows-line-endings", {{"program", program}, {"node", node_name}});
   if (problem->no_line)
-    return diagnostic(Errc::program_not_executable, "program-without-interpreter-line", {{"program", program}, {"node", node_name}});
+    return diagnostic(Errc::program_not_executable, "program-without-interpreter-line",
+                      {{"program", program}, {"node", node_name}, {"run", runThroughInterpreter(program, "bash")}});
   if (!problem->unusable_interpreter.empty())
     return diagnostic(Errc::program_not_executable, "program-interpreter-not-executable",
                       {{"program", program}, {"node", node_name}, {"interpreter", visibleText(problem->unusable_interpreter)}});
@@ -134,7 +148,8 @@ Result<std::string> resolveProgram(const std::string& program, const std::string
     if (err == EISDIR)
       return diagnostic(Errc::program_not_executable, "program-is-directory", {{"program", program}, {"node", node_name}});
     return diagnostic(Errc::program_not_executable, "program-path-not-executable",
-                      {{"program", program}, {"node", node_name}, {"reason", std::strerror(err)}});
+                      {{"program", program}, {"node", node_name}, {"reason", std::strerror(err)},
+                       {"run", runThroughInterpreter(program, "python3")}});
   }
   bool saw_non_exec = false;
   size_t start = 0;

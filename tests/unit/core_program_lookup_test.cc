@@ -114,7 +114,12 @@ TEST_CASE("program lookup: a script without a #! line, or naming no executable i
     CHECK(r.error().code == Errc::program_not_executable);
     CHECK_THAT(r.error().message, Catch::Contains("without a #! first line"));
     CHECK_THAT(r.error().hint, Catch::Contains("#!/bin/sh"));
+    CHECK_THAT(r.error().hint, Catch::Contains(std::string("(bash ./") + name + ")"));
   }
+  // A Python file is run by python3, and a path a shell would split comes quoted, to paste.
+  auto py = script("my train.py", "import sys\n");
+  REQUIRE_FALSE(py);
+  CHECK_THAT(py.error().hint, Catch::Contains("(python3 './my train.py')"));
   for (const char* interpreter : {"/etc/passwd", "/tmp"}) {  // exec: EACCES, read as the script's own
     INFO(interpreter);
     auto r = script("odd.sh", std::string("#!") + interpreter + "\necho hi\n");
