@@ -105,6 +105,9 @@ struct JobOutcome {
   // tlaunch was told to end (Ctrl-C, SIGTERM, SIGHUP), also while a rank's failure was already
   // ending the job: --max-restarts never starts another attempt then.
   bool interrupted = false;
+  // Ranks (and spawned processes) the teardown's SIGTERM did not end within --kill-timeout: its
+  // SIGKILL did (a checkpoint cut short). Not counted after "kill at once" (a second Ctrl-C).
+  int killed_at_kill_timeout = 0;
 };
 
 class JobSession {

@@ -74,7 +74,8 @@ void JobSession::handleSignal(int sig) {
   if (interrupts_ == 1) {
     first_interrupt_ = sig;
     first_interrupt_at_ = std::chrono::steady_clock::now();
-    out_.note(std::string("got ") + ::sigabbrev_np(sig) + ": ending the job (again to kill at once)");
+    out_.note(std::string("got ") + ::sigabbrev_np(sig) + ": ending the job (SIGTERM to the ranks, SIGKILL after " +
+              std::to_string(cfg_.spec.kill_timeout_s) + " s; again to kill at once)");
     std::string why = std::string("tlaunch was interrupted by SIG") + ::sigabbrev_np(sig);
     // Start failures gathered so far are not lost to the interrupt: they are why it waited.
     if (!failed_ && !start_failures_.empty())

@@ -353,7 +353,24 @@ with tl.ending(p):
     out, err = tl.communicate_or_fail(p, 30, "after SIGTERM to a checkpointing script with a worker")
     tl.check("checkpointed, worker alive: True" in out and "wrapper saw 0" in out,
              f"the teardown's SIGTERM reached the worker or the wrapper: {out!r} {err!r}")
+    tl.check("SIGKILL after 20 s" in err and "did not end within --kill-timeout" not in err,
+             f"the interrupt's line says the grace; no rank was killed at its end: {err!r}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
+
+# 5c. A rank that ignores SIGTERM (or whose checkpoint outlasts --kill-timeout) is killed: said,
+# and counted in the summary, so that a job script knows the last checkpoint may be cut short.
+summary = os.path.join(tl.tempdir(), "summary.json")
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "2", "--kill-timeout", "1", "--summary-json", summary, "--",
+              "sh", "-c", 'if [ "$RANK" = 0 ]; then trap "" TERM; fi; echo "pid $$ ready"; sleep 60'])
+with tl.ending(p):
+    wait_ready(p, 2)
+    os.kill(p.pid, signal.SIGTERM)
+    out, err = tl.communicate_or_fail(p, 30, "after SIGTERM with a rank that ignores it")
+with open(summary) as f:
+    killed = json.load(f)["killed_at_kill_timeout"]
+tl.check(p.returncode == 143 and killed == 1 and
+         "1 process of the job did not end within --kill-timeout (1 s) of the SIGTERM and was killed" in err,
+         f"a rank past --kill-timeout: exit {p.returncode}, counted {killed}: {err!r}")
 
 # 6. `tlaunch preflight` where a node's daemon cannot start: its row says so (the table, and
 # --json for scripts: it was empty), and the other nodes are checked without it, in the same
