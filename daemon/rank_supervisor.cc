@@ -15,6 +15,7 @@
 #include "daemon/oom_kills.h"
 #include "daemon/rank_end_time.h"
 #include "daemon/signal_catchers.h"
+#include "daemon/stack_target.h"
 
 namespace tlaunch {
 
@@ -296,7 +297,7 @@ void RankSupervisor::signalAll(int sig, bool whole_group) {
     groups.insert(r->pid);
     if (r->exited) continue;
     if (teardown) {
-      for (pid_t target : teardownTargets(r->pid, procs, procStatus)) ::kill(target, sig);
+      for (pid_t target : teardownTargets(r->pid, procs, procStatus, processExeName)) ::kill(target, sig);
       continue;
     }
     if (!to_catchers) {

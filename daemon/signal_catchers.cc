@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "daemon/stack_target.h"
+
 namespace tlaunch {
 
 bool catchesSignal(std::string_view status_text, int sig) {
@@ -48,10 +50,41 @@ std::vector<pid_t> forwardTargets(pid_t leader, int sig, const std::vector<ProcE
 }
 
 std::vector<pid_t> teardownTargets(pid_t leader, const std::vector<ProcEntry>& procs,
-                                   const std::function<std::string(pid_t)>& statusOf) {
-  std::vector<pid_t> targets = forwardTargets(leader, SIGTERM, procs, statusOf);
-  const bool none_catches = targets == std::vector<pid_t>{leader} && !catchesSignal(statusOf(leader), SIGTERM);
-  return none_catches ? std::vector<pid_t>{-leader} : targets;
+                                   const std::function<std::string(pid_t)>& statusOf,
+                                   const std::function<std::string(pid_t)>& nameOf) {
+  std::unordered_map<pid_t, pid_t> parent;  // the group's live members
+  for (const auto& p : procs)
+    if (p.pgid == leader && p.state != 'Z') parent[p.pid] = p.ppid;
+  std::unordered_set<pid_t> catching, owners;  // owners: catchers that are no wrapper
+  for (const auto& [pid, ppid] : parent)
+    if (catchesSignal(statusOf(pid), SIGTERM)) {
+      catching.insert(pid);
+      if (!isWrapperCommand(nameOf(pid))) owners.insert(pid);
+    }
+  if (catching.empty()) return {-leader};
+  // Up the parent links within the group, bounded (a list read while processes come and go).
+  auto anyAbove = [&](pid_t pid, const std::unordered_set<pid_t>& set) {
+    pid_t up = parent[pid];
+    for (size_t steps = 0; parent.count(up) && steps < parent.size(); ++steps, up = parent[up])
+      if (set.count(up)) return true;
+    return false;
+  };
+  // Ancestors of a program that catches it. Not of a wrapper that does: a shell's child inherits
+  // its trap's handler between fork and exec, which would spare the shell for a `sleep`.
+  std::unordered_set<pid_t> waiting_wrappers;
+  for (pid_t pid : owners) {
+    pid_t up = parent[pid];
+    for (size_t steps = 0; parent.count(up) && steps < parent.size(); ++steps, up = parent[up])
+      waiting_wrappers.insert(up);
+  }
+  std::vector<pid_t> out;
+  for (const auto& [pid, ppid] : parent) {
+    if (anyAbove(pid, owners)) continue;
+    if (waiting_wrappers.count(pid) && isWrapperCommand(nameOf(pid))) continue;
+    out.push_back(pid);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::string procStatus(pid_t pid) {

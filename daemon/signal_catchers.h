@@ -25,13 +25,18 @@ bool catchesSignal(std::string_view status_text, int sig);
 std::vector<pid_t> forwardTargets(pid_t leader, int sig, const std::vector<ProcEntry>& procs,
                                   const std::function<std::string(pid_t)>& statusOf);
 
-// Where the teardown's SIGTERM goes in `leader`'s group: to the topmost processes that catch it
-// (a training script that checkpoints on SIGTERM, also behind a wrapper shell, which is left to
-// wait for it; the script's data-loader workers are its own to end: signalled with it, they died
-// at once and torch's SIGCHLD handler raised in the middle of the checkpoint). When none catches
-// it, to the whole group: {-leader}, a kill(2) target.
+// Where the teardown's SIGTERM goes in `leader`'s group. When no process catches it: the whole
+// group, {-leader} (a kill(2) target). Else every member but
+// - the processes below one that catches it and is no wrapper (isWrapperCommand): a training
+//   script's data-loader workers are its own to end (signalled with it, they died at once and
+//   torch's SIGCHLD handler raised in the middle of the checkpoint);
+// - a wrapper while a program below it catches it (`bash train.sh` without exec): it would die
+//   at once (bash with any EXIT trap too, which catches SIGTERM to run it), its rank would count
+//   as ended and the script be swept; a wrapper that traps SIGTERM to pass it on has it done.
+// `nameOf`: a process's program name (processExeName).
 std::vector<pid_t> teardownTargets(pid_t leader, const std::vector<ProcEntry>& procs,
-                                   const std::function<std::string(pid_t)>& statusOf);
+                                   const std::function<std::string(pid_t)>& statusOf,
+                                   const std::function<std::string(pid_t)>& nameOf);
 
 // /proc/<pid>/status, or "" when it cannot be read.
 std::string procStatus(pid_t pid);

@@ -344,18 +344,21 @@ with open(ckpt, "w") as f:
             "alive = os.waitpid(worker, os.WNOHANG) == (0, 0)\n"
             "print(f'checkpointed, worker alive: {alive}', flush=True)\n"
             "os.kill(worker, signal.SIGKILL)\n")
-p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--kill-timeout", "20", "--", "bash", "-c",
-              f"{tl.PYTHON} {ckpt}; echo wrapper saw $?"])
-with tl.ending(p):
-    lines = wait_ready(p, 1)
-    job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
-    os.kill(p.pid, signal.SIGTERM)
-    out, err = tl.communicate_or_fail(p, 30, "after SIGTERM to a checkpointing script with a worker")
-    tl.check("checkpointed, worker alive: True" in out and "wrapper saw 0" in out,
-             f"the teardown's SIGTERM reached the worker or the wrapper: {out!r} {err!r}")
-    tl.check("SIGKILL after 20 s" in err and "did not end within --kill-timeout" not in err,
-             f"the interrupt's line says the grace; no rank was killed at its end: {err!r}")
-tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
+# A wrapper with an EXIT trap catches SIGTERM to run it, and died of it at once just the same.
+for wrapper in (f"{tl.PYTHON} {ckpt}; echo wrapper saw $?",
+                f"trap 'echo wrapper cleanup' EXIT; {tl.PYTHON} {ckpt}; echo wrapper saw $?"):
+    p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--kill-timeout", "20", "--", "bash", "-c", wrapper])
+    with tl.ending(p):
+        lines = wait_ready(p, 1)
+        job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+        os.kill(p.pid, signal.SIGTERM)
+        out, err = tl.communicate_or_fail(p, 30, "after SIGTERM to a checkpointing script with a worker")
+        tl.check("checkpointed, worker alive: True" in out and "wrapper saw 0" in out and
+                 ("trap" not in wrapper or "wrapper cleanup" in out),
+                 f"{wrapper}: the teardown's SIGTERM reached the worker or the wrapper: {out!r} {err!r}")
+        tl.check("SIGKILL after 20 s" in err and "did not end within --kill-timeout" not in err,
+                 f"the interrupt's line says the grace; no rank was killed at its end: {err!r}")
+    tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
 
 # 5c. A rank that ignores SIGTERM (or whose checkpoint outlasts --kill-timeout) is killed: said,
 # and counted in the summary, so that a job script knows the last checkpoint may be cut short.

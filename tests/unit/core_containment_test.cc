@@ -442,17 +442,29 @@ TEST_CASE("a passed-on signal goes to the processes of the rank's group that cat
   status[107] = usr1;
   CHECK(forwardTargets(100, SIGUSR1, two, statusOf) == std::vector<pid_t>{101, 106});
 
-  // The teardown's SIGTERM (0x4000 = bit 14): the topmost catchers alone, else the whole group.
+  // The teardown's SIGTERM (0x4000 = bit 14). 100 is `sh train.sh`, 101 its python, 102 and 103
+  // the python's data-loader workers (they inherit its handler).
   const std::string term = "\nSigCgt:\t0000000000004000\n";
   std::map<pid_t, std::string> teardown{{101, term}, {102, term}, {103, term}};
   auto teardownStatus = [&](pid_t pid) { return teardown.count(pid) ? teardown[pid] : std::string("\nSigCgt:\t0\n"); };
+  auto nameOf = [](pid_t pid) { return std::string(pid == 100 ? "sh" : "python3"); };
   // The script checkpoints on SIGTERM: it alone; neither its workers (they would die first and
   // torch's SIGCHLD handler raise in the script) nor the wrapper shell (it would die at once).
-  CHECK(teardownTargets(100, procs, teardownStatus) == std::vector<pid_t>{101});
-  teardown[100] = term;  // the rank's own process catches it: it alone
-  CHECK(teardownTargets(100, procs, teardownStatus) == std::vector<pid_t>{100});
+  CHECK(teardownTargets(100, procs, teardownStatus, nameOf) == std::vector<pid_t>{101});
+  // A shell with a trap (`trap cleanup EXIT` catches SIGTERM too, and dies of it at once, its
+  // script swept with it): still the script alone; the shell's trap runs when it ends.
+  teardown[100] = term;
+  CHECK(teardownTargets(100, procs, teardownStatus, nameOf) == std::vector<pid_t>{101});
+  // A helper beside the script that does not catch it (`python train.py & monitor & wait`): it too.
+  teardown.erase(100);
+  const std::vector<ProcEntry> beside{{100, 1, 100, 'S'}, {101, 100, 100, 'S'}, {102, 101, 100, 'S'}, {106, 100, 100, 'S'}};
+  CHECK(teardownTargets(100, beside, teardownStatus, nameOf) == std::vector<pid_t>{101, 106});
+  // The rank's own program catches it (no wrapper): it alone, its workers are its own.
+  auto python = [](pid_t) { return std::string("python3"); };
+  teardown[100] = term;
+  CHECK(teardownTargets(100, procs, teardownStatus, python) == std::vector<pid_t>{100});
   teardown.clear();  // nobody catches it: the whole group at once, as a plain job wants
-  CHECK(teardownTargets(100, procs, teardownStatus) == std::vector<pid_t>{-100});
+  CHECK(teardownTargets(100, procs, teardownStatus, nameOf) == std::vector<pid_t>{-100});
 
   SECTION("a real process that catches SIGUSR1 shows it in its status; one that does not, does not") {
     pid_t child = ::fork();
