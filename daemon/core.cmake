@@ -8,6 +8,7 @@ set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_supervisor_stdin.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_supervisor_spawn.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rank_launches.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/rank_error_file.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/preflight_runner.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/rdma_pair_agent.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/inventory.cc

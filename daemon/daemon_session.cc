@@ -4,6 +4,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "daemon/rdma_pair_agent.h"
@@ -14,6 +16,7 @@
 #include "bootstrap/node_launch_json.h"
 #include "daemon/job_marked_processes.h"
 #include "daemon/output_channel.h"
+#include "daemon/rank_error_file.h"
 #include "daemon/rank_launches.h"
 #include "daemon/stack_collector.h"
 #include "daemon/stale_job_files.h"
@@ -236,6 +239,10 @@ void DaemonSession::handleStart() {
         launches = tl::unexpected(r.error());
         break;
       }
+      // torchrun's error file for @record, unless the user named one (daemon/rank_error_file.h).
+      const bool users = std::any_of(l.env.begin(), l.env.end(),
+                                     [](const std::string& kv) { return kv.starts_with("TORCHELASTIC_ERROR_FILE="); });
+      if (!users) l.env.push_back("TORCHELASTIC_ERROR_FILE=" + pmix_->errorFileOf(l.rank));
     }
   }
   if (!launches) {
@@ -266,6 +273,8 @@ void DaemonSession::handleStart() {
                    {"tail", e.stderr_tail}};
     if (unfinalized) report["unfinalized"] = true;
     if (e.oom_killer_ran) report["oom"] = true;
+    if (pmix_)  // read also for a rank the teardown ended: it may have raised first and ended last
+      if (auto error = readRankErrorFile(pmix_->errorFileOf(e.rank))) report["error"] = std::move(*error);
     // A failure goes ahead of output that waits for credit (a paused `| less`): it ends the job
     // now, not once someone scrolls; the lines before it follow as the reader takes them (its
     // stderr tail travels in the report). Any other exit keeps its place after its last lines.

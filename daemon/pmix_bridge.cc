@@ -57,6 +57,10 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   // Created on its own first: it lives in a shared directory (makeRankDir refuses a planted one).
   if (auto r = makeRankDir(b->node_dir_, static_cast<uint32_t>(::getuid()), static_cast<uint32_t>(::getgid()), launch.node_name); !r)
     return tl::unexpected(r.error());
+  if (auto r = makeRankDir(b->node_dir_ + "/errors", static_cast<uint32_t>(::getuid()), static_cast<uint32_t>(::getgid()),
+                          launch.node_name);
+      !r)
+    return tl::unexpected(r.error());
   PmixServerConfig cfg;
   cfg.node_name = launch.node_name;
   cfg.node_index = launch.pmix.this_node;

@@ -34,6 +34,9 @@ class PmixBridge {
   void endSpawned(int spawn_id);
   // Adds the PMIx variables (server URI, namespace, rank, Open MPI's hints) to a rank's env.
   Result<void> setupFork(int rank, std::vector<std::string>& env);
+  // Where rank `rank` of the job writes torchrun's error file (daemon/rank_error_file.h): in
+  // this node's job directory, removed with it.
+  std::string errorFileOf(int rank) const { return node_dir_ + "/errors/rank." + std::to_string(rank) + ".json"; }
   // Frontend messages: "fence_done", "dmodex_serve", "dmodex_done", "pmix_spawn_done", "rank_failed" (a PMIx
   // event for the local clients), and those of pmix_pubsub_wire.h.
   void onMessage(const std::string& type, const Json& msg);

@@ -61,4 +61,5 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/job_setup.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/summary_json.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/report_stdout.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/peer_loss_text.cc
 )

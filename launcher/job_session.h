@@ -231,6 +231,10 @@ class JobSession {
   void endJobFor(RankFailure f, std::chrono::steady_clock::time_point since);
   // The failures held for blame_'s window: the earliest is the job's reason.
   void settleBlame();
+  // When the rank blamed only lost a peer (its error says a socket closed) and another rank's
+  // @record wrote an exception of its own, that rank is the job's cause: it broke its peers and
+  // ended after them (a slow exit hook; its `finally:` closed the process group first).
+  void applyRecordedError();
   bool lostNodePending() const { return lost_node_ && !failed_; }
   void failNodeLost();  // the lost node is the reason, the ranks that failed meanwhile its consequence
   void failPmixOperationsOf(int rank);
@@ -327,6 +331,14 @@ class JobSession {
   // Failed ranks that end the job, held a moment so that the earliest, not the first reported,
   // is named (launcher/failure_blame.h)
   std::unique_ptr<FailureBlame> blame_;
+  struct RecordedError {  // an exception a rank's error file holds (daemon/rank_error_file.h)
+    std::string node, message;
+    int64_t at_us = 0;
+    std::vector<std::string> tail;
+  };
+  // Every rank's recorded exception that is not a peer's loss (launcher/peer_loss_text.h), and
+  // the blamed rank's own, whatever it says (bounded).
+  std::map<int, RecordedError> recorded_errors_;
   std::optional<std::chrono::steady_clock::time_point> teardown_at_;  // a failed rank's --event-grace
   void startNcclCheck();
   void onNcclSummary(const Json& msg);

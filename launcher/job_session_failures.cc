@@ -7,12 +7,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 
 #include "binding/preflight/preflight_report.h"
 #include "bootstrap/error_text.h"
 #include "launcher/hostlist.h"
+#include "launcher/peer_loss_text.h"
 #include "launcher/cli_values.h"
 #include "launcher/failure_blame.h"
 #include "launcher/pmix_collectives.h"
@@ -70,6 +72,27 @@ void JobSession::onRankFailed(RankFailure f) {
     return;
   }
   endJobFor(std::move(f), Clock::now());
+}
+
+void JobSession::applyRecordedError() {
+  if (cfg_.spec.keep_going || outcome_.failed_rank < 0 || !outcome_.failed_process.empty()) return;
+  const auto own = recorded_errors_.find(outcome_.failed_rank);
+  const std::string blamed_said = own != recorded_errors_.end()       ? own->second.message
+                                  : !outcome_.stderr_tail.empty() ? outcome_.stderr_tail.back()
+                                                                  : std::string();
+  if (!looksLikePeerLoss(blamed_said)) return;
+  const std::pair<const int, RecordedError>* cause = nullptr;  // the earliest exception of its own
+  for (const auto& entry : recorded_errors_)
+    if (!looksLikePeerLoss(entry.second.message) && (!cause || entry.second.at_us < cause->second.at_us))
+      cause = &entry;
+  if (!cause) return;
+  outcome_.summary = rankName(cause->first) + " on node " + cause->second.node + " raised " + cause->second.message +
+                     " (torch's @record wrote it to its TORCHELASTIC_ERROR_FILE); the other ranks lost it: " +
+                     outcome_.summary;
+  outcome_.failed_rank = cause->first;
+  outcome_.failed_node = cause->second.node;
+  outcome_.signal = 0;
+  outcome_.stderr_tail = cause->second.tail;
 }
 
 void JobSession::endJobFor(RankFailure f, Clock::time_point since) {
@@ -176,6 +199,12 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   if (msg.contains("tail") && msg["tail"].is_array())
     for (const auto& l : msg["tail"])
       if (l.is_string()) tail.push_back(l.get<std::string>());
+  if (const auto error = msg.find("error"); jobs_rank && error != msg.end() && error->is_object()) {
+    const auto text = error->find("message");
+    const int64_t at_us = getInt(*error, "at_us", 0);
+    if (text != error->end() && text->is_string() && recorded_errors_.size() < 1024)
+      recorded_errors_[rank] = RecordedError{link.name, text->get<std::string>().substr(0, 300), at_us, tail};
+  }
   // A rank that called MPI_Abort fails with the call and exits after it: its last words come
   // with its exit, for the failure already recorded, or kept for it (a few) until it is.
   if (aborted_.contains(rank)) {

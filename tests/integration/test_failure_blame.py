@@ -104,4 +104,18 @@ else:
                 break
             except OSError:
                 time.sleep(0.1)
+
+# 4. torch's @record: rank 0 raises, closes its process group in `finally:` (its peers fail with
+#    "Connection closed by peer" and end first) and ends last. The peer blamed first only lost
+#    its peer; the rank whose TORCHELASTIC_ERROR_FILE holds an exception of its own is named,
+#    with that exception. Three times: before, tlaunch named a peer and quoted its gloo error.
+for attempt in range(3):
+    summary = os.path.join(tl.tempdir(), "summary.json")
+    r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--summary-json", summary, "--", tl.PYTHON,
+                tl.program("recorded_root_cause.py")], timeout=120)
+    with open(summary) as f:
+        s = json.load(f)
+    tl.check(r.returncode != 0 and "rank 0 on node local0 raised ValueError: NaN loss at step 3" in r.stderr and
+             s["failed_rank"] == 0 and s["stderr_tail"][-1:] == ["ValueError: NaN loss at step 3"],
+             f"run {attempt}: the @record'ed cause: exit {r.returncode}, {s['failed_rank']}, {r.stderr[-1500:]}")
 print("ok")

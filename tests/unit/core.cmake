@@ -26,6 +26,7 @@ tlaunch_add_unit_test(NAME core_tests
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_rank_status_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_spawn_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_program_lookup_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_rank_error_file_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_stranger_eviction_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_inventory_codec_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/core_session_lifecycle_test.cc
