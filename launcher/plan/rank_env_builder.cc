@@ -73,6 +73,7 @@ const std::vector<DaemonAddedVariable>& daemonAddedVariables() {
       {"OMPI_MCA_btl_vader_backing_directory",
        "the job's shared-memory directory the daemon creates on the node (/dev/shm, else its job directory)"},
       {"NCCL_DEBUG*", "--nccl-check: NCCL's log settings and the per-rank log file the daemon creates"},
+      {"TORCHELASTIC_ERROR_FILE", "where torch's @record writes the rank's exception, in the node's job directory"},
   };
   return list;
 }
