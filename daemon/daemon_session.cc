@@ -277,8 +277,11 @@ void DaemonSession::handleStart() {
       if (auto error = readRankErrorFile(pmix_->errorFileOf(e.rank))) report["error"] = std::move(*error);
     // A failure goes ahead of output that waits for credit (a paused `| less`): it ends the job
     // now, not once someone scrolls; the lines before it follow as the reader takes them (its
-    // stderr tail travels in the report). Any other exit keeps its place after its last lines.
-    const bool failure = !e.killed_by_us && (e.signaled || e.code != 0 || unfinalized);
+    // stderr tail travels in the report). Any other exit keeps its place after its last lines,
+    // and so does a spawned process's: the last one's exit closes its spawn's --output-dir files.
+    const bool jobs_rank = std::any_of(launch_->ranks.begin(), launch_->ranks.end(),
+                                       [&](const RankSpec& r) { return r.rank == e.rank; });
+    const bool failure = jobs_rank && !e.killed_by_us && (e.signaled || e.code != 0 || unfinalized);
     if (failure && !output_->empty()) {
       report["ahead"] = true;  // interior daemons of a tree pass it on the same way
       conn_->send(report);

@@ -1,10 +1,10 @@
 #include "daemon/rank_launches.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <set>
-#include <thread>
 
 #include "daemon/job_marked_processes.h"
 
@@ -78,7 +78,12 @@ Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, cons
   // More processes than CPUs here once these start: they yield while they wait, as the ranks of
   // an oversubscribed node do (launcher/plan/rank_env_builder.cc); spinning, 6 children of one
   // rank on 2 CPUs took 19 s to do what took 0.7 s yielding. A value the user gave wins.
-  const size_t cpus_here = share.cpus.empty() ? std::max(1U, std::thread::hardware_concurrency()) : share.cpus.size();
+  size_t cpus_here = share.cpus.size();
+  if (cpus_here == 0) {  // --bind none: the CPUs this daemon (and so each process) may run on
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    cpus_here = ::sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? static_cast<size_t>(CPU_COUNT(&allowed)) : 1;
+  }
   const bool crowded = launch.pmix.oversubscribed || launch.ranks.size() + job.ranks_by_node[here].size() > cpus_here;
   const std::vector<std::string> defaults =
       crowded ? std::vector<std::string>{"OMPI_MCA_mpi_yield_when_idle=1"} : std::vector<std::string>{};

@@ -105,7 +105,10 @@ std::string runThroughInterpreter(const std::string& program, const char* defaul
     for (char c : program) word += c == '\'' ? std::string("'\\''") : std::string(1, c);
     word += "'";
   }
-  return std::string(program.ends_with(".py") ? "python3" : default_interpreter) + " " + word;
+  const char* interpreter = program.ends_with(".py")                               ? "python3"
+                            : program.ends_with(".sh") || program.ends_with(".bash") ? "bash"
+                                                                                      : default_interpreter;
+  return std::string(interpreter) + " " + word;
 }
 
 Result<std::string> checkInterpreter(const std::string& program, const std::string& file, const std::string& node_name) {

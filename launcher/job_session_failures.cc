@@ -170,7 +170,8 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   const bool signaled = getBool(msg, "signaled");
   const int code = static_cast<int>(getInt(msg, "code"));
   const bool ours = getBool(msg, "ours");
-  if (ours && signaled && code == SIGKILL && interrupts_ < 2) ++outcome_.killed_at_kill_timeout;
+  if (ours && signaled && code == SIGKILL && interrupts_ < 2 && cfg_.spec.kill_timeout_s > 0)
+    ++outcome_.killed_at_kill_timeout;
   // A rank the teardown ended keeps -1 (README): its 143 is the teardown's, not its own.
   if (!ours && rank >= 0 && static_cast<size_t>(rank) < outcome_.rank_exit_codes.size())
     outcome_.rank_exit_codes[static_cast<size_t>(rank)] = signaled ? 128 + code : code;

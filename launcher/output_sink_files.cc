@@ -45,7 +45,7 @@ namespace {
 // without a reader). O_TRUNC only once the file is known to be ours: another user's would be
 // emptied first.
 Result<int> openOwnFile(int dfd, const std::string& file, const std::string& path, int mode) {
-  const int fd = ::openat(dfd, file.c_str(), O_WRONLY | O_CREAT | (mode & ~O_TRUNC) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  const int fd = ::openat(dfd, file.c_str(), O_WRONLY | O_CREAT | mode | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0) {
     if (errno == ENXIO) return diagnostic(Errc::usage, "output-file-foreign", {{"path", path}, {"what", "a FIFO or socket"}});
     if (errno == ELOOP) return diagnostic(Errc::usage, "output-file-foreign", {{"path", path}, {"what", "a symbolic link"}});
@@ -70,12 +70,7 @@ Result<int> openOwnFile(int dfd, const std::string& file, const std::string& pat
   // One left by an earlier run (or made by hand) keeps no wider mode than a new one: the ranks'
   // output can hold tokens.
   if ((st.st_mode & 077) != 0) ::fchmod(fd, 0600);
-  if ((mode & O_TRUNC) != 0 && ::ftruncate(fd, 0) != 0) {
-    const int e = errno;
-    ::close(fd);
-    return diagnostic(Errc::usage, "output-file-unwritable", {{"path", path}, {"reason", std::strerror(e)}});
-  }
-  return fd;
+  return fd;  // emptied by the caller (O_TRUNC) once every file of the job is open
 }
 
 }  // namespace
@@ -132,14 +127,27 @@ Result<void> OutputSink::openNumbered(Item::Type type, const std::vector<std::pa
   if (!dfd) return tl::unexpected(dfd.error());
   Item item;
   item.type = type;
+  // Every file opened before any is emptied: a refusal halfway (the open-files limit, a planted
+  // link) leaves the last run's files as they were.
   for (const auto& [number, name] : numbered_names) {
-    if (auto ok = openInto(*dfd, number, name, mode, item); !ok) {
+    if (auto ok = openInto(*dfd, number, name, mode & ~O_TRUNC, item); !ok) {
       ::close(*dfd);
       return ok;
     }
     if (type == Item::Type::more_files) item.file_names[number] = name;
   }
   ::close(*dfd);
+  if ((mode & O_TRUNC) != 0)
+    for (const auto& [key, fd] : item.files)
+      if (::ftruncate(fd, 0) != 0) {
+        const int e = errno;
+        for (auto& [k, f] : item.files) ::close(f);
+        return diagnostic(Errc::usage, "output-file-unwritable",
+                          {{"path", dir_ + "/" + (type == Item::Type::more_files ? item.file_names[key.first]
+                                                                                  : "rank." + std::to_string(key.first)) +
+                                        (key.second == 1 ? ".out" : ".err")},
+                           {"reason", std::strerror(e)}});
+      }
   enqueue(std::move(item));
   return {};
 }

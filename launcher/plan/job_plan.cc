@@ -274,9 +274,12 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
   if (plan.master_port <= 0 && !spec.offline && !user_port) {
     return fail(Errc::io, "node " + head.name + " found no free TCP port for MASTER_PORT");
   }
-  if (user_port && !user_addr && head.inventory.master_port_in_use)
-    return diagnostic(Errc::resources, "master-port-in-use",
-                      {{"node", head.name}, {"port", *user_port}, {"source", ctx.user_env.at("MASTER_PORT").source}});
+  if (user_port && !user_addr && head.inventory.master_port_in_use) {
+    Error taken = diagnosticError(Errc::resources, "master-port-in-use",
+                                  {{"node", head.name}, {"port", *user_port}, {"source", ctx.user_env.at("MASTER_PORT").source}});
+    if (!spec.dry_run) return tl::unexpected(std::move(taken));
+    plan.warnings.push_back(taken.message + " (" + taken.hint + ")");  // --dry-run: the plan is still worth seeing
+  }
 
   // The network first, so that preflight knows the job's data ports; preflight's verdict first.
   auto network = chooseJobNetwork(spec, nodes, ctx);

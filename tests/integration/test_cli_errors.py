@@ -196,6 +196,10 @@ with socket.socket() as held, socket.socket() as lingering:
             "--", "touch", os.path.join(d, "ran")], 78,
            f"MASTER_PORT {taken} (--master-port) is in use on local0, rank 0's node")
     tl.check(not os.path.exists(os.path.join(d, "ran")), "a rank started on a taken --master-port")
+    r = tl.run(["--launcher", "local", "-p", "1", "--preflight-skip", "memlock", "--master-port", str(taken),
+                "--dry-run", "--", "true"])
+    tl.check(r.returncode == 0 and f"warning: MASTER_PORT {taken} (--master-port) is in use" in r.stdout,
+             f"--dry-run shows the plan and warns of a taken --master-port: {r.returncode} {r.stderr}")
     r = tl.run(["--launcher", "local", "-p", "1", "--preflight-skip", "memlock", "-x", f"MASTER_PORT={taken}",
                 "-x", "MASTER_ADDR=127.0.0.1", "--", "true"])
     tl.check(r.returncode == 0, f"a taken MASTER_PORT with the user's MASTER_ADDR: {r.returncode} {r.stderr}")

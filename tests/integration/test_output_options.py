@@ -32,11 +32,14 @@ tl.check(r.returncode == 127 and sizes["rank.0.out"] == len("token\n"),
          f"a job that never started emptied --output-dir: exit {r.returncode}, {sizes}")
 # Two files per rank stay open in tlaunch: past its hard limit of open files, the message says
 # that limit and what to do (it said to check the disk's space, and exit 64).
-r = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "40", "--output-dir", tl.tempdir(), "--",
+# Refused halfway through opening them, it leaves the last run's files whole too.
+r = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "40", "--output-dir", d, "--",
                     "true"], capture_output=True, text=True, timeout=120,
                    preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)))
 tl.check(r.returncode == 78 and "beyond its limit of 64" in r.stderr and "ulimit -Hn" in r.stderr,
          f"--output-dir past the open-files limit: exit {r.returncode}, {r.stderr}")
+tl.check(os.path.getsize(os.path.join(d, "rank.0.out")) == len("token\n"),
+         "a job refused while opening its files emptied the ones it had opened")
 
 r = tl.run(["-p", "2", "--tag-output=rank", "--", "sh", "-c", 'echo "x$RANK"'])
 tl.check(sorted(r.stdout.splitlines()) == ["[0] x0", "[1] x1"], f"rank tags: {r.stdout!r}")
