@@ -188,12 +188,6 @@ namespace {
 int applyBinding(const void* binding) {
   return applyPreparedBinding(*static_cast<const PreparedBinding*>(binding));
 }
-bool daemonHasTerminal() {
-  const int fd = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (fd >= 0) ::close(fd);
-  return fd >= 0;
-}
-
 }  // namespace
 
 Result<RankProcess> spawnRank(const RankLaunch& launch) {
@@ -210,13 +204,7 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
   spec.cgroup_procs_fd = launch.cgroup_procs_fd;
   spec.cgroup_dir_fd = launch.cgroup_dir_fd;
   spec.allow_parent_ptrace = true;  // `tlaunch stacks`: the daemon's gdb is the rank's sibling
-  // In the daemon's session, which has no controlling terminal (ssh without -t, srun, and the
-  // local launcher's daemon, started in a session of its own): a rank that opens /dev/tty gets an
-  // error instead of being stopped by SIGTTIN. One session for all ranks is one scheduler
-  // autogroup: a session per rank made Open MPI's sched_yield (yield_when_idle) give the CPU to
-  // no one, 15-30x slower where ranks outnumber cores. Their own only where the daemon has a
-  // terminal (`--ssh-option -t`).
-  spec.new_session = daemonHasTerminal();
+  spec.new_session = true;          // never stopped by the user's terminal (local launcher)
   spec.umask = launch.umask;
   spec.nofile = launch.nofile;
   spec.stdout_terminal = launch.stdout_terminal;

@@ -70,7 +70,7 @@ ChildProcess::~ChildProcess() {
 }
 
 Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, const std::string& stdin_data,
-                                         const std::vector<std::string>& extra_env, bool own_session) {
+                                         const std::vector<std::string>& extra_env) {
   if (argv.empty()) return fail(Errc::internal, "ChildProcess::spawn: empty argv");
   SpawnSpec spec;
   spec.exe = argv[0];
@@ -80,7 +80,6 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
   spec.stdin_mode = SpawnSpec::Stdin::pipe;
   spec.stdout_pipe = false;
   spec.stdout_to_stderr = true;  // nothing there is ours to print (README: ranks' lines only)
-  spec.new_session = own_session;
   auto spawned = spawnProcess(spec);
   if (!spawned) {
     Error e = spawned.error();

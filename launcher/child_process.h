@@ -29,10 +29,8 @@ class ChildProcess {
   // argv[0] is looked up in PATH. `stdin_data` is written to the child's stdin, which stays
   // open until the ChildProcess is destroyed. The child gets PR_SET_PDEATHSIG(SIGKILL) so it
   // never outlives the frontend, and its own process group.
-  // `own_session`: setsid, no controlling terminal (the local launcher's tlaunchd, whose ranks
-  // share its session).
   static Result<ChildProcess> spawn(const std::vector<std::string>& argv, const std::string& stdin_data,
-                                    const std::vector<std::string>& extra_env = {}, bool own_session = false);
+                                    const std::vector<std::string>& extra_env = {});
 
   pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0 && !exited_; }

@@ -39,7 +39,7 @@ Result<void> LocalStarter::start(const std::vector<NodeTarget>& nodes, const Dae
     std::vector<std::string> argv{daemon};
     argv.insert(argv.end(), command.args.begin(), command.args.end());
     argv.insert(argv.end(), {"--node-index", std::to_string(n.index), "--node-name", n.name});
-    auto p = ChildProcess::spawn(argv, secret + "\n", {}, /*own_session=*/true);
+    auto p = ChildProcess::spawn(argv, secret + "\n");
     if (!p) return tl::unexpected(p.error());
     started_.push_back({n.index, std::move(*p)});
   }
