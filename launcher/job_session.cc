@@ -129,7 +129,7 @@ JobOutcome JobSession::run() {
   out_.setDrained({});
   starter_->stop(5000);  // daemons exit on their own after "shutdown"; this is for stragglers
   if (fallback_starter_) fallback_starter_->stop(1000);
-  applyRecordedError();
+  explainPeerLoss();
   return outcome_;
 }
 

@@ -231,10 +231,11 @@ class JobSession {
   void endJobFor(RankFailure f, std::chrono::steady_clock::time_point since);
   // The failures held for blame_'s window: the earliest is the job's reason.
   void settleBlame();
-  // When the rank blamed only lost a peer (its error says a socket closed) and another rank's
-  // @record wrote an exception of its own, that rank is the job's cause: it broke its peers and
-  // ended after them (a slow exit hook; its `finally:` closed the process group first).
-  void applyRecordedError();
+  // At the end, when the rank blamed only lost a peer (its error says a socket closed): a rank
+  // that had ended with status 0 before it is named (it left early), and a rank whose @record
+  // wrote an exception of its own becomes the job's cause (it broke its peers and ended after
+  // them: a slow exit hook; its `finally:` closed the process group first).
+  void explainPeerLoss();
   bool lostNodePending() const { return lost_node_ && !failed_; }
   void failNodeLost();  // the lost node is the reason, the ranks that failed meanwhile its consequence
   void failPmixOperationsOf(int rank);
@@ -339,6 +340,15 @@ class JobSession {
   // Every rank's recorded exception that is not a peer's loss (launcher/peer_loss_text.h), and
   // the blamed rank's own, whatever it says (bounded).
   std::map<int, RecordedError> recorded_errors_;
+  // The first of the job's ranks to end with status 0 while the others ran, and when (its
+  // node's clock): a peer's "connection closed" after it is of it (explainPeerLoss).
+  struct CleanEnd {
+    int rank = -1;
+    std::string node;
+    int64_t at_us = 0;
+  };
+  std::optional<CleanEnd> first_clean_end_;
+  int64_t blamed_ended_us_ = 0;  // when the failure the job ended for happened
   std::optional<std::chrono::steady_clock::time_point> teardown_at_;  // a failed rank's --event-grace
   void startNcclCheck();
   void onNcclSummary(const Json& msg);

@@ -74,13 +74,19 @@ void JobSession::onRankFailed(RankFailure f) {
   endJobFor(std::move(f), Clock::now());
 }
 
-void JobSession::applyRecordedError() {
+void JobSession::explainPeerLoss() {
   if (cfg_.spec.keep_going || outcome_.failed_rank < 0 || !outcome_.failed_process.empty()) return;
   const auto own = recorded_errors_.find(outcome_.failed_rank);
   const std::string blamed_said = own != recorded_errors_.end()       ? own->second.message
                                   : !outcome_.stderr_tail.empty() ? outcome_.stderr_tail.back()
                                                                   : std::string();
   if (!looksLikePeerLoss(blamed_said)) return;
+  // A rank that ended with status 0 before (it left its loop early, a `return` on one rank
+  // only): its closed connections are the likeliest cause; said, the status stays the failure's.
+  if (first_clean_end_ && first_clean_end_->at_us > 0 && first_clean_end_->at_us < blamed_ended_us_)
+    outcome_.summary += "; " + rankName(first_clean_end_->rank) + " on node " + first_clean_end_->node +
+                        " had ended with status 0 before it: a rank that ends early closes its connections to the "
+                        "others";
   const std::pair<const int, RecordedError>* cause = nullptr;  // the earliest exception of its own
   for (const auto& entry : recorded_errors_)
     if (!looksLikePeerLoss(entry.second.message) && (!cause || entry.second.at_us < cause->second.at_us))
@@ -96,6 +102,7 @@ void JobSession::applyRecordedError() {
 }
 
 void JobSession::endJobFor(RankFailure f, Clock::time_point since) {
+  if (blamed_ended_us_ == 0) blamed_ended_us_ = f.ended_us;
   // The job ends, but the other ranks' event handlers get --event-grace first: the outcome is
   // recorded now, teardown waits for endEventGrace() (tick, or every rank gone already).
   // Without a rank that called PMIx_Init (--pmix off, or torch jobs that never do) no rank can
@@ -184,6 +191,8 @@ void JobSession::onRankExit(Link& link, const Json& msg) {
   // their next collective for ever), or before MPI_Init while other ranks called it (their
   // MPI_Init's fence waits for it). The job ends as for a failure, with status 1.
   const bool jobs_rank = plan_ && rank >= 0 && rank < plan_->world_size;
+  if (jobs_rank && !ours && !signaled && code == 0 && !failed_ && !first_clean_end_)
+    first_clean_end_ = CleanEnd{rank, link.name, getInt(msg, "at_us", 0)};
   if (!ours && !signaled && code == 0 && getBool(msg, "unfinalized")) {
     if (jobs_rank)
       failImproperEnd(rank, link.name, getInt(msg, "at_us", 0),

@@ -11,7 +11,9 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace tlaunch {
 
@@ -32,8 +34,12 @@ int terminalWidth(int out_fd, int err_fd) {
 
 OutputTerminals terminalsOf(int out_fd, int err_fd) {
   OutputTerminals t;
-  t.stdout_is_tty = ::isatty(out_fd) == 1;
-  t.stderr_is_tty = ::isatty(err_fd) == 1;
+  // TERM=dumb (Emacs' shell, some CI consoles): no cursor control, so no line drawn in place
+  // (its \e[K would show as garbage); lines as into a pipe.
+  const char* term = std::getenv("TERM");
+  const bool dumb = term != nullptr && std::string_view(term) == "dumb";
+  t.stdout_is_tty = !dumb && ::isatty(out_fd) == 1;
+  t.stderr_is_tty = !dumb && ::isatty(err_fd) == 1;
   if (const int width = terminalWidth(out_fd, err_fd); width > 0) t.width = width;
   return t;
 }

@@ -162,7 +162,7 @@ void OutputSink::writeFile(int rank, int stream, std::string_view bytes) {
   auto named = file_names_.find(rank);
   const std::string name = named != file_names_.end() ? named->second : "rank." + std::to_string(rank);
   formatter_.note("warning: cannot write " + dir_ + "/" + name + (stream == 1 ? ".out" : ".err") +
-                      ": " + std::strerror(errno) + "; its output goes on to the terminal only",
+                      ": " + std::strerror(errno) + "; its output still goes to tlaunch's own output",
                   w);
   writeTerminalText(w);
 }

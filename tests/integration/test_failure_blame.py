@@ -118,4 +118,11 @@ for attempt in range(3):
     tl.check(r.returncode != 0 and "rank 0 on node local0 raised ValueError: NaN loss at step 3" in r.stderr and
              s["failed_rank"] == 0 and s["stderr_tail"][-1:] == ["ValueError: NaN loss at step 3"],
              f"run {attempt}: the @record'ed cause: exit {r.returncode}, {s['failed_rank']}, {r.stderr[-1500:]}")
+
+# 5. A rank that ends with status 0 early: the others fail of its closed connections, and the
+#    summary named only one of them ("Connection closed by peer"); it now names the rank that left.
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--", tl.PYTHON, tl.program("early_clean_exit.py")],
+           timeout=120)
+tl.check(r.returncode == 1 and "rank 1 on node local0 had ended with status 0 before it" in r.stderr,
+         f"a rank that left early is named: exit {r.returncode}, {r.stderr[-1500:]}")
 print("ok")

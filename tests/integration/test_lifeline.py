@@ -138,9 +138,10 @@ print(f"PASS 3: 60 progress updates in 3 s became {len(bar)} lines in a pipe, th
 
 # 4. The same on a terminal.
 master, slave = pty.openpty()
+XTERM = dict(os.environ, TERM="xterm")  # whatever the console running the tests says
 p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "-q", "--", tl.PYTHON, PAT,
                       "progress", "30", "1.5"], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
-                     start_new_session=True)
+                     start_new_session=True, env=XTERM)
 os.close(slave)
 screen = read_screen(master, p)
 p.wait(timeout=30)
@@ -153,13 +154,27 @@ newlines = screen.count(b"\n")
 tl.check(newlines <= 2, f"terminal progress: {newlines} lines on the screen, want 1")
 print("PASS 4: on a terminal the bar is redrawn in place and ends in one line")
 
+# 4a. TERM=dumb (Emacs' shell, some CI consoles) has no cursor control: lines as into a pipe, no
+#     "\e[K" shown as garbage.
+master, slave = pty.openpty()
+p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "-q", "--", tl.PYTHON, PAT,
+                      "progress", "10", "1"], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
+                     start_new_session=True, env=dict(os.environ, TERM="dumb"))
+os.close(slave)
+screen = read_screen(master, p)
+p.wait(timeout=30)
+os.close(master)
+tl.check(p.returncode == 0 and b"\x1b[K" not in screen and b"done" in screen,
+         f"TERM=dumb: exit {p.returncode}, cursor control on a dumb terminal: {screen[-300:]!r}")
+print("PASS 4a: TERM=dumb gets lines, no cursor control")
+
 # 4c. The terminal is resized while the bar runs: later states are cut to the new width (a line
 # wider than the terminal wraps into rows that are never redrawn).
 master, slave = pty.openpty()
 fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 60, 0, 0))
 p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "-q", "--", tl.PYTHON, PAT,
                       "progress", "40", "4"], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
-                     start_new_session=True)
+                     start_new_session=True, env=XTERM)
 os.close(slave)
 before = read_screen(master, p, until=b"R0  25%")
 fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 16, 0, 0))
@@ -186,7 +201,7 @@ for where in ("pipe", "terminal"):
     else:
         master, slave = pty.openpty()
         p = subprocess.Popen([tl.TLAUNCH] + ASK, stdin=subprocess.PIPE, stdout=slave, stderr=slave,
-                             start_new_session=True)
+                             start_new_session=True, env=XTERM)
         os.close(slave)
         screen_fd = master
     try:
