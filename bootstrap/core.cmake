@@ -14,6 +14,7 @@ set(BOOTSTRAP_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/tree_shape.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/stranger_eviction.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/path_check.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/shell_quote.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/process_hygiene.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/allocator_tuning.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/close_fds.cc

@@ -11,6 +11,7 @@
 
 #include "binding/fabric/nccl_conf.h"
 #include "bootstrap/keeper_protocol.h"  // epochSeconds
+#include "tlaunch/own_file.h"
 #include "tlaunch/replace_file.h"
 #include "tlaunch/version.h"
 
@@ -60,17 +61,9 @@ bool worthCaching(const NodeInventory& inv) {
 }
 
 std::optional<CachedInventory> loadCachedInventory(const std::string& path, const Json& key) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  struct stat st{};
-  std::string bytes;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-      static_cast<size_t>(st.st_size) <= kMaxCacheBytes) {
-    bytes.resize(static_cast<size_t>(st.st_size));
-    if (::read(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) bytes.clear();
-  }
-  ::close(fd);
-  auto j = decodeMessage(bytes);
+  const auto file = readOwnFile(path, kMaxCacheBytes);
+  if (!file) return std::nullopt;
+  auto j = decodeMessage(file->bytes);
   if (!j || !j->contains("inv") || !(*j)["inv"].is_object() || !j->contains("key") || (*j)["key"] != key)
     return std::nullopt;
   const long long age = epochSeconds() - getInt(*j, "at");

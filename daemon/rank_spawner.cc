@@ -11,6 +11,7 @@
 
 #include "bootstrap/path_check.h"
 #include "bootstrap/rank_env.h"
+#include "bootstrap/shell_quote.h"
 #include "bootstrap/spawn.h"
 #include "tlaunch/diagnostics.h"
 #include "tlaunch/strings.h"
@@ -99,12 +100,8 @@ std::optional<ShebangProblem> shebangProblem(const std::string& file) {
 // `default_interpreter`; the path quoted where a shell would split it.
 std::string runThroughInterpreter(const std::string& program, const char* default_interpreter) {
   constexpr std::string_view kPlain = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-+=:,@%";
-  std::string word = program;
-  if (program.empty() || program.find_first_not_of(kPlain) != std::string::npos) {
-    word = "'";
-    for (char c : program) word += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    word += "'";
-  }
+  const bool plain = !program.empty() && program.find_first_not_of(kPlain) == std::string::npos;
+  const std::string word = plain ? program : shellQuote(program);
   const char* interpreter = program.ends_with(".py")                               ? "python3"
                             : program.ends_with(".sh") || program.ends_with(".bash") ? "bash"
                                                                                       : default_interpreter;

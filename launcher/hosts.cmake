@@ -13,7 +13,6 @@ set(LAUNCHER_HOSTS_SOURCES
 # control tree (tree spawn), hence a library of its own that tlaunchd links too.
 set(LAUNCHER_SSH_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/child_process.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/shell_quote.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/starter_support.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ssh_starter.cc
 )

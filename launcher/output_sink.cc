@@ -1,5 +1,6 @@
 #include "launcher/output_sink.h"
 #include "launcher/held_signals.h"
+#include "tlaunch/replace_file.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -141,28 +142,10 @@ void OutputSink::flush() {
   flushed_cv_.wait(lk, [&] { return flushes_done_ >= mine; });
 }
 
-namespace {
-// A stdout left non-blocking by another program on the same pipe or terminal (ssh does this to
-// one it inherits): wait as a blocking write would, never drop the output.
-void waitWritable(int fd) {
-  pollfd p{fd, POLLOUT, 0};
-  while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
-  }
-}
-}  // namespace
-
 bool OutputSink::writeAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      waitWritable(fd);
-      continue;
-    }
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
+  const int e = writeWhole(fd, data);  // errno says why, for the caller's message
+  if (e != 0) errno = e;
+  return e == 0;
 }
 
 bool OutputSink::writevAll(int fd, std::vector<iovec>& iov) {

@@ -142,11 +142,7 @@ Result<void> OutputSink::openNumbered(Item::Type type, const std::vector<std::pa
       if (::ftruncate(fd, 0) != 0) {
         const int e = errno;
         for (auto& [k, f] : item.files) ::close(f);
-        return diagnostic(Errc::usage, "output-file-unwritable",
-                          {{"path", dir_ + "/" + (type == Item::Type::more_files ? item.file_names[key.first]
-                                                                                  : "rank." + std::to_string(key.first)) +
-                                        (key.second == 1 ? ".out" : ".err")},
-                           {"reason", std::strerror(e)}});
+        return diagnostic(Errc::usage, "output-file-unwritable", {{"path", dir_}, {"reason", std::strerror(e)}});
       }
   enqueue(std::move(item));
   return {};

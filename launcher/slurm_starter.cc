@@ -8,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "launcher/shell_quote.h"
+#include "bootstrap/shell_quote.h"
 #include "launcher/starter_support.h"
 #include "tlaunch/strings.h"
 #include "tlaunch/diagnostics.h"

@@ -15,7 +15,7 @@
 #include <thread>
 #include <utility>
 
-#include "launcher/shell_quote.h"
+#include "bootstrap/shell_quote.h"
 #include "launcher/starter_support.h"
 #include "tlaunch/diagnostics.h"
 

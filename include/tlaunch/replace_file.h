@@ -5,6 +5,7 @@
 // `path` by rename(). `mode` is subject to the umask, as for any new file. close() is checked:
 // NFS reports a full disk there. Returns 0, or the errno of the step that failed.
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -32,12 +33,24 @@ inline std::string replacementFileName(const std::string& path, int attempt = 0)
   return path + ".tmp" + hex;
 }
 
-// Every byte to `fd`, through short writes and EINTR: 0, or the errno that stopped it.
+// Until `fd` takes more: a stdout left non-blocking by another program on the same pipe or
+// terminal (ssh does this to one it inherits) is waited on as a blocking write would be.
+inline void waitWritable(int fd) {
+  pollfd p{fd, POLLOUT, 0};
+  while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+  }
+}
+
+// Every byte to `fd`, through short writes, EINTR and EAGAIN: 0, or the errno that stopped it.
 inline int writeWhole(int fd, std::string_view bytes) {
   size_t put = 0;
   while (put < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + put, bytes.size() - put);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      waitWritable(fd);
+      continue;
+    }
     if (n <= 0) return n < 0 ? errno : EIO;
     put += static_cast<size_t>(n);
   }

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "launcher/shell_quote.h"
+#include "bootstrap/shell_quote.h"
 #include "launcher/ssh_starter.h"
 
 using namespace tlaunch;

@@ -1,4 +1,4 @@
-#include "launcher/shell_quote.h"
+#include "bootstrap/shell_quote.h"
 
 namespace tlaunch {
 
