@@ -21,6 +21,12 @@
 namespace tlaunch {
 
 namespace {
+// --nnodes as the user wrote it: "3", or "2:3" (elastic).
+std::string nnodesAsGiven(const JobSpec& spec) {
+  return spec.min_nodes == spec.nodes ? std::to_string(spec.nodes)
+                                      : std::to_string(spec.min_nodes) + ":" + std::to_string(spec.nodes);
+}
+
 std::vector<std::string> netIfOf(const HostEntry& h) {
   std::vector<std::string> out;
   auto it = h.attrs.find("net_if");
@@ -131,8 +137,8 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     sized.nodes = static_cast<int>(hosts->size());
   if (spec.min_nodes > 0 && !hosts->empty() && static_cast<int>(hosts->size()) < spec.min_nodes)
     return diagnostic(Errc::usage, "nnodes-short",
-                      {{"min", std::to_string(spec.min_nodes)},
-                       {"max", std::to_string(spec.nodes)},
+                      {{"given", nnodesAsGiven(spec)},
+                       {"min", std::to_string(spec.min_nodes)},
                        {"available", std::to_string(hosts->size())},
                        {"names", listNames(*hosts)}});
   const NodeOrigin origin = nodeOrigin(src, env);
@@ -236,7 +242,8 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       // Simulated nodes on this host: local0, local1, ...
       int n = want_nodes > 0 ? want_nodes : 1;
       if (spec.launcher != LauncherKind::local && n > 1)
-        return diagnostic(Errc::usage, "nodes-none-given", {{"count", std::to_string(n)}});
+        return diagnostic(Errc::usage, "nodes-none-given",
+                          {{"flag", spec.min_nodes > 0 ? "--nnodes" : "-N"}, {"count", std::to_string(n)}});
       if (n > kMaxSimulatedNodes) return tooMany(static_cast<size_t>(n));
       // Counted nodes are local0..local<n-1>, as if a hostfile named exactly those: a node a
       // restart dropped is not replaced (name a spare: --hosts local0,local1,local2 -N 2), and
@@ -248,8 +255,8 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       if (const int left = static_cast<int>(chosen.size()); left < n) {
         if (spec.min_nodes <= 0 || left < spec.min_nodes || left == 0)
           return spec.min_nodes > 0 ? diagnostic(Errc::usage, "nnodes-short",
-                                                 {{"min", std::to_string(spec.min_nodes)},
-                                                  {"max", std::to_string(spec.nodes)},
+                                                 {{"given", nnodesAsGiven(spec)},
+                                                  {"min", std::to_string(spec.min_nodes)},
                                                   {"available", std::to_string(left)},
                                                   {"names", listNames(chosen)}})
                                     : diagnostic(Errc::usage, "nodes-short",

@@ -144,6 +144,11 @@ expect(["preflight", "--hosts", "a,b", "--level", "deep"], 64, "--level")
 expect(["-n", "5", "-p", "2", "--hosts", "a,b", "--dry-run", "--", "true"], 64,
        "-n 5 with -p 2 needs 3 nodes, but only 2 are available (a,b)")
 expect(["-N", "3", "--hosts", "a,b", "--dry-run", "--", "true"], 64, "-N 3 asks for 3 nodes, but only 2 are available")
+# torchrun's spelling is named back as typed.
+expect(["--nnodes=2", "--nproc_per_node=2", "--", "true"], 64, "--nnodes 2 needs 2 nodes, but none were given")
+expect(["-N", "2", "-p", "1", "--", "true"], 64, "-N 2 needs 2 nodes, but none were given")
+expect(["--nnodes", "3", "--hosts", "a,b", "--dry-run", "--", "true"], 64,
+       "--nnodes 3 needs at least 3 nodes, but only 2 are available (a,b)")
 # The other subcommands run no program either: a stray argument is a mistake, not ignored.
 expect(["topo", "--no-such-flag"], 64, "tlaunch topo: unknown argument --no-such-flag")
 expect(["stop-daemons", "now"], 64, "tlaunch stop-daemons: unknown argument now")
