@@ -65,6 +65,19 @@ std::string_view shownPart(std::string_view bytes) {
   if (const size_t cr = bytes.rfind('\r'); cr != std::string_view::npos) bytes.remove_prefix(cr + 1);
   return bytes;
 }
+
+// A state of blanks only: a bar erasing itself (tqdm's leave=False ends with "\r", spaces, "\r").
+bool isBlank(std::string_view state) { return state.find_first_not_of(" \t") == std::string_view::npos; }
+
+// The last state of an update record that shows something; empty if none does.
+std::string_view lastVisibleState(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const std::string_view state = shownPart(bytes);
+    if (!isBlank(state)) return state;
+    bytes = bytes.substr(0, static_cast<size_t>(state.data() - bytes.data()));  // the states before it
+  }
+  return {};
+}
 }  // namespace
 
 int columnsOf(std::string_view text, size_t at, size_t* length) {
@@ -158,6 +171,7 @@ void OutputFormatter::update(const std::string& tag, int rank, int stream, std::
                              Clock::time_point now, std::vector<Write>& out) {
   const std::string_view content = shownPart(bytes);
   if (content.empty()) return;  // the "\r" before a bar's first state
+  if (isBlank(content)) return erased(tag, rank, stream, lastVisibleState(bytes), now, out);
   held_[{rank, stream}].state = content;
   if (isTty(stream)) {
     std::string text = cutToColumns(tag + std::string(content), std::max(1, terminals_.width - 1));
@@ -175,6 +189,31 @@ void OutputFormatter::update(const std::string& tag, int rank, int stream, std::
     h.printed = h.text;
     print(stream, h.text, out);
   }
+}
+
+// A bar that erased itself leaves an empty line on a terminal, where the next output goes. Into a
+// pipe it adds no line of blanks; its last state is printed if it was held back (the bar's end,
+// "100%", would be lost otherwise).
+void OutputFormatter::erased(const std::string& tag, int rank, int stream, std::string_view last_state,
+                             Clock::time_point now, std::vector<Write>& out) {
+  Held& h = held_[{rank, stream}];
+  h.state.clear();
+  if (isTty(stream)) {
+    if (live_ && live_->rank == rank && live_->stream == stream) {
+      out.push_back({stream, std::string(kClearLine)});
+      live_.reset();
+    }
+    return;
+  }
+  if (!last_state.empty()) {
+    h.text = tag + std::string(last_state) + "\n";
+    h.pending = h.text != h.printed;
+  }
+  if (!h.pending) return;
+  h.pending = false;
+  h.next_allowed = now + kUpdateInterval;
+  h.printed = h.text;
+  print(stream, h.text, out);
 }
 
 void OutputFormatter::unfinished(const std::string& tag, int rank, int stream, std::string_view bytes,

@@ -73,6 +73,8 @@ class OutputFormatter {
               std::vector<Write>& out);
   void unfinished(const std::string& tag, int rank, int stream, std::string_view bytes, Clock::time_point now,
                   std::vector<Write>& out);
+  void erased(const std::string& tag, int rank, int stream, std::string_view last_state, Clock::time_point now,
+              std::vector<Write>& out);
 
   OutputTerminals terminals_;
   std::optional<Live> live_;

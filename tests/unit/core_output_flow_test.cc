@@ -205,6 +205,35 @@ TEST_CASE("formatter: a line that ends a bar with no text of its own keeps the b
   CHECK(text(out) == "[a:0] 100%\n");
 }
 
+// tqdm(leave=False) erases its bar when done: "\r", spaces, "\r". Into a pipe that was a tagged
+// line of blanks, and the bar's held-back last state (100%) was never printed.
+TEST_CASE("formatter: a bar that erases itself prints no blank line, and its last state is not lost") {
+  const auto t = OutputFormatter::Clock::now();
+  const std::string erase = "\r" + std::string(16, ' ') + "\r";
+  OutputFormatter pipe({});
+  std::vector<OutputFormatter::Write> out;
+  pipe.record("[a:0] ", 0, 2, OutputKind::update, "\r  0%\r", t, out);
+  pipe.record("[a:0] ", 0, 2, OutputKind::update, " 60%\r", t + std::chrono::milliseconds(100), out);
+  pipe.record("[a:0] ", 0, 2, OutputKind::update, "100%" + erase, t + std::chrono::milliseconds(200), out);
+  pipe.record("[a:0] ", 0, 2, OutputKind::lines, "next phase\n", t + std::chrono::seconds(2), out);
+  pipe.finish(out);
+  CHECK(text(out) == "[a:0]   0%\n[a:0] 100%\n[a:0] next phase\n");
+  // Erased after its last state was printed: nothing more.
+  out.clear();
+  pipe.record("[a:0] ", 0, 2, OutputKind::update, "50%\r", t + std::chrono::seconds(5), out);
+  pipe.record("[a:0] ", 0, 2, OutputKind::update, erase, t + std::chrono::seconds(7), out);
+  pipe.finish(out);
+  CHECK(text(out) == "[a:0] 50%\n");
+  // On a terminal the line is cleared, as the bar meant, and another rank's bar stays.
+  OutputFormatter tty({true, true, 80});
+  out.clear();
+  tty.record("[a:0] ", 0, 2, OutputKind::update, " 60%\r", t, out);
+  tty.record("[a:0] ", 0, 2, OutputKind::update, erase, t, out);
+  tty.record("[a:0] ", 0, 2, OutputKind::lines, "next\n", t, out);
+  tty.finish(out);
+  CHECK(text(out) == "\r\x1b[K[a:0]  60%\r\x1b[K[a:0] next\n");
+}
+
 // A line the rank left unfinished for a moment (a prompt waiting for input, "(Pdb) "): shown on
 // a terminal at once, in place; into a pipe only if still unfinished a second later; never
 // twice when its line ends in time.
