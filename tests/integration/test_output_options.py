@@ -24,6 +24,16 @@ r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--output-dir", d, "--"
 modes = {n: oct(os.stat(os.path.join(d, n)).st_mode & 0o777) for n in os.listdir(d)}
 tl.check(r.returncode == 0 and set(modes.values()) == {"0o600"}, f"--output-dir file modes: {modes}")
 
+# "--output-dir=~/logs" (and a quoted "~/..."): the shell leaves the "~"; tlaunch reads it as the
+# home directory, as the shell would. It created a directory named "~" in the current one.
+home = tl.tempdir()
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--preflight-skip", "memlock", "--output-dir=~/logs",
+            "--summary-json", "~/outcome.json", "--", "echo", "home"], env=dict(os.environ, HOME=home), cwd=home)
+tl.check(r.returncode == 0 and not os.path.exists(os.path.join(home, "~")), f"~ expanded: {r.returncode} {r.stderr}")
+with open(os.path.join(home, "logs", "rank.0.out")) as f:
+    tl.check(f.read() == "home\n", "--output-dir=~/logs is under $HOME")
+tl.check(os.path.isfile(os.path.join(home, "outcome.json")), "--summary-json ~/outcome.json is under $HOME")
+
 # A job refused before its ranks start (a program missing on the nodes, found while they prepare)
 # leaves the last run's files as they were: it emptied every one.
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--output-dir", d, "--", "no-such-program-xyz"])
