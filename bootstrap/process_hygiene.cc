@@ -15,17 +15,21 @@ bool saved = false;
 struct rlimit original {};
 }  // namespace
 
-void hardenProcess() {
+unsigned hardenProcess() {
   // open() takes the lowest free descriptor: a closed 0, 1 or 2 gets /dev/null, in order.
-  for (int fd = 0; fd <= 2; ++fd)
-    if (::fcntl(fd, F_GETFD) == -1) (void)::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+  unsigned closed = 0;
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1) continue;
+    closed |= 1U << fd;
+    (void)::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+  }
   // Past `ulimit -f` a write fails with EFBIG, reported like a full disk, instead of SIGXFSZ
   // killing tlaunch (and the job) while --output-dir grows. Children get every signal's default
   // back before exec (bootstrap/spawn.cc).
   ::signal(SIGXFSZ, SIG_IGN);
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   struct rlimit lim {};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return closed;
   if (!saved) {
     original = lim;
     saved = true;
@@ -42,6 +46,7 @@ void hardenProcess() {
     raised.rlim_cur = nr_open;
   }
   if (lim.rlim_cur < raised.rlim_cur) (void)::setrlimit(RLIMIT_NOFILE, &raised);
+  return closed;
 }
 
 struct rlimit userNofileLimit() {

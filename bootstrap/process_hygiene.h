@@ -10,7 +10,8 @@ namespace tlaunch {
 // Standard descriptors closed by the caller (`tlaunch ... >&-`, `<&-`) opened on /dev/null, then
 // PR_SET_DUMPABLE 0 and the raised RLIMIT_NOFILE. Call once, first, before any thread or fork:
 // otherwise the next descriptor opened (an eventfd, a socket) becomes "stdin" or "stdout".
-void hardenProcess();
+// Returns which of them were closed (bit 0: stdin, 1: stdout, 2: stderr).
+unsigned hardenProcess();
 
 // The soft/hard RLIMIT_NOFILE this process had before hardenProcess() (the current limit if it
 // was never called). Read it before fork; pass the value into the child.

@@ -27,7 +27,7 @@
 namespace {
 
 int runDaemon(int argc, char** argv) {
-  tlaunch::hardenProcess();
+  (void)tlaunch::hardenProcess();
   tlaunch::tuneAllocatorForMessages();
   tlaunch::DaemonOptions opts;
   std::string connect;

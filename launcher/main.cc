@@ -1,4 +1,5 @@
 // tlaunch: the frontend. Parses the command line and hands over to the subcommand.
+#include <iostream>
 #include <string_view>
 
 #include "bootstrap/asan_default_options.h"
@@ -14,7 +15,7 @@
 #include "launcher/warm_daemons_cli.h"
 
 int main(int argc, char** argv) {
-  tlaunch::hardenProcess();
+  const unsigned closed_streams = tlaunch::hardenProcess();
   tlaunch::tuneAllocatorForMessages();
   // A subcommand with its own parser (launcher/nccl/nccl_report_command.cc): it starts no job.
   if (argc > 1 && std::string_view(argv[1]) == "nccl-report") return tlaunch::runNcclReportCommand(argc - 1, argv + 1);
@@ -23,6 +24,10 @@ int main(int argc, char** argv) {
     if (!parsed.summary_json.empty()) tlaunch::writeRefusalSummary(parsed.summary_json, parsed.refusal);
     return *parsed.exit_now;
   }
+  // `tlaunch ... >&-` (a cron line, a script's mistake): the ranks' stdout would vanish unsaid.
+  if ((closed_streams & 2U) != 0 && parsed.command == tlaunch::Subcommand::run && !parsed.spec.quiet)
+    std::cerr << "tlaunch: note: tlaunch's stdout is closed: the ranks' stdout is discarded (give it a file, or "
+                 "/dev/null to say so)\n";
   switch (parsed.command) {
     case tlaunch::Subcommand::run:
       if (parsed.spec.offline && parsed.spec.dry_run) {

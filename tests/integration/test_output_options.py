@@ -34,6 +34,13 @@ with open(os.path.join(home, "logs", "rank.0.out")) as f:
     tl.check(f.read() == "home\n", "--output-dir=~/logs is under $HOME")
 tl.check(os.path.isfile(os.path.join(home, "outcome.json")), "--summary-json ~/outcome.json is under $HOME")
 
+# Started with stdout closed (`>&-`): the job runs, and the user hears that its stdout went nowhere.
+r = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "--", "echo", "lost"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120,
+                   preexec_fn=lambda: os.close(1))
+tl.check(r.returncode == 0 and "stdout is closed: the ranks' stdout is discarded" in r.stderr,
+         f"stdout closed: exit {r.returncode}, {r.stderr}")
+
 # A job refused before its ranks start (a program missing on the nodes, found while they prepare)
 # leaves the last run's files as they were: it emptied every one.
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--output-dir", d, "--", "no-such-program-xyz"])
