@@ -127,7 +127,10 @@ Json nodeLaunchToJson(const NodeLaunch& n, const SharedLaunch* shared) {
             {"nofile", n.nofile},
             {"reach", reachToJson(n.reach)},
             {"pmix", std::move(pmix)}};
-  if (n.stdout_terminal) j["stdout_terminal"] = true;
+  if (n.stdout_terminal) {
+    j["stdout_terminal"] = true;
+    j["terminal_size"] = {n.terminal_columns, n.terminal_rows};
+  }
   if (shared) j["rank_env_shared"] = true;
   if (shared && shared->has_base_env && n.base_env == shared->base_env) j["base_env_shared"] = true;
   else j["base_env"] = n.base_env;
@@ -213,6 +216,10 @@ Result<NodeLaunch> nodeLaunchFromJson(const Json& j, const SharedLaunch* shared)
     n.umask = std::clamp(j.value("umask", -1), -1, 0777);
     n.nofile = std::max(j.value("nofile", -1LL), -1LL);
     n.stdout_terminal = j.value("stdout_terminal", false);
+    if (const auto size = j.find("terminal_size"); size != j.end() && size->is_array() && size->size() == 2) {
+      n.terminal_columns = std::clamp(size->at(0).get<int>(), 0, 65535);
+      n.terminal_rows = std::clamp(size->at(1).get<int>(), 0, 65535);
+    }
     auto reach = reachFromJson(j.at("reach"));
     if (!reach) return tl::unexpected(reach.error());
     n.reach = std::move(*reach);

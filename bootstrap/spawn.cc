@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -79,7 +80,7 @@ struct Pipe {
   }
   // A pseudo-terminal in place of the pipe: fd[0] its master (ours), fd[1] its slave (the
   // child's stdout), raw so that the child's bytes arrive as written.
-  bool openTerminal() {
+  bool openTerminal(int columns, int rows) {
     fd[0] = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
     std::array<char, 128> name{};
     if (fd[0] < 0 || ::grantpt(fd[0]) != 0 || ::unlockpt(fd[0]) != 0 ||
@@ -95,6 +96,9 @@ struct Pipe {
       ::cfmakeraw(&raw);
       ::tcsetattr(fd[1], TCSANOW, &raw);
     }
+    // Programs size their bars and tables by it (tqdm, rich, ls): 0x0 made some draw nothing.
+    const winsize size{static_cast<unsigned short>(rows), static_cast<unsigned short>(columns), 0, 0};
+    if (columns > 0 && rows > 0) (void)::ioctl(fd[1], TIOCSWINSZ, &size);
     return true;
   }
 };
@@ -127,7 +131,7 @@ Result<SpawnedProcess> spawnProcess(const SpawnSpec& spec) {
     closeAll();
     return fail(Errc::io, std::string("pipe: ") + std::strerror(e));
   }
-  if (spec.stdout_pipe && !(spec.stdout_terminal ? out.openTerminal() : out.open())) {
+  if (spec.stdout_pipe && !(spec.stdout_terminal ? out.openTerminal(spec.terminal_columns, spec.terminal_rows) : out.open())) {
     const int e = errno;
     closeAll();
     return spec.stdout_terminal

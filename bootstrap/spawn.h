@@ -30,6 +30,7 @@ struct SpawnSpec {
   // With stdout_pipe: a pseudo-terminal instead of a pipe (its master is stdout_fd), raw (no
   // "\n" -> "\r\n"), and not the child's controlling terminal. Its end reads as EIO.
   bool stdout_terminal = false;
+  int terminal_columns = 0, terminal_rows = 0;  // its window size (0: the kernel's 0x0)
   bool stderr_pipe = true;  // else inherited
   // The child's stdout goes into its stderr pipe (needs stderr_pipe, not stdout_pipe): the
   // frontend's ssh and srun, whose stdout must not land among the ranks' lines.

@@ -36,6 +36,8 @@ Result<std::vector<RankLaunch>> buildRankLaunches(const NodeLaunch& launch) {
     l.umask = launch.umask;
     l.nofile = launch.nofile;
     l.stdout_terminal = launch.stdout_terminal;
+    l.terminal_columns = launch.terminal_columns;
+    l.terminal_rows = launch.terminal_rows;
     if (launch.apply_binding && (!r.cpus.empty() || !r.mem_nodes.empty())) {
       auto prepared = bindingLike(r);
       if (!prepared) return tl::unexpected(prepared.error());
@@ -104,6 +106,8 @@ Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, cons
     l.umask = launch.umask;
     l.nofile = launch.nofile;
     l.stdout_terminal = launch.stdout_terminal;
+    l.terminal_columns = launch.terminal_columns;
+    l.terminal_rows = launch.terminal_rows;
     if (launch.apply_binding && (!share.cpus.empty() || !share.mem_nodes.empty())) {
       share.local_rank = static_cast<int>(local);
       auto prepared = bindingLike(share);

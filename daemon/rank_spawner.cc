@@ -205,6 +205,8 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
   spec.umask = launch.umask;
   spec.nofile = launch.nofile;
   spec.stdout_terminal = launch.stdout_terminal;
+  spec.terminal_columns = launch.terminal_columns;
+  spec.terminal_rows = launch.terminal_rows;
   auto spawned = spawnProcess(spec);
   if (!spawned) {
     Error e = spawned.error();

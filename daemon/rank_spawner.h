@@ -24,6 +24,7 @@ struct RankLaunch {
   int umask = -1;                  // -1: the daemon's
   long long nofile = -1;           // soft RLIMIT_NOFILE; -1: the one the daemon started with
   bool stdout_terminal = false;    // stdout a pseudo-terminal (--pty), else a pipe
+  int terminal_columns = 0, terminal_rows = 0;  // its window size
 };
 
 struct RankProcess {

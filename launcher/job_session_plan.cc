@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <thread>
+#include <tuple>
 
 #include "bootstrap/auth.h"
 #include "bootstrap/close_fds.h"
@@ -188,6 +189,12 @@ void JobSession::planAndPrepare() {
   }
   for (const auto& n : plan_->nodes)
     for (const auto& r : n.ranks) out_.setRankNode(r.rank, n.node_name);
+  if (cfg_.spec.stdout_terminal)
+    for (auto& n : plan_->nodes) {
+      std::vector<int> ranks;
+      for (const auto& r : n.ranks) ranks.push_back(r.rank);
+      std::tie(n.terminal_columns, n.terminal_rows) = out_.rankTerminalSize(ranks);
+    }
   outcome_.rank_exit_codes.assign(static_cast<size_t>(plan_->world_size), -1);
   rank_failures_ = std::make_unique<RankFailurePolicy>(cfg_.spec.keep_going, plan_->world_size);
   if (plan_->pmix.enabled) pmix_spawns_ = std::make_unique<PmixSpawns>(plan_->pmix.nspace, plan_->world_size, plan_->pmix.node_names);

@@ -83,6 +83,16 @@ void OutputSink::setSpawnedTag(int number, const std::string& label, const std::
 
 void OutputSink::setRankNode(int rank, const std::string& node) { tags_[rank] = tagFor(mode_, rank, node); }
 
+std::pair<int, int> OutputSink::rankTerminalSize(const std::vector<int>& ranks) const {
+  struct winsize ws {};
+  if (::isatty(out_fd_) != 1 || ::ioctl(out_fd_, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0 || ws.ws_row == 0)
+    return {80, 24};  // a file or a pipe: a terminal's usual size
+  size_t tag = 0;
+  for (int rank : ranks)
+    if (const auto it = tags_.find(rank); it != tags_.end()) tag = std::max(tag, it->second.size());
+  return {std::max(20, static_cast<int>(ws.ws_col) - static_cast<int>(tag)), static_cast<int>(ws.ws_row)};
+}
+
 void OutputSink::setDrained(std::function<void(int, size_t)> drained) {
   std::lock_guard lk(mu_);
   drained_cb_ = std::move(drained);

@@ -38,6 +38,9 @@ class OutputSink {
   void setRankNode(int rank, const std::string& node);
   // A process the job spawned (PMIx_Spawn): tagged with its label ("spawn1:0") in place of a rank.
   void setSpawnedTag(int number, const std::string& label, const std::string& node);
+  // --pty: the window size (columns, rows) the terminals of `ranks` report, so that what they
+  // draw fits beside their tags: tlaunch's terminal less the widest tag; 80x24 into a pipe or file.
+  std::pair<int, int> rankTerminalSize(const std::vector<int>& ranks) const;
   // Creates --output-dir (0700) and its files (0600, never through a symlink).
   Result<void> openFiles(int world_size);
   // --output-dir can be used (made if missing, a directory of ours): checked before any node

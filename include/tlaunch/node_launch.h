@@ -45,6 +45,8 @@ struct NodeLaunch {
   int umask = -1;
   long long nofile = -1;
   bool stdout_terminal = false;      // --pty: each rank's stdout is a pseudo-terminal
+  int terminal_columns = 0;          // its window size, as programs read it (0: the kernel's 0x0)
+  int terminal_rows = 0;
   std::vector<ReachTarget> reach;    // the next node (ring), or every other node (all-pairs)
   PmixSpec pmix;
 };

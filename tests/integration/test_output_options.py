@@ -199,4 +199,29 @@ for flags, expect_lines in (([], []), (["--pty"], ["[local0:0] tty=1", "[local0:
     with open(os.path.join(odir, "rank.0.out"), "rb") as f:
         tl.check(f.read() == b"".join(line.split("] ", 1)[1].encode() + b"\n" for line in expect_lines),
                  f"{flags or 'a pipe'}: --output-dir file")
+
+# --pty's window size: a terminal's usual 80x24 into a pipe (it was 0x0: bars and tables drew
+# nothing or one column); on tlaunch's terminal, its size less the tag, so what a rank draws fits.
+size_prog = ["/usr/bin/python3", "-c", "import os; s = os.get_terminal_size(1); print(s.columns, s.lines)"]
+r = tl.run(["--launcher", "local", "-p", "1", "-q", "--pty", "--"] + size_prog)
+tl.check(r.returncode == 0 and r.stdout == "[local0:0] 80 24\n", f"--pty into a pipe: {r.stdout!r} {r.stderr!r}")
+import fcntl, pty, struct, termios
+master, slave = pty.openpty()
+fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-p", "1", "-q", "--pty", "--"] + size_prog,
+                     stdout=slave, stderr=subprocess.PIPE, env=dict(os.environ, TERM="xterm"))
+os.close(slave)
+seen = b""
+while True:
+    try:
+        chunk = os.read(master, 4096)
+    except OSError:  # EIO: every writer of the terminal has closed it
+        break
+    if not chunk:
+        break
+    seen += chunk
+p.wait(timeout=60)
+os.close(master)
+tl.check(p.returncode == 0 and b"[local0:0] " + str(120 - len("[local0:0] ")).encode() + b" 40" in seen,
+         f"--pty on a 120x40 terminal: exit {p.returncode}, {seen!r}")
 print("PASS")
