@@ -77,6 +77,20 @@ TEST_CASE("node launch: the shared part leaves every launch and comes back whole
   auto told = nodeLaunchFromJson(Json::from_cbor(Json::to_cbor(nodeLaunchToJson(nodes[1], &shared))), &*shared_back);
   REQUIRE(told);
   CHECK(told->pmix.oversubscribed);
+  // --pty's window size comes with the launch; a size no terminal has is cut to one.
+  nodes[1].stdout_terminal = true;
+  nodes[1].terminal_columns = 109;
+  nodes[1].terminal_rows = 40;
+  auto sized = nodeLaunchFromJson(nodeLaunchToJson(nodes[1], &shared), &*shared_back);
+  REQUIRE(sized);
+  CHECK((sized->stdout_terminal && sized->terminal_columns == 109 && sized->terminal_rows == 40));
+  Json huge = nodeLaunchToJson(nodes[1], &shared);
+  huge["terminal_size"] = Json::array({1 << 20, -5});
+  auto cut = nodeLaunchFromJson(huge, &*shared_back);
+  REQUIRE(cut);
+  CHECK((cut->terminal_columns == 65535 && cut->terminal_rows == 0));
+  huge["terminal_size"] = Json::array({"wide", 3});
+  CHECK_FALSE(nodeLaunchFromJson(huge, &*shared_back));
   // A value of another type is a malformed launch, refused, not read as true or false.
   Json odd = nodeLaunchToJson(nodes[1], &shared);
   odd["pmix"]["oversubscribed"] = "yes";
