@@ -5,6 +5,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -117,10 +118,17 @@ void JobSession::forwardStdin() {
   // read its stdin holds tlaunch's reading back instead of growing a buffer on its node.
   std::thread([this, target, rank = cfg_.spec.stdin_rank, credit = stdin_] {
     blockSessionSignals();  // Ctrl-C is the main thread's (held_signals.h)
+    // Typed at a terminal that echoes: each Enter ends the line the rank's prompt is on.
+    termios mode{};
+    const bool echoing = ::isatty(0) == 1 && ::tcgetattr(0, &mode) == 0 && (mode.c_lflag & ECHO) != 0 &&
+                         (mode.c_lflag & ICANON) != 0;
     // To the io thread, behind what came before (the bulk queue); false once the session ended.
-    auto handOn = [&](Json msg) {
+    auto handOn = [&](Json msg, bool line_ended = false) {
       return credit->whileOpen([&] {
-        asio::post(io_, [this, target, msg = std::move(msg)]() mutable { sendRouted(target->index, std::move(msg), true); });
+        asio::post(io_, [this, target, rank, line_ended, msg = std::move(msg)]() mutable {
+          if (line_ended) out_.inputEchoed(rank);
+          sendRouted(target->index, std::move(msg), true);
+        });
       });
     };
     std::vector<char> buf(65536);
@@ -158,7 +166,8 @@ void JobSession::forwardStdin() {
       }
       credit->grant(want - static_cast<size_t>(n));
       const auto data = std::string_view(buf.data(), static_cast<size_t>(n));
-      if (!handOn({{"t", "stdin"}, {"r", rank}, {"d", binary(data)}})) return;  // the session ended while read() waited
+      const bool line_ended = echoing && data.find('\n') != std::string_view::npos;
+      if (!handOn({{"t", "stdin"}, {"r", rank}, {"d", binary(data)}}, line_ended)) return;  // the session ended while read() waited
     }
   }).detach();
 }

@@ -140,6 +140,7 @@ void OutputFormatter::print(int stream, std::string text, std::vector<Write>& ou
 
 void OutputFormatter::record(const std::string& tag, int rank, int stream, OutputKind kind, std::string_view bytes,
                              Clock::time_point now, std::vector<Write>& out) {
+  if (!withoutEchoed(rank, stream, kind, bytes)) return;
   if (kind == OutputKind::update) return update(tag, rank, stream, bytes, now, out);
   if (kind == OutputKind::unfinished) return unfinished(tag, rank, stream, bytes, now, out);
   // The end of a progress bar, or more of its line: its held-back state is superseded. A line
@@ -227,6 +228,32 @@ void OutputFormatter::unfinished(const std::string& tag, int rank, int stream, s
   if (!h.pending) h.next_allowed = std::max(h.next_allowed, now + kUpdateInterval);
   h.text = tag + std::string(content) + "\n";
   h.pending = h.text != h.printed;
+}
+
+void OutputFormatter::inputEchoed(int rank) {
+  if (!live_ || live_->rank != rank || !isTty(live_->stream)) return;  // its prompt is not what the screen shows
+  Held& h = held_[{rank, live_->stream}];
+  h.echoed += h.state;
+  h.state.clear();
+  live_.reset();  // a finished line now: not cleared or redrawn
+}
+
+bool OutputFormatter::withoutEchoed(int rank, int stream, OutputKind kind, std::string_view& bytes) {
+  const auto h = held_.find({rank, stream});
+  if (h == held_.end() || h->second.echoed.empty()) return true;
+  std::string& echoed = h->second.echoed;
+  // The rank's line goes on from its prompt (its line pieces repeat the whole line so far); any
+  // other record means the line is no longer the one on the screen.
+  if ((kind != OutputKind::lines && kind != OutputKind::unfinished) || !bytes.starts_with(echoed)) {
+    echoed.clear();
+    return true;
+  }
+  bytes.remove_prefix(echoed.size());
+  if (kind == OutputKind::lines) {
+    echoed.clear();  // its line ended: later lines are whole
+    return true;
+  }
+  return !bytes.empty();
 }
 
 void OutputFormatter::note(std::string_view text, std::vector<Write>& out) {

@@ -51,6 +51,11 @@ class OutputFormatter {
   std::optional<Clock::time_point> nextDue() const;
   // At the end: held-back updates printed, the in-place line ended with a newline.
   void finish(std::vector<Write>& out);
+  // Input the user typed at tlaunch's terminal went to `rank` with its Enter: the terminal's echo
+  // ended the prompt drawn in place ("(Pdb) x = 1"). That prompt stays on the screen as a line of
+  // its own, and the rank's next output on that line shows without it: pdb's next "(Pdb) " was
+  // drawn as "(Pdb) (Pdb) ", the rank's stream holding every prompt since its last newline.
+  void inputEchoed(int rank);
 
  private:
   struct Live {
@@ -66,6 +71,9 @@ class OutputFormatter {
     // Into a pipe, the last text printed since its last line: a bar's state first shown as an
     // unfinished line, then ended by the next "\r", is not printed twice.
     std::string printed;
+    // On a terminal: the start of the rank's current line that the echo of typed input already
+    // ended on the screen (inputEchoed); taken off what comes next on that line.
+    std::string echoed;
   };
   bool isTty(int stream) const { return stream == 1 ? terminals_.stdout_is_tty : terminals_.stderr_is_tty; }
   void print(int stream, std::string text, std::vector<Write>& out);
@@ -75,6 +83,8 @@ class OutputFormatter {
                   std::vector<Write>& out);
   void erased(const std::string& tag, int rank, int stream, std::string_view last_state, Clock::time_point now,
               std::vector<Write>& out);
+  // `bytes` without the part of the line the terminal's echo already ended; false: nothing left.
+  bool withoutEchoed(int rank, int stream, OutputKind kind, std::string_view& bytes);
 
   OutputTerminals terminals_;
   std::optional<Live> live_;

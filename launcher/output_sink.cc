@@ -130,6 +130,13 @@ void OutputSink::endProgressLines() {
   enqueue(std::move(item));
 }
 
+void OutputSink::inputEchoed(int rank) {
+  Item item;
+  item.type = Item::Type::input_echoed;
+  item.rank = rank;
+  enqueue(std::move(item));
+}
+
 void OutputSink::note(std::string_view text) {
   Item item;
   item.type = Item::Type::note;
@@ -258,6 +265,7 @@ void OutputSink::handle(Item& item, std::vector<OutputFormatter::Write>& writes)
       break;
     case Item::Type::flush: break;
     case Item::Type::end_progress: formatter_.finish(writes); break;
+    case Item::Type::input_echoed: formatter_.inputEchoed(item.rank); break;
   }
 }
 

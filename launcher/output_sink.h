@@ -56,6 +56,9 @@ class OutputSink {
   void write(int source, int rank, int stream, OutputKind kind, std::string_view bytes);
   // The same without a copy: the record's bytes are owned.view().
   void write(int source, int rank, int stream, OutputKind kind, OwnedBytes&& owned);
+  // Typed input with its Enter went to `rank` from tlaunch's terminal, which echoed it
+  // (OutputFormatter::inputEchoed), in order with the output.
+  void inputEchoed(int rank);
   // A message of tlaunch itself, always to stderr, prefixed "tlaunch: ", in order with the output.
   void note(std::string_view text);
   // Called on the writer thread with (source, bytes written) as records leave; may be empty.
@@ -70,7 +73,7 @@ class OutputSink {
 
  private:
   struct Item {
-    enum class Type { record, note, files, more_files, close_files, flush, end_progress } type = Type::record;
+    enum class Type { record, note, files, more_files, close_files, flush, end_progress, input_echoed } type = Type::record;
     int source = -1, rank = 0, stream = 1;
     OutputKind kind = OutputKind::lines;
     std::string tag;

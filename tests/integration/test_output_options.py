@@ -4,6 +4,7 @@ import shlex
 import re
 import resource
 import subprocess
+import time
 
 import tl
 
@@ -224,4 +225,63 @@ p.wait(timeout=60)
 os.close(master)
 tl.check(p.returncode == 0 and b"[local0:0] " + str(120 - len("[local0:0] ")).encode() + b" 40" in seen,
          f"--pty on a 120x40 terminal: exit {p.returncode}, {seen!r}")
+
+# Debugging with --stdin 0 at a terminal: pdb's prompts, the typed commands the terminal echoes and
+# the answers read as under mpirun. The rank's stream has no newline after a prompt, so its line
+# was drawn as "(Pdb) (Pdb) (Pdb) 3".
+def screen_of(data):
+    """The lines a terminal shows for `data` (\r, \n and erase-to-end-of-line only)."""
+    lines, col, i, text = [""], 0, 0, data.decode(errors="replace")
+    while i < len(text):
+        if text.startswith("\x1b[K", i):
+            lines[-1] = lines[-1][:col]
+            i += 3
+            continue
+        c = text[i]
+        if c == "\r":
+            col = 0
+        elif c == "\n":
+            lines.append("")
+            col = 0
+        else:
+            lines[-1] = lines[-1][:col] + c + lines[-1][col + 1:]
+            col += 1
+        i += 1
+    return [line for line in lines if line]
+
+
+import select
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ["TERM"] = "xterm"
+    os.execv(tl.TLAUNCH, [tl.TLAUNCH, "--launcher", "local", "-p", "1", "-q", "--preflight-skip", "memlock",
+                          "--stdin", "0", "--", "/usr/bin/python3", "-c", "a = 5\nbreakpoint()\nprint('after', a)"])
+shown = b""
+def read_for(seconds, until=None):
+    global shown
+    end = time.time() + seconds
+    while time.time() < end and not (until and until in shown):
+        if select.select([fd], [], [], 0.05)[0]:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            shown += chunk
+read_for(60, b"(Pdb) ")
+for command in (b"x = 1\n", b"p x+a\n"):
+    prompts = shown.count(b"(Pdb) ")
+    os.write(fd, command)
+    end = time.time() + 30
+    while shown.count(b"(Pdb) ") <= prompts and time.time() < end:  # the prompt after the command
+        read_for(0.1)
+os.write(fd, b"c\n")
+read_for(60)  # to the end: the terminal's last writer has gone
+_, status = os.waitpid(pid, 0)
+os.close(fd)
+lines = screen_of(shown)
+tl.check(os.waitstatus_to_exitcode(status) == 0 and lines[-5:] == [
+    "[local0:0] (Pdb) x = 1", "[local0:0] (Pdb) p x+a", "[local0:0] 6", "[local0:0] (Pdb) c", "[local0:0] after 5"],
+    f"pdb at a terminal: {lines} {shown!r}")
 print("PASS")

@@ -234,6 +234,36 @@ TEST_CASE("formatter: a bar that erases itself prints no blank line, and its las
   CHECK(text(out) == "\r\x1b[K[a:0]  60%\r\x1b[K[a:0] next\n");
 }
 
+// pdb under --stdin 0 on a terminal: each "(Pdb) " prompt is drawn in place, the user's typing
+// is echoed after it by the terminal, and Enter ends that line on the screen; but the rank's
+// stream has no newline, so its line grew "(Pdb) (Pdb) (Pdb) 3" and was drawn so.
+TEST_CASE("formatter, terminal: a prompt the echo of typed input ended is not drawn again") {
+  const auto t = OutputFormatter::Clock::now();
+  OutputFormatter tty({true, true, 80});
+  std::vector<OutputFormatter::Write> out;
+  tty.record("[a:0] ", 0, 1, OutputKind::unfinished, "(Pdb) ", t, out);
+  tty.inputEchoed(0);  // "x = 1" typed: no output of its own
+  tty.record("[a:0] ", 0, 1, OutputKind::unfinished, "(Pdb) (Pdb) ", t, out);
+  tty.inputEchoed(0);  // "p x+y"
+  tty.record("[a:0] ", 0, 1, OutputKind::lines, "(Pdb) (Pdb) 3\n", t, out);
+  tty.record("[a:0] ", 0, 1, OutputKind::unfinished, "(Pdb) ", t, out);
+  CHECK(text(out) == "\r\x1b[K[a:0] (Pdb) \r\x1b[K[a:0] (Pdb) [a:0] 3\n\r\x1b[K[a:0] (Pdb) ");
+  // The echo of input for another rank, or with no prompt on the screen, changes nothing.
+  OutputFormatter other({true, true, 80});
+  out.clear();
+  other.record("[a:1] ", 1, 1, OutputKind::unfinished, "cmd> ", t, out);
+  other.inputEchoed(0);
+  other.record("[a:1] ", 1, 1, OutputKind::lines, "cmd> done\n", t, out);
+  CHECK(text(out) == "\r\x1b[K[a:1] cmd> \r\x1b[K[a:1] cmd> done\n");
+  // The rank's line went another way (it is not the prompt's continuation): shown whole.
+  OutputFormatter diverged({true, true, 80});
+  out.clear();
+  diverged.record("[a:0] ", 0, 1, OutputKind::unfinished, "Proceed? ", t, out);
+  diverged.inputEchoed(0);
+  diverged.record("[a:0] ", 0, 1, OutputKind::lines, "other\n", t, out);
+  CHECK(text(out) == "\r\x1b[K[a:0] Proceed? [a:0] other\n");
+}
+
 // A line the rank left unfinished for a moment (a prompt waiting for input, "(Pdb) "): shown on
 // a terminal at once, in place; into a pipe only if still unfinished a second later; never
 // twice when its line ends in time.
