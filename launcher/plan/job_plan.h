@@ -88,6 +88,9 @@ struct JobPlan {
   struct NodeGpus {
     bool gpu_ranks = false;    // the node's ranks drive GPUs
     std::string visible_gpus;  // CUDA_VISIBLE_DEVICES: GPUs a list narrows them to, else Slurm's, else ""
+    // AMD GPUs: ROCR_VISIBLE_DEVICES, the ranks' GPUs by UUID in local-rank order ("GPU-4c04...,"),
+    // since HIP numbers them in its own order, not the plan's (PCI bus order); "" otherwise.
+    std::string rocr_visible;
   };
   std::vector<NodeGpus> node_gpus;  // per node
 };

@@ -15,6 +15,35 @@ BindMode bindModeOf(const std::string& s) {
   return s == "none" ? BindMode::none : s == "numa" ? BindMode::numa : BindMode::core;
 }
 
+// ROCR_VISIBLE_DEVICES for AMD GPUs: "GPU-<uuid>" of each rank's GPU in local-rank order, so
+// that HIP's device r is local rank r's planned GPU (HIP's own numbering follows the driver's
+// enumeration, not the PCI bus order the plan uses). "" unless every rank's GPU is an AMD GPU
+// with a UUID (ROCm-SMI's, which ROCr accepts in that form).
+std::string rocrVisibleDevices(const TopologySnapshot& topo, const std::vector<RankBinding>& bindings) {
+  std::string list;
+  std::vector<std::string_view> seen;
+  for (const auto& b : bindings) {
+    if (!b.gpu_busid) return "";
+    const auto g = std::find_if(topo.gpus.begin(), topo.gpus.end(),
+                                [&](const GpuDevice& d) { return d.busid == *b.gpu_busid; });
+    if (g == topo.gpus.end() || g->vendor != "AMD" || !g->uuid) return "";
+    if (std::find(seen.begin(), seen.end(), *g->uuid) != seen.end()) continue;
+    seen.emplace_back(*g->uuid);
+    list += (list.empty() ? "GPU-" : ",GPU-") + *g->uuid;
+  }
+  return list;
+}
+
+// A GPU numbering of the user's or Slurm's is in force (HIP applies it on top of ROCR's list).
+bool gpuVisibilityGiven(const std::vector<std::string>& base_env) {
+  return std::any_of(base_env.begin(), base_env.end(), [](const std::string& kv) {
+    for (std::string_view name : {"CUDA_VISIBLE_DEVICES=", "HIP_VISIBLE_DEVICES=", "ROCR_VISIBLE_DEVICES=",
+                                  "GPU_DEVICE_ORDINAL="})
+      if (kv.starts_with(name)) return true;
+    return false;
+  });
+}
+
 }  // namespace
 
 Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& nodes, const PlanContext& ctx,
@@ -28,6 +57,7 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
   // The same warning of many nodes is said once, naming them all (1,000 nodes: one line).
   std::vector<NodeFailureText> node_warnings;
   bool reported_not_applied = false;
+  const bool visibility_given = gpuVisibilityGiven(ctx.base_env);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeReport& n = nodes[i];
     NodeLaunch& nl = plan.nodes[i];
@@ -97,7 +127,12 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
       plan.warnings.push_back("the topology comes from " + topo->source +
                               ", not from the machine: the binding is planned and reported, not applied");
     }
-    plan.node_gpus.push_back({node_req.use_gpus, visible});
+    std::string rocr_visible;
+    if (node_req.use_gpus && list.slurm.empty() && !visibility_given) {
+      rocr_visible = rocrVisibleDevices(*topo, *bindings);
+      if (!rocr_visible.empty()) visible.clear();  // indices HIP would apply to the list: not the plan's
+    }
+    plan.node_gpus.push_back({node_req.use_gpus, visible, rocr_visible});
     for (auto& r : nl.ranks) {
       const RankBinding& b = (*bindings)[static_cast<size_t>(r.local_rank)];
       r.cpus = b.cpus;

@@ -27,6 +27,7 @@ std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& use
   // each other for P2P), and LOCAL_RANK r is CUDA device r among them. CPU ranks: the node's
   // Slurm GPUs, as srun's tasks see them.
   if (!in.visible_gpus.empty()) add("CUDA_VISIBLE_DEVICES", in.visible_gpus);
+  if (!in.rocr_visible.empty()) add("ROCR_VISIBLE_DEVICES", in.rocr_visible);
   const RankBinding* b = in.binding;
   if (b && in.gpu_rank) {
     add("CUDA_DEVICE_ORDER", "PCI_BUS_ID");  // CUDA device r = GPU r in bus id order, as planned

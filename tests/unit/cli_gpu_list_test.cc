@@ -13,6 +13,7 @@
 #include "launcher/slurm_starter.h"
 #include "launcher/plan/job_plan.h"
 #include "launcher/plan/plan_render.h"
+#include "topology_test_fixtures.h"
 
 using namespace tlaunch;
 
@@ -577,4 +578,50 @@ TEST_CASE("Slurm's GPUs: what --exclude left of a hostfile's slot count is Slurm
   auto none = makePlan(gpuJob(), sharedSlurmNodes(), c);
   REQUIRE_FALSE(none);
   CHECK(none.error().message == "--exclude leaves none of the GPUs Slurm gave this job on g1 (2,3)");
+}
+
+// AMD GPUs: HIP numbers them in the driver's order, not the PCI bus order the plan binds by
+// (on the recorded LLNL Corona node ROCm-SMI's rsmi0..7 are not in bus order). Each node's
+// ranks see their GPUs by UUID, in local-rank order, so HIP's device r is local rank r's GPU.
+TEST_CASE("AMD GPUs are steered with ROCR_VISIBLE_DEVICES by UUID, in the plan's order") {
+  auto topo = loadTopology(test::topologyFixture("llnl-corona282"));  // 8 MI50, ROCm-SMI UUIDs
+  REQUIRE(topo);
+  auto node = [&] {
+    NodeInventory inv;
+    inv.topology = std::make_shared<const TopologySnapshot>(*topo);
+    inv.free_port = 29500;
+    return std::vector<NodeReport>{{0, "corona1", std::move(inv), "127.0.0.1"}};
+  };
+  auto env = [](const JobPlan& plan, size_t rank, const char* name) {
+    return envValue(plan.nodes[0].ranks[rank].env, name);
+  };
+  auto plan = makePlan(gpuJob(8), node(), context({}));
+  REQUIRE(plan);
+  std::string expected;
+  for (int r = 0; r < 8; ++r) {
+    const std::string uuid = env(*plan, static_cast<size_t>(r), kRankGpuUuidVar);
+    REQUIRE_FALSE(uuid.empty());
+    expected += (r ? ",GPU-" : "GPU-") + uuid;
+  }
+  for (size_t r = 0; r < 8; ++r) {
+    CHECK(env(*plan, r, "ROCR_VISIBLE_DEVICES") == expected);
+    CHECK(env(*plan, r, "CUDA_VISIBLE_DEVICES").empty());  // indices HIP would apply on top
+  }
+  CHECK(expected.starts_with("GPU-4c04714172e6268f,"));  // bus 0000:03 is rsmi2: not HIP's device 0 by itself
+  // Chosen GPUs (--include corona1:5,1): only they, in the order listed.
+  auto chosen = makePlan(gpuJob(), node(), context({GpuList{{5, 1}, {}}}));
+  REQUIRE(chosen);
+  REQUIRE(chosen->world_size == 2);
+  CHECK(env(*chosen, 0, "ROCR_VISIBLE_DEVICES") ==
+        "GPU-" + env(*chosen, 0, kRankGpuUuidVar) + ",GPU-" + env(*chosen, 1, kRankGpuUuidVar));
+  // A numbering of the user's (or Slurm's) is left alone: HIP would apply it on top of ours.
+  PlanContext users = context({});
+  users.base_env = {"HIP_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"};
+  auto left = makePlan(gpuJob(8), node(), users);
+  REQUIRE(left);
+  CHECK(env(*left, 0, "ROCR_VISIBLE_DEVICES").empty());
+  // NVIDIA GPUs get no ROCR_VISIBLE_DEVICES.
+  auto nvidia = makePlan(gpuJob(4), gpuNodes(1), context({}));
+  REQUIRE(nvidia);
+  CHECK(env(*nvidia, 0, "ROCR_VISIBLE_DEVICES").empty());
 }
