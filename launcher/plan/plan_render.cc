@@ -246,8 +246,7 @@ std::string renderBanner(const JobPlan& plan, const JobSpec& spec) {
     for (size_t i = 0; i < nodes.size() && i < kShown; ++i) text += networkNode(nodes[i], nodeEnv(plan, i));
     if (nodes.size() > kShown)
       text += "  ... (" + std::to_string(nodes.size() - kShown) + " more nodes: tlaunch --dry-run shows all)\n";
-    else
-      text += networkNotes(*plan.network);
+    text += networkNotes(*plan.network);  // of the whole job: said however many nodes are listed
   }
   const auto notable = notablePreflight(plan.preflight_items);  // once: it decides and it is shown
   if (spec.preflight != PreflightMode::off && !plan.preflight_items.empty() && (plan.network || !notable.empty())) {

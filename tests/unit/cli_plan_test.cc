@@ -118,6 +118,21 @@ TEST_CASE("no RDMA on any node: TCP on the daemons' control network and RDMA che
   CHECK(dev->found == "no RDMA on any node");
 }
 
+// The banner lists at most 4 nodes; the notes are the job's, and were left out with the rest.
+TEST_CASE("the banner says the network's notes however many nodes it lists") {
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 6; ++i) {
+    const std::string n = std::to_string(i + 1);
+    auto f = FabricBuilder().eth("lo", "127.0.0.1", 8).eth("eth1", "192.168.1." + n).build();
+    nodes.push_back(report(i, "node" + n, f, "192.168.1." + n));
+  }
+  auto plan = makePlan(cpuJob(), nodes, context());
+  REQUIRE(plan);
+  const std::string banner = renderBanner(*plan, cpuJob());
+  CHECK_THAT(banner, Catch::Contains("(2 more nodes: tlaunch --dry-run shows all)"));
+  CHECK_THAT(banner, Catch::Contains("note: no RDMA device on any node: the job runs over TCP on 192.168.1.0/24"));
+}
+
 TEST_CASE("no RDMA and net-cidr chooses another network") {
   JobSpec s = cpuJob();
   s.net_cidr = "10.0.0.0/24";
