@@ -88,6 +88,19 @@ Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std:
   for (const auto& x : exports) {
     auto eq = x.find('=');
     std::string name = x.substr(0, eq);
+    if (x == "ALL") continue;  // srun's --export=ALL: what tlaunch does anyway (this whole environment)
+    if (x == "NONE") return diagnostic(Errc::usage, "export-srun-none", {});
+    // srun's list (--export=ALL,FOO=bar): its names would become one name "ALL,FOO", FOO unset.
+    if (name.find(',') != std::string::npos) {
+      std::string each;
+      for (size_t at = 0; at <= x.size();) {
+        const size_t comma = std::min(x.find(',', at), x.size());
+        const std::string part = x.substr(at, comma - at);
+        if (!part.empty() && part != "ALL" && part != "NONE") each += (each.empty() ? "-x " : " -x ") + part;
+        at = comma + 1;
+      }
+      return diagnostic(Errc::usage, "export-srun-list", {{"arg", x}, {"each", each.empty() ? "-x NAME" : each}});
+    }
     if (name.empty() || name.find_first_of(" \t\n") != std::string::npos)
       return diagnostic(Errc::usage, "export-malformed", {{"arg", x}});
     if (eq == std::string::npos) {

@@ -144,6 +144,13 @@ expect(["preflight", "--hosts", "a,b", "--level", "deep"], 64, "--level")
 expect(["-n", "5", "-p", "2", "--hosts", "a,b", "--dry-run", "--", "true"], 64,
        "-n 5 with -p 2 needs 3 nodes, but only 2 are available (a,b)")
 expect(["-N", "3", "--hosts", "a,b", "--dry-run", "--", "true"], 64, "-N 3 asks for 3 nodes, but only 2 are available")
+# srun's --export forms: a list was taken as one variable named "ALL,FOO" (FOO never set, exit 0);
+# ALL is what tlaunch does anyway; NONE is refused, saying what to do instead.
+expect(["--export=ALL,FOO=bar,BAZ", "-p", "1", "--", "true"], 64, "give each variable with its own -x: -x FOO=bar -x BAZ")
+expect(["--export=NONE", "-p", "1", "--", "true"], 64, "it has no srun --export=NONE")
+r = tl.run(["--export=ALL", "-x", "EXPORT_PROBE=7", "-p", "1", "-q", "--preflight-skip", "memlock", "--tag-output", "none",
+            "--", "sh", "-c", "echo $EXPORT_PROBE"], timeout=60)
+tl.check(r.returncode == 0 and r.stdout == "7\n", f"--export=ALL: {r.returncode} {r.stdout!r} {r.stderr}")
 # torchrun's spelling is named back as typed.
 expect(["--nnodes=2", "--nproc_per_node=2", "--", "true"], 64, "--nnodes 2 needs 2 nodes, but none were given")
 expect(["-N", "2", "-p", "1", "--", "true"], 64, "-N 2 needs 2 nodes, but none were given")
