@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
 
@@ -100,10 +101,23 @@ Result<void> takeCudaVisibleDevices(PlanContext& ctx) {
   return {};
 }
 
+// `srun tlaunch ...` (torchrun's Slurm recipe runs one torchrun per node under srun): every task
+// of the step would be a whole tlaunch starting the whole job, N jobs of N nodes each. One
+// task's srun (`srun -n1`) and a batch script are fine.
+Result<void> notOneOfManySrunTasks(const std::map<std::string, std::string>& env) {
+  const auto step = env.find("SLURM_STEP_ID");
+  const auto tasks = env.find("SLURM_STEP_NUM_TASKS");
+  if (step == env.end() || tasks == env.end()) return {};
+  const long count = std::strtol(tasks->second.c_str(), nullptr, 10);
+  if (count <= 1) return {};
+  return diagnostic(Errc::usage, "srun-step-of-many", {{"tasks", std::to_string(count)}});
+}
+
 }  // namespace
 
 Result<JobSetup> setUpJob(const JobSpec& input, const std::map<std::string, std::string>& env, bool offline) {
   if (auto v = validate(input); !v) return tl::unexpected(v.error());
+  if (auto s = notOneOfManySrunTasks(env); !s) return tl::unexpected(s.error());
   JobSetup s;
   s.spec = input;
   // The ranks run in it (or in -D relative to it): a removed one must not become "/".

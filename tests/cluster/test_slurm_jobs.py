@@ -12,6 +12,7 @@
   job is queued and runs once Slurm gives the nodes, past a 2 s --connect-timeout;
 - inside `salloc -N 2` with `-x SLURM_JOB_ID`, each rank sees the allocation's id and no other Slurm
   variable (SLURM_JOB_NAME, SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_ID, SLURM_NODELIST);
+- `srun tlaunch ...` (one tlaunch per task) is refused: each task would start the whole job;
 - inside a heterogeneous allocation (`salloc -N1 : -N1`, no SLURM_JOB_NODELIST), tlaunch refuses
   with exit 64 and says why, instead of running the job on the host it was started on; in a
   heterogeneous batch job it runs on the first component and says the job has others;
@@ -207,6 +208,15 @@ def heterogeneous_allocation_refused():
     check(r.returncode == 0 and "this Slurm job is heterogeneous (node" in text and len(got) == 1
           and got[0][0] == got[0][1], "a heterogeneous batch job: runs on its first component and says so",
           f"{cj.describe(r)}\n     {text!r}")
+
+
+def srun_tasks_refused():
+    """`srun tlaunch ...` (torchrun's Slurm recipe puts srun in front of it): each task was a whole
+    tlaunch starting the whole job, two jobs of two nodes each, exit 0. Refused, saying why."""
+    r = run(["salloc", "-N", "2", "-J", "tlc-srun-tl", "srun", "-N", "2", ws.tlaunch, *cj.NET, "-p", "1", "--",
+             "/bin/hostname"], timeout=120)
+    check(r.returncode != 0 and "one of 2 tasks of an srun step" in r.stderr and not cj.rank_hosts(r.stdout),
+          "`srun tlaunch` in an allocation: refused, no rank run", cj.describe(r))
 
 
 @contextlib.contextmanager
@@ -456,6 +466,7 @@ def main():
         with vc:
             print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
             heterogeneous_allocation_refused()
+            srun_tasks_refused()
             slurm_job_identity()
             if torch:
                 gloo_inside_salloc()
