@@ -87,6 +87,10 @@ class DaemonStarter {
   // The batch system holds the daemons back (srun's job queued, its step waiting for busy
   // nodes): no daemon can connect yet, and --connect-timeout does not run meanwhile.
   virtual bool waitingForResources() const { return false; }
+  // One process holds every daemon (srun's one step, --kill-on-bad-exit) and is still running:
+  // when one daemon fails, the batch system signals the others, and the starter's words on the
+  // cause (which node) come a moment after their reports.
+  virtual bool endsTogether() const { return false; }
   // Ends whatever is still running (ssh clients, the srun step), waiting at most `grace_ms`
   // before SIGKILL. Called once at job end, after the daemons were told to exit.
   virtual void stop(int grace_ms) = 0;

@@ -131,6 +131,7 @@ class JobSession {
     std::string reason;
     std::vector<std::string> below;  // the nodes it carried in the control tree
     std::chrono::steady_clock::time_point at;  // when its connection closed
+    int signal = 0;  // not lost but signalled (its daemon said so), in one srun step with the others
   };
 
   Result<void> listen();
@@ -150,6 +151,7 @@ class JobSession {
   void onAllExited(Link& link);
   void onLinkClosed(Link& link, const std::string& reason);
   void onDaemonSignalled(const Link& link, int sig);
+  void failSignalled(const Link& link, int sig);
   void onInventory(Link& link, const Json& inv);
   void inventoriesComplete();
   void noteTimings(const char* what, std::chrono::steady_clock::time_point since,

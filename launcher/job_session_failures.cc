@@ -135,6 +135,7 @@ void JobSession::failNodeLost() {
   // Ranks on healthy nodes fail within moments of a lost node (their peers there are gone):
   // the node is the reason, and --max-restarts drops or replaces it, not theirs.
   const Link& link = *links_[static_cast<size_t>(lost_node_->link)];
+  if (lost_node_->signal != 0) return failSignalled(link, lost_node_->signal);
   fail(exitStatusFor(Errc::node_lost),
        lostNodeText(link, *lost_node_) + blame_->takeAsConsequences(link.name), -1, {},
        link.name);
@@ -353,6 +354,18 @@ void JobSession::onDaemonSignalled(const Link& link, int sig) {
   // daemons of the step when one dies (kill -9, a crash). Its report names it, and lets
   // --max-restarts replace it.
   if (lostNodePending()) return;
+  // One srun step holds every daemon: when one of them could not start or failed, Slurm signals
+  // the others (--kill-on-bad-exit) and srun names the failed one a moment later. Decided then
+  // (tick), as for a lost node; a signal to the whole step (scancel) is named after the wait.
+  if (starter_ && starter_->endsTogether()) {
+    lost_node_ = LostNode{link.index, "", {}, Clock::now(), sig};
+    lost_deadline_ = Clock::now() + std::chrono::seconds(1);
+    return;
+  }
+  failSignalled(link, sig);
+}
+
+void JobSession::failSignalled(const Link& link, int sig) {
   const char* abbrev = sig > 0 && sig < NSIG ? ::sigabbrev_np(sig) : nullptr;
   const std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
   std::string summary = diagnosticError(Errc::node_lost, "daemon-signalled", {{"node", link.name}, {"signal", name}}).message;
@@ -399,7 +412,7 @@ void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Cloc
   // failure is the cause, the lost node its consequence), or the connect timeout is over.
   const bool now_or_never = starter_done || lost_node_ || (phase_ == Phase::connecting && now > phase_deadline_);
   if (!now_or_never && !start_failures_.due(now, starting.size())) {
-    if (!start_wait_said_) {
+    if (!start_wait_said_ && !(starter_ && starter_->endsTogether())) {  // srun's step ends them at once
       start_wait_said_ = true;
       const auto wait_s = std::chrono::duration_cast<std::chrono::seconds>(start_failures_.window()).count();
       out_.note("could not start tlaunchd on node " + start_failures_.nodes().front() + "; waiting up to " +

@@ -121,23 +121,38 @@ SrunWait srunWaitOf(std::string_view line) {
   return SrunWait::none;
 }
 
+std::string nodeOfExecFailure(std::string_view line) {
+  constexpr std::string_view prefix = "slurmstepd-";
+  const size_t at = line.find(prefix);
+  if (at == std::string_view::npos || line.find(": error: execve():") == std::string_view::npos) return "";
+  const std::string_view rest = line.substr(at + prefix.size());
+  const size_t colon = rest.find(':');
+  if (colon == 0 || colon == std::string_view::npos || rest.substr(0, colon).find(' ') != std::string_view::npos)
+    return "";
+  return std::string(rest.substr(0, colon));
+}
+
 std::vector<std::string> nodesInSrunErrors(const std::string& stderr_text) {
-  std::vector<std::string> nodes;
+  std::vector<std::string> blamed, terminated;
+  auto add = [](std::vector<std::string>& to, const std::string& node) {
+    if (std::find(to.begin(), to.end(), node) == to.end()) to.push_back(node);
+  };
   const std::string marker = "srun: error: ";
-  size_t pos = 0;
-  while ((pos = stderr_text.find(marker, pos)) != std::string::npos) {
-    pos += marker.size();
-    const size_t eol = std::min(stderr_text.find('\n', pos), stderr_text.size());
-    const std::string line = stderr_text.substr(pos, eol - pos);
-    // "<node>: task 3: Exited with exit code 2" / "<node>: tasks 0-3: Killed"
-    const size_t colon = line.find(": task");
-    if (colon != std::string::npos && colon > 0 && line.find(' ') > colon) {
-      const std::string node = line.substr(0, colon);
-      if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+  for (std::string_view line : lines(stderr_text)) {
+    if (const std::string node = nodeOfExecFailure(line); !node.empty()) {
+      add(blamed, node);
+      continue;
     }
-    pos = eol;
+    const size_t at = line.find(marker);
+    if (at == std::string_view::npos) continue;
+    const std::string_view said = line.substr(at + marker.size());
+    // "<node>: task 3: Exited with exit code 2" / "<node>: tasks 0-3: Killed"
+    const size_t colon = said.find(": task");
+    if (colon == std::string_view::npos || colon == 0 || said.find(' ') < colon) continue;
+    const std::string node(said.substr(0, colon));
+    add(said.ends_with(": Terminated") ? terminated : blamed, node);
   }
-  return nodes;
+  return blamed.empty() ? terminated : blamed;
 }
 
 std::string explainSrunFailure(int exit_status, const std::string& stderr_text, const std::string& daemon_path,
@@ -259,6 +274,16 @@ void SlurmStarter::readSrunLines() {
   for (size_t eol = partial_.find('\n'); eol != std::string::npos; eol = partial_.find('\n')) {
     const std::string line = partial_.substr(0, eol);
     partial_.erase(0, eol + 1);
+    // A daemon that could not start fails its node at once: srun's step ends only once every
+    // other daemon has (--kill-on-bad-exit signals them), and their reports must not come first.
+    if (const std::string node = nodeOfExecFailure(line); !node.empty()) {
+      for (const auto& t : nodes_)
+        if (t.name == node && std::find(exec_failed_.begin(), exec_failed_.end(), t.index) == exec_failed_.end()) {
+          exec_failed_.push_back(t.index);
+          early_.push_back({t.index, explainSrunFailure(127, line + "\n", daemon_path_, false)});
+        }
+      continue;
+    }
     const SrunWait said = srunWaitOf(line);
     const auto now = std::chrono::steady_clock::now();
     if (said == SrunWait::waiting && !waiting_) {
@@ -282,6 +307,7 @@ std::vector<StarterNote> SlurmStarter::takeNotes() {
 std::vector<StartFailure> SlurmStarter::poll() {
   if (!started_ || finished_) return {};
   readSrunLines();
+  if (!early_.empty()) return std::exchange(early_, {});
   if (!process_.poll()) return {};
   waiting_ = false;
   finished_ = true;

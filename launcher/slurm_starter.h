@@ -55,8 +55,14 @@ enum class SrunWait {
 };
 SrunWait srunWaitOf(std::string_view line);
 
-// Nodes that srun's "srun: error: <node>: task <n>: ..." lines name, in order, once each.
+// The nodes srun's words blame, in order, once each: where a task could not start
+// ("slurmstepd-<node>: error: execve(): ...") or ended by itself ("srun: error: <node>: task <n>:
+// Exited with exit code 2", "Killed"). The tasks "Terminated" are --kill-on-bad-exit's victims:
+// they are named only when no node is to blame (the step was cancelled).
 std::vector<std::string> nodesInSrunErrors(const std::string& stderr_text);
+// The node of a "slurmstepd-<node>: error: execve(): ..." line: its daemon could not start; "" if
+// the line is another.
+std::string nodeOfExecFailure(std::string_view line);
 
 class SlurmStarter final : public DaemonStarter {
  public:
@@ -77,6 +83,7 @@ class SlurmStarter final : public DaemonStarter {
   void daemonConnected(int node_index) override;
   // srun said its job or step is pending, and not yet that it was granted.
   bool waitingForResources() const override { return waiting_; }
+  bool endsTogether() const override { return started_ && !finished_; }
   // srun's pending and granted lines, as it said them.
   std::vector<StarterNote> takeNotes() override;
 
@@ -94,6 +101,8 @@ class SlurmStarter final : public DaemonStarter {
   bool waiting_ = false;
   std::chrono::steady_clock::time_point waiting_since_{};
   std::vector<StarterNote> notes_;
+  std::vector<StartFailure> early_;  // daemons that could not start, said before srun ends
+  std::vector<int> exec_failed_;     // their nodes
 };
 
 }  // namespace tlaunch

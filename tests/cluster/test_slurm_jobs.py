@@ -12,6 +12,7 @@
   job is queued and runs once Slurm gives the nodes, past a 2 s --connect-timeout;
 - inside `salloc -N 2` with `-x SLURM_JOB_ID`, each rank sees the allocation's id and no other Slurm
   variable (SLURM_JOB_NAME, SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_ID, SLURM_NODELIST);
+- tlaunchd missing on node3 only: node3 is named, alone, and --max-restarts replaces it by a spare;
 - `srun tlaunch ...` (one tlaunch per task) is refused: each task would start the whole job;
 - inside a heterogeneous allocation (`salloc -N1 : -N1`, no SLURM_JOB_NODELIST), tlaunch refuses
   with exit 64 and says why, instead of running the job on the host it was started on; in a
@@ -217,6 +218,29 @@ def srun_tasks_refused():
              "/bin/hostname"], timeout=120)
     check(r.returncode != 0 and "one of 2 tasks of an srun step" in r.stderr and not cj.rank_hosts(r.stdout),
           "`srun tlaunch` in an allocation: refused, no rank run", cj.describe(r))
+
+
+def daemon_missing_on_one_node():
+    """tlaunchd at a path that exists on node1, node2 and node4 only: node3 is named, alone (it
+    was a healthy node whose daemon Slurm signalled when node3's could not start, or all four);
+    with a spare node and --max-restarts 1, node3 is dropped and the job runs on the others."""
+    daemon = str(Path(ws.tlaunch).parent / "tlaunchd")
+    local = "/tmp/tlc-node-local-tlaunchd"  # each node's own /tmp
+    for node in ("node1", "node2", "node4"):
+        vc.exec(node, ["cp", daemon, local], check=True)
+    for attempt in range(2):  # the daemons' reports and srun's words race: twice
+        r = run(["salloc", "-N", "4", "-J", "tlc-missing", "/bin/sh", "-c", REPORT_STATUS, "sh", ws.tlaunch, *cj.NET,
+                 "-p", "1", "--daemon-path", local, "--", "/bin/hostname"], timeout=120)
+        check("tlaunch exit status 69" in r.stderr and f"tlaunchd not found at {local} on node3:" in r.stderr
+              and "SIGTERM" not in r.stderr and "lost node" not in r.stderr and not cj.rank_hosts(r.stdout),
+              f"tlaunchd missing on node3 (run {attempt + 1}): node3 named, alone", cj.describe(r))
+    r = run(["salloc", "-N", "4", "-J", "tlc-missing-spare", ws.tlaunch, *cj.NET, "-N", "3", "-p", "1",
+             "--max-restarts", "1", "--daemon-path", local, "--", "/bin/hostname"], timeout=120)
+    got = sorted(node for node, _ in cj.rank_hosts(r.stdout).values())
+    check(r.returncode == 0 and "node3 dropped" in r.stderr and got == ["node1", "node2", "node4"],
+          "tlaunchd missing on node3, a spare and --max-restarts 1: node3 replaced, the job runs", cj.describe(r))
+    for node in ("node1", "node2", "node4"):
+        vc.exec(node, ["rm", "-f", local])
 
 
 @contextlib.contextmanager
@@ -467,6 +491,7 @@ def main():
             print(f"cluster up in {vc.up_seconds:.1f} s", flush=True)
             heterogeneous_allocation_refused()
             srun_tasks_refused()
+            daemon_missing_on_one_node()
             slurm_job_identity()
             if torch:
                 gloo_inside_salloc()

@@ -108,6 +108,20 @@ TEST_CASE("hosts: nodesInSrunErrors finds the nodes srun blames", "[hosts][slurm
       "srun: error: gpu02: task 1: Exited with exit code 2\n";
   CHECK(nodesInSrunErrors(text) == W{"gpu02", "gpu07"});
   CHECK(nodesInSrunErrors("srun: fatal: Could not establish a configuration source\n").empty());
+  // Recorded on the namespace cluster: tlaunchd missing on node3 only. The others' tasks were
+  // ended by --kill-on-bad-exit: victims, named only when nobody else is to blame (scancel).
+  const std::string missing =
+      "slurmstepd-node3: error: execve(): /tmp/tlaunchd: No such file or directory\n"
+      "slurmstepd-node1: error: *** STEP 9.0 ON node1 CANCELLED AT 2026-11-29T17:52:01 ***\n"
+      "srun: error: node3: task 2: Exited with exit code 2\n"
+      "srun: error: node1: task 0: Terminated\n"
+      "srun: error: node2: task 1: Terminated\n"
+      "srun: Force Terminated StepId=9.0\n";
+  CHECK(nodesInSrunErrors(missing) == W{"node3"});
+  CHECK(nodeOfExecFailure("slurmstepd-node3: error: execve(): /tmp/tlaunchd: No such file or directory") == "node3");
+  CHECK(nodeOfExecFailure("slurmstepd-node1: error: *** STEP 9.0 ON node1 CANCELLED ***").empty());
+  CHECK(nodesInSrunErrors("srun: error: node1: task 0: Terminated\nsrun: error: node2: task 1: Terminated\n") ==
+        W{"node1", "node2"});
 }
 
 TEST_CASE("hosts: explainSrunFailure: typical srun errors", "[hosts][slurm]") {
