@@ -27,6 +27,33 @@ std::string nnodesAsGiven(const JobSpec& spec) {
                                       : std::to_string(spec.min_nodes) + ":" + std::to_string(spec.nodes);
 }
 
+// --hosts or --hostfile inside a Slurm allocation (a script that lists the allocation's nodes, as
+// for mpirun or DeepSpeed): nodes that all belong to it are started with srun in it, as without
+// the list, so that Slurm's GPUs and cgroups apply to the job; ssh would start the daemons
+// outside the job's step. Nodes outside the allocation stay on ssh, and the user is told.
+LauncherKind sshOrSlurmInAllocation(const std::vector<HostEntry>& hosts, const JobSpec& spec,
+                                    const std::map<std::string, std::string>& env, std::vector<std::string>& notes) {
+  auto allocation = hostsFromSlurmEnv(env, false);
+  if (!allocation) return LauncherKind::ssh;
+  std::vector<std::string> outside;
+  bool ssh_only = !spec.ssh_flags_given.empty();  // the user's ssh options ask for ssh
+  for (const auto& h : hosts) {
+    if (h.attrs.contains("user")) ssh_only = true;  // user@host: a login only ssh can use
+    const bool in = std::any_of(allocation->begin(), allocation->end(), [&](const HostEntry& a) { return a.name == h.name; });
+    if (!in) outside.push_back(h.name);
+  }
+  const auto job = env.find("SLURM_JOB_ID");
+  const std::string allocation_name = "Slurm allocation " + (job != env.end() ? job->second : std::string("?"));
+  if (!outside.empty()) {
+    notes.push_back("warning: " + compressHostlist(outside) + " " + (outside.size() == 1 ? "is" : "are") +
+                    " not in " + allocation_name + ": the daemons start over ssh, outside Slurm's control "
+                    "(its GPUs and cgroups do not apply)");
+    return LauncherKind::ssh;
+  }
+  if (ssh_only) return LauncherKind::ssh;
+  return LauncherKind::slurm;
+}
+
 std::vector<std::string> netIfOf(const HostEntry& h) {
   std::vector<std::string> out;
   auto it = h.attrs.find("net_if");
@@ -208,6 +235,8 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     kind = origin == NodeOrigin::slurm                                      ? LauncherKind::slurm
            : (origin == NodeOrigin::hosts || origin == NodeOrigin::hostfile) ? LauncherKind::ssh
                                                                              : LauncherKind::local;
+    if (kind == LauncherKind::ssh && insideSlurmAllocation(env) && !resolve_only)
+      kind = sshOrSlurmInAllocation(*hosts, spec, env, notes);
   }
   // Flags of a launcher this job does not use would do nothing: refused, not ignored.
   const char* kind_name = kind == LauncherKind::slurm ? "srun" : kind == LauncherKind::ssh ? "ssh" : "the local launcher";

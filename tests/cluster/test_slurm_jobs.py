@@ -13,6 +13,7 @@
 - inside `salloc -N 2` with `-x SLURM_JOB_ID`, each rank sees the allocation's id and no other Slurm
   variable (SLURM_JOB_NAME, SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_ID, SLURM_NODELIST);
 - tlaunchd missing on node3 only: node3 is named, alone, and --max-restarts replaces it by a spare;
+- --hosts naming the allocation's nodes starts the daemons with srun there, not over ssh;
 - `srun tlaunch ...` (one tlaunch per task) is refused: each task would start the whole job;
 - inside a heterogeneous allocation (`salloc -N1 : -N1`, no SLURM_JOB_NODELIST), tlaunch refuses
   with exit 64 and says why, instead of running the job on the host it was started on; in a
@@ -241,6 +242,16 @@ def daemon_missing_on_one_node():
           "tlaunchd missing on node3, a spare and --max-restarts 1: node3 replaced, the job runs", cj.describe(r))
     for node in ("node1", "node2", "node4"):
         vc.exec(node, ["rm", "-f", local])
+
+
+def hosts_inside_allocation():
+    """--hosts naming the allocation's nodes (a script's `--hosts $(scontrol show hostnames)`): the
+    daemons start with srun in the allocation (this cluster has no sshd: over ssh it fails)."""
+    r = run(["salloc", "-N", "2", "-w", "node[1-2]", "-J", "tlc-hosts-in", ws.tlaunch, *cj.NET, "-v", "--hosts",
+             "node2,node1", "-p", "1", "--", "/bin/hostname"], timeout=120)
+    got = sorted(node for node, _ in cj.rank_hosts(r.stdout).values())
+    check(r.returncode == 0 and "via slurm" in r.stderr and got == ["node1", "node2"],
+          "--hosts of the allocation's nodes inside it: started with srun", cj.describe(r))
 
 
 @contextlib.contextmanager
@@ -492,6 +503,7 @@ def main():
             heterogeneous_allocation_refused()
             srun_tasks_refused()
             daemon_missing_on_one_node()
+            hosts_inside_allocation()
             slurm_job_identity()
             if torch:
                 gloo_inside_salloc()

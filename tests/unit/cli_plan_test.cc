@@ -21,6 +21,7 @@
 #include "bootstrap/inventory_codec.h"
 #include "bootstrap/rank_env.h"
 #include "launcher/plan/job_plan.h"
+#include "launcher/launcher_choice.h"
 #include "launcher/plan/plan_render.h"
 #include "launcher/job_setup.h"
 #include "launcher/plan/plan_preflight.h"
@@ -778,4 +779,36 @@ TEST_CASE("a user's network variable that defeats the choice is one plan warning
                                      "interface order; and 1 more node (--dry-run shows each node)");
     CHECK(named);
   }
+}
+
+// A batch script that lists the allocation's nodes (--hosts $(scontrol show hostnames), a
+// hostfile from SLURM_JOB_NODELIST) ran its daemons over ssh, outside the job's step: Slurm's
+// GPUs and cgroups did not apply. Nodes of the allocation now start with srun in it; nodes
+// outside it stay on ssh, with a warning naming them.
+TEST_CASE("--hosts inside a Slurm allocation: srun for its nodes, ssh and a warning for others") {
+  const std::map<std::string, std::string> env = {{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "localhost"}};
+  JobSpec s;
+  s.argv = {"true"};
+  s.hosts = "localhost";
+  auto inside = chooseLauncher(s, env);
+  REQUIRE(inside);
+  CHECK(inside->kind == LauncherKind::slurm);
+  CHECK(inside->notes.empty());
+  s.hosts = "127.0.0.1";  // not a node of the allocation by Slurm's name
+  auto outside = chooseLauncher(s, env);
+  REQUIRE(outside);
+  CHECK(outside->kind == LauncherKind::ssh);
+  REQUIRE(outside->notes.size() == 1);
+  CHECK_THAT(outside->notes[0], Catch::Contains("127.0.0.1 is not in Slurm allocation 7: the daemons start over ssh"));
+  // ssh options of the user's, or a login of a hostfile's: ssh as asked.
+  s.hosts = "localhost";
+  s.ssh_flags_given = {"--ssh-option"};
+  auto asked = chooseLauncher(s, env);
+  REQUIRE(asked);
+  CHECK(asked->kind == LauncherKind::ssh);
+  // Outside an allocation, --hosts is ssh as always.
+  s.ssh_flags_given.clear();
+  auto plain = chooseLauncher(s, {});
+  REQUIRE(plain);
+  CHECK(plain->kind == LauncherKind::ssh);
 }
