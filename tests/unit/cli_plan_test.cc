@@ -535,6 +535,31 @@ TEST_CASE("inside a Slurm allocation the offline plan uses its nodes and its nta
   CHECK(gpus->spec.ranksPerNode() == 8);
 }
 
+// `salloc -N2 -n3`, `#SBATCH --ntasks=64`: srun and mpirun run the allocation's tasks there; tlaunch
+// ran one rank per node and said "no slots". Without -n (SLURM_NTASKS unset) the per-node count
+// is a CPU count (--exclusive), and one task per node is a torchrun-style script's: neither taken.
+TEST_CASE("inside a Slurm allocation of -n tasks, the ranks are its tasks, node by node") {
+  const std::map<std::string, std::string> env = {
+      {"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "gpu[01-02]"}, {"SLURM_NTASKS", "3"},
+      {"SLURM_TASKS_PER_NODE", "2,1"}};
+  auto setup = setUpJob(offlineDryRun(), env, true);
+  REQUIRE(setup);
+  CHECK(setup->spec.ranks_by_node == std::vector<int>{2, 1});
+  CHECK(setup->plan_context.ranks_source.find("the allocation's tasks (SLURM_NTASKS=3)") != std::string::npos);
+  auto cpus = env;
+  cpus.erase("SLURM_NTASKS");
+  cpus["SLURM_TASKS_PER_NODE"] = "4(x2)";  // --exclusive: CPUs, not tasks
+  auto exclusive = setUpJob(offlineDryRun(), cpus, true);
+  REQUIRE(exclusive);
+  CHECK(exclusive->plan_context.ranks_source.find("tasks") == std::string::npos);
+  auto per_node = env;
+  per_node["SLURM_NTASKS"] = "2";
+  per_node["SLURM_TASKS_PER_NODE"] = "1(x2)";
+  auto torchrun_style = setUpJob(offlineDryRun(), per_node, true);
+  REQUIRE(torchrun_style);
+  CHECK(torchrun_style->plan_context.ranks_source.find("tasks") == std::string::npos);
+}
+
 TEST_CASE("--ntasks-per-node=1 (one launcher per node, torchrun's way) and GPU lists leave the count to the GPUs") {
   // README: under Slurm with GPUs and without -g/-p, one rank per GPU given. The allocation of
   // a torchrun script has one task per node; it was taken as one rank per node.
