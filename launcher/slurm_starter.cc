@@ -286,9 +286,16 @@ void SlurmStarter::readSrunLines() {
     }
     const SrunWait said = srunWaitOf(line);
     const auto now = std::chrono::steady_clock::now();
+    if (said == SrunWait::none) {
+      if (line.starts_with("srun: ")) last_said_ = line;
+      continue;
+    }
     if (said == SrunWait::waiting && !waiting_) {
       waiting_ = true;
       waiting_since_ = now;
+      // Why it waits, when srun said it first ("Requested partition configuration not available
+      // now": a wait that may never end).
+      if (!last_said_.empty()) notes_.push_back({false, std::exchange(last_said_, {})});
       notes_.push_back({false, line + " (the daemons start once Slurm gives the nodes; --connect-timeout counts from then)"});
     } else if (said == SrunWait::granted && waiting_) {
       waiting_ = false;

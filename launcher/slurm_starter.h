@@ -98,6 +98,7 @@ class SlurmStarter final : public DaemonStarter {
   bool finished_ = false;
   size_t scanned_ = 0;   // of srun's output (ChildProcess::capturedBytes)
   std::string partial_;  // a line srun has not finished yet
+  std::string last_said_;  // srun's last line that was not about waiting
   bool waiting_ = false;
   std::chrono::steady_clock::time_point waiting_since_{};
   std::vector<StarterNote> notes_;

@@ -13,6 +13,7 @@
 - inside `salloc -N 2` with `-x SLURM_JOB_ID`, each rank sees the allocation's id and no other Slurm
   variable (SLURM_JOB_NAME, SLURM_PROCID, SLURM_NTASKS, SLURM_STEP_ID, SLURM_NODELIST);
 - tlaunchd missing on node3 only: node3 is named, alone, and --max-restarts replaces it by a spare;
+- `salloc -N2 -n3`: the allocation's tasks are the ranks, node by node;
 - --hosts naming the allocation's nodes starts the daemons with srun there, not over ssh;
 - `srun tlaunch ...` (one tlaunch per task) is refused: each task would start the whole job;
 - inside a heterogeneous allocation (`salloc -N1 : -N1`, no SLURM_JOB_NODELIST), tlaunch refuses
@@ -252,6 +253,17 @@ def hosts_inside_allocation():
     got = sorted(node for node, _ in cj.rank_hosts(r.stdout).values())
     check(r.returncode == 0 and "via slurm" in r.stderr and got == ["node1", "node2"],
           "--hosts of the allocation's nodes inside it: started with srun", cj.describe(r))
+
+
+def allocation_tasks_as_ranks():
+    """`salloc -N2 -n3`: the allocation's three tasks are the ranks (2 + 1), as srun runs them; it
+    ran one rank per node and said "no slots"."""
+    r = run(["salloc", "-N", "2", "-n", "3", "-J", "tlc-ntasks", ws.tlaunch, *cj.NET, "--", "/bin/hostname"],
+            timeout=120)
+    got = cj.rank_hosts(r.stdout)
+    per_node = sorted(list(node for node, _ in got.values()).count(n) for n in {node for node, _ in got.values()})
+    check(r.returncode == 0 and len(got) == 3 and per_node == [1, 2],
+          "salloc -N2 -n3: 3 ranks, 2 on one node and 1 on the other", cj.describe(r))
 
 
 @contextlib.contextmanager
@@ -504,6 +516,7 @@ def main():
             srun_tasks_refused()
             daemon_missing_on_one_node()
             hosts_inside_allocation()
+            allocation_tasks_as_ranks()
             slurm_job_identity()
             if torch:
                 gloo_inside_salloc()
