@@ -56,7 +56,8 @@ void DaemonSession::pollSpawned() {
   if (!spawner_) return;
   for (const auto& f : spawner_->poll()) {
     if (f.node_index < 0) continue;
-    sendUp({{"t", "spawn_failed"}, {"node", f.node_index}, {"message", f.message}}, false);
+    sendUp({{"t", "spawn_failed"}, {"node", f.node_index}, {"message", f.message}, {"unreachable", f.unreachable}},
+           false);
   }
 }
 

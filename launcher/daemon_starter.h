@@ -40,6 +40,9 @@ struct StartFailure {
   // The starter can start nothing more (srun's one step for every node has ended): the nodes
   // not connected by now never will be.
   bool starter_done = false;
+  // ssh found the node down (no route to it, its sshd refused): from another host (a tree
+  // parent's failure) it is no better, so the frontend does not try it again.
+  bool unreachable = false;
 };
 
 // Where a node's warm-daemon keeper listens, and who it is (daemon/warm_keeper.h).

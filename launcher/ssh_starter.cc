@@ -212,6 +212,13 @@ bool sshFailureIsLocal(int exit_status, const std::string& stderr_text) {
   return topic == "ssh-control-path-long" || topic == "ssh-bad-command-line" || topic == "ssh-unsafe-permissions";
 }
 
+bool sshFailureIsUnreachable(int exit_status, const std::string& stderr_text) {
+  if (exit_status != 255) return false;
+  const std::string topic = sshCauseTopic(stderr_text);
+  // Not a time-out: a firewall between two compute nodes drops what tlaunch's host may still reach.
+  return topic == "ssh-no-route" || topic == "ssh-connection-refused";
+}
+
 std::string explainSshFailure(const std::string& node, int exit_status, const std::string& stderr_text,
                               const std::string& daemon_path) {
   const std::string said = quoteToolOutput("ssh", stderr_text);
@@ -378,7 +385,7 @@ std::vector<StartFailure> SshStarter::poll() {
       continue;
     }
     failures.push_back({l.node.index, explainSshFailure(l.node.name, code, said, daemon_path_),
-                        !sshFailureIsLocal(code, said)});
+                        !sshFailureIsLocal(code, said), false, sshFailureIsUnreachable(code, said)});
   }
   startMore(failures);
   return failures;

@@ -73,6 +73,9 @@ std::string explainDaemonSessionEnd(int exit_status, const std::string& stderr_t
 // Whether a failed ssh is this host's fault (its ssh configuration or command line), which
 // another node would not fix: ssh's exit status 255 with such words.
 bool sshFailureIsLocal(int exit_status, const std::string& stderr_text);
+// The node is down for ssh, whoever asks: no route to it (it does not answer ARP), or its sshd
+// refused. A time-out is not: a firewall may drop one host's traffic and not another's.
+bool sshFailureIsUnreachable(int exit_status, const std::string& stderr_text);
 
 class SshStarter final : public DaemonStarter {
  public:

@@ -23,7 +23,9 @@ inside salloc srun starts all four and node3 and node4 attach to node1. As a use
   within the heartbeat timeout (5 s) naming node3; once it runs again it ends its ranks;
 - node1's tlaunchd stopped (SIGSTOP) mid-job (an interior daemon whose children's connections stay
   open): the job ends naming node1 and the 2 nodes below it, and node3 and node4 end their ranks
-  when node1's heartbeats stop, while node1 is still stopped; once it runs again it ends its own.
+  when node1's heartbeats stop, while node1 is still stopped; once it runs again it ends its own;
+- node4's sshd gone: node1's ssh is refused, and the job fails at once naming node4 and its parent
+  (a node down for ssh is not tried again from tlaunch).
 
 Needs root (exits 77, skipped, where a virtual cluster cannot be built) and the MPI test program of
 tests/pmix (PMIX_MPI_HELLO). One cluster for all checks.
@@ -137,6 +139,27 @@ def parent_unreachable(ws):
           "control tree: tlaunch talks to 3 of 4 daemons" in s.stderr,
           "inside salloc, node3 cannot attach to node1: tlaunch says so, node3 stays direct, every rank runs, exit 0",
           f"exit {s.returncode}\n     stdout {s.stdout!r}\n     notes {notes(s.stderr)!r}\n     {s.stderr[-800:]!r}")
+
+
+def sshd_down_below(ws):
+    """node4's sshd gone (its listener killed; run last): node1, its parent, is refused. The node
+    is down for ssh from anywhere: the job fails at once naming node4 and its parent's attempt,
+    without tlaunch trying again (it did, taking up to twice --ssh-connect-timeout)."""
+    for pid in subprocess.run(["ip", "netns", "pids", "tlvc-node4"], capture_output=True, text=True).stdout.split():
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes()  # "sshd: /usr/sbin/sshd -D ... [listener] ..."
+            if title.startswith(b"sshd") and b"[listener]" in title:
+                os.kill(int(pid), signal.SIGTERM)
+        except OSError:
+            pass
+    t0 = time.monotonic()
+    r = run(ws, ["-v", *hosts(), "--ssh-reuse", "off", "-p", "1", "--", "/bin/true"], timeout=60)
+    took = time.monotonic() - t0
+    check(r.returncode == 69 and "could not start tlaunchd on node node4" in r.stderr and
+          "(from node node1, its parent in the control tree)" in r.stderr and
+          "tlaunch starts it and talks to it directly" not in r.stderr and took < 20,
+          f"node4's sshd down below node1: named at once, not tried again from tlaunch ({took:.1f} s)",
+          f"exit {r.returncode}\n     stderr {r.stderr[-1500:]!r}")
 
 
 def rank_failure(ws):
@@ -253,6 +276,7 @@ def main():
             # whose connections to it stay open, end their ranks when its heartbeats stop.
             kill_daemon(ws, "node1", ["lost node node1", "The 2 nodes below it"], signal.SIGSTOP,
                         gone_while_stopped=("node3", "node4"))
+            sshd_down_below(ws)  # last: node4 has no sshd after it
         print(f"cluster down in {vc.down_seconds:.1f} s", flush=True)
     left = [p for job in jobs_seen if job for p in cj.job_processes(job)]
     check(not left, "after down: no process of any job of this test", "\n     ".join(left))

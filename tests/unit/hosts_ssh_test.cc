@@ -242,6 +242,15 @@ TEST_CASE("hosts: sshFailureIsLocal: this host's ssh faults are told from the no
   CHECK_FALSE(sshFailureIsLocal(127, "sh: 1: exec: /opt/tlaunchd: not found\n"));
 }
 
+// A tree parent's failure that tlaunch would meet too (not tried again) or might not (it is).
+TEST_CASE("hosts: sshFailureIsUnreachable: a node down for ssh from anywhere", "[hosts][ssh]") {
+  CHECK(sshFailureIsUnreachable(255, "ssh: connect to host n3 port 22: No route to host\n"));
+  CHECK(sshFailureIsUnreachable(255, "ssh: connect to host n3 port 22: Connection refused\n"));
+  CHECK_FALSE(sshFailureIsUnreachable(255, "ssh: connect to host n3 port 22: Connection timed out\n"));
+  CHECK_FALSE(sshFailureIsUnreachable(255, "root@n3: Permission denied (publickey).\n"));
+  CHECK_FALSE(sshFailureIsUnreachable(127, "sh: 1: exec: /opt/tlaunchd: not found\n"));
+}
+
 TEST_CASE("hosts: explainSshFailure: a changed host key is told apart, banner left out", "[hosts][ssh]") {
   const std::string text =
       "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n"
