@@ -187,6 +187,7 @@ void buildEnvironments(const NetworkChoice* network, const std::vector<NodeRepor
     in.gpu_rank = i < plan.node_gpus.size() && plan.node_gpus[i].gpu_ranks;
     in.visible_gpus = i < plan.node_gpus.size() ? plan.node_gpus[i].visible_gpus : std::string();
     in.rocr_visible = i < plan.node_gpus.size() ? plan.node_gpus[i].rocr_visible : std::string();
+    in.cwd = nl.cwd;
     in.pmix = nl.pmix.enabled;
     in.pmix_tcp_if_include = nl.pmix.tcp_if_include;
     in.oversubscribed = nl.pmix.oversubscribed;

@@ -16,6 +16,9 @@ std::vector<std::string> buildRankEnv(const RankEnvInput& in, const UserEnv& use
     env.push_back(std::move(kv));
   };
   visitRankIdentityEnv(in.identity, in.job, add);
+  // The shell's PWD is this host's, dropped with the other local-only variables; programs that
+  // read it (os.environ["PWD"], a script's cd "$PWD/..") get the directory they run in.
+  if (!in.cwd.empty()) add("PWD", in.cwd);
   // The two names of NCCL's async error handling are one setting: yours under either name wins
   // over both defaults (your TORCH_...=0 must not meet our old-named 1 on PyTorch before 2.2).
   const bool async_set = user.find(std::string_view("TORCH_NCCL_ASYNC_ERROR_HANDLING")) != user.end() ||

@@ -22,7 +22,8 @@ struct RankEnvInput {
   const RankBinding* binding = nullptr;    // the rank's placement; null when none was planned
   bool gpu_rank = false;                   // the rank drives binding->gpu_busid
   std::string visible_gpus;                // CUDA_VISIBLE_DEVICES: the node's chosen GPUs, or Slurm's there
-  std::string rocr_visible;                // ROCR_VISIBLE_DEVICES: the node's AMD GPUs by UUID (JobPlan::NodeGpus)
+  std::string rocr_visible;
+  std::string cwd;                         // the ranks' working directory: their PWD, as srun and mpirun set it                // ROCR_VISIBLE_DEVICES: the node's AMD GPUs by UUID (JobPlan::NodeGpus)
   const NetworkChoice* network = nullptr;  // null: every node is this host (loopback)
   bool network_unasked = false;            // --offline for other hosts: no network, and no loopback either
   std::size_t node = 0;                    // the rank's node in network->nodes

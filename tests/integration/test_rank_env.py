@@ -44,6 +44,11 @@ for rank, e in seen.items():
         tl.check(e[k] == str(v), f"rank {rank}: {k}={e[k]!r}, expected {v!r}")
 
 # The user's OMP_NUM_THREADS wins over our default.
+# PWD is the rank's own directory (-D), as under srun and mpirun: tlaunch's shell's PWD is not
+# passed on, and Python's os.environ["PWD"] raised KeyError.
+r = tl.run(["-p", "1", "-D", "/var/tmp", "--", tl.PYTHON, tl.program("print_env.py"), "PWD"], cwd="/tmp",
+           env=dict(os.environ, PWD="/tmp"))
+tl.check('"PWD": "/var/tmp"' in r.stdout, f"PWD of the rank: {r.stdout!r} {r.stderr!r}")
 r = tl.run(["-p", "1", "-x", "OMP_NUM_THREADS=7", "--", tl.PYTHON, tl.program("print_env.py"), "OMP_NUM_THREADS"])
 tl.check('"OMP_NUM_THREADS": "7"' in r.stdout, f"user OMP_NUM_THREADS: {r.stdout!r}")
 print("PASS")
