@@ -313,8 +313,9 @@ Result<NetworkChoice> chooseNetwork(const std::vector<NodeFabricInput>& nodes, c
                           " lack" + (problems.size() == 1 ? "s" : "") + " a usable " + what + ":";
     for (const auto& p : problems) message += "\n  " + p;
     return fail(Errc::fabric, message,
-                "bring the fabric interface up with an IPv4 address (ip link set IF up), or pick interfaces "
-                "with --net-if / --net-cidr (per node: net_if= in the hostfile); --net tcp allows plain Ethernet");
+                std::string("bring the interface up with an IPv4 address (ip link set IF up), or pick interfaces "
+                            "with --net-if / --net-cidr (per node: net_if= in the hostfile)") +
+                    (options.mode == NetMode::fabric ? "; --net tcp allows plain Ethernet" : ""));
   }
 
   // Subnets present on every node.

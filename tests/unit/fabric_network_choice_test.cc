@@ -678,3 +678,22 @@ TEST_CASE("--net-cidr joins host addresses even when a container bridge inside i
   CHECK(choice->nodes[0].ifname == "eth0");
   CHECK(choice->nodes[1].ipv4 == "10.2.0.9");
 }
+
+// The hint of a node that lacks the chosen subnet's interface: "--net tcp allows plain Ethernet"
+// only where --net tcp was not given already.
+TEST_CASE("a node without the chosen subnet: the hint suggests --net tcp only to a fabric job") {
+  std::vector<NodeFabricInput> nodes{node("n1", FabricBuilder().eth("eth0", "10.0.0.1").eth("ib0", "10.1.0.1")),
+                                     node("n2", FabricBuilder().eth("eth0", "10.0.0.2"))};
+  NetOptions tcp;
+  tcp.mode = NetMode::tcp;
+  tcp.net_cidr = "10.1.0.0/24";
+  auto refused = chooseNetwork(nodes, tcp);
+  REQUIRE_FALSE(refused);
+  CHECK(contains(refused.error().message, "n2: no interface has an address in 10.1.0.0/24"));
+  CHECK_FALSE(contains(refused.error().hint, "--net tcp"));
+  NetOptions fabric;
+  fabric.net_cidr = "10.1.0.0/24";
+  auto fabric_refused = chooseNetwork(nodes, fabric);
+  REQUIRE_FALSE(fabric_refused);
+  CHECK(contains(fabric_refused.error().hint, "--net tcp allows plain Ethernet"));
+}
