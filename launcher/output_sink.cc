@@ -150,13 +150,24 @@ size_t OutputSink::backlog() const {
 }
 
 void OutputSink::flush() {
+  const uint64_t mine = requestFlush();
   std::unique_lock lk(mu_);
+  flushed_cv_.wait(lk, [&] { return flushes_done_ >= mine; });
+}
+
+uint64_t OutputSink::requestFlush() {
+  std::lock_guard lk(mu_);
   const uint64_t mine = ++flushes_requested_;
   Item item;
   item.type = Item::Type::flush;
   queue_.push_back(std::move(item));
   cv_.notify_one();
-  flushed_cv_.wait(lk, [&] { return flushes_done_ >= mine; });
+  return mine;
+}
+
+bool OutputSink::flushed(uint64_t ticket, std::chrono::milliseconds wait) {
+  std::unique_lock lk(mu_);
+  return flushed_cv_.wait_for(lk, wait, [&] { return flushes_done_ >= ticket; });
 }
 
 bool OutputSink::writeAll(int fd, std::string_view data) {

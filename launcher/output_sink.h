@@ -65,6 +65,10 @@ class OutputSink {
   void setDrained(std::function<void(int source, size_t bytes)> drained);
   size_t backlog() const;  // bytes of output queued and not yet written
   void flush();            // returns once everything queued before it is written
+  // The same in two steps, for a caller that must not wait for ever (a stdout nobody reads):
+  // a ticket, then whether what was queued before it is written, waiting at most `wait`.
+  uint64_t requestFlush();
+  bool flushed(uint64_t ticket, std::chrono::milliseconds wait);
   // The job's attempt is over: the ranks' held-back progress states are printed and the
   // in-place line is ended, before the notes that follow (the failure summary) and not after.
   void endProgressLines();

@@ -1,11 +1,15 @@
 #include "launcher/run_job.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <optional>
@@ -85,6 +89,36 @@ Json daemonConfig(const JobSpec& spec, const UserEnv& user_env, bool loopback_on
 }
 
 namespace {
+
+// A line to stderr that never waits: stderr may be the same stuck pipe as stdout (2>&1 | less).
+// A pipe or terminal is opened again, non-blocking for this write only; a file never blocks.
+void sayWithoutWaiting(const std::string& text) {
+  struct stat st {};
+  if (::fstat(2, &st) != 0) return;
+  if (S_ISREG(st.st_mode)) {
+    (void)!::write(2, text.data(), text.size());
+    return;
+  }
+  const int fd = ::open("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return;
+  (void)!::write(fd, text.data(), text.size());
+  ::close(fd);
+}
+
+// The job is over and its summary written; the last output waits for stdout's reader. Ctrl-C
+// or SIGTERM there (the session's handlers are gone, the signals held) drops what is left and
+// ends tlaunch with the job's status, where it was held silently for as long as nobody read.
+void waitForLastOutput(OutputSink& out, HeldSignals& held, int code) {
+  const uint64_t ticket = out.requestFlush();
+  while (!out.flushed(ticket, std::chrono::milliseconds(200))) {
+    if (const int sig = held.takeInterrupt()) {
+      sayWithoutWaiting(std::string("tlaunch: got SIG") + ::sigabbrev_np(sig) + ": the job's last " +
+                        std::to_string((out.backlog() + 1023) / 1024) +
+                        " KiB of output, still waiting for stdout's reader, are dropped\n");
+      std::_Exit(code);  // the writer thread is stuck in write(): no orderly end for it
+    }
+  }
+}
 
 int finishJob(const JobSpec& spec, const std::string& job_id, const JobOutcome& outcome,
               std::chrono::steady_clock::time_point started) {
@@ -320,8 +354,18 @@ int runJob(const JobSpec& input) {
         outcome.lost_nodes.push_back(row.node);  // --summary-json names them
     if (outcome.failed_node.empty()) outcome.failed_node = unstarted.front().node;
   }
-  if (out) out->flush();
-  return finishJob(input, run_id, outcome, started);
+  // The summary first, into a file of its own: a stdout nobody reads (a pager left unscrolled)
+  // must not keep it back. One written where it is (/dev/stdout, a FIFO) follows the output.
+  struct stat st {};
+  const bool own_file = input.summary_json.empty() ||
+                        (::lstat(input.summary_json.c_str(), &st) != 0 ? errno == ENOENT : S_ISREG(st.st_mode));
+  if (!own_file) {
+    if (out) out->flush();
+    return finishJob(input, run_id, outcome, started);
+  }
+  const int code = finishJob(input, run_id, outcome, started);
+  if (out) waitForLastOutput(*out, held, code);
+  return code;
 }
 
 }  // namespace tlaunch

@@ -19,6 +19,7 @@ line, and no process of the job left:
  11. a storm of bare \\r (5 MB, a bar redrawn with nothing new): one line, in moments.
 """
 import fcntl
+import json
 import os
 import pty
 import re
@@ -411,3 +412,36 @@ tl.check(ended_unread, "a failed rank did not end the job while the reader was p
 tl.check(p.returncode == 5 and b"rank 1 on node local0 exited with status 5" in err,
          f"paused reader, failed rank: exit {p.returncode} {err[-800:]!r}")
 print(f"PASS 12: a rank failing behind a paused reader ended the job at once ({len(out) >> 20} MiB read after)")
+
+# 13. The job is over and its output waits for a reader who does not read (`| less` left
+#     unscrolled): Ctrl-C or SIGTERM (a batch system's, before its SIGKILL) ends tlaunch with the
+#     job's status and drops the rest. Both were held in silence for as long as nobody read, and
+#     --summary-json was written only after the last byte.
+summary = os.path.join(tl.tempdir(), "summary.json")
+# 2 nodes x 2.5 MB: within the two links' credit windows (4 MiB each), so the ranks end.
+unread, stdout_end = os.pipe()  # nobody reads it while tlaunch runs
+p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-N", "2", "-p", "1", "-q", "--summary-json", summary, "--",
+                      "sh", "-c", 'yes "$(printf %0100d 0)" | head -c 2500000; exit 0'],
+                     stdout=stdout_end, stderr=subprocess.PIPE)
+os.close(stdout_end)
+try:
+    written = tl.wait_until(lambda: os.path.exists(summary), 60)  # the job's end, before its output's
+    time.sleep(0.5)
+    still_running = p.poll() is None
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=30)
+    took = time.monotonic() - t0
+    err = p.stderr.read()
+finally:
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+    os.close(unread)
+with open(summary) as f:
+    outcome = json.load(f)
+tl.check(written and still_running and p.returncode == 0 and outcome["exit_status"] == 0 and took < 5 and
+         b"of output, still waiting for stdout's reader, are dropped" in err,
+         f"Ctrl-C while the last output waits for a reader: exit {p.returncode} after {took:.1f} s, "
+         f"summary written first {written}, waiting {still_running}: {err[-600:]!r}")
+print(f"PASS 13: Ctrl-C while the last output waited for a reader ended tlaunch in {took:.1f} s, status 0")
