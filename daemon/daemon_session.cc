@@ -360,9 +360,8 @@ void DaemonSession::onClose(const std::string& reason) {
   frontendLost(reason);
 }
 
-std::chrono::milliseconds DaemonSession::ownTeardownGrace(bool signalled) const {
-  if (!launch_) return std::chrono::milliseconds(2000);
-  return std::chrono::milliseconds(signalled ? launch_->kill_timeout_ms : std::min(launch_->kill_timeout_ms, 2000));
+std::chrono::milliseconds DaemonSession::ownTeardownGrace() const {
+  return std::chrono::milliseconds(launch_ ? launch_->kill_timeout_ms : 2000);
 }
 
 void DaemonSession::frontendLost(const std::string& why) {
@@ -372,15 +371,10 @@ void DaemonSession::frontendLost(const std::string& why) {
   if (conn_) conn_->close();
   tree_->closeAll();  // the nodes below lose their way to the frontend too: they end theirs now
   if (ranks_ && !ranks_->allExited()) {
-    // A signal may have come first (PR_SET_PDEATHSIG when tlaunch or sshd dies) and given the
-    // ranks --kill-timeout: with nobody left to wait for them, the 2 s bound wins. (A teardown
-    // the frontend began keeps its grace: the user asked for that checkpoint.)
-    const auto bound = std::chrono::steady_clock::now() + ownTeardownGrace(false);
-    if (signalled_code_ && kill_at_ && *kill_at_ > bound) {
-      kill_at_ = bound;
-      ranks_->killBy(bound);
-    }
-    return endOwnRanks(ownTeardownGrace(false));  // all_exited → shutdown
+    // tlaunch killed (the OOM killer on a login node), its host or link gone: the ranks' SIGTERM
+    // checkpoint gets --kill-timeout as in any teardown; it was cut to 2 s. Nothing waits for
+    // this daemon meanwhile, and it ends with its ranks.
+    return endOwnRanks(ownTeardownGrace());  // all_exited → shutdown
   }
   shutdown(1);
 }
@@ -392,7 +386,7 @@ void DaemonSession::stopOnSignal(int sig) {
   // get --kill-timeout before SIGKILL. Repeats do not cut it short (daemon/main.cc).
   if (!done_ && !signalled_code_ && ranks_ && !ranks_->allExited()) {
     signalled_code_ = 128 + sig;
-    return endOwnRanks(ownTeardownGrace(true));  // all_exited → onRanksEnded → shutdown
+    return endOwnRanks(ownTeardownGrace());  // all_exited → onRanksEnded → shutdown
   }
   shutdown(128 + sig);
 }

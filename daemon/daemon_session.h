@@ -92,10 +92,9 @@ class DaemonSession {
   void sendInventory(const Json& config);
   void heartbeat();
   void frontendLost(const std::string& why);
-  // The grace between SIGTERM and SIGKILL for ranks the daemon ends on its own: --kill-timeout
-  // when signalled (the ranks' checkpoint, as scancel means it), at most 2 s when the frontend is
-  // lost (nobody waits to see them end).
-  std::chrono::milliseconds ownTeardownGrace(bool signalled) const;
+  // The grace between SIGTERM and SIGKILL for ranks the daemon ends on its own (signalled, as
+  // scancel means it, or its frontend lost): --kill-timeout, the ranks' checkpoint.
+  std::chrono::milliseconds ownTeardownGrace() const;
   // Ends this node's ranks on the daemon's own account (its frontend lost, a signal): SIGTERM,
   // the grace, SIGKILL, then shutdown; past a bound, shutdown without them.
   void endOwnRanks(std::chrono::milliseconds grace);

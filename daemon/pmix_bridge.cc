@@ -57,6 +57,9 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   // Created on its own first: it lives in a shared directory (makeRankDir refuses a planted one).
   if (auto r = makeRankDir(b->node_dir_, static_cast<uint32_t>(::getuid()), static_cast<uint32_t>(::getgid()), launch.node_name); !r)
     return tl::unexpected(r.error());
+  // Marked at once: a daemon killed while its PMIx server starts (the OOM killer, kill -9) left
+  // an unmarked directory, which no later daemon may remove.
+  if (!writeOwnerMark(b->node_dir_)) spdlog::warn("could not mark {} as this daemon's", b->node_dir_);
   if (auto r = makeRankDir(b->node_dir_ + "/errors", static_cast<uint32_t>(::getuid()), static_cast<uint32_t>(::getgid()),
                           launch.node_name);
       !r)
@@ -95,7 +98,6 @@ Result<std::unique_ptr<PmixBridge>> PmixBridge::start(asio::io_context& io, cons
   auto server = PmixServer::start(cfg, [&io](std::function<void()> f) { asio::post(io, std::move(f)); }, std::move(cb));
   if (!server) return tl::unexpected(withFileSizeLimit(server.error()));
   b->server_ = std::move(*server);
-  if (!writeOwnerMark(b->node_dir_)) spdlog::warn("could not mark {} as this daemon's", b->node_dir_);
   PmixJobLayout layout;
   layout.nspace = launch.pmix.nspace;
   layout.node_names = launch.pmix.node_names;

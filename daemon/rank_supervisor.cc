@@ -329,14 +329,6 @@ void RankSupervisor::terminate(std::chrono::milliseconds grace) {
   });
 }
 
-void RankSupervisor::killBy(std::chrono::steady_clock::time_point deadline) {
-  if (!terminating_ || kill_timer_.expiry() <= deadline) return;
-  kill_timer_.expires_at(deadline);  // cancels the wait armed by terminate()
-  kill_timer_.async_wait([this](const asio::error_code& ec) {
-    if (!ec) killAll();
-  });
-}
-
 void RankSupervisor::killAll() {
   terminating_ = true;
   signalAll(SIGKILL);

@@ -86,8 +86,6 @@ class RankSupervisor {
   bool signalRank(int rank, int sig);
   // SIGTERM now, SIGKILL to whatever is left after `grace`.
   void terminate(std::chrono::milliseconds grace);
-  // A terminate() already under way kills by `deadline` at the latest.
-  void killBy(std::chrono::steady_clock::time_point deadline);
   void killAll();  // SIGKILL now, to everything of the job
   // At the daemon's exit: what the ranks left behind gets SIGTERM, SIGKILL after `grace`;
   // `done` runs (from the io_context) once nothing is left.

@@ -101,6 +101,10 @@ void JobSession::onPrepareFailed(Link& link, Error why) {
 
 void JobSession::prepareFailuresDue(Clock::time_point now) {
   if (failed_ || prepare_failures_.empty()) return;
+  // A node lost a moment ago is the cause of what the others failed to do with it (another
+  // node's reachability check of its ranks' ports): its loss is decided first (tick), and
+  // named; a healthy node was blamed for "cannot reach" it (exit 78, not replaced).
+  if (lostNodePending()) return;
   const bool all_answered = std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->prepared || l->closed; });
   if (!all_answered && now < prepare_failures_due_) return;
   std::sort(prepare_failures_.begin(), prepare_failures_.end(),

@@ -311,6 +311,26 @@ os.kill(p.pid, signal.SIGKILL)
 p.wait()
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers 10 s after SIGKILL of tlaunch: {leftovers(job)}")
 
+# 5b. tlaunch killed (the OOM killer on a login node) while the ranks run: they get their SIGTERM
+#     checkpoint within --kill-timeout as in any teardown (it was cut to 2 s), then nothing is left.
+marks = tl.tempdir()
+ckpt = ("import os, signal, time\n"
+        "def on_term(*_):\n"
+        "    time.sleep(3)\n"
+        f"    open(os.path.join({marks!r}, 'rank' + os.environ['RANK']), 'w').close()\n"
+        "    os._exit(0)\n"
+        "signal.signal(signal.SIGTERM, on_term)\n"
+        "print('ready pid', os.getpid(), flush=True)\n"
+        "time.sleep(120)\n")
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--kill-timeout", "20", "--", tl.PYTHON, "-c", ckpt])
+lines = wait_ready(p, 2)
+job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+os.kill(p.pid, signal.SIGKILL)
+p.wait()
+both = tl.wait_until(lambda: sorted(os.listdir(marks)) == ["rank0", "rank1"], 15)
+tl.check(both, f"tlaunch SIGKILLed: the ranks' 3 s checkpoints ended (--kill-timeout 20): {os.listdir(marks)}")
+tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers after the checkpoints: {leftovers(job)}")
+
 # 5a. A checkpoint a rank's SIGTERM handler starts runs to its end: the teardown's sweep for
 # strays (processes that left the rank's group) took a process forked after its snapshot of
 # /proc for one, and sent it the SIGTERM too (a shell's `sleep 1` below, killed at once).
