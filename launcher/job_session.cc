@@ -3,6 +3,7 @@
 // job_session_accept (authentication), _plan (inventory to start), _failures, _pmix, _nccl,
 // _controls (signals, stacks/status, --stdin).
 #include "launcher/job_session.h"
+#include "launcher/hostlist.h"
 #include "launcher/job_session_link.h"
 
 #include <signal.h>
@@ -286,7 +287,12 @@ void JobSession::tick() {
       if (out_.backlog() > 0) {
         phase_deadline_ = now + std::chrono::seconds(1);  // a slow reader: the last lines are still coming
       } else {
-        out_.note("some nodes did not confirm the end of their ranks; shutting their daemons down");
+        std::vector<std::string> silent;
+        for (const auto& l : links_)
+          if (!(l->drained || l->closed || (!l->conn && !l->routed))) silent.push_back(l->name);
+        const bool one = silent.size() == 1;
+        out_.note((one ? "node " : "nodes ") + compressHostlist(silent) + " did not confirm the end of " +
+                  (one ? "its" : "their") + " ranks; shutting the daemons down");
         finish(JobEvent::all_drained);
       }
     }

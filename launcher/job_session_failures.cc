@@ -309,6 +309,15 @@ void JobSession::onLinkClosed(Link& link, const std::string& reason) {
   if (phase_ == Phase::finishing) stopOnceAllClosed(Clock::now());
   if (phase_ == Phase::finishing || phase_ == Phase::done) return;
   if (phase_ == Phase::draining) {
+    // Lost while the job ended (a node crashed, a daemon killed or frozen during the ranks'
+    // checkpoint): the job's reason stands, but the user must know its ranks' end is unknown.
+    if (!link.all_exited && !link.end_noted) {
+      link.end_noted = true;
+      out_.note("node " + link.name + " was lost while the job ended (" + reason +
+                "): how its ranks ended (a checkpoint they were writing) is unknown");
+      if (std::find(outcome_.lost_nodes.begin(), outcome_.lost_nodes.end(), link.name) == outcome_.lost_nodes.end())
+        outcome_.lost_nodes.push_back(link.name);
+    }
     if (allDrained()) finish(JobEvent::all_drained);
     return;
   }

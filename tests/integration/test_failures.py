@@ -331,6 +331,39 @@ both = tl.wait_until(lambda: sorted(os.listdir(marks)) == ["rank0", "rank1"], 15
 tl.check(both, f"tlaunch SIGKILLed: the ranks' 3 s checkpoints ended (--kill-timeout 20): {os.listdir(marks)}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers after the checkpoints: {leftovers(job)}")
 
+# 5c'. A node lost while the job ends (its daemon killed during rank 0's checkpoint, after rank 1
+#      failed): the failure stays the job's reason, and the node is named with its ranks' end unknown;
+#      nothing said it, and --summary-json's lost_nodes was empty.
+summary = os.path.join(tl.tempdir(), "lost-in-teardown.json")
+slow = ("import os, signal, sys, time\n"
+        "def on_term(*_):\n"
+        "    print('checkpointing', flush=True)\n"
+        "    time.sleep(5)\n"
+        "    os._exit(0)\n"
+        "signal.signal(signal.SIGTERM, on_term)\n"
+        "print('ready pid', os.getpid(), flush=True)\n"
+        "time.sleep(1 if os.environ['RANK'] == '1' else 120)\n"
+        "sys.exit(3)\n")
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--summary-json", summary, "--", tl.PYTHON, "-c", slow])
+lines = wait_ready(p, 2)
+rank0 = next(int(m.group(1)) for m in re.finditer(r"\[local0:0\] ready pid (\d+)", "\n".join(lines)))
+daemon = rank0
+while daemon > 1:
+    with open(f"/proc/{daemon}/stat") as f:
+        daemon = int(f.read().rsplit(")", 1)[1].split()[1])
+    with open(f"/proc/{daemon}/comm") as f:
+        if f.read().strip() == "tlaunchd":
+            break
+read_until(p, b"checkpointing", 1, 20)  # rank 1 failed; rank 0 writes its checkpoint
+time.sleep(0.5)
+os.kill(daemon, signal.SIGKILL)
+out, err = tl.communicate_or_fail(p, 60, "a node lost while the job ended")
+with open(summary) as f:
+    outcome = json.load(f)
+tl.check(p.returncode == 3 and "node local0 was lost while the job ended" in err and
+         outcome["lost_nodes"] == ["local0"] and outcome["failed_rank"] == 1,
+         f"lost during the teardown: exit {p.returncode}, lost_nodes {outcome['lost_nodes']}: {err[-800:]}")
+
 # 5a. A checkpoint a rank's SIGTERM handler starts runs to its end: the teardown's sweep for
 # strays (processes that left the rank's group) took a process forked after its snapshot of
 # /proc for one, and sent it the SIGTERM too (a shell's `sleep 1` below, killed at once).
