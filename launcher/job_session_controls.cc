@@ -75,8 +75,17 @@ void JobSession::handleSignal(int sig) {
   if (interrupts_ == 1) {
     first_interrupt_ = sig;
     first_interrupt_at_ = std::chrono::steady_clock::now();
-    out_.note(std::string("got ") + ::sigabbrev_np(sig) + ": ending the job (SIGTERM to the ranks, SIGKILL after " +
-              std::to_string(cfg_.spec.kill_timeout_s) + " s; again to kill at once)");
+    // Said as it is: no rank may exist yet, or the job may be ending already.
+    const std::string got = std::string("got ") + ::sigabbrev_np(sig) + ": ";
+    if (cfg_.spec.preflight_only || cfg_.spec.dry_run)
+      out_.note(got + "stopping");
+    else if (failed_)
+      out_.note(got + "the job is ending already (its ranks had their SIGTERM); again to kill them at once");
+    else if (phase_ == Phase::connecting || phase_ == Phase::testing_fabric || phase_ == Phase::preparing)
+      out_.note(got + "ending the job before its ranks start");
+    else
+      out_.note(got + "ending the job (SIGTERM to the ranks, SIGKILL after " + std::to_string(cfg_.spec.kill_timeout_s) +
+                " s; again to kill at once)");
     std::string why = std::string("tlaunch was interrupted by SIG") + ::sigabbrev_np(sig);
     // Start failures gathered so far are not lost to the interrupt: they are why it waited.
     if (!failed_ && !start_failures_.empty())

@@ -364,6 +364,17 @@ tl.check(p.returncode == 3 and "node local0 was lost while the job ended" in err
          outcome["lost_nodes"] == ["local0"] and outcome["failed_rank"] == 1,
          f"lost during the teardown: exit {p.returncode}, lost_nodes {outcome['lost_nodes']}: {err[-800:]}")
 
+# 5c''. Ctrl-C during the teardown a failed rank began: said as it is (the job is ending already;
+#       it said "ending the job ... SIGKILL after 10 s", a new deadline that was not), and the
+#       failed rank's status stays the job's.
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--", tl.PYTHON, "-c", slow])
+wait_ready(p, 2)
+read_until(p, b"checkpointing", 1, 20)
+os.killpg(p.pid, signal.SIGINT)
+out, err = tl.communicate_or_fail(p, 60, "Ctrl-C during the teardown")
+tl.check(p.returncode == 3 and "got INT: the job is ending already" in err and err.count("SIGKILL after") == 1,
+         f"Ctrl-C during the teardown: exit {p.returncode}: {err[-600:]}")
+
 # 5a. A checkpoint a rank's SIGTERM handler starts runs to its end: the teardown's sweep for
 # strays (processes that left the rank's group) took a process forked after its snapshot of
 # /proc for one, and sent it the SIGTERM too (a shell's `sleep 1` below, killed at once).
