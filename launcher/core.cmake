@@ -34,6 +34,7 @@ set(LAUNCHER_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_tree.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_spawn.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_failures.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/job_session_start_failures.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_accept.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_plan.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/job_session_pmix.cc
