@@ -45,33 +45,6 @@ std::map<std::string, int> allocationTasks(const std::map<std::string, std::stri
   return more_than_one ? tasks : std::map<std::string, int>{};
 }
 
-// --hosts or --hostfile inside a Slurm allocation (a script that lists the allocation's nodes, as
-// for mpirun or DeepSpeed): nodes that all belong to it are started with srun in it, as without
-// the list, so that Slurm's GPUs and cgroups apply to the job; ssh would start the daemons
-// outside the job's step. Nodes outside the allocation stay on ssh, and the user is told.
-LauncherKind sshOrSlurmInAllocation(const std::vector<HostEntry>& hosts, const JobSpec& spec,
-                                    const std::map<std::string, std::string>& env, std::vector<std::string>& notes) {
-  auto allocation = hostsFromSlurmEnv(env, false);
-  if (!allocation) return LauncherKind::ssh;
-  std::vector<std::string> outside;
-  bool ssh_only = !spec.ssh_flags_given.empty();  // the user's ssh options ask for ssh
-  for (const auto& h : hosts) {
-    if (h.attrs.contains("user")) ssh_only = true;  // user@host: a login only ssh can use
-    const bool in = std::any_of(allocation->begin(), allocation->end(), [&](const HostEntry& a) { return a.name == h.name; });
-    if (!in) outside.push_back(h.name);
-  }
-  const auto job = env.find("SLURM_JOB_ID");
-  const std::string allocation_name = "Slurm allocation " + (job != env.end() ? job->second : std::string("?"));
-  if (!outside.empty()) {
-    notes.push_back("warning: " + compressHostlist(outside) + " " + (outside.size() == 1 ? "is" : "are") +
-                    " not in " + allocation_name + ": the daemons start over ssh, outside Slurm's control "
-                    "(its GPUs and cgroups do not apply)");
-    return LauncherKind::ssh;
-  }
-  if (ssh_only) return LauncherKind::ssh;
-  return LauncherKind::slurm;
-}
-
 std::vector<std::string> netIfOf(const HostEntry& h) {
   std::vector<std::string> out;
   auto it = h.attrs.find("net_if");
@@ -147,6 +120,41 @@ Result<std::string> frontendAddressFor(const std::vector<NodeTarget>& nodes) {
 }
 
 }  // namespace
+
+LauncherKind launcherForHostsInAllocation(const std::vector<HostEntry>& hosts, const JobSpec& spec,
+                                          const std::map<std::string, std::string>& env,
+                                          std::vector<std::string>& notes) {
+  auto allocation = hostsFromSlurmEnv(env, false);
+  if (!allocation) return LauncherKind::ssh;
+  std::vector<std::string> outside;
+  bool ssh_only = !spec.ssh_flags_given.empty();  // the user's ssh options ask for ssh
+  // A name's first label; an IPv4 address has none to compare.
+  const auto shortName = [](const std::string& name) {
+    const bool address = name.find_first_not_of("0123456789.") == std::string::npos;
+    return address ? name : name.substr(0, name.find('.'));
+  };
+  for (const auto& h : hosts) {
+    if (h.attrs.contains("user")) ssh_only = true;  // user@host: a login only ssh can use
+    const bool in = std::any_of(allocation->begin(), allocation->end(), [&](const HostEntry& a) { return a.name == h.name; });
+    // node1.cluster.example for Slurm's node1: the node is the allocation's, but srun knows it
+    // by Slurm's name only; ssh as given, and nothing to warn of.
+    const bool by_short_name = !in && std::any_of(allocation->begin(), allocation->end(), [&](const HostEntry& a) {
+      return shortName(a.name) == shortName(h.name);
+    });
+    if (by_short_name) ssh_only = true;
+    else if (!in) outside.push_back(h.name);
+  }
+  const auto job = env.find("SLURM_JOB_ID");
+  const std::string allocation_name = "Slurm allocation " + (job != env.end() ? job->second : std::string("?"));
+  if (!outside.empty()) {
+    notes.push_back("warning: " + compressHostlist(outside) + " " + (outside.size() == 1 ? "is" : "are") +
+                    " not in " + allocation_name + ": the daemons start over ssh, outside Slurm's control "
+                    "(its GPUs and cgroups do not apply)");
+    return LauncherKind::ssh;
+  }
+  if (ssh_only) return LauncherKind::ssh;
+  return LauncherKind::slurm;
+}
 
 Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::string, std::string>& env,
                                       bool resolve_only) {
@@ -259,7 +267,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
            : (origin == NodeOrigin::hosts || origin == NodeOrigin::hostfile) ? LauncherKind::ssh
                                                                              : LauncherKind::local;
     if (kind == LauncherKind::ssh && insideSlurmAllocation(env) && !resolve_only)
-      kind = sshOrSlurmInAllocation(*hosts, spec, env, notes);
+      kind = launcherForHostsInAllocation(*hosts, spec, env, notes);
   }
   // Flags of a launcher this job does not use would do nothing: refused, not ignored.
   const char* kind_name = kind == LauncherKind::slurm ? "srun" : kind == LauncherKind::ssh ? "ssh" : "the local launcher";

@@ -10,6 +10,7 @@
 #include "launcher/daemon_starter.h"
 #include "launcher/ssh_starter.h"
 #include "launcher/job_spec.h"
+#include "launcher/node_source.h"
 #include "launcher/plan/gpu_choice.h"
 #include "launcher/plan/rank_layout.h"
 
@@ -35,6 +36,14 @@ struct LauncherChoice {
   RankLayout layout;                      // nodes x ranks per node, and why
   std::vector<std::string> notes;         // said before the job starts
 };
+
+// --hosts or --hostfile inside a Slurm allocation (a script that lists the allocation's nodes, as
+// for mpirun or DeepSpeed): slurm when every node is the allocation's by Slurm's name, so that
+// Slurm's GPUs and cgroups apply to the job (ssh would start the daemons outside the job's step);
+// else ssh, as asked, with a warning in `notes` naming the nodes outside the allocation.
+LauncherKind launcherForHostsInAllocation(const std::vector<HostEntry>& hosts, const JobSpec& spec,
+                                          const std::map<std::string, std::string>& env,
+                                          std::vector<std::string>& notes);
 
 // Also decides the rank layout (-n, slots), since it chooses among the given nodes.
 // resolve_only: nodes and layout only, no starter and no addresses (--dry-run --offline).

@@ -825,6 +825,22 @@ TEST_CASE("--hosts inside a Slurm allocation: srun for its nodes, ssh and a warn
   CHECK(outside->kind == LauncherKind::ssh);
   REQUIRE(outside->notes.size() == 1);
   CHECK_THAT(outside->notes[0], Catch::Contains("127.0.0.1 is not in Slurm allocation 7: the daemons start over ssh"));
+  // The node by another name of its own (Slurm's gpu01 as gpu01.cluster.example): in the
+  // allocation, so no warning, but srun would not know that name: ssh. Addresses are not names.
+  const std::map<std::string, std::string> gpus = {{"SLURM_JOB_ID", "8"}, {"SLURM_JOB_NODELIST", "gpu[01-02],10"}};
+  std::vector<std::string> notes;
+  HostEntry fqdn;
+  fqdn.name = "gpu01.cluster.example";
+  CHECK(launcherForHostsInAllocation({fqdn}, s, gpus, notes) == LauncherKind::ssh);
+  CHECK(notes.empty());
+  HostEntry slurm_name;
+  slurm_name.name = "gpu02";
+  CHECK(launcherForHostsInAllocation({slurm_name}, s, gpus, notes) == LauncherKind::slurm);
+  HostEntry address;
+  address.name = "10.0.0.5";
+  CHECK(launcherForHostsInAllocation({slurm_name, address}, s, gpus, notes) == LauncherKind::ssh);
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0], Catch::Contains("10.0.0.5 is not in Slurm allocation 8"));
   // ssh options of the user's, or a login of a hostfile's: ssh as asked.
   s.hosts = "localhost";
   s.ssh_flags_given = {"--ssh-option"};
