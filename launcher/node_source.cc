@@ -291,7 +291,9 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
       if (!attrs.emplace(key, value).second) return bad("'" + key + "' given twice");
     }
     if (auto it = attrs.find("max_slots"); it != attrs.end() && slots > 0 && std::stoi(it->second) < slots) {
-      return bad("max_slots " + it->second + " is less than slots " + std::to_string(slots));
+      return bad("max_slots " + it->second + " is less than slots " + std::to_string(slots),
+                 "max_slots is the most ranks the host may run, slots how many it runs: lower slots to " +
+                     it->second + " or raise max_slots");
     }
 
     auto expanded = expandHostSpec(host_spec, true, where, kHostfileHint, namesLeft(hosts.size()));
@@ -300,7 +302,8 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view content, std::stri
       if (h.attrs.count("user") && attrs.count("user")) return bad("user given both as user@host and user=");
       if (auto [it, fresh] = first_line.emplace(asciiLower(h.name), line_no); !fresh) {
         return bad(h.name + " is listed twice (first at line " + std::to_string(it->second) + ")",
-                   "give each host once, with all its slots (" + h.name + " slots=8)");
+                   "give each host once, with all its slots (" +
+                       (colon_parts.size() == 2 ? h.name + ":8" : h.name + " slots=8") + ")");
       }
       h.slots = slots;
       h.attrs.insert(attrs.begin(), attrs.end());

@@ -155,6 +155,14 @@ TEST_CASE("hosts: hostfile: bad lines give file:line and the text", "[hosts][nod
     CHECK_THAT(r.error().message, Catch::StartsWith(where));
     CHECK_THAT(r.error().message, Catch::Contains(says));
   }
+  // The hint fits the error and the file's own form: max_slots below slots says what each
+  // means; a duplicate of an MPICH line is shown in MPICH's form.
+  auto capped = parseHostfile("node1 slots=2 max_slots=1\n", "hosts.txt");
+  REQUIRE_FALSE(capped);
+  CHECK_THAT(capped.error().hint, Catch::Contains("lower slots to 1 or raise max_slots"));
+  auto mpich = parseHostfile("node2:2\nnode2:1\n", "hosts.txt");
+  REQUIRE_FALSE(mpich);
+  CHECK_THAT(mpich.error().hint, Catch::Contains("(node2:8)"));
   auto quoted = parseHostfile("node1\n  node2 slots=x  # two\n", "hosts.txt");
   REQUIRE_FALSE(quoted);
   CHECK_THAT(quoted.error().message, Catch::EndsWith("in 'node2 slots=x  # two'"));
