@@ -1,8 +1,5 @@
 #include "launcher/cli_options.h"
 
-#include <pwd.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <iostream>
 #include <string_view>
@@ -13,6 +10,7 @@
 #include "launcher/cli_arg_checks.h"
 #include "launcher/cli_option_helpers.h"
 #include "launcher/cli_values.h"
+#include "launcher/home_directory.h"
 #include "launcher/export_flags_cli.h"
 #include "launcher/failure_cli.h"
 #include "launcher/inspect_cli.h"
@@ -29,27 +27,6 @@ void excludeEachOther(const std::vector<CLI::Option*>& names) {
   for (auto* a : names)
     for (auto* b : names)
       if (a != b) a->excludes(b);
-}
-
-// A file of tlaunch's own (--output-dir, --summary-json) given as "~/x": the shell leaves the "~"
-// as it is after "=" ("--output-dir=~/logs") or in quotes. Expanded as the shell would, on this host.
-std::string expandHome(const std::string& path) {
-  if (!path.starts_with("~")) return path;
-  const size_t slash = path.find('/');
-  const std::string user = path.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
-  std::string home;
-  if (const char* env_home = std::getenv("HOME"); user.empty() && env_home && *env_home) {
-    home = env_home;
-  } else {
-    std::vector<char> buffer(16384);
-    passwd entry{};
-    passwd* found = nullptr;
-    const int rc = user.empty() ? ::getpwuid_r(::geteuid(), &entry, buffer.data(), buffer.size(), &found)
-                                : ::getpwnam_r(user.c_str(), &entry, buffer.data(), buffer.size(), &found);
-    if (rc != 0 || !found || !found->pw_dir) return path;  // no such user: the path as written
-    home = found->pw_dir;
-  }
-  return slash == std::string::npos ? home : home + path.substr(slash);
 }
 
 LauncherKind launcherOf(const std::string& v) {
@@ -122,7 +99,7 @@ void addOutputOptions(CLI::App& app, JobSpec& s) {
   auto* label = app.add_flag_callback("-l,--label", [&s] { s.tag = TagMode::rank; }, "srun's name for --tag-output rank");
   excludeEachOther({tag, label});
   app.add_option("--output-dir", s.output_dir, "also write each rank's output to DIR/rank.N.out and .err")
-      ->transform(expandHome, "", "");
+      ->transform(expandHomeHere, "", "");
   app.add_option_function<std::string>(
          "--stdin",
          [&s](const std::string& v) {
@@ -141,7 +118,7 @@ void addOutputOptions(CLI::App& app, JobSpec& s) {
                "(in a pipe they wait for 4 KiB), and programs see a terminal (colours, progress bars)");
   app.add_option("--summary-json", s.summary_json,
                  "write the job's outcome to FILE as JSON (exit status, whose, failed rank and node, reason)")
-      ->transform(expandHome, "", "")
+      ->transform(expandHomeHere, "", "")
       ->type_name("FILE");
 }
 

@@ -14,5 +14,6 @@ set(LAUNCHER_HOSTS_SOURCES
 set(LAUNCHER_SSH_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/child_process.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/starter_support.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/home_directory.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ssh_starter.cc
 )

@@ -81,11 +81,11 @@ void JobSession::onSpawnFailed(Link& parent, const Json& msg) {
   Link& child = *found;
   // A repeated report (the parent retried, or a daemon gone wrong) must not start a second daemon.
   if (child.conn || child.routed || child.started_by_frontend || failed_) return;
+  child.started_by_frontend = true;  // by tlaunch now, or by nobody
   const std::string why = getString(msg, "message");
   // Its parent's ssh found it down (no route, sshd refused): tlaunch's own would get the same
   // answer. A failure of its own, as if tlaunch had tried. A time-out is tried again from here.
   if (getBool(msg, "unreachable")) {
-    child.started_by_frontend = true;  // nobody starts it now: counted as tlaunch's own failure
     const size_t eol = std::min(why.find('\n'), why.size());
     StartFailure f{child.index, why.substr(0, eol) + " (from node " + parent.name + ", its parent in the control tree)" +
                                     why.substr(eol)};
@@ -93,7 +93,6 @@ void JobSession::onSpawnFailed(Link& parent, const Json& msg) {
     onStartFailures({f}, Clock::now());
     return;
   }
-  child.started_by_frontend = true;
   if (cfg_.spec.verbose)
     out_.note("node " + parent.name + " could not start tlaunchd on " + child.name + " over ssh (" + why +
               "); tlaunch starts it and talks to it directly");

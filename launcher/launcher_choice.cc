@@ -144,12 +144,11 @@ LauncherKind launcherForHostsInAllocation(const std::vector<HostEntry>& hosts, c
     if (by_short_name) ssh_only = true;
     else if (!in) outside.push_back(h.name);
   }
-  const auto job = env.find("SLURM_JOB_ID");
-  const std::string allocation_name = "Slurm allocation " + (job != env.end() ? job->second : std::string("?"));
   if (!outside.empty()) {
+    const auto job = env.find("SLURM_JOB_ID");
     notes.push_back("warning: " + compressHostlist(outside) + " " + (outside.size() == 1 ? "is" : "are") +
-                    " not in " + allocation_name + ": the daemons start over ssh, outside Slurm's control "
-                    "(its GPUs and cgroups do not apply)");
+                    " not in Slurm allocation " + (job != env.end() ? job->second : std::string("?")) +
+                    ": the daemons start over ssh, outside Slurm's control (its GPUs and cgroups do not apply)");
     return LauncherKind::ssh;
   }
   if (ssh_only) return LauncherKind::ssh;

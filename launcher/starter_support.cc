@@ -1,4 +1,5 @@
 #include "launcher/starter_support.h"
+#include "launcher/home_directory.h"
 #include "tlaunch/strings.h"
 
 #include <sys/wait.h>
@@ -62,7 +63,7 @@ bool programInPath(const std::string& program, const std::string& path_variable)
 
 std::string daemonPathFromHere(const std::string& given, const std::string& cwd, const std::string& home) {
   if (given.empty() || given.front() == '/') return given;
-  if (given == "~" || given.starts_with("~/")) return home.empty() ? given : home + given.substr(1);
+  if (given == "~" || given.starts_with("~/")) return underHome(given, home);
   if (given.front() == '~') return given;  // ~user/...: another user's home, not ours to guess
   if (given.find('/') == std::string::npos) return given;  // a name: found on each node's PATH
   std::string rest = given;

@@ -1,8 +1,8 @@
 #include "launcher/warm_registry.h"
+#include "launcher/home_directory.h"
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,12 +24,6 @@ namespace {
 
 constexpr const char* kEntryPrefix = "node-";
 constexpr const char* kFix = "run without --keep-daemons";
-
-std::string homeDirectory(const std::map<std::string, std::string>& env) {
-  if (auto it = env.find("HOME"); it != env.end() && !it->second.empty()) return it->second;
-  const passwd* pw = ::getpwuid(::geteuid());
-  return pw && pw->pw_dir ? pw->pw_dir : "";
-}
 
 // Node names are host names; anything else in one is escaped so it stays one file name ('@',
 // which separates the keeper's pid and start from the name, included).
