@@ -27,24 +27,6 @@ std::string nnodesAsGiven(const JobSpec& spec) {
                                       : std::to_string(spec.min_nodes) + ":" + std::to_string(spec.nodes);
 }
 
-// The allocation's task count per node, when the user gave one (-n/--ntasks: SLURM_NTASKS is set;
-// without it SLURM_TASKS_PER_NODE is a CPU count, e.g. with --exclusive). Empty when none was
-// given, or one task per node (a torchrun-style script's: the count is left to the GPUs).
-std::map<std::string, int> allocationTasks(const std::map<std::string, std::string>& env) {
-  const auto ntasks = env.find("SLURM_NTASKS");
-  if (ntasks == env.end() || ntasks->second.empty()) return {};
-  auto nodes = hostsFromSlurmEnv(env, true);
-  if (!nodes) return {};
-  std::map<std::string, int> tasks;
-  bool more_than_one = false;
-  for (const auto& h : *nodes) {
-    if (h.slots < 1 || h.slots > kMaxRanksPerNode) return {};
-    tasks[h.name] = h.slots;
-    more_than_one = more_than_one || h.slots > 1;
-  }
-  return more_than_one ? tasks : std::map<std::string, int>{};
-}
-
 std::vector<std::string> netIfOf(const HostEntry& h) {
   std::vector<std::string> out;
   auto it = h.attrs.find("net_if");
@@ -231,7 +213,7 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
     if (per_node > 0) {
       slots.assign(slots.size(), per_node);
       slots_origin = "SLURM_NTASKS_PER_NODE";
-    } else if (const auto tasks = allocationTasks(env); !tasks.empty()) {
+    } else if (const auto tasks = slurmTasksGiven(env); !tasks.empty()) {
       // `salloc -n 4`, `#SBATCH --ntasks=64`: as many ranks as srun (and mpirun) would run there.
       for (size_t i = 0; i < hosts->size(); ++i)
         if (const auto t = tasks.find((*hosts)[i].name); t != tasks.end()) slots[i] = t->second;

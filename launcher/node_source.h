@@ -72,6 +72,12 @@ std::optional<std::string> slurmHetComponents(const std::map<std::string, std::s
 Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std::string>& env,
                                                  bool tasks_as_slots = true);
 
+// The allocation's task count per node (SLURM_TASKS_PER_NODE), when the user gave one (-n /
+// --ntasks: SLURM_NTASKS is set; without it that count is the CPUs, e.g. with --exclusive). Empty
+// when none was given, or one task per node (a torchrun-style script's: the count is left to the
+// GPUs).
+std::map<std::string, int> slurmTasksGiven(const std::map<std::string, std::string>& env);
+
 enum class NodeOrigin {
   none,      // no source: the job runs on this host only
   hosts,     // --hosts

@@ -1,6 +1,7 @@
 // The Slurm allocation as a node source: SLURM_JOB_NODELIST and SLURM_TASKS_PER_NODE.
 #include <map>
 
+#include "launcher/cli_values.h"
 #include "launcher/hostlist.h"
 #include "launcher/node_source.h"
 #include "launcher/node_source_detail.h"
@@ -105,6 +106,21 @@ Result<std::vector<HostEntry>> hostsFromSlurmEnv(const std::map<std::string, std
     }
   }
   return hosts;
+}
+
+std::map<std::string, int> slurmTasksGiven(const std::map<std::string, std::string>& env) {
+  const auto ntasks = env.find("SLURM_NTASKS");
+  if (ntasks == env.end() || ntasks->second.empty()) return {};
+  auto nodes = hostsFromSlurmEnv(env, true);
+  if (!nodes) return {};
+  std::map<std::string, int> tasks;
+  bool more_than_one = false;
+  for (const auto& h : *nodes) {
+    if (h.slots < 1 || h.slots > kMaxRanksPerNode) return {};
+    tasks[h.name] = h.slots;
+    more_than_one = more_than_one || h.slots > 1;
+  }
+  return more_than_one ? tasks : std::map<std::string, int>{};
 }
 
 }  // namespace tlaunch
