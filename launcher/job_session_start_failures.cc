@@ -17,6 +17,12 @@ void JobSession::onStartFailures(const std::vector<StartFailure>& failures, Cloc
       // consequence (--kill-on-bad-exit ends the step, srun calls it cancelled): the lost node
       // is named, and --max-restarts can replace it.
       if (lostNodePending()) return;
+      // Nodes it failed to start were named already (srun's execve line): they are the cause,
+      // and the step's end tells nothing more.
+      if (!start_failures_.empty()) {
+        starter_done = true;
+        continue;
+      }
       fail(exitStatusFor(Errc::node_unreachable), f.message);
       return;
     }

@@ -150,7 +150,9 @@ std::vector<std::string> nodesInSrunErrors(const std::string& stderr_text) {
     const size_t colon = said.find(": task");
     if (colon == std::string_view::npos || colon == 0 || said.find(' ') < colon) continue;
     const std::string node(said.substr(0, colon));
-    add(said.ends_with(": Terminated") ? terminated : blamed, node);
+    // A daemon that ended its ranks on the step's SIGTERM exits 143 (128 + SIGTERM): a victim too.
+    const bool victim = said.ends_with(": Terminated") || said.ends_with(": Exited with exit code 143");
+    add(victim ? terminated : blamed, node);
   }
   return blamed.empty() ? terminated : blamed;
 }
@@ -297,7 +299,11 @@ void SlurmStarter::readSrunLines() {
       // now": a wait that may never end).
       if (!last_said_.empty()) notes_.push_back({false, std::exchange(last_said_, {})});
       notes_.push_back({false, line + " (the daemons start once Slurm gives the nodes; --connect-timeout counts from then)"});
-    } else if (said == SrunWait::granted && waiting_) {
+      wait_said_ = true;
+    } else if (said == SrunWait::granted && wait_said_) {
+      // Said also when a daemon connected before this line was read (daemonConnected ended the
+      // wait): the user was told of the wait, and is told of its end.
+      wait_said_ = false;
       waiting_ = false;
       const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - waiting_since_).count();
       notes_.push_back({false, line + " (after " + std::to_string(waited) + " s)"});

@@ -100,6 +100,7 @@ class SlurmStarter final : public DaemonStarter {
   std::string partial_;  // a line srun has not finished yet
   std::string last_said_;  // srun's last line that was not about waiting
   bool waiting_ = false;
+  bool wait_said_ = false;  // the waiting line was said, its end not yet
   std::chrono::steady_clock::time_point waiting_since_{};
   std::vector<StarterNote> notes_;
   std::vector<StartFailure> early_;  // daemons that could not start, said before srun ends

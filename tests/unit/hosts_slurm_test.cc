@@ -116,6 +116,7 @@ TEST_CASE("hosts: nodesInSrunErrors finds the nodes srun blames", "[hosts][slurm
       "srun: error: node3: task 2: Exited with exit code 2\n"
       "srun: error: node1: task 0: Terminated\n"
       "srun: error: node2: task 1: Terminated\n"
+      "srun: error: node4: task 3: Exited with exit code 143\n"
       "srun: Force Terminated StepId=9.0\n";
   CHECK(nodesInSrunErrors(missing) == W{"node3"});
   CHECK(nodeOfExecFailure("slurmstepd-node3: error: execve(): /tmp/tlaunchd: No such file or directory") == "node3");
