@@ -19,6 +19,11 @@ void blockSessionSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+void unblockSessionSignals() {
+  const sigset_t set = sessionSignals();
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
 namespace {
 bool ignoredNow(int sig) {
   struct sigaction now{};
@@ -41,8 +46,7 @@ void HeldSignals::hold() {
 
 void HeldSignals::release() {
   if (!held_) return;
-  const sigset_t set = sessionSignals();
-  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  unblockSessionSignals();
   held_ = false;
 }
 

@@ -13,6 +13,10 @@ namespace tlaunch {
 // that only the thread that holds and releases them can receive them.
 sigset_t sessionSignals();
 void blockSessionSignals();
+// main() blocks them before anything else, so that one sent while a job is being set up waits
+// for runJob (which ends the job before it starts, with its summary); a subcommand that starts
+// no job unblocks them and leaves them to their default action.
+void unblockSessionSignals();
 
 // Which of SIGHUP, SIGINT and SIGQUIT tlaunch was started with ignored, asked once before any
 // session: under nohup (SIGHUP), and as a background command of a shell script (SIGINT and

@@ -8,6 +8,7 @@
 #include "binding/topology/hwloc_plugins.h"
 #include "launcher/cli_options.h"
 #include "launcher/control_socket.h"
+#include "launcher/held_signals.h"
 #include "launcher/nccl/nccl_report_command.h"
 #include "launcher/plan/offline_plan.h"
 #include "launcher/run_job.h"
@@ -15,10 +16,14 @@
 #include "launcher/warm_daemons_cli.h"
 
 int main(int argc, char** argv) {
+  tlaunch::blockSessionSignals();  // until runJob holds them, or a subcommand without a job lets them go
   const unsigned closed_streams = tlaunch::hardenProcess();
   tlaunch::tuneAllocatorForMessages();
   // A subcommand with its own parser (launcher/nccl/nccl_report_command.cc): it starts no job.
-  if (argc > 1 && std::string_view(argv[1]) == "nccl-report") return tlaunch::runNcclReportCommand(argc - 1, argv + 1);
+  if (argc > 1 && std::string_view(argv[1]) == "nccl-report") {
+    tlaunch::unblockSessionSignals();
+    return tlaunch::runNcclReportCommand(argc - 1, argv + 1);
+  }
   auto parsed = tlaunch::parseCommandLine(argc, argv);
   if (parsed.exit_now) {
     if (!parsed.summary_json.empty()) tlaunch::writeRefusalSummary(parsed.summary_json, parsed.refusal);
@@ -28,6 +33,9 @@ int main(int argc, char** argv) {
   if ((closed_streams & 2U) != 0 && parsed.command == tlaunch::Subcommand::run && !parsed.spec.quiet)
     std::cerr << "tlaunch: note: tlaunch's stdout is closed: the ranks' stdout is discarded (give it a file, or "
                  "/dev/null to say so)\n";
+  const bool starts_job = (parsed.command == tlaunch::Subcommand::run && !(parsed.spec.offline && parsed.spec.dry_run)) ||
+                          parsed.command == tlaunch::Subcommand::preflight;
+  if (!starts_job) tlaunch::unblockSessionSignals();
   switch (parsed.command) {
     case tlaunch::Subcommand::run:
       if (parsed.spec.offline && parsed.spec.dry_run) {

@@ -197,6 +197,10 @@ std::vector<std::string> nodeNames(const LauncherChoice& choice) {
 
 int runJob(const JobSpec& input) {
   const auto started = std::chrono::steady_clock::now();
+  // Held since main() began (holdSignalsFromStart): one that came while the job was being set up
+  // ends it before it starts, with its summary, instead of killing tlaunch by the default action.
+  HeldSignals held(signalsIgnoredAtStart());
+  held.hold();
   const std::string run_id = "tl-" + hexBytes(randomBytes(5));
   auto refuse = [&](const Error& e) {
     printError(e);
@@ -225,7 +229,6 @@ int runJob(const JobSpec& input) {
   std::vector<std::string> last_nodes;
   RestartPolicy::Decision pending;  // the restart the next attempt is
   std::string pending_cause;
-  HeldSignals held(signalsIgnoredAtStart());
   std::vector<PreflightItem> unstarted;  // tlaunch preflight: rows of nodes that could not be started
   int preflight_reruns = 0;
   bool preflight_rerun = false;  // the next attempt checks the nodes left, it is no restart
@@ -259,8 +262,13 @@ int runJob(const JobSpec& input) {
         if (auto ok = out->checkDirectory(); !ok) return refuse(ok.error());
       for (const auto& note : setup->choice.notes) out->note(note);
     }
-    if (const int sig = held.takeInterrupt()) {  // Ctrl-C since the last attempt ended
-      if (!unstarted.empty()) {  // tlaunch preflight: the others are not checked; as interrupted
+    if (const int sig = held.takeInterrupt()) {  // Ctrl-C since tlaunch started, or since the last attempt ended
+      if (attempt.restart_count == 0 && preflight_reruns == 0) {  // no session has started yet
+        out->note(std::string("got ") + ::sigabbrev_np(sig) + ": ending the job before its ranks start");
+        outcome.exit_code = 128 + sig;
+        outcome.summary = std::string("tlaunch was interrupted by SIG") + ::sigabbrev_np(sig);
+        printOutcome(*out, run_id, setup->spec, outcome);
+      } else if (!unstarted.empty()) {  // tlaunch preflight: the others are not checked; as interrupted
         unchecked = "interrupted: the other nodes were not checked";
         outcome.exit_code = 128 + sig;
       } else {

@@ -177,6 +177,30 @@ out, err = tl.communicate_or_fail(p, 30, "after SIGTERM")
 tl.check(p.returncode == 143 and "got SIGQUIT" not in err and "got INT" not in err,
          f"SIGINT and SIGQUIT ignored at start stay ignored, SIGTERM ends: exit {p.returncode}: {err}")
 
+# 3b''. Ctrl-C while the job is still being set up (here: `--hostfile <(script)` whose script has
+# not written yet) ends it before anything starts, with 130 and its summary; the default action
+# killed tlaunch (exit -2, no line, no --summary-json) until the job's session handled signals.
+setup_dir = tl.tempdir()
+slow_hostfile = os.path.join(setup_dir, "hosts")
+os.mkfifo(slow_hostfile)
+summary3b = os.path.join(setup_dir, "s.json")
+p = tl.start(["--hostfile", slow_hostfile, "--summary-json", summary3b, "--", "sleep", "30"])
+with tl.ending(p):
+    time.sleep(1)
+    os.kill(p.pid, signal.SIGINT)
+    time.sleep(0.5)
+    tl.check(p.poll() is None, f"Ctrl-C during the set-up killed tlaunch at once: exit {p.returncode}")
+    if p.poll() is None:  # the script writes at last (non-blocking: no reader left would hang us)
+        fd = os.open(slow_hostfile, os.O_WRONLY | os.O_NONBLOCK)
+        os.write(fd, b"localhost slots=1\n")
+        os.close(fd)
+    out, err = tl.communicate_or_fail(p, 30, "after SIGINT during the set-up")
+with open(summary3b) as f:
+    summary = json.load(f)
+tl.check(p.returncode == 130 and "ending the job before its ranks start" in err and
+         summary["reason"] == "tlaunch was interrupted by SIGINT" and summary["exit_status"] == 130,
+         f"Ctrl-C during the set-up: exit {p.returncode}, summary {summary}: {err}")
+
 # 3c. --keep-going: each failed rank is named as it fails (only the first was), and what ends
 # the job later keeps the earlier failure in its reason (Ctrl-C dropped it).
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--keep-going", "--", "sh", "-c",
