@@ -317,11 +317,11 @@ void DaemonSession::onRanksEnded() {
   // libpmix 4.2.2 can crash while it deregisters a job whose clients' last messages it is
   // still handling (a use after free in its progress thread, seen on a loaded node), and a
   // daemon that dies before "all_exited" leaves would cost a finished job its success.
-  if (lost_ || signalled_code_) {
-    shutdown(signalled_code_ ? signalled_code_ : 1);
-    return;
-  }
-  if (conn_ && conn_->isOpen()) output_->ordered({{"t", draining_ ? "drained" : "all_exited"}});
+  const bool tell = conn_ && conn_->isOpen() && !lost_;
+  if (tell) output_->ordered({{"t", draining_ ? "drained" : "all_exited"}});
+  // Signalled (scancel, a node shutting down): its ranks' end is known and said above; the
+  // frontend ends the job on its "signalled" report, and this daemon goes now.
+  if (lost_ || signalled_code_) shutdown(signalled_code_ ? signalled_code_ : 1);
 }
 
 void DaemonSession::handleTerminate(const Json& msg) {

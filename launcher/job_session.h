@@ -130,8 +130,8 @@ class JobSession {
     int link = 0;
     std::string reason;
     std::vector<std::string> below;  // the nodes it carried in the control tree
-    std::chrono::steady_clock::time_point at;  // when its connection closed
-    int signal = 0;  // not lost but signalled (its daemon said so), in one srun step with the others
+    std::chrono::steady_clock::time_point at;  // when its connection closed, or its daemon said it was signalled
+    int signal = 0;  // not lost but signalled (its daemon said so)
   };
 
   Result<void> listen();

@@ -311,7 +311,7 @@ void JobSession::onLinkClosed(Link& link, const std::string& reason) {
   if (phase_ == Phase::draining) {
     // Lost while the job ended (a node crashed, a daemon killed or frozen during the ranks'
     // checkpoint): the job's reason stands, but the user must know its ranks' end is unknown.
-    if (!link.all_exited && !link.end_noted) {
+    if (!link.all_exited && !link.drained && !link.end_noted) {
       link.end_noted = true;
       out_.note("node " + link.name + " was lost while the job ended (" + reason +
                 "): how its ranks ended (a checkpoint they were writing) is unknown");
@@ -363,18 +363,21 @@ void JobSession::onDaemonSignalled(const Link& link, int sig) {
   // daemons of the step when one dies (kill -9, a crash). Its report names it, and lets
   // --max-restarts replace it.
   if (lostNodePending()) return;
-  // One srun step holds every daemon: when one of them could not start or failed, Slurm signals
-  // the others (--kill-on-bad-exit) and srun names the failed one a moment later. Decided then
-  // (tick), as for a lost node; a signal to the whole step (scancel) is named after the wait.
-  if (starter_ && starter_->endsTogether()) {
-    lost_node_ = LostNode{link.index, "", {}, Clock::now(), sig};
-    lost_deadline_ = Clock::now() + std::chrono::seconds(1);
-    return;
-  }
-  failSignalled(link, sig);
+  // Decided a moment later (tick), as a lost node is. One srun step holds every daemon: when one
+  // of them could not start or failed, Slurm signals the others (--kill-on-bad-exit) and srun
+  // names the failed one within a second. Elsewhere, a signal to the whole job (a cancelled
+  // batch job, `kill` of every process of it) reaches tlaunch too, microseconds later: it is the
+  // job's interrupt (143, never restarted), not this node's loss.
+  lost_node_ = LostNode{link.index, "", {}, Clock::now(), sig};
+  lost_deadline_ = Clock::now() + (starter_ && starter_->endsTogether() ? std::chrono::milliseconds(1000)
+                                                                        : std::chrono::milliseconds(300));
 }
 
 void JobSession::failSignalled(const Link& link, int sig) {
+  // A rank's own end (a crash, an exit status) said before this report stays the job's reason;
+  // one after it is the signal's consequence (a SIGTERM handler's exit status).
+  if (blame_->holding() && !blame_->onlyKilledFromOutside() && lost_node_ && blame_->openedAt() <= lost_node_->at)
+    return settleBlame();
   const char* abbrev = sig > 0 && sig < NSIG ? ::sigabbrev_np(sig) : nullptr;
   const std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
   std::string summary = diagnosticError(Errc::node_lost, "daemon-signalled", {{"node", link.name}, {"signal", name}}).message;

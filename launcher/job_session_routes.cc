@@ -134,6 +134,9 @@ void JobSession::onStarted(Link& link, const Json& msg) {
 void JobSession::onAllExited(Link& link) {
   link.all_exited = true;
   if (!std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->all_exited; })) return;
+  // A node lost or signalled a moment ago is decided at its deadline (tick): its ranks that
+  // exited 0 on their SIGTERM did not finish the job.
+  if (lostNodePending()) return;
   settleBlame();  // every rank has ended: no failure is still to come
   if (!failed_) finish(JobEvent::all_exited);
   else if (teardown_at_) endEventGrace();  // nobody is left to read the event

@@ -280,6 +280,24 @@ for rank in (2, 3):  # local1's
     tl.check(f"rank {rank} got SIGTERM" in out, f"rank {rank} was not sent SIGTERM before SIGKILL: {out}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
 
+# 4b'. One SIGTERM to every process of the job (a cancelled batch job, `kill` of them all): the
+# job was interrupted (143, never restarted, no node lost), whichever signal tlaunch hears of
+# first. A daemon's report came first and made it exit 69 naming local0 as a lost node.
+summary4b = os.path.join(tl.tempdir(), "s.json")
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--summary-json", summary4b, "--", tl.PYTHON, WAIT])
+with tl.ending(p):
+    lines = wait_ready(p, 2)
+    job = tl.job_of_rank(int(re.search(r"pid (\d+)", lines[0]).group(1)))
+    tl.signal_daemon(job, "local0", signal.SIGTERM, p.pid)
+    tl.signal_daemon(job, "local1", signal.SIGTERM, p.pid)
+    os.kill(p.pid, signal.SIGTERM)
+    out, err = tl.communicate_or_fail(p, 30, "after SIGTERM to all of it")
+with open(summary4b) as f:
+    summary = json.load(f)
+tl.check(p.returncode == 143 and summary["lost_nodes"] == [] and "its tlaunchd received" not in err,
+         f"SIGTERM to the whole job: exit {p.returncode} (want 143), lost_nodes {summary['lost_nodes']}: {err}")
+tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
+
 # 4c. Slurm's --signal=USR1@60 (and scancel --signal=USR1) signals every task of a step: the
 # daemons. A daemon passes SIGUSR1 to its ranks and the job goes on (the daemon died of it: the
 # job ended "lost node").
