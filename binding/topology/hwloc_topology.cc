@@ -3,6 +3,7 @@
 #include <hwloc.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -105,6 +106,16 @@ std::optional<std::string> realUuid(std::string_view v) {
   return std::string(v);
 }
 
+// hwloc's ROCm-SMI backend writes an AMD GPU's 64-bit unique id with "%llx"; ROCr names the
+// device "GPU-%016llx" and matches ROCR_VISIBLE_DEVICES against that: one id in 16 starts with
+// a zero, and unpadded it matches no device (HIP then stops reading the list there).
+std::optional<std::string> amdUuid(std::string_view v) {
+  auto id = realUuid(v);
+  if (!id || id->size() >= 16 || !std::all_of(id->begin(), id->end(), [](char c) { return std::isxdigit(c) != 0; }))
+    return id;
+  return std::string(16 - id->size(), '0') + *id;
+}
+
 std::vector<hwloc_obj_t> osDevChildren(hwloc_obj_t pci) {
   std::vector<hwloc_obj_t> out;
   for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling)
@@ -197,8 +208,8 @@ class SnapshotBuilder {
         g.model = std::string(model);
         best_rank = rank;
       }
-      for (const char* key : {"NVIDIAUUID", "AMDUUID"})
-        if (!g.uuid) g.uuid = realUuid(info(o, key));
+      if (!g.uuid) g.uuid = realUuid(info(o, "NVIDIAUUID"));
+      if (!g.uuid) g.uuid = amdUuid(info(o, "AMDUUID"));
     }
     if (g.model.empty()) g.model = std::string(info(pci, "PCIDevice"));
     return g;

@@ -608,6 +608,9 @@ TEST_CASE("AMD GPUs are steered with ROCR_VISIBLE_DEVICES by UUID, in the plan's
     CHECK(env(*plan, r, "CUDA_VISIBLE_DEVICES").empty());  // indices HIP would apply on top
   }
   CHECK(expected.starts_with("GPU-4c04714172e6268f,"));  // bus 0000:03 is rsmi2: not HIP's device 0 by itself
+  // As ROCr names them, 16 hex digits: hwloc recorded "f62596172e6212b" and "ce888172edb11f".
+  CHECK(expected.find(",GPU-0f62596172e6212b,") != std::string::npos);
+  CHECK(expected.find(",GPU-00ce888172edb11f") != std::string::npos);
   // Chosen GPUs (--include corona1:5,1): only they, in the order listed.
   auto chosen = makePlan(gpuJob(), node(), context({GpuList{{5, 1}, {}}}));
   REQUIRE(chosen);
