@@ -73,12 +73,16 @@ bool isProgram(std::string_view word) {
 
 }  // namespace
 
-std::vector<std::string> withMpirunSwitches(const CLI::App& app, int argc, const char* const* argv) {
-  std::vector<std::string> out(argv, argv + argc);
+TlaunchWords withMpirunSwitches(const CLI::App& app, int argc, const char* const* argv) {
+  TlaunchWords result{std::vector<std::string>(argv, argv + argc)};
+  std::vector<std::string>& out = result.words;
   const CLI::App* current = &app;
   for (int i = 1; i < argc; ++i) {
     const std::string_view token = argv[i];
-    if (token == "--") break;  // the program and its own arguments follow
+    if (token == "--") {  // the program and its own arguments follow
+      result.separator = i;
+      break;
+    }
     const CLI::Option* o = optionNamed(*current, token);
     if (o == nullptr) {
       if (token.empty() || token[0] == '-') continue;
@@ -99,7 +103,7 @@ std::vector<std::string> withMpirunSwitches(const CLI::App& app, int argc, const
     const bool attached = token.find('=') != std::string_view::npos || (token[1] != '-' && token.size() > 2);
     i += attached ? 0 : o->get_items_expected_min();
   }
-  return out;
+  return result;
 }
 
 std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, const char* const* argv) {

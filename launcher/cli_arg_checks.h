@@ -22,7 +22,14 @@ namespace tlaunch {
 std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, const char* const* argv);
 // argv with mpirun's bare switch `--tag-output` (no value: tlaunch's takes one) written as
 // `--tag-output=full`, among tlaunch's own options only (never in the program's arguments).
-std::vector<std::string> withMpirunSwitches(const CLI::App& app, int argc, const char* const* argv);
+// `separator`: the index of the "--" that ends tlaunch's own words (the program follows it), -1
+// when there is none: what follows it is never a subcommand (`tlaunch -- status` runs a
+// program named status).
+struct TlaunchWords {
+  std::vector<std::string> words;
+  int separator = -1;
+};
+TlaunchWords withMpirunSwitches(const CLI::App& app, int argc, const char* const* argv);
 
 // The program's word that is a mistake: a variable assignment (`-x A=1 B=2`, a shell's `B=2 prog`)
 // or an option typed with a typographic dash (`—hosts`). The message, or nullopt.

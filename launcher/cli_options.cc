@@ -299,10 +299,15 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
       "tlaunch itself got SIGINT/SIGTERM/SIGHUP. --summary-json says which.");
   // Refused before parsing, so without a summary: which argument is --summary-json's file is
   // exactly what is in doubt here (`--summary-json --dry-run`).
-  const std::vector<std::string> words = withMpirunSwitches(app, argc, argv);
+  const TlaunchWords split = withMpirunSwitches(app, argc, argv);
+  const std::vector<std::string>& words = split.words;
   std::vector<const char*> word_ptrs;
   for (const auto& w : words) word_ptrs.push_back(w.c_str());
-  const int nargs = static_cast<int>(word_ptrs.size());  // argc: only words are rewritten
+  // CLI11 takes the words after "--" for a subcommand too (`tlaunch -- status`): it parses
+  // tlaunch's own words alone, and what follows the "--" is the program, whatever its name.
+  const int nargs = split.separator >= 0 ? split.separator : static_cast<int>(word_ptrs.size());
+  std::vector<std::string> after_separator;
+  if (split.separator >= 0) after_separator.assign(words.begin() + split.separator, words.end());  // "--" first
   const char* const* args = word_ptrs.data();
   if (auto mistake = valueThatIsAnOption(app, nargs, args)) {
     return refuse(out, app, "tlaunch: " + *mistake);
@@ -365,6 +370,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     if (!sub->parsed()) continue;
     auto extra = sub->remaining();
     for (const auto& e : app.remaining()) extra.push_back(e);
+    extra.insert(extra.end(), after_separator.begin(), after_separator.end());
     if (extra.empty()) break;
     return refuse(out, app, "tlaunch " + sub->get_name() + ": unknown argument " + extra.front() + "\nRun 'tlaunch " +
                                 sub->get_name() + " --help' for its options.");
@@ -385,7 +391,10 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     if (s.procs_per_node == 0 && s.gpus_per_node == 0) s.procs_per_node = 1;
     s.argv = {"true"};
   }
-  if (!s.preflight_only) s.argv = app.remaining();
+  if (!s.preflight_only) {
+    s.argv = app.remaining();
+    s.argv.insert(s.argv.end(), after_separator.begin(), after_separator.end());
+  }
   if (!s.argv.empty() && s.argv.front() == "--") {
     s.argv.erase(s.argv.begin());
   } else if (!s.preflight_only && !s.argv.empty() && s.argv.front() == "nccl-report") {

@@ -204,6 +204,15 @@ TEST_CASE("a node choice before a subcommand that takes none, or an option given
   REQUIRE(report.exit_now);
   CHECK(report.refusal.find("nccl-report is a subcommand") != std::string::npos);
   CHECK(parse({"-p", "1", "--", "nccl-report"}).spec.argv == std::vector<std::string>{"nccl-report"});
+  // After "--" a subcommand's name is the program's (it was parsed as the subcommand, and refused).
+  for (const char* name : {"status", "topo", "stacks", "preflight", "stop-daemons"}) {
+    auto program = parse({"-p", "1", "--", name, "--", "x"});
+    CHECK_FALSE(program.exit_now);
+    CHECK(program.command == Subcommand::run);
+    CHECK(program.spec.argv == std::vector<std::string>{name, "--", "x"});
+  }
+  CHECK(refused({"topo", "--", "x"}));  // a subcommand runs no program
+  CHECK(parse({"-p", "1", "echo", "--", "hi"}).spec.argv == std::vector<std::string>{"echo", "--", "hi"});
 }
 
 TEST_CASE("a program one or two letters from a subcommand, found nowhere on PATH, is said to look like it") {
