@@ -209,7 +209,7 @@ int runJob(const JobSpec& input) {
     o.summary = e.message;
     return finishJob(input, run_id, o, started);
   };
-  if (auto p = checkSummaryJsonPath(input.summary_json); !p) {
+  if (auto p = checkSummaryJsonPath(input.summary_json, input.output_dir); !p) {
     printError(p.error());
     return exitStatusFor(p.error().code);
   }
@@ -258,8 +258,10 @@ int runJob(const JobSpec& input) {
     }
     if (!out) {
       out.emplace(setup->spec.tag, setup->spec.output_dir);
-      if (!setup->spec.dry_run && !setup->spec.preflight_only)  // those write no file
+      if (!setup->spec.dry_run && !setup->spec.preflight_only) {  // those write no file
         if (auto ok = out->checkDirectory(); !ok) return refuse(ok.error());
+        writeStartedSummary(input.summary_json, run_id);
+      }
       for (const auto& note : setup->choice.notes) out->note(note);
     }
     if (const int sig = held.takeInterrupt()) {  // Ctrl-C since tlaunch started, or since the last attempt ended

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <filesystem>
 
 #include "bootstrap/error_text.h"
 #include "bootstrap/message.h"
@@ -116,10 +117,19 @@ Result<void> writeInPlace(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-Result<void> checkSummaryJsonPath(const std::string& path) {
+Result<void> checkSummaryJsonPath(const std::string& path, const std::string& created_dir) {
   if (path.empty()) return {};
   const std::string dir = directoryOf(path);
   struct stat st{};
+  const auto same_path = [](const std::string& a, const std::string& b) {
+    std::error_code ec;
+    return std::filesystem::absolute(a, ec).lexically_normal().native() ==
+           std::filesystem::absolute(b, ec).lexically_normal().native();
+  };
+  // In the --output-dir tlaunch is about to create (`--output-dir run7 --summary-json run7/s.json`).
+  if (!created_dir.empty() && ::stat(dir.c_str(), &st) != 0 && errno == ENOENT &&
+      (same_path(dir, created_dir) || same_path(dir + "/", created_dir + "/")))
+    return {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return fail(Errc::usage, "--summary-json " + path + ": " + dir + " is not a directory");
   if (ownStream(path) > 0) return {};  // tlaunch's own stdout or stderr: written after the job's output
@@ -149,12 +159,25 @@ Result<void> writeSummaryJson(const std::string& path, const Json& summary) {
   if (!replaceable(path)) return writeInPlace(path, text);
   // Replaced whole: a reader never sees half a summary. Where it cannot be written (a full
   // disk), the last job's summary goes too: a script reading it must not take that for this one's.
-  if (const int e = replaceFileContents(path, text, 0666); e != 0) {
+  if (const int e = replaceFileContents(path, text, 0666, /*keep_mode=*/true); e != 0) {
     const bool stale_removed = ::unlink(path.c_str()) == 0;
     return fail(Errc::io, "--summary-json " + path + ": " + ::strerror(e) +
                               (stale_removed ? " (the previous job's summary there was removed)" : ""));
   }
   return {};
+}
+
+void writeStartedSummary(const std::string& path, const std::string& job_id) {
+  // Only a file replaced whole: a FIFO's reader or /dev/stdout takes one summary, the last.
+  if (path.empty() || ownStream(path) > 0 || !replaceable(path)) return;
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) return;  // nothing stale to replace
+  const Json j = {{"job_id", job_id},
+                  {"exit_status", nullptr},
+                  {"origin", nullptr},
+                  {"reason", "the job has not ended: tlaunch is running it, or was killed before it could write "
+                             "this summary"}};
+  if (auto ok = writeSummaryJson(path, j); !ok) printError(ok.error());
 }
 
 void writeRefusalSummary(const std::string& path, const std::string& refusal) {

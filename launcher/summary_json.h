@@ -13,7 +13,14 @@ Json outcomeToJson(const std::string& job_id, const JobOutcome& outcome, double 
 
 // Whether `path` can take the summary, asked before the job runs (not after hours of it): a
 // usage error naming what is wrong (no such directory, a directory given, no permission).
-Result<void> checkSummaryJsonPath(const std::string& path);
+// `created_dir`: a directory tlaunch creates before it writes (--output-dir), which may be the
+// file's and need not exist yet.
+Result<void> checkSummaryJsonPath(const std::string& path, const std::string& created_dir = "");
+
+// At the start of a job, over the summary of an earlier one (a regular file only): no exit status
+// yet, so that a tlaunch killed before its end (SIGKILL, the OOM killer) does not leave the last
+// job's "exit_status": 0 for a script to read as this job's.
+void writeStartedSummary(const std::string& path, const std::string& job_id);
 
 // Writes `summary` to `path`, else an Errc::io error. A regular file (or none yet) in a directory
 // we may write is replaced whole (a new file renamed over it); anything else (/dev/stdout, a FIFO,

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -57,7 +58,11 @@ inline int writeWhole(int fd, std::string_view bytes) {
   return 0;
 }
 
-inline int replaceFileContents(const std::string& path, std::string_view bytes, mode_t mode) {
+// `keep_mode`: a regular file of this user's already at `path` keeps its permissions (a summary
+// the user made private stays so) instead of `mode`.
+inline int replaceFileContents(const std::string& path, std::string_view bytes, mode_t mode, bool keep_mode = false) {
+  struct stat old{};
+  const bool keep = keep_mode && ::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode) && old.st_uid == ::geteuid();
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; fd < 0 && attempt < 4; ++attempt) {
@@ -66,7 +71,8 @@ inline int replaceFileContents(const std::string& path, std::string_view bytes, 
     if (fd < 0 && errno != EEXIST) return errno;
   }
   if (fd < 0) return EEXIST;
-  int error = writeWhole(fd, bytes);
+  int error = keep && ::fchmod(fd, old.st_mode & 07777) != 0 ? errno : 0;
+  if (error == 0) error = writeWhole(fd, bytes);
   if (::close(fd) != 0 && error == 0) error = errno;
   if (error == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) error = errno;
   if (error != 0) ::unlink(tmp.c_str());

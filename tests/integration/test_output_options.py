@@ -1,4 +1,5 @@
 """--tag-output forms, --output-dir files per rank, --stdin=0 forwarding, stderr to stderr."""
+import json
 import os
 import shlex
 import re
@@ -34,6 +35,37 @@ tl.check(r.returncode == 0 and not os.path.exists(os.path.join(home, "~")), f"~ 
 with open(os.path.join(home, "logs", "rank.0.out")) as f:
     tl.check(f.read() == "home\n", "--output-dir=~/logs is under $HOME")
 tl.check(os.path.isfile(os.path.join(home, "outcome.json")), "--summary-json ~/outcome.json is under $HOME")
+
+# --summary-json in the --output-dir this run creates: written there (it was refused, "runA is not
+# a directory"). A summary the user made private stays 0600 when replaced (it became 0644: it
+# holds the ranks' last stderr lines).
+run_dir = os.path.join(tl.tempdir(), "runA")
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--preflight-skip", "memlock", "--output-dir", run_dir,
+            "--summary-json", os.path.join(run_dir, "summary.json"), "--", "true"])
+tl.check(r.returncode == 0 and os.path.isfile(os.path.join(run_dir, "summary.json")),
+         f"--summary-json inside a new --output-dir: {r.returncode} {r.stderr}")
+private = os.path.join(run_dir, "private.json")
+with open(private, "w") as f:
+    f.write("{}")
+os.chmod(private, 0o600)
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--preflight-skip", "memlock", "--summary-json", private,
+            "--", "true"])
+tl.check(r.returncode == 0 and os.stat(private).st_mode & 0o777 == 0o600,
+         f"a 0600 summary replaced: mode {oct(os.stat(private).st_mode & 0o777)}: {r.stderr}")
+# tlaunch killed (SIGKILL, the OOM killer) while its job runs: the last job's summary, exit status
+# 0, stayed for a script to read as this job's. It says "not ended" from the job's start.
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--preflight-skip", "memlock", "--kill-timeout", "1",
+              "--summary-json", private, "--", "sh", "-c", "echo started; sleep 30"])
+with tl.ending(p):
+    tl.check(b"started" in tl.read_until(p, b"started"), "the job did not start")
+    os.kill(p.pid, 9)
+    p.wait()
+with open(private) as f:
+    left = json.load(f)
+tl.check(left["exit_status"] is None and "has not ended" in left["reason"] and left["job_id"].startswith("tl-"),
+         f"summary left by a killed tlaunch: {left}")
+tl.check(tl.wait_until(lambda: not tl.processes_with_env("TLAUNCH_JOB_ID", left["job_id"]), 15),
+         "the killed tlaunch's ranks remain")
 
 # Started with stdout closed (`>&-`): the job runs, and the user hears that its stdout went nowhere.
 r = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "1", "--", "echo", "lost"],
