@@ -50,7 +50,8 @@ void addNodeOptions(CLI::App& app, JobSpec& s) {
       ->type_name("N|MIN:MAX");
   excludeEachOther({nodes, nnodes});
   app.add_option("-H,--hosts", s.hosts, "nodes: names, node[1-4] expressions, optional :slots, comma-separated");
-  app.add_option("--hostfile", s.hostfile, "Open MPI/DeepSpeed ('host slots=8') or MPICH ('host:8') hostfile");
+  app.add_option("--hostfile", s.hostfile, "Open MPI/DeepSpeed ('host slots=8') or MPICH ('host:8') hostfile")
+      ->transform(expandHomeHere, "", "");
   app.add_option("--include", s.include, "DeepSpeed-style subset, e.g. 'node1:0,1@node2'");
   app.add_option("--exclude", s.exclude, "DeepSpeed-style exclusion, e.g. 'node3@node1:7'");
   app.add_option_function<std::string>(
@@ -87,7 +88,8 @@ void addRankOptions(CLI::App& app, JobSpec& s) {
 void addEnvOptions(CLI::App& app, JobSpec& s) {
   app.add_option("-x,--export", s.exports, "export VAR (from this environment) or VAR=VALUE to every rank")
       ->allow_extra_args(false);
-  app.add_option("-D,--chdir", s.chdir, "working directory of the ranks (default: the current one)");
+  app.add_option("-D,--chdir", s.chdir, "working directory of the ranks (default: the current one)")
+      ->transform(expandHomeHere, "", "");
 }
 
 void addOutputOptions(CLI::App& app, JobSpec& s) {
@@ -157,7 +159,8 @@ void addPlanOptions(CLI::App& app, JobSpec& s) {
 // What a node is asked about: shared by a job and `tlaunch preflight`.
 void addInventoryOptions(CLI::App& app, JobSpec& s) {
   app.add_flag("--json", s.json, "with --dry-run or preflight: machine-readable output");
-  app.add_option("--topology-xml", s.topology_xml, "hwloc XML topology to use instead of the live machine");
+  app.add_option("--topology-xml", s.topology_xml, "hwloc XML topology to use instead of the live machine")
+      ->transform(expandHomeHere, "", "");
   app.add_option("--sysfs-root", s.sysfs_root, "read RDMA/network sysfs facts under DIR instead of / (tests; {node} stands for the node name)");
 }
 
@@ -279,7 +282,8 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   const auto inspect = addInspectSubcommands(app, s);
   auto* stop_daemons = app.add_subcommand("stop-daemons", "end the warm daemons that --keep-daemons left");
   auto* topo = app.add_subcommand("topo", "print this node's GPU/HCA/NUMA map and the rank pairing");
-  topo->add_option("--topology-xml", s.topology_xml, "hwloc XML topology to show instead of the live machine");
+  topo->add_option("--topology-xml", s.topology_xml, "hwloc XML topology to show instead of the live machine")
+      ->transform(expandHomeHere, "", "");
   // The same declarations as a job's: a node, launcher, network or check means the same in both.
   auto* preflight = app.add_subcommand("preflight", "run the preflight checks alone on the nodes and print a table");
   addNodeOptions(*preflight, s);

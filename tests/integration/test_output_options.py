@@ -35,6 +35,14 @@ tl.check(r.returncode == 0 and not os.path.exists(os.path.join(home, "~")), f"~ 
 with open(os.path.join(home, "logs", "rank.0.out")) as f:
     tl.check(f.read() == "home\n", "--output-dir=~/logs is under $HOME")
 tl.check(os.path.isfile(os.path.join(home, "outcome.json")), "--summary-json ~/outcome.json is under $HOME")
+# The same for the ranks' --chdir=~/wd and --hostfile=~/hosts (a "~" that reached them was a directory and a
+# file of that name in the current directory: "no such directory", "cannot read").
+os.mkdir(os.path.join(home, "wd"))
+with open(os.path.join(home, "hosts"), "w") as f:
+    f.write("localhost slots=1\n")
+r = tl.run(["--preflight-skip", "memlock", "--hostfile=~/hosts", "--chdir=~/wd", "-q", "--", "pwd"],
+           env=dict(os.environ, HOME=home), cwd="/")
+tl.check(r.returncode == 0 and r.stdout.strip().endswith(os.path.join(home, "wd")), f"~ in -D and --hostfile: {r.stderr}")
 
 # --summary-json in the --output-dir this run creates: written there (it was refused, "runA is not
 # a directory"). A summary the user made private stays 0600 when replaced (it became 0644: it
