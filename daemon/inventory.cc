@@ -119,6 +119,7 @@ NodeInventory collectInventory(const InventoryRequest& req, std::string* live_to
     o.expect_rate_gbps = req.expect_rate_gbps;
     o.gpus_required = req.gpus_required;
     o.gpus_found = inv.topology ? static_cast<int>(inv.topology->gpus.size()) : 0;
+    o.topology_error = inv.topology_error;
     o.gpu_driver = std::move(gpu_driver);
     o.sysfs_root_is_capture = req.sysfs_root != "/";
     o.host = gatherHostFacts(*fabric, req.sysfs_root);

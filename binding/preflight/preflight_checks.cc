@@ -259,6 +259,10 @@ void checkGpus(Items& items, const NodeFabric& fabric, const PreflightOptions& o
   const std::string found = std::to_string(o.gpus_found) + " GPU" + (o.gpus_found == 1 ? "" : "s");
   if (o.gpus_required <= 0) {
     items.add("gpus", "", S::skip, found);
+  } else if (!o.topology_error.empty()) {  // no GPU was looked for: not the driver's fault
+    items.add("topology", "", S::fail, o.topology_error, "the node's GPUs",
+              "check --topology-xml / HWLOC_XMLFILE on that node, or that hwloc works there (lstopo)");
+    items.add("gpus", "", S::skip, "unknown (no topology)");
   } else {
     items.add("gpus", "", o.gpus_found >= o.gpus_required ? S::pass : S::fail, found,
               std::to_string(o.gpus_required) + " (-g " + std::to_string(o.gpus_required) + ")",

@@ -49,6 +49,7 @@ struct PreflightOptions {
   double expect_rate_gbps = 0;    // --expect-rate; 0 = not given
   int gpus_required = 0;          // -g; 0 = not given
   int gpus_found = 0;             // the GPUs the plan may use (those NVML lists, when it was asked)
+  std::string topology_error;     // why the node's topology could not be read: gpus_found means nothing
   GpuDriverFacts gpu_driver;      // what NVML said; not consulted: no NVIDIA GPU on the live machine
   bool sysfs_root_is_capture = false;  // --sysfs-root other than "/": nothing live to probe
   bool launcher_sets_nccl_env = true;  // tlaunch exports NCCL_IB_DISABLE=0 / NCCL_NET / NCCL_SOCKET_IFNAME

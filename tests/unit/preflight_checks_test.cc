@@ -331,6 +331,13 @@ TEST_CASE("GPUs against -g, and GPUDirect RDMA when GPUs and HCAs share the node
   CHECK(statusOf(items, "gpudirect") == PreflightStatus::warn);  // the capture has no peermem
   o.gpus_found = 0;  // no GPU at all: "at most 0 GPUs" would be no advice
   CHECK(findItem(localPreflightChecks(c.discover(), o), "gpus")->fix.find("run CPU ranks with -p N") == 0);
+  // No topology (a --topology-xml that cannot be read): that is the failure, not the driver.
+  o.topology_error = "cannot read topology XML '/x.xml': No such file or directory";
+  auto blind = localPreflightChecks(c.discover(), o);
+  CHECK(statusOf(blind, "topology") == PreflightStatus::fail);
+  CHECK(findItem(blind, "topology")->found == o.topology_error);
+  CHECK(statusOf(blind, "gpus") == PreflightStatus::skip);
+  o.topology_error.clear();
   o.gpus_found = 4;
 
   fs::create_directories(*c.root / "sys/module/nvidia_peermem");
