@@ -56,6 +56,30 @@ Result<std::string> controlDirectory() {
   return tl::unexpected(last);
 }
 
+namespace {
+// Sockets of tlaunches that were killed (nothing listens on them), removed as a job opens its
+// own: the directory kept one per killed job. One bound a moment ago may not listen yet: only
+// those older than a minute go.
+void removeDeadSockets(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  const auto now = std::chrono::system_clock::now();
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (!name.ends_with(".sock")) continue;
+    const std::string path = dir + "/" + name;
+    struct stat st{};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) ||
+        now - std::chrono::system_clock::from_time_t(st.st_mtime) < std::chrono::minutes(1))
+      continue;
+    int fd = -1;
+    if (connectControlSocket(path, &fd) == ControlReach::gone) ::unlink(path.c_str());
+    if (fd >= 0) ::close(fd);
+  }
+  ::closedir(d);
+}
+}  // namespace
+
 ControlSocket::ControlSocket(asio::io_context& io) : io_(io), acceptor_(io) {}
 
 ControlSocket::~ControlSocket() { close(); }
@@ -63,6 +87,7 @@ ControlSocket::~ControlSocket() { close(); }
 Result<void> ControlSocket::open(const std::string& job_id, Handler handler) {
   auto dir = controlDirectory();
   if (!dir) return tl::unexpected(dir.error());
+  removeDeadSockets(*dir);
   path_ = *dir + "/" + job_id + ".sock";
   ::unlink(path_.c_str());
   asio::error_code ec;

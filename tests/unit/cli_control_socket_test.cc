@@ -2,12 +2,15 @@
 // stopped tlaunch (Ctrl-Z) whose queue is full must be told apart at once, never waited for.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -122,6 +125,37 @@ TEST_CASE("a control socket client that says nothing is let go, and others are a
   CHECK(answer == "fine\n");
   ::close(silent);
   ::close(asking);
+  if (old_runtime) ::setenv("XDG_RUNTIME_DIR", saved.c_str(), 1);
+  else ::unsetenv("XDG_RUNTIME_DIR");
+}
+
+// A killed tlaunch leaves its socket; the next job's removes it (the directory kept one per killed
+// job), but not a live job's, nor one bound a moment ago that may not listen yet.
+TEST_CASE("a job's control socket removes the sockets killed tlaunches left, older than a minute") {
+  testing::TempDir dir{"tlaunch-control"};
+  const char* old_runtime = std::getenv("XDG_RUNTIME_DIR");
+  const std::string saved = old_runtime ? old_runtime : "";
+  ::setenv("XDG_RUNTIME_DIR", dir.path().c_str(), 1);
+  auto control = controlDirectory();
+  REQUIRE(control);
+  const std::string killed_old = *control + "/tl-killedold.sock";
+  const std::string killed_new = *control + "/tl-killednew.sock";
+  const std::string live_old = *control + "/tl-liveold.sock";
+  ::close(listenAt(killed_old, 1));
+  ::close(listenAt(killed_new, 1));
+  const int live_listener = listenAt(live_old, 4);
+  const timespec hour_ago[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, killed_old.c_str(), hour_ago, AT_SYMLINK_NOFOLLOW) == 0);
+  REQUIRE(::utimensat(AT_FDCWD, live_old.c_str(), hour_ago, AT_SYMLINK_NOFOLLOW) == 0);
+  {
+    asio::io_context io;
+    ControlSocket socket(io);
+    REQUIRE(socket.open("tl-new", [](const std::string&, const ControlSocket::Reply&) {}));
+    CHECK(::access(killed_old.c_str(), F_OK) != 0);
+    CHECK(::access(killed_new.c_str(), F_OK) == 0);
+    CHECK(reach(live_old) == ControlReach::answering);
+  }
+  ::close(live_listener);
   if (old_runtime) ::setenv("XDG_RUNTIME_DIR", saved.c_str(), 1);
   else ::unsetenv("XDG_RUNTIME_DIR");
 }
