@@ -250,7 +250,7 @@ Result<std::vector<RankBinding>> planNodeBinding(const TopologySnapshot& topo, c
     }
   }
 
-  if (req.use_gpus) assignHcas(topo, gpu_of_rank, req.data_ports, out);
+  if (req.use_gpus && req.pair_hcas) assignHcas(topo, gpu_of_rank, req.data_ports, out);
   return out;
 }
 

@@ -66,6 +66,7 @@ struct BindingRequest {
   // The node's data ports of the job's network ("mlx5_0:1"): a rank's HCA is the nearest of
   // these. Empty: the nearest HCA with an ACTIVE port.
   std::vector<std::string> data_ports;
+  bool pair_hcas = true;  // false: the job uses no HCA (--net tcp, no RDMA): no rank is given one
 };
 
 // PCI distance between a GPU and an HCA, nearest first (same words as `nvidia-smi topo -m`).

@@ -71,6 +71,7 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
     BindingRequest node_req = req;
     // The last node of an uneven -n runs fewer ranks: its cores are split among those it runs.
     if (!nl.ranks.empty()) node_req.ranks_per_node = static_cast<int>(nl.ranks.size());
+    node_req.pair_hcas = !network || network->rdma;  // a job on sockets uses none (it showed them)
     if (network && network->rdma && i < network->nodes.size())
       for (const auto& port : network->nodes[i].hca_ports) node_req.data_ports.push_back(port.name);
     std::vector<int> gpus;  // the list's GPUs, for planNodeBinding

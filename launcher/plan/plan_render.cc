@@ -20,10 +20,10 @@ std::string networkSummary(const NetworkChoice& choice) {
 }
 
 // One node: its interface, then its first rank's fabric variables and who wins.
-std::string networkNode(const NodeNetChoice& nc, const std::vector<EnvSetting>& env) {
+std::string networkNode(const NodeNetChoice& nc, bool rdma, const std::vector<EnvSetting>& env) {
   std::string out = "  " + nc.node + ": " + nc.ifname + " " + nc.ipv4 + "/" + std::to_string(nc.prefix) +
                     (nc.port.empty() ? "" : " on " + nc.port) +
-                    (nc.hca_ports.empty() ? "" : ", data ports " + joinHcaPorts(nc)) + "\n";
+                    (nc.hca_ports.empty() || !rdma ? "" : ", data ports " + joinHcaPorts(nc)) + "\n";
   for (const auto& s : env) {
     out += "    " + s.name + "=" + s.value;
     if (s.overridden_by_user)
@@ -163,7 +163,8 @@ std::string renderNetwork(const JobPlan& plan) {
            "without --offline asks the nodes)\n";
   if (!plan.network) return "network: loopback (every node is this host): NCCL, Gloo, TensorPipe and Open MPI on lo\n";
   std::string out = networkSummary(*plan.network);
-  for (size_t i = 0; i < plan.network->nodes.size(); ++i) out += networkNode(plan.network->nodes[i], nodeEnv(plan, i));
+  for (size_t i = 0; i < plan.network->nodes.size(); ++i)
+    out += networkNode(plan.network->nodes[i], plan.network->rdma, nodeEnv(plan, i));
   return out + networkNotes(*plan.network);
 }
 
@@ -243,7 +244,8 @@ std::string renderBanner(const JobPlan& plan, const JobSpec& spec) {
     const auto& nodes = plan.network->nodes;
     text += "\n" + networkSummary(*plan.network);
     constexpr size_t kShown = 4;
-    for (size_t i = 0; i < nodes.size() && i < kShown; ++i) text += networkNode(nodes[i], nodeEnv(plan, i));
+    for (size_t i = 0; i < nodes.size() && i < kShown; ++i)
+      text += networkNode(nodes[i], plan.network->rdma, nodeEnv(plan, i));
     if (nodes.size() > kShown)
       text += "  ... (" + std::to_string(nodes.size() - kShown) + " more nodes: tlaunch --dry-run shows all)\n";
     text += networkNotes(*plan.network);  // of the whole job: said however many nodes are listed

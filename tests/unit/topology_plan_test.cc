@@ -342,4 +342,14 @@ TEST_CASE("a rank's HCA is the nearest of the job network's data ports, not a ne
     REQUIRE(fallback.has_value());
     for (const auto& rb : *fallback) CHECK(rb.hca == std::optional<std::string>("mlx5_0:1"));
   }
+
+  SECTION("a job on sockets (--net tcp) uses no HCA: none is paired (the plan showed one per rank)") {
+    req.pair_hcas = false;
+    auto sockets = planNodeBinding(*topo, req, "ipa20");
+    REQUIRE(sockets.has_value());
+    for (const auto& rb : *sockets) {
+      CHECK_FALSE(rb.hca.has_value());
+      CHECK(rb.gpu_busid.has_value());
+    }
+  }
 }
