@@ -117,7 +117,9 @@ Result<void> planBindings(const JobSpec& spec, const std::vector<NodeReport>& no
       shared.mode = BindMode::numa;
       auto retry = planNodeBinding(*topo, shared, n.name, gpus);
       if (retry) {
-        node_warnings.push_back({n.name, bindings.error().message + "; ranks share the NUMA node's cores (oversubscribed)"});
+        node_warnings.push_back({n.name, bindings.error().message +
+                                             ": every rank of the node is bound to its whole NUMA node instead of "
+                                             "cores of its own (oversubscribed)"});
         bindings = std::move(retry);
       }
     }

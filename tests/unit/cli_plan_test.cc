@@ -292,6 +292,10 @@ TEST_CASE("the same binding warning of several nodes is said once, naming them a
   CHECK(over == 1);
   CHECK(std::any_of(plan->warnings.begin(), plan->warnings.end(),
                     [](const std::string& w) { return w.rfind("nodes node[1-2]: ", 0) == 0; }));
+  // What it costs, said as it is: every rank there loses its own cores, not only one NUMA node's.
+  CHECK(std::any_of(plan->warnings.begin(), plan->warnings.end(), [](const std::string& w) {
+    return w.find("every rank of the node is bound to its whole NUMA node") != std::string::npos;
+  }));
 }
 
 TEST_CASE("no count given: one rank per GPU on GPU nodes as the plan says") {
