@@ -296,7 +296,8 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
     // there is nothing to keep them off, and a NCCL net plugin there (GCP's TCPX) stays theirs.
     if (spec.net_mode == "tcp") {
       (*network)->rdma = false;
-      (*network)->sockets_only = rdmaPresence(nodes).with > 0;
+      const RdmaPresence rdma = rdmaPresence(nodes);
+      (*network)->sockets_only = rdma.with > 0 || rdma.efa > 0;
     }
   }
   if (user_addr && *network) {

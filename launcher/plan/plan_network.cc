@@ -8,6 +8,7 @@
 
 #include "binding/fabric/fabric_env.h"
 #include "binding/fabric/ipv4_net.h"
+#include "launcher/hostlist.h"
 #include "tlaunch/strings.h"
 
 namespace tlaunch {
@@ -110,7 +111,14 @@ RdmaPresence rdmaPresence(const std::vector<NodeReport>& nodes) {
   for (const auto& n : nodes) {
     const auto& fabric = n.inventory.fabric;
     if (!fabric) continue;
-    if (fabric->devices.empty()) {
+    const bool efa_only = !fabric->devices.empty() &&
+                          std::all_of(fabric->devices.begin(), fabric->devices.end(),
+                                      [](const RdmaDevice& d) { return d.vendor_id == kPciVendorAmazon; });
+    if (efa_only) {
+      ++p.efa;
+      p.efa_names.push_back(n.name);
+    }
+    if (fabric->devices.empty() || efa_only) {
       ++p.without;
       p.without_names.push_back(n.name);
     } else {
@@ -199,7 +207,12 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
                "--net tcp allows a plain Ethernet job";
     return tl::unexpected(e);
   }
-  if (plain)
+  if (plain && rdma.efa > 0)
+    choice->notes.insert(choice->notes.begin(),
+                         "EFA on " + std::string(rdma.efa == rdma.without ? "every node" : compressHostlist(rdma.efa_names)) +
+                             ", no IPoIB or RoCE: sockets and the rendezvous run over TCP on " + choice->cidr +
+                             "; NCCL reaches EFA through its aws-ofi-nccl plugin (NCCL_NET left unset)");
+  else if (plain)
     choice->notes.insert(choice->notes.begin(),
                          "no RDMA device on any node: the job runs over TCP on " + choice->cidr +
                              (control.empty() ? "" : " (the daemons' control network)"));

@@ -10,10 +10,14 @@
 namespace tlaunch {
 
 // How many nodes list an RDMA device, of those that reported their fabric.
+// Nodes with an RDMA fabric that carries IP (InfiniBand, RoCE) and without one. A node whose
+// only RDMA devices are AWS EFA counts as without (EFA has no IP interface: the job's sockets
+// run on its Ethernet, NCCL reaches EFA through the aws-ofi-nccl plugin), and in `efa` too.
 struct RdmaPresence {
   int with = 0;
   int without = 0;
-  std::vector<std::string> with_names, without_names;
+  int efa = 0;
+  std::vector<std::string> with_names, without_names, efa_names;
 };
 RdmaPresence rdmaPresence(const std::vector<NodeReport>& nodes);
 

@@ -253,6 +253,34 @@ TEST_CASE("net tcp on the recorded mlx4 capture: allowed with a warning") {
   }
 }
 
+// AWS EFA alone (p4d, p5): no IP on the fabric, so the job's sockets run on the ENA Ethernet and
+// NCCL reaches EFA through aws-ofi-nccl. Refused before ("link layer unknown"), and the --net tcp
+// it suggested set NCCL_NET=Socket, which keeps NCCL off that plugin.
+TEST_CASE("nodes whose only RDMA device is EFA run on their Ethernet, NCCL left to its EFA plugin") {
+  std::vector<NodeReport> nodes;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i + 1);
+    nodes.push_back(report(i, "p" + n, FabricBuilder().efa("rdmap197s0").eth("eth0", "10.20.0." + n).build(),
+                           "10.20.0." + n));
+  }
+  auto plan = makePlan(cpuJob(), nodes, context());
+  REQUIRE(plan);
+  REQUIRE(plan->network);
+  CHECK(plan->network->cidr == "10.20.0.0/24");
+  CHECK(plan->master_addr == "10.20.0.1");
+  const auto& env = plan->nodes[1].ranks[0].env;
+  CHECK(envValue(env, "NCCL_SOCKET_IFNAME") == "=eth0");
+  CHECK(envValue(env, "NCCL_NET").empty());
+  CHECK(envValue(env, "NCCL_IB_DISABLE").empty());
+  bool said = false;
+  for (const auto& note : plan->network->notes) said = said || note.starts_with("EFA on every node");
+  CHECK(said);
+  // --net tcp on them is still a choice of sockets: NCCL kept off the plugin too.
+  auto sockets = makePlan(cpuJob("tcp"), nodes, context());
+  REQUIRE(sockets);
+  CHECK(envValue(sockets->nodes[0].ranks[0].env, "NCCL_NET") == "Socket");
+}
+
 TEST_CASE("the user's MASTER_ADDR and MASTER_PORT win over tlaunch's as the dry run says") {
   PlanContext c = context();
   c.user_env["MASTER_ADDR"] = {"10.9.9.9", "-x"};

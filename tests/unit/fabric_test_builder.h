@@ -69,6 +69,14 @@ class FabricBuilder {
     return *this;
   }
 
+  // An AWS EFA device: an ACTIVE port of no known link layer (the kernel writes "Unknown"), no netdev.
+  FabricBuilder& efa(const std::string& device) {
+    addPort(device, 1, LinkLayer::unknown, kPortStateActive);
+    for (auto& d : fabric_.devices)
+      if (d.name == device) d.vendor_id = kPciVendorAmazon;
+    return *this;
+  }
+
   FabricBuilder& eth(const std::string& ifname, const std::string& address, int prefix = 24) {
     addIf(ifname, ifname == "lo" ? kArphrdLoopback : kArphrdEther, address, prefix, true, true).loopback =
         ifname == "lo";
