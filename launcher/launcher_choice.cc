@@ -361,6 +361,13 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       is_local.push_back(n.host == n.name && isThisHost(n.name));
       any_local = any_local || is_local.back();
     }
+    if (any_local && spec.keep_daemons_s > 0 && !resolve_only) {
+      std::vector<std::string> here;
+      for (size_t i = 0; i < choice.nodes.size(); ++i)
+        if (is_local[i]) here.push_back(choice.nodes[i].name);
+      choice.notes.push_back("--keep-daemons: " + joinStrings(here, ", ") +
+                             " is this host: its daemon is started directly each time, nothing is kept for it");
+    }
     auto warm = warmRegistryFor(spec, env, choice.nodes, "");
     if (!warm) return tl::unexpected(warm.error());
     std::unique_ptr<DaemonStarter> remote = std::make_unique<SshStarter>(o);

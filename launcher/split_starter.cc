@@ -1,9 +1,17 @@
 #include "launcher/split_starter.h"
 
+#include <algorithm>
+
 namespace tlaunch {
 
 SplitStarter::SplitStarter(std::vector<bool> is_local, std::unique_ptr<DaemonStarter> remote)
     : is_local_(std::move(is_local)), remote_(std::move(remote)) {}
+
+const char* SplitStarter::name() const {
+  // Every node this host: none went over ssh (-v said "via ssh").
+  return std::all_of(is_local_.begin(), is_local_.end(), [](bool here) { return here; }) ? local_.name()
+                                                                                          : remote_->name();
+}
 
 Result<void> SplitStarter::start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
                                  const std::string& secret) {

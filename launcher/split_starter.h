@@ -12,7 +12,7 @@ namespace tlaunch {
 class SplitStarter : public DaemonStarter {
  public:
   SplitStarter(std::vector<bool> is_local, std::unique_ptr<DaemonStarter> remote);
-  const char* name() const override { return remote_->name(); }
+  const char* name() const override;  // "local" when every node is this host
   Result<void> start(const std::vector<NodeTarget>& nodes, const DaemonCommand& command,
                      const std::string& secret) override;
   std::vector<StartFailure> poll() override;

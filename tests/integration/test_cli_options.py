@@ -234,4 +234,10 @@ foreign = os.path.join(special, "foreign.json")
 os.symlink(victim, foreign)
 os.lchown(foreign, 65534, 65534)
 expect(["--summary-json", foreign, "-p", "1", "--", "true"], 64, "is a symbolic link of another user's (uid 65534)")
+
+# --keep-daemons for a node that is this host (--hosts $(hostname)): its daemon is forked, nothing
+# is kept, and the user hears so; it was dropped without a word, and -v said "via ssh".
+r = tl.run(["--hosts", socket.gethostname(), "-p", "1", "-v", "--keep-daemons", "5m", "--", "true"])
+tl.check(r.returncode == 0 and "is this host: its daemon is started directly each time, nothing is kept" in r.stderr
+         and "via ssh" not in r.stderr, f"--keep-daemons on this host: {r.returncode} {r.stderr}")
 print("PASS")
