@@ -153,6 +153,13 @@ std::optional<std::string> valueThatIsAnOption(const CLI::App& app, int argc, co
   return std::nullopt;
 }
 
+std::optional<std::string> optionAsProgram(const CLI::App& app, std::string_view program) {
+  const CLI::Option* o = optionNamed(app, program);
+  if (o == nullptr) return std::nullopt;
+  return "'" + visibleText(program) + "' comes after --, so it would be run as the program: tlaunch's options (" +
+         o->get_name() + ") go before the -- (tlaunch " + visibleText(program) + " ... -- PROGRAM ARGS)";
+}
+
 std::optional<std::string> programWordMistake(std::string_view program) {
   // `-x A=1 B=2`, or a shell's `B=2 python train.py`: the assignment would be run as a program.
   const auto eq = program.find('=');

@@ -31,6 +31,9 @@ struct TlaunchWords {
 };
 TlaunchWords withMpirunSwitches(const CLI::App& app, int argc, const char* const* argv);
 
+// The program after "--" is one of tlaunch's options (`tlaunch -- -N 2 train.py`): the message.
+std::optional<std::string> optionAsProgram(const CLI::App& app, std::string_view program);
+
 // The program's word that is a mistake: a variable assignment (`-x A=1 B=2`, a shell's `B=2 prog`)
 // or an option typed with a typographic dash (`—hosts`). The message, or nullopt.
 std::optional<std::string> programWordMistake(std::string_view program);

@@ -395,6 +395,7 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     if (s.procs_per_node == 0 && s.gpus_per_node == 0) s.procs_per_node = 1;
     s.argv = {"true"};
   }
+  const bool program_after_separator = split.separator >= 0 && app.remaining().empty();
   if (!s.preflight_only) {
     s.argv = app.remaining();
     s.argv.insert(s.argv.end(), after_separator.begin(), after_separator.end());
@@ -421,6 +422,8 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
   }
   if (!s.argv.empty() && !s.preflight_only && !out.exit_now) {
     if (auto why = programWordMistake(s.argv.front())) return refuse(out, app, "tlaunch: " + *why);
+    if (program_after_separator)
+      if (auto why = optionAsProgram(app, s.argv.front())) return refuse(out, app, "tlaunch: " + *why);
     const char* path = std::getenv("PATH");
     if (auto meant = subcommandLookalike(s.argv.front(), path ? path : ""))
       std::cerr << "tlaunch: note: no program '" << s.argv.front() << "' on this host; did you mean `tlaunch " << *meant

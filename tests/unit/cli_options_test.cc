@@ -212,6 +212,11 @@ TEST_CASE("a node choice before a subcommand that takes none, or an option given
     CHECK(program.spec.argv == std::vector<std::string>{name, "--", "x"});
   }
   CHECK(refused({"topo", "--", "x"}));  // a subcommand runs no program
+  // One of tlaunch's options after "--" was run as the program ("program '-N' not found").
+  auto late = parse({"-p", "1", "--", "-N", "2", "train.py"});
+  REQUIRE(late.exit_now);
+  CHECK(late.refusal.find("'-N' comes after --, so it would be run as the program") != std::string::npos);
+  CHECK_FALSE(parse({"-p", "1", "--", "-not-an-option-of-ours"}).exit_now);
   CHECK(parse({"-p", "1", "echo", "--", "hi"}).spec.argv == std::vector<std::string>{"echo", "--", "hi"});
 }
 
