@@ -15,6 +15,7 @@ set(DAEMON_CORE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/peer_probe.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/stale_job_files.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_end.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_node.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_routes.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/daemon_session_connect.cc
