@@ -57,6 +57,17 @@ std::vector<std::string> withoutRankIdentity(const std::vector<std::string>& job
   return out;
 }
 
+namespace {
+// Open MPI's OMPI_COMM_WORLD_* of a spawned process, as mpirun gives them: its place in the
+// spawned job's own MPI_COMM_WORLD (scripts and DeepSpeed's MPI discovery read them).
+std::vector<std::string> spawnedWorldOf(const SpawnedJob& job, int rank, size_t local, size_t local_size) {
+  return {"OMPI_COMM_WORLD_RANK=" + std::to_string(rank), "OMPI_COMM_WORLD_SIZE=" + std::to_string(job.size()),
+          "OMPI_COMM_WORLD_LOCAL_RANK=" + std::to_string(local),
+          "OMPI_COMM_WORLD_LOCAL_SIZE=" + std::to_string(local_size),
+          "OMPI_COMM_WORLD_NODE_RANK=" + std::to_string(local)};
+}
+}  // namespace
+
 Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, const NodeLaunch& launch,
                                                      const std::vector<std::string>& job_env) {
   std::vector<RankLaunch> out;
@@ -97,7 +108,8 @@ Result<std::vector<RankLaunch>> buildSpawnedLaunches(const SpawnedJob& job, cons
     l.argv = app.argv;
     // With the job's marks (no rank identity, but the job's id and the node's place): what the
     // daemon's watcher finds a process of the job by when no cgroup holds it (job_marked_processes.h).
-    l.env = mergeEnv(mergeEnv(mergeEnv(defaults, base), app.env), jobMarksOf(launch));
+    l.env = mergeEnv(mergeEnv(mergeEnv(mergeEnv(defaults, base), app.env), jobMarksOf(launch)),
+                     spawnedWorldOf(job, rank, local, job.ranks_by_node[here].size()));
     l.cwd = app.cwd.empty() ? launch.cwd : app.cwd;
     if (auto cwd = checkWorkingDirectory(l.cwd, launch.node_name); !cwd) return tl::unexpected(cwd.error());
     auto exe = resolveProgram(app.argv.front(), programSearchPath(l.env), l.cwd, launch.node_name);

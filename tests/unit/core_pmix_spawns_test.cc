@@ -211,4 +211,8 @@ TEST_CASE("pmix spawn: spawned processes carry the job's marks") {
   CHECK(envLookup(env, "TLAUNCH_JOB_ID") == std::optional<std::string>("tl-marks"));
   CHECK(envLookup(env, "TLAUNCH_NODE_RANK") == std::optional<std::string>("1"));
   CHECK_FALSE(envLookup(env, "RANK"));
+  // Its place in the spawned job's MPI_COMM_WORLD, as under mpirun (it had none).
+  CHECK(envLookup(env, "OMPI_COMM_WORLD_RANK") == std::optional<std::string>("0"));
+  CHECK(envLookup(env, "OMPI_COMM_WORLD_SIZE") == std::optional<std::string>("1"));
+  CHECK(envLookup(env, "OMPI_COMM_WORLD_LOCAL_SIZE") == std::optional<std::string>("1"));
 }
