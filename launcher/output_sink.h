@@ -87,6 +87,8 @@ class OutputSink {
     std::vector<int> numbers;               // close_files: whose files
   };
   Result<int> openDir();  // --output-dir, checked; the caller closes it
+  // rank.N files beyond this job's ranks (a reused --output-dir of a larger run): said once.
+  void noteEarlierRanksFiles(int world_size);
   Result<void> openInto(int dfd, int number, const std::string& name, int mode, Item& item);
   // Opens each number's .out/.err under --output-dir and hands them to the writer thread at once.
   Result<void> openNumbered(Item::Type type, const std::vector<std::pair<int, std::string>>& numbered_names, int mode);

@@ -4,13 +4,17 @@
 #include "launcher/output_sink.h"
 #include "tlaunch/diagnostics.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <string_view>
 
 namespace tlaunch {
 
@@ -103,8 +107,31 @@ Result<void> OutputSink::openFiles(int world_size) {
   for (int r = 0; r < world_size; ++r) ranks.emplace_back(r, "rank." + std::to_string(r));
   // A restarted job (--max-restarts) appends: the failed attempt's output stays readable.
   auto opened = openNumbered(Item::Type::files, ranks, attempts_ > 0 ? O_APPEND : O_TRUNC);
+  if (opened && attempts_ == 0) noteEarlierRanksFiles(world_size);
   if (opened) ++attempts_;
   return opened;
+}
+
+void OutputSink::noteEarlierRanksFiles(int world_size) {
+  DIR* d = ::opendir(dir_.c_str());
+  if (!d) return;
+  int lowest = -1, highest = -1;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (!name.starts_with("rank.") || !(name.ends_with(".out") || name.ends_with(".err"))) continue;
+    const std::string_view digits = name.substr(5, name.size() - 9);
+    int number = -1;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+    if (ec != std::errc() || end != digits.data() + digits.size() || number < world_size) continue;
+    lowest = lowest < 0 ? number : std::min(lowest, number);
+    highest = std::max(highest, number);
+  }
+  ::closedir(d);
+  if (lowest < 0) return;
+  // Left as they are (they are the user's), but not taken for this job's ranks' output.
+  note("--output-dir " + dir_ + " also holds rank." + std::to_string(lowest) +
+       (highest > lowest ? ".." + std::to_string(highest) : "") + " files of an earlier, larger run (this job has " +
+       std::to_string(world_size) + " rank" + (world_size == 1 ? "" : "s") + "): they are not this job's");
 }
 
 Result<void> OutputSink::openMoreFiles(const std::vector<std::pair<int, std::string>>& numbered_names) {

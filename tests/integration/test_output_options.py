@@ -25,6 +25,13 @@ os.chmod(os.path.join(d, "rank.0.out"), 0o644)
 r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--output-dir", d, "--", "echo", "token"])
 modes = {n: oct(os.stat(os.path.join(d, n)).st_mode & 0o777) for n in os.listdir(d)}
 tl.check(r.returncode == 0 and set(modes.values()) == {"0o600"}, f"--output-dir file modes: {modes}")
+# Reused by a smaller job: the larger run's rank.1 files stay (they are the user's), and are said
+# not to be this job's (nothing told them apart from the new run's).
+reused = tl.tempdir()
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "1", "--output-dir", reused, "--", "echo", "larger"])
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--output-dir", reused, "--", "echo", "smaller"])
+tl.check(r.returncode == 0 and "also holds rank.1 files of an earlier, larger run (this job has 1 rank)" in r.stderr
+         and os.path.exists(os.path.join(reused, "rank.1.out")), f"a larger run's files: {r.stderr}")
 
 # "--output-dir=~/logs" (and a quoted "~/..."): the shell leaves the "~"; tlaunch reads it as the
 # home directory, as the shell would. It created a directory named "~" in the current one.
