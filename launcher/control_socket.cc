@@ -186,7 +186,8 @@ int runControlCommand(const std::string& request, const std::string& job) {
       std::string name = e->d_name;
       if (name.size() < 6 || name.substr(name.size() - 5) != ".sock") continue;
       std::string id = name.substr(0, name.size() - 5);
-      if (!job.empty() && id != job) continue;
+      // The run's id names its attempts too (TORCHELASTIC_RUN_ID: "<id>-r1" after a restart).
+      if (!job.empty() && id != job && !id.starts_with(job + "-r") && !id.starts_with(job + "-p")) continue;
       int fd = -1;
       const ControlReach reach = connectControlSocket(*dir + "/" + name, &fd);
       if (reach == ControlReach::answering || reach == ControlReach::busy) live.push_back({std::move(id), fd});

@@ -239,4 +239,21 @@ try:
     tl.check(r.returncode == 64 and "--stdin and --max-restarts cannot be combined" in r.stderr, r.stderr)
 finally:
     shutil.rmtree(d, ignore_errors=True)
+
+# `tlaunch status RUN_ID` after a restart: the run's id (TORCHELASTIC_RUN_ID, what the user saw
+# first) reaches the attempt now running ("<id>-r1"); it said "no running job".
+control_env = dict(os.environ, XDG_RUNTIME_DIR=tl.tempdir())
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--max-restarts", "1", "--", "sh", "-c",
+              'test "$TORCHELASTIC_RESTART_COUNT" = 0 && exit 3; echo "second attempt of $TORCHELASTIC_RUN_ID."; '
+              'sleep 60'], env=control_env)
+with tl.ending(p):
+    said = tl.read_until(p, b".\n")
+    m = re.search(rb"second attempt of (tl-[0-9a-f]+)\.", said)
+    tl.check(m is not None, f"no second attempt: {said!r}")
+    run_id = m.group(1).decode()
+    r = tl.run(["status", run_id], timeout=60, env=control_env)
+    tl.check(r.returncode == 0 and "local0" in r.stdout,
+             f"tlaunch status {run_id} after a restart: {r.returncode} {r.stdout} {r.stderr}")
+    os.kill(p.pid, signal.SIGINT)
+    tl.communicate_or_fail(p, 30, "after SIGINT")
 print("PASS")
