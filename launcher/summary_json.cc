@@ -177,7 +177,9 @@ void writeStartedSummary(const std::string& path, const std::string& job_id) {
                   {"origin", nullptr},
                   {"reason", "the job has not ended: tlaunch is running it, or was killed before it could write "
                              "this summary"}};
-  if (auto ok = writeSummaryJson(path, j); !ok) printError(ok.error());
+  // Not written (a full disk): the last job's is removed all the same, and the summary at the
+  // job's end says its own error if it fails too.
+  (void)writeSummaryJson(path, j);
 }
 
 void writeRefusalSummary(const std::string& path, const std::string& refusal) {
