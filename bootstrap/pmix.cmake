@@ -6,6 +6,8 @@ set(BOOTSTRAP_PMIX_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_job_info.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_server.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_listener_guard.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/pmix_peer_guard.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/loopback_peer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_upcalls.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_pubsub.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/pmix_unsupported.cc

@@ -41,6 +41,14 @@ std::set<ino_t> listeningSockets() {
   return out;
 }
 
+std::set<ino_t> listeningSocketInodesExcept(const std::set<ino_t>& before) {
+  std::set<ino_t> out;
+  forListeningSockets([&](int, ino_t inode) {
+    if (!before.contains(inode)) out.insert(inode);
+  });
+  return out;
+}
+
 int boundHandshakeReads(const std::set<ino_t>& before, std::chrono::milliseconds timeout) {
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);

@@ -20,6 +20,8 @@ namespace tlaunch {
 
 // Inodes of this process's sockets that listen (SO_ACCEPTCONN), from /proc/self/fd.
 std::set<ino_t> listeningSockets();
+// The same, less those in `before` (the ones a library opened since `before` was taken).
+std::set<ino_t> listeningSocketInodesExcept(const std::set<ino_t>& before);
 
 // SO_RCVTIMEO `timeout` on the listening sockets not in `before` (libpmix's, opened since).
 // Returns how many got it.

@@ -19,6 +19,7 @@
 #include "bootstrap/pmix_env.h"
 #include "bootstrap/pmix_job_info.h"
 #include "bootstrap/pmix_listener_guard.h"
+#include "bootstrap/pmix_peer_guard.h"
 #include "bootstrap/pmix_server_impl.h"
 
 extern char** environ;
@@ -203,6 +204,11 @@ Result<std::unique_ptr<PmixServer>> PmixServer::start(const PmixServerConfig& co
   if (handshakeReadUnbounded(PMIx_Get_version()) && boundHandshakeReads(listening_before, kPmixHandshakeTimeout) == 0)
     spdlog::warn("PMIx server on {}: found no listening socket of libpmix to bound its handshake reads; an idle "
                  "connection to its port would hold the ranks' PMIx calls", where);
+  // Only the job's user may connect (pmix_peer_guard.h): libpmix would believe any local user.
+  if (guardPmixListeners(listening_before, geteuid() == 0 && config.uid != 0 ? config.uid : geteuid()) == 0 &&
+      pmixAcceptChecked())
+    spdlog::warn("PMIx server on {}: found no listening socket of libpmix to guard; another local user could "
+                 "connect to it as the job's owner", where);
   return std::unique_ptr<PmixServer>(new PmixServer(std::move(impl)));
 }
 

@@ -5,4 +5,5 @@ tlaunch_add_unit_test(NAME pmix_tests
           ${CMAKE_CURRENT_SOURCE_DIR}/unit/pmix_env_test.cc
           ${CMAKE_CURRENT_SOURCE_DIR}/unit/pmix_server_test.cc
           ${CMAKE_CURRENT_SOURCE_DIR}/unit/pmix_listener_guard_test.cc
+          ${CMAKE_CURRENT_SOURCE_DIR}/unit/pmix_peer_guard_test.cc
   LIBS tlaunch_pmix PkgConfig::HWLOC)

@@ -1,0 +1,60 @@
+#include "bootstrap/pmix_peer_guard.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+
+#include <spdlog/spdlog.h>
+
+#include "bootstrap/loopback_peer.h"
+#include "bootstrap/pmix_listener_guard.h"
+
+namespace tlaunch {
+namespace {
+// Read on libpmix's listener thread, written by the daemon's thread: lock-free atomics. The
+// only process-wide state of this kind, because accept() is (daemon/pmix_accept.cc).
+std::array<std::atomic<ino_t>, 8> g_guarded{};
+std::atomic<int> g_refused{0};
+std::atomic<bool> g_checked{false};
+std::atomic<uid_t> g_ranks_uid{0};
+
+bool guarded(int fd) {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
+  for (const auto& inode : g_guarded)
+    if (inode.load() == st.st_ino && st.st_ino != 0) return true;
+  return false;
+}
+}  // namespace
+
+int guardPmixListeners(const std::set<ino_t>& before, uid_t ranks_uid) {
+  g_ranks_uid.store(ranks_uid);
+  int added = 0;
+  for (const ino_t inode : listeningSocketInodesExcept(before))
+    for (auto& slot : g_guarded) {
+      ino_t none = 0;
+      if (slot.compare_exchange_strong(none, inode)) {
+        ++added;
+        break;
+      }
+    }
+  return added;
+}
+
+bool pmixPeerAllowed(int listen_fd, int accepted_fd) {
+  if (!guarded(listen_fd)) return true;
+  const auto uid = loopbackPeerUid(accepted_fd);
+  if (uid && (*uid == ::geteuid() || *uid == 0 || *uid == g_ranks_uid.load())) return true;
+  if (g_refused.fetch_add(1) < 5)
+    spdlog::warn("refused a connection to this job's PMIx server from {}: only the job's own user may connect",
+                 uid ? "uid " + std::to_string(*uid) + " (another user)" : std::string("a socket the kernel could not name"));
+  return false;
+}
+
+bool pmixAcceptChecked() { return g_checked.load(); }
+void markPmixAcceptChecked() { g_checked.store(true); }
+
+}  // namespace tlaunch
