@@ -102,6 +102,8 @@ Result<void> writeInPlace(const std::string& path, const std::string& text) {
     return failed("it is a symbolic link of another user's (uid " + std::to_string(link.st_uid) + "); name the file itself");
   if (::stat(path.c_str(), &target) != 0) return failed(is_link ? "it is a symbolic link to nothing" : ::strerror(errno));
   if (S_ISSOCK(target.st_mode)) return failed("it is a socket; name a file");
+  if (target.st_uid != ::geteuid() && target.st_uid != 0 && !S_ISCHR(target.st_mode))  // planted since the start
+    return failed("it is another user's (uid " + std::to_string(target.st_uid) + "); name a file of yours");
   // O_TRUNC for a regular file only; a name that is not a link is never followed (one swapped in
   // since lstat is refused).
   const int flags = O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | (S_ISREG(target.st_mode) ? O_TRUNC : 0) |
@@ -117,19 +119,34 @@ Result<void> writeInPlace(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+namespace {
+// The summary's directory is the --output-dir tlaunch creates (`--output-dir run7 --summary-json
+// run7/s.json`), and does not exist yet.
+bool inDirectoryToCreate(const std::string& path, const std::string& created_dir) {
+  if (created_dir.empty()) return false;
+  const std::string dir = directoryOf(path);
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) == 0 || errno != ENOENT) return false;
+  std::error_code ec;
+  const auto normal = [&](const std::string& p) {
+    std::string n = std::filesystem::absolute(p, ec).lexically_normal().native();
+    while (n.size() > 1 && n.back() == '/') n.pop_back();
+    return n;
+  };
+  return normal(dir) == normal(created_dir);
+}
+}  // namespace
+
+void makeSummaryDirectory(const std::string& path, const std::string& output_dir) {
+  // Made as --output-dir makes it (0700): a dry run or a job refused early writes no rank file.
+  if (!path.empty() && inDirectoryToCreate(path, output_dir)) ::mkdir(directoryOf(path).c_str(), 0700);
+}
+
 Result<void> checkSummaryJsonPath(const std::string& path, const std::string& created_dir) {
   if (path.empty()) return {};
   const std::string dir = directoryOf(path);
   struct stat st{};
-  const auto same_path = [](const std::string& a, const std::string& b) {
-    std::error_code ec;
-    return std::filesystem::absolute(a, ec).lexically_normal().native() ==
-           std::filesystem::absolute(b, ec).lexically_normal().native();
-  };
-  // In the --output-dir tlaunch is about to create (`--output-dir run7 --summary-json run7/s.json`).
-  if (!created_dir.empty() && ::stat(dir.c_str(), &st) != 0 && errno == ENOENT &&
-      (same_path(dir, created_dir) || same_path(dir + "/", created_dir + "/")))
-    return {};
+  if (inDirectoryToCreate(path, created_dir)) return {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return fail(Errc::usage, "--summary-json " + path + ": " + dir + " is not a directory");
   if (ownStream(path) > 0) return {};  // tlaunch's own stdout or stderr: written after the job's output
@@ -140,6 +157,13 @@ Result<void> checkSummaryJsonPath(const std::string& path, const std::string& cr
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return fail(Errc::usage, "--summary-json " + path + ": is a directory; name a file");
     if (S_ISSOCK(st.st_mode)) return fail(Errc::usage, "--summary-json " + path + ": it is a socket; name a file");
+    // Another user's file or FIFO (planted in /tmp): it would read the summary (the ranks' last
+    // stderr lines), or its sticky directory refuse the replacement after the whole job. Root's
+    // devices (/dev/null, a terminal) are fine.
+    if (st.st_uid != ::geteuid() && st.st_uid != 0 && !S_ISCHR(st.st_mode))
+      return fail(Errc::usage, "--summary-json " + path + ": it is another user's " +
+                                   (S_ISFIFO(st.st_mode) ? "FIFO" : "file") + " (uid " + std::to_string(st.st_uid) +
+                                   "); name a file of yours");
     if (replaceable(path) || ::access(path.c_str(), W_OK) == 0) return {};
     return fail(Errc::usage, "--summary-json " + path + ": cannot write it: " + ::strerror(errno));
   }
@@ -159,7 +183,8 @@ Result<void> writeSummaryJson(const std::string& path, const Json& summary) {
   if (!replaceable(path)) return writeInPlace(path, text);
   // Replaced whole: a reader never sees half a summary. Where it cannot be written (a full
   // disk), the last job's summary goes too: a script reading it must not take that for this one's.
-  if (const int e = replaceFileContents(path, text, 0666, /*keep_mode=*/true); e != 0) {
+  // 0600 when new, as --output-dir's files: it holds the failed rank's last stderr lines.
+  if (const int e = replaceFileContents(path, text, 0600, /*keep_mode=*/true); e != 0) {
     const bool stale_removed = ::unlink(path.c_str()) == 0;
     return fail(Errc::io, "--summary-json " + path + ": " + ::strerror(e) +
                               (stale_removed ? " (the previous job's summary there was removed)" : ""));

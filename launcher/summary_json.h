@@ -16,6 +16,9 @@ Json outcomeToJson(const std::string& job_id, const JobOutcome& outcome, double 
 // `created_dir`: a directory tlaunch creates before it writes (--output-dir), which may be the
 // file's and need not exist yet.
 Result<void> checkSummaryJsonPath(const std::string& path, const std::string& created_dir = "");
+// Before the summary is written: that directory, if it is still missing (a dry run, a job
+// refused before --output-dir was made), made as --output-dir would be.
+void makeSummaryDirectory(const std::string& path, const std::string& output_dir);
 
 // At the start of a job, over the summary of an earlier one (a regular file only): no exit status
 // yet, so that a tlaunch killed before its end (SIGKILL, the OOM killer) does not leave the last

@@ -234,6 +234,17 @@ foreign = os.path.join(special, "foreign.json")
 os.symlink(victim, foreign)
 os.lchown(foreign, 65534, 65534)
 expect(["--summary-json", foreign, "-p", "1", "--", "true"], 64, "is a symbolic link of another user's (uid 65534)")
+# Nor another user's FIFO or file planted at the name (the summary holds the ranks' last stderr
+# lines; a FIFO's reader got them, and a sticky /tmp refused the replacement after the job).
+planted_fifo = os.path.join(special, "planted-fifo.json")
+os.mkfifo(planted_fifo)
+os.chown(planted_fifo, 65534, 65534)
+expect(["--summary-json", planted_fifo, "-p", "1", "--", "true"], 64, "it is another user's FIFO (uid 65534)")
+planted_file = os.path.join(special, "planted-file.json")
+with open(planted_file, "w") as f:
+    f.write("{}")
+os.chown(planted_file, 65534, 65534)
+expect(["--summary-json", planted_file, "-p", "1", "--", "true"], 64, "it is another user's file (uid 65534)")
 
 # --keep-daemons for a node that is this host (--hosts $(hostname)): its daemon is forked, nothing
 # is kept, and the user hears so; it was dropped without a word, and -v said "via ssh".

@@ -52,21 +52,23 @@ r = tl.run(["--preflight-skip", "memlock", "--hostfile=~/hosts", "--chdir=~/wd",
 tl.check(r.returncode == 0 and r.stdout.strip().endswith(os.path.join(home, "wd")), f"~ in -D and --hostfile: {r.stderr}")
 
 # --summary-json in the --output-dir this run creates: written there (it was refused, "runA is not
-# a directory"). A summary the user made private stays 0600 when replaced (it became 0644: it
-# holds the ranks' last stderr lines).
+# a directory"), 0600 like the rank files (it holds the ranks' last stderr lines; it was 0644).
+# One replaced keeps the mode its user gave it.
 run_dir = os.path.join(tl.tempdir(), "runA")
 r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--preflight-skip", "memlock", "--output-dir", run_dir,
             "--summary-json", os.path.join(run_dir, "summary.json"), "--", "true"])
 tl.check(r.returncode == 0 and os.path.isfile(os.path.join(run_dir, "summary.json")),
          f"--summary-json inside a new --output-dir: {r.returncode} {r.stderr}")
+mode = os.stat(os.path.join(run_dir, "summary.json")).st_mode & 0o777
+tl.check(mode == 0o600, f"a new summary's mode: {oct(mode)}")
 private = os.path.join(run_dir, "private.json")
 with open(private, "w") as f:
     f.write("{}")
-os.chmod(private, 0o600)
+os.chmod(private, 0o640)
 r = tl.run(["--launcher", "local", "-N", "1", "-p", "1", "--preflight-skip", "memlock", "--summary-json", private,
             "--", "true"])
-tl.check(r.returncode == 0 and os.stat(private).st_mode & 0o777 == 0o600,
-         f"a 0600 summary replaced: mode {oct(os.stat(private).st_mode & 0o777)}: {r.stderr}")
+tl.check(r.returncode == 0 and os.stat(private).st_mode & 0o777 == 0o640,
+         f"a 0640 summary replaced: mode {oct(os.stat(private).st_mode & 0o777)}: {r.stderr}")
 # tlaunch killed (SIGKILL, the OOM killer) while its job runs: the last job's summary, exit status
 # 0, stayed for a script to read as this job's. It says "not ended" from the job's start.
 p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--preflight-skip", "memlock", "--kill-timeout", "1",
