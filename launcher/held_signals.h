@@ -12,10 +12,10 @@ namespace tlaunch {
 // The signals a session handles; helper threads block them for good (blockSessionSignals), so
 // that only the thread that holds and releases them can receive them.
 sigset_t sessionSignals();
-void blockSessionSignals();
-// main() blocks them before anything else, so that one sent while a job is being set up waits
-// for runJob (which ends the job before it starts, with its summary); a subcommand that starts
-// no job unblocks them and leaves them to their default action.
+// Returns the mask before. main() blocks them before anything else, so that one sent while a
+// job is being set up waits for runJob (which ends the job before it starts, with its summary);
+// a subcommand that starts no job puts the mask it inherited back.
+sigset_t blockSessionSignals();
 void unblockSessionSignals();
 
 // Which of SIGHUP, SIGINT and SIGQUIT tlaunch was started with ignored, asked once before any
@@ -29,6 +29,27 @@ struct IgnoredSignals {
   bool has(int sig) const { return (sig == SIGHUP && hup) || (sig == SIGINT && intr) || (sig == SIGQUIT && quit); }
 };
 IgnoredSignals signalsIgnoredAtStart();
+
+// While the job's first attempt is set up (a `--hostfile <(script)` being read, names looked
+// up), a signal must still end tlaunch: SIGINT, SIGTERM and SIGHUP (those not ignored at start)
+// go to a handler that records the first, which interrupts a blocking open or read (EINTR), and
+// lets a second one, a second or more later, end tlaunch by its default action (a set-up stuck
+// where EINTR is retried, a name lookup). The other session signals stay held.
+class SetUpSignals {
+ public:
+  explicit SetUpSignals(IgnoredSignals ignored);
+  ~SetUpSignals() { disarm(); }
+  SetUpSignals(const SetUpSignals&) = delete;
+  SetUpSignals& operator=(const SetUpSignals&) = delete;
+  // The set-up is over: they are held again (blocked) for the session, default handlers back.
+  void disarm();
+  int caught() const;  // the first of them since construction, 0 if none
+
+ private:
+  bool armed_ = false;
+  IgnoredSignals ignored_;
+  struct sigaction previous_[3]{};
+};
 
 class HeldSignals {
  public:

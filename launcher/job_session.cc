@@ -252,7 +252,13 @@ void JobSession::tick() {
     if (lostNodePending() && now >= lost_deadline_) failNodeLost();
     prepareFailuresDue(now);
     // Held failures wait for a pending node loss too: the lost node would explain them.
-    if (blame_->due(now) && !lostNodePending()) settleBlame();
+    if (blame_->due(now) && !lostNodePending()) {
+      settleBlame();
+      // Every rank had ended already (onAllExited left the held failures to their window):
+      // nobody is left to read the failure's event.
+      if (teardown_at_ && std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->all_exited; }))
+        endEventGrace();
+    }
     if (phase_ == Phase::connecting && now > phase_deadline_) {
       std::vector<std::string> missing;
       for (const auto& l : links_)

@@ -17,6 +17,7 @@
 #include "bootstrap/node_launch_json.h"
 #include "launcher/cli_values.h"
 #include "launcher/cross_node_preflight.h"
+#include "launcher/failure_blame.h"
 #include "launcher/held_signals.h"
 #include "launcher/job_inspector.h"
 #include "launcher/nccl/nccl_job_check.h"
@@ -90,6 +91,12 @@ void JobSession::handleSignal(int sig) {
     // Start failures gathered so far are not lost to the interrupt: they are why it waited.
     if (!failed_ && !start_failures_.empty())
       why += "; before that, " + start_failures_.describe(links_.size(), {});
+    // One cancellation reaching every process of the job (scancel, `kill` of them all): ranks
+    // that ended of it a moment ago (a SIGTERM handler's exit 1 included) while a daemon's
+    // "signalled" report waits are its consequences, not the job's cause.
+    if (!failed_ && blame_->holding() &&
+        ((lostNodePending() && lost_node_->signal != 0) || (sig != SIGINT && blame_->onlyKilledFromOutside())))
+      why += blame_->takeAsConsequences("");
     fail(128 + sig, why);
   } else {
     if (interrupts_ == 2) out_.note(std::string("got ") + ::sigabbrev_np(sig) + " again: killing the ranks now");

@@ -137,7 +137,11 @@ void JobSession::onAllExited(Link& link) {
   // A node lost or signalled a moment ago is decided at its deadline (tick): its ranks that
   // exited 0 on their SIGTERM did not finish the job.
   if (lostNodePending()) return;
-  settleBlame();  // every rank has ended: no failure is still to come
+  // Failures held for blame are settled at their window's end (tick), not at once: a signal to
+  // the whole job (scancel: ranks, daemons and tlaunch alike) may reach tlaunch within it, and
+  // then the ranks' ends are its consequences, not the job's cause.
+  if (blame_->holding() && !failed_) return;
+  settleBlame();
   if (!failed_) finish(JobEvent::all_exited);
   else if (teardown_at_) endEventGrace();  // nobody is left to read the event
 }

@@ -1,4 +1,7 @@
 // tlaunch: the frontend. Parses the command line and hands over to the subcommand.
+#include <pthread.h>
+
+#include <csignal>
 #include <iostream>
 #include <string_view>
 
@@ -16,12 +19,13 @@
 #include "launcher/warm_daemons_cli.h"
 
 int main(int argc, char** argv) {
-  tlaunch::blockSessionSignals();  // until runJob holds them, or a subcommand without a job lets them go
+  // Until runJob takes them, or a subcommand without a job puts the inherited mask back.
+  const sigset_t inherited_mask = tlaunch::blockSessionSignals();
   const unsigned closed_streams = tlaunch::hardenProcess();
   tlaunch::tuneAllocatorForMessages();
   // A subcommand with its own parser (launcher/nccl/nccl_report_command.cc): it starts no job.
   if (argc > 1 && std::string_view(argv[1]) == "nccl-report") {
-    tlaunch::unblockSessionSignals();
+    pthread_sigmask(SIG_SETMASK, &inherited_mask, nullptr);
     return tlaunch::runNcclReportCommand(argc - 1, argv + 1);
   }
   auto parsed = tlaunch::parseCommandLine(argc, argv);
@@ -35,7 +39,7 @@ int main(int argc, char** argv) {
                  "/dev/null to say so)\n";
   const bool starts_job = (parsed.command == tlaunch::Subcommand::run && !(parsed.spec.offline && parsed.spec.dry_run)) ||
                           parsed.command == tlaunch::Subcommand::preflight;
-  if (!starts_job) tlaunch::unblockSessionSignals();
+  if (!starts_job) pthread_sigmask(SIG_SETMASK, &inherited_mask, nullptr);
   switch (parsed.command) {
     case tlaunch::Subcommand::run:
       if (parsed.spec.offline && parsed.spec.dry_run) {

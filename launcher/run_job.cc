@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -123,6 +124,7 @@ void waitForLastOutput(OutputSink& out, HeldSignals& held, int code) {
 int finishJob(const JobSpec& spec, const std::string& job_id, const JobOutcome& outcome,
               std::chrono::steady_clock::time_point started) {
   if (spec.summary_json.empty()) return outcome.exit_code;
+  makeSummaryDirectory(spec.summary_json, spec.output_dir);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (auto w = writeSummaryJson(spec.summary_json, outcomeToJson(job_id, outcome, wall)); !w) {
     printError(w.error());
@@ -197,16 +199,36 @@ std::vector<std::string> nodeNames(const LauncherChoice& choice) {
 
 int runJob(const JobSpec& input) {
   const auto started = std::chrono::steady_clock::now();
-  // Held since main() began (holdSignalsFromStart): one that came while the job was being set up
-  // ends it before it starts, with its summary, instead of killing tlaunch by the default action.
+  // Blocked since main() began: one that came while the job was set up ends it before it starts,
+  // with its summary, instead of killing tlaunch by the default action; SetUpSignals takes Ctrl-C
+  // during the first attempt's set-up (which may block), the mask between later attempts.
   HeldSignals held(signalsIgnoredAtStart());
   held.hold();
+  SetUpSignals setup_signals(held.ignored());
   const std::string run_id = "tl-" + hexBytes(randomBytes(5));
   auto refuse = [&](const Error& e) {
     printError(e);
     JobOutcome o;
     o.exit_code = exitStatusFor(e.code);
     o.summary = e.message;
+    return finishJob(input, run_id, o, started);
+  };
+  // Interrupted before any daemon started: said as a session says it, with the summary.
+  auto interruptedBeforeStart = [&](int sig, OutputSink* sink) {
+    const bool job = !input.preflight_only && !input.dry_run;
+    const std::string got = std::string("got ") + ::sigabbrev_np(sig) + ": " +
+                            (job ? "ending the job before its ranks start" : "stopping");
+    JobOutcome o;
+    o.exit_code = 128 + sig;
+    o.summary = std::string("tlaunch was interrupted by SIG") + ::sigabbrev_np(sig);
+    o.interrupted = true;
+    if (sink) {
+      sink->note(got);
+      printOutcome(*sink, run_id, input, o);
+    } else {
+      std::fprintf(stderr, "tlaunch: %s\ntlaunch: %s %s %s: %s\n", got.c_str(), input.preflight_only ? "preflight" : "job",
+                   run_id.c_str(), input.preflight_only ? "stopped" : "not started", o.summary.c_str());
+    }
     return finishJob(input, run_id, o, started);
   };
   if (auto p = checkSummaryJsonPath(input.summary_json, input.output_dir); !p) {
@@ -219,7 +241,8 @@ int runJob(const JobSpec& input) {
   RestartPolicy restarts(input.max_restarts);
   JobSpec attempt = input;
   if (!input.hostfile.empty() && !input.hostfile_content) {  // once, for every attempt
-    auto content = readTextFile(input.hostfile, "hostfile");
+    auto content = readTextFile(input.hostfile, "hostfile");  // a `<(script)` may take its time
+    if (const int sig = setup_signals.caught()) return interruptedBeforeStart(sig, nullptr);
     if (!content) return refuse(content.error());
     attempt.hostfile_content = std::move(*content);
   }
@@ -236,6 +259,8 @@ int runJob(const JobSpec& input) {
   for (;;) {
     attempt.restart_count = restarts.restarts();
     auto setup = setUpJob(attempt, currentEnvironment(), false);
+    setup_signals.disarm();  // from here on held (the mask) until a session handles them
+    if (const int sig = setup_signals.caught(); sig != 0 && !out) return interruptedBeforeStart(sig, nullptr);
     std::vector<std::string> kept;  // dropped for failed ranks, but nothing could take their place
     if (!setup && pending.restart && pending.drop_optional) {
       restarts.keep(pending.drop);
@@ -264,12 +289,9 @@ int runJob(const JobSpec& input) {
       }
       for (const auto& note : setup->choice.notes) out->note(note);
     }
-    if (const int sig = held.takeInterrupt()) {  // Ctrl-C since tlaunch started, or since the last attempt ended
+    if (const int sig = held.takeInterrupt()) {  // Ctrl-C since the last attempt ended (or in a blink before the first)
       if (attempt.restart_count == 0 && preflight_reruns == 0) {  // no session has started yet
-        out->note(std::string("got ") + ::sigabbrev_np(sig) + ": ending the job before its ranks start");
-        outcome.exit_code = 128 + sig;
-        outcome.summary = std::string("tlaunch was interrupted by SIG") + ::sigabbrev_np(sig);
-        printOutcome(*out, run_id, setup->spec, outcome);
+        return interruptedBeforeStart(sig, &*out);
       } else if (!unstarted.empty()) {  // tlaunch preflight: the others are not checked; as interrupted
         unchecked = "interrupted: the other nodes were not checked";
         outcome.exit_code = 128 + sig;

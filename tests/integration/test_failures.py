@@ -178,8 +178,9 @@ tl.check(p.returncode == 143 and "got SIGQUIT" not in err and "got INT" not in e
          f"SIGINT and SIGQUIT ignored at start stay ignored, SIGTERM ends: exit {p.returncode}: {err}")
 
 # 3b''. Ctrl-C while the job is still being set up (here: `--hostfile <(script)` whose script has
-# not written yet) ends it before anything starts, with 130 and its summary; the default action
-# killed tlaunch (exit -2, no line, no --summary-json) until the job's session handled signals.
+# not written yet) ends it at once, before anything starts, with 130 and its summary: the default
+# action killed tlaunch (exit -2, no line, no --summary-json) until the job's session handled
+# signals; held instead, it would have waited for the script for ever.
 setup_dir = tl.tempdir()
 slow_hostfile = os.path.join(setup_dir, "hosts")
 os.mkfifo(slow_hostfile)
@@ -188,13 +189,7 @@ p = tl.start(["--hostfile", slow_hostfile, "--summary-json", summary3b, "--", "s
 with tl.ending(p):
     time.sleep(1)
     os.kill(p.pid, signal.SIGINT)
-    time.sleep(0.5)
-    tl.check(p.poll() is None, f"Ctrl-C during the set-up killed tlaunch at once: exit {p.returncode}")
-    if p.poll() is None:  # the script writes at last (non-blocking: no reader left would hang us)
-        fd = os.open(slow_hostfile, os.O_WRONLY | os.O_NONBLOCK)
-        os.write(fd, b"localhost slots=1\n")
-        os.close(fd)
-    out, err = tl.communicate_or_fail(p, 30, "after SIGINT during the set-up")
+    out, err = tl.communicate_or_fail(p, 10, "after SIGINT while its hostfile is not written yet")
 with open(summary3b) as f:
     summary = json.load(f)
 tl.check(p.returncode == 130 and "ending the job before its ranks start" in err and
@@ -297,6 +292,29 @@ with open(summary4b) as f:
 tl.check(p.returncode == 143 and summary["lost_nodes"] == [] and "its tlaunchd received" not in err,
          f"SIGTERM to the whole job: exit {p.returncode} (want 143), lost_nodes {summary['lost_nodes']}: {err}")
 tl.check(tl.wait_until(lambda: not leftovers(job), 10), f"leftovers: {leftovers(job)}")
+# The ranks too (scancel signals every process of the step), whose SIGTERM handler exits 1, and
+# tlaunch a moment after: still the job's interrupt, not "rank 0 exited with status 1".
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--summary-json", summary4b, "--", "sh", "-c",
+              "trap 'exit 1' TERM; echo ready $TLAUNCH_JOB_ID; while :; do sleep 0.1; done"])
+with tl.ending(p):
+    said = "".join(wait_ready(p, 2))
+    m = re.search(r"ready (tl-[0-9a-f]+)", said)
+    tl.check(m is not None, f"the ranks did not start: {said!r}")
+    job = m.group(1)
+    for pid in tl.processes_with_env("TLAUNCH_JOB_ID", job):  # the ranks (and their sleep)
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    tl.signal_daemon(job, "local0", signal.SIGTERM, p.pid)
+    tl.signal_daemon(job, "local1", signal.SIGTERM, p.pid)
+    time.sleep(0.1)
+    os.kill(p.pid, signal.SIGTERM)
+    out, err = tl.communicate_or_fail(p, 30, "after SIGTERM to every process of the job")
+with open(summary4b) as f:
+    summary = json.load(f)
+tl.check(p.returncode == 143 and summary["origin"] == "tlaunch" and summary["lost_nodes"] == [],
+         f"SIGTERM to ranks, daemons and tlaunch: exit {p.returncode} (want 143), {summary['reason']}: {err}")
 
 # 4c. Slurm's --signal=USR1@60 (and scancel --signal=USR1) signals every task of a step: the
 # daemons. A daemon passes SIGUSR1 to its ranks and the job goes on (the daemon died of it: the
