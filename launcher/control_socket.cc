@@ -5,9 +5,11 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -57,10 +59,34 @@ Result<std::string> controlDirectory() {
 }
 
 namespace {
+// A directory other hosts share (an NFS home's ~/.cache/tlaunch): a socket bound there by a
+// tlaunch on another host refuses connections from this one, though its job is alive.
+bool sharedBetweenHosts(const std::string& dir) {
+  struct statfs fs{};
+  if (::statfs(dir.c_str(), &fs) != 0) return true;  // unknown: left alone
+  static constexpr unsigned long kNetworkFilesystems[] = {
+      0x6969,      // NFS
+      0x517B,      // SMB
+      0xFF534D42,  // CIFS
+      0xFE534D42,  // SMB2
+      0x0BD00BD0,  // Lustre
+      0x47504653,  // GPFS
+      0x00C36400,  // Ceph
+      0x65735546,  // FUSE (sshfs, ...)
+      0x19830326,  // BeeGFS
+      0xAAD7AAEA,  // PanFS
+      0x01021997,  // 9p
+      0x5346414F,  // AFS
+  };
+  const auto type = static_cast<unsigned long>(fs.f_type);
+  return std::find(std::begin(kNetworkFilesystems), std::end(kNetworkFilesystems), type) != std::end(kNetworkFilesystems);
+}
+
 // Sockets of tlaunches that were killed (nothing listens on them), removed as a job opens its
 // own: the directory kept one per killed job. One bound a moment ago may not listen yet: only
-// those older than a minute go.
+// those older than a minute go; none in a directory other hosts share.
 void removeDeadSockets(const std::string& dir) {
+  if (sharedBetweenHosts(dir)) return;
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;
   const auto now = std::chrono::system_clock::now();
@@ -181,6 +207,7 @@ int runControlCommand(const std::string& request, const std::string& job) {
     int fd = -1;  // -1: stopped, its queue full
   };
   std::vector<LiveJob> live;
+  const bool shared = sharedBetweenHosts(*dir);  // another host's live job refuses us there
   if (DIR* d = ::opendir(dir->c_str())) {
     while (dirent* e = ::readdir(d)) {
       std::string name = e->d_name;
@@ -191,7 +218,7 @@ int runControlCommand(const std::string& request, const std::string& job) {
       int fd = -1;
       const ControlReach reach = connectControlSocket(*dir + "/" + name, &fd);
       if (reach == ControlReach::answering || reach == ControlReach::busy) live.push_back({std::move(id), fd});
-      else if (reach == ControlReach::gone) ::unlink((*dir + "/" + name).c_str());
+      else if (reach == ControlReach::gone && !shared) ::unlink((*dir + "/" + name).c_str());
     }
     ::closedir(d);
   }
