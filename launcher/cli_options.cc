@@ -374,7 +374,8 @@ ParsedCommandLine parseCommandLine(int argc, char** argv) {
     if (!sub->parsed()) continue;
     auto extra = sub->remaining();
     for (const auto& e : app.remaining()) extra.push_back(e);
-    extra.insert(extra.end(), after_separator.begin(), after_separator.end());
+    // The program given after "--" is named, not the "--" (`tlaunch topo -- x`: "unknown argument x").
+    extra.insert(extra.end(), after_separator.begin() + (after_separator.size() > 1 ? 1 : 0), after_separator.end());
     if (extra.empty()) break;
     return refuse(out, app, "tlaunch " + sub->get_name() + ": unknown argument " + extra.front() + "\nRun 'tlaunch " +
                                 sub->get_name() + " --help' for its options.");
