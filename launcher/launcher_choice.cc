@@ -366,7 +366,8 @@ Result<LauncherChoice> chooseLauncher(const JobSpec& spec, const std::map<std::s
       for (size_t i = 0; i < choice.nodes.size(); ++i)
         if (is_local[i]) here.push_back(choice.nodes[i].name);
       choice.notes.push_back("--keep-daemons: " + joinStrings(here, ", ") +
-                             " is this host: its daemon is started directly each time, nothing is kept for it");
+                             (here.size() == 1 ? " is this host: its daemon is" : " are this host: their daemons are") +
+                             " started directly each time, nothing is kept for " + (here.size() == 1 ? "it" : "them"));
     }
     auto warm = warmRegistryFor(spec, env, choice.nodes, "");
     if (!warm) return tl::unexpected(warm.error());

@@ -318,11 +318,14 @@ Result<JobPlan> makePlan(const JobSpec& input, const std::vector<NodeReport>& no
                             " (--master-addr, --master-port and --mca win over -x, a later -x over an earlier one)");
   if (spec.net_mode == "tcp") {
     const RdmaPresence rdma = rdmaPresence(nodes);
-    if (rdma.with > 0) {
+    // EFA-only nodes count too: NCCL_NET=Socket keeps NCCL off its aws-ofi-nccl plugin.
+    std::vector<std::string> with = rdma.with_names;
+    with.insert(with.end(), rdma.efa_names.begin(), rdma.efa_names.end());
+    if (!with.empty()) {
       std::string names;
-      for (size_t i = 0; i < rdma.with_names.size() && i < 4; ++i) names += (i ? ", " : "") + rdma.with_names[i];
-      if (rdma.with_names.size() > 4) names += ", ...";
-      plan.warnings.push_back("--net tcp: " + std::to_string(rdma.with) + " node(s) have RDMA devices (" + names +
+      for (size_t i = 0; i < with.size() && i < 4; ++i) names += (i ? ", " : "") + with[i];
+      if (with.size() > 4) names += ", ...";
+      plan.warnings.push_back("--net tcp: " + std::to_string(with.size()) + " node(s) have RDMA devices (" + names +
                               ") that this job does not use; NCCL (NCCL_IB_DISABLE=1), UCX and Open MPI run over TCP sockets");
     }
   }

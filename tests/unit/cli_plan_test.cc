@@ -279,6 +279,9 @@ TEST_CASE("nodes whose only RDMA device is EFA run on their Ethernet, NCCL left 
   auto sockets = makePlan(cpuJob("tcp"), nodes, context());
   REQUIRE(sockets);
   CHECK(envValue(sockets->nodes[0].ranks[0].env, "NCCL_NET") == "Socket");
+  bool warned = false;  // EFA left unused is said, as HCAs are
+  for (const auto& w : sockets->warnings) warned = warned || w.starts_with("--net tcp: 2 node(s) have RDMA devices (p1, p2)");
+  CHECK(warned);
 }
 
 TEST_CASE("the user's MASTER_ADDR and MASTER_PORT win over tlaunch's as the dry run says") {
