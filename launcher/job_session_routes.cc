@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "bootstrap/error_text.h"
+#include "launcher/failure_blame.h"
 #include "launcher/job_inspector.h"
 #include "launcher/job_session.h"
 #include "launcher/job_session_link.h"

@@ -17,6 +17,7 @@
 #include "launcher/text_file.h"
 #include "launcher/this_host.h"
 #include "tlaunch/diagnostics.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 
