@@ -82,7 +82,12 @@ std::optional<uid_t> uidBySockDiag(const Endpoints& e) {
       auto len = static_cast<unsigned int>(n);
       for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
         if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg))) break;
-        uid = static_cast<const inet_diag_msg*>(NLMSG_DATA(h))->idiag_uid;
+        const auto* found = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
+        // A socket its process still holds (inode 0: a closed one's TIME_WAIT or FIN_WAIT2 stub,
+        // which says uid 0), and the one asked about.
+        if (found->idiag_inode != 0 && found->id.idiag_sport == ask.request.id.idiag_sport &&
+            found->id.idiag_dport == ask.request.id.idiag_dport)
+          uid = found->idiag_uid;
         break;
       }
     }
@@ -116,8 +121,12 @@ std::optional<uid_t> uidByProcNet(const Endpoints& e) {
     std::istringstream fields(line);
     std::string slot, local, remote, state, queues, timer, retransmits;
     long uid = -1;
-    if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid)) continue;
-    if (local == want_local && remote == want_remote && uid >= 0) return static_cast<uid_t>(uid);
+    int timeout = 0;
+    unsigned long inode = 0;
+    if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode))
+      continue;
+    // Inode 0: a closed socket's stub (uid 0), no process's.
+    if (local == want_local && remote == want_remote && uid >= 0 && inode != 0) return static_cast<uid_t>(uid);
   }
   return std::nullopt;
 }

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <mutex>
 
 #include <spdlog/spdlog.h>
 
@@ -20,18 +21,34 @@ std::array<std::atomic<ino_t>, 8> g_guarded{};
 std::atomic<int> g_refused{0};
 std::atomic<bool> g_checked{false};
 std::atomic<uid_t> g_ranks_uid{0};
+// While PMIx_server_init runs: the listening sockets that existed before it (any other is libpmix's).
+std::mutex g_init_mu;
+bool g_initializing = false;
+std::set<ino_t> g_before_init;
 
 bool guarded(int fd) {
   struct stat st{};
-  if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
+  if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_ino == 0) return false;
   for (const auto& inode : g_guarded)
-    if (inode.load() == st.st_ino && st.st_ino != 0) return true;
-  return false;
+    if (inode.load() == st.st_ino) return true;
+  const std::lock_guard lock(g_init_mu);
+  return g_initializing && !g_before_init.contains(st.st_ino);
 }
 }  // namespace
 
-int guardPmixListeners(const std::set<ino_t>& before, uid_t ranks_uid) {
+void beginGuardingPmixListeners(const std::set<ino_t>& before, uid_t ranks_uid) {
   g_ranks_uid.store(ranks_uid);
+  const std::lock_guard lock(g_init_mu);
+  g_before_init = before;
+  g_initializing = true;
+}
+
+int endGuardingPmixListeners() {
+  std::set<ino_t> before;
+  {
+    const std::lock_guard lock(g_init_mu);
+    before = g_before_init;
+  }
   int added = 0;
   for (const ino_t inode : listeningSocketInodesExcept(before))
     for (auto& slot : g_guarded) {
@@ -41,6 +58,8 @@ int guardPmixListeners(const std::set<ino_t>& before, uid_t ranks_uid) {
         break;
       }
     }
+  const std::lock_guard lock(g_init_mu);
+  g_initializing = false;
   return added;
 }
 

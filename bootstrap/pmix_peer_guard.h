@@ -14,11 +14,13 @@
 
 namespace tlaunch {
 
-// Guards the listening sockets of this process that are not in `before` (libpmix's, opened
-// since); returns how many. At most a few at a time (one PMIx server per daemon).
-// `ranks_uid`: the user the ranks run as (the daemon's own, or the job's user a root daemon
-// starts them as), who may connect as well.
-int guardPmixListeners(const std::set<ino_t>& before, uid_t ranks_uid);
+// Around PMIx_server_init, whose listener thread may accept before init returns: from begin,
+// every listening socket not in `before` is guarded (only libpmix opens any meanwhile: the
+// daemon's thread is inside the init); end registers those that exist then and returns how
+// many (at most a few: one PMIx server per daemon). `ranks_uid`: the user the ranks run as (the
+// daemon's own, or the job's user a root daemon starts them as), who may connect as well.
+void beginGuardingPmixListeners(const std::set<ino_t>& before, uid_t ranks_uid);
+int endGuardingPmixListeners();
 // Whether a connection accepted on `listen_fd` may go on to libpmix: the listener is not
 // guarded, or the peer is the ranks' user, this process's, or root. Refusals are logged (the
 // first ones).

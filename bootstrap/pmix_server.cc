@@ -193,7 +193,11 @@ Result<std::unique_ptr<PmixServer>> PmixServer::start(const PmixServerConfig& co
 
   static pmix_server_module_t module = makePmixModule();
   const std::set<ino_t> listening_before = listeningSockets();
+  // Only the job's user may connect (pmix_peer_guard.h): libpmix would believe any local user,
+  // from the moment its listener runs, inside PMIx_server_init.
+  beginGuardingPmixListeners(listening_before, geteuid() == 0 && config.uid != 0 ? config.uid : geteuid());
   pmix_status_t rc = PMIx_server_init(&module, info.data(), info.size());
+  const int guarded = endGuardingPmixListeners();
   if (rc != PMIX_SUCCESS) {
     if (impl->tmpdir_created) removeTree(config.tmpdir);
     undo(true);
@@ -204,9 +208,7 @@ Result<std::unique_ptr<PmixServer>> PmixServer::start(const PmixServerConfig& co
   if (handshakeReadUnbounded(PMIx_Get_version()) && boundHandshakeReads(listening_before, kPmixHandshakeTimeout) == 0)
     spdlog::warn("PMIx server on {}: found no listening socket of libpmix to bound its handshake reads; an idle "
                  "connection to its port would hold the ranks' PMIx calls", where);
-  // Only the job's user may connect (pmix_peer_guard.h): libpmix would believe any local user.
-  if (guardPmixListeners(listening_before, geteuid() == 0 && config.uid != 0 ? config.uid : geteuid()) == 0 &&
-      pmixAcceptChecked())
+  if (guarded == 0 && pmixAcceptChecked())
     spdlog::warn("PMIx server on {}: found no listening socket of libpmix to guard; another local user could "
                  "connect to it as the job's owner", where);
   return std::unique_ptr<PmixServer>(new PmixServer(std::move(impl)));

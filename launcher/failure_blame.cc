@@ -57,6 +57,12 @@ std::string FailureBlame::takeAsConsequences(const std::string& cause_node) {
   return text;
 }
 
+bool FailureBlame::anyOwnCrash() const {
+  return std::any_of(held_.begin(), held_.end(), [](const RankFailure& f) {
+    return f.signal != 0 && f.signal != SIGTERM && f.signal != SIGKILL && f.signal != SIGHUP && f.signal != SIGINT;
+  });
+}
+
 bool FailureBlame::onlyKilledFromOutside() const {
   return !held_.empty() && std::all_of(held_.begin(), held_.end(), [](const RankFailure& f) {
     return f.signal == SIGTERM || f.signal == SIGKILL || f.signal == SIGHUP || f.signal == SIGINT;

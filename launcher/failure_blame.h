@@ -40,6 +40,9 @@ class FailureBlame {
   // The failures held, as what followed another cause (a lost node): "; 3 ranks on other nodes
   // failed after it (first: rank 0 on node n0)", or "" when none; nothing held afterwards.
   std::string takeAsConsequences(const std::string& cause_node);
+  // A failure held is a crash of the rank's own (a signal other than SIGTERM, SIGKILL, SIGHUP or
+  // SIGINT: SIGSEGV, SIGABRT...), which no cancellation of the job explains.
+  bool anyOwnCrash() const;
   // Every failure held was a kill by SIGTERM, SIGKILL, SIGHUP or SIGINT: what a scheduler or an
   // operator sends to a whole job step (scancel), daemons included.
   bool onlyKilledFromOutside() const;

@@ -94,7 +94,8 @@ void JobSession::handleSignal(int sig) {
     // One cancellation reaching every process of the job (scancel, `kill` of them all): ranks
     // that ended of it a moment ago (a SIGTERM handler's exit 1 included) while a daemon's
     // "signalled" report waits are its consequences, not the job's cause.
-    if (!failed_ && blame_->holding() &&
+    // A rank's own crash (SIGSEGV...) stays the job's cause.
+    if (!failed_ && blame_->holding() && !blame_->anyOwnCrash() &&
         ((lostNodePending() && lost_node_->signal != 0) || (sig != SIGINT && blame_->onlyKilledFromOutside())))
       why += blame_->takeAsConsequences("");
     fail(128 + sig, why);

@@ -89,7 +89,8 @@ TEST_CASE("pmix peer guard: connections to a guarded listener pass for this user
   const int accepted = ::accept(listener, nullptr, nullptr);
   REQUIRE(accepted >= 0);
   CHECK(pmixPeerAllowed(listener, accepted));  // not guarded yet: anything passes
-  CHECK(guardPmixListeners(before, ::geteuid()) == 1);
+  beginGuardingPmixListeners(before, ::geteuid());
+  CHECK(endGuardingPmixListeners() == 1);
   CHECK(pmixPeerAllowed(listener, accepted));  // guarded, and ours
   if (::geteuid() == 0) {
     const pid_t theirs = connectAs(65534, where, hold);
@@ -105,5 +106,32 @@ TEST_CASE("pmix peer guard: connections to a guarded listener pass for this user
   ::waitpid(mine, nullptr, 0);
   ::close(accepted);
   ::close(hold[0]);
+  ::close(listener);
+}
+
+// A client that sends its handshake and closes before the accept: its socket is then a kernel
+// stub (TIME_WAIT, FIN_WAIT2) that says uid 0, and passed as root; it is no process's socket.
+TEST_CASE("pmix peer guard: a peer that closed before the accept is nobody's, not root's") {
+  if (::geteuid() != 0) return;  // another user's socket: only root can make one here
+  sockaddr_in where{};
+  const int listener = listenOnLoopback(where);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (s < 0 || ::connect(s, reinterpret_cast<const sockaddr*>(&where), sizeof where) != 0) ::_exit(4);
+    (void)!::write(s, "handshake", 9);
+    ::close(s);
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(WEXITSTATUS(status) == 0);
+  ::usleep(200 * 1000);  // past the server's delayed ACK of the FIN
+  const int accepted = ::accept(listener, nullptr, nullptr);
+  REQUIRE(accepted >= 0);
+  CHECK_FALSE(loopbackPeerUid(accepted).has_value());
+  ::close(accepted);
   ::close(listener);
 }
