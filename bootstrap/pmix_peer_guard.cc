@@ -15,8 +15,8 @@
 
 namespace tlaunch {
 namespace {
-// Read on libpmix's listener thread, written by the daemon's thread: lock-free atomics. The
-// only process-wide state of this kind, because accept() is (daemon/pmix_accept.cc).
+// Read on libpmix's listener thread, written by the daemon's thread: atomics, and a mutex for
+// the init's set. Process-wide state, because accept() is (daemon/pmix_accept.cc).
 std::array<std::atomic<ino_t>, 8> g_guarded{};
 std::atomic<int> g_refused{0};
 std::atomic<bool> g_checked{false};
@@ -69,7 +69,8 @@ bool pmixPeerAllowed(int listen_fd, int accepted_fd) {
   if (uid && (*uid == ::geteuid() || *uid == 0 || *uid == g_ranks_uid.load())) return true;
   if (g_refused.fetch_add(1) < 5)
     spdlog::warn("refused a connection to this job's PMIx server from {}: only the job's own user may connect",
-                 uid ? "uid " + std::to_string(*uid) + " (another user)" : std::string("a socket the kernel could not name"));
+                 uid ? "uid " + std::to_string(*uid) + " (another user)"
+                     : std::string("a socket the kernel could not name"));
   return false;
 }
 

@@ -79,7 +79,8 @@ bool sharedBetweenHosts(const std::string& dir) {
       0x5346414F,  // AFS
   };
   const auto type = static_cast<unsigned long>(fs.f_type);
-  return std::find(std::begin(kNetworkFilesystems), std::end(kNetworkFilesystems), type) != std::end(kNetworkFilesystems);
+  return std::find(std::begin(kNetworkFilesystems), std::end(kNetworkFilesystems), type) !=
+         std::end(kNetworkFilesystems);
 }
 
 // Sockets of tlaunches that were killed (nothing listens on them), removed as a job opens its

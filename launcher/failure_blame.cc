@@ -48,8 +48,9 @@ RankFailure FailureBlame::takeCause() {
 std::string FailureBlame::takeAsConsequences(const std::string& cause_node) {
   if (held_.empty()) return {};
   std::stable_sort(held_.begin(), held_.end(), endedEarlier);
-  const bool elsewhere = !cause_node.empty() &&  // "": the cause is no node's (tlaunch interrupted)
-                         std::none_of(held_.begin(), held_.end(), [&](const RankFailure& f) { return f.node == cause_node; });
+  const auto there = [&](const RankFailure& f) { return f.node == cause_node; };
+  // "": the cause is no node's (tlaunch interrupted)
+  const bool elsewhere = !cause_node.empty() && std::none_of(held_.begin(), held_.end(), there);
   std::string text = "; " + blameCount(held_.size(), "rank") + (elsewhere ? " on other nodes" : "") +
                      " failed after it (first: rank " + std::to_string(held_.front().rank) + " on node " +
                      held_.front().node + ")";

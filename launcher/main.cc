@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   if ((closed_streams & 2U) != 0 && parsed.command == tlaunch::Subcommand::run && !parsed.spec.quiet)
     std::cerr << "tlaunch: note: tlaunch's stdout is closed: the ranks' stdout is discarded (give it a file, or "
                  "/dev/null to say so)\n";
-  const bool starts_job = (parsed.command == tlaunch::Subcommand::run && !(parsed.spec.offline && parsed.spec.dry_run)) ||
+  const bool offline_plan = parsed.spec.offline && parsed.spec.dry_run;
+  const bool starts_job = (parsed.command == tlaunch::Subcommand::run && !offline_plan) ||
                           parsed.command == tlaunch::Subcommand::preflight;
   if (!starts_job) pthread_sigmask(SIG_SETMASK, &inherited_mask, nullptr);
   switch (parsed.command) {

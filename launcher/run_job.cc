@@ -226,8 +226,9 @@ int runJob(const JobSpec& input) {
       sink->note(got);
       printOutcome(*sink, run_id, input, o);
     } else {
-      std::fprintf(stderr, "tlaunch: %s\ntlaunch: %s %s %s: %s\n", got.c_str(), input.preflight_only ? "preflight" : "job",
-                   run_id.c_str(), input.preflight_only ? "stopped" : "not started", o.summary.c_str());
+      std::fprintf(stderr, "tlaunch: %s\ntlaunch: %s %s %s: %s\n", got.c_str(),
+                   input.preflight_only ? "preflight" : "job", run_id.c_str(),
+                   input.preflight_only ? "stopped" : "not started", o.summary.c_str());
     }
     return finishJob(input, run_id, o, started);
   };

@@ -111,7 +111,8 @@ std::optional<std::string> realUuid(std::string_view v) {
 // a zero, and unpadded it matches no device (HIP then stops reading the list there).
 std::optional<std::string> amdUuid(std::string_view v) {
   auto id = realUuid(v);
-  if (!id || id->size() >= 16 || !std::all_of(id->begin(), id->end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }))
+  const auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+  if (!id || id->size() >= 16 || !std::all_of(id->begin(), id->end(), hex))
     return id;
   return std::string(16 - id->size(), '0') + *id;
 }

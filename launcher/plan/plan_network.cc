@@ -209,7 +209,8 @@ Result<std::optional<NetworkChoice>> chooseJobNetwork(const JobSpec& spec, const
   }
   if (plain && rdma.efa > 0)
     choice->notes.insert(choice->notes.begin(),
-                         "EFA on " + std::string(rdma.efa == rdma.without ? "every node" : compressHostlist(rdma.efa_names)) +
+                         "EFA on " +
+                             std::string(rdma.efa == rdma.without ? "every node" : compressHostlist(rdma.efa_names)) +
                              ", no IPoIB or RoCE: sockets and the rendezvous run over TCP on " + choice->cidr +
                              "; NCCL reaches EFA through its aws-ofi-nccl plugin (NCCL_NET left unset)");
   else if (plain)
