@@ -47,66 +47,67 @@ pid_t connectAs(uid_t uid, const sockaddr_in& where, const int hold[2]) {
   return child;
 }
 
+// A loopback listener with one connection of this user's accepted on it; the connecting child
+// holds its socket open until `release()`.
+struct OwnConnection {
+  sockaddr_in where{};
+  int listener = listenOnLoopback(where);
+  int hold[2] = {-1, -1};
+  pid_t mine = -1;
+  int accepted = -1;
+  OwnConnection() {
+    REQUIRE(::pipe(hold) == 0);
+    mine = connectAs(::geteuid(), where, hold);
+    accepted = ::accept(listener, nullptr, nullptr);
+    REQUIRE(accepted >= 0);
+  }
+  void release() {
+    if (hold[1] >= 0) ::close(hold[1]);
+    hold[1] = -1;
+  }
+  ~OwnConnection() {
+    release();
+    ::waitpid(mine, nullptr, 0);
+    ::close(accepted);
+    ::close(hold[0]);
+    ::close(listener);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("pmix peer guard: the owner of a loopback connection's other end, as the kernel knows it") {
-  sockaddr_in where{};
-  const int listener = listenOnLoopback(where);
-  int hold[2];
-  REQUIRE(::pipe(hold) == 0);
-  const pid_t mine = connectAs(::geteuid(), where, hold);
-  const int accepted = ::accept(listener, nullptr, nullptr);
-  REQUIRE(accepted >= 0);
-  CHECK(loopbackPeerUid(accepted) == std::optional<uid_t>(::geteuid()));
+  OwnConnection c;
+  CHECK(loopbackPeerUid(c.accepted) == std::optional<uid_t>(::geteuid()));
   if (::geteuid() == 0) {  // another user's connection: only root can make one here
-    const pid_t theirs = connectAs(65534, where, hold);
-    const int other = ::accept(listener, nullptr, nullptr);
+    const pid_t theirs = connectAs(65534, c.where, c.hold);
+    const int other = ::accept(c.listener, nullptr, nullptr);
     REQUIRE(other >= 0);
     CHECK(loopbackPeerUid(other) == std::optional<uid_t>(65534));
     ::close(other);
-    ::close(hold[1]);
+    c.release();
     int status = 0;
     ::waitpid(theirs, &status, 0);
     CHECK(WEXITSTATUS(status) == 0);
-  } else {
-    ::close(hold[1]);
   }
-  int status = 0;
-  ::waitpid(mine, &status, 0);
-  CHECK(WEXITSTATUS(status) == 0);
-  ::close(accepted);
-  ::close(hold[0]);
-  ::close(listener);
 }
 
 TEST_CASE("pmix peer guard: connections to a guarded listener pass for this user, others' listeners untouched") {
   const std::set<ino_t> before = listeningSockets();
-  sockaddr_in where{};
-  const int listener = listenOnLoopback(where);
-  int hold[2];
-  REQUIRE(::pipe(hold) == 0);
-  const pid_t mine = connectAs(::geteuid(), where, hold);
-  const int accepted = ::accept(listener, nullptr, nullptr);
-  REQUIRE(accepted >= 0);
-  CHECK(pmixPeerAllowed(listener, accepted));  // not guarded yet: anything passes
+  OwnConnection c;
+  CHECK(pmixPeerAllowed(c.listener, c.accepted));  // not guarded yet: anything passes
   beginGuardingPmixListeners(before, ::geteuid());
   CHECK(endGuardingPmixListeners() == 1);
-  CHECK(pmixPeerAllowed(listener, accepted));  // guarded, and ours
+  CHECK(pmixPeerAllowed(c.listener, c.accepted));  // guarded, and ours
   if (::geteuid() == 0) {
-    const pid_t theirs = connectAs(65534, where, hold);
-    const int other = ::accept(listener, nullptr, nullptr);
+    const pid_t theirs = connectAs(65534, c.where, c.hold);
+    const int other = ::accept(c.listener, nullptr, nullptr);
     REQUIRE(other >= 0);
-    CHECK_FALSE(pmixPeerAllowed(listener, other));  // nobody's: refused
+    CHECK_FALSE(pmixPeerAllowed(c.listener, other));  // nobody's: refused
     ::close(other);
-    ::close(hold[1]);
+    c.release();
     ::waitpid(theirs, nullptr, 0);
-  } else {
-    ::close(hold[1]);
   }
-  ::waitpid(mine, nullptr, 0);
-  ::close(accepted);
-  ::close(hold[0]);
-  ::close(listener);
 }
 
 // A client that sends its handshake and closes before the accept: its socket is then a kernel
