@@ -3,6 +3,8 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -157,6 +159,25 @@ std::vector<std::string> nodesInSrunErrors(const std::string& stderr_text) {
   return blamed.empty() ? terminated : blamed;
 }
 
+std::optional<SrunTaskExit> firstOwnTaskExit(const std::string& stderr_text) {
+  constexpr std::string_view marker = "srun: error: ";
+  constexpr std::string_view exited = ": Exited with exit code ";
+  for (std::string_view line : lines(stderr_text)) {
+    const size_t at = line.find(marker);
+    const size_t code_at = line.rfind(exited);
+    if (at == std::string_view::npos || code_at == std::string_view::npos || code_at < at) continue;
+    const std::string_view said = line.substr(at + marker.size());
+    const size_t colon = said.find(": task");
+    if (colon == std::string_view::npos || colon == 0 || said.find(' ') < colon) continue;
+    int code = 0;
+    const std::string_view digits = line.substr(code_at + exited.size());
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), code);
+    if (ec != std::errc() || end != digits.data() + digits.size() || code == 143) continue;
+    return SrunTaskExit{std::string(said.substr(0, colon)), code};
+  }
+  return std::nullopt;
+}
+
 std::string explainSrunFailure(int exit_status, const std::string& stderr_text, const std::string& daemon_path,
                                bool after_connect) {
   const std::string said = quoteToolOutput("srun", stderr_text);
@@ -203,7 +224,21 @@ std::string explainSrunFailure(int exit_status, const std::string& stderr_text, 
     return with("a node of the Slurm job failed" + (nodes.empty() ? std::string() : " (" + joinStrings(nodes) + ")") +
                 " and Slurm cancelled the job step");
   }
-  if (contains(e, "CANCELLED AT") || contains(e, "Job step aborted") || contains(e, "Force Terminated")) {
+  // A daemon that ended by itself makes srun (--kill-on-bad-exit) end the step: "CANCELLED AT",
+  // "Force Terminated" and "Job step aborted" follow, and the daemon's own end is the reason. Slurm's
+  // task exits with execve()'s errno when the program cannot run, and srun does not always relay
+  // slurmstepd's execve() line before it ends the step.
+  const auto own_exit = firstOwnTaskExit(e);
+  if (own_exit && !after_connect && own_exit->code == ENOENT) {
+    return with("tlaunchd not found at " + daemon_path + " on " + own_exit->node + ": install tlaunch there or pass "
+                "--daemon-path (its Slurm task exited with status 2, execve()'s 'No such file or directory')");
+  }
+  if (own_exit && !after_connect && own_exit->code == EACCES) {
+    return with("tlaunchd at " + daemon_path + " on " + own_exit->node + " cannot be executed (its Slurm task exited "
+                "with status 13, execve()'s 'Permission denied'): check the file, or pass --daemon-path");
+  }
+  if (!own_exit &&
+      (contains(e, "CANCELLED AT") || contains(e, "Job step aborted") || contains(e, "Force Terminated"))) {
     return with("the Slurm job or step was cancelled (scancel, or Slurm ended it)");
   }
   if (contains(e, "Requested node configuration is not available") || contains(e, "more nodes than permitted") ||

@@ -8,6 +8,7 @@
 // Outside an allocation srun makes one (no --overlap), with --slurm-args such as "-p gpu -t 10".
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,13 @@ SrunWait srunWaitOf(std::string_view line);
 // Exited with exit code 2", "Killed"). The tasks "Terminated" are --kill-on-bad-exit's victims:
 // they are named only when no node is to blame (the step was cancelled).
 std::vector<std::string> nodesInSrunErrors(const std::string& stderr_text);
+// The first "srun: error: <node>: task <n>: Exited with exit code <code>" whose code is not 143
+// (a daemon that ended on the step's SIGTERM): a daemon that ended by itself.
+struct SrunTaskExit {
+  std::string node;
+  int code = 0;
+};
+std::optional<SrunTaskExit> firstOwnTaskExit(const std::string& stderr_text);
 // The node of a "slurmstepd-<node>: error: execve(): ..." line: its daemon could not start; "" if
 // the line is another.
 std::string nodeOfExecFailure(std::string_view line);

@@ -163,6 +163,25 @@ TEST_CASE("hosts: explainSrunFailure: typical srun errors", "[hosts][slurm]") {
        "slurmstepd: error: execve(): /opt/tlaunch/bin/tlaunchd: No such file or directory\n"
        "srun: error: gpu02: task 1: Exited with exit code 2\n",
        "tlaunchd not found at /opt/tlaunch/bin/tlaunchd on gpu02: install tlaunch there or pass --daemon-path"},
+      // Recorded on the namespace cluster: tlaunchd missing on node3, and srun ended the step before
+      // it relayed slurmstepd's execve() line; --kill-on-bad-exit's "Force Terminated" follows.
+      {2,
+       "srun: error: node3: task 2: Exited with exit code 2\n"
+       "srun: launch/slurm: _step_signal: Terminating StepId=6.0\n"
+       "srun: error: node2: task 1: Terminated\n"
+       "srun: error: node1: task 0: Terminated\n"
+       "srun: Force Terminated StepId=6.0\n",
+       "tlaunchd not found at /opt/tlaunch/bin/tlaunchd on node3: install tlaunch there or pass --daemon-path"},
+      {13,
+       "srun: error: node3: task 2: Exited with exit code 13\nsrun: Force Terminated StepId=6.0\n",
+       "tlaunchd at /opt/tlaunch/bin/tlaunchd on node3 cannot be executed"},
+      // A daemon that failed by itself, not a cancelled step: its node is the reason.
+      {1,
+       "slurmstepd-node1: error: *** STEP 7.0 ON node1 CANCELLED AT 2026-11-29T17:52:01 ***\n"
+       "srun: error: node3: task 2: Exited with exit code 1\n"
+       "srun: error: node1: task 0: Exited with exit code 143\n"
+       "srun: Force Terminated StepId=7.0\n",
+       "tlaunchd on node3 ended before connecting"},
       {1, "srun: unrecognized option '--bogus'\nTry \"srun --help\" for more information\n", "--slurm-args"},
       {1, "srun: error: gpu03: task 2: Exited with exit code 1\n", "tlaunchd on gpu03 ended"},
       {-9, "", "killed by signal 9"},
@@ -176,6 +195,14 @@ TEST_CASE("hosts: explainSrunFailure: typical srun errors", "[hosts][slurm]") {
              Catch::StartsWith("tlaunchd on gpu03 ended before connecting to this frontend (srun exited with status 1)"));
   CHECK_THAT(explainSrunFailure(1, "srun: error: gpu03: task 2: Exited with exit code 1\n", path, true),
              Catch::StartsWith("tlaunchd on gpu03 ended during the job (srun exited with status 1)"));
+  // A cancelled step whose daemons all ended on its SIGTERM (143) blames none of them.
+  CHECK(!firstOwnTaskExit("srun: error: node1: task 0: Exited with exit code 143\n"
+                          "srun: error: node2: tasks 1-2: Terminated\n"));
+  const auto own = firstOwnTaskExit("srun: error: node9: tasks 4-7: Exited with exit code 69\n");
+  REQUIRE(own);
+  CHECK(own->node == "node9");
+  CHECK(own->code == 69);
+  CHECK(!firstOwnTaskExit("srun: error: node9: task 4: Exited with exit code 6x\n"));
   CHECK_THAT(explainSrunFailure(1, "", path, true),
              Catch::StartsWith("the daemons' srun step ended during the job (srun exited with status 1)"));
   CHECK_THAT(explainSrunFailure(1, "srun: error: Unable to allocate resources: Invalid partition name specified\n", path),
@@ -287,7 +314,7 @@ TEST_CASE("hosts: SlurmStarter: a failure after a wait is explained by the failu
       "#!/bin/sh\n"
       "echo 'srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)' >&2\n"
       "echo 'srun: Step created for job 7' >&2\n"
-      "echo 'srun: error: gpu02: task 1: Exited with exit code 2' >&2; exit 2\n";
+      "echo 'srun: error: gpu02: task 1: Exited with exit code 1' >&2; exit 1\n";
   const fs::path fake = writeFakeSrun(tmp, script);
   SlurmStarterOptions o;
   o.srun_program = fake.string();
