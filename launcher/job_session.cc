@@ -225,7 +225,7 @@ void JobSession::tick() {
     if (cfg_.spec.verbose) out_.note("resumed after " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - last_tick_).count()) + " s stopped");
   }
   last_tick_ = now;
-  pmix_directory_->tick(now);
+  for (const auto& text : pmix_directory_->tick(now)) out_.note(text);
   pmix_collectives_->tick(now);
   expireDirectModex(now);
   // Strangers get kPendingAuthTimeout to prove the job secret, then they are dropped.

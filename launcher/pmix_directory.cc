@@ -4,6 +4,7 @@
 #include <set>
 
 #include "bootstrap/pmix_server.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch {
 namespace {
@@ -121,7 +122,8 @@ void PmixDirectory::lookup(int node, const Json& msg) {
   for (auto& key : strings(msg, "keys"))
     if (seen.insert(key).second) w.keys.push_back(std::move(key));
   const auto timeout_s = getInt(msg, "timeout", 0);
-  w.deadline = timeout_s > 0 ? Clock::now() + std::chrono::seconds(timeout_s) : Clock::time_point::max();
+  w.since = Clock::now();
+  w.deadline = timeout_s > 0 ? w.since + std::chrono::seconds(timeout_s) : Clock::time_point::max();
   if (w.keys.empty()) return send_(node, reply("lookup_done", w.id, PmixReply::bad_param));
   if (tryAnswer(w, w.wait < 0)) return;
   if (waiters_.size() >= kMaxWaiters || waiting_on_.size() + w.keys.size() > kMaxWaitingKeys)
@@ -183,15 +185,31 @@ void PmixDirectory::onRankExit(int rank) {
   }
 }
 
-void PmixDirectory::tick(Clock::time_point now) {
+std::vector<std::string> PmixDirectory::tick(Clock::time_point now) {
+  std::map<std::vector<std::string>, std::vector<int>> long_waits;  // keys -> the ranks waiting for them
   for (auto it = waiters_.begin(); it != waiters_.end();) {
     if (now >= it->second.deadline) {
       tryAnswer(it->second, true);
       dropWaiter(it++);
-    } else {
-      ++it;
+      continue;
     }
+    Waiter& w = it->second;
+    if (!w.noted && now - w.since >= kLongWait) {
+      w.noted = true;
+      long_waits[w.keys].push_back(w.rank);
+    }
+    ++it;
   }
+  std::vector<std::string> notes;
+  for (auto& [keys, ranks] : long_waits) {
+    std::string names;
+    for (const auto& key : keys) names += (names.empty() ? "'" : ", '") + visibleText(key, 100) + "'";
+    notes.push_back((ranks.size() == 1 ? "rank " : "ranks ") + formatRankRanges(ranks) + " waited " +
+                    std::to_string(kLongWait.count()) + " s for PMIx name" + (keys.size() == 1 ? " " : "s ") +
+                    names + " (MPI_Lookup_name, MPI_Comm_connect) that no rank of this job published: names are "
+                    "per job, one published by another job or an ompi-server is not seen here");
+  }
+  return notes;
 }
 
 }  // namespace tlaunch

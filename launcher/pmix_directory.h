@@ -41,14 +41,17 @@ class PmixDirectory {
   void onMessage(int node, const std::string& type, const Json& msg);
   // The rank's process ended: its proc-persistent entries go, and so do its waiting lookups.
   void onRankExit(int rank);
-  // Answers waiting lookups whose timeout has passed.
-  void tick(Clock::time_point now);
+  // Answers waiting lookups whose timeout has passed. Returns a note for the lookups that have
+  // now waited kLongWait for keys nobody published (one line per set of keys): a name published
+  // by another job is not seen here, and the wait looks like a hang to the user.
+  std::vector<std::string> tick(Clock::time_point now);
 
   size_t entries() const { return entries_.size(); }
   static constexpr size_t kMaxEntries = 100'000;
   static constexpr size_t kMaxBytes = 64u << 20;
   static constexpr size_t kMaxWaiters = 10'000;
   static constexpr size_t kMaxWaitingKeys = 100'000;
+  static constexpr std::chrono::seconds kLongWait{30};
 
  private:
   struct Entry {
@@ -62,6 +65,8 @@ class PmixDirectory {
     int rank = 0, range = 0, wait = 0;
     std::vector<std::string> keys;  // each once
     Clock::time_point deadline;     // max(): none
+    Clock::time_point since;
+    bool noted = false;  // its long wait was told
   };
 
   bool visible(const Entry& e, int rank, int node, int lookup_range) const;

@@ -108,21 +108,6 @@ std::vector<Stack> parseGdbStacks(std::string_view text) {
   return out;
 }
 
-std::string formatRankRanges(std::vector<int> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += std::to_string(ranks[i]);
-    if (j > i) out += "-" + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 std::vector<StackClass> mergeStacks(const std::vector<RankStacks>& ranks) {
   struct Entry {
     StackClass cls;

@@ -24,9 +24,6 @@ using Stack = std::vector<std::string>;
 // The threads of one gdb output, each outermost first; Python frames (`py-bt`) as "py:name".
 std::vector<Stack> parseGdbStacks(std::string_view text);
 
-// "0-4, 6-7, 9": sorted, duplicates ignored.
-std::string formatRankRanges(std::vector<int> ranks);
-
 struct ThreadGroup {
   Stack stack;
   int min_threads = 1, max_threads = 1;  // how many threads of a rank have it, over the class

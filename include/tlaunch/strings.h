@@ -54,6 +54,22 @@ inline std::string hexBytes(std::string_view bytes) {
   return out;
 }
 
+// Ranks as ranges, "0-4, 6-7, 9": sorted, duplicates ignored.
+inline std::string formatRankRanges(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
 // Text from a user's file or flag, safe to quote in a message: printable ASCII and well-formed
 // UTF-8 as they are, any other byte (NUL, control characters, a cut-off sequence) as \xNN, and
 // at most `max_bytes` of it, then "...". A NUL would end the message on a terminal, an escape

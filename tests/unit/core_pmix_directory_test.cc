@@ -99,3 +99,22 @@ TEST_CASE("pmix directory: a lookup of many keys in a full store finds each, and
   CHECK(s.msgs[before + 1]["id"] == 3);
   CHECK(s.msgs[before + 2]["id"] == 4);
 }
+
+TEST_CASE("pmix directory: a lookup that waits long for a name nobody published is told once, per set of keys") {
+  Sent s;
+  const auto start = PmixDirectory::Clock::now();
+  for (int rank : {3, 0, 1, 2})
+    s.directory.onMessage(0, "lookup", {{"t", "lookup"}, {"id", rank}, {"r", rank}, {"keys", {"port"}}, {"wait", 0}});
+  s.directory.onMessage(1, "lookup", {{"t", "lookup"}, {"id", 9}, {"r", 9}, {"keys", {"a\x1b", "b"}}, {"wait", 0}});
+  CHECK(s.directory.tick(start + std::chrono::seconds(5)).empty());
+  const auto notes = s.directory.tick(start + PmixDirectory::kLongWait + std::chrono::seconds(1));
+  REQUIRE(notes.size() == 2);
+  const std::string joined = notes[0] + "\n" + notes[1];
+  CHECK_THAT(joined, Catch::Contains("ranks 0-3 waited 30 s for PMIx name 'port' (MPI_Lookup_name, MPI_Comm_connect) "
+                                     "that no rank of this job published"));
+  CHECK_THAT(joined, Catch::Contains("rank 9 waited 30 s for PMIx names 'a\\x1b', 'b'"));
+  CHECK(s.msgs.empty());  // still waiting: the note answers nothing
+  CHECK(s.directory.tick(start + std::chrono::minutes(5)).empty());  // said once
+  s.directory.onMessage(1, "pub", publish(20, 5, {"port"}));
+  CHECK(s.msgs.size() == 5);  // the publish, and the four lookups it answers
+}

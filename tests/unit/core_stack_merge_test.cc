@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "launcher/stack_merge.h"
+#include "tlaunch/strings.h"
 
 using namespace tlaunch;
 
