@@ -205,6 +205,11 @@ class JobSession {
   };
   void onPmixSpawn(Link& link, const Json& msg);
   void onPmixSpawnReady(Link& link, const Json& msg);
+  // Node `link` answered spawn `it`'s registration (ok, or the reason it cannot take part).
+  void spawnNodeReady(std::map<int, SpawnInFlight>::iterator it, const Link& link, bool ok, std::string message);
+  // A node whose ranks had all ended went away: the spawns waiting for its answer go on
+  // without it. False when one was starting processes there: the node is lost to the job.
+  bool spawnsGoOnWithout(const Link& link, const std::string& reason);
   void onPmixSpawnStarted(Link& link, const Json& msg);
   void answerSpawn(int requester_node, uint64_t request_id, PmixReply status, const std::string& nspace);
   std::unique_ptr<PmixSpawns> pmix_spawns_;  // with the plan, when PMIx is on

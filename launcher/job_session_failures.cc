@@ -325,7 +325,8 @@ void JobSession::onLinkClosed(Link& link, const std::string& reason) {
   // it: the job lost nothing it needs (a daemon that crashed in its own cleanup, a node that
   // went down once its part was done). A finished part must not fail a job that is hours from
   // its end; what the node's ranks left behind there may remain, which the user is told.
-  if (link.all_exited && below.empty() && (phase_ == Phase::running || phase_ == Phase::starting)) {
+  if (link.all_exited && below.empty() && (phase_ == Phase::running || phase_ == Phase::starting) &&
+      spawnsGoOnWithout(link, reason)) {
     // While another failure is being decided (a node lost a moment ago, ranks held for blame),
     // this end is its consequence (srun's --kill-on-bad-exit ends the whole step): the job does
     // not go on, and that failure's summary counts its ranks.

@@ -72,10 +72,34 @@ void JobSession::onPmixSpawn(Link& link, const Json& msg) {
 void JobSession::onPmixSpawnReady(Link& link, const Json& msg) {
   const int spawn_id = static_cast<int>(getInt(msg, "k", -1));
   auto it = spawns_in_flight_.find(spawn_id);
-  if (it == spawns_in_flight_.end() || it->second.starting || !it->second.awaiting.erase(link.index)) return;
+  if (it == spawns_in_flight_.end() || it->second.starting) return;
+  spawnNodeReady(it, link, getBool(msg, "ok"), getString(msg, "message"));
+}
+
+bool JobSession::spawnsGoOnWithout(const Link& link, const std::string& reason) {
+  for (const auto& [id, f] : spawns_in_flight_)
+    if (f.starting && f.awaiting.contains(link.index)) return false;
+  std::vector<int> waiting;
+  for (const auto& [id, f] : spawns_in_flight_)
+    if (f.awaiting.contains(link.index)) waiting.push_back(id);
+  for (int id : waiting) {
+    auto it = spawns_in_flight_.find(id);
+    if (it == spawns_in_flight_.end()) continue;  // answered meanwhile (a spawn that left its flight)
+    const SpawnedJob* job = pmix_spawns_->find(id);
+    // Processes were placed there when it still ran ranks: the spawn cannot be kept.
+    const bool placed_there = job && std::find(job->nodes.begin(), job->nodes.end(), link.index) != job->nodes.end();
+    spawnNodeReady(it, link, !placed_there, "its tlaunchd went away (" + reason + ")");
+  }
+  return true;
+}
+
+void JobSession::spawnNodeReady(std::map<int, SpawnInFlight>::iterator it, const Link& link, bool ok,
+                                std::string message) {
+  const int spawn_id = it->first;
   SpawnInFlight& f = it->second;
-  if (!getBool(msg, "ok") && f.error.empty()) {
-    f.error = getString(msg, "message");
+  if (!f.awaiting.erase(link.index)) return;
+  if (!ok && f.error.empty()) {
+    f.error = std::move(message);
     if (f.error.find(link.name) == std::string::npos) f.error = "node " + link.name + ": " + f.error;
   }
   if (!f.awaiting.empty()) return;

@@ -132,6 +132,45 @@ tl.check(r.returncode == 0 and many == [("0", "12", "0"), ("1", "12", "0")],
          f"24 spawns at once: exit {r.returncode}, {many}")
 tl.check("more wait their turn" in r.stderr, "-v says that spawns waited")
 
+# A node whose ranks have all ended goes away while a spawn waits for its answer (a daemon that
+# crashed in its cleanup; a node powered off once its part was done). tlaunch is stopped
+# meanwhile, so that it reads the spawn request before the node's end and asks that node: the
+# spawn goes on without it (it used to wait for that answer for ever), and so does the job.
+gate = tl.tempdir()
+script = (f'echo ready; while [ ! -e {gate}/go$RANK ]; do sleep 0.05; done; '
+          f'if [ "$RANK" = 0 ]; then exec {SPAWN_MANY} 1; fi; exec {SPAWN_MANY} 0')  # rank 1: init, finalize
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--", "sh", "-c", script])
+
+
+def ranks_waiting():
+    return [q for q in tl.processes_matching(f"sh\0-c\0echo ready; while [ ! -e {gate}/go") if q != p.pid]
+
+
+with tl.ending(p):
+    out = b""
+    for _ in range(2):
+        out += tl.read_until(p, b"ready\n", timeout=60)
+    tl.check(out.count(b"ready") == 2, f"both ranks ready: {out!r}")
+    job = tl.job_of_rank(ranks_waiting()[0])
+    os.kill(p.pid, signal.SIGSTOP)
+    try:
+        open(f"{gate}/go0", "w").close()  # rank 0 asks for its spawn; tlaunch reads it first
+        tl.check(tl.wait_until(lambda: tl.processes_matching(SPAWN_MANY + "\0" + "1\0"), 30), "rank 0 runs pmix_spawn_many")
+        time.sleep(0.5)
+        open(f"{gate}/go1", "w").close()  # rank 1 ends; then its node goes away
+        tl.check(tl.wait_until(lambda: not ranks_waiting() and not tl.processes_matching(SPAWN_MANY + "\0" + "0\0"),
+                               30), "rank 1 ended")
+        time.sleep(0.5)
+        tl.signal_daemon(job, "local1", signal.SIGKILL, p.pid)
+        time.sleep(0.5)
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    out, err = tl.communicate_or_fail(p, 50, "after a node went away during a spawn")
+    print(out, err)
+    tl.check(p.returncode == 0 and "spawn_many rank 0 ok 1 failed 0" in out,
+             f"a spawn while a finished node goes away: answered and done, exit {p.returncode}")
+    tl.check("node local1: its tlaunchd went away after all its ranks had ended" in err, "the node's end is said")
+
 # Ctrl-C while a spawned process runs: it ends with the job.
 mark = str(4000 + os.getpid() % 1000) + ".25"
 p = tl.start(TWO_NODES + ["-v", "--", PY, MPI4PY, "sleeper", mark])
