@@ -145,6 +145,13 @@ bool hasExited(pid_t pid) {
   return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
 }
 
+// Whether the ended child `pid` exited 0 (it is not reaped).
+bool exitedZero(pid_t pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid &&
+         info.si_code == CLD_EXITED && info.si_status == 0;
+}
+
 }  // namespace
 
 void RankSupervisor::watchExit(Rank& r) {
@@ -173,7 +180,8 @@ void RankSupervisor::pollExit(Rank& r) {
 void RankSupervisor::onExited(Rank& r) {
   r.exited = true;
   // Stamped now, not at the report: the report waits for the pipes to drain.
-  r.ended_us = rankEndedAtMicros(r.pid);
+  r.ended_us = rankEndedAtMicros(
+      r.pid, std::chrono::duration_cast<std::chrono::milliseconds>(r.watched_at - r.spawned_at).count());
   // Whose failure it is is decided now: a teardown that starts while its pipes linger (below)
   // does not make a failure of its own "ours".
   r.ended_by_us = terminating_;
@@ -183,37 +191,48 @@ void RankSupervisor::onExited(Rank& r) {
   }
   // A descendant may still hold the pipes open; give the output a moment, then report anyway.
   if (!(r.out.eof && r.err.eof)) {
-    // What is left of its process group (DataLoader workers, a shell's children) would be
-    // killed at the report anyway (maybeReport); killed now, the pipes they hold close and the
-    // report goes at once, before the peers that its death makes fail: the job must blame
-    // the first failure, not the ranks that died of it. Only a descendant that left the group
-    // (setsid) is waited for. The rank is a zombie, so its pid is still the group's id.
-    ::kill(-r.pid, SIGKILL);
-    r.linger = std::make_unique<asio::steady_timer>(io_, std::chrono::seconds(1));
+    // What is left of its process group (a filter its output goes through: `exec > >(tee
+    // log)`, `| ts`; DataLoader workers; a shell's children) gets a grace first: a filter ends
+    // within milliseconds once it has read the rest, and killed, it would take those last lines
+    // with it. A failure's grace is short: its report must reach the frontend within the blame
+    // window (launcher/failure_blame.h), ahead of the peers its death makes fail. Then the group
+    // is killed, the pipes it holds close, and only a descendant that left the group (setsid) is
+    // waited for. The rank is a zombie, so its pid is still the group's id.
+    const auto grace = exitedZero(r.pid) ? kGroupGraceAfterSuccess : kGroupGraceAfterFailure;
+    r.linger = std::make_unique<asio::steady_timer>(io_, grace);
     r.linger->async_wait([this, &r](const asio::error_code& ec) {
       if (ec) return;
-      // A read under way may have completed already (asio reads at once when data waits), its
-      // handler queued: drained and closed under it, the stream would be fed after its end,
-      // into a freed buffer. What is still pending is cancelled (its handler touches nothing),
-      // what completed is fed first, and the rest is drained on the next turn of the loop.
-      bool in_flight = false;
-      for (Stream* s : {&r.out, &r.err}) {
-        if (s->eof) continue;
-        s->closing = true;
-        if (s->reading) {
-          asio::error_code ignore;
-          s->fd->cancel(ignore);
-          in_flight = true;
-        }
-      }
-      if (!in_flight) return endLingering(r);
-      r.linger->expires_after(std::chrono::seconds(0));  // completes behind what is queued now
-      r.linger->async_wait([this, &r](const asio::error_code& again) {
-        if (!again) endLingering(r);
-      });
+      ::kill(-r.pid, SIGKILL);
+      lingerForDetached(r);
     });
   }
   maybeReport(r);
+}
+
+void RankSupervisor::lingerForDetached(Rank& r) {
+  r.linger->expires_after(std::chrono::seconds(1));
+  r.linger->async_wait([this, &r](const asio::error_code& ec) {
+    if (ec) return;
+    // A read under way may have completed already (asio reads at once when data waits), its
+    // handler queued: drained and closed under it, the stream would be fed after its end,
+    // into a freed buffer. What is still pending is cancelled (its handler touches nothing),
+    // what completed is fed first, and the rest is drained on the next turn of the loop.
+    bool in_flight = false;
+    for (Stream* s : {&r.out, &r.err}) {
+      if (s->eof) continue;
+      s->closing = true;
+      if (s->reading) {
+        asio::error_code ignore;
+        s->fd->cancel(ignore);
+        in_flight = true;
+      }
+    }
+    if (!in_flight) return endLingering(r);
+    r.linger->expires_after(std::chrono::seconds(0));  // completes behind what is queued now
+    r.linger->async_wait([this, &r](const asio::error_code& again) {
+      if (!again) endLingering(r);
+    });
+  });
 }
 
 void RankSupervisor::endLingering(Rank& r) {

@@ -54,6 +54,10 @@ class RankSupervisor {
   // At most this much of a stream is read at once when its rank has ended (a full pipe is 64 KiB
   // by default, 1 MiB at most unless root raised fs.pipe-max-size).
   static constexpr size_t kExitDrainLimit = 1 << 20;
+  // How long what is left of an ended rank's process group may hold its output open before it is
+  // killed (onExited): after a success, and after a failure (well inside the frontend's blame window).
+  static constexpr std::chrono::milliseconds kGroupGraceAfterSuccess{1000};
+  static constexpr std::chrono::milliseconds kGroupGraceAfterFailure{100};
   // A line left unfinished this long is shown as it is (a prompt, a bar between states): longer
   // than a progress bar's usual pace (tqdm: 10 states a second), short enough to feel at once.
   static constexpr std::chrono::milliseconds kQuietBeforeShowing{200};
@@ -138,6 +142,7 @@ class RankSupervisor {
     bool stdin_writing = false;
     bool stdin_close_requested = false;  // the frontend's stdin ended (stdin_eof): close once written
     bool watched = false;  // its batch has started: its pipes are read, its end watched
+    std::chrono::steady_clock::time_point spawned_at, watched_at;
     bool exited = false;  // seen to end (a zombie until maybeReport kills its group and reaps it)
     bool ended_by_us = false;  // it ended while the job was being torn down (decided when it ended)
     bool reaped = false;
@@ -169,7 +174,10 @@ class RankSupervisor {
   void maybeReport(Rank& r);
   void rememberStderr(Rank& r, std::string_view lines);
   void relay(Rank& r, int which, std::vector<OutputSegment>& segments);
-  void endLingering(Rank& r);  // a second after its exit: what is left in its pipes, then the report
+  // Its group was given its grace and killed: a second more for a descendant that left the group
+  // (setsid), then endLingering.
+  void lingerForDetached(Rank& r);
+  void endLingering(Rank& r);  // what is left in its pipes, then the report
   void drainExited(Stream& s, std::vector<OutputSegment>& segments);
   void flushStdin(Rank& r);
   void watchStdinReader(Rank& r);  // tells the frontend once nothing reads the rank's stdin pipe

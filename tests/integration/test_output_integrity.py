@@ -2,7 +2,9 @@
 exactly once, intact (checksum), tagged with its rank, on the stream it was written to; the
 unterminated last line of each rank arrives too. Then the same promise when tlaunch's stdout is
 a non-blocking pipe (ssh sets O_NONBLOCK on a stdout it shares with tlaunch) whose reader pauses:
-tlaunch waits for it, as a blocking write would, and loses nothing."""
+tlaunch waits for it, as a blocking write would, and loses nothing. And a rank whose output goes
+through a filter of its own (`exec > >(tee log)`, `| ts`), which still holds the rank's pipes when
+the rank's main process has ended: its last lines arrive, after a success and after a failure."""
 import fcntl
 import os
 import re
@@ -57,3 +59,27 @@ tl.check(p.returncode == 0, f"non-blocking stdout: exit {p.returncode}: {err}")
 tl.check(len(lines) == 100001 and lines[-1].endswith("THE END"),
          f"non-blocking stdout: {len(lines)} of 100001 lines arrived, the last {lines[-1:]!r}; {err}")
 print(f"PASS: {len(seen)} lines intact; a paused non-blocking stdout lost nothing")
+
+# A filter in the rank's own process group: bash's process substitution outlives bash by the
+# time it takes to pass on the rest (here a `date` for every line). It used to be killed with
+# the rank's main process (0 of 201 lines arrived); mpirun shows them all.
+log = os.path.join(tl.tempdir(), "rank.log")
+filtered = ('exec > >(while read -r l; do printf "%s %s\\n" "$(date +%s)" "$l"; done) 2>&1; '
+            'for i in $(seq 200); do echo "line $i"; done; echo "last line"')
+r = tl.run(["-q", "--launcher", "local", "-N", "1", "-p", "2", "--tag-output", "rank", "--", "bash", "-c", filtered],
+           timeout=120)
+got = {rank: [l for l in r.stdout.splitlines() if l.startswith(f"[{rank}] ")] for rank in (0, 1)}
+tl.check(r.returncode == 0 and all(len(g) == 201 and g[-1].endswith(" last line") for g in got.values()),
+         f"a filter holding the rank's output: exit {r.returncode}, lines per rank "
+         f"{ {k: len(v) for k, v in got.items()} }: {r.stderr[-600:]}")
+# A failing rank's traceback through `tee`: on the screen and in the log, and the rank is blamed.
+failing = (f'exec 2> >(tee -a {log} >&2); if [ "$RANK" = 1 ]; then {tl.PYTHON} -c "raise ValueError(\'bad batch\')"; '
+           'else sleep 30; fi')
+r = tl.run(["--launcher", "local", "-N", "1", "-p", "2", "--", "bash", "-c", failing], timeout=120)
+tl.check(r.returncode == 1 and "rank 1 on node local0 exited with status 1" in r.stderr and
+         "[local0:1] ValueError: bad batch" in r.stderr,
+         f"a failure's traceback through tee: exit {r.returncode}, shown, rank 1 blamed: {r.stderr[-1500:]}")
+with open(log) as f:
+    tl.check("ValueError: bad batch" in f.read(), "the traceback reached the rank's own log too")
+print("PASS: a filter in the rank's process group passes on its last lines (success and failure)")
+
