@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <exception>
 #include <fstream>
 #include <optional>
@@ -62,16 +63,16 @@ std::optional<double> ownLastRanMsOn(int cpu) {
 // When the zombie `pid` ended, wall-clock microseconds: now, less how long ago it last ran by the
 // scheduler's clock. A daemon that waited for a CPU (a loaded node) or was busy would otherwise
 // stamp its own noticing, some milliseconds late: as late as a peer that failed of it reacts.
-int64_t rankEndedAtMicros(pid_t pid) {
+int64_t rankEndedAtMicros(pid_t pid, int64_t unwatched_ms) {
   const auto last = schedLastRanMs("/proc/" + std::to_string(pid) + "/sched");
   const int cpu = lastCpu(pid);
   const auto self = last && cpu >= 0 ? ownLastRanMsOn(cpu) : std::nullopt;
   const int64_t now = wallClockMicros();
   if (!last || !self) return now;
   const double age_ms = *self - *last;
-  // Beyond a second it is not the daemon's lateness: a main thread that ended (pthread_exit)
-  // long before the others.
-  if (age_ms < 0 || age_ms > 1000) return now;
+  // Beyond a second (and the time it was not watched) it is not the daemon's lateness: a main
+  // thread that ended (pthread_exit) long before the others.
+  if (age_ms < 0 || age_ms > 1000.0 + static_cast<double>(std::max<int64_t>(unwatched_ms, 0))) return now;
   return now - static_cast<int64_t>(age_ms * 1000);
 }
 

@@ -71,7 +71,7 @@ void RankSupervisor::spawnSlice() {
     auto r = std::make_unique<Rank>();
     r->rank = l.rank;
     r->pid = p->pid;
-    r->last_output = std::chrono::steady_clock::now();
+    r->last_output = r->spawned_at = std::chrono::steady_clock::now();
     if (p->stdin_fd >= 0) r->stdin_fd = std::make_unique<asio::posix::stream_descriptor>(io_, p->stdin_fd);
     r->out.fd = std::make_unique<asio::posix::stream_descriptor>(io_, p->stdout_fd);
     r->err.fd = std::make_unique<asio::posix::stream_descriptor>(io_, p->stderr_fd);
@@ -97,6 +97,7 @@ void RankSupervisor::finishBatch(Result<void> result) {
   }
   for (size_t i = first; i < ranks_.size(); ++i) {
     ranks_[i]->watched = true;
+    ranks_[i]->watched_at = std::chrono::steady_clock::now();
     readStream(*ranks_[i], 1);
     readStream(*ranks_[i], 2);
     watchExit(*ranks_[i]);

@@ -1,6 +1,8 @@
 // tlaunch status, and a rank's end: what tlaunchd reads from /proc.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -84,4 +86,28 @@ TEST_CASE("a rank killed on another CPU is stamped when it ended, not by that CP
     INFO("child on CPU " << child_cpu << ", stamped on CPU " << own_cpu);
     CHECK(std::abs(stamped - killed_at) < 100'000);  // generous: the error was 265 ms, the lateness 200
   }
+}
+
+// A node starts its ranks in one batch and watches them once the last has started: a rank that
+// ended while the others were still being started is seen late, and stamped when it ended, not
+// when it was seen (that made a peer that failed after it the job's first failure).
+TEST_CASE("a rank seen late because it was not watched yet is stamped when it ended") {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ::usleep(50'000);
+  const int64_t killed_at = tlaunch::wallClockMicros();
+  ::kill(pid, SIGKILL);
+  ::usleep(1'500'000);  // longer than any lateness of a watching daemon
+  siginfo_t info{};
+  REQUIRE(::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) == 0);
+  const int64_t watched_late = tlaunch::rankEndedAtMicros(pid, 2000);
+  const int64_t watched_all_along = tlaunch::rankEndedAtMicros(pid);
+  ::waitpid(pid, nullptr, 0);
+  if (!std::ifstream("/proc/self/sched")) return;  // no scheduler clock (CONFIG_SCHED_DEBUG): stamped when seen
+  CHECK(std::abs(watched_late - killed_at) < 200'000);
+  CHECK(watched_all_along - killed_at > 1'000'000);  // watched all along, so long an age is a thread's, not the end's
 }
