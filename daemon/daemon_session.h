@@ -125,6 +125,9 @@ class DaemonSession {
   void handlePmixSpawnStart(const Json& msg);
   std::map<int, std::vector<RankLaunch>> spawn_launches_;  // by spawn number, until started or cancelled
   void onRanksEnded();  // every rank (and spawned process) of this node has been reported
+  // Signalled, every rank ended: shutdown once the output waiting for credit has left, or at `deadline`.
+  void shutdownAfterOutput(std::chrono::steady_clock::time_point deadline);
+  static constexpr std::chrono::seconds kSignalledOutputWait{30};
   void spawnSettled();  // a prepared spawn was started or cancelled: a held onRanksEnded goes on
   bool ranks_ended_while_spawning_ = false;
   // `tlaunch stacks` / `tlaunch status` (daemon_inspect.cc).

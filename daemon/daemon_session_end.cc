@@ -35,8 +35,21 @@ void DaemonSession::onRanksEnded() {
   const bool tell = conn_ && conn_->isOpen() && !lost_;
   if (tell) output_->ordered({{"t", draining_ ? "drained" : "all_exited"}});
   // Signalled (scancel, a node shutting down): its ranks' end is known and said above; the
-  // frontend ends the job on its "signalled" report, and this daemon goes now.
+  // frontend ends the job on its "signalled" report, and this daemon goes once what its ranks
+  // wrote last (and that report) has left: behind a slow reader it waits for the frontend's
+  // credit, for a bounded while (Slurm's KillWait is 30 s by default).
+  if (signalled_code_ && tell) return shutdownAfterOutput(std::chrono::steady_clock::now() + kSignalledOutputWait);
   if (lost_ || signalled_code_) shutdown(signalled_code_ ? signalled_code_ : 1);
+}
+
+void DaemonSession::shutdownAfterOutput(std::chrono::steady_clock::time_point deadline) {
+  if (done_) return;
+  if (!output_ || output_->empty() || !conn_ || !conn_->isOpen() || std::chrono::steady_clock::now() >= deadline)
+    return shutdown(signalled_code_);
+  exit_timer_.expires_after(std::chrono::milliseconds(20));
+  exit_timer_.async_wait([this, deadline](const asio::error_code& ec) {
+    if (!ec) shutdownAfterOutput(deadline);
+  });
 }
 
 void DaemonSession::handleTerminate(const Json& msg) {

@@ -16,7 +16,10 @@ line, and no process of the job left:
      every byte arrives;
  10. 600 ranks on one node with a 3 s heartbeat timeout: starting them takes seconds, the node
      is not lost;
- 11. a storm of bare \\r (5 MB, a bar redrawn with nothing new): one line, in moments.
+ 11. a storm of bare \\r (5 MB, a bar redrawn with nothing new): one line, in moments;
+ 12./13. a paused reader holds the output, not the teardown or tlaunch's own end;
+ 14. a daemon signalled (scancel, a node's shutdown) while its output waits for a paused reader:
+     its rank's last words (printed at SIGTERM) arrive once the reader reads.
 """
 import fcntl
 import json
@@ -451,3 +454,25 @@ tl.check(written and still_running and p.returncode == 0 and outcome["exit_statu
          f"Ctrl-C while the last output waits for a reader: exit {p.returncode} after {took:.1f} s, "
          f"summary written first {written}, waiting {still_running}: {err[-600:]!r}")
 print(f"PASS 13: Ctrl-C while the last output waited for a reader ended tlaunch in {took:.1f} s, status 0")
+
+# 14. A daemon signalled (scancel, a node shutting down) while its ranks' output waits for a
+#     paused reader: its rank prints its last words at SIGTERM and exits 0; those lines, and the
+#     rank's end, reach tlaunch once the reader reads (the daemon used to go at once, dropping
+#     what waited for credit: up to 8 MiB, and "how its ranks ended ... is unknown").
+p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-N", "2", "-p", "1", "-q", "--", "sh", "-c",
+                      f'if [ "$RANK" = 1 ]; then exec {tl.PYTHON} {PAT} final 60; else exec {tl.PYTHON} {PAT} sleep 60; fi'],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+with tl.ending(p):
+    time.sleep(4)  # nobody reads: rank 1's lines fill the pipes, the credit window and its daemon's queue
+    job = tl.job_of_rank(tl.processes_matching(f"{PAT}\0final")[0])
+    tl.signal_daemon(job, "local1", signal.SIGTERM, p.pid)
+    time.sleep(3)
+    out, err = tl.communicate_or_fail(p, 90, "after its daemon was signalled behind a paused reader")
+text = out.decode(errors="replace")
+final = re.search(r"^\[local1:1\] FINAL after (\d+) lines$", text, re.M)
+tl.check(final is not None and "is unknown" not in err.decode(errors="replace"),
+         f"signalled daemon behind a paused reader: its rank's last words arrived ({final is not None}), exit "
+         f"{p.returncode}: {err[-800:]!r}")
+print(f"PASS 14: a daemon signalled behind a paused reader: its rank's last words arrived "
+      f"(after {final.group(1)} lines), exit {p.returncode}")
+

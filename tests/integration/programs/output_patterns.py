@@ -5,6 +5,7 @@
   sleep S        print 'ready', sleep S seconds (less at SIGUSR1, which tlaunch forwards), print 'done'
   stream S       print 'ready', then ~2 MB/s of numbered lines for S seconds, then 'done N' (N lines)
   closeout S     close stdout, keep running S seconds, exit 0
+  final S        as stream, and at SIGTERM 'FINAL after N lines', exit 0 (a checkpoint's last words)
 """
 import os
 import signal
@@ -43,9 +44,15 @@ elif mode == "sleep":
     except Released:
         pass
     print("done", flush=True)
-elif mode == "stream":
+elif mode in ("stream", "final"):
+    count = 0
+    if mode == "final":
+        def last_words(signum, frame):  # os.write: the handler may interrupt a buffered write
+            os.write(1, f"\nFINAL after {count} lines\n".encode())
+            os._exit(0)
+        signal.signal(signal.SIGTERM, last_words)
     print("ready", flush=True)
-    end, count = time.monotonic() + float(sys.argv[2]), 0
+    end = time.monotonic() + float(sys.argv[2])
     while time.monotonic() < end:
         sys.stdout.write("".join(f"R{rank} S{count + i} " + "z" * 90 + "\n" for i in range(1000)))
         sys.stdout.flush()
