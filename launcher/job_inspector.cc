@@ -128,8 +128,11 @@ std::string JobInspector::statusText(const Request& r) const {
   std::snprintf(line, sizeof line, "%-20s %-10s %s\n", "NODE", "DAEMON", "HEARTBEAT");
   text += line;
   for (const auto& n : nodes) {
-    std::snprintf(line, sizeof line, "%-20s %-10s %.1f s ago\n", n.name.c_str(), n.connected ? "connected" : "gone",
-                  n.heartbeat_age_s);
+    if (!n.heard)
+      std::snprintf(line, sizeof line, "%-20s %-10s -\n", n.name.c_str(), "starting");
+    else
+      std::snprintf(line, sizeof line, "%-20s %-10s %.1f s ago\n", n.name.c_str(), n.connected ? "connected" : "gone",
+                    n.heartbeat_age_s);
     text += line;
   }
   struct Row {

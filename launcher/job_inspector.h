@@ -24,6 +24,7 @@ class JobInspector {
     std::string name;
     bool connected = false;
     double heartbeat_age_s = 0;  // since the daemon was last heard from
+    bool heard = true;           // false: not heard from yet (still starting)
   };
   struct Hooks {
     std::function<void(const Json&)> broadcast;     // to every connected daemon

@@ -221,7 +221,8 @@ void JobSession::tick() {
   // A long gap between ticks means this process was stopped (Ctrl-Z, SIGSTOP) or starved: the
   // daemons' silence meanwhile is ours, not theirs. Their clocks start again now.
   if (last_tick_ != Clock::time_point{} && now - last_tick_ > std::chrono::seconds(3)) {
-    for (auto& l : links_) l->last_heard = now;
+    for (auto& l : links_)
+      if (l->last_heard != Clock::time_point{}) l->last_heard = now;  // one never heard is still starting
     if (cfg_.spec.verbose) out_.note("resumed after " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - last_tick_).count()) + " s stopped");
   }
   last_tick_ = now;

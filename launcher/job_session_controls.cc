@@ -114,7 +114,8 @@ void JobSession::startInspector() {
     std::vector<JobInspector::NodeView> v;
     const auto now = Clock::now();
     for (const auto& l : links_)
-      v.push_back({l->name, reachable(l->index), std::chrono::duration<double>(now - l->last_heard).count()});
+      v.push_back({l->name, reachable(l->index), std::chrono::duration<double>(now - l->last_heard).count(),
+                   l->last_heard != Clock::time_point{}});
     return v;
   };
   hooks.print = [this](const std::string& text) { out_.note(text); };

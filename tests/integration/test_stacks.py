@@ -229,6 +229,24 @@ for attempt in range(2):
             asker.kill()
             asker.communicate(timeout=60)
 
+# A node whose daemon has not connected yet is "starting" in `tlaunch status`, not "gone" since
+# the host booted (its last word was never heard: it printed the host's uptime).
+slow = os.path.join(tempfile.mkdtemp(prefix="tl-slowd-"), "tlaunchd")
+with open(slow, "w") as f:
+    f.write('#!/bin/sh\ncase " $* " in *" local1 "*) sleep 6;; esac\n'
+            f'exec {os.path.join(os.path.dirname(tl.TLAUNCH), "tlaunchd")} "$@"\n')
+os.chmod(slow, 0o755)
+p = tl.start(["--launcher", "local", "-N", "2", "-p", "1", "--daemon-path", slow, "--", "sleep", "30"], env=env)
+with tl.ending(p):
+    time.sleep(2)
+    status = ask("status")
+    tl.check(re.search(r"^local1\s+starting\s+-$", status, re.M) and
+             re.search(r"^local0\s+connected\s+[\d.]+ s ago$", status, re.M),
+             f"a daemon still starting: {status}")
+    os.killpg(p.pid, signal.SIGINT)
+    p.communicate(timeout=60)
+shutil.rmtree(os.path.dirname(slow), ignore_errors=True)
+
 # The control sockets went with their jobs.
 left = [f for f in os.listdir(os.path.join(env["XDG_RUNTIME_DIR"], "tlaunch")) if f.endswith(".sock")]
 tl.check(not left, f"sockets left behind: {left}")
