@@ -277,12 +277,11 @@ void DaemonSession::handleStart() {
     const bool jobs_rank = std::any_of(launch_->ranks.begin(), launch_->ranks.end(),
                                        [&](const RankSpec& r) { return r.rank == e.rank; });
     const bool failure = jobs_rank && !e.killed_by_us && (e.signaled || e.code != 0 || unfinalized);
-    if (failure && !output_->empty()) {
-      report["ahead"] = true;  // interior daemons of a tree pass it on the same way
-      conn_->send(report);
-    } else {
-      output_->ordered(report);
-    }
+    // Marked ahead also when nothing waits here: interior daemons of a tree pass it ahead of their
+    // other children's output the same way (behind a flood it reached tlaunch seconds late).
+    if (failure) report["ahead"] = true;
+    if (failure && !output_->empty()) conn_->send(report);
+    else output_->ordered(report);
   };
   ev.all_exited = [this] { onRanksEnded(); };
   ranks_ = std::make_unique<RankSupervisor>(io_, std::move(ev), launch_->job_id + "." + nodeNameForPaths(launch_->node_name),
