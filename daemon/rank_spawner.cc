@@ -1,5 +1,7 @@
 #include "daemon/rank_spawner.h"
 
+#include <sys/resource.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -213,6 +215,20 @@ Result<RankProcess> spawnRank(const RankLaunch& launch) {
     if (e.code == Errc::program_missing || e.code == Errc::program_not_executable)
       e.message = "program '" + launch.exe_path + "' cannot be executed for rank " + std::to_string(launch.rank) +
                   ": " + e.message;
+    // Out of descriptors: the daemon holds about 3 per rank (its pipes, a pidfd) and one per
+    // PMIx client, so a node's ranks meet its open-files limit long before the system's.
+    const std::string emfile = std::strerror(EMFILE), enfile = std::strerror(ENFILE);
+    if (e.message.find(emfile) != std::string::npos || e.message.find(enfile) != std::string::npos) {
+      rlimit lim{};
+      ::getrlimit(RLIMIT_NOFILE, &lim);
+      auto shown = [](rlim_t v) { return v == RLIM_INFINITY ? std::string("unlimited") : std::to_string(v); };
+      // The hint is in the message: a rank's start failure reaches tlaunch as its message alone.
+      e.message = "cannot start rank " + std::to_string(launch.rank) + ": the node's tlaunchd ran out of file "
+                  "descriptors (" + e.message + "; its open-files limit is " + shown(lim.rlim_cur) + ", about 3 per "
+                  "rank are needed): raise the open-files hard limit there (ulimit -Hn, LimitNOFILE= of a systemd "
+                  "unit, /etc/security/limits.conf), or run fewer ranks per node";
+      e.code = Errc::resources;
+    }
     return tl::unexpected<Error>(std::move(e));
   }
   RankProcess p;

@@ -133,6 +133,19 @@ r = tl.run(["--launcher", "local", "--", "true"], env=dict(os.environ, TMPDIR=mi
 tl.check(r.returncode == 64 and f"TMPDIR ({missing}) does not exist on node local0" in r.stderr,
          f"missing TMPDIR: exit {r.returncode}, {r.stderr}")
 tl.check(not os.path.exists(os.path.dirname(os.path.dirname(missing))), "tlaunch created the missing TMPDIR")
+# More ranks than the node's open-files hard limit allows the daemon (about 3 descriptors each):
+# named as that, with the limit and what to raise (it said "pipe: Too many open files", exit 74).
+r = subprocess.run([tl.TLAUNCH, "--launcher", "local", "-N", "1", "-p", "120", "--bind", "none", "--pmix", "off", "--",
+                    "sleep", "5"], capture_output=True, text=True, timeout=120,
+                   preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300)))
+tl.check(r.returncode == 78 and "ran out of file descriptors" in r.stderr and "open-files limit is 300" in r.stderr
+         and "ulimit -Hn" in r.stderr, f"out of descriptors: exit {r.returncode}, {r.stderr[-800:]}")
+# A relative TMPDIR (it failed every job with exit 70, "internal error", and a PMIx hint).
+reldir = tl.tempdir()
+os.mkdir(os.path.join(reldir, "reltmp"))
+r = tl.run(["--launcher", "local", "--", "true"], env=dict(os.environ, TMPDIR="reltmp"), cwd=reldir)
+tl.check(r.returncode == 64 and "TMPDIR (reltmp) is a relative path on node local0" in r.stderr and
+         "absolute path" in r.stderr, f"relative TMPDIR: exit {r.returncode}, {r.stderr}")
 expect(["-N", "3", "-p", "1", "--", "true"], 64, "--launcher local")
 expect(["--launcher", "local", "--hosts", "a,b", "-N", "3", "-p", "1", "--", "true"], 64, "3")
 expect(["--hostfile", "/nonexistent/hosts", "-p", "1", "--", "true"], 64, "/nonexistent/hosts")
