@@ -64,6 +64,11 @@ Result<void> checkNodeTmpBase(const std::string& node_name) {
   const std::string base = nodeTmpBase();
   const char* t = std::getenv("TMPDIR");
   const std::string named = t && *t ? "TMPDIR (" + base + ")" : base;
+  // Relative, it would name another directory in each process that changes its own (the ranks'
+  // --chdir, libpmix's), and the PMIx server's sockets in one of them.
+  if (base.front() != '/')
+    return fail(Errc::usage, named + " is a relative path on node " + node_name,
+                "set TMPDIR to an absolute path that exists on every node (TMPDIR=$PWD/" + base + "), or unset it");
   const auto why = pathProblem(base, PathUse::write_directory);
   if (!why) return {};
   return fail(Errc::usage, named + " " + *why + " on node " + node_name,
