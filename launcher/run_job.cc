@@ -307,9 +307,15 @@ int runJob(const JobSpec& input) {
       const std::string why = "time limit of " + formatDuration(input.time_limit_s) +
                               " reached (--time-limit) before the job could restart after: " + outcome.summary;
       out->note("job " + run_id + " failed: " + why);
-      outcome = JobOutcome();
+      // The failed attempt's facts stay (each rank's status, the ranks killed at --kill-timeout,
+      // the failed rank's last lines, which the reason names); whose status it is changes.
       outcome.exit_code = exitStatusFor(Errc::time_limit);
       outcome.summary = why;
+      outcome.failed_rank = -1;
+      outcome.failed_process.clear();
+      outcome.failed_node.clear();
+      outcome.signal = 0;
+      outcome.node_lost = false;
       break;
     }
     const std::vector<std::string> nodes = nodeNames(setup->choice);

@@ -55,6 +55,18 @@ tl.check(elapsed < 30, f"--time-limit with restarts took {elapsed:.1f} s")
 s = json.load(open(summary))
 tl.check(s["exit_status"] == 124 and s["origin"] == "tlaunch" and "time limit of 4s" in s["reason"], f"summary-json: {s}")
 
+# 2c. The limit runs out while a failed attempt is torn down (its ranks ignore SIGTERM and are
+#     killed at --kill-timeout): the summary keeps that attempt's facts, which the printed lines
+#     state (each rank's status, 3 killed at --kill-timeout); the status is tlaunch's.
+r = tl.run(["--launcher", "local", "-N", "2", "-p", "2", "--max-restarts", "2", "--kill-timeout", "3", "--time-limit",
+            "2s", "--summary-json", summary, "--", "bash", "-c",
+            'trap "" TERM; echo x; sleep 0.5; [ $RANK = 1 ] && exit 3; while :; do sleep 0.2; done'], timeout=120)
+s = json.load(open(summary))
+tl.check(r.returncode == 124 and "before the job could restart" in r.stderr, f"limit during the teardown: {r.stderr}")
+tl.check(s["exit_status"] == 124 and s["origin"] == "tlaunch" and s["failed_rank"] is None and
+         s["rank_exit_codes"] == [-1, 3, -1, -1] and s["killed_at_kill_timeout"] == 3,
+         f"limit during the teardown: the summary keeps the attempt's facts: {s}")
+
 # 3. Values: a unit is required (srun reads minutes, mpirun seconds), and the range is checked.
 for bad, says in [("30", "a unit is missing"), ("0s", "from 1s to 365d"), ("10x", "unknown unit"),
                   ("1:75", "go up to 59"), ("", "empty")]:
