@@ -149,6 +149,15 @@ void OutputFormatter::record(const std::string& tag, int rank, int stream, Outpu
   // Into a pipe that state may already be a line of its own: then the empty line adds nothing.
   std::string ended_bar;
   if (auto h = held_.find({rank, stream}); h != held_.end()) {
+    // The rank's output ended on a line it never finished (a bar's last state, a prompt), which a
+    // pipe has as a line already: nothing came after it, so it is not printed again.
+    if (kind == OutputKind::lines && !isTty(stream) && !bytes.ends_with('\n') && !h->second.printed.empty() &&
+        h->second.printed == tag + std::string(bytes) + "\n") {
+      h->second.pending = false;
+      h->second.state.clear();
+      h->second.printed.clear();
+      return;
+    }
     if (kind == OutputKind::lines && !h->second.state.empty() && (bytes.starts_with("\n") || bytes.starts_with("\r\n"))) {
       if (isTty(stream) || h->second.pending) ended_bar = h->second.state;
       else bytes.remove_prefix(bytes.find('\n') + 1);

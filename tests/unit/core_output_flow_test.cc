@@ -294,6 +294,27 @@ TEST_CASE("formatter: an unfinished line is drawn on a terminal and printed into
   CHECK(text(out) == "[a:0] Proceed? [y/n] \n[a:0] Proceed? [y/n] yes\n");
 }
 
+// A rank that ends on a line it never finished (print(f"\r{i}/{n}", end=""), a prompt): into a
+// pipe that state is a line already once it has lasted; the same bytes at the rank's end are not
+// printed again (every log had the last line twice). A different end is.
+TEST_CASE("formatter, pipe: an unfinished last line shown already is not printed again at the end") {
+  const auto t = OutputFormatter::Clock::now();
+  OutputFormatter pipe({});
+  std::vector<OutputFormatter::Write> out;
+  pipe.record("[a:0] ", 0, 1, OutputKind::update, "Loading... \r", t, out);
+  pipe.record("[a:0] ", 0, 1, OutputKind::unfinished, "step 5/5", t + std::chrono::seconds(2), out);
+  pipe.due(t + std::chrono::seconds(4), out);
+  pipe.record("[a:0] ", 0, 1, OutputKind::lines, "step 5/5", t + std::chrono::seconds(5), out);  // its end
+  pipe.finish(out);
+  CHECK(text(out) == "[a:0] Loading... \n[a:0] step 5/5\n");
+  out.clear();
+  pipe.record("[a:0] ", 0, 1, OutputKind::unfinished, "step 6/9", t + std::chrono::seconds(6), out);
+  pipe.due(t + std::chrono::seconds(8), out);
+  pipe.record("[a:0] ", 0, 1, OutputKind::lines, "step 6/9 failed", t + std::chrono::seconds(9), out);
+  pipe.finish(out);
+  CHECK(text(out) == "[a:0] step 6/9\n[a:0] step 6/9 failed\n");
+}
+
 // A bar slower than a second (tqdm over batches of seconds, print(p, end="\r") per epoch):
 // each state is first an unfinished line, printed a second later, then an update when the next
 // "\r" comes. Printed again then, every state of the bar was in the log twice.
