@@ -35,6 +35,7 @@ struct StackCollector::Probe {
   std::unique_ptr<asio::posix::stream_descriptor> out;
   std::array<char, 16384> buf{};
   std::string text;
+  bool cut = false;  // more than kMaxOutput came: the rest was dropped
   std::unique_ptr<asio::steady_timer> timer;
   bool timed_out = false;
   bool done = false;      // gdb is gone (reaped), or never came
@@ -43,7 +44,7 @@ struct StackCollector::Probe {
 
 namespace {
 
-constexpr size_t kMaxOutput = 4u << 20;  // a process with thousands of threads: keep the start
+constexpr size_t kMaxOutput = 4u << 20;  // a process with thousands of threads: keep the start (thread 1 first)
 
 std::string readFirstLine(const std::string& path) {
   std::ifstream f(path);
@@ -185,9 +186,13 @@ void StackCollector::startProbe(const std::shared_ptr<Run>& run, size_t slot, Wr
   l.rank = run->targets[slot].rank;
   l.exe_path = "/bin/sh";
   // gdb's errors (ptrace refused, no py-bt) go to stderr: one pipe for both, in order.
+  // Thread 1 (the main thread) first, and the Python frames (a few lines a thread) before the
+  // native ones: a process of thousands of threads fills kMaxOutput, and what is cut is the
+  // native stacks of its last threads (launcher/stack_merge.cc joins a thread's two passes).
   l.argv = {"sh", "-c", "exec \"$0\" \"$@\" 2>&1", *gdb, "-nx", "-batch", "-iex", "set debuginfod enabled off",
-            "-ex", "set pagination off", "-ex", "thread apply all bt"};
-  if (p->python) l.argv.insert(l.argv.end(), {"-ex", "thread apply all py-bt"});
+            "-ex", "set pagination off"};
+  if (p->python) l.argv.insert(l.argv.end(), {"-ex", "thread apply all -ascending py-bt"});
+  l.argv.insert(l.argv.end(), {"-ex", "thread apply all -ascending bt"});
   l.argv.insert(l.argv.end(), {"-p", std::to_string(pid)});
   for (char** e = environ; *e; ++e) l.env.emplace_back(*e);
   l.env.emplace_back("LC_ALL=C");  // gdb's messages as this parser knows them
@@ -214,7 +219,14 @@ void StackCollector::readOutput(const std::shared_ptr<Probe>& p) {
   p->out->async_read_some(asio::buffer(p->buf), [this, p](const asio::error_code& ec, size_t n) {
     if (ec == asio::error::operation_aborted || p->done) return;
     if (!ec) {
-      if (p->text.size() < kMaxOutput) p->text.append(p->buf.data(), std::min(n, kMaxOutput - p->text.size()));
+      if (!p->cut && p->text.size() + n > kMaxOutput) {
+        p->text.append(p->buf.data(), kMaxOutput - p->text.size());
+        p->cut = true;
+        // The thread it was cut in goes whole: a stack without its innermost frames is no class.
+        if (const size_t last = p->text.rfind("\nThread "); last != std::string::npos) p->text.resize(last + 1);
+      } else if (!p->cut) {
+        p->text.append(p->buf.data(), n);
+      }
       return readOutput(p);
     }
     reapGdb(p, 0);
@@ -275,6 +287,10 @@ Json StackCollector::resultOf(const Probe& p, const std::string& error) const {
     note += std::string(note.empty() ? "" : "; ") +
             "no Python frames: gdb has no py-bt (the interpreter's gdb helpers are missing; Debian: apt install "
             "python3.11-dbg)";
+  if (error.empty() && p.cut)
+    note += std::string(note.empty() ? "" : "; ") + "gdb's output passed " + std::to_string(kMaxOutput >> 20) +
+            " MiB (a process of many threads): the native stacks of its highest-numbered threads are left out, and "
+            "its thread counts are short";
   return {{"r", t.rank}, {"gdb", error.empty() ? p.text : ""}, {"error", error}, {"note", note}};
 }
 

@@ -229,6 +229,24 @@ for attempt in range(2):
             asker.kill()
             asker.communicate(timeout=60)
 
+# A rank of thousands of threads, whose gdb output passes the daemon's 4 MiB cap: the main thread
+# (gdb printed it last, and the cut took it) is still the one shown first, and the report says
+# the rest was cut.
+many = ("import threading, time\n"
+        "def deep(n):\n    return deep(n - 1) if n else time.sleep(300)\n"
+        "for i in range(7000): threading.Thread(target=deep, args=(40,), daemon=True).start()\n"
+        "print('ready', flush=True)\ntime.sleep(300)\n")
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "1", "--", tl.PYTHON, "-c", many], env=env)
+with tl.ending(p):
+    tl.check(b"ready" in tl.read_until(p, b"ready", timeout=120), "7000 threads started")
+    report = ask("stacks")
+    lines = report.splitlines()
+    first = lines[lines.index("rank 0:") + 1] if "rank 0:" in lines else ""
+    tl.check(("Py_BytesMain" in first or "<module>" in first) and "threads:" not in first and
+             "gdb's output passed 4 MiB" in report, f"a rank of 7000 threads: the main thread first, the cut said: {report}")
+    os.killpg(p.pid, signal.SIGINT)
+    p.communicate(timeout=60)
+
 # A node whose daemon has not connected yet is "starting" in `tlaunch status`, not "gone" since
 # the host booted (its last word was never heard: it printed the host's uptime).
 slow = os.path.join(tempfile.mkdtemp(prefix="tl-slowd-"), "tlaunchd")
