@@ -23,7 +23,7 @@ void DaemonSession::stopStacks() {
   // A gdb attached now (tlaunch stacks, Ctrl-\) would hold its rank stopped through the SIGTERM;
   // later requests too (a Ctrl-\ during the SIGTERM grace): no gdb may hold a rank any more.
   if (!stacks_) stacks_ = std::make_unique<StackCollector>(io_, opts_.node_name);
-  stacks_->cancel("the job ended while the stacks were collected");
+  stacks_->cancel("the job is ending (its ranks had their SIGTERM): gdb would hold them stopped through it");
 }
 
 // A rank and what it started, as one: `bash train.sh` is mostly its python, and a data loader's

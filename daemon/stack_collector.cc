@@ -4,8 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 
 #include "daemon/rank_spawner.h"
@@ -53,10 +53,22 @@ std::string readFirstLine(const std::string& path) {
   return line;
 }
 
-// Why ptrace was refused, in words a user can act on.
-std::string ptraceRefusal() {
-  const std::string scope = readFirstLine("/proc/sys/kernel/yama/ptrace_scope");
+// The process tracing `pid` (its TracerPid), or 0.
+pid_t tracerOf(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.starts_with("TracerPid:")) return static_cast<pid_t>(std::atol(line.c_str() + 10));
+  return 0;
+}
+
+// Why ptrace was refused for `target`, in words a user can act on.
+std::string ptraceRefusal(pid_t target) {
   std::string why = "gdb may not attach (ptrace: Operation not permitted)";
+  // A process has one tracer: one already there (strace, a debugger, py-spy --native) is the reason.
+  if (const pid_t tracer = tracerOf(target); tracer > 0)
+    return why + "; the process is traced already, by PID " + std::to_string(tracer) + " (" +
+           readFirstLine("/proc/" + std::to_string(tracer) + "/comm") + "): a process has one tracer at a time";
+  const std::string scope = readFirstLine("/proc/sys/kernel/yama/ptrace_scope");
   if (scope == "1")
     return why + "; kernel.yama.ptrace_scope=1 and the rank did not accept tlaunchd as its tracer (it may have reset it, "
                  "or made itself non-dumpable)";
@@ -248,7 +260,7 @@ void StackCollector::reapGdb(const std::shared_ptr<Probe>& p, int attempt) {
   release(*p);
   std::string error;
   if (p->timed_out) error = "gdb did not finish within " + std::to_string(timeout_.count() / 1000) + " s";
-  else if (p->text.find("ptrace: Operation not permitted") != std::string::npos) error = ptraceRefusal();
+  else if (p->text.find("ptrace: Operation not permitted") != std::string::npos) error = ptraceRefusal(p->target);
   else if (p->text.find("ptrace: No such process") != std::string::npos) error = "the rank exited";
   // The program a rank wraps could not be probed (refused, or it ended meanwhile: a script
   // between two commands): the rank's own stacks are better than none, or than a wrong word.

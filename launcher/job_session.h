@@ -400,6 +400,7 @@ class JobSession {
   bool pmix_clients_ = false;  // a rank called PMIx_Init: --event-grace applies
   int interrupts_ = 0;
   int first_interrupt_ = 0;  // its signal; a repeat within a second of it is the same request
+  std::chrono::steady_clock::time_point last_sigquit_{};  // Ctrl-\ (stacks): a repeat within a second is the same request
   int kept_going_said_ = 0;  // --keep-going: later failed ranks named so far (a bounded number)
   uint64_t rejections_ = 0;  // a stranger can cause billions over days: never wraps
   uint64_t anomalies_ = 0;

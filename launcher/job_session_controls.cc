@@ -48,6 +48,16 @@ void JobSession::handleSignal(int sig) {
     return;
   }
   if (sig == SIGQUIT && inspector_) {
+    // A wrapper (`timeout 24h tlaunch ...`) passes one Ctrl-\ on to tlaunch and to its group: the
+    // second within a second is the same request, not another collection that stops every rank.
+    const auto now = Clock::now();
+    if (last_sigquit_ != Clock::time_point{} && now - last_sigquit_ < std::chrono::seconds(1)) return;
+    last_sigquit_ = now;
+    if (phase_ == Phase::draining || phase_ == Phase::finishing || phase_ == Phase::done) {
+      out_.note("got SIGQUIT: the job is ending (its ranks had their SIGTERM), so no stacks are collected: gdb would "
+                "hold them stopped through it");
+      return;
+    }
     out_.note("got SIGQUIT: collecting the ranks' stacks (the job goes on)");
     inspector_->stacks([this](std::string text) {
       while (!text.empty() && text.back() == '\n') text.pop_back();

@@ -149,16 +149,22 @@ finally:
 
 # (c): Ctrl-\ prints the stacks and the job goes on to exit 0. The ranks wait up to 120 s; once
 # the report is out, SIGUSR1 to tlaunch (forwarded to the ranks) lets them finish.
+# A second SIGQUIT a moment later (`timeout` passes one Ctrl-\ to tlaunch and to its group) is the
+# same request: one collection, one report.
 p = start(["--launcher", "local", "-p", "2", "--", tl.PYTHON, STUCK, "0", "120"])
 wait_ready(p, 2, timeout=120)
 p.send_signal(signal.SIGQUIT)
+time.sleep(0.2)
+p.send_signal(signal.SIGQUIT)
 err = stderr_until_report(p, "rank 1", "rank 0")
+time.sleep(3)
 p.send_signal(signal.SIGUSR1)
 out, rest = p.communicate(timeout=60)
 err += rest
 print(out, err)
 tl.check(p.returncode == 0, f"SIGQUIT ended the job: exit {p.returncode}")
-tl.check("got SIGQUIT" in err, f"no SIGQUIT note: {err}")
+tl.check(err.count("got SIGQUIT: collecting") == 1 and len(re.findall(r"stacks of 2 rank\(s\)", err)) == 1,
+         f"two SIGQUITs 0.2 s apart: one collection, one report: {err}")
 check_two_classes(err, "rank 1", "rank 0")
 tl.check("rank 0 done" in out and "rank 1 done" in out, f"ranks did not finish: {out}")
 
@@ -246,6 +252,40 @@ with tl.ending(p):
              "gdb's output passed 4 MiB" in report, f"a rank of 7000 threads: the main thread first, the cut said: {report}")
     os.killpg(p.pid, signal.SIGINT)
     p.communicate(timeout=60)
+
+# A rank traced already (strace, a debugger left attached): that is the reason gdb cannot attach,
+# not a container's missing capability.
+mark = f"tl-traced-{os.getpid()}"
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "2", "--", tl.PYTHON, "-c",
+              f"import time; print('up', flush=True); time.sleep(120)  # {mark}"], env=env)
+with tl.ending(p):
+    out = tl.read_until(p, b"up", timeout=60)
+    out += b"" if out.count(b"up") > 1 else tl.read_until(p, b"up", timeout=60)
+    rank1 = lambda: [q for q in set(tl.processes_with_env("RANK", "1")) & set(tl.processes_matching(mark)) if q != p.pid]
+    tl.check(tl.wait_until(lambda: len(rank1()) == 1, 30), f"rank 1 runs: {out!r}")
+    traced = rank1()[0]
+    holder = subprocess.Popen([tl.PYTHON, tl.program("ptrace_hold.py"), str(traced)], stdout=subprocess.PIPE, text=True)
+    try:
+        tl.check(holder.stdout.readline().strip() == "traced", "the holder traces rank 1")
+        report = ask("stacks")
+        tl.check(re.search(r"rank 1: no stacks: .*traced already, by PID %d \(python3\)" % holder.pid, report) and
+                 "container" not in report.split("rank 1:")[1], f"a rank traced already: {report}")
+    finally:
+        holder.kill()
+        holder.wait()
+    os.killpg(p.pid, signal.SIGINT)
+    p.communicate(timeout=60)
+
+# Ctrl-\ while the job is ending (its ranks ignore SIGTERM for their checkpoint): refused with the
+# reason, not "the job goes on" and "the job ended".
+p = tl.start(["--launcher", "local", "-N", "1", "-p", "2", "--kill-timeout", "6", "--", "bash", "-c",
+              'trap "" TERM; echo up; [ $RANK = 1 ] && { sleep 1; exit 4; }; while :; do sleep 0.2; done'], env=env)
+with tl.ending(p):
+    tl.read_until(p, b"ending the job", timeout=60, stream=p.stderr)
+    p.send_signal(signal.SIGQUIT)
+    _, err = tl.communicate_or_fail(p, 60, "after Ctrl-\\ during its teardown")
+    tl.check(p.returncode == 4 and "got SIGQUIT: the job is ending" in err and "the job goes on" not in err,
+             f"Ctrl-\\ during the teardown: exit {p.returncode}: {err}")
 
 # A node whose daemon has not connected yet is "starting" in `tlaunch status`, not "gone" since
 # the host booted (its last word was never heard: it printed the host's uptime).
