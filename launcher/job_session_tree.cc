@@ -148,9 +148,12 @@ void JobSession::onLinkMessage(Link& link, Json&& msg) {
   // us, may not have been read yet).
   const int source = it->is_number_integer() ? it->get<int>() : -1;
   // Only while the tree is being wired: a node that could not attach, or one tlaunch started
-  // itself, is never spoken for by a daemon above it.
+  // itself, is never spoken for by a daemon above it. Meanwhile a node may be routed already
+  // while a node between it and this one is not yet (its "attached" still unread): its route
+  // then ends at that node, below this one.
   const bool attaching = tree_ && tree_waiting_ > 0 && source >= 0 && source < static_cast<int>(links_.size()) &&
-                         links_[static_cast<size_t>(source)]->conn && !links_[static_cast<size_t>(source)]->routed &&
+                         !links_[static_cast<size_t>(source)]->closed &&
+                         (links_[static_cast<size_t>(source)]->conn || links_[static_cast<size_t>(source)]->routed) &&
                          tree_->isInSubtree(source, link.index);
   if (source == link.index || (routeOf(source) != link.index && !attaching)) {
     noteAnomaly("node " + link.name + " relayed a message from node " + std::to_string(source) +

@@ -767,6 +767,28 @@ TEST_CASE("lifecycle in memory: a daemon cannot speak for a node that stayed con
   CHECK(r.printed.find("relayed a message from node 1") != std::string::npos);
 }
 
+// Wiring the tree (radix 1: n0 <- n1 <- n2). n2's "attached" is read, n1's not yet, and n0
+// relays n2's heartbeat: n2 is below n0, though its route ends at n1 for now. It was taken
+// for a daemon speaking for a node not below it ("dropped", a protocol anomaly to the user).
+TEST_CASE("lifecycle in memory: while the tree is wired, a node below a relay whose route ends lower is below it") {
+  auto r = runJob(
+      3,
+      [](const NodeTarget& n) {
+        Script s;
+        if (n.name == "n0")
+          s.on_tree = [](FakeDaemon& d) { d.sendLater({{"t", "ping"}, {"@src", 2}}, std::chrono::milliseconds(100)); };
+        else if (n.name == "n1")
+          s.on_tree = [](FakeDaemon& d) { d.sendLater({{"t", "attached"}}, std::chrono::milliseconds(300)); };
+        else
+          s.on_tree = [](FakeDaemon& d) { d.send({{"t", "attached"}}); };
+        return s;
+      },
+      [](JobSpec& spec) { spec.tree_radix = 1; });
+  // (The fake n1 relays nothing: n2, its direct link closed once attached, is lost later; only
+  // the relayed heartbeat's verdict is asked here.)
+  CHECK(r.printed.find("not below it") == std::string::npos);
+}
+
 // Wiring the tree (radix 1: n1 attaches to n0). n0 goes away, and only then is n1's "attached"
 // read: n1 went down with n0 (its only link is gone). Taken for attached, it was left neither
 // closed nor reachable, and the job waited for it to the end of the drain deadline.
