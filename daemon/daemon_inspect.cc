@@ -33,13 +33,22 @@ RankStatusSampler::Sample DaemonSession::sampleWithDescendants(pid_t rank, const
   RankStatusSampler::Sample total = status_sampler_.sample(rank);
   if (total.state == "exited") return total;
   bool child_runs = false;
-  for (const auto& d : descendantsOf(rank, procs)) {
+  const auto descendants = descendantsOf(rank, procs);
+  // With processes of its own (forked data-loader workers share the rank's pages copy-on-write),
+  // memory is the sum of proportional sizes: RSS summed counted each shared page once per process.
+  long long pss = descendants.empty() ? -1 : pssBytes(rank);
+  for (const auto& d : descendants) {
     const auto s = status_sampler_.sample(d.pid);
     if (s.state == "exited") continue;
     total.cpu_percent += s.cpu_percent;
     total.rss_bytes += s.rss_bytes;
+    if (pss >= 0) {
+      const long long own = pssBytes(d.pid);
+      pss = own >= 0 ? pss + own : -1;
+    }
     child_runs = child_runs || s.state == "running";
   }
+  if (pss >= 0) total.rss_bytes = pss;
   if (total.state == "sleeping" && child_runs) total.state = "running";
   return total;
 }

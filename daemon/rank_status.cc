@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace tlaunch {
@@ -67,6 +70,29 @@ RankStatusSampler::Sample RankStatusSampler::sample(pid_t pid) {
   if (seconds > 0.01) s.cpu_percent = 100.0 * ticks / hz / seconds;
   last_[pid] = {st.cpu_ticks, st.start_ticks, now};
   return s;
+}
+
+long long pssBytesIn(std::string_view text) {
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line = text.substr(at, end - at);
+    if (line.starts_with("Pss:")) {
+      long long kb = 0;
+      size_t i = 4;
+      while (i < line.size() && line[i] == ' ') ++i;
+      const auto [ptr, ec] = std::from_chars(line.data() + i, line.data() + line.size(), kb);
+      return ec == std::errc() && ptr != line.data() + i ? kb * 1024 : -1;
+    }
+    at = end + 1;
+  }
+  return -1;
+}
+
+long long pssBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  if (!in) return -1;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return pssBytesIn(text);
 }
 
 }  // namespace tlaunch

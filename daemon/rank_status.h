@@ -20,6 +20,13 @@ struct ProcStat {
 // does not parse.
 bool parseProcStat(std::string_view line, ProcStat& out);
 
+// The proportional set size of `pid` in bytes (/proc/PID/smaps_rollup's Pss: a page shared by
+// n processes counts 1/n in each), or -1 where it cannot be read. Forked workers share their
+// parent's pages copy-on-write: their RSS summed counts those pages once per process.
+long long pssBytes(pid_t pid);
+// The Pss line of an smaps_rollup text, in bytes; -1 if there is none.
+long long pssBytesIn(std::string_view smaps_rollup);
+
 class RankStatusSampler {
  public:
   struct Sample {

@@ -111,3 +111,28 @@ TEST_CASE("a rank seen late because it was not watched yet is stamped when it en
   CHECK(std::abs(watched_late - killed_at) < 200'000);
   CHECK(watched_all_along - killed_at > 1'000'000);  // watched all along, so long an age is a thread's, not the end's
 }
+
+// tlaunch status sums a rank's memory with its processes' as PSS: forked data-loader workers
+// share the rank's pages, and their RSS summed counted those pages once per worker.
+TEST_CASE("a process's proportional size is read from smaps_rollup") {
+  CHECK(tlaunch::pssBytesIn("00400000-7ffd [rollup]\nRss:              409600 kB\nPss:              102400 kB\n"
+                            "Pss_Anon:          90000 kB\n") == 102400LL * 1024);
+  CHECK(tlaunch::pssBytesIn("Rss: 5 kB\n") == -1);
+  CHECK(tlaunch::pssBytesIn("Pss: x kB\n") == -1);
+  const long long own = tlaunch::pssBytes(::getpid());
+  if (own < 0) return;  // no smaps_rollup (kernels before 4.14)
+  CHECK(own > 0);
+  // A forked child that touches nothing shares all of its pages with this process: the two
+  // proportional sizes together are about one process's memory, not two.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ::usleep(100'000);
+  const long long parent = tlaunch::pssBytes(::getpid()), child = tlaunch::pssBytes(pid);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  CHECK(parent + child < own * 3 / 2);
+}
