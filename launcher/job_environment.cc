@@ -72,8 +72,18 @@ Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std:
                                                 const std::map<std::string, std::string>& flags) {
   std::map<std::string, std::string> out;
   ForwardedEnvironment f;
+  // tlaunch started inside a rank (a driver that launches jobs): the outer job's NCCL check set
+  // NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE (a file in its job directory); they are not
+  // the user's, and the inner job's NCCL logs must not go into the outer job's directory.
+  const bool outer_nccl_check = [&env] {
+    const auto job = env.find("TLAUNCH_JOB_ID");
+    const auto file = env.find("NCCL_DEBUG_FILE");
+    return job != env.end() && file != env.end() && file->second.find("/tlaunch." + job->second + ".") != std::string::npos &&
+           file->second.find(".nccl/nccl.rank") != std::string::npos;
+  }();
   for (const auto& [k, v] : env) {
     if (isLocalOnlyVariable(k)) continue;
+    if (outer_nccl_check && (k == "NCCL_DEBUG" || k == "NCCL_DEBUG_SUBSYS" || k == "NCCL_DEBUG_FILE")) continue;
     out[k] = v;
     f.user_set.push_back(k);
     f.user_env[k] = {v, "environment"};

@@ -1,6 +1,7 @@
 // DeepSpeed's environment files and --time-limit's durations (issue 12 items 2 and 5).
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -135,4 +136,33 @@ TEST_CASE("time limit durations (--time-limit)") {
   CHECK(formatDuration(5400) == "1h30m");
   CHECK(formatDuration(45) == "45s");
   CHECK(formatDuration(90'061) == "1d1h1m1s");
+}
+
+// tlaunch run from inside a rank (a driver script that launches jobs of its own): the outer
+// job's NCCL check set NCCL_DEBUG=INFO and a NCCL_DEBUG_FILE in its job directory. Taken for
+// the user's, the inner job's NCCL logs went into the outer job's directory.
+TEST_CASE("a job started inside a rank does not take the outer job's NCCL log settings for the user's") {
+  const std::map<std::string, std::string> inside = {
+      {"TLAUNCH_JOB_ID", "tl-3d66b11ff0"},
+      {"NCCL_DEBUG", "INFO"},
+      {"NCCL_DEBUG_SUBSYS", "INIT,BOOTSTRAP,NET,ENV"},
+      {"NCCL_DEBUG_FILE", "/tmp/tlaunch.tl-3d66b11ff0.local0.449cd633.nccl/nccl.rank0.%h.%p.log"},
+      {"HOME", "/root"}};
+  auto f = forwardEnvironment(inside, {}, {});
+  REQUIRE(f);
+  CHECK(f->user_env.count("NCCL_DEBUG") == 0);
+  CHECK(f->user_env.count("NCCL_DEBUG_FILE") == 0);
+  CHECK(f->user_env.count("NCCL_DEBUG_SUBSYS") == 0);
+  CHECK(f->user_env.count("HOME") == 1);
+  // The user's own settings, outside a job or pointing elsewhere, stay theirs.
+  auto own = inside;
+  own["NCCL_DEBUG_FILE"] = "/scratch/me/nccl.%h.%p.log";
+  auto g = forwardEnvironment(own, {}, {});
+  REQUIRE(g);
+  CHECK(g->user_env.count("NCCL_DEBUG") == 1);
+  CHECK(g->user_env.count("NCCL_DEBUG_FILE") == 1);
+  // -x puts one back on purpose.
+  auto x = forwardEnvironment(inside, {"NCCL_DEBUG=WARN"}, {});
+  REQUIRE(x);
+  CHECK(x->user_env.at("NCCL_DEBUG").value == "WARN");
 }
