@@ -72,7 +72,8 @@ RankStatusSampler::Sample RankStatusSampler::sample(pid_t pid) {
   return s;
 }
 
-long long pssBytesIn(std::string_view text) {
+long long pssBytesIn(std::string_view smaps_rollup) {
+  const std::string_view text = smaps_rollup;
   for (size_t at = 0; at < text.size();) {
     const size_t end = std::min(text.find('\n', at), text.size());
     const std::string_view line = text.substr(at, end - at);

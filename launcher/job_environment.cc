@@ -78,7 +78,8 @@ Result<ForwardedEnvironment> forwardEnvironment(const std::map<std::string, std:
   const bool outer_nccl_check = [&env] {
     const auto job = env.find("TLAUNCH_JOB_ID");
     const auto file = env.find("NCCL_DEBUG_FILE");
-    return job != env.end() && file != env.end() && file->second.find("/tlaunch." + job->second + ".") != std::string::npos &&
+    return job != env.end() && file != env.end() &&
+           file->second.find("/tlaunch." + job->second + ".") != std::string::npos &&
            file->second.find(".nccl/nccl.rank") != std::string::npos;
   }();
   for (const auto& [k, v] : env) {

@@ -304,6 +304,8 @@ class JobSession {
   std::shared_ptr<StdinCredit> stdin_;  // shared with the stdin reader thread
   int stdin_node_ = -1;                 // the node of --stdin's rank: its credit comes from there only
   std::chrono::steady_clock::time_point last_tick_{};
+  // Ctrl-\ (stacks): a repeat within a second is the same request
+  std::chrono::steady_clock::time_point last_sigquit_{};
   std::vector<std::unique_ptr<Link>> links_;
   std::unique_ptr<FrameCipher> broadcast_sealer_;  // the job's broadcasts, sealed once for all links
   uint64_t broadcasts_sent_ = 0;
@@ -400,7 +402,6 @@ class JobSession {
   bool pmix_clients_ = false;  // a rank called PMIx_Init: --event-grace applies
   int interrupts_ = 0;
   int first_interrupt_ = 0;  // its signal; a repeat within a second of it is the same request
-  std::chrono::steady_clock::time_point last_sigquit_{};  // Ctrl-\ (stacks): a repeat within a second is the same request
   int kept_going_said_ = 0;  // --keep-going: later failed ranks named so far (a bounded number)
   uint64_t rejections_ = 0;  // a stranger can cause billions over days: never wraps
   uint64_t anomalies_ = 0;

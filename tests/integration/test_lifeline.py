@@ -460,7 +460,8 @@ print(f"PASS 13: Ctrl-C while the last output waited for a reader ended tlaunch 
 #     rank's end, reach tlaunch once the reader reads (the daemon used to go at once, dropping
 #     what waited for credit: up to 8 MiB, and "how its ranks ended ... is unknown").
 p = subprocess.Popen([tl.TLAUNCH, "--launcher", "local", "-N", "2", "-p", "1", "-q", "--", "sh", "-c",
-                      f'if [ "$RANK" = 1 ]; then exec {tl.PYTHON} {PAT} final 60; else exec {tl.PYTHON} {PAT} sleep 60; fi'],
+                      f'if [ "$RANK" = 1 ]; then exec {tl.PYTHON} {PAT} final 60; '
+                      f'else exec {tl.PYTHON} {PAT} sleep 60; fi'],
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 with tl.ending(p):
     time.sleep(4)  # nobody reads: rank 1's lines fill the pipes, the credit window and its daemon's queue

@@ -155,7 +155,8 @@ with tl.ending(p):
     os.kill(p.pid, signal.SIGSTOP)
     try:
         open(f"{gate}/go0", "w").close()  # rank 0 asks for its spawn; tlaunch reads it first
-        tl.check(tl.wait_until(lambda: tl.processes_matching(SPAWN_MANY + "\0" + "1\0"), 30), "rank 0 runs pmix_spawn_many")
+        tl.check(tl.wait_until(lambda: tl.processes_matching(SPAWN_MANY + "\0" + "1\0"), 30),
+                 "rank 0 runs pmix_spawn_many")
         time.sleep(0.5)
         open(f"{gate}/go1", "w").close()  # rank 1 ends; then its node goes away
         tl.check(tl.wait_until(lambda: not ranks_waiting() and not tl.processes_matching(SPAWN_MANY + "\0" + "0\0"),

@@ -249,7 +249,8 @@ with tl.ending(p):
     lines = report.splitlines()
     first = lines[lines.index("rank 0:") + 1] if "rank 0:" in lines else ""
     tl.check(("Py_BytesMain" in first or "<module>" in first) and "threads:" not in first and
-             "gdb's output passed 4 MiB" in report, f"a rank of 7000 threads: the main thread first, the cut said: {report}")
+             "gdb's output passed 4 MiB" in report,
+             f"a rank of 7000 threads: the main thread first, the cut said: {report}")
     os.killpg(p.pid, signal.SIGINT)
     p.communicate(timeout=60)
 
@@ -261,7 +262,8 @@ p = tl.start(["--launcher", "local", "-N", "1", "-p", "2", "--", tl.PYTHON, "-c"
 with tl.ending(p):
     out = tl.read_until(p, b"up", timeout=60)
     out += b"" if out.count(b"up") > 1 else tl.read_until(p, b"up", timeout=60)
-    rank1 = lambda: [q for q in set(tl.processes_with_env("RANK", "1")) & set(tl.processes_matching(mark)) if q != p.pid]
+    def rank1():
+        return [q for q in set(tl.processes_with_env("RANK", "1")) & set(tl.processes_matching(mark)) if q != p.pid]
     tl.check(tl.wait_until(lambda: len(rank1()) == 1, 30), f"rank 1 runs: {out!r}")
     traced = rank1()[0]
     holder = subprocess.Popen([tl.PYTHON, tl.program("ptrace_hold.py"), str(traced)], stdout=subprocess.PIPE, text=True)
