@@ -54,15 +54,15 @@ inline std::string hexBytes(std::string_view bytes) {
   return out;
 }
 
-// Ranks as ranges, "0-4, 6-7, 9": sorted, duplicates ignored.
-inline std::string formatRankRanges(std::vector<int> ranks) {
+// Ranks as ranges, "0-4, 6-7, 9" (`separator` between them): sorted, duplicates ignored.
+inline std::string formatRankRanges(std::vector<int> ranks, std::string_view separator = ", ") {
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   std::string out;
   for (std::size_t i = 0; i < ranks.size();) {
     std::size_t j = i;
     while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
+    if (!out.empty()) out += separator;
     out += std::to_string(ranks[i]);
     if (j > i) out += "-" + std::to_string(ranks[j]);
     i = j + 1;

@@ -4,9 +4,11 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "launcher/nccl/nccl_text.h"
 #include "launcher/nccl/nccl_verdict.h"
+#include "tlaunch/strings.h"
 
 namespace tlaunch::nccl {
 namespace {
@@ -246,18 +248,7 @@ NcclReport buildReport(const NcclLogState& state) {
   return out;
 }
 
-std::string rankRanges(std::vector<int> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::string out;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(ranks[i]) + (j > i ? "-" + std::to_string(ranks[j]) : "");
-    i = j + 1;
-  }
-  return out;
-}
+std::string rankRanges(std::vector<int> ranks) { return formatRankRanges(std::move(ranks), ","); }
 
 std::string compactHcas(const std::vector<std::string>& ports) {
   // Group "name_N:1" by name_ prefix; numbers become ranges. Anything else is listed as is.
