@@ -255,7 +255,7 @@ void DaemonSession::handleStart() {
     if (conn_ && conn_->isOpen()) conn_->send({{"t", "stdin_credit"}, {"r", rank}, {"n", bytes}, {"closed", closed}});
   };
   ev.exited = [this](const RankExit& e) {
-    if (nccl_) nccl_->pollNow();
+    if (nccl_) nccl_->pollNow(e.rank);
     const bool unfinalized = pmix_ && !e.killed_by_us && pmix_->endedWithoutFinalize(e.rank);
     if (pmix_ && !e.killed_by_us && (e.signaled || e.code != 0)) pmix_->onLocalRankFailed(e.rank);
     if (!conn_ || !conn_->isOpen()) return;

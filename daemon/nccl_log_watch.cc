@@ -15,11 +15,20 @@ NcclLogWatch::NcclLogWatch(std::string dir, int rank, Limits limits)
 void NcclLogWatch::poll() {
   if (dir_.empty() || finished()) return;
   const std::string prefix = "nccl.rank" + std::to_string(rank_) + ".";
+  std::vector<std::string> names;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!name.starts_with(prefix) || !entry.is_regular_file(ec)) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
+    std::string name = entry.path().filename().string();
+    if (name.starts_with(prefix) && entry.is_regular_file(ec)) names.push_back(std::move(name));
+  }
+  poll(names);
+}
+
+void NcclLogWatch::poll(const std::vector<std::string>& names) {
+  if (dir_.empty() || finished()) return;
+  for (const auto& name : names) {
+    std::ifstream in(dir_ + "/" + name, std::ios::binary);
+    if (!in) continue;
     std::size_t& offset = offsets_[name];
     in.seekg(static_cast<std::streamoff>(offset));
     std::string chunk(limits_.read_chunk, '\0');

@@ -31,6 +31,8 @@ class NcclLogWatch {
 
   // Reads what the rank's files gained since the last poll (at most read_chunk each).
   void poll();
+  // The same for `names`, its files in the directory (listed once for every rank: NcclWatchSet).
+  void poll(const std::vector<std::string>& names);
   // Bytes of the rank's stderr (the user's own NCCL_DEBUG).
   void feed(std::string_view bytes);
 

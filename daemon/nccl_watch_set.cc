@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <charconv>
+#include <filesystem>
 
 #include <spdlog/spdlog.h>
 
@@ -63,14 +65,39 @@ void NcclWatchSet::arm() {
   });
 }
 
+std::map<int, std::vector<std::string>> NcclWatchSet::filesByRank(const std::string& dir) {
+  std::map<int, std::vector<std::string>> by_rank;
+  constexpr std::string_view prefix = "nccl.rank";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix) || !entry.is_regular_file(ec)) continue;
+    int rank = -1;
+    const char* digits = name.data() + prefix.size();
+    const auto [end, err] = std::from_chars(digits, name.data() + name.size(), rank);
+    if (err != std::errc() || end == digits || *end != '.' || rank < 0) continue;
+    by_rank[rank].push_back(std::move(name));
+  }
+  return by_rank;
+}
+
 void NcclWatchSet::poll() {
   bool pending = false;
+  auto by_rank = filesByRank(dir_);
   for (auto& [rank, w] : files_) {
-    w.poll();
+    if (w.finished()) continue;
+    if (const auto it = by_rank.find(rank); it != by_rank.end()) w.poll(it->second);
     sendReady(w);
     pending = pending || !w.finished();
   }
   if (pending) arm();
+}
+
+void NcclWatchSet::pollNow(int rank) {
+  const auto w = files_.find(rank);
+  if (w == files_.end() || w->second.finished()) return;
+  w->second.poll();  // lists the directory for this rank's files only
+  sendReady(w->second);
 }
 
 void NcclWatchSet::onStderr(int rank, std::string_view bytes) {

@@ -34,8 +34,11 @@ class NcclWatchSet {
 
   // A rank's stderr bytes: parsed when its NCCL debug output goes there.
   void onStderr(int rank, std::string_view bytes);
-  // Reads the files now: a rank that exited may have written its last lines since the last tick.
-  void pollNow() { poll(); }
+  // The directory's regular files, by the rank their name says ("nccl.rank<N>.<host>.<pid>.log"),
+  // listed once for all: each rank listing it (a node of 1,000 ranks) cost seconds.
+  static std::map<int, std::vector<std::string>> filesByRank(const std::string& dir);
+  // Reads `rank`'s files now: a rank that exited may have written its last lines since the last tick.
+  void pollNow(int rank);
 
  private:
   NcclWatchSet(asio::io_context& io, std::string dir, Send send);
