@@ -61,10 +61,12 @@ tl.check(len(lines) == 100001 and lines[-1].endswith("THE END"),
 print(f"PASS: {len(seen)} lines intact; a paused non-blocking stdout lost nothing")
 
 # A filter in the rank's own process group: bash's process substitution outlives bash by the
-# time it takes to pass on the rest (here a `date` for every line). It used to be killed with
-# the rank's main process (0 of 201 lines arrived); mpirun shows them all.
+# time it takes to pass on the rest (a timestamping loop that starts late, as a log shipper
+# that connects first: 0.3 s, then builtins only, so that a loaded machine passes 201 lines well
+# within the grace of 1 s). It used to be killed with the rank's main process (0 of 201 lines
+# arrived with a `date` for every line); mpirun shows them all.
 log = os.path.join(tl.tempdir(), "rank.log")
-filtered = ('exec > >(while read -r l; do printf "%s %s\\n" "$(date +%s)" "$l"; done) 2>&1; '
+filtered = ('exec > >(sleep 0.3; while IFS= read -r l; do printf "%s %s\\n" "$SECONDS" "$l"; done) 2>&1; '
             'for i in $(seq 200); do echo "line $i"; done; echo "last line"')
 r = tl.run(["-q", "--launcher", "local", "-N", "1", "-p", "2", "--tag-output", "rank", "--", "bash", "-c", filtered],
            timeout=120)
